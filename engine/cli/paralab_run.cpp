@@ -1,0 +1,119 @@
+// paralab-run: the headless engine. Trains as configured by flags and/or a JSON --config
+// (flags win), prints one JSON object per step with --json, then a summary.
+// Try: paralab-run --steps 100 --json    See tests/engine/tst_cli.cpp.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "cpu/gemm.h"
+#include "platform.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "paralab-run: %s\n", message.c_str());
+  return kBadInput;
+}
+
+// The value of --config, looked up before the full parse so the file can supply defaults
+// that flags then override.
+std::string findConfigPath(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) return argv[i + 1];
+    if (a.rfind("--config=", 0) == 0) return a.substr(9);
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  useFastBlasKernels(argc, argv);
+  RunConfig config;
+  bool json = false;
+  std::string configPath = findConfigPath(argc, argv);
+  if (!configPath.empty()) {
+    try {
+      applyJsonFile(config, configPath);
+    } catch (const ConfigError& e) {
+      return fail(e.what());
+    }
+  }
+
+  CLI::App app{"ParaLab headless engine: trains the MLP and prints per-step metrics."};
+  app.set_help_flag("-h,--help", "Print this help and exit");
+  app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win");
+  app.add_option("--model", config.model, "Model: mlp")->capture_default_str();
+  app.add_option("--layers", config.layers, "Residual blocks (1..64)")->capture_default_str();
+  app.add_option("--hidden", config.hidden, "Hidden width H (1..8192)")->capture_default_str();
+  app.add_option("--dataset", config.dataset, "fashion-mnist | synthetic")->capture_default_str();
+  app.add_option("--data-dir", config.dataDir, "Directory of the Fashion-MNIST .gz files")
+      ->capture_default_str();
+  app.add_option("--batch", config.batch, "Global batch size (1..65536)")->capture_default_str();
+  app.add_option("--steps", config.steps, "Steps to run")->capture_default_str();
+  app.add_option("--lr", config.lr, "Learning rate")->capture_default_str();
+  app.add_option("--optimizer", config.optimizer, "sgd | momentum | adam")->capture_default_str();
+  app.add_option("--seed", config.seed, "Seed of the model, data order and synthetic data")
+      ->capture_default_str();
+  app.add_option("--eval-every", config.evalEvery, "Test accuracy every K steps (0 = never)")
+      ->capture_default_str();
+  app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
+      ->capture_default_str();
+  app.add_flag("--json", json, "Print one JSON object per step on stdout");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see --help)");
+  }
+  if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
+  if (auto err = config.validate()) return fail(*err);
+
+  try {
+    Trainer trainer(config);
+    if (!json)
+      std::printf("ParaLab: %s, H=%d, L=%d (%lld parameters), batch %d, %s, lr %g, BLAS %s\n",
+                  config.dataset.c_str(), config.hidden, config.layers,
+                  (long long)trainer.model().shape().parameterCount(), config.batch,
+                  config.optimizer.c_str(), config.lr, kernels::vendor_blas_name());
+    double totalMs = 0, lastLoss = 0;
+    std::optional<double> lastAcc;
+    for (int s = 0; s < config.steps; ++s) {
+      const StepMetrics m = trainer.step();
+      totalMs += m.stepMs;
+      lastLoss = m.loss;
+      if (m.testAccuracy) lastAcc = m.testAccuracy;
+      if (json) {
+        std::cout << toJson(m).dump() << '\n' << std::flush;
+      } else if (m.step % 10 == 0 || m.step == 1 || m.testAccuracy) {
+        std::printf("step %5lld  loss %.4f  %8.2f ms  %9.0f samples/s%s\n", (long long)m.step,
+                    m.loss, m.stepMs, m.samplesPerS,
+                    m.testAccuracy ? (" test acc " + std::to_string(*m.testAccuracy)).c_str() : "");
+      }
+    }
+    const double samplesPerS = config.steps * double(config.batch) / (totalMs * 1e-3);
+    nlohmann::json summary = {{"summary", true},       {"steps", config.steps},
+                              {"final_loss", lastLoss}, {"mean_step_ms", totalMs / config.steps},
+                              {"samples_per_s", samplesPerS}, {"config", config.toJson()}};
+    if (lastAcc) summary["test_accuracy"] = *lastAcc;
+    if (json)
+      std::cout << summary.dump() << '\n';
+    else
+      std::printf("done: %d steps, final loss %.4f, %.2f ms/step, %.0f samples/s%s\n", config.steps,
+                  lastLoss, totalMs / config.steps, samplesPerS,
+                  lastAcc ? (", test accuracy " + std::to_string(*lastAcc)).c_str() : "");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}

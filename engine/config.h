@@ -1,0 +1,45 @@
+// RunConfig: everything one training run is made of, as the CLI, a JSON --config file and the
+// window set it. validate() names the first bad field and what is allowed.
+// See tests/engine/tst_config.cpp and `paralab-run --help`.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace paralab {
+
+struct RunConfig {
+  // Model: MLP of residual blocks, input 784 -> hidden, `layers` blocks, classifier -> 10.
+  std::string model = "mlp";
+  int layers = 2;
+  int hidden = 128;
+  // Data.
+  std::string dataset = "fashion-mnist";  // fashion-mnist | synthetic
+  std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  // Training.
+  int batch = 128;  // global batch, samples
+  int steps = 200;  // 0 = run until stopped
+  double lr = 0.05;
+  std::string optimizer = "momentum";  // sgd | momentum | adam
+  uint64_t seed = 1;
+  int evalEvery = 50;  // evaluate test accuracy every K steps (0 = never)
+  int evalSamples = 2000;  // test samples evaluated each time (0 = the whole test split)
+
+  std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
+  nlohmann::json toJson() const;
+};
+
+// Reads keys named like the flags ("hidden", "data-dir", ...) into `config`. Unknown keys and
+// wrong types throw ConfigError naming the key.
+void applyJson(RunConfig& config, const nlohmann::json& j);
+// Reads a --config file; throws ConfigError naming the path when missing or malformed.
+void applyJsonFile(RunConfig& config, const std::string& path);
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace paralab

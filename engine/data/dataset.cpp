@@ -1,0 +1,165 @@
+// IDX reader (LeCun's MNIST format, which Fashion-MNIST keeps), synthetic data and sampling.
+// See tests/engine/tst_dataset.cpp.
+#include "data/dataset.h"
+
+#include <zlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <tuple>
+
+#include "rng.h"
+
+namespace paralab {
+
+namespace {
+
+const char* kFiles[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+
+std::vector<unsigned char> readGz(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw DataError("cannot open " + path);
+  std::vector<unsigned char> out;
+  unsigned char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
+  const bool failed = n < 0;
+  gzclose(f);
+  if (failed) throw DataError("cannot decompress " + path + " (not a valid .gz file)");
+  return out;
+}
+
+uint32_t bigEndian(const unsigned char* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
+// IDX: magic (0x00000801 labels, 0x00000803 images), dims as big-endian uint32, then bytes.
+void readIdx(const std::string& path, bool images, std::vector<float>* x, std::vector<int>* y) {
+  const std::vector<unsigned char> d = readGz(path);
+  const uint32_t magic = d.size() >= 4 ? bigEndian(d.data()) : 0;
+  const size_t header = images ? 16 : 8;
+  if (d.size() < header || magic != (images ? 0x803u : 0x801u))
+    throw DataError(path + " is not an IDX " + (images ? "image" : "label") + " file");
+  const size_t n = bigEndian(d.data() + 4);
+  const size_t per = images ? size_t(bigEndian(d.data() + 8)) * bigEndian(d.data() + 12) : 1;
+  if (images && per != 784) throw DataError(path + ": expected 28x28 images");
+  if (d.size() != header + n * per) throw DataError(path + " is truncated");
+  if (images) {
+    x->resize(n * per);
+    for (size_t i = 0; i < n * per; ++i) (*x)[i] = float(d[header + i]) / 255.f;
+  } else {
+    y->resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (d[header + i] > 9) throw DataError(path + ": label out of range 0..9");
+      (*y)[i] = d[header + i];
+    }
+  }
+}
+
+}  // namespace
+
+std::string missingFashionMnistFile(const std::string& dir) {
+  for (const char* f : kFiles) {
+    const std::string p = (std::filesystem::path(dir) / f).string();
+    if (!std::filesystem::is_regular_file(p)) return p;
+  }
+  return "";
+}
+
+Dataset loadFashionMnist(const std::string& dir) {
+  if (const std::string missing = missingFashionMnistFile(dir); !missing.empty())
+    throw DataError("Fashion-MNIST file not found: " + missing +
+                    " (install dataset-fashion-mnist or pass --data-dir)");
+  Dataset d;
+  d.name = "fashion-mnist";
+  auto path = [&](int i) { return (std::filesystem::path(dir) / kFiles[i]).string(); };
+  readIdx(path(0), true, &d.trainX, nullptr);
+  readIdx(path(1), false, nullptr, &d.trainY);
+  readIdx(path(2), true, &d.testX, nullptr);
+  readIdx(path(3), false, nullptr, &d.testY);
+  if (d.trainX.size() != d.trainY.size() * 784 || d.testX.size() != d.testY.size() * 784)
+    throw DataError("Fashion-MNIST in " + dir + ": image and label counts differ");
+  return d;
+}
+
+Dataset makeSynthetic(uint64_t seed, int numTrain, int numTest) {
+  // Teacher: 784 -> 32 tanh -> 10 with fixed random weights; label = arg-max of its output.
+  // Inputs are uniform in [0, 1] like pixels. Learnable, but not by a linear model alone.
+  Rng rng(seed ^ 0x5EED5EEDull);
+  const int D = 784, T = 32, C = 10;
+  std::vector<double> w1(size_t(D) * T), w2(size_t(T) * C);
+  for (double& w : w1) w = rng.normal() / std::sqrt(D / 12.0);
+  for (double& w : w2) w = rng.normal();
+  Dataset d;
+  d.name = "synthetic";
+  auto fill = [&](int n, std::vector<float>& X, std::vector<int>& Y) {
+    X.resize(size_t(n) * D);
+    Y.resize(n);
+    std::vector<double> h(T);
+    for (int i = 0; i < n; ++i) {
+      float* x = &X[size_t(i) * D];
+      for (int j = 0; j < D; ++j) x[j] = float(rng.uniform());
+      for (int t = 0; t < T; ++t) {
+        double s = 0;
+        for (int j = 0; j < D; ++j) s += (x[j] - 0.5) * w1[size_t(j) * T + t];
+        h[t] = std::tanh(s);
+      }
+      int best = 0;
+      double bestV = -1e300;
+      for (int c = 0; c < C; ++c) {
+        double s = 0;
+        for (int t = 0; t < T; ++t) s += h[t] * w2[size_t(t) * C + c];
+        if (s > bestV) bestV = s, best = c;
+      }
+      Y[i] = best;
+    }
+  };
+  fill(numTrain, d.trainX, d.trainY);
+  fill(numTest, d.testX, d.testY);
+  return d;
+}
+
+std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std::string& dir,
+                                           uint64_t seed) {
+  static std::mutex mutex;
+  static std::map<std::tuple<std::string, std::string, uint64_t>, std::shared_ptr<const Dataset>>
+      cache;
+  // Fashion-MNIST does not depend on the seed; the synthetic set does not depend on the dir.
+  const auto key = dataset == "synthetic" ? std::make_tuple(dataset, std::string(), seed)
+                                          : std::make_tuple(dataset, dir, uint64_t(0));
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  auto d = std::make_shared<const Dataset>(dataset == "synthetic" ? makeSynthetic(seed)
+                                                                  : loadFashionMnist(dir));
+  cache[key] = d;
+  return d;
+}
+
+BatchSampler::BatchSampler(int64_t datasetSize, int batch, uint64_t seed)
+    : m_n(datasetSize), m_batch(batch), m_seed(seed) {}
+
+void BatchSampler::shuffleEpoch(int64_t epoch) {
+  m_perm.resize(size_t(m_n));
+  std::iota(m_perm.begin(), m_perm.end(), 0);
+  Rng rng(m_seed * 0x9E3779B97F4A7C15ull + uint64_t(epoch));
+  for (int64_t i = m_n - 1; i > 0; --i) std::swap(m_perm[i], m_perm[rng.below(uint64_t(i + 1))]);
+  m_epoch = epoch;
+}
+
+void BatchSampler::globalBatch(int64_t step, std::vector<int>& out) {
+  // Sample k of the stream is permutation(k / n)[k % n]: epochs follow one another, and a
+  // batch that straddles two epochs takes the end of one and the start of the next.
+  out.resize(size_t(m_batch));
+  for (int i = 0; i < m_batch; ++i) {
+    const int64_t k = step * m_batch + i;
+    const int64_t epoch = k / m_n;
+    if (epoch != m_epoch) shuffleEpoch(epoch);
+    out[size_t(i)] = m_perm[size_t(k % m_n)];
+  }
+}
+
+}  // namespace paralab

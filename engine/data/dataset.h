@@ -1,0 +1,55 @@
+// Datasets: Fashion-MNIST read from its IDX .gz files, or a synthetic teacher-labelled set,
+// both as float pixels in [0, 1] and int labels. BatchSampler picks the global batch of each
+// step, the same on every rank. See tests/engine/tst_dataset.cpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace paralab {
+
+struct Dataset {
+  std::string name;
+  int inputDim = 784;
+  int classes = 10;
+  std::vector<float> trainX, testX;  // [n, inputDim], row-major
+  std::vector<int> trainY, testY;
+  int64_t numTrain() const { return int64_t(trainY.size()); }
+  int64_t numTest() const { return int64_t(testY.size()); }
+};
+
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The four files of Debian's dataset-fashion-mnist (train-images-idx3-ubyte.gz, ...).
+// Throws DataError naming the file when one is missing or malformed.
+Dataset loadFashionMnist(const std::string& dir);
+// Names the first missing file, or "" when all four are there (cheap: no reading).
+std::string missingFashionMnistFile(const std::string& dir);
+// Gaussian inputs labelled by a fixed random teacher network (deterministic by seed).
+Dataset makeSynthetic(uint64_t seed, int numTrain = 8192, int numTest = 2048);
+// Cached per (dataset, dir, seed): a second run starts without re-reading the files.
+std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std::string& dir,
+                                           uint64_t seed);
+
+// Epoch-wise shuffled sampling without replacement; the global batch of step s is the same
+// wherever it is asked for, so ranks can take their slice of it independently.
+class BatchSampler {
+ public:
+  BatchSampler(int64_t datasetSize, int batch, uint64_t seed);
+  // Indices of global batch `step` (0-based), `batch` of them.
+  void globalBatch(int64_t step, std::vector<int>& out);
+
+ private:
+  void shuffleEpoch(int64_t epoch);
+  int64_t m_n;
+  int m_batch;
+  uint64_t m_seed;
+  int64_t m_epoch = -1;
+  std::vector<int> m_perm;
+};
+
+}  // namespace paralab

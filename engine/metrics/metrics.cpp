@@ -1,0 +1,35 @@
+// JSON form of the metrics: the `--json` line of paralab-run and the app's CSV/JSON exports
+// use these names (defined in lessons/reference/metrics.md).
+#include "metrics/metrics.h"
+
+#include <nlohmann/json.hpp>
+
+namespace paralab {
+
+nlohmann::json toJson(const MemorySnapshot& m) {
+  nlohmann::json j;
+  for (int i = 0; i < kMemCategories; ++i)
+    j[std::string(memCategoryName(MemCategory(i)))] = m.current[size_t(i)];
+  j["peak"] = m.peakTotal;
+  return j;
+}
+
+nlohmann::json toJson(const StepMetrics& m) {
+  nlohmann::json j = {{"step", m.step},           {"loss", m.loss},
+                      {"step_ms", m.stepMs},      {"samples_per_s", m.samplesPerS},
+                      {"forward_ms", m.forwardMs}, {"backward_ms", m.backwardMs},
+                      {"optimizer_ms", m.optimizerMs}, {"data_ms", m.dataMs}};
+  if (m.testAccuracy) j["test_accuracy"] = *m.testAccuracy;
+  j["ranks"] = nlohmann::json::array();
+  for (const RankMetrics& r : m.ranks)
+    j["ranks"].push_back({{"rank", r.rank},
+                          {"compute_ms", r.computeMs},
+                          {"comm_ms", r.commMs},
+                          {"idle_ms", r.idleMs},
+                          {"bytes_sent", r.bytesSent},
+                          {"bytes_recv", r.bytesRecv},
+                          {"mem", toJson(r.mem)}});
+  return j;
+}
+
+}  // namespace paralab

@@ -1,0 +1,40 @@
+// The per-step metrics every view and export reads. Each is defined once here and once in
+// prose in lessons/reference/metrics.md (same names). See tests/engine/tst_metrics.cpp.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "memory/memory_tracker.h"
+
+namespace paralab {
+
+// What one rank did during one step. Times in milliseconds of wall clock, bytes as counted
+// by the communicator, memory from the rank's MemoryTracker at the end of the step (peak =
+// high-water mark during the step).
+struct RankMetrics {
+  int rank = 0;
+  double computeMs = 0;    // data + forward + backward + optimizer spans
+  double commMs = 0;       // communication spans
+  double idleMs = 0;       // step time not covered by any span
+  int64_t bytesSent = 0;
+  int64_t bytesRecv = 0;
+  MemorySnapshot mem;
+};
+
+struct StepMetrics {
+  int64_t step = 0;            // 1-based index of the step just finished
+  double loss = 0;             // mean cross-entropy over the global batch, nats
+  double stepMs = 0;           // wall time of the whole step, ms
+  double samplesPerS = 0;      // global batch / step time
+  double forwardMs = 0, backwardMs = 0, optimizerMs = 0, dataMs = 0;  // rank 0's breakdown
+  std::optional<double> testAccuracy;  // fraction in [0,1], on steps where it was evaluated
+  std::vector<RankMetrics> ranks;
+};
+
+nlohmann::json toJson(const StepMetrics& m);
+nlohmann::json toJson(const MemorySnapshot& m);
+
+}  // namespace paralab

@@ -1,0 +1,67 @@
+// Spans: what each rank was doing when, in ns of a steady clock, in a bounded buffer.
+// The timeline view and the compute/comm/idle breakdown are made from these.
+// See tests/engine/tst_metrics.cpp.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace paralab {
+
+enum class SpanKind : int { Data, Forward, Backward, Optimizer, Comm, Idle };
+std::string_view spanKindName(SpanKind k);  // "data", "forward", ...
+
+struct Span {
+  SpanKind kind = SpanKind::Forward;
+  int64_t startNs = 0, endNs = 0;  // steady clock
+  int64_t bytes = 0;               // for comm spans
+  const char* op = "";             // static string: "allreduce", "layer 3", ...
+  int64_t step = 0;
+};
+
+inline int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A ring of the last `capacity` spans of one rank. Written by that rank, read by snapshots.
+class SpanRecorder {
+ public:
+  explicit SpanRecorder(size_t capacity = 4096);
+  void record(const Span& s);
+  std::vector<Span> recent(size_t maxCount) const;  // oldest first
+  std::vector<Span> since(int64_t step) const;      // spans with step >= `step`, oldest first
+  void clear();
+
+ private:
+  mutable std::mutex m_mutex;  // uncontended: one writer, rare readers
+  std::vector<Span> m_ring;
+  size_t m_next = 0, m_size = 0;
+};
+
+// Records a span from construction to destruction: `ScopedSpan s(rec, SpanKind::Forward, step);`
+class ScopedSpan {
+ public:
+  ScopedSpan(SpanRecorder* rec, SpanKind kind, int64_t step, const char* op = "")
+      : m_rec(rec), m_span{kind, nowNs(), 0, 0, op, step} {}
+  ~ScopedSpan() { close(); }
+  void setBytes(int64_t b) { m_span.bytes = b; }
+  void close() {
+    if (m_rec) {
+      m_span.endNs = nowNs();
+      m_rec->record(m_span);
+      m_rec = nullptr;
+    }
+  }
+  ScopedSpan(const ScopedSpan&) = delete;
+  ScopedSpan& operator=(const ScopedSpan&) = delete;
+
+ private:
+  SpanRecorder* m_rec;
+  Span m_span;
+};
+
+}  // namespace paralab

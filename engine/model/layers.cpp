@@ -1,0 +1,65 @@
+// Linear and LayerNorm on the CPU (see layers.h).
+#include "model/layers.h"
+
+#include <cmath>
+
+#include "cpu/gemm.h"
+#include "cpu/layers.h"
+
+namespace paralab {
+
+using namespace kernels;
+
+Linear::Linear(ParamSet& ps, const std::string& name, int in, int out)
+    : m_ps(&ps),
+      m_w(ps.add(name + ".weight", {in, out})),
+      m_b(ps.add(name + ".bias", {out})),
+      m_in(in),
+      m_out(out) {}
+
+void Linear::init(Rng& rng) {
+  const double bound = 1.0 / std::sqrt(double(m_in));
+  float* w = m_ps->param(m_w);
+  for (int64_t i = 0; i < int64_t(m_in) * m_out; ++i) w[i] = float(rng.uniform(-bound, bound));
+  float* b = m_ps->param(m_b);
+  for (int i = 0; i < m_out; ++i) b[i] = float(rng.uniform(-bound, bound));
+}
+
+void Linear::forward(const float* x, float* y, int batch) {
+  gemm_vendor<float>(false, false, batch, m_out, m_in, 1.f, x, m_in, m_ps->param(m_w), m_out, 0.f,
+                     y, m_out);
+  bias_add(y, m_ps->param(m_b), batch, m_out);
+}
+
+void Linear::backward(const float* x, const float* dy, float* dx, int batch) {
+  // dW[in, out] += x^T[in, B] dy[B, out]
+  gemm_vendor<float>(true, false, m_in, m_out, batch, 1.f, x, m_in, dy, m_out, 1.f,
+                     m_ps->grad(m_w), m_out);
+  bias_backward(m_ps->grad(m_b), dy, batch, m_out);
+  // dx[B, in] = dy[B, out] W^T[out, in]
+  if (dx)
+    gemm_vendor<float>(false, true, batch, m_in, m_out, 1.f, dy, m_out, m_ps->param(m_w), m_out,
+                       0.f, dx, m_in);
+}
+
+LayerNorm::LayerNorm(ParamSet& ps, const std::string& name, int dim)
+    : m_ps(&ps), m_gamma(ps.add(name + ".gamma", {dim})), m_beta(ps.add(name + ".beta", {dim})),
+      m_dim(dim) {}
+
+void LayerNorm::init() {
+  float* g = m_ps->param(m_gamma);
+  float* b = m_ps->param(m_beta);
+  for (int i = 0; i < m_dim; ++i) g[i] = 1.f, b[i] = 0.f;
+}
+
+void LayerNorm::forward(const float* x, float* y, float* mean, float* rstd, int batch) {
+  layernorm_forward(y, mean, rstd, x, m_ps->param(m_gamma), m_ps->param(m_beta), batch, m_dim);
+}
+
+void LayerNorm::backward(const float* x, const float* mean, const float* rstd, const float* dy,
+                         float* dx, int batch) {
+  layernorm_backward(dx, m_ps->grad(m_gamma), m_ps->grad(m_beta), dy, x, mean, rstd,
+                     m_ps->param(m_gamma), batch, m_dim);
+}
+
+}  // namespace paralab

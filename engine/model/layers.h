@@ -1,0 +1,46 @@
+// The layers of the MLP, each with its forward and backward written out. A layer owns no
+// memory: its weights live in the model's ParamSet, its inputs and outputs in the caller's
+// activation buffers. The math is in kernels/cpu (layers.h, gemm.h).
+// See tests/engine/tst_model.cpp (whole-model gradient check).
+#pragma once
+#include <string>
+
+#include "model/param_set.h"
+#include "rng.h"
+
+namespace paralab {
+
+// y[B, out] = x[B, in] W[in, out] + b[out]. Column-parallel tensor parallelism splits `out`,
+// row-parallel splits `in` (Megatron-LM).
+class Linear {
+ public:
+  Linear(ParamSet& ps, const std::string& name, int in, int out);
+  // PyTorch's default: W, b ~ U(-1/sqrt(in), 1/sqrt(in)).
+  void init(Rng& rng);
+  void forward(const float* x, float* y, int batch);
+  // Accumulates dW += x^T dy and db += sum_rows(dy); writes dx = dy W^T unless dx is null.
+  void backward(const float* x, const float* dy, float* dx, int batch);
+  int in() const { return m_in; }
+  int out() const { return m_out; }
+
+ private:
+  ParamSet* m_ps;
+  int m_w, m_b, m_in, m_out;
+};
+
+// LayerNorm over the feature dimension with learned gamma (init 1) and beta (init 0).
+class LayerNorm {
+ public:
+  LayerNorm(ParamSet& ps, const std::string& name, int dim);
+  void init();
+  // mean and rstd: [batch] saved for backward.
+  void forward(const float* x, float* y, float* mean, float* rstd, int batch);
+  void backward(const float* x, const float* mean, const float* rstd, const float* dy, float* dx,
+                int batch);
+
+ private:
+  ParamSet* m_ps;
+  int m_gamma, m_beta, m_dim;
+};
+
+}  // namespace paralab

@@ -1,0 +1,40 @@
+// Optimizer state and dispatch to the update kernels (see optimizer.h).
+#include "optim/optimizer.h"
+
+#include <stdexcept>
+
+#include "cpu/optim.h"
+
+namespace paralab {
+
+OptimizerKind optimizerKind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::Sgd;
+  if (name == "momentum") return OptimizerKind::Momentum;
+  if (name == "adam") return OptimizerKind::Adam;
+  throw std::invalid_argument("optimizer: '" + name + "' is not one of sgd, momentum, adam");
+}
+
+Optimizer::Optimizer(OptimizerKind kind, const OptimizerHyper& hyper, int64_t numel,
+                     MemoryTracker* tracker)
+    : m_kind(kind), m_hyper(hyper), m_numel(numel) {
+  if (kind != OptimizerKind::Sgd) m_m = Tensor({numel}, MemCategory::Optimizer, tracker);
+  if (kind == OptimizerKind::Adam) m_v = Tensor({numel}, MemCategory::Optimizer, tracker);
+}
+
+void Optimizer::step(float* params, const float* grads) {
+  ++m_t;
+  switch (m_kind) {
+    case OptimizerKind::Sgd:
+      kernels::sgd_update(params, grads, m_numel, m_hyper.lr);
+      break;
+    case OptimizerKind::Momentum:
+      kernels::momentum_update(params, m_m.data(), grads, m_numel, m_hyper.lr, m_hyper.momentum);
+      break;
+    case OptimizerKind::Adam:
+      kernels::adam_update(params, m_m.data(), m_v.data(), grads, m_numel, m_hyper.lr,
+                           m_hyper.beta1, m_hyper.beta2, m_hyper.eps, m_t);
+      break;
+  }
+}
+
+}  // namespace paralab

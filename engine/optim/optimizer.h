@@ -1,0 +1,38 @@
+// Optimizers over a flat range of parameters: SGD, SGD with momentum, Adam (fp32).
+// State is allocated for exactly the range owned (ZeRO-1 owns 1/N of it) and counted as
+// "optimizer" memory: momentum 4 bytes per parameter, Adam 8 (m and v).
+// See tests/engine/tst_optimizer.cpp.
+#pragma once
+#include <string>
+
+#include "tensor.h"
+
+namespace paralab {
+
+enum class OptimizerKind { Sgd, Momentum, Adam };
+OptimizerKind optimizerKind(const std::string& name);  // "sgd" | "momentum" | "adam"
+
+struct OptimizerHyper {
+  float lr = 0.05f;
+  float momentum = 0.9f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+};
+
+class Optimizer {
+ public:
+  Optimizer(OptimizerKind kind, const OptimizerHyper& hyper, int64_t numel, MemoryTracker* tracker);
+  // Updates params[0..numel) from grads[0..numel).
+  void step(float* params, const float* grads);
+  int64_t numel() const { return m_numel; }
+  int64_t steps() const { return m_t; }
+  void setLr(float lr) { m_hyper.lr = lr; }
+
+ private:
+  OptimizerKind m_kind;
+  OptimizerHyper m_hyper;
+  int64_t m_numel;
+  int64_t m_t = 0;
+  Tensor m_m, m_v;  // momentum buffer (m) or Adam's first and second moments (m, v)
+};
+
+}  // namespace paralab

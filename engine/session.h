@@ -1,0 +1,55 @@
+// Session: the one door between the window (or any caller) and the training engine.
+// Commands go in (start, pause, resume, stepOnce, stop); value snapshots come out. Training
+// runs on a thread the session owns; no call blocks its caller for more than a few ms.
+// See tests/engine/tst_session.cpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "metrics/metrics.h"
+#include "metrics/span_recorder.h"
+
+namespace paralab {
+
+enum class RunState { Idle, Loading, Running, Paused, Finished, Failed };
+const char* runStateName(RunState s);
+
+// Values only: safe to keep, copy and paint from any thread.
+struct Snapshot {
+  RunState state = RunState::Idle;
+  std::string error;        // set when state == Failed (one line)
+  RunConfig config;         // the configuration of this run
+  int64_t runId = 0;        // increments with every start()
+  int64_t stepsDone = 0;
+  std::vector<StepMetrics> steps;  // steps [from, stepsDone) as asked in snapshot(from)
+  std::vector<std::vector<Span>> spans;  // per rank: spans of the last few steps
+};
+
+class Session {
+ public:
+  Session();
+  ~Session();  // stops and joins the training thread
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Validates, then starts a new run (loading data and building the model on the training
+  // thread). Returns the validation error instead of starting, or "" on success.
+  std::string start(const RunConfig& config);
+  void pause();     // finishes the step in flight, then waits
+  void resume();
+  void stepOnce();  // when paused (or just started paused): one step, then pause again
+  void stop();      // ends the run after the step in flight; returns at once
+
+  // Steps from index `fromStep` (0-based) on, plus the spans of the last `spanSteps` steps.
+  Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const;
+
+ private:
+  struct Run;
+  std::shared_ptr<Run> m_run;
+  int64_t m_runCounter = 0;
+};
+
+}  // namespace paralab

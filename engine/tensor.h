@@ -1,0 +1,58 @@
+// Tensor: a float32 array with a shape, contiguous row-major, on one device, owned (and
+// counted by its rank's MemoryTracker under a category) or a view into another's memory.
+// See tests/engine/tst_tensor.cpp.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "memory/memory_tracker.h"
+
+namespace paralab {
+
+enum class Device { Cpu, Cuda };
+using Shape = std::vector<int64_t>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates numel(shape) floats, zero-filled, counted as `category` by `tracker` (may be null).
+  Tensor(Shape shape, MemCategory category, MemoryTracker* tracker, Device device = Device::Cpu);
+  // A non-owning view of memory that lives elsewhere (e.g. one weight inside a flat buffer).
+  static Tensor view(float* data, Shape shape, Device device = Device::Cpu);
+
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  ~Tensor();
+
+  float* data() { return m_data; }
+  const float* data() const { return m_data; }
+  const Shape& shape() const { return m_shape; }
+  int64_t dim(int i) const { return m_shape.at(i); }
+  int64_t numel() const { return m_numel; }
+  int64_t bytes() const { return m_numel * static_cast<int64_t>(sizeof(float)); }
+  Device device() const { return m_device; }
+  bool owning() const { return m_owning; }
+  bool empty() const { return m_numel == 0; }
+
+  void zero();
+  std::string shapeString() const;  // "[256, 784]"
+
+ private:
+  void release();
+
+  float* m_data = nullptr;
+  Shape m_shape;
+  int64_t m_numel = 0;
+  Device m_device = Device::Cpu;
+  bool m_owning = false;
+  MemCategory m_category = MemCategory::Workspace;
+  MemoryTracker* m_tracker = nullptr;
+};
+
+int64_t numelOf(const Shape& shape);
+
+}  // namespace paralab

@@ -1,0 +1,36 @@
+// The vendor rung of the GEMM ladder: OpenBLAS through CBLAS.
+// See tests/kernels/tst_gemm.cpp and `paralab-bench gemm`.
+#include <cblas.h>
+
+#include <string>
+
+#include "cpu/gemm.h"
+
+namespace paralab::kernels {
+
+static CBLAS_TRANSPOSE op(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+template <>
+void gemm_vendor<float>(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                        int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, op(transA), op(transB), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+template <>
+void gemm_vendor<double>(bool transA, bool transB, int M, int N, int K, double alpha,
+                         const double* A, int lda, const double* B, int ldb, double beta,
+                         double* C, int ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_dgemm(CblasRowMajor, op(transA), op(transB), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+const char* vendor_blas_name() {
+  static const std::string name = std::string(openblas_get_config()) + " core " +
+                                  openblas_get_corename();
+  return name.c_str();
+}
+
+void vendor_blas_set_threads(int n) { openblas_set_num_threads(n); }
+
+}  // namespace paralab::kernels
