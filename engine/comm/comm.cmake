@@ -1,0 +1,1 @@
+# Sources of engine/comm, added to paralab_engine (included from engine/CMakeLists.txt).

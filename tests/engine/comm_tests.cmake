@@ -1,0 +1,1 @@
+# Communicator tests (included from tests/engine/CMakeLists.txt).
