@@ -64,6 +64,8 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
     else if (key == "eval-every") read(v, key, c.evalEvery, "an integer");
     else if (key == "eval-samples") read(v, key, c.evalSamples, "an integer");
     else throw ConfigError("config: unknown key '" + key + "' (keys are the flag names, see --help)");
+    if (key == "seed" && v.is_number_integer() && !v.is_number_unsigned())
+      throw ConfigError("seed: expected a non-negative integer, got " + v.dump());
     if (v.is_number_float() && key != "lr")
       throw ConfigError(key + ": expected an integer, got " + v.dump());
   }

@@ -50,6 +50,8 @@ struct Session::Run {
       spans = &trainer->spans();
       state = paused ? RunState::Paused : RunState::Running;
       while (true) {
+        // Paused is reported only once no step is in flight.
+        if (paused && stepsAllowed == 0 && state == RunState::Running) state = RunState::Paused;
         wake.wait(lock, [&] { return stopRequested || !paused || stepsAllowed > 0; });
         if (stopRequested) break;
         if (config.steps > 0 && trainer->stepsDone() >= config.steps) {
@@ -62,7 +64,6 @@ struct Session::Run {
         StepMetrics m = trainer->step();  // the work happens outside the lock
         lock.lock();
         history.push_back(std::move(m));
-        if (paused && stepsAllowed == 0) state = RunState::Paused;
       }
       state = RunState::Finished;
     } catch (const std::exception& e) {
@@ -76,14 +77,18 @@ struct Session::Run {
 Session::Session() = default;
 
 Session::~Session() {
-  if (m_run) {
-    stop();
-    if (m_run->thread.joinable()) m_run->thread.join();
-  }
+  stop();
+  if (m_run && m_run->thread.joinable()) m_run->thread.join();
+}
+
+std::shared_ptr<Session::Run> Session::current() const {
+  std::lock_guard lock(m_mutex);
+  return m_run;
 }
 
 std::string Session::start(const RunConfig& config) {
   if (auto err = config.validate()) return *err;
+  std::lock_guard guard(m_mutex);
   auto run = std::make_shared<Run>();
   run->config = config;
   run->id = ++m_runCounter;
@@ -106,48 +111,52 @@ std::string Session::start(const RunConfig& config) {
 }
 
 void Session::pause() {
-  if (!m_run) return;
-  std::lock_guard lock(m_run->mutex);
-  m_run->paused = true;
-  m_run->stepsAllowed = 0;
-  if (m_run->state == RunState::Running) m_run->state = RunState::Paused;
+  const auto run = current();
+  if (!run) return;
+  std::lock_guard lock(run->mutex);
+  run->paused = true;
+  run->stepsAllowed = 0;
 }
 
 void Session::resume() {
-  if (!m_run) return;
-  std::lock_guard lock(m_run->mutex);
-  m_run->paused = false;
-  m_run->wake.notify_all();
+  const auto run = current();
+  if (!run) return;
+  std::lock_guard lock(run->mutex);
+  run->paused = false;
+  run->wake.notify_all();
 }
 
 void Session::stepOnce() {
-  if (!m_run) return;
-  std::lock_guard lock(m_run->mutex);
-  m_run->paused = true;
-  ++m_run->stepsAllowed;
-  m_run->wake.notify_all();
+  const auto run = current();
+  if (!run) return;
+  std::lock_guard lock(run->mutex);
+  run->paused = true;
+  ++run->stepsAllowed;
+  run->wake.notify_all();
 }
 
 void Session::stop() {
-  if (!m_run) return;
-  std::lock_guard lock(m_run->mutex);
-  m_run->stopRequested = true;
-  m_run->wake.notify_all();
+  const auto run = current();
+  if (!run) return;
+  std::lock_guard lock(run->mutex);
+  run->stopRequested = true;
+  run->wake.notify_all();
 }
 
 Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
   Snapshot s;
-  if (!m_run) return s;
-  std::lock_guard lock(m_run->mutex);
-  s.state = m_run->state;
-  s.error = m_run->error;
-  s.config = m_run->config;
-  s.runId = m_run->id;
-  s.stepsDone = int64_t(m_run->history.size());
+  const auto run = current();
+  if (!run) return s;
+  std::lock_guard lock(run->mutex);
+  s.state = run->state;
+  s.error = run->error;
+  s.config = run->config;
+  s.runId = run->id;
+  s.stepsDone = int64_t(run->history.size());
   if (fromStep < s.stepsDone)
-    s.steps.assign(m_run->history.begin() + std::max<int64_t>(fromStep, 0), m_run->history.end());
-  if (spanSteps > 0 && m_run->spans)
-    s.spans.push_back(m_run->spans->since(s.stepsDone - spanSteps + 1));
+    s.steps.assign(run->history.begin() + std::max<int64_t>(fromStep, 0), run->history.end());
+  if (spanSteps > 0 && run->spans)
+    s.spans.push_back(run->spans->since(s.stepsDone - spanSteps + 1));
   return s;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ class Session {
 
  private:
   struct Run;
+  std::shared_ptr<Run> current() const;  // the run commands go to, copied under m_mutex
+
+  mutable std::mutex m_mutex;  // guards m_run and m_runCounter (callers may be on any thread)
   std::shared_ptr<Run> m_run;
   int64_t m_runCounter = 0;
 };

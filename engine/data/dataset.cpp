@@ -4,7 +4,6 @@
 
 #include <zlib.h>
 
-#include <cmath>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -87,35 +86,30 @@ Dataset loadFashionMnist(const std::string& dir) {
 }
 
 Dataset makeSynthetic(uint64_t seed, int numTrain, int numTest) {
-  // Teacher: 784 -> 32 tanh -> 10 with fixed random weights; label = arg-max of its output.
-  // Inputs are uniform in [0, 1] like pixels. Learnable, but not by a linear model alone.
+  // Gaussian blobs seen through a fixed random projection: each class k has a centre c_k in a
+  // 16-dimensional latent space; a sample is z = c_k + noise, shown as 784 "pixels"
+  // x = 0.5 + 0.12 A z / 4 (A fixed, Gaussian). Overlapping blobs: learnable, not trivial.
   Rng rng(seed ^ 0x5EED5EEDull);
-  const int D = 784, T = 32, C = 10;
-  std::vector<double> w1(size_t(D) * T), w2(size_t(T) * C);
-  for (double& w : w1) w = rng.normal() / std::sqrt(D / 12.0);
-  for (double& w : w2) w = rng.normal();
+  const int D = 784, Z = 16, C = 10;
+  const double separation = 0.7;
+  std::vector<double> centres(size_t(C) * Z), A(size_t(D) * Z);
+  for (double& c : centres) c = separation * rng.normal();
+  for (double& a : A) a = rng.normal();
   Dataset d;
   d.name = "synthetic";
   auto fill = [&](int n, std::vector<float>& X, std::vector<int>& Y) {
     X.resize(size_t(n) * D);
-    Y.resize(n);
-    std::vector<double> h(T);
+    Y.resize(size_t(n));
+    std::vector<double> z(Z);
     for (int i = 0; i < n; ++i) {
-      float* x = &X[size_t(i) * D];
-      for (int j = 0; j < D; ++j) x[j] = float(rng.uniform());
-      for (int t = 0; t < T; ++t) {
+      const int k = int(rng.below(C));
+      for (int j = 0; j < Z; ++j) z[size_t(j)] = centres[size_t(k) * Z + j] + rng.normal();
+      for (int p = 0; p < D; ++p) {
         double s = 0;
-        for (int j = 0; j < D; ++j) s += (x[j] - 0.5) * w1[size_t(j) * T + t];
-        h[t] = std::tanh(s);
+        for (int j = 0; j < Z; ++j) s += A[size_t(p) * Z + j] * z[size_t(j)];
+        X[size_t(i) * D + p] = float(0.5 + 0.12 * s / 4.0);
       }
-      int best = 0;
-      double bestV = -1e300;
-      for (int c = 0; c < C; ++c) {
-        double s = 0;
-        for (int t = 0; t < T; ++t) s += h[t] * w2[size_t(t) * C + c];
-        if (s > bestV) bestV = s, best = c;
-      }
-      Y[i] = best;
+      Y[size_t(i)] = k;
     }
   };
   fill(numTrain, d.trainX, d.trainY);

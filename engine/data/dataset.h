@@ -1,5 +1,5 @@
-// Datasets: Fashion-MNIST read from its IDX .gz files, or a synthetic teacher-labelled set,
-// both as float pixels in [0, 1] and int labels. BatchSampler picks the global batch of each
+// Datasets: Fashion-MNIST read from its IDX .gz files, or synthetic Gaussian blobs, both as
+// float inputs (pixels in [0, 1]) and int labels. BatchSampler picks the global batch of each
 // step, the same on every rank. See tests/engine/tst_dataset.cpp.
 #pragma once
 #include <cstdint>
@@ -29,7 +29,7 @@ struct DataError : std::runtime_error {
 Dataset loadFashionMnist(const std::string& dir);
 // Names the first missing file, or "" when all four are there (cheap: no reading).
 std::string missingFashionMnistFile(const std::string& dir);
-// Gaussian inputs labelled by a fixed random teacher network (deterministic by seed).
+// Gaussian class blobs in a 16-d latent space, projected to 784 inputs (deterministic by seed).
 Dataset makeSynthetic(uint64_t seed, int numTrain = 8192, int numTest = 2048);
 // Cached per (dataset, dir, seed): a second run starts without re-reading the files.
 std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std::string& dir,

@@ -3,6 +3,8 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 #include <cstring>
 
 #include "cpu/gemm.h"
@@ -55,6 +57,10 @@ StepMetrics Trainer::step() {
     ScopedSpan s(&m_spans, SpanKind::Forward, stepIndex, "forward");
     lossSum = m_model->forwardLoss(m_x.data(), m_labels.data(), B, B);
   }
+  if (!std::isfinite(lossSum))
+    throw std::runtime_error("training diverged: the loss is not finite at step " +
+                             std::to_string(stepIndex) + "; lower the learning rate (now " +
+                             std::to_string(m_config.lr) + ")");
   const int64_t t2 = nowNs();
   {
     ScopedSpan s(&m_spans, SpanKind::Backward, stepIndex, "backward");

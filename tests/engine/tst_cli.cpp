@@ -1,0 +1,101 @@
+// paralab-run as a user meets it: bad input gets one line naming the field and exit code 2;
+// a good run prints one JSON object per step with the documented keys.
+// Run: ctest -R tst_cli
+#include <QtTest>
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QJsonArray>
+#include <QProcess>
+#include <QTemporaryFile>
+
+class TstCli : public QObject {
+  Q_OBJECT
+
+  struct Result {
+    int code;
+    QString out, err;
+  };
+  static Result run(const QStringList& args) {
+    QProcess p;
+    p.start(PARALAB_RUN, args);
+    if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
+    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+  }
+
+ private slots:
+  void badInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("names");
+    QTest::newRow("unknown flag") << QStringList{"--frobnicate"} << "--frobnicate";
+    QTest::newRow("batch 0") << QStringList{"--batch", "0"} << "batch";
+    QTest::newRow("hidden -5") << QStringList{"--hidden", "-5"} << "hidden";
+    QTest::newRow("lr abc") << QStringList{"--lr", "abc"} << "--lr";
+    QTest::newRow("optimizer") << QStringList{"--optimizer", "lamb"} << "optimizer";
+    QTest::newRow("missing config") << QStringList{"--config", "/nonexistent.json"} << "/nonexistent.json";
+    QTest::newRow("missing data dir") << QStringList{"--data-dir", "/nonexistent"} << "/nonexistent";
+  }
+  void badInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, names);
+    const Result r = run(args);
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err.count('\n'), 1);  // exactly one line
+    QVERIFY2(r.err.contains(names), qPrintable(r.err));
+  }
+
+  void malformedConfigFile() {
+    QTemporaryFile f;
+    QVERIFY(f.open());
+    f.write("{ not json");
+    f.close();
+    const Result r = run({"--config", f.fileName()});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(f.fileName()) && r.err.count('\n') == 1, qPrintable(r.err));
+  }
+
+  void configFileThenFlagsWin() {
+    QTemporaryFile f;
+    QVERIFY(f.open());
+    f.write(R"({"dataset": "synthetic", "hidden": 16, "batch": 8, "steps": 2})");
+    f.close();
+    const Result r = run({"--config", f.fileName(), "--steps", "3", "--json"});
+    QCOMPARE(r.code, 0);
+    const QStringList lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 4);  // 3 steps + summary
+    const QJsonObject summary = QJsonDocument::fromJson(lines.last().toUtf8()).object();
+    QCOMPARE(summary["steps"].toInt(), 3);
+    QCOMPARE(summary["config"].toObject()["hidden"].toInt(), 16);
+  }
+
+  void jsonLinesCarryTheDocumentedKeys() {
+    const Result r = run({"--dataset", "synthetic", "--hidden", "32", "--batch", "16", "--steps", "2", "--json"});
+    QCOMPARE(r.code, 0);
+    const QStringList lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);
+    for (int i = 0; i < 2; ++i) {
+      QJsonParseError e;
+      const QJsonObject o = QJsonDocument::fromJson(lines[i].toUtf8(), &e).object();
+      QCOMPARE(e.error, QJsonParseError::NoError);
+      QCOMPARE(o["step"].toInt(), i + 1);
+      for (const char* k : {"loss", "step_ms", "samples_per_s"}) QVERIFY2(o[k].toDouble() > 0, k);
+      const QJsonObject r0 = o["ranks"].toArray().at(0).toObject();
+      for (const char* k : {"rank", "compute_ms", "comm_ms", "idle_ms", "bytes_sent", "bytes_recv"})
+        QVERIFY2(r0.contains(k), k);
+      const QJsonObject mem = r0["mem"].toObject();
+      for (const char* k : {"params", "grads", "optimizer", "activations", "comm", "workspace", "peak"})
+        QVERIFY2(mem.contains(k), k);
+    }
+  }
+
+  void helpListsTheFlags() {
+    const Result r = run({"--help"});
+    QCOMPARE(r.code, 0);
+    for (const char* f : {"--model", "--hidden", "--batch", "--optimizer", "--json", "--config"})
+      QVERIFY2(r.out.contains(f), f);
+  }
+};
+
+QTEST_GUILESS_MAIN(TstCli)
+#include "tst_cli.moc"

@@ -1,0 +1,90 @@
+// RunConfig validation and JSON config files: every error names its field.
+// Run: ctest -R tst_config
+#include <QtTest>
+
+#include <QTemporaryFile>
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+
+using namespace paralab;
+
+class TstConfig : public QObject {
+  Q_OBJECT
+ private slots:
+  void defaultsAreValid() { QVERIFY(!RunConfig{}.validate()); }
+
+  void badValuesNameTheField_data() {
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<QString>("field");
+    QTest::newRow("batch 0") << R"({"batch": 0})" << "batch:";
+    QTest::newRow("hidden -5") << R"({"hidden": -5})" << "hidden:";
+    QTest::newRow("lr 0") << R"({"lr": 0})" << "lr:";
+    QTest::newRow("optimizer") << R"({"optimizer": "lamb"})" << "optimizer:";
+    QTest::newRow("dataset") << R"({"dataset": "cifar"})" << "dataset:";
+    QTest::newRow("data-dir") << R"({"data-dir": "/nonexistent"})" << "data-dir:";
+    QTest::newRow("model") << R"({"model": "resnet"})" << "model:";
+  }
+  void badValuesNameTheField() {
+    QFETCH(QString, json);
+    QFETCH(QString, field);
+    RunConfig c;
+    applyJson(c, nlohmann::json::parse(json.toStdString()));
+    const auto err = c.validate();
+    QVERIFY(err);
+    QVERIFY2(QString::fromStdString(*err).startsWith(field), err->c_str());
+  }
+
+  void badJsonNamesTheKey_data() {
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<QString>("needle");
+    QTest::newRow("unknown key") << R"({"hiden": 3})" << "hiden";
+    QTest::newRow("wrong type") << R"({"batch": "big"})" << "batch: expected an integer";
+    QTest::newRow("float for int") << R"({"layers": 2.5})" << "layers: expected an integer";
+    QTest::newRow("negative seed") << R"({"seed": -1})" << "seed:";
+    QTest::newRow("not an object") << R"([1, 2])" << "config:";
+  }
+  void badJsonNamesTheKey() {
+    QFETCH(QString, json);
+    QFETCH(QString, needle);
+    RunConfig c;
+    try {
+      applyJson(c, nlohmann::json::parse(json.toStdString()));
+      QFAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString(e.what()).contains(needle), e.what());
+    }
+  }
+
+  void fileRoundTrip() {
+    RunConfig c;
+    c.hidden = 64;
+    c.optimizer = "adam";
+    QTemporaryFile f;
+    QVERIFY(f.open());
+    f.write(QByteArray::fromStdString(c.toJson().dump()));
+    f.close();
+    RunConfig d;
+    applyJsonFile(d, f.fileName().toStdString());
+    QCOMPARE(d.hidden, 64);
+    QCOMPARE(QString::fromStdString(d.optimizer), QString("adam"));
+    QCOMPARE(d.toJson(), c.toJson());
+  }
+
+  void malformedFileNamesThePath() {
+    QTemporaryFile f;
+    QVERIFY(f.open());
+    f.write("{\"batch\": ");
+    f.close();
+    RunConfig c;
+    try {
+      applyJsonFile(c, f.fileName().toStdString());
+      QFAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString(e.what()).contains(f.fileName()) && QString(e.what()).contains("not valid JSON"), e.what());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TstConfig)
+#include "tst_config.moc"

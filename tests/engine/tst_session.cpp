@@ -1,0 +1,118 @@
+// Session commands from another thread: none blocks for more than a few ms, pause really
+// pauses, stepOnce steps once, stop ends, a new start replaces a running run, no deadlock.
+// Run: ctest -R tst_session
+#include <QtTest>
+
+#include <chrono>
+#include <thread>
+
+#include "session.h"
+
+using namespace paralab;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+RunConfig smallRun(int steps = 0) {
+  RunConfig c;
+  c.dataset = "synthetic";
+  c.hidden = 64;
+  c.batch = 64;
+  c.steps = steps;
+  c.evalEvery = 0;
+  return c;
+}
+
+// Runs `f` and returns how long the call took, in ms.
+template <typename F> double timed(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+bool waitFor(const std::function<bool()>& cond, int ms = 10000) {
+  const auto end = Clock::now() + std::chrono::milliseconds(ms);
+  while (Clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return cond();
+}
+
+}  // namespace
+
+class TstSession : public QObject {
+  Q_OBJECT
+ private slots:
+  void badConfigIsRefusedAtStart() {
+    Session s;
+    RunConfig c = smallRun();
+    c.batch = 0;
+    QVERIFY(QString::fromStdString(s.start(c)).startsWith("batch:"));
+    QCOMPARE(s.snapshot().state, RunState::Idle);
+  }
+
+  void commandsAreQuickAndDoWhatTheySay() {
+    Session s;
+    const double kMaxMs = 20;  // "a few milliseconds", with room for a loaded machine
+    QVERIFY(timed([&] { QCOMPARE(QString::fromStdString(s.start(smallRun())), QString()); }) < kMaxMs);
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 3; }));
+    QVERIFY(timed([&] { s.pause(); }) < kMaxMs);
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Paused; }));
+    const int64_t paused = s.snapshot().stepsDone;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    QCOMPARE(s.snapshot().stepsDone, paused);  // really paused
+    QVERIFY(timed([&] { s.stepOnce(); }) < kMaxMs);
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone == paused + 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    QCOMPARE(s.snapshot().stepsDone, paused + 1);  // exactly one
+    QVERIFY(timed([&] { s.resume(); }) < kMaxMs);
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= paused + 4; }));
+    // Incremental snapshots return only the steps asked for.
+    const Snapshot tail = s.snapshot(paused);
+    QVERIFY(!tail.steps.empty());
+    QCOMPARE(tail.steps.front().step, paused + 1);
+    QVERIFY(timed([&] { s.stop(); }) < kMaxMs);
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }));
+  }
+
+  void boundedRunFinishes() {
+    Session s;
+    s.start(smallRun(7));
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }));
+    QCOMPARE(s.snapshot().stepsDone, 7);
+  }
+
+  void restartWhileRunningAndHammering() {
+    // Another thread hammers snapshot() while this one restarts runs: no deadlock, no crash.
+    Session s;
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+      while (!done) (void)s.snapshot(0, 2);
+    });
+    for (int i = 0; i < 5; ++i) {
+      QVERIFY(timed([&] { s.start(smallRun()); }) < 50);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    QCOMPARE(s.snapshot().runId, 5);
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 2; }));
+    done = true;
+    reader.join();
+    const Snapshot snap = s.snapshot(0, 2);
+    QCOMPARE(snap.spans.size(), size_t(1));
+    QVERIFY(!snap.spans[0].empty());
+  }
+
+  void failureIsReportedNotThrown() {
+    Session s;
+    RunConfig c = smallRun();
+    c.dataset = "fashion-mnist";
+    c.dataDir = PARALAB_FMNIST_DIR;
+    QCOMPARE(QString::fromStdString(s.start(c)), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 1; }, 30000));
+    s.stop();
+  }
+};
+
+QTEST_GUILESS_MAIN(TstSession)
+#include "tst_session.moc"
