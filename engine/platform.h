@@ -3,11 +3,12 @@
 
 namespace paralab {
 
-// OpenBLAS 0.3.21 (Debian 12) does not know recent AMD cores (Zen 4/5) and falls back to its
-// AVX2 "Haswell" kernels, about half the GEMM rate of its AVX-512 "SkylakeX" kernels on the
-// same CPU (measured: see README, `paralab-bench gemm`). The kernel family is chosen when the
-// library loads, from OPENBLAS_CORETYPE, so when the CPU has AVX-512 and the variable is unset
-// we set it and re-execute the program once. OPENBLAS_CORETYPE set by the user always wins.
+// OpenBLAS chooses its kernel family once, when it loads: from OPENBLAS_CORETYPE if that is
+// set, else by detecting the CPU. Where the family it ended up with is an AVX2 one (Haswell,
+// Zen) on a CPU with AVX-512 — an inherited OPENBLAS_CORETYPE=Haswell, or a CPU the library
+// is too old to know — its GEMM runs at about half the rate of the AVX-512 "SkylakeX"
+// kernels (measured: README, `paralab-bench gemm`). Then we set OPENBLAS_CORETYPE=SkylakeX
+// and re-execute the program once. PARALAB_KEEP_BLAS_CORETYPE=1 keeps what was chosen.
 void useFastBlasKernels(int argc, char** argv);
 
 }  // namespace paralab

@@ -16,6 +16,8 @@ void gemm_vendor(bool transA, bool transB, int M, int N, int K, T alpha, const T
 
 // The BLAS in use and the CPU kernel family it picked ("OpenBLAS 0.3.21 SkylakeX").
 const char* vendor_blas_name();
+// True when the vendor BLAS runs AVX-512 kernels (OpenBLAS core SkylakeX, Cooperlake, ...).
+bool vendor_blas_uses_avx512();
 // Threads the vendor BLAS may use (ParaLab runs it with 1 per rank: a rank is one worker).
 void vendor_blas_set_threads(int n);
 

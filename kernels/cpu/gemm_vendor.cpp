@@ -31,6 +31,13 @@ const char* vendor_blas_name() {
   return name.c_str();
 }
 
+bool vendor_blas_uses_avx512() {
+  const std::string core = openblas_get_corename();
+  for (const char* family : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (core.find(family) != std::string::npos) return true;
+  return false;
+}
+
 void vendor_blas_set_threads(int n) { openblas_set_num_threads(n); }
 
 }  // namespace paralab::kernels

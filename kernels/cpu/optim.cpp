@@ -1,22 +1,23 @@
 // Optimizer update loops (see optim.h). See tests/engine/tst_optimizer.cpp.
 #include "cpu/optim.h"
+#include "cpu/simd.h"
 
 #include <cmath>
 
 namespace paralab::kernels {
 
-void sgd_update(float* p, const float* g, long n, float lr) {
+PARALAB_SIMD_CLONES void sgd_update(float* p, const float* g, long n, float lr) {
   for (long i = 0; i < n; ++i) p[i] -= lr * g[i];
 }
 
-void momentum_update(float* p, float* v, const float* g, long n, float lr, float mu) {
+PARALAB_SIMD_CLONES void momentum_update(float* p, float* v, const float* g, long n, float lr, float mu) {
   for (long i = 0; i < n; ++i) {
     v[i] = mu * v[i] + g[i];
     p[i] -= lr * v[i];
   }
 }
 
-void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
+PARALAB_SIMD_CLONES void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
                  float beta2, float eps, long t) {
   const float c1 = 1.0f - std::pow(beta1, float(t));
   const float c2 = 1.0f - std::pow(beta2, float(t));
