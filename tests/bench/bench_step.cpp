@@ -3,6 +3,7 @@
 // PyTorch's CPU build on the same model, batch and optimizer, measured in the same run.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -22,9 +23,12 @@ double gemmFlopsPerStep(int B, int H, int L) {
   return lin(784, H, false) + L * (lin(H, 4.0 * H, true) + lin(4.0 * H, H, true)) + lin(H, 10, true);
 }
 
-// Runs the PyTorch reference script; returns its samples/s, or a reason why not.
-std::pair<double, std::string> runTorch(const RunConfig& c, int steps, int repeats) {
-  const std::string cmd = "/usr/bin/python3 " PARALAB_TORCH_STEP_SCRIPT " --hidden " +
+// Runs the PyTorch reference script (with OPENBLAS_CORETYPE as given, or as ParaLab runs if
+// empty); returns its samples/s, or a reason why not.
+std::pair<double, std::string> runTorch(const RunConfig& c, int steps, int repeats,
+                                        const std::string& coretype = "") {
+  const std::string env = coretype.empty() ? "" : "OPENBLAS_CORETYPE=" + coretype + " ";
+  const std::string cmd = env + "/usr/bin/python3 " PARALAB_TORCH_STEP_SCRIPT " --hidden " +
                           std::to_string(c.hidden) + " --layers " + std::to_string(c.layers) +
                           " --batch " + std::to_string(c.batch) + " --steps " +
                           std::to_string(steps) + " --repeats " + std::to_string(repeats) +
@@ -66,16 +70,26 @@ int benchStep(int argc, char** argv) {
   Trainer t(c);
   for (int i = 0; i < 5; ++i) t.step();  // warm-up: buffers allocated, caches warm
   std::vector<double> rates;
-  for (int r = 0; r < repeats; ++r) {
-    double ms = 0;
-    for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
-    rates.push_back(steps * c.batch / (ms * 1e-3));
-  }
+  auto measureOurs = [&] {
+    for (int r = 0; r < repeats; ++r) {
+      double ms = 0;
+      for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
+      rates.push_back(steps * c.batch / (ms * 1e-3));
+    }
+  };
+  // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
+  measureOurs();
+  auto [torch, why] = noTorch ? std::pair<double, std::string>{0, "skipped"} : runTorch(c, steps, repeats);
+  // PyTorch also as the environment had it, when ParaLab changed the OpenBLAS kernels.
+  const char* inheritedEnv = std::getenv("PARALAB_INHERITED_OPENBLAS_CORETYPE");
+  const std::string inherited = inheritedEnv ? inheritedEnv : "";
+  double torchInherited = 0;
+  if (torch > 0 && !inherited.empty()) torchInherited = runTorch(c, steps, repeats, inherited).first;
+  measureOurs();
   const double ours = bench::median(rates);
   const double flops = gemmFlopsPerStep(c.batch, c.hidden, c.layers);
   const double gflops = ours / c.batch * flops * 1e-9;
   const double peak = bench::measuredFmaPeakGflops();
-  auto [torch, why] = noTorch ? std::pair<double, std::string>{0, "skipped"} : runTorch(c, steps, repeats);
 
   if (json) {
     nlohmann::json j = {{"bench", "step"}, {"hidden", c.hidden}, {"layers", c.layers},
@@ -83,6 +97,9 @@ int benchStep(int argc, char** argv) {
                         {"paralab_gflops", gflops}, {"fma_peak_gflops", peak},
                         {"blas", kernels::vendor_blas_name()}};
     if (torch > 0) j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch;
+    if (torchInherited > 0)
+      j["pytorch_inherited_env_samples_per_s"] = torchInherited,
+      j["inherited_openblas_coretype"] = inherited;
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -91,14 +108,20 @@ int benchStep(int argc, char** argv) {
               c.dataset.c_str());
   std::printf("BLAS: %s\nMedian of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
               repeats, steps);
-  std::printf("%-22s %12s %10s %10s %12s\n", "engine", "samples/s", "ms/step", "GFLOP/s", "% FMA peak");
-  std::printf("%-22s %12.0f %10.2f %10.1f %11.1f%%\n", "ParaLab", ours, 1e3 * c.batch / ours,
+  std::printf("%-44s %12s %10s %10s %12s\n", "engine", "samples/s", "ms/step", "GFLOP/s", "% FMA peak");
+  std::printf("%-44s %12.0f %10.2f %10.1f %11.1f%%\n", "ParaLab", ours, 1e3 * c.batch / ours,
               gflops, 100 * gflops / peak);
+  auto row = [&](const std::string& name, double rate) {
+    const double g = rate / c.batch * flops * 1e-9;
+    std::printf("%-44s %12.0f %10.2f %10.1f %11.1f%%\n", name.c_str(), rate, 1e3 * c.batch / rate, g,
+                100 * g / peak);
+  };
   if (torch > 0) {
-    const double tg = torch / c.batch * flops * 1e-9;
-    std::printf("%-22s %12.0f %10.2f %10.1f %11.1f%%\n", "PyTorch (CPU, 1 thread)", torch,
-                1e3 * c.batch / torch, tg, 100 * tg / peak);
-    std::printf("\nParaLab / PyTorch: %.2fx samples/s\n", ours / torch);
+    row("PyTorch, same OpenBLAS kernels", torch);
+    if (torchInherited > 0) row("PyTorch, as inherited (OPENBLAS_CORETYPE=" + inherited + ")", torchInherited);
+    std::printf("\nParaLab / PyTorch (same kernels): %.2fx samples/s\n", ours / torch);
+    if (torchInherited > 0)
+      std::printf("ParaLab / PyTorch (environment as inherited): %.2fx samples/s\n", ours / torchInherited);
   } else {
     std::printf("%-22s %s\n", "PyTorch", why.c_str());
   }
