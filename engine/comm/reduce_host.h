@@ -1,0 +1,35 @@
+// The host reduction every CPU communicator path uses (ThreadComm, MpiComm's naive and ring):
+// dst[i] = srcs[0][i] op srcs[1][i] op ... in source order, then / divisor (an average).
+// See tests/engine/tst_comm_thread.cpp and tst_comm_mpi.cpp (results against a serial sum).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "comm/communicator.h"  // ReduceOp
+
+namespace paralab {
+
+// Works in blocks that stay in L1: acc = s0 op s1 op ..., then dst = acc / divisor. dst is
+// written only after every source's block was read, so it may alias a source.
+inline void reduceHost(float* dst, const float* const* srcs, int nsrc, int64_t count,
+                       ReduceOp op, float divisor) {
+  constexpr int64_t kBlock = 2048;  // floats: 8 KiB
+  alignas(64) float acc[kBlock];
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t len = std::min(kBlock, count - b);
+    std::memcpy(acc, srcs[0] + b, static_cast<size_t>(len) * 4);
+    for (int k = 1; k < nsrc; ++k) {
+      const float* s = srcs[k] + b;
+      if (op == ReduceOp::Max)
+        for (int64_t i = 0; i < len; ++i) acc[i] = s[i] > acc[i] ? s[i] : acc[i];
+      else
+        for (int64_t i = 0; i < len; ++i) acc[i] += s[i];
+    }
+    if (divisor != 1.0f)
+      for (int64_t i = 0; i < len; ++i) acc[i] /= divisor;
+    std::memcpy(dst + b, acc, static_cast<size_t>(len) * 4);
+  }
+}
+
+}  // namespace paralab

@@ -1,0 +1,134 @@
+// The three all-reduce algorithms of the lesson, for ranks that are threads sharing memory:
+// naive (every rank sums everything), ring (reduce-scatter then all-gather, 2(N-1) numbered
+// steps) and direct (the default). Ranks read their neighbours' buffers directly: "rank q
+// sends chunk c to rank r" is rank r reading chunk c of rank q's buffer, counted as q -> r.
+// See tests/engine/tst_comm_thread.cpp and `paralab-bench comm --backend thread`.
+#include <cstring>
+
+#include "comm/comm_thread.h"
+#include "cuda/reduce.h"
+#include "metrics/span_recorder.h"
+
+namespace paralab {
+
+void ThreadComm::doAllReduce(const float* send, float* recv, int64_t count, ReduceOp op,
+                             CommAlgo algo, Device device) {
+  switch (algo) {
+    case CommAlgo::Naive: return allReduceNaive(send, recv, count, op, device);
+    case CommAlgo::Ring: return allReduceRing(send, recv, count, op, device);
+    default: return allReduceDirect(send, recv, count, op, device);
+  }
+}
+
+// Naive: each rank receives the whole buffer of every other rank and sums all N itself.
+// Per rank: sends (N-1)·m, receives (N-1)·m bytes — N/2 times the ring's traffic.
+void ThreadComm::allReduceNaive(const float* send, float* recv, int64_t count, ReduceOp op,
+                                Device dev) {
+  const int n = size();
+  const uint64_t call =
+      enter({CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Naive)},
+            send, recv, dev);
+  const int64_t t0 = nowNs();
+  // In place, the others still read our buffer while we sum: sum into a staging buffer.
+  float* out = send == recv ? m_staging.get(count, memoryTracker(), dev) : recv;
+  // step 1 of 1: read every rank's whole buffer, sum them in rank order.
+  m_srcs.resize(n);
+  for (int q = 0; q < n; ++q) {
+    m_srcs[q] = m_g->slot(q, call).send;
+    countPulled(q, count);
+  }
+  combine(out, m_srcs.data(), n, count, op, true, dev);
+  pace(t0, (n - 1) * count * 4, (n - 1) * count * 4);
+  sync();  // nobody reads our buffer any more
+  if (out != recv) {
+    if (dev == Device::Cuda) {
+      kernels::reduce_device_copy(recv, out, count * 4, stream());
+      kernels::reduce_stream_sync(stream());
+    } else if (count > 0) {
+      std::memcpy(recv, out, static_cast<size_t>(count) * 4);
+    }
+  }
+  foldSent();
+}
+
+// Ring (Patarasuk & Yuan 2009; Baidu's ring all-reduce): the buffer is cut into N chunks.
+// Reduce-scatter, steps 1..N-1: rank r sends chunk (r - s) to its right neighbour, which adds it
+// to its own; after N-1 steps rank r holds the full sum of chunk (r + 1). All-gather, steps
+// N..2(N-1): rank r sends its finished chunk (r + 1 - s) on to the right, which keeps it.
+// Per rank: sends 2(N-1)/N · m bytes, only ever to its right neighbour.
+void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, ReduceOp op,
+                               Device dev) {
+  const int n = size(), me = rank();
+  const uint64_t call =
+      enter({CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Ring)},
+            send, recv, dev);
+  const int left = (me + n - 1) % n;
+  auto mod = [n](int c) { return ((c % n) + n) % n; };
+  auto at = [&](int c) { return chunkBegin(mod(c), n, count); };
+  auto len = [&](int c) { return chunkLen(mod(c), n, count); };
+
+  // The ring works in the receive buffer; start it as a copy of ours.
+  if (send != recv) pull(recv, send, count, me, dev);
+  sync();  // every rank's receive buffer holds its own data
+  if (n == 1) return;  // sum, average and max of one buffer are that buffer
+  const float* leftBuf = m_g->slot(left, call).recv;
+
+  for (int s = 0; s < n - 1; ++s) {
+    // step s+1 of 2(N-1): the left neighbour sends chunk (r - 1 - s); add it to ours.
+    const int64_t t0 = nowNs();
+    const int c = me - 1 - s;
+    const float* srcs[2] = {recv + at(c), leftBuf + at(c)};
+    combine(recv + at(c), srcs, 2, len(c), op, s == n - 2, dev);
+    countPulled(left, len(c));
+    pace(t0, len(me - s) * 4, len(c) * 4);
+    sync();
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    // step N+s of 2(N-1): the left neighbour sends its finished chunk (r - s); keep it.
+    const int64_t t0 = nowNs();
+    const int c = me - s;
+    pull(recv + at(c), leftBuf + at(c), len(c), left, dev);
+    pace(t0, len(me + 1 - s) * 4, len(c) * 4);
+    sync();  // after the last step: nobody reads our buffer any more
+  }
+  foldSent();
+}
+
+// Direct (the default here): shared memory lets every rank read every buffer, so each rank
+// reduces its own 1/N slice straight from all N buffers (a reduce-scatter in one step), then
+// copies the N-1 finished slices from their owners (an all-gather in one step). The same bytes
+// as the ring, 2(N-1)/N · m per rank, but spread over all peers and 2 steps instead of 2(N-1).
+void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, ReduceOp op,
+                                 Device dev) {
+  const int n = size(), me = rank();
+  const uint64_t call = enter(
+      {CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Direct)},
+      send, recv, dev);
+  const int64_t mine = chunkBegin(me, n, count), myLen = chunkLen(me, n, count);
+  int64_t othersLen = 0;  // what the others read from us in step 1
+  for (int q = 0; q < n; ++q) othersLen += q == me ? 0 : chunkLen(q, n, count);
+
+  // step 1 of 2: reduce slice `me` of every rank's buffer, in rank order.
+  int64_t t0 = nowNs();
+  m_srcs.resize(n);
+  for (int q = 0; q < n; ++q) {
+    m_srcs[q] = m_g->slot(q, call).send + mine;
+    countPulled(q, myLen);
+  }
+  combine(recv + mine, m_srcs.data(), n, myLen, op, true, dev);
+  pace(t0, othersLen * 4, (n - 1) * myLen * 4);
+  sync();  // every slice is final
+  if (n == 1) return;
+
+  // step 2 of 2: copy every other slice from the rank that reduced it.
+  t0 = nowNs();
+  for (int q = 0; q < n; ++q)
+    if (q != me)
+      pull(recv + chunkBegin(q, n, count), m_g->slot(q, call).recv + chunkBegin(q, n, count),
+           chunkLen(q, n, count), q, dev);
+  pace(t0, (n - 1) * myLen * 4, othersLen * 4);
+  sync();  // nobody reads our buffer any more
+  foldSent();
+}
+
+}  // namespace paralab
