@@ -1,0 +1,62 @@
+// Chart: a QCustomPlot styled the ParaLab way (readable fonts, units on every axis, a legend,
+// margins, colours from the palette) that knows its export file name and writes its data as
+// CSV. LossChart and ThroughputChart fill it. See tests/app/tst_app.cpp (exportFormats).
+#pragma once
+#include <qcustomplot.h>
+
+#include <QString>
+#include <QStringList>
+#include <QTextStream>
+
+namespace paralab {
+
+class MetricHistory;
+
+class Chart : public QCustomPlot {
+  Q_OBJECT
+ public:
+  Chart(const QString& stem, const QString& title, QWidget* parent = nullptr);
+
+  const QString& stem() const { return m_stem; }  // export file names: <stem>.png, ...
+  const QString& title() const { return m_title; }
+  // A second line under the title: what was run (model, data, batch, optimizer).
+  void setSubtitle(const QString& text);
+  QString subtitle() const;
+
+  // Replaces the plotted data with `history` and schedules a repaint.
+  virtual void showHistory(const MetricHistory& history) = 0;
+  // One row per x value of any series: "<key column>,<series columns...>", empty cells
+  // where a series has no point. Exactly the points drawn.
+  void writeCsv(QTextStream& out) const;
+  int pointCount() const;  // points over all series
+
+ signals:
+  void activated(paralab::Chart* chart);        // clicked: the chart File > Export uses
+  void exportRequested(paralab::Chart* chart);  // from its context menu
+
+ protected:
+  // A series: its legend name, its CSV column (with units) and the axis it is drawn against.
+  QCPGraph* addSeries(const QString& legendName, const QString& csvColumn, QCPAxis* valueAxis,
+                      const QColor& color, double width);
+  void setKeyColumn(const QString& column) { m_keyColumn = column; }
+  void setAxisLabel(QCPAxis* axis, const QString& label);
+  // Shown in the middle of the empty plot, hidden once there is data.
+  void setPlaceholderVisible(bool visible);
+  void finishUpdate();  // rescales the step axis to the data and queues a replot
+
+  void mousePressEvent(QMouseEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void applyPalette();
+  void styleAxis(QCPAxis* axis);
+
+  QString m_stem, m_title, m_keyColumn = "step";
+  QStringList m_columns;  // CSV column of graph(i)
+  QCPTextElement* m_titleElement = nullptr;
+  QCPTextElement* m_subtitleElement = nullptr;
+  QCPItemText* m_placeholder = nullptr;
+};
+
+}  // namespace paralab
