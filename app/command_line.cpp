@@ -1,0 +1,116 @@
+// The window's command line (see command_line.h), parsed with CLI11 like paralab-run's.
+// See tests/app/tst_app.cpp (scriptedExport, badConfigExits2) and `paralab --help`.
+#include "command_line.h"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace paralab {
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "paralab: %s\n", message.c_str());
+  return kBadInput;
+}
+
+bool hasArgument(int argc, char** argv, std::initializer_list<const char*> names) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* n : names)
+      if (std::strcmp(argv[i], n) == 0 ||
+          (std::strncmp(argv[i], n, std::strlen(n)) == 0 && argv[i][std::strlen(n)] == '='))
+        return true;
+  return false;
+}
+
+// The --config path, read before the full parse so the flags can then override the file.
+std::string findConfigPath(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) return argv[i + 1];
+    if (a.rfind("--config=", 0) == 0) return a.substr(9);
+  }
+  return "";
+}
+
+}  // namespace
+
+void preferOffscreenPlatform(int argc, char** argv) {
+  if (std::getenv("QT_QPA_PLATFORM")) return;
+  if (hasArgument(argc, argv, {"--export", "--help", "-h"}))
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+}
+
+bool hasQtOptions(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] == '-' && std::isalpha((unsigned char)argv[i][1]) && argv[i][2] != '\0')
+      return true;
+  return false;
+}
+
+std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base,
+                                    CommandLine& out) {
+  out.config = base;
+  RunConfig& config = out.config;
+  std::string configPath = findConfigPath(argc, argv);
+  if (!configPath.empty()) {
+    try {
+      applyJsonFile(config, configPath);
+    } catch (const ConfigError& e) {
+      return fail(e.what());
+    }
+  }
+
+  std::string exportDir;
+  CLI::App app{
+      "ParaLab: a lab for learning how neural-network training is made parallel.\n"
+      "Without --export it opens the window with these settings; with --export it runs\n"
+      "the steps, writes every chart (PNG, PDF, SVG, CSV) into DIR and exits."};
+  app.set_help_flag("-h,--help", "Print this help and exit");
+  app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win")
+      ->option_text("FILE");
+  app.add_option("--steps", config.steps,
+                 "Steps to run (0 = until stopped; --export needs 1 or more)")
+      ->capture_default_str();
+  app.add_option("--export", exportDir, "Run without a window, write every chart into DIR, exit")
+      ->option_text("DIR");
+  app.add_option("--model", config.model, "Model: mlp")->capture_default_str();
+  app.add_option("--layers", config.layers, "Residual blocks (1..64)")->capture_default_str();
+  app.add_option("--hidden", config.hidden, "Hidden width H (1..8192)")->capture_default_str();
+  app.add_option("--dataset", config.dataset, "fashion-mnist | synthetic")->capture_default_str();
+  app.add_option("--data-dir", config.dataDir, "Directory of the Fashion-MNIST .gz files")
+      ->option_text("DIR")
+      ->capture_default_str();
+  app.add_option("--batch", config.batch, "Global batch size (1..65536)")->capture_default_str();
+  app.add_option("--lr", config.lr, "Learning rate")->capture_default_str();
+  app.add_option("--optimizer", config.optimizer, "sgd | momentum | adam")->capture_default_str();
+  app.add_option("--seed", config.seed, "Seed of the model, data order and synthetic data")
+      ->capture_default_str();
+  app.add_option("--eval-every", config.evalEvery, "Test accuracy every K steps (0 = never)")
+      ->capture_default_str();
+  app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see --help)");
+  }
+  out.exportDir = QString::fromStdString(exportDir);
+  // Anything on the command line is a request: check it now rather than in the window.
+  out.configGiven = argc > 1;
+  if (out.scripted() && config.steps == 0)
+    return fail("steps: --export needs a bounded run (allowed: 1 or more)");
+  if (out.configGiven)
+    if (auto err = config.validate()) return fail(*err);
+  return std::nullopt;
+}
+
+}  // namespace paralab

@@ -1,0 +1,32 @@
+// The window's command line: `paralab [--config FILE] [run flags] [--steps N --export DIR]`.
+// --config takes paralab-run's JSON; flags win over it. With --export, the window runs N steps
+// without showing itself, writes every chart into DIR and exits (see scripted_run.h).
+// See tests/app/tst_app.cpp (scriptedExport, badConfigExits2).
+#pragma once
+#include <QString>
+#include <optional>
+
+#include "config.h"
+
+namespace paralab {
+
+struct CommandLine {
+  RunConfig config;
+  bool configGiven = false;  // --config or any run flag: the values were asked for
+  QString exportDir;         // set: scripted run
+  bool scripted() const { return !exportDir.isEmpty(); }
+};
+
+// Before QApplication exists: a scripted run or --help needs no display, so unless the user
+// chose a platform they get Qt's offscreen one (works over ssh and in CI).
+void preferOffscreenPlatform(int argc, char** argv);
+
+// Qt's own options are single-dash words (-platform, -style); QApplication takes them out.
+bool hasQtOptions(int argc, char** argv);
+
+// Parses argv (what QApplication left of it, when it has Qt options) over `base`. Returns an exit
+// code when the program should end now (0 after --help, 2 after one line on stderr naming bad
+// input), else nothing.
+std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base, CommandLine& out);
+
+}  // namespace paralab
