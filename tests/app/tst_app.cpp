@@ -1,0 +1,362 @@
+// The window, offscreen: it opens, every control sets the RunConfig field it names, Start
+// draws points, Pause / Step / Reset do what they say, each export format decodes, and the
+// scripted `paralab --steps N --export DIR` writes every chart. Saves screenshots of the
+// window into the build tree (screenshots/). Run: ctest -R tst_app --output-on-failure
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStyle>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolBar>
+#include <QXmlStreamReader>
+
+#include "chart.h"
+#include "chart_export.h"
+#include "config_panel.h"
+#include "main_window.h"
+#include "metric_history.h"
+
+using namespace paralab;
+
+namespace {
+
+// Small and in memory: a step takes well under a millisecond on one core.
+RunConfig quickConfig(int steps) {
+  RunConfig c = ConfigPanel::defaults();
+  c.dataset = "synthetic";
+  c.hidden = 32;
+  c.layers = 1;
+  c.batch = 32;
+  c.steps = steps;
+  c.evalEvery = 10;
+  c.evalSamples = 256;
+  return c;
+}
+
+QStringList readLines(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+}
+
+QString writeConfigFile(const QTemporaryDir& dir, const QByteArray& json) {
+  const QString path = dir.filePath("config.json");
+  QFile f(path);
+  if (f.open(QIODevice::WriteOnly)) f.write(json);
+  return path;
+}
+
+}  // namespace
+
+class TestApp : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void historyStaysBounded();
+  void windowOpens();
+  void controlsChangeConfig();
+  void startPauseStepReset();
+  void exportFormats();
+  void scriptedExport();
+  void badInputExits2_data();
+  void badInputExits2();
+  void screenshots();
+};
+
+void TestApp::initTestCase() {
+  // The light Fusion look, whatever the desktop says: the screenshots are of it.
+  QApplication::setStyle("Fusion");
+  QApplication::setPalette(QApplication::style()->standardPalette());
+}
+
+void TestApp::historyStaysBounded() {
+  MetricHistory h(400);
+  for (int s = 1; s <= 20000; ++s) {
+    StepMetrics m;
+    m.step = s;
+    m.loss = 1.0;
+    m.stepMs = 2.0;
+    m.samplesPerS = 1000.0;
+    if (s % 50 == 0) m.testAccuracy = 0.5;
+    h.append(m);
+  }
+  QVERIFY(h.rows().size() < 400);
+  QVERIFY(h.accuracy().size() < 100);
+  QCOMPARE(h.stepsSeen(), 20000);
+  QCOMPARE(h.rows().front().step, 1.0);     // the start of the run stays visible
+  QCOMPARE(h.rows().back().step, 20000.0);  // and the newest step is always there
+  for (int i = 1; i < h.rows().size(); ++i) QVERIFY(h.rows()[i].step > h.rows()[i - 1].step);
+  // Recent steps are kept at full resolution.
+  QCOMPARE(h.rows()[h.rows().size() - 2].step, 19999.0);
+  QCOMPARE(h.recentSamplesPerS(), 1000.0);
+  QCOMPARE(h.recentStepMs(), 2.0);
+  QCOMPARE(h.accuracy().back().percent, 50.0);
+}
+
+void TestApp::windowOpens() {
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(w.findChild<QDockWidget*>("configDock"));
+  QCOMPARE(w.charts().size(), 2);
+  for (QAction* a : {w.startAction(), w.pauseAction(), w.stepAction(), w.resetAction()}) {
+    QVERIFY2(!a->shortcut().isEmpty(), qPrintable(a->text()));
+    QVERIFY(!a->toolTip().isEmpty());
+  }
+  QVERIFY(w.startAction()->isEnabled());
+  QVERIFY(!w.pauseAction()->isEnabled());
+  QCOMPARE(w.runState(), RunState::Idle);
+  for (Chart* c : w.charts()) QCOMPARE(c->pointCount(), 0);
+  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
+  QDir().mkpath(dir);
+  QVERIFY(w.grab().save(dir + "/main-window-empty.png"));
+}
+
+void TestApp::controlsChangeConfig() {
+  ConfigPanel panel;
+  panel.setConfig(ConfigPanel::defaults());
+  QSignalSpy changed(&panel, &ConfigPanel::configChanged);
+  auto spin = [&](const char* name) { return panel.findChild<QSpinBox*>(name); };
+  auto combo = [&](const char* name) { return panel.findChild<QComboBox*>(name); };
+  struct Case {
+    const char* name;
+    std::function<void()> change;
+    std::function<bool(const RunConfig&)> check;
+  };
+  const std::vector<Case> cases = {
+      {"hidden", [&] { spin("hidden")->setValue(96); }, [](auto& c) { return c.hidden == 96; }},
+      {"layers", [&] { spin("layers")->setValue(5); }, [](auto& c) { return c.layers == 5; }},
+      {"batch", [&] { spin("batch")->setValue(512); }, [](auto& c) { return c.batch == 512; }},
+      {"steps", [&] { spin("steps")->setValue(0); }, [](auto& c) { return c.steps == 0; }},
+      {"evalEvery", [&] { spin("evalEvery")->setValue(7); },
+       [](auto& c) { return c.evalEvery == 7; }},
+      {"seed", [&] { spin("seed")->setValue(42); }, [](auto& c) { return c.seed == 42u; }},
+      {"lr", [&] { panel.findChild<QDoubleSpinBox*>("lr")->setValue(0.125); },
+       [](auto& c) { return c.lr == 0.125; }},
+      {"dataset",
+       [&] { combo("dataset")->setCurrentIndex(combo("dataset")->findData("synthetic")); },
+       [](auto& c) { return c.dataset == "synthetic"; }},
+      {"optimizer",
+       [&] { combo("optimizer")->setCurrentIndex(combo("optimizer")->findData("adam")); },
+       [](auto& c) { return c.optimizer == "adam"; }},
+  };
+  for (const Case& k : cases) {
+    QWidget* control = panel.findChild<QWidget*>(k.name);
+    QVERIFY2(control, k.name);
+    QVERIFY2(!control->toolTip().isEmpty(), k.name);  // every control says what it does
+    QVERIFY2(!k.check(panel.config()), k.name);
+    const int before = int(changed.count());
+    k.change();
+    QVERIFY2(k.check(panel.config()), k.name);
+    QVERIFY2(changed.count() > before, k.name);
+  }
+  // Nothing else moved: the fields without controls keep their values.
+  QCOMPARE(panel.config().dataDir, ConfigPanel::defaults().dataDir);
+  QCOMPARE(panel.config().evalSamples, ConfigPanel::defaults().evalSamples);
+  // Out of range is said, in red, under the controls.
+  auto* problem = panel.findChild<QLabel*>("configProblem");
+  QVERIFY(problem && problem->isHidden());
+}
+
+void TestApp::startPauseStepReset() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(0));  // until stopped
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+
+  w.startAction()->trigger();
+  QTRY_VERIFY_WITH_TIMEOUT(w.charts()[0]->pointCount() > 0 && w.charts()[1]->pointCount() > 0,
+                           15000);
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() >= 20, 15000);
+  QCOMPARE(w.runState(), RunState::Running);
+  QVERIFY(w.findChild<QLabel*>("rateLabel")->text().contains("samples/s"));
+  QVERIFY(w.findChild<QLabel*>("stepTimeLabel")->text().contains("ms"));
+  QVERIFY(!w.startAction()->isEnabled());
+
+  w.pauseAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
+  QTest::qWait(100);  // the step in flight, if any, has been copied
+  const int64_t paused = w.history().stepsSeen();
+  QTest::qWait(200);
+  QCOMPARE(w.history().stepsSeen(), paused);
+
+  w.stepAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(w.history().stepsSeen(), paused + 1, 5000);
+  QTest::qWait(100);
+  QCOMPARE(w.history().stepsSeen(), paused + 1);
+  QCOMPARE(w.runState(), RunState::Paused);
+
+  w.startAction()->trigger();  // resumes the same run
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() > paused + 5, 5000);
+
+  w.resetAction()->trigger();
+  QCOMPARE(w.runState(), RunState::Idle);
+  for (Chart* c : w.charts()) QCOMPARE(c->pointCount(), 0);
+  QTest::qWait(100);
+  for (Chart* c : w.charts()) QCOMPARE(c->pointCount(), 0);  // the stopped run stays away
+
+  // Step from idle: a new run that does exactly one step.
+  w.stepAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(w.history().stepsSeen(), int64_t(1), 5000);
+  QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
+}
+
+void TestApp::exportFormats() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(60));
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 15000);
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+  QCOMPARE(w.history().stepsSeen(), 60);
+
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QSize size(800, 500);
+  for (Chart* chart : w.charts()) {
+    const QString stem = dir.filePath(chart->stem());
+    QCOMPARE(exportChart(*chart, stem + ".png", ExportFormat::Png, size), QString());
+    QCOMPARE(exportChart(*chart, stem + ".pdf", ExportFormat::Pdf, size), QString());
+    QCOMPARE(exportChart(*chart, stem + ".svg", ExportFormat::Svg, size), QString());
+    QCOMPARE(exportChart(*chart, stem + ".csv", ExportFormat::Csv, size), QString());
+
+    QImage png(stem + ".png");
+    QVERIFY2(!png.isNull(), qPrintable(stem));
+    QCOMPARE(png.size(), size);
+
+    QFile pdf(stem + ".pdf");
+    QVERIFY(pdf.open(QIODevice::ReadOnly));
+    QVERIFY(pdf.read(5).startsWith("%PDF"));
+
+    QFile svgFile(stem + ".svg");
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    QXmlStreamReader svg(&svgFile);
+    int elements = 0;
+    bool sawText = false;
+    while (!svg.atEnd()) {
+      if (svg.readNext() == QXmlStreamReader::StartElement) {
+        if (elements++ == 0) QCOMPARE(svg.name(), QStringView(u"svg"));
+        sawText |= svg.name() == QStringView(u"text");
+      }
+    }
+    QVERIFY2(!svg.hasError(), qPrintable(svg.errorString()));
+    QVERIFY(elements > 10);
+    QVERIFY2(sawText, "vector export keeps text as text");
+
+    const QStringList csv = readLines(stem + ".csv");
+    QVERIFY(csv.size() > 1);
+    QVERIFY(csv[0].startsWith("step,"));
+    const int columns = int(csv[0].count(',')) + 1;
+    QVERIFY(columns >= 2);
+    for (const QString& row : csv) QCOMPARE(int(row.count(',')) + 1, columns);
+    QCOMPARE(csv.size() - 1, 60);  // one row per step: every step was drawn
+  }
+  const QStringList loss = readLines(dir.filePath("loss.csv"));
+  QCOMPARE(loss[0], QString("step,loss_nats,loss_mean20_nats,test_accuracy_percent"));
+  QVERIFY(loss[10].split(',').last().toDouble() > 0);  // step 10 was evaluated
+  QVERIFY(loss[11].split(',').last().isEmpty());       // step 11 was not
+
+  // The scripted path's helper writes all of them at once.
+  QStringList written;
+  QCOMPARE(exportAllCharts(w.charts(), dir.filePath("all"), &written), QString());
+  QCOMPARE(written.size(), 8);
+}
+
+void TestApp::scriptedExport() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString config = writeConfigFile(
+      dir, R"({"dataset": "synthetic", "hidden": 32, "layers": 1, "batch": 32, "eval-every": 10,
+               "eval-samples": 256})");
+  const QString out = dir.filePath("charts");
+  QProcess p;
+  p.start(PARALAB_APP_EXE, {"--steps", "40", "--export", out, "--config", config});
+  QVERIFY(p.waitForFinished(30000));
+  QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
+           p.readAllStandardError().constData());
+  QVERIFY(p.readAllStandardOutput().contains("40 steps"));
+  for (const char* stem : {"loss", "throughput"}) {
+    const QString base = out + '/' + stem;
+    QImage png(base + ".png");
+    QVERIFY2(!png.isNull(), qPrintable(base));
+    QCOMPARE(png.size(), kDefaultExportSize);
+    QFile pdf(base + ".pdf");
+    QVERIFY(pdf.open(QIODevice::ReadOnly) && pdf.read(4) == "%PDF");
+    QFile svgFile(base + ".svg");
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    QXmlStreamReader svg(&svgFile);
+    while (!svg.atEnd()) svg.readNext();
+    QVERIFY2(!svg.hasError(), qPrintable(svg.errorString()));
+    const QStringList csv = readLines(base + ".csv");
+    QCOMPARE(csv.size(), 41);  // header + 40 steps
+  }
+  QVERIFY(QFile::exists(out + "/run-config.json"));
+}
+
+void TestApp::badInputExits2_data() {
+  QTest::addColumn<QByteArray>("config");
+  QTest::addColumn<QStringList>("args");
+  QTest::addColumn<QString>("names");
+  QTest::newRow("wrong type") << QByteArray(R"({"hidden": "wide"})") << QStringList{} << "hidden";
+  QTest::newRow("unknown key") << QByteArray(R"({"hiden": 64})") << QStringList{} << "hiden";
+  QTest::newRow("malformed") << QByteArray("{\"hidden\": ") << QStringList{} << "config";
+  QTest::newRow("out of range") << QByteArray(R"({"layers": 0})") << QStringList{} << "layers";
+  QTest::newRow("flag out of range")
+      << QByteArray(R"({"dataset": "synthetic"})") << QStringList{"--batch", "0"} << "batch";
+  QTest::newRow("unknown flag") << QByteArray(R"({"dataset": "synthetic"})")
+                                << QStringList{"--bogus", "1"} << "bogus";
+}
+
+void TestApp::badInputExits2() {
+  QFETCH(QByteArray, config);
+  QFETCH(QStringList, args);
+  QFETCH(QString, names);
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  QProcess p;
+  p.start(PARALAB_APP_EXE, QStringList{"--steps", "5", "--export", dir.filePath("out"), "--config",
+                                       writeConfigFile(dir, config)} +
+                               args);
+  QVERIFY(p.waitForFinished(15000));
+  QCOMPARE(p.exitCode(), 2);
+  const QStringList err =
+      QString::fromLocal8Bit(p.readAllStandardError()).split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(err.size(), 1);
+  QVERIFY2(err[0].startsWith("paralab: ") && err[0].contains(names), qPrintable(err[0]));
+  QVERIFY(!QFile::exists(dir.filePath("out/loss.png")));
+}
+
+void TestApp::screenshots() {
+  // Fashion-MNIST when installed (what learners see), else the synthetic set.
+  RunConfig c = ConfigPanel::defaults();
+  c.dataDir = PARALAB_FMNIST_DIR;
+  if (c.validate()) c = quickConfig(0);
+  c.steps = 400;
+  c.evalEvery = 25;
+  c.evalSamples = 1000;
+  MainWindow w;
+  w.configPanel()->setConfig(c);
+  w.resize(1280, 820);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 25000);
+  QTest::qWait(100);  // the queued replots
+  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
+  QDir().mkpath(dir);
+  QVERIFY(w.grab().save(dir + "/main-window.png"));
+  QVERIFY(w.charts()[0]->grab().save(dir + "/loss-chart.png"));
+}
+
+QTEST_MAIN(TestApp)
+#include "tst_app.moc"
