@@ -26,6 +26,31 @@ std::optional<std::string> RunConfig::validate() const {
     return "optimizer: '" + optimizer + "' is not one of sgd, momentum, adam";
   if (evalEvery < 0) return "eval-every: must be 0 (never) or a positive number of steps";
   if (evalSamples < 0) return "eval-samples: must be 0 (all) or a positive number of samples";
+  if (ranks < 1 || ranks > 64) return "ranks: " + std::to_string(ranks) + " is out of range (allowed: 1..64)";
+  if (!oneOf(backend, {"thread", "mpi"})) return "backend: '" + backend + "' is not one of thread, mpi";
+  if (!oneOf(allreduce, {"default", "ring", "naive"}))
+    return "allreduce: '" + allreduce + "' is not one of default, ring, naive";
+  if (!oneOf(link, {"none", "nvlink", "pcie", "infiniband", "ethernet"}))
+    return "link: '" + link + "' is not one of none, nvlink, pcie, infiniband, ethernet";
+  if (link != "none" && backend != "thread")
+    return "link: emulated links need --backend thread (real processes use their real links)";
+  if (!(timeoutS > 0)) return "timeout: must be a positive number of seconds";
+  if (!oneOf(strategy, {"sync", "ps-sync", "ps-async", "hogwild", "local-sgd", "gossip"}))
+    return "strategy: '" + strategy + "' is not one of sync, ps-sync, ps-async, hogwild, local-sgd, gossip";
+  if (!oneOf(dpVersion, {"naive", "bucket"})) return "dp-version: '" + dpVersion + "' is not one of naive, bucket";
+  if (!(bucketMb > 0)) return "bucket-mb: must be a positive size in MiB";
+  if (zero < 0 || zero > 3) return "zero: " + std::to_string(zero) + " is not a ZeRO stage (allowed: 0, 1, 2, 3)";
+  if (zero > 0 && strategy != "sync") return "zero: ZeRO stages apply to --strategy sync only";
+  if (servers < 1 || servers > ranks)
+    return "servers: " + std::to_string(servers) + " is out of range (allowed: 1..ranks)";
+  if (syncEvery < 1) return "sync-every: must be at least 1 step";
+  if (!oneOf(topology, {"ring", "random"})) return "topology: '" + topology + "' is not one of ring, random";
+  if (!oneOf(scaling, {"strong", "weak"})) return "scaling: '" + scaling + "' is not one of strong, weak";
+  if (strategy == "hogwild" && backend != "thread")
+    return "strategy: hogwild needs ranks that share memory (--backend thread)";
+  if (globalBatch() < ranks)
+    return "batch: the global batch (" + std::to_string(globalBatch()) +
+           ") must hold at least one sample per rank (" + std::to_string(ranks) + " ranks)";
   if (dataset == "fashion-mnist")
     if (const std::string missing = missingFashionMnistFile(dataDir); !missing.empty())
       return "data-dir: " + missing + " not found (install dataset-fashion-mnist, or pass --data-dir DIR)";
@@ -36,7 +61,12 @@ nlohmann::json RunConfig::toJson() const {
   return {{"model", model},       {"layers", layers},     {"hidden", hidden},
           {"dataset", dataset},   {"data-dir", dataDir},  {"batch", batch},
           {"steps", steps},       {"lr", lr},             {"optimizer", optimizer},
-          {"seed", seed},         {"eval-every", evalEvery}, {"eval-samples", evalSamples}};
+          {"seed", seed},         {"eval-every", evalEvery}, {"eval-samples", evalSamples},
+          {"ranks", ranks},       {"backend", backend},   {"allreduce", allreduce},
+          {"link", link},         {"timeout", timeoutS},  {"strategy", strategy},
+          {"dp-version", dpVersion}, {"bucket-mb", bucketMb}, {"zero", zero},
+          {"servers", servers},   {"sync-every", syncEvery}, {"topology", topology},
+          {"scaling", scaling}};
 }
 
 template <typename T>
@@ -63,10 +93,23 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
     else if (key == "seed") read(v, key, c.seed, "a non-negative integer");
     else if (key == "eval-every") read(v, key, c.evalEvery, "an integer");
     else if (key == "eval-samples") read(v, key, c.evalSamples, "an integer");
+    else if (key == "ranks" || key == "dp") read(v, key, c.ranks, "an integer");
+    else if (key == "backend") read(v, key, c.backend, "a string");
+    else if (key == "allreduce") read(v, key, c.allreduce, "a string");
+    else if (key == "link") read(v, key, c.link, "a string");
+    else if (key == "timeout") read(v, key, c.timeoutS, "a number");
+    else if (key == "strategy") read(v, key, c.strategy, "a string");
+    else if (key == "dp-version") read(v, key, c.dpVersion, "a string");
+    else if (key == "bucket-mb") read(v, key, c.bucketMb, "a number");
+    else if (key == "zero") read(v, key, c.zero, "an integer");
+    else if (key == "servers") read(v, key, c.servers, "an integer");
+    else if (key == "sync-every") read(v, key, c.syncEvery, "an integer");
+    else if (key == "topology") read(v, key, c.topology, "a string");
+    else if (key == "scaling") read(v, key, c.scaling, "a string");
     else throw ConfigError("config: unknown key '" + key + "' (keys are the flag names, see --help)");
     if (key == "seed" && v.is_number_integer() && !v.is_number_unsigned())
       throw ConfigError("seed: expected a non-negative integer, got " + v.dump());
-    if (v.is_number_float() && key != "lr")
+    if (v.is_number_float() && key != "lr" && key != "timeout" && key != "bucket-mb")
       throw ConfigError(key + ": expected an integer, got " + v.dump());
   }
 }

@@ -27,6 +27,23 @@ struct RunConfig {
   uint64_t seed = 1;
   int evalEvery = 50;  // evaluate test accuracy every K steps (0 = never)
   int evalSamples = 2000;  // test samples evaluated each time (0 = the whole test split)
+  // Ranks and how they talk.
+  int ranks = 1;                     // world size (thread ranks, or the mpirun job's size)
+  std::string backend = "thread";    // thread | mpi
+  std::string allreduce = "default"; // all-reduce algorithm: default | ring | naive
+  std::string link = "none";         // emulated interconnect: none | nvlink | pcie | infiniband | ethernet
+  double timeoutS = 60;              // a collective not finished by then aborts the run
+  // Data-parallel family.
+  std::string strategy = "sync";     // sync | ps-sync | ps-async | hogwild | local-sgd | gossip
+  std::string dpVersion = "bucket";  // sync: naive (all-reduce per tensor after backward) | bucket
+  double bucketMb = 0.25;            // sync bucket: gradient bucket size, MiB
+  int zero = 0;                      // sync: ZeRO stage 0 | 1 | 2 | 3
+  int servers = 1;                   // ps-*: parameter-server shards (hosted by the first ranks)
+  int syncEvery = 4;                 // local-sgd: average parameters every H steps
+  std::string topology = "ring";     // gossip: ring | random
+  std::string scaling = "strong";    // strong: --batch is global; weak: --batch is per rank
+
+  int globalBatch() const { return scaling == "weak" ? batch * ranks : batch; }
 
   std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
   nlohmann::json toJson() const;

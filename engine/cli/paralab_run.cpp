@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"
 #include "config.h"
 #include "cpu/gemm.h"
 #include "platform.h"
@@ -67,6 +68,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
       ->capture_default_str();
+  app.add_option("--ranks,--dp", config.ranks, "Ranks (data-parallel degree) 1..64")->capture_default_str();
+  app.add_option("--backend", config.backend, "thread (ranks as threads) | mpi (under mpirun)")
+      ->capture_default_str();
+  app.add_option("--strategy", config.strategy,
+                 "sync | ps-sync | ps-async | hogwild | local-sgd | gossip")->capture_default_str();
+  app.add_option("--dp-version", config.dpVersion, "sync: naive | bucket (overlapped)")->capture_default_str();
+  app.add_option("--bucket-mb", config.bucketMb, "sync bucket: gradient bucket size in MiB")->capture_default_str();
+  app.add_option("--zero", config.zero, "ZeRO stage 0 | 1 | 2 | 3 (with --strategy sync)")->capture_default_str();
+  app.add_option("--servers", config.servers, "ps-*: parameter-server shards")->capture_default_str();
+  app.add_option("--sync-every", config.syncEvery, "local-sgd: average every H steps")->capture_default_str();
+  app.add_option("--topology", config.topology, "gossip: ring | random")->capture_default_str();
+  app.add_option("--allreduce", config.allreduce, "All-reduce algorithm: default | ring | naive")
+      ->capture_default_str();
+  app.add_option("--link", config.link, "Emulated interconnect: none | nvlink | pcie | infiniband | ethernet")
+      ->capture_default_str();
+  app.add_option("--timeout", config.timeoutS, "Seconds before a stuck collective aborts the run")
+      ->capture_default_str();
+  app.add_option("--scaling", config.scaling, "strong (--batch is global) | weak (--batch per rank)")
+      ->capture_default_str();
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
 
   try {
@@ -80,12 +100,30 @@ int main(int argc, char** argv) {
   if (auto err = config.validate()) return fail(*err);
 
   try {
-    Trainer trainer(config);
-    if (!json)
-      std::printf("ParaLab: %s, H=%d, L=%d (%lld parameters), batch %d, %s, lr %g, BLAS %s\n",
+    std::unique_ptr<Trainer> owned;
+    if (config.backend == "mpi") {
+      if (!mpiAvailable()) return fail("backend: this build has no MPI (install libopenmpi-dev and rebuild)");
+      CommOptions options;
+      options.algorithm = parseAllReduceAlgo(config.allreduce);
+      options.timeoutSeconds = config.timeoutS;
+      auto world = makeMpiWorld(options);
+      if (config.ranks == 1) config.ranks = world->size();  // --ranks defaults to the job's size
+      owned = std::make_unique<Trainer>(config, std::move(world));
+    } else {
+      owned = std::make_unique<Trainer>(config);
+    }
+    Trainer& trainer = *owned;
+    const bool root = trainer.isRoot();  // under MPI only rank 0 prints
+    if (!json && root)
+      std::printf("ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
+                  "[%s, %s%s], BLAS %s\n",
                   config.dataset.c_str(), config.hidden, config.layers,
-                  (long long)trainer.model().shape().parameterCount(), config.batch,
-                  config.optimizer.c_str(), config.lr, kernels::vendor_blas_name());
+                  (long long)trainer.parameterCount(), config.globalBatch(), config.optimizer.c_str(),
+                  config.lr, config.ranks, config.backend.c_str(), config.strategy.c_str(),
+                  config.zero ? (", ZeRO-" + std::to_string(config.zero)).c_str() : "",
+                  kernels::vendor_blas_name());
+    if (!json && root && config.link != "none")
+      std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
     double totalMs = 0, lastLoss = 0;
     std::optional<double> lastAcc;
     for (int s = 0; s < config.steps; ++s) {
@@ -93,7 +131,9 @@ int main(int argc, char** argv) {
       totalMs += m.stepMs;
       lastLoss = m.loss;
       if (m.testAccuracy) lastAcc = m.testAccuracy;
-      if (json) {
+      if (!root) {
+        continue;
+      } else if (json) {
         std::cout << toJson(m).dump() << '\n' << std::flush;
       } else if (m.step % 10 == 0 || m.step == 1 || m.testAccuracy) {
         std::printf("step %5lld  loss %.4f  %8.2f ms  %9.0f samples/s%s\n", (long long)m.step,
@@ -101,11 +141,13 @@ int main(int argc, char** argv) {
                     m.testAccuracy ? (" test acc " + std::to_string(*m.testAccuracy)).c_str() : "");
       }
     }
-    const double samplesPerS = config.steps * double(config.batch) / (totalMs * 1e-3);
+    if (!root) return 0;
+    const double samplesPerS = config.steps * double(config.globalBatch()) / (totalMs * 1e-3);
     nlohmann::json summary = {{"summary", true},       {"steps", config.steps},
                               {"final_loss", lastLoss}, {"mean_step_ms", totalMs / config.steps},
                               {"samples_per_s", samplesPerS}, {"config", config.toJson()}};
     if (lastAcc) summary["test_accuracy"] = *lastAcc;
+    if (config.link != "none") summary["emulated"] = config.link;
     if (json)
       std::cout << summary.dump() << '\n';
     else

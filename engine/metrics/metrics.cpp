@@ -20,6 +20,9 @@ nlohmann::json toJson(const StepMetrics& m) {
                       {"forward_ms", m.forwardMs}, {"backward_ms", m.backwardMs},
                       {"optimizer_ms", m.optimizerMs}, {"data_ms", m.dataMs}};
   if (m.testAccuracy) j["test_accuracy"] = *m.testAccuracy;
+  if (m.staleness) j["staleness"] = *m.staleness;
+  if (m.spread) j["spread"] = *m.spread;
+  if (!m.emulated.empty()) j["emulated"] = m.emulated;
   j["ranks"] = nlohmann::json::array();
   for (const RankMetrics& r : m.ranks)
     j["ranks"].push_back({{"rank", r.rank},
@@ -28,6 +31,7 @@ nlohmann::json toJson(const StepMetrics& m) {
                           {"idle_ms", r.idleMs},
                           {"bytes_sent", r.bytesSent},
                           {"bytes_recv", r.bytesRecv},
+                          {"sent_to", r.sentTo},
                           {"mem", toJson(r.mem)}});
   return j;
 }

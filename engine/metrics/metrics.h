@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,6 +22,7 @@ struct RankMetrics {
   double idleMs = 0;       // step time not covered by any span
   int64_t bytesSent = 0;
   int64_t bytesRecv = 0;
+  std::vector<int64_t> sentTo;  // bytes sent to each world rank (a row of the link heatmap)
   MemorySnapshot mem;
 };
 
@@ -31,6 +33,9 @@ struct StepMetrics {
   double samplesPerS = 0;      // global batch / step time
   double forwardMs = 0, backwardMs = 0, optimizerMs = 0, dataMs = 0;  // rank 0's breakdown
   std::optional<double> testAccuracy;  // fraction in [0,1], on steps where it was evaluated
+  std::optional<double> staleness;     // ps-async: mean versions behind, over this step's updates
+  std::optional<double> spread;        // local SGD / gossip: max L2 distance between rank models
+  std::string emulated;                // the emulated link's name, "" when links are real
   std::vector<RankMetrics> ranks;
 };
 

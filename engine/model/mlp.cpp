@@ -19,14 +19,17 @@ static std::string blockName(int l) { return "block" + std::to_string(l); }
 Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker)
     : m_shape(shape),
       m_tracker(tracker),
-      m_in(m_ps, "in_proj", shape.input, shape.hidden),
+      m_in((m_ps.beginUnit("in_proj"), Linear(m_ps, "in_proj", shape.input, shape.hidden))),
       m_cls([&]() -> Linear {
-        // Blocks are declared between in_proj and the classifier so the flat buffer follows
-        // the order of the forward pass (what gradient buckets and pipeline stages rely on).
-        for (int l = 0; l < shape.layers; ++l)
+        // Units are declared in the order of the forward pass, so the flat buffer follows it
+        // (what gradient buckets and pipeline stages rely on).
+        for (int l = 0; l < shape.layers; ++l) {
+          m_ps.beginUnit(blockName(l));
           m_blocks.push_back({LayerNorm(m_ps, blockName(l) + ".ln", shape.hidden),
                               Linear(m_ps, blockName(l) + ".fc1", shape.hidden, 4 * shape.hidden),
                               Linear(m_ps, blockName(l) + ".fc2", 4 * shape.hidden, shape.hidden)});
+        }
+        m_ps.beginUnit("classifier");
         return Linear(m_ps, "classifier", shape.hidden, shape.classes);
       }()) {
   m_ps.allocate(tracker);
@@ -65,13 +68,17 @@ void Mlp::ensureCapacity(int batch) {
   m_acts = std::move(a);
 }
 
-void Mlp::forwardTo(const float* x, int batch) {
+void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
   ensureCapacity(batch);
   Acts& A = m_acts;
   const int H = m_shape.hidden;
+  const int last = numUnits() - 1;
   std::memcpy(A.x.data(), x, sizeof(float) * size_t(batch) * m_shape.input);
+  if (hooks) hooks->beforeForward(0);
   m_in.forward(A.x.data(), A.a[0].data(), batch);
+  if (hooks) hooks->afterForward(0);
   for (size_t l = 0; l < m_blocks.size(); ++l) {
+    if (hooks) hooks->beforeForward(int(l) + 1);
     Block& b = m_blocks[l];
     b.ln.forward(A.a[l].data(), A.ln[l].data(), A.mean[l].data(), A.rstd[l].data(), batch);
     b.fc1.forward(A.ln[l].data(), A.h[l].data(), batch);
@@ -81,25 +88,31 @@ void Mlp::forwardTo(const float* x, int batch) {
     float* out = A.a[l + 1].data();
     const float* in = A.a[l].data();
     for (long i = 0; i < long(batch) * H; ++i) out[i] += in[i];
+    if (hooks) hooks->afterForward(int(l) + 1);
   }
+  if (hooks) hooks->beforeForward(last);
   m_cls.forward(A.a[m_blocks.size()].data(), A.logits.data(), batch);
+  if (hooks) hooks->afterForward(last);
 }
 
-double Mlp::forwardLoss(const float* x, const int* labels, int batch, double normalizer) {
-  forwardTo(x, batch);
+double Mlp::forwardLoss(const float* x, const int* labels, int batch, double normalizer,
+                        UnitHooks* hooks) {
+  forwardTo(x, batch, hooks);
   m_batch = batch;
-  m_labels.assign(labels, labels + batch);
   return kernels::softmax_xent(m_acts.dlogits.data(), m_acts.logits.data(), labels, batch,
                                m_shape.classes, normalizer);
 }
 
-void Mlp::backward() {
+void Mlp::backward(UnitHooks* hooks) {
   Acts& A = m_acts;
   const int B = m_batch, H = m_shape.hidden;
   const size_t L = m_blocks.size();
   // da holds dLoss/da[l] as we walk back down the residual stream.
+  if (hooks) hooks->beforeBackward(int(L) + 1);
   m_cls.backward(A.a[L].data(), A.dlogits.data(), A.da.data(), B);
+  if (hooks) hooks->afterBackward(int(L) + 1);
   for (size_t l = L; l-- > 0;) {
+    if (hooks) hooks->beforeBackward(int(l) + 1);
     Block& b = m_blocks[l];
     // a[l+1] = a[l] + fc2(gelu(fc1(ln(a[l])))): the residual passes da through unchanged,
     // the branch adds its own contribution.
@@ -111,12 +124,15 @@ void Mlp::backward() {
     float* da = A.da.data();
     const float* branch = A.dtmp.data();
     for (long i = 0; i < long(B) * H; ++i) da[i] += branch[i];
+    if (hooks) hooks->afterBackward(int(l) + 1);
   }
+  if (hooks) hooks->beforeBackward(0);
   m_in.backward(A.x.data(), A.da.data(), nullptr, B);
+  if (hooks) hooks->afterBackward(0);
 }
 
-int Mlp::countCorrect(const float* x, const int* labels, int batch) {
-  forwardTo(x, batch);
+int Mlp::countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks) {
+  forwardTo(x, batch, hooks);
   return kernels::count_correct(m_acts.logits.data(), labels, batch, m_shape.classes);
 }
 

@@ -19,17 +19,31 @@ struct MlpShape {
   int64_t parameterCount() const;  // P, the number every memory formula starts from
 };
 
+// Called around each unit (0 = in_proj, 1..L = blocks, L+1 = classifier) as the passes
+// reach it: where strategies gather sharded weights (ZeRO-3), start gradient all-reduces
+// while backward goes on (bucketed data parallelism), or reduce-scatter gradients (ZeRO-2).
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  virtual void beforeForward(int /*unit*/) {}
+  virtual void afterForward(int /*unit*/) {}
+  virtual void beforeBackward(int /*unit*/) {}
+  virtual void afterBackward(int /*unit*/) {}  // the unit's gradients are final
+};
+
 class Mlp {
  public:
   Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker);
 
   // Forward over a batch; keeps the activations for backward. Returns the SUM of the
   // per-sample losses; gradients are scaled by 1 / `normalizer` (the global batch).
-  double forwardLoss(const float* x, const int* labels, int batch, double normalizer);
-  // Accumulates parameter gradients of the last forwardLoss.
-  void backward();
-  // Logits only (no activations kept for backward), for evaluation. Returns #correct.
-  int countCorrect(const float* x, const int* labels, int batch);
+  double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
+                     UnitHooks* hooks = nullptr);
+  // Accumulates (+=) parameter gradients of the last forwardLoss.
+  void backward(UnitHooks* hooks = nullptr);
+  // Logits only, for evaluation. Returns the number of correct arg-max predictions.
+  int countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks = nullptr);
+  int numUnits() const { return int(m_blocks.size()) + 2; }
 
   ParamSet& params() { return m_ps; }
   const MlpShape& shape() const { return m_shape; }
@@ -49,7 +63,7 @@ class Mlp {
     Tensor da, dtmp, dh;              // backward scratch [B, H], [B, H], [B, 4H] (workspace)
   };
   void ensureCapacity(int batch);
-  void forwardTo(const float* x, int batch);
+  void forwardTo(const float* x, int batch, UnitHooks* hooks);
 
   MlpShape m_shape;
   MemoryTracker* m_tracker;
@@ -59,7 +73,6 @@ class Mlp {
   Linear m_cls;
   Acts m_acts;
   int m_batch = 0;
-  std::vector<int> m_labels;
 };
 
 }  // namespace paralab

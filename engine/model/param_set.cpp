@@ -1,21 +1,54 @@
-// Flat parameter and gradient buffers (see param_set.h).
+// Flat parameter and gradient buffers, units and binding (see param_set.h).
 #include "model/param_set.h"
 
 #include <stdexcept>
 
 namespace paralab {
 
+void ParamSet::beginUnit(std::string name) {
+  if (!m_params.empty()) throw std::logic_error("ParamSet::beginUnit after allocate");
+  m_units.push_back({std::move(name), m_numel, m_numel, int(m_refs.size()), int(m_refs.size())});
+}
+
 int ParamSet::add(std::string name, Shape shape) {
   if (!m_params.empty()) throw std::logic_error("ParamSet::add after allocate");
-  ParamRef r{std::move(name), m_numel, std::move(shape)};
+  if (m_units.empty()) beginUnit("params");
+  ParamRef r{std::move(name), m_numel, std::move(shape), int(m_units.size()) - 1};
   m_numel += r.numel();
   m_refs.push_back(std::move(r));
+  m_units.back().end = m_numel;
+  m_units.back().endRef = int(m_refs.size());
   return int(m_refs.size()) - 1;
 }
 
 void ParamSet::allocate(MemoryTracker* tracker) {
   m_params = Tensor({m_numel}, MemCategory::Params, tracker);
   m_grads = Tensor({m_numel}, MemCategory::Grads, tracker);
+  bindFlat();
+}
+
+void ParamSet::releaseFlat() {
+  m_params = Tensor();
+  m_grads = Tensor();
+  m_paramPtr.assign(m_refs.size(), nullptr);
+  m_gradPtr.assign(m_refs.size(), nullptr);
+}
+
+void ParamSet::bindUnit(int u, float* params, float* grads) {
+  const ParamUnit& unit = m_units.at(size_t(u));
+  for (int i = unit.firstRef; i < unit.endRef; ++i) {
+    const int64_t within = m_refs[size_t(i)].offset - unit.begin;
+    m_paramPtr[size_t(i)] = params ? params + within : nullptr;
+    m_gradPtr[size_t(i)] = grads ? grads + within : nullptr;
+  }
+}
+
+void ParamSet::bindFlat() {
+  m_paramPtr.resize(m_refs.size());
+  m_gradPtr.resize(m_refs.size());
+  for (size_t u = 0; u < m_units.size(); ++u)
+    bindUnit(int(u), m_params.data() ? m_params.data() + m_units[u].begin : nullptr,
+             m_grads.data() ? m_grads.data() + m_units[u].begin : nullptr);
 }
 
 }  // namespace paralab

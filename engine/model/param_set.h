@@ -1,6 +1,8 @@
 // ParamSet: all of a model's parameters in one flat buffer, and their gradients in another
-// of the same layout. Each weight is a named range. Flat buffers are what data parallelism
-// all-reduces, buckets and ZeRO shards. See tests/engine/tst_model.cpp.
+// of the same layout. Each weight is a named range; consecutive weights form units (a layer
+// or block: what hooks, gradient buckets, ZeRO shards and pipeline stages work on). Flat
+// buffers are what data parallelism all-reduces; sharding strategies re-point a unit at
+// buffers of their own. See tests/engine/tst_model.cpp.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,19 +15,37 @@ struct ParamRef {
   std::string name;   // "block1.fc1.weight"
   int64_t offset = 0; // floats from the start of the flat buffer
   Shape shape;
+  int unit = 0;
   int64_t numel() const { return numelOf(shape); }
+};
+
+// A contiguous range [begin, end) of the flat buffer holding weights [firstRef, endRef).
+struct ParamUnit {
+  std::string name;  // "in_proj", "block0", "classifier"
+  int64_t begin = 0, end = 0;
+  int firstRef = 0, endRef = 0;
+  int64_t numel() const { return end - begin; }
 };
 
 class ParamSet {
  public:
-  // Declare the layout first, then allocate once.
+  // Declare the layout first (units, then their weights), then allocate once.
+  void beginUnit(std::string name);
   int add(std::string name, Shape shape);
   void allocate(MemoryTracker* tracker);
+  // Frees the flat buffers (a sharding strategy that keeps only its shard); units must then
+  // be bound before use.
+  void releaseFlat();
+  // Points unit u's parameters and gradients at buffers laid out like the unit's range of the
+  // flat buffer (either may be null: unbound). bindFlat() returns every unit to the flat buffers.
+  void bindUnit(int u, float* params, float* grads);
+  void bindFlat();
 
-  float* param(int i) { return m_params.data() + m_refs[i].offset; }
-  float* grad(int i) { return m_grads.data() + m_refs[i].offset; }
-  const ParamRef& ref(int i) const { return m_refs[i]; }
+  float* param(int i) { return m_paramPtr[size_t(i)]; }
+  float* grad(int i) { return m_gradPtr[size_t(i)]; }
+  const ParamRef& ref(int i) const { return m_refs[size_t(i)]; }
   const std::vector<ParamRef>& refs() const { return m_refs; }
+  const std::vector<ParamUnit>& units() const { return m_units; }
   int64_t numel() const { return m_numel; }
   Tensor& params() { return m_params; }
   Tensor& grads() { return m_grads; }
@@ -33,6 +53,8 @@ class ParamSet {
 
  private:
   std::vector<ParamRef> m_refs;
+  std::vector<ParamUnit> m_units;
+  std::vector<float*> m_paramPtr, m_gradPtr;
   int64_t m_numel = 0;
   Tensor m_params, m_grads;
 };

@@ -1,110 +1,359 @@
-// The serial training step: data -> forward -> backward -> optimizer, each a span.
-// See tests/engine/tst_training.cpp.
+// The training loop across ranks: a command channel to the rank threads (or this process's
+// one rank under MPI), and the assembly of each step's metrics from every rank's spans,
+// traffic and memory. See tests/engine/tst_training.cpp.
 #include "train/trainer.h"
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <cstring>
+#include <thread>
 
+#include "comm/communicator.h"
 #include "cpu/gemm.h"
 
 namespace paralab {
+
+// [SECTION] State
+
+struct Trainer::Rank {
+  int rank = 0;
+  MemoryTracker memory;
+  SpanRecorder spans;
+  std::unique_ptr<Strategy> strategy;
+  Communicator* comm = nullptr;
+  RankStep result;
+  CommTraffic traffic;
+  int64_t startNs = 0, endNs = 0;
+};
+
+// Thread ranks wait for commands here. A failing rank sets `error`, which wakes everyone.
+struct Trainer::Driver {
+  std::mutex mutex;
+  std::condition_variable cv;
+  uint64_t generation = 0;  // bumped for every command
+  Command command = Command::Step;
+  int done = 0;             // ranks finished with the current command
+  int ready = 0;            // ranks that built their strategy
+  std::string error;        // first failure, one line
+  std::thread thread;       // runs ThreadWorld::run
+};
 
 static const RunConfig& checked(const RunConfig& config) {
   if (auto err = config.validate()) throw ConfigError(*err);
   return config;
 }
 
+static CommOptions commOptions(const RunConfig& c) {
+  CommOptions o;
+  o.algorithm = parseAllReduceAlgo(c.allreduce);
+  o.timeoutSeconds = c.timeoutS;
+  o.link = c.link;
+  return o;
+}
+
+// [SECTION] Construction
+
 Trainer::Trainer(const RunConfig& config)
     : m_config(checked(config)),
       m_data(loadDataset(config.dataset, config.dataDir, config.seed)),
-      m_sampler(m_data->numTrain(), config.batch, config.seed) {
-  // One BLAS thread per rank: a rank is one worker, and parallelism is what the strategies add.
-  kernels::vendor_blas_set_threads(1);
-  MlpShape shape;
-  shape.input = m_data->inputDim;
-  shape.classes = m_data->classes;
-  shape.hidden = config.hidden;
-  shape.layers = config.layers;
-  m_model = std::make_unique<Mlp>(shape, config.seed, &m_memory);
-  OptimizerHyper hyper;
-  hyper.lr = float(config.lr);
-  m_optimizer = std::make_unique<Optimizer>(optimizerKind(config.optimizer), hyper,
-                                            m_model->params().numel(), &m_memory);
+      m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
+  if (config.backend != "thread")
+    throw ConfigError("backend: '" + config.backend + "' runs under mpirun (paralab-run --backend mpi)");
+  m_world = std::make_unique<ThreadWorld>(config.ranks, commOptions(config));
+  for (int r = 0; r < config.ranks; ++r) {
+    m_ranks.push_back(std::make_unique<Rank>());
+    m_ranks.back()->rank = r;
+  }
+  build(config);
 }
 
-static double msBetween(int64_t a, int64_t b) { return double(b - a) * 1e-6; }
+Trainer::Trainer(const RunConfig& config, std::unique_ptr<Communicator> world)
+    : m_config(checked(config)),
+      m_data(loadDataset(config.dataset, config.dataDir, config.seed)),
+      m_mpiWorld(std::move(world)),
+      m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
+  if (m_mpiWorld->size() != config.ranks)
+    throw ConfigError("ranks: --ranks " + std::to_string(config.ranks) + " but the job has " +
+                      std::to_string(m_mpiWorld->size()) + " processes");
+  m_ranks.push_back(std::make_unique<Rank>());
+  m_ranks.back()->rank = m_mpiWorld->rank();
+  build(config);
+}
+
+void Trainer::build(const RunConfig& config) {
+  // One BLAS thread per rank: a rank is one worker, and parallelism is what strategies add.
+  kernels::vendor_blas_set_threads(1);
+  strategyFor(config);  // a clear error before any thread starts
+  if (m_mpiWorld || config.ranks == 1) {
+    // One local rank: it runs on the caller's thread, no hand-over per step.
+    Rank& r = *m_ranks[0];
+    r.comm = m_mpiWorld ? m_mpiWorld.get() : &m_world->communicator(0);
+    r.comm->setSpanRecorder(&r.spans);
+    r.comm->setMemoryTracker(&r.memory);
+    RankContext ctx{r.rank, config.ranks, r.comm, &r.memory, &r.spans, &m_config, m_data.get()};
+    r.strategy = strategyFor(config).make(ctx);
+    return;
+  }
+  m_driver = std::make_unique<Driver>();
+  m_driver->thread = std::thread([this] {
+    try {
+      m_world->run([this](Communicator& comm) { rankMain(comm, *m_ranks[size_t(comm.rank())]); });
+    } catch (const std::exception& e) {
+      std::lock_guard lock(m_driver->mutex);
+      if (m_driver->error.empty()) m_driver->error = e.what();
+    }
+    std::lock_guard lock(m_driver->mutex);
+    if (m_driver->error.empty()) m_driver->error = "the ranks have stopped";
+    m_driver->cv.notify_all();
+  });
+  std::unique_lock lock(m_driver->mutex);
+  m_driver->cv.wait(lock, [&] { return m_driver->ready == config.ranks || !m_driver->error.empty(); });
+  if (!m_driver->error.empty()) {
+    const std::string why = m_driver->error;
+    lock.unlock();
+    m_driver->thread.join();
+    throw std::runtime_error(why);
+  }
+}
+
+Trainer::~Trainer() {
+  if (!m_driver) return;
+  {
+    std::lock_guard lock(m_driver->mutex);
+    m_driver->command = Command::Quit;
+    ++m_driver->generation;
+  }
+  m_driver->cv.notify_all();
+  m_driver->thread.join();
+}
+
+// [SECTION] Rank threads
+
+void Trainer::rankMain(Communicator& comm, Rank& r) {
+  Driver& d = *m_driver;
+  try {
+    r.comm = &comm;
+    comm.setSpanRecorder(&r.spans);
+    comm.setMemoryTracker(&r.memory);
+    RankContext ctx{r.rank, m_config.ranks, &comm, &r.memory, &r.spans, &m_config, m_data.get()};
+    r.strategy = strategyFor(m_config).make(ctx);  // collective for some strategies
+    uint64_t seen;
+    {
+      std::lock_guard lock(d.mutex);
+      seen = d.generation;
+      ++d.ready;
+    }
+    d.cv.notify_all();
+    while (true) {
+      Command c;
+      {
+        std::unique_lock lock(d.mutex);
+        d.cv.wait(lock, [&] { return d.generation != seen || !d.error.empty(); });
+        if (!d.error.empty()) break;
+        seen = d.generation;
+        c = d.command;
+      }
+      if (c == Command::Quit) break;
+      execute(r, c);
+      {
+        std::lock_guard lock(d.mutex);
+        ++d.done;
+      }
+      d.cv.notify_all();
+    }
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lock(d.mutex);
+      if (d.error.empty()) d.error = "rank " + std::to_string(r.rank) + ": " + e.what();
+    }
+    d.cv.notify_all();
+    comm.abort(e.what());  // the others' collectives end instead of waiting for this rank
+  }
+  r.strategy.reset();  // strategies with threads of their own stop them here, on every rank
+}
+
+void Trainer::execute(Rank& r, Command c) {
+  if (c == Command::Step) {
+    r.comm->setStep(m_step + 1);
+    r.memory.resetPeaks();
+    r.comm->accounting().take();  // traffic since the last step belongs to no step
+    r.startNs = nowNs();
+    r.result = r.strategy->step(m_step, m_batch);
+    r.endNs = nowNs();
+    r.traffic = r.comm->accounting().take();
+  } else if (c == Command::Eval) {
+    Mlp& model = r.strategy->beginEval();
+    if (r.rank == 0) {
+      const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
+                                          : m_data->numTest();
+      const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
+      int64_t correct = 0;
+      for (int64_t i = 0; i < n; i += chunk) {
+        const int b = int(std::min<int64_t>(chunk, n - i));
+        correct += model.countCorrect(&m_data->testX[size_t(i) * m_data->inputDim],
+                                      &m_data->testY[size_t(i)], b);
+      }
+      m_evalAccuracy = n > 0 ? double(correct) / double(n) : 0.0;
+    }
+    r.strategy->endEval();
+  }
+}
+
+void Trainer::runCommand(Command c) {
+  if (!m_driver) {
+    execute(*m_ranks[0], c);
+    return;
+  }
+  Driver& d = *m_driver;
+  std::unique_lock lock(d.mutex);
+  if (!d.error.empty()) throw std::runtime_error(d.error);
+  d.command = c;
+  d.done = 0;
+  ++d.generation;
+  d.cv.notify_all();
+  d.cv.wait(lock, [&] { return d.done == int(m_ranks.size()) || !d.error.empty(); });
+  if (!d.error.empty()) throw std::runtime_error(d.error);
+}
+
+// [SECTION] Steps and their metrics
+
+int64_t Trainer::parameterCount() const {
+  MlpShape s;
+  s.input = m_data->inputDim;
+  s.classes = m_data->classes;
+  s.hidden = m_config.hidden;
+  s.layers = m_config.layers;
+  return s.parameterCount();
+}
+
+int Trainer::rankOfLocal(int i) const { return m_ranks.at(size_t(i))->rank; }
+const SpanRecorder& Trainer::spans(int local) const { return m_ranks.at(size_t(local))->spans; }
+const MemoryTracker& Trainer::memory(int local) const { return m_ranks.at(size_t(local))->memory; }
+Strategy& Trainer::strategy(int local) { return *m_ranks.at(size_t(local))->strategy; }
 
 StepMetrics Trainer::step() {
-  const int B = m_config.batch, D = m_data->inputDim;
-  const int64_t stepIndex = m_step + 1;
-  m_memory.resetPeaks();
+  m_sampler.globalBatch(m_step, m_batch);
   const int64_t t0 = nowNs();
-  {
-    ScopedSpan s(&m_spans, SpanKind::Data, stepIndex, "gather batch");
-    m_sampler.globalBatch(m_step, m_indices);
-    m_x.resize(size_t(B) * D);
-    m_labels.resize(size_t(B));
-    for (int i = 0; i < B; ++i) {
-      std::memcpy(&m_x[size_t(i) * D], &m_data->trainX[size_t(m_indices[i]) * D], sizeof(float) * D);
-      m_labels[size_t(i)] = m_data->trainY[size_t(m_indices[i])];
-    }
-  }
+  runCommand(Command::Step);
   const int64_t t1 = nowNs();
-  double lossSum;
-  {
-    ScopedSpan s(&m_spans, SpanKind::Forward, stepIndex, "forward");
-    lossSum = m_model->forwardLoss(m_x.data(), m_labels.data(), B, B);
-  }
-  if (!std::isfinite(lossSum))
+  StepMetrics m = assemble(t0, t1);
+  ++m_step;
+  if (!std::isfinite(m.loss) && isRoot())
     throw std::runtime_error("training diverged: the loss is not finite at step " +
-                             std::to_string(stepIndex) + "; lower the learning rate (now " +
+                             std::to_string(m_step) + "; lower the learning rate (now " +
                              std::to_string(m_config.lr) + ")");
-  const int64_t t2 = nowNs();
-  {
-    ScopedSpan s(&m_spans, SpanKind::Backward, stepIndex, "backward");
-    m_model->params().zeroGrads();
-    m_model->backward();
+  const bool lastStep = m_config.steps > 0 && m_step == m_config.steps;
+  if (m_config.evalEvery > 0 && (m_step % m_config.evalEvery == 0 || lastStep)) {
+    const double acc = evaluate(m_config.evalSamples);
+    if (isRoot()) m.testAccuracy = acc;
   }
-  const int64_t t3 = nowNs();
-  {
-    ScopedSpan s(&m_spans, SpanKind::Optimizer, stepIndex, "optimizer");
-    m_optimizer->step(m_model->params().params().data(), m_model->params().grads().data());
-  }
-  const int64_t t4 = nowNs();
-  m_step = stepIndex;
-
-  StepMetrics m;
-  m.step = stepIndex;
-  m.loss = lossSum / B;
-  m.stepMs = msBetween(t0, t4);
-  m.samplesPerS = m.stepMs > 0 ? B / (m.stepMs * 1e-3) : 0;
-  m.dataMs = msBetween(t0, t1);
-  m.forwardMs = msBetween(t1, t2);
-  m.backwardMs = msBetween(t2, t3);
-  m.optimizerMs = msBetween(t3, t4);
-  RankMetrics r;
-  r.rank = 0;
-  r.computeMs = m.stepMs;
-  r.mem = m_memory.snapshot();
-  m.ranks.push_back(r);
-  const bool lastStep = m_config.steps > 0 && stepIndex == m_config.steps;
-  if (m_config.evalEvery > 0 && (stepIndex % m_config.evalEvery == 0 || lastStep))
-    m.testAccuracy = evaluate(m_config.evalSamples);
   return m;
 }
 
 double Trainer::evaluate(int maxSamples) {
-  const int64_t n = maxSamples > 0 ? std::min<int64_t>(maxSamples, m_data->numTest()) : m_data->numTest();
-  const int chunk = m_config.batch;  // the training batch: no extra activation memory
-  int64_t correct = 0;
-  for (int64_t i = 0; i < n; i += chunk) {
-    const int b = int(std::min<int64_t>(chunk, n - i));
-    correct += m_model->countCorrect(&m_data->testX[size_t(i) * m_data->inputDim],
-                                     &m_data->testY[size_t(i)], b);
+  m_evalSamples = maxSamples;
+  runCommand(Command::Eval);
+  return m_evalAccuracy;
+}
+
+namespace {
+
+double ms(int64_t ns) { return double(ns) * 1e-6; }
+
+// Time covered by the union of the spans, clipped to [t0, t1]: what was not idle.
+int64_t coveredNs(std::vector<Span> spans, int64_t t0, int64_t t1) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.startNs < b.startNs; });
+  int64_t covered = 0, reach = t0;
+  for (const Span& s : spans) {
+    const int64_t a = std::max(s.startNs, reach), b = std::min(s.endNs, t1);
+    if (b > a) covered += b - a;
+    reach = std::max(reach, std::min(s.endNs, t1));
   }
-  return n > 0 ? double(correct) / double(n) : 0.0;
+  return covered;
+}
+
+// One rank's figures of one step, as they travel to rank 0 under MPI.
+nlohmann::json rankFigures(int rank, const RankStep& res, const CommTraffic& traffic,
+                           const std::vector<Span>& spans, int64_t t0, int64_t t1,
+                           const MemorySnapshot& mem) {
+  double compute = 0, kinds[6] = {};
+  for (const Span& s : spans) {
+    kinds[int(s.kind)] += ms(s.endNs - s.startNs);
+    if (s.kind != SpanKind::Comm && s.kind != SpanKind::Idle) compute += ms(s.endNs - s.startNs);
+  }
+  nlohmann::json j = {{"rank", rank},
+                      {"loss_sum", res.lossSum},
+                      {"samples", res.samples},
+                      {"compute_ms", compute},
+                      {"comm_ms", ms(traffic.timeNs)},
+                      {"idle_ms", ms(std::max<int64_t>(0, (t1 - t0) - coveredNs(spans, t0, t1)))},
+                      {"bytes_sent", traffic.bytesSent},
+                      {"bytes_recv", traffic.bytesRecv},
+                      {"sent_to", traffic.sentTo},
+                      {"data_ms", kinds[int(SpanKind::Data)]},
+                      {"forward_ms", kinds[int(SpanKind::Forward)]},
+                      {"backward_ms", kinds[int(SpanKind::Backward)]},
+                      {"optimizer_ms", kinds[int(SpanKind::Optimizer)]},
+                      {"mem_current", mem.current},
+                      {"mem_peak", mem.peak},
+                      {"mem_peak_total", mem.peakTotal}};
+  if (res.staleness) j["staleness"] = *res.staleness;
+  if (res.spread) j["spread"] = *res.spread;
+  return j;
+}
+
+}  // namespace
+
+StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
+  std::vector<nlohmann::json> figures;
+  for (const auto& r : m_ranks) {
+    const int64_t a = m_mpiWorld ? r->startNs : t0, b = m_mpiWorld ? r->endNs : t1;
+    figures.push_back(rankFigures(r->rank, r->result, r->traffic, r->spans.since(m_step + 1), a, b,
+                                  r->memory.snapshot()));
+  }
+  if (m_mpiWorld) {  // every rank's figures to rank 0 (outside the accounting)
+    const std::vector<std::string> all = m_mpiWorld->gatherToRoot(figures[0].dump());
+    if (m_mpiWorld->rank() == 0) {
+      figures.clear();
+      for (const std::string& s : all) figures.push_back(nlohmann::json::parse(s));
+    }
+  }
+  StepMetrics m;
+  m.step = m_step + 1;
+  m.stepMs = ms(t1 - t0);
+  m.samplesPerS = m.stepMs > 0 ? m_config.globalBatch() / (m.stepMs * 1e-3) : 0;
+  m.emulated = m_config.link == "none" ? "" : m_config.link;
+  double lossSum = 0, staleness = 0, spread = 0;
+  int stalenessRanks = 0;
+  for (const nlohmann::json& f : figures) {
+    RankMetrics r;
+    r.rank = f["rank"];
+    r.computeMs = f["compute_ms"];
+    r.commMs = f["comm_ms"];
+    r.idleMs = f["idle_ms"];
+    r.bytesSent = f["bytes_sent"];
+    r.bytesRecv = f["bytes_recv"];
+    r.sentTo = f["sent_to"].get<std::vector<int64_t>>();
+    r.mem.current = f["mem_current"].get<std::array<int64_t, kMemCategories>>();
+    r.mem.peak = f["mem_peak"].get<std::array<int64_t, kMemCategories>>();
+    r.mem.peakTotal = f["mem_peak_total"];
+    lossSum += f["loss_sum"].get<double>();
+    if (f.contains("staleness")) staleness += f["staleness"].get<double>(), ++stalenessRanks;
+    if (f.contains("spread")) m.spread = std::max(spread, f["spread"].get<double>()), spread = *m.spread;
+    if (r.rank == 0) {
+      m.dataMs = f["data_ms"];
+      m.forwardMs = f["forward_ms"];
+      m.backwardMs = f["backward_ms"];
+      m.optimizerMs = f["optimizer_ms"];
+    }
+    m.ranks.push_back(std::move(r));
+  }
+  if (stalenessRanks > 0) m.staleness = staleness / stalenessRanks;
+  m.loss = lossSum / m_config.globalBatch();
+  return m;
 }
 
 }  // namespace paralab

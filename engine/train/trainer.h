@@ -1,47 +1,76 @@
-// Trainer: one training run: data, model, optimizer, and the loop body of one step, with its
-// spans and metrics. Serial (one rank) for now; the parallel strategies plug in here.
-// See tests/engine/tst_training.cpp and `paralab-run --steps 100`.
+// Trainer: one training run across its ranks — the data, a Strategy per rank, and the step
+// that drives them, with the per-rank times, traffic and memory of every step.
+// Ranks are threads of this process (--backend thread; the GUI's way) or, under mpirun,
+// this process is one rank (--backend mpi) and rank 0 gathers every rank's figures.
+// See tests/engine/tst_training.cpp, tst_parallel_equals_serial.cpp, `paralab-run --ranks 4`.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config.h"
 #include "data/dataset.h"
 #include "metrics/metrics.h"
 #include "metrics/span_recorder.h"
-#include "model/mlp.h"
-#include "optim/optimizer.h"
+#include "parallel/strategy.h"
 
 namespace paralab {
 
+class Communicator;
+class ThreadWorld;
+
 class Trainer {
  public:
-  // Loads (or reuses) the data set and builds the model; throws DataError / ConfigError.
+  // Thread ranks (config.ranks of them). Loads (or reuses) the data set and builds a strategy
+  // per rank; throws ConfigError / DataError / CommError with a one-line reason.
   explicit Trainer(const RunConfig& config);
+  // This process as one rank of `world` (an MPI job of config.ranks processes).
+  Trainer(const RunConfig& config, std::unique_ptr<Communicator> world);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
-  // One step on the next global batch. Evaluates test accuracy when the step is a multiple
-  // of eval-every (and on the last step of a bounded run).
+  // One step on the next global batch, on every rank. Evaluates test accuracy when the step
+  // is a multiple of eval-every (and on the last step of a bounded run). Under MPI, every
+  // process calls it; rank 0's result holds every rank's figures.
   StepMetrics step();
-  // Test-split accuracy over the first `maxSamples` test samples (0 = all), in [0, 1].
+  // Test-split accuracy of rank 0's model over the first `maxSamples` test samples (0 = all).
+  // Collective: every rank takes part (sharded models gather).
   double evaluate(int maxSamples);
 
   int64_t stepsDone() const { return m_step; }
   const RunConfig& config() const { return m_config; }
-  const MemoryTracker& memory() const { return m_memory; }
-  const SpanRecorder& spans() const { return m_spans; }
-  Mlp& model() { return *m_model; }
+  int64_t parameterCount() const;
+  int worldSize() const { return m_config.ranks; }
+  int localRankCount() const { return int(m_ranks.size()); }
+  int rankOfLocal(int i) const;  // world rank of local rank i (thread: i; MPI: this process)
+  bool isRoot() const { return rankOfLocal(0) == 0; }
+  // Per local rank.
+  const SpanRecorder& spans(int local = 0) const;
+  const MemoryTracker& memory(int local = 0) const;
+  Strategy& strategy(int local = 0);
 
  private:
+  struct Rank;
+  enum class Command { Step, Eval, Quit };
+  void build(const RunConfig& config);
+  void rankMain(Communicator& comm, Rank& r);  // a thread rank's life
+  void execute(Rank& r, Command c);            // what one rank does for one command
+  void runCommand(Command c);                  // on every local rank, until all are done
+  StepMetrics assemble(int64_t t0, int64_t t1);
+
   RunConfig m_config;
   std::shared_ptr<const Dataset> m_data;
-  MemoryTracker m_memory;  // before the model and optimizer: they report into it
-  SpanRecorder m_spans;
-  std::unique_ptr<Mlp> m_model;
-  std::unique_ptr<Optimizer> m_optimizer;
+  std::vector<std::unique_ptr<Rank>> m_ranks;
+  std::unique_ptr<ThreadWorld> m_world;        // thread backend
+  std::unique_ptr<Communicator> m_mpiWorld;    // MPI backend
+  struct Driver;                               // rank threads and their command channel
+  std::unique_ptr<Driver> m_driver;
   BatchSampler m_sampler;
-  std::vector<int> m_indices, m_labels;
-  std::vector<float> m_x;
+  std::vector<int> m_batch;                    // the global batch of the step in flight
   int64_t m_step = 0;
+  double m_evalAccuracy = 0;
+  int m_evalSamples = 0;
 };
 
 }  // namespace paralab

@@ -104,7 +104,7 @@ int benchStep(int argc, char** argv) {
     return 0;
   }
   std::printf("Serial training step: MLP H=%d L=%d (%lld params), batch %d, SGD+momentum, 1 thread, %s\n",
-              c.hidden, c.layers, (long long)t.model().shape().parameterCount(), c.batch,
+              c.hidden, c.layers, (long long)t.parameterCount(), c.batch,
               c.dataset.c_str());
   std::printf("BLAS: %s\nMedian of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
               repeats, steps);

@@ -104,16 +104,25 @@ class TstTraining : public QObject {
     QVERIFY(m2.testAccuracy && *m2.testAccuracy >= 0 && *m2.testAccuracy <= 1);
     QVERIFY(m2.stepMs > 0 && m2.samplesPerS > 0);
     QCOMPARE(m2.ranks.size(), size_t(1));
-    const int64_t P = t.model().shape().parameterCount();
+    const int64_t P = t.parameterCount();
     QCOMPARE(m2.ranks[0].mem[MemCategory::Params], 4 * P);
     QCOMPARE(m2.ranks[0].mem[MemCategory::Optimizer], 4 * P);  // momentum: one buffer
     QVERIFY(m2.ranks[0].mem[MemCategory::Activations] > 0);
-    // Spans of the step: data, forward, backward, optimizer, in order and inside the step.
+    // Spans of the step: data, then a forward span per unit (in_proj, blocks, classifier),
+    // a backward span per unit, the optimizer; in order and not overlapping (one rank).
     const auto spans = t.spans().since(2);
-    QVERIFY(spans.size() >= 4);
-    QCOMPARE(spans[0].kind, SpanKind::Data);
-    QCOMPARE(spans[3].kind, SpanKind::Optimizer);
-    for (size_t i = 1; i < 4; ++i) QVERIFY(spans[i].startNs >= spans[i - 1].endNs);
+    const int units = c.layers + 2;
+    QCOMPARE(int(spans.size()), 2 + 2 * units);
+    QCOMPARE(spans.front().kind, SpanKind::Data);
+    for (int u = 0; u < units; ++u) {
+      QCOMPARE(spans[size_t(1 + u)].kind, SpanKind::Forward);
+      QCOMPARE(spans[size_t(1 + units + u)].kind, SpanKind::Backward);
+    }
+    QCOMPARE(spans.back().kind, SpanKind::Optimizer);
+    for (size_t i = 1; i < spans.size(); ++i) QVERIFY(spans[i].startNs >= spans[i - 1].endNs);
+    // One rank: no traffic, and the spans cover nearly all of the step.
+    QCOMPARE(m2.ranks[0].bytesSent, 0);
+    QVERIFY(m2.ranks[0].idleMs < m2.stepMs);
   }
 };
 

@@ -1,0 +1,34 @@
+// The one strategy table.
+//
+// Adding a strategy:
+//   1. Write engine/parallel/<name>.cpp with a Strategy subclass (start from ReplicaStrategy
+//      in replica.h for data-parallel kinds) and a `make...` function; every collective it
+//      issues is visible in that file.
+//   2. Add a row below, and the --strategy value to RunConfig::validate (config.cpp).
+//   3. Ship with it: a test against the serial run on the same global batch and seed
+//      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
+//      its memory and traffic checked against the formula its lesson states, a lesson step.
+#include "parallel/strategy.h"
+
+namespace paralab {
+
+std::unique_ptr<Strategy> makeDataParallel(RankContext& ctx);
+
+const std::vector<StrategyInfo>& strategyTable() {
+  static const std::vector<StrategyInfo> table = {
+      {"sync", "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with overlap)",
+       true, false, makeDataParallel},
+  };
+  return table;
+}
+
+const StrategyInfo& strategyFor(const RunConfig& config) {
+  const std::string name = config.zero > 0 ? "zero-" + std::to_string(config.zero) : config.strategy;
+  for (const StrategyInfo& s : strategyTable())
+    if (name == s.name) return s;
+  std::string allowed;
+  for (const StrategyInfo& s : strategyTable()) allowed += (allowed.empty() ? "" : ", ") + std::string(s.name);
+  throw ConfigError("strategy: '" + name + "' is not available (available: " + allowed + ")");
+}
+
+}  // namespace paralab

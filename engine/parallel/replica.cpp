@@ -1,0 +1,95 @@
+// The shared part of the data-parallel strategies (see replica.h).
+#include "parallel/replica.h"
+
+#include <cstring>
+
+namespace paralab {
+
+namespace {
+
+// Records a Forward / Backward span around each unit and calls the strategy's hooks between
+// them, so communication done in hooks is not counted as compute.
+class SpanningHooks : public UnitHooks {
+ public:
+  SpanningHooks(SpanRecorder* spans, int64_t step, UnitHooks* inner)
+      : m_spans(spans), m_step(step), m_inner(inner) {}
+  void beforeForward(int u) override {
+    if (m_inner) m_inner->beforeForward(u);
+    open(SpanKind::Forward);
+  }
+  void afterForward(int u) override {
+    close();
+    if (m_inner) m_inner->afterForward(u);
+  }
+  void beforeBackward(int u) override {
+    if (m_inner) m_inner->beforeBackward(u);
+    open(SpanKind::Backward);
+  }
+  void afterBackward(int u) override {
+    close();
+    if (m_inner) m_inner->afterBackward(u);
+  }
+
+ private:
+  void open(SpanKind k) { m_open = Span{k, nowNs(), 0, 0, k == SpanKind::Forward ? "forward" : "backward", m_step}; }
+  void close() {
+    m_open.endNs = nowNs();
+    if (m_spans) m_spans->record(m_open);
+  }
+  SpanRecorder* m_spans;
+  int64_t m_step;
+  UnitHooks* m_inner;
+  Span m_open;
+};
+
+}  // namespace
+
+ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx) {
+  MlpShape shape;
+  shape.input = ctx.data->inputDim;
+  shape.classes = ctx.data->classes;
+  shape.hidden = ctx.config->hidden;
+  shape.layers = ctx.config->layers;
+  // Every rank builds the same initial model from the same seed: replicas start equal
+  // without a broadcast.
+  m_model = std::make_unique<Mlp>(shape, ctx.config->seed, ctx.memory);
+}
+
+int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch) {
+  ScopedSpan s(m_ctx.spans, SpanKind::Data, step + 1, "take batch slice");
+  m_globalBatch = int(globalBatch.size());
+  const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, m_globalBatch);
+  m_slice = int(shardLen(m_ctx.rank, m_ctx.worldSize, m_globalBatch));
+  const int D = m_ctx.data->inputDim;
+  m_x.resize(size_t(m_slice) * D);
+  m_labels.resize(size_t(m_slice));
+  for (int i = 0; i < m_slice; ++i) {
+    const int sample = globalBatch[size_t(begin + i)];
+    std::memcpy(&m_x[size_t(i) * D], &m_ctx.data->trainX[size_t(sample) * D], sizeof(float) * D);
+    m_labels[size_t(i)] = m_ctx.data->trainY[size_t(sample)];
+  }
+  return m_slice;
+}
+
+double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks) {
+  SpanningHooks spanning(m_ctx.spans, step + 1, hooks);
+  const double loss =
+      m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice, m_globalBatch, &spanning);
+  if (m_model->params().grads().data()) m_model->params().zeroGrads();
+  m_model->backward(&spanning);
+  return loss;
+}
+
+std::unique_ptr<Optimizer> ReplicaStrategy::makeOptimizer(int64_t numel) const {
+  OptimizerHyper hyper;
+  hyper.lr = float(m_ctx.config->lr);
+  return std::make_unique<Optimizer>(optimizerKind(m_ctx.config->optimizer), hyper, numel,
+                                     m_ctx.memory);
+}
+
+void ReplicaStrategy::update(int64_t step, Optimizer& opt, float* params, const float* grads) {
+  ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
+  opt.step(params, grads);
+}
+
+}  // namespace paralab

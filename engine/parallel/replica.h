@@ -1,0 +1,45 @@
+// ReplicaStrategy: what every data-parallel strategy shares — a model replica on this rank,
+// this rank's slice of the global batch, forward and backward with a span per unit, and the
+// optimizer. Subclasses add the collectives. See engine/parallel/data_parallel.cpp.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "optim/optimizer.h"
+#include "parallel/strategy.h"
+
+namespace paralab {
+
+class ReplicaStrategy : public Strategy {
+ public:
+  Mlp& beginEval() override { return *m_model; }
+
+ protected:
+  explicit ReplicaStrategy(RankContext& ctx);
+
+  // Copies this rank's slice of the global batch (balanced contiguous chunks) into the input
+  // buffers; returns its size. A Data span.
+  int takeSlice(int64_t step, const std::vector<int>& globalBatch);
+  // Forward (with the loss) and backward of the slice, a span per unit; hooks run between
+  // units, outside the compute spans. Gradients are zeroed first. Returns the loss sum.
+  double forwardBackward(int64_t step, UnitHooks* hooks = nullptr);
+  // An optimizer over `numel` parameters (the rank's shard, or all of them).
+  std::unique_ptr<Optimizer> makeOptimizer(int64_t numel) const;
+  // One optimizer update in an Optimizer span.
+  void update(int64_t step, Optimizer& opt, float* params, const float* grads);
+
+  RankContext m_ctx;
+  std::unique_ptr<Mlp> m_model;
+  int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)
+  int m_slice = 0;        // samples of it on this rank
+  std::vector<float> m_x;
+  std::vector<int> m_labels;
+};
+
+// A rank's contiguous chunk q of n over `count` items: [begin, begin + len), lengths balanced.
+inline int64_t shardBegin(int q, int n, int64_t count) { return q * count / n; }
+inline int64_t shardLen(int q, int n, int64_t count) {
+  return shardBegin(q + 1, n, count) - shardBegin(q, n, count);
+}
+
+}  // namespace paralab

@@ -1,0 +1,65 @@
+// Strategy: how one rank takes part in a training step — which slice of the batch and of the
+// model it holds, and which collectives it issues. One object per rank; every rank runs the
+// same code on its own shard (SPMD, DESIGN.md §2). Strategies are listed in registry.cpp.
+// See tests/engine/tst_parallel_equals_serial.cpp.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "data/dataset.h"
+#include "metrics/span_recorder.h"
+#include "model/mlp.h"
+
+namespace paralab {
+
+class Communicator;
+
+// What one rank is given: its communicator (the world), its memory and span recorders, the
+// run's configuration and the data set (shared, read-only).
+struct RankContext {
+  int rank = 0;
+  int worldSize = 1;
+  Communicator* comm = nullptr;
+  MemoryTracker* memory = nullptr;
+  SpanRecorder* spans = nullptr;
+  const RunConfig* config = nullptr;
+  const Dataset* data = nullptr;
+};
+
+// What one rank reports about one step (values only; the trainer adds times, traffic, memory).
+struct RankStep {
+  double lossSum = 0;  // sum of per-sample losses over this rank's samples
+  int samples = 0;     // samples this rank processed
+  std::optional<double> staleness;  // ps-async: versions behind the server, mean over updates
+  std::optional<double> spread;     // gossip / local SGD: max L2 distance between rank models
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // This rank's part of global step `step` (0-based); `globalBatch` holds the sample indices
+  // of the whole global batch, the same on every rank.
+  virtual RankStep step(int64_t step, const std::vector<int>& globalBatch) = 0;
+  // Collective: a model with every parameter present on this rank (ZeRO-3 gathers it), for
+  // evaluation on rank 0. endEval() lets the strategy drop what it gathered.
+  virtual Mlp& beginEval() = 0;
+  virtual void endEval() {}
+};
+
+// [SECTION] The strategy table (registry.cpp).
+struct StrategyInfo {
+  const char* name;     // the value of --strategy
+  const char* summary;  // one line, shown in --help and the window's tooltip
+  bool equalsSerial;    // synchronous: must reproduce the serial loss trajectory
+  bool threadOnly;      // needs ranks that share memory (Hogwild)
+  std::unique_ptr<Strategy> (*make)(RankContext& ctx);
+};
+const std::vector<StrategyInfo>& strategyTable();
+// The entry for config.strategy (with --zero picking the ZeRO variants of "sync"); throws
+// ConfigError naming the allowed values.
+const StrategyInfo& strategyFor(const RunConfig& config);
+
+}  // namespace paralab
