@@ -37,8 +37,7 @@ struct Session::Run {
   int stepsAllowed = 0;  // single steps requested while paused
   bool stopRequested = false;
   std::vector<StepMetrics> history;
-  const SpanRecorder* spans = nullptr;  // owned by the trainer, valid while it lives
-  std::unique_ptr<Trainer> trainer;     // kept after the run ends so spans stay readable
+  std::unique_ptr<Trainer> trainer;  // kept after the run ends so spans stay readable
 
   std::thread thread;
 
@@ -47,7 +46,6 @@ struct Session::Run {
       auto t = std::make_unique<Trainer>(config);
       std::unique_lock lock(mutex);
       trainer = std::move(t);
-      spans = &trainer->spans();
       state = paused ? RunState::Paused : RunState::Running;
       while (true) {
         // Paused is reported only once no step is in flight.
@@ -155,8 +153,9 @@ Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
   s.stepsDone = int64_t(run->history.size());
   if (fromStep < s.stepsDone)
     s.steps.assign(run->history.begin() + std::max<int64_t>(fromStep, 0), run->history.end());
-  if (spanSteps > 0 && run->spans)
-    s.spans.push_back(run->spans->since(s.stepsDone - spanSteps + 1));
+  if (spanSteps > 0 && run->trainer)
+    for (int r = 0; r < run->trainer->localRankCount(); ++r)
+      s.spans.push_back(run->trainer->spans(r).since(s.stepsDone - spanSteps + 1));
   return s;
 }
 

@@ -26,7 +26,7 @@ struct Snapshot {
   int64_t runId = 0;        // increments with every start()
   int64_t stepsDone = 0;
   std::vector<StepMetrics> steps;  // steps [from, stepsDone) as asked in snapshot(from)
-  std::vector<std::vector<Span>> spans;  // per rank: spans of the last few steps
+  std::vector<std::vector<Span>> spans;  // per rank: spans of the last `spanSteps` steps
 };
 
 class Session {

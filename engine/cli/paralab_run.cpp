@@ -2,7 +2,9 @@
 // (flags win), prints one JSON object per step with --json, then a summary.
 // Try: paralab-run --steps 100 --json    See tests/engine/tst_cli.cpp.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
+#include <unistd.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +12,7 @@
 #include "config.h"
 #include "cpu/gemm.h"
 #include "platform.h"
+#include "train/sweep.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -32,6 +35,64 @@ std::string findConfigPath(int argc, char** argv) {
     if (a.rfind("--config=", 0) == 0) return a.substr(9);
   }
   return "";
+}
+
+int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
+  std::vector<int> ranks;
+  try {
+    ranks = parseSweep(spec);
+    if (config.backend != "thread") throw ConfigError("sweep: runs thread ranks (--backend thread)");
+    for (int n : ranks) {
+      RunConfig c = config;
+      c.ranks = n;
+      if (auto err = c.validate()) throw ConfigError(*err + " (at " + std::to_string(n) + " ranks)");
+    }
+  } catch (const ConfigError& e) {
+    return fail(e.what());
+  }
+  const int warmup = 3;
+  try {
+    const bool tty = isatty(fileno(stderr));
+    const SweepResult r = runSweep(config, ranks, config.steps, warmup, [tty](int done, int total) {
+      if (tty) {  // progress for long sweeps, on a terminal only
+        std::fprintf(stderr, "\rsweep: %d/%d steps", done, total);
+        if (done == total) std::fprintf(stderr, "\r%*s\r", 30, "");
+      }
+      return true;
+    });
+    if (json) {
+      nlohmann::json j = {{"sweep", true}, {"scaling", r.scaling},
+                          {"amdahl_p", r.amdahl.p}, {"amdahl_r2", r.amdahl.r2},
+                          {"gustafson_serial_fraction", r.gustafson.s}, {"gustafson_r2", r.gustafson.r2},
+                          {"config", config.toJson()}, {"points", nlohmann::json::array()}};
+      if (config.link != "none") j["emulated"] = config.link;
+      for (const SweepPoint& p : r.points)
+        j["points"].push_back({{"ranks", p.ranks}, {"step_ms", p.stepMs}, {"samples_per_s", p.samplesPerS},
+                               {"speedup", p.speedup}, {"efficiency", p.efficiency}});
+      std::cout << j.dump() << '\n';
+      return 0;
+    }
+    std::printf("Scaling sweep (%s scaling, %s, median of %d steps after %d warm-up)%s\n",
+                r.scaling.c_str(), config.strategy.c_str(), config.steps, warmup,
+                config.link != "none" ? (", link " + config.link + " (emulated)").c_str() : "");
+    std::printf("%6s %10s %12s %9s %11s %14s\n", "ranks", "step ms", "samples/s", "speedup",
+                "efficiency", r.scaling == "weak" ? "Gustafson ref" : "Amdahl ref");
+    for (const SweepPoint& p : r.points)
+      std::printf("%6d %10.2f %12.0f %8.2fx %10.0f%% %13.2fx\n", p.ranks, p.stepMs, p.samplesPerS,
+                  p.speedup, 100 * p.efficiency,
+                  r.scaling == "weak" ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
+    if (r.amdahl.p > 0)
+      std::printf("Amdahl fit (reference): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at most %.1fx\n",
+                  r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
+                  r.amdahl.p < 1 ? 1 / (1 - r.amdahl.p) : INFINITY);
+    else
+      std::printf("Amdahl fit (reference): p = %.3f: more ranks made the step slower here\n", r.amdahl.p);
+    std::printf("Gustafson fit (reference): serial fraction s = %.3f (R^2 = %.3f)\n", r.gustafson.s,
+                r.gustafson.r2);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
 }
 
 }  // namespace
@@ -87,6 +148,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--scaling", config.scaling, "strong (--batch is global) | weak (--batch per rank)")
       ->capture_default_str();
+  std::string sweep;
+  app.add_option("--sweep", sweep,
+                 "ranks=1,2,4,8: time --steps steps at each rank count (thread backend); prints "
+                 "speedup, efficiency and the Amdahl/Gustafson fits");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
 
   try {
@@ -98,6 +163,8 @@ int main(int argc, char** argv) {
   }
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   if (auto err = config.validate()) return fail(*err);
+
+  if (!sweep.empty()) return runSweepCommand(config, sweep, json);
 
   try {
     std::unique_ptr<Trainer> owned;

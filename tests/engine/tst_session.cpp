@@ -103,6 +103,32 @@ class TstSession : public QObject {
     QVERIFY(!snap.spans[0].empty());
   }
 
+  void multiRankRunPausesAndStops() {
+    Session s;
+    RunConfig c = smallRun();
+    c.ranks = 4;
+    QCOMPARE(QString::fromStdString(s.start(c)), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 3; }));
+    const Snapshot snap = s.snapshot(0, 1);
+    QCOMPARE(snap.steps.back().ranks.size(), size_t(4));
+    QCOMPARE(snap.spans.size(), size_t(4));  // a span list per rank
+    QVERIFY(timed([&] { s.pause(); }) < 20);
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Paused; }));
+    QVERIFY(timed([&] { s.stop(); }) < 20);
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }));
+  }
+
+  void divergenceEndsTheRunWithItsCause() {
+    Session s;
+    RunConfig c = smallRun();
+    c.optimizer = "sgd";
+    c.lr = 5.0;
+    QCOMPARE(QString::fromStdString(s.start(c)), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Failed; }));
+    QVERIFY2(QString::fromStdString(s.snapshot().error).contains("lower the learning rate"),
+             s.snapshot().error.c_str());
+  }
+
   void failureIsReportedNotThrown() {
     Session s;
     RunConfig c = smallRun();

@@ -1,0 +1,145 @@
+// Scaling sweeps and the two laws fitted to them (see sweep.h).
+#include "train/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "train/trainer.h"
+
+namespace paralab {
+
+namespace {
+
+// R² of predictions against measurements: 1 - SS_res / SS_tot.
+double rSquared(const std::vector<double>& measured, const std::vector<double>& predicted) {
+  if (measured.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+  double mean = 0;
+  for (double m : measured) mean += m / double(measured.size());
+  double res = 0, tot = 0;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    res += (measured[i] - predicted[i]) * (measured[i] - predicted[i]);
+    tot += (measured[i] - mean) * (measured[i] - mean);
+  }
+  return tot > 0 ? 1.0 - res / tot : std::numeric_limits<double>::quiet_NaN();
+}
+
+// Least squares through the origin: the c minimising sum (y - c x)^2.
+double slope(const std::vector<double>& x, const std::vector<double>& y) {
+  double xy = 0, xx = 0;
+  for (size_t i = 0; i < x.size(); ++i) xy += x[i] * y[i], xx += x[i] * x[i];
+  return xx > 0 ? xy / xx : 0.0;
+}
+
+}  // namespace
+
+AmdahlFit fitAmdahl(const std::vector<int>& ranks, const std::vector<double>& speedups) {
+  // 1/S - 1 = p (1/N - 1)
+  std::vector<double> x, y;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    x.push_back(1.0 / ranks[i] - 1.0);
+    y.push_back(1.0 / speedups[i] - 1.0);
+  }
+  AmdahlFit f;
+  f.p = slope(x, y);
+  std::vector<double> predicted;
+  for (int n : ranks) predicted.push_back(f.speedup(n));
+  f.r2 = rSquared(speedups, predicted);
+  return f;
+}
+
+GustafsonFit fitGustafson(const std::vector<int>& ranks, const std::vector<double>& speedups) {
+  // N - S = s (N - 1)
+  std::vector<double> x, y;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    x.push_back(ranks[i] - 1.0);
+    y.push_back(ranks[i] - speedups[i]);
+  }
+  GustafsonFit f;
+  f.s = slope(x, y);
+  std::vector<double> predicted;
+  for (int n : ranks) predicted.push_back(f.speedup(n));
+  f.r2 = rSquared(speedups, predicted);
+  return f;
+}
+
+SweepResult analyseSweep(const std::string& scaling, const std::vector<int>& ranks,
+                         const std::vector<double>& stepMs, int globalBatchAtOne) {
+  SweepResult r;
+  r.scaling = scaling;
+  std::vector<double> speedups;
+  const bool weak = scaling == "weak";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    SweepPoint p;
+    p.ranks = ranks[i];
+    p.stepMs = stepMs[i];
+    const double batch = weak ? double(globalBatchAtOne) * ranks[i] : globalBatchAtOne;
+    p.samplesPerS = batch / (p.stepMs * 1e-3);
+    p.speedup = (weak ? ranks[i] : 1) * stepMs[0] / p.stepMs;
+    p.efficiency = p.speedup / ranks[i];
+    speedups.push_back(p.speedup);
+    r.points.push_back(p);
+  }
+  r.amdahl = fitAmdahl(ranks, speedups);
+  r.gustafson = fitGustafson(ranks, speedups);
+  return r;
+}
+
+SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, int warmup,
+                     const std::function<bool(int, int)>& progress) {
+  if (ranks.empty() || ranks.front() != 1) ranks.insert(ranks.begin(), 1);
+  const int total = int(ranks.size()) * (steps + warmup);
+  int done = 0;
+  std::vector<int> measuredRanks;
+  std::vector<double> medians;
+  for (int n : ranks) {
+    RunConfig c = base;
+    c.ranks = n;
+    c.steps = 0;
+    c.evalEvery = 0;
+    Trainer t(c);
+    std::vector<double> times;
+    for (int s = 0; s < warmup + steps; ++s) {
+      const double ms = t.step().stepMs;
+      if (s >= warmup) times.push_back(ms);
+      if (progress && !progress(++done, total)) {
+        SweepResult partial = measuredRanks.empty()
+                                  ? SweepResult{}
+                                  : analyseSweep(base.scaling, measuredRanks, medians, base.batch);
+        partial.scaling = base.scaling;
+        partial.cancelled = true;
+        return partial;
+      }
+    }
+    std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
+    measuredRanks.push_back(n);
+    medians.push_back(times[times.size() / 2]);
+  }
+  return analyseSweep(base.scaling, measuredRanks, medians, base.batch);
+}
+
+std::vector<int> parseSweep(const std::string& spec) {
+  const std::string prefix = "ranks=";
+  if (spec.rfind(prefix, 0) != 0)
+    throw ConfigError("sweep: expected ranks=1,2,4,... (got '" + spec + "')");
+  std::vector<int> out;
+  std::stringstream ss(spec.substr(prefix.size()));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const int n = std::stoi(item, &used);
+      if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
+      out.push_back(n);
+    } catch (const std::exception&) {
+      throw ConfigError("sweep: '" + item + "' is not a rank count (allowed: 1..64)");
+    }
+  }
+  if (out.empty()) throw ConfigError("sweep: no rank counts given (e.g. ranks=1,2,4,8)");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace paralab

@@ -1,0 +1,61 @@
+// Scaling sweeps: the same run at 1, 2, 4, ... ranks, the speedup and efficiency of each, and
+// the Amdahl and Gustafson laws fitted to the measured points (drawn beside them as
+// references). See tests/engine/tst_sweep.cpp and `paralab-run --sweep ranks=1,2,4,8`.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace paralab {
+
+struct SweepPoint {
+  int ranks = 1;
+  double stepMs = 0;       // median step time, ms
+  double samplesPerS = 0;  // global batch / median step time
+  double speedup = 1;      // strong: T1 / TN; weak (scaled speedup): N * T1 / TN
+  double efficiency = 1;   // speedup / N
+};
+
+// Amdahl (1967): a fraction p of the work parallelises perfectly, the rest not at all:
+// S(N) = 1 / ((1 - p) + p / N). Least squares on 1/S (linear in p); r2 is on S.
+struct AmdahlFit {
+  double p = 0;
+  double r2 = 0;  // NaN when there are fewer than two distinct points
+  double speedup(double n) const { return 1.0 / ((1.0 - p) + p / n); }
+};
+// Gustafson (1988): with the work grown with N, the scaled speedup is S(N) = N - s (N - 1),
+// s the serial fraction of the parallel run. Least squares on N - S (linear in s).
+struct GustafsonFit {
+  double s = 0;
+  double r2 = 0;
+  double speedup(double n) const { return n - s * (n - 1.0); }
+};
+
+AmdahlFit fitAmdahl(const std::vector<int>& ranks, const std::vector<double>& speedups);
+GustafsonFit fitGustafson(const std::vector<int>& ranks, const std::vector<double>& speedups);
+
+struct SweepResult {
+  std::string scaling;  // strong | weak
+  std::vector<SweepPoint> points;
+  AmdahlFit amdahl;
+  GustafsonFit gustafson;
+  bool cancelled = false;
+};
+
+// Computes speedups, efficiencies and both fits from measured (ranks, median step ms) pairs;
+// the first point must be the 1-rank baseline.
+SweepResult analyseSweep(const std::string& scaling, const std::vector<int>& ranks,
+                         const std::vector<double>& stepMs, int globalBatchAtOne);
+
+// Runs `base` at each rank count (1 is added first when missing): `warmup` steps, then the
+// median of `steps` step times. `progress(done, total)` is called after every step; returning
+// false cancels (the result holds the points finished so far).
+SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, int warmup,
+                     const std::function<bool(int, int)>& progress = {});
+
+// "ranks=1,2,4,8" -> {1, 2, 4, 8}; throws ConfigError naming the field otherwise.
+std::vector<int> parseSweep(const std::string& spec);
+
+}  // namespace paralab

@@ -1,0 +1,87 @@
+// Scaling sweeps: the Amdahl and Gustafson fits recover the parallel fraction from synthetic
+// timings, a real sweep measures every rank count, and cancelling stops it.
+// Run: ctest -R tst_sweep
+#include <QtTest>
+
+#include "train/sweep.h"
+
+using namespace paralab;
+
+class TstSweep : public QObject {
+  Q_OBJECT
+ private slots:
+  void amdahlRecoversP() {
+    // Timings of a program that is 95% parallel: T(N) = 0.05 + 0.95 / N.
+    const std::vector<int> n = {1, 2, 4, 8};
+    std::vector<double> ms;
+    for (int k : n) ms.push_back(100.0 * (0.05 + 0.95 / k));
+    const SweepResult r = analyseSweep("strong", n, ms, 256);
+    QVERIFY(std::abs(r.amdahl.p - 0.95) < 1e-12);
+    QVERIFY(std::abs(r.amdahl.r2 - 1.0) < 1e-12);
+    // The lesson's numbers: 5.9x at 8, 15.4x at 64, at most 20x.
+    QVERIFY(std::abs(r.amdahl.speedup(8) - 5.925925925925926) < 1e-9);
+    QVERIFY(std::abs(r.amdahl.speedup(64) - 15.421686746987952) < 1e-9);
+    QVERIFY(std::abs(r.amdahl.speedup(1e12) - 20.0) < 1e-6);
+    QCOMPARE(r.points[3].speedup, 100.0 / (100.0 * (0.05 + 0.95 / 8)));
+    QVERIFY(std::abs(r.points[3].efficiency - r.points[3].speedup / 8) < 1e-12);
+    QCOMPARE(r.points[0].samplesPerS, 256 / 0.1);
+  }
+
+  void amdahlWithNoise() {
+    const std::vector<int> n = {1, 2, 4, 8};
+    const double noise[] = {1.0, 1.01, 0.99, 1.02};
+    std::vector<double> ms;
+    for (size_t i = 0; i < n.size(); ++i) ms.push_back(noise[i] * (0.2 + 0.8 / n[i]));
+    const SweepResult r = analyseSweep("strong", n, ms, 64);
+    QVERIFY2(std::abs(r.amdahl.p - 0.8) < 0.02, qPrintable(QString::number(r.amdahl.p)));
+    QVERIFY(r.amdahl.r2 > 0.95 && r.amdahl.r2 <= 1.0);
+  }
+
+  void gustafsonRecoversS() {
+    // Weak scaling: per-rank work fixed, serial fraction s = 0.1 of the parallel run:
+    // scaled speedup N - 0.1 (N - 1) = N T1 / TN  =>  TN = N T1 / (N - 0.1 (N - 1)).
+    const std::vector<int> n = {1, 2, 4, 8};
+    std::vector<double> ms;
+    for (int k : n) ms.push_back(10.0 * k / (k - 0.1 * (k - 1)));
+    const SweepResult r = analyseSweep("weak", n, ms, 32);
+    QVERIFY(std::abs(r.gustafson.s - 0.1) < 1e-12);
+    QVERIFY(std::abs(r.points[3].speedup - (8 - 0.7)) < 1e-9);
+    QCOMPARE(r.points[3].samplesPerS, 32.0 * 8 / (ms[3] * 1e-3));
+  }
+
+  void parse() {
+    QCOMPARE(parseSweep("ranks=1,2,4,8"), (std::vector<int>{1, 2, 4, 8}));
+    QCOMPARE(parseSweep("ranks=4,2,2"), (std::vector<int>{2, 4}));
+    for (const char* bad : {"ranks=", "ranks=0", "ranks=1,x", "nodes=1,2", "ranks=1,65"}) {
+      try {
+        parseSweep(bad);
+        QFAIL(bad);
+      } catch (const ConfigError& e) {
+        QVERIFY2(QString(e.what()).startsWith("sweep:"), e.what());
+      }
+    }
+  }
+
+  void realSweepAndCancel() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.hidden = 32;
+    c.batch = 64;
+    int calls = 0;
+    const SweepResult r = runSweep(c, {2}, 3, 1, [&](int done, int total) {
+      ++calls;
+      return done <= total;
+    });
+    QCOMPARE(r.points.size(), size_t(2));  // the 1-rank baseline is added
+    QCOMPARE(r.points[0].ranks, 1);
+    QCOMPARE(r.points[1].ranks, 2);
+    QVERIFY(r.points[1].stepMs > 0);
+    QCOMPARE(calls, 8);
+    const SweepResult cancelled = runSweep(c, {1, 2, 4}, 3, 1, [](int done, int) { return done < 6; });
+    QVERIFY(cancelled.cancelled);
+    QCOMPARE(cancelled.points.size(), size_t(1));  // only the baseline finished
+  }
+};
+
+QTEST_GUILESS_MAIN(TstSweep)
+#include "tst_sweep.moc"
