@@ -95,23 +95,25 @@ MainWindow::~MainWindow() = default;  // ~Session stops the run and joins its th
 // [SECTION] Construction
 
 void MainWindow::createActions() {
-  auto make = [this](QStyle::StandardPixmap icon, const QString& text, const QKeySequence& key,
-                     const QString& tip, void (MainWindow::*slot)()) {
-    auto* a = new QAction(style()->standardIcon(icon), text, this);
+  // The desktop's icon theme when it has one; else ours, coloured to read on light and dark.
+  auto make = [this](const char* name, const char* themeName, const QString& text,
+                     const QKeySequence& key, const QString& tip, void (MainWindow::*slot)()) {
+    const QIcon icon = QIcon::fromTheme(themeName, QIcon(QString(":/icons/%1.svg").arg(name)));
+    auto* a = new QAction(icon, text, this);
     a->setShortcut(key);
     a->setToolTip(QString("%1 (%2)").arg(tip, key.toString(QKeySequence::NativeText)));
     a->setStatusTip(tip);
     connect(a, &QAction::triggered, this, slot);
     return a;
   };
-  m_start = make(QStyle::SP_MediaPlay, tr("&Start"), Qt::Key_F5,
+  m_start = make("start", "media-playback-start", tr("&Start"), Qt::Key_F5,
                  tr("Start a new run with the settings on the left, or resume a paused one"),
                  &MainWindow::start);
-  m_pause = make(QStyle::SP_MediaPause, tr("&Pause"), Qt::Key_F6,
+  m_pause = make("pause", "media-playback-pause", tr("&Pause"), Qt::Key_F6,
                  tr("Pause after the step in flight"), &MainWindow::pause);
-  m_step = make(QStyle::SP_MediaSkipForward, tr("S&tep"), Qt::Key_F10,
+  m_step = make("step", "media-skip-forward", tr("S&tep"), Qt::Key_F10,
                 tr("Run exactly one step, then pause"), &MainWindow::step);
-  m_reset = make(QStyle::SP_BrowserReload, tr("&Reset"), QKeySequence(Qt::SHIFT | Qt::Key_F5),
+  m_reset = make("reset", "view-refresh", tr("&Reset"), QKeySequence(Qt::SHIFT | Qt::Key_F5),
                  tr("Stop the run and clear the charts; the next Start uses the current settings"),
                  &MainWindow::reset);
   m_start->setObjectName("startAction");
