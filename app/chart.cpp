@@ -56,7 +56,7 @@ Chart::Chart(const QString& stem, const QString& title, QWidget* parent)
   m_placeholder->position->setCoords(0.5, 0.5);
   m_placeholder->setText(tr("No data yet: press Start (F5) to train"));
 
-  applyPalette();
+  applyLook(palette());
 }
 
 // A hidden layout element still takes its row's height, so the subtitle leaves the layout
@@ -102,8 +102,16 @@ QCPGraph* Chart::addSeries(const QString& legendName, const QString& csvColumn, 
   return g;
 }
 
-void Chart::applyPalette() {
-  const QPalette pal = palette();
+QPalette Chart::printLook() {
+  QPalette pal;
+  pal.setColor(QPalette::Base, Qt::white);
+  pal.setColor(QPalette::WindowText, Qt::black);
+  pal.setColor(QPalette::Mid, QColor(160, 160, 160));
+  pal.setColor(QPalette::PlaceholderText, QColor(110, 110, 110));
+  return pal;
+}
+
+void Chart::applyLook(const QPalette& pal) {
   const QColor text = pal.color(QPalette::WindowText);
   QColor grid = pal.color(QPalette::Mid);
   grid.setAlpha(90);
@@ -202,7 +210,7 @@ void Chart::contextMenuEvent(QContextMenuEvent* event) {
 
 void Chart::changeEvent(QEvent* event) {
   if (event->type() == QEvent::PaletteChange || event->type() == QEvent::FontChange) {
-    applyPalette();
+    applyLook(palette());
     replot(rpQueuedReplot);
   }
   QCustomPlot::changeEvent(event);

@@ -30,6 +30,11 @@ class Chart : public QCustomPlot {
   void writeCsv(QTextStream& out) const;
   int pointCount() const;  // points over all series
 
+  // Colours and fonts from `palette`; exports use printLook() whatever the screen shows,
+  // then the chart goes back to its own palette().
+  void applyLook(const QPalette& palette);
+  static QPalette printLook();  // dark text on white, for figures in reports
+
  signals:
   void activated(paralab::Chart* chart);        // clicked: the chart File > Export uses
   void exportRequested(paralab::Chart* chart);  // from its context menu
@@ -49,7 +54,6 @@ class Chart : public QCustomPlot {
   void changeEvent(QEvent* event) override;
 
  private:
-  void applyPalette();
   void styleAxis(QCPAxis* axis);
 
   QString m_stem, m_title, m_keyColumn = "step";

@@ -48,12 +48,15 @@ QString cannotWrite(const QString& path, const QString& why = QString()) {
   return QObject::tr("cannot write '%1'%2").arg(path, why.isEmpty() ? QString() : ": " + why);
 }
 
-// Paints `chart` filling `deviceSize` (in the device's units) on an active painter.
+// Paints `chart` filling `deviceSize` (in the device's units) on an active painter, in the
+// print look: a figure for a report is dark on white even when the screen is dark.
 void paintChart(Chart& chart, QCPPainter& painter, QSizeF deviceSize, QSize size) {
   const double scale = std::max(1.0, size.width() / kLogicalWidth);
   const int w = qRound(size.width() / scale), h = qRound(size.height() / scale);
   painter.scale(deviceSize.width() / w, deviceSize.height() / h);
+  chart.applyLook(Chart::printLook());
   chart.toPainter(&painter, w, h);  // QCustomPlot draws the same primitives as on screen
+  chart.applyLook(chart.palette());
 }
 
 QString savePng(Chart& chart, const QString& path, QSize size) {

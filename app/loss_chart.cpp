@@ -22,8 +22,9 @@ LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), paren
                          chartcolors::kBlue, 2.2);
   m_accuracy =
       addSeries(tr("test accuracy"), "test_accuracy_percent", yAxis2, chartcolors::kOrange, 1.8);
-  m_accuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, chartcolors::kOrange,
-                                              palette().color(QPalette::Base), 7));
+  // Filled dots: each is one evaluation, and they read the same on light and dark screens.
+  m_accuracy->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssDisc, chartcolors::kOrange, chartcolors::kOrange, 6));
   finishUpdate();
 }
 

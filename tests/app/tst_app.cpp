@@ -219,6 +219,12 @@ void TestApp::exportFormats() {
   QCOMPARE(ended.at(0).at(0).toBool(), true);
   QCOMPARE(w.history().stepsSeen(), 60);
 
+  // A dark screen still exports figures for a report: dark on white.
+  QPalette dark;
+  dark.setColor(QPalette::Base, QColor(30, 30, 30));
+  dark.setColor(QPalette::WindowText, Qt::white);
+  for (Chart* chart : w.charts()) chart->setPalette(dark);
+
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
   const QSize size(800, 500);
@@ -232,6 +238,7 @@ void TestApp::exportFormats() {
     QImage png(stem + ".png");
     QVERIFY2(!png.isNull(), qPrintable(stem));
     QCOMPARE(png.size(), size);
+    QCOMPARE(png.pixelColor(2, 2), QColor(Qt::white));
 
     QFile pdf(stem + ".pdf");
     QVERIFY(pdf.open(QIODevice::ReadOnly));
@@ -356,6 +363,18 @@ void TestApp::screenshots() {
   QDir().mkpath(dir);
   QVERIFY(w.grab().save(dir + "/main-window.png"));
   QVERIFY(w.charts()[0]->grab().save(dir + "/loss-chart.png"));
+
+  // The same window on a dark desktop: the charts follow the palette.
+  QPalette dark(QColor(45, 45, 48), QColor(30, 30, 32));
+  dark.setColor(QPalette::WindowText, QColor(230, 230, 230));
+  dark.setColor(QPalette::Text, QColor(230, 230, 230));
+  dark.setColor(QPalette::ButtonText, QColor(230, 230, 230));
+  dark.setColor(QPalette::Base, QColor(30, 30, 32));
+  dark.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
+  QApplication::setPalette(dark);
+  QTest::qWait(100);
+  QVERIFY(w.grab().save(dir + "/main-window-dark.png"));
+  QApplication::setPalette(QApplication::style()->standardPalette());
 }
 
 QTEST_MAIN(TestApp)
