@@ -66,7 +66,7 @@ nlohmann::json RunConfig::toJson() const {
           {"link", link},         {"timeout", timeoutS},  {"strategy", strategy},
           {"dp-version", dpVersion}, {"bucket-mb", bucketMb}, {"zero", zero},
           {"servers", servers},   {"sync-every", syncEvery}, {"topology", topology},
-          {"scaling", scaling}};
+          {"scaling", scaling},   {"instrument", instrument}};
 }
 
 template <typename T>
@@ -106,6 +106,7 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
     else if (key == "sync-every") read(v, key, c.syncEvery, "an integer");
     else if (key == "topology") read(v, key, c.topology, "a string");
     else if (key == "scaling") read(v, key, c.scaling, "a string");
+    else if (key == "instrument") read(v, key, c.instrument, "true or false");
     else throw ConfigError("config: unknown key '" + key + "' (keys are the flag names, see --help)");
     if (key == "seed" && v.is_number_integer() && !v.is_number_unsigned())
       throw ConfigError("seed: expected a non-negative integer, got " + v.dump());

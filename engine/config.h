@@ -27,6 +27,7 @@ struct RunConfig {
   uint64_t seed = 1;
   int evalEvery = 50;  // evaluate test accuracy every K steps (0 = never)
   int evalSamples = 2000;  // test samples evaluated each time (0 = the whole test split)
+  bool instrument = true;  // record spans (the timeline); off only to measure their cost
   // Ranks and how they talk.
   int ranks = 1;                     // world size (thread ranks, or the mpirun job's size)
   std::string backend = "thread";    // thread | mpi

@@ -152,6 +152,8 @@ int main(int argc, char** argv) {
   app.add_option("--sweep", sweep,
                  "ranks=1,2,4,8: time --steps steps at each rank count (thread backend); prints "
                  "speedup, efficiency and the Amdahl/Gustafson fits");
+  bool noInstrument = false;
+  app.add_flag("--no-instrument", noInstrument, "Record no spans (to measure what they cost)");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
 
   try {
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   if (auto err = config.validate()) return fail(*err);
 
+  if (noInstrument) config.instrument = false;
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
 
   try {

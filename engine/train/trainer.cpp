@@ -91,9 +91,10 @@ void Trainer::build(const RunConfig& config) {
     // One local rank: it runs on the caller's thread, no hand-over per step.
     Rank& r = *m_ranks[0];
     r.comm = m_mpiWorld ? m_mpiWorld.get() : &m_world->communicator(0);
-    r.comm->setSpanRecorder(&r.spans);
+    SpanRecorder* spans = config.instrument ? &r.spans : nullptr;
+    r.comm->setSpanRecorder(spans);
     r.comm->setMemoryTracker(&r.memory);
-    RankContext ctx{r.rank, config.ranks, r.comm, &r.memory, &r.spans, &m_config, m_data.get()};
+    RankContext ctx{r.rank, config.ranks, r.comm, &r.memory, spans, &m_config, m_data.get()};
     r.strategy = strategyFor(config).make(ctx);
     return;
   }
@@ -136,9 +137,10 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
   Driver& d = *m_driver;
   try {
     r.comm = &comm;
-    comm.setSpanRecorder(&r.spans);
+    SpanRecorder* spans = m_config.instrument ? &r.spans : nullptr;
+    comm.setSpanRecorder(spans);
     comm.setMemoryTracker(&r.memory);
-    RankContext ctx{r.rank, m_config.ranks, &comm, &r.memory, &r.spans, &m_config, m_data.get()};
+    RankContext ctx{r.rank, m_config.ranks, &comm, &r.memory, spans, &m_config, m_data.get()};
     r.strategy = strategyFor(m_config).make(ctx);  // collective for some strategies
     uint64_t seen;
     {
