@@ -9,6 +9,7 @@
 //      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
 //      its memory and traffic checked against the formula its lesson states, a lesson step.
 #include "parallel/strategy.h"
+#include "parallel/zero.h"
 
 namespace paralab {
 
@@ -18,6 +19,9 @@ const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {
       {"sync", "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with overlap)",
        true, false, makeDataParallel},
+      {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true, false, makeZero1},
+      {"zero-2", "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)", true, false, makeZero2},
+      {"zero-3", "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use", true, false, makeZero3},
   };
   return table;
 }
