@@ -36,15 +36,21 @@ namespace {
 // ≤ 30 Hz: smooth to the eye, and the GUI thread stays mostly idle for the training threads.
 constexpr int kPollMs = 33;
 
+// The chart subtitle: what was run, and (DESIGN.md §5) whether any of it was emulated.
 QString describe(const RunConfig& c) {
-  return QObject::tr("measured · MLP H=%1, L=%2 · %3 · batch %4 · %5, lr %6 · seed %7")
-      .arg(c.hidden)
-      .arg(c.layers)
-      .arg(QString::fromStdString(c.dataset))
-      .arg(c.batch)
-      .arg(QString::fromStdString(c.optimizer))
-      .arg(c.lr)
-      .arg(c.seed);
+  QString text = QObject::tr("measured · MLP H=%1, L=%2 · %3 · batch %4 · %5, lr %6 · seed %7")
+                     .arg(c.hidden)
+                     .arg(c.layers)
+                     .arg(QString::fromStdString(c.dataset))
+                     .arg(c.globalBatch())
+                     .arg(QString::fromStdString(c.optimizer))
+                     .arg(c.lr)
+                     .arg(c.seed);
+  if (c.ranks > 1)
+    text += QObject::tr(" · %1 ranks, %2").arg(c.ranks).arg(QString::fromStdString(c.strategy));
+  if (c.link != "none")
+    text += QObject::tr(" · link %1 (emulated)").arg(QString::fromStdString(c.link));
+  return text;
 }
 
 bool isActive(RunState s) {
