@@ -184,9 +184,9 @@ void TestApp::startPauseStepReset() {
 
   w.pauseAction()->trigger();
   QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
-  QTest::qWait(100);  // the step in flight, if any, has been copied
+  QTest::qWait(300);  // the step in flight when Pause was pressed lands, and is copied
   const int64_t paused = w.history().stepsSeen();
-  QTest::qWait(200);
+  QTest::qWait(300);
   QCOMPARE(w.history().stepsSeen(), paused);
 
   w.stepAction()->trigger();
