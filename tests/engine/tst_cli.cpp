@@ -89,6 +89,49 @@ class TstCli : public QObject {
     }
   }
 
+  void mpiBackendMatchesThreads_data() {
+    QTest::addColumn<int>("np");
+    QTest::newRow("np 2") << 2;
+    QTest::newRow("np 4") << 4;
+  }
+  void mpiBackendMatchesThreads() {
+#ifndef PARALAB_MPIRUN
+    QSKIP("built without MPI");
+#else
+    QFETCH(int, np);
+    const QStringList common = {"--dataset", "synthetic", "--hidden", "32", "--batch", "64",
+                                "--steps", "4", "--json", "--eval-every", "0"};
+    const Result threads = run(QStringList{"--ranks", QString::number(np)} + common);
+    QCOMPARE(threads.code, 0);
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    p.setProcessEnvironment(env);
+    p.start(PARALAB_MPIRUN, QStringList{"--oversubscribe", "-np", QString::number(np), PARALAB_RUN,
+                                        "--backend", "mpi"} + common);
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    const QStringList a = threads.out.trimmed().split('\n');
+    const QStringList b = QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n');
+    QCOMPARE(b.size(), a.size());  // rank 0 alone prints: 4 steps + summary
+    for (int i = 0; i < 4; ++i) {
+      const QJsonObject x = QJsonDocument::fromJson(a[i].toUtf8()).object();
+      const QJsonObject y = QJsonDocument::fromJson(b[i].toUtf8()).object();
+      // Same data, same model, same sums: the losses agree to rounding (the reduction order
+      // of MPI_Allreduce may differ from ThreadComm's).
+      QVERIFY2(std::abs(x["loss"].toDouble() - y["loss"].toDouble()) <= 1e-5 * x["loss"].toDouble(),
+               qPrintable(a[i] + "\n" + b[i]));
+      const QJsonArray ranks = y["ranks"].toArray();
+      QCOMPARE(ranks.size(), np);  // every rank's figures gathered to rank 0
+      for (int r = 0; r < np; ++r) {
+        QCOMPARE(ranks[r].toObject()["rank"].toInt(), r);
+        QVERIFY(ranks[r].toObject()["bytes_sent"].toDouble() > 0);
+      }
+    }
+#endif
+  }
+
   void helpListsTheFlags() {
     const Result r = run({"--help"});
     QCOMPARE(r.code, 0);
