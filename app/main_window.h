@@ -1,5 +1,5 @@
 // MainWindow: the lab's window. Toolbar Start / Pause / Step / Reset drive the engine's
-// Session; a 30 Hz timer on the GUI thread copies new steps out of Session::snapshot() into
+// Session; a ≤ 30 Hz timer on the GUI thread copies new steps out of Session::snapshot() into
 // the charts and the status bar, so the window never waits on training (DESIGN.md §1).
 // See tests/app/tst_app.cpp, or run `paralab`.
 #pragma once
@@ -72,7 +72,7 @@ class MainWindow : public QMainWindow {
   void showError(const QString& message);
 
   Session m_session;
-  QTimer m_pollTimer;
+  QTimer m_pollTimer{this};  // a child, so tests can find it by name
   MetricHistory m_history;
   bool m_showingRun = false;  // false after Reset: the stopped run's data is not shown
   int64_t m_runId = -1;       // the run the charts show (-1: adopt the next one)

@@ -15,6 +15,7 @@
 #include <QStyle>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QToolBar>
 #include <QXmlStreamReader>
 
@@ -114,6 +115,10 @@ void TestApp::windowOpens() {
   }
   QVERIFY(w.startAction()->isEnabled());
   QVERIFY(!w.pauseAction()->isEnabled());
+  // The charts are fed at most 30 times a second (the GUI thread never waits on training).
+  auto* poll = w.findChild<QTimer*>("pollTimer");
+  QVERIFY(poll);
+  QVERIFY(poll->interval() * 30 >= 1000);
   QCOMPARE(w.runState(), RunState::Idle);
   for (Chart* c : w.charts()) QCOMPARE(c->pointCount(), 0);
   const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
