@@ -14,6 +14,8 @@
 namespace paralab {
 
 std::unique_ptr<Strategy> makeDataParallel(RankContext& ctx);
+std::unique_ptr<Strategy> makePsSync(RankContext& ctx);     // param_server.cpp
+std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);    // param_server.cpp
 
 const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {
@@ -22,6 +24,8 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true, false, makeZero1},
       {"zero-2", "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)", true, false, makeZero2},
       {"zero-3", "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use", true, false, makeZero3},
+      {"ps-sync", "Parameter server, synchronous: gradient shards reduced onto their servers, updated, broadcast back", true, false, makePsSync},
+      {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, makePsAsync},
   };
   return table;
 }

@@ -1,0 +1,160 @@
+// Parameter server (`--strategy ps-sync|ps-async --servers S`; Li et al. 2014, "Scaling
+// distributed machine learning with the parameter server"): workers push gradients and pull
+// parameters. The flat parameter buffer is cut into S balanced contiguous shards; shard k and
+// its optimizer state live on rank k (servers colocated with the first S workers, as BytePS
+// does). See tests/engine/tst_parallel_equals_serial.cpp (ps-sync), tst_async_strategies.cpp.
+#include <algorithm>
+#include <cstring>
+
+#include "comm/communicator.h"
+#include "parallel/replica.h"
+
+namespace paralab {
+
+namespace {
+
+// [SECTION] ps-sync: per shard, reduce the gradients onto its server, update there, broadcast
+// the fresh shard. The same sum and the same update as the serial run: equals serial.
+// Traffic per step (ThreadComm, whose reduce and broadcast move each shard directly):
+// worker r sends 4 P_k bytes of gradient to each server k != r and receives 4 P_k bytes of
+// parameters back; server k also receives (N-1) gradient shards and sends (N-1) parameter
+// shards of 4 P_k bytes. Memory: optimizer state only on servers, P_k of it on server k.
+class ParamServerSync final : public ReplicaStrategy {
+ public:
+  explicit ParamServerSync(RankContext& ctx) : ReplicaStrategy(ctx), m_servers(ctx.config->servers) {
+    const int64_t P = m_model->params().numel();
+    if (m_ctx.rank < m_servers) m_opt = makeOptimizer(shardLen(m_ctx.rank, m_servers, P));
+  }
+
+  RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
+    RankStep out;
+    out.samples = takeSlice(step, globalBatch);
+    out.lossSum = forwardBackward(step);  // gradients scaled by 1 / global batch: they sum
+    ParamSet& ps = m_model->params();
+    float* params = ps.params().data();
+    float* grads = ps.grads().data();
+    for (int k = 0; k < m_servers; ++k) {
+      const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
+      m_ctx.comm->reduce(grads + b, grads + b, n, k);  // push: shard k's gradients summed on server k
+      if (m_ctx.rank == k) update(step, *m_opt, params + b, grads + b);
+      m_ctx.comm->broadcast(params + b, n, k);  // pull: every worker gets the updated shard
+    }
+    return out;
+  }
+
+ private:
+  int m_servers;
+  std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
+};
+
+// [SECTION] ps-async: each push is applied alone, at once, and answered with the fresh shard.
+//
+// Service order. The Communicator receives from a named peer only (no MPI_ANY_SOURCE), so a
+// server cannot take pushes in true arrival order; it serves its workers in a fixed
+// round-robin, 0, 1, ..., N-1, every step. Shards are served one after another (shard 0's
+// round, then shard 1's, ...), all on the rank's own thread: no cycle of blocking sends under
+// MPI, no extra thread (MpiComm is initialised for calls from the main thread only), and
+// 8 thread ranks on 2 cores just take turns.
+//
+// What is asynchronous: a worker's gradient is applied without waiting for the others', on
+// parameters that other workers' updates have moved since the worker read them. This is the
+// cyclic delayed update of Agarwal & Duchi 2011 ("Distributed delayed stochastic
+// optimization"): in steady state a remote worker's update lands N-1 versions after the shard
+// it was computed on (the others' pushes of one round in between); the server's own
+// gradient for its own shard is k versions old (it reads its shard in place). What is not:
+// workers still meet once per step (the trainer drives steps globally), and the round-robin
+// makes worker w wait for the service of workers < w.
+//
+// Staleness (RankStep.staleness) is measured, not assumed: with each fresh shard the server
+// sends one extra float, its shard version before applying this push (versions count updates,
+// modulo 2^24 so that a float holds them exactly); the worker's staleness for that push is that
+// version minus the version of the shard it computed on, averaged over the S shards.
+// Each push is one optimizer step on the server: with N workers a global step is N updates of
+// 1/N of the gradient each (plain SGD: the same total as ps-sync, only stale). Adam normalises
+// each update, so its steps are N times larger than ps-sync's.
+// Staleness acts like extra momentum (Mitliagkas et al. 2016, "Asynchrony begets momentum"):
+// with --optimizer momentum (0.9) a learning rate that suits ps-sync may diverge here.
+//
+// Traffic per step: worker r sends 4 P_k bytes to each server k != r and receives
+// 4 (P_k + 1) back; server k receives (N-1) x 4 P_k and sends (N-1) x 4 (P_k + 1).
+constexpr int64_t kVersionModulo = int64_t(1) << 24;  // floats hold integers exactly below this
+
+class ParamServerAsync final : public ReplicaStrategy {
+ public:
+  explicit ParamServerAsync(RankContext& ctx)
+      : ReplicaStrategy(ctx), m_servers(ctx.config->servers), m_have(size_t(m_servers), 0) {
+    const int64_t P = m_model->params().numel();
+    if (m_ctx.rank < m_servers) m_opt = makeOptimizer(shardLen(m_ctx.rank, m_servers, P));
+    int64_t largest = 0;
+    for (int k = 0; k < m_servers; ++k) largest = std::max(largest, shardLen(k, m_servers, P));
+    // One shard plus its version, for a push (received by a server) or a reply.
+    m_message = Tensor({largest + 1}, MemCategory::Comm, ctx.memory);
+  }
+
+  RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
+    RankStep out;
+    out.samples = takeSlice(step, globalBatch);
+    // A server computes on its own shard in place: the version it read is the current one.
+    if (m_ctx.rank < m_servers) m_have[size_t(m_ctx.rank)] = m_version;
+    out.lossSum = forwardBackward(step);
+    double staleness = 0;
+    for (int k = 0; k < m_servers; ++k)
+      staleness += m_ctx.rank == k ? serve(step) : pushPull(k);
+    out.staleness = staleness / m_servers;
+    return out;
+  }
+
+ private:
+  // Worker side of shard k: push the gradient shard, pull the fresh shard and its version.
+  double pushPull(int k) {
+    ParamSet& ps = m_model->params();
+    const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
+    float* reply = m_message.data();
+    m_ctx.comm->send(ps.grads().data() + b, n, k);
+    m_ctx.comm->recv(reply, n + 1, k);
+    std::memcpy(ps.params().data() + b, reply, size_t(n) * sizeof(float));
+    const int64_t applied = int64_t(reply[n]);
+    const int64_t stale = (applied - m_have[size_t(k)] + kVersionModulo) % kVersionModulo;
+    m_have[size_t(k)] = (applied + 1) % kVersionModulo;  // the shard now includes our update
+    return double(stale);
+  }
+
+  // Server side of this rank's shard: one push from every worker in round-robin order, each
+  // applied at once. Returns the staleness of this rank's own update.
+  double serve(int64_t step) {
+    ParamSet& ps = m_model->params();
+    const int k = m_ctx.rank;
+    const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
+    float* shard = ps.params().data() + b;
+    float* message = m_message.data();
+    double own = 0;
+    for (int w = 0; w < m_ctx.worldSize; ++w) {
+      if (w == k) {  // this rank's own push: no message
+        own = double((m_version - m_have[size_t(k)] + kVersionModulo) % kVersionModulo);
+        update(step, *m_opt, shard, ps.grads().data() + b);
+        m_version = (m_version + 1) % kVersionModulo;
+        continue;
+      }
+      m_ctx.comm->recv(message, n, w);  // worker w's gradient shard
+      update(step, *m_opt, shard, message);
+      std::memcpy(message, shard, size_t(n) * sizeof(float));
+      message[n] = float(m_version);  // the version this push was applied to
+      m_version = (m_version + 1) % kVersionModulo;
+      m_ctx.comm->send(message, n + 1, w);
+    }
+    return own;
+  }
+
+  int m_servers;
+  std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
+  int64_t m_version = 0;             // server: updates applied to its shard (mod 2^24)
+  std::vector<int64_t> m_have;       // per shard: the version this worker's copy holds
+  Tensor m_message;                  // a shard and its version, counted as comm memory
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> makePsSync(RankContext& ctx) { return std::make_unique<ParamServerSync>(ctx); }
+std::unique_ptr<Strategy> makePsAsync(RankContext& ctx) { return std::make_unique<ParamServerAsync>(ctx); }
+
+}  // namespace paralab
