@@ -16,6 +16,7 @@ namespace paralab {
 std::unique_ptr<Strategy> makeDataParallel(RankContext& ctx);
 std::unique_ptr<Strategy> makePsSync(RankContext& ctx);     // param_server.cpp
 std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);    // param_server.cpp
+std::unique_ptr<Strategy> makeHogwild(RankContext& ctx);    // hogwild.cpp
 
 const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {
@@ -26,6 +27,7 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"zero-3", "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use", true, false, makeZero3},
       {"ps-sync", "Parameter server, synchronous: gradient shards reduced onto their servers, updated, broadcast back", true, false, makePsSync},
       {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, makePsAsync},
+      {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, makeHogwild},
   };
   return table;
 }

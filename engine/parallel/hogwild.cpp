@@ -1,0 +1,114 @@
+// Hogwild! (`--strategy hogwild`; Recht et al. 2011, "HOGWILD!: a lock-free approach to
+// parallelizing stochastic gradient descent"): thread ranks train one shared model with no
+// locks. Each reads the shared parameters while others write them, and writes its update over
+// theirs. It converges; it does not reproduce the serial run. Thread backend only.
+// See tests/engine/tst_async_strategies.cpp.
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "comm/communicator.h"
+#include "parallel/replica.h"
+
+namespace paralab {
+
+namespace {
+
+// The one parameter buffer all ranks of a run read and write.
+struct SharedModel {
+  Tensor params;                       // P floats, counted as rank 0's "params" memory
+  std::atomic<int64_t> updates{0};     // updates finished, by any rank
+};
+
+// How ranks find rank 0's SharedModel: rank 0 files it here under a fresh id and broadcasts
+// the id (one float). Ranks are threads of one process, so the others look it up and share
+// ownership; the entry itself is weak and goes when the model does.
+std::mutex g_mutex;
+std::map<int, std::weak_ptr<SharedModel>> g_models;
+int g_nextId = 1;
+
+int publish(const std::shared_ptr<SharedModel>& model) {
+  std::lock_guard lock(g_mutex);
+  std::erase_if(g_models, [](const auto& e) { return e.second.expired(); });
+  const int id = g_nextId;
+  g_nextId = g_nextId % (1 << 24) + 1;  // a float holds it exactly
+  g_models[id] = model;
+  return id;
+}
+
+std::shared_ptr<SharedModel> lookUp(int id) {
+  std::lock_guard lock(g_mutex);
+  auto it = g_models.find(id);
+  return it == g_models.end() ? nullptr : it->second.lock();
+}
+
+// Every rank keeps its own model object (its activations) and its own gradient buffer; the
+// parameters of every unit are bound to the shared buffer, so rank r's forward reads what
+// rank q wrote a moment ago, and rank r's update lands on the same floats. No lock, no atomic
+// per float: concurrent reads and writes of a float are a data race by the C++ rules, which is
+// the algorithm (aligned 4-byte loads and stores do not tear on the CPUs ParaLab runs on).
+// An update may overwrite part of another's (two read-modify-writes of one float): Recht et
+// al.'s analysis bounds the harm when updates are sparse; ours are dense, so expect a cost.
+//
+// Optimizer state (momentum, Adam's moments) is per rank, as in PyTorch's Hogwild example where
+// each process builds its optimizer over the shared parameters: shared state would be one more
+// racy read-modify-write per float, and Adam's step count has no meaning across ranks.
+// Each rank's gradient is scaled by 1 / global batch, so the N updates of one step together
+// are one step of the serial run's size.
+//
+// Staleness (RankStep.staleness): other ranks' updates that finished between this rank's first
+// read of the parameters (its forward) and the end of its own update: how much the model moved
+// under it. Measured with one atomic counter; 0 when ranks take turns, up to N-1 and beyond
+// when they overlap. Traffic: none after the 4-byte broadcast at start.
+class Hogwild final : public ReplicaStrategy {
+ public:
+  explicit Hogwild(RankContext& ctx) : ReplicaStrategy(ctx) {
+    const std::string backend = ctx.comm->backend();
+    if (backend != "thread")
+      throw ConfigError("strategy: hogwild needs ranks that share memory (--backend thread); this "
+                        "rank's communicator is '" + backend + "', whose ranks are separate processes");
+    ParamSet& ps = m_model->params();
+    const int64_t P = ps.numel();
+    float id = 0;
+    if (m_ctx.rank == 0) {
+      m_shared = std::make_shared<SharedModel>();
+      m_shared->params = Tensor({P}, MemCategory::Params, ctx.memory);
+      std::copy(ps.params().data(), ps.params().data() + P, m_shared->params.data());
+      id = float(publish(m_shared));
+    }
+    m_ctx.comm->broadcast(&id, 1, 0);  // where the shared model is: its id
+    if (m_ctx.rank != 0 && !(m_shared = lookUp(int(id))))
+      throw std::runtime_error("hogwild: rank 0's shared model is gone (rank 0 stopped)");
+    // Drop this rank's own parameter copy; keep a gradient buffer of its own.
+    ps.releaseFlat();
+    m_grads = Tensor({P}, MemCategory::Grads, ctx.memory);
+    for (int u = 0; u < int(ps.units().size()); ++u) {
+      const int64_t b = ps.units()[size_t(u)].begin;
+      ps.bindUnit(u, m_shared->params.data() + b, m_grads.data() + b);
+    }
+    m_opt = makeOptimizer(P);
+  }
+
+  RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
+    RankStep out;
+    out.samples = takeSlice(step, globalBatch);
+    m_grads.zero();  // backward accumulates (the flat buffer forwardBackward would zero is gone)
+    const int64_t seen = m_shared->updates.load(std::memory_order_relaxed);
+    out.lossSum = forwardBackward(step);
+    update(step, *m_opt, m_shared->params.data(), m_grads.data());  // no lock
+    const int64_t before = m_shared->updates.fetch_add(1, std::memory_order_relaxed);
+    out.staleness = double(before - seen);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<SharedModel> m_shared;  // owned jointly: outlives whichever rank stops first
+  Tensor m_grads;                         // this rank's gradients (P floats)
+  std::unique_ptr<Optimizer> m_opt;       // this rank's own state over the shared parameters
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> makeHogwild(RankContext& ctx) { return std::make_unique<Hogwild>(ctx); }
+
+}  // namespace paralab
