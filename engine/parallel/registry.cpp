@@ -17,6 +17,7 @@ std::unique_ptr<Strategy> makeDataParallel(RankContext& ctx);
 std::unique_ptr<Strategy> makePsSync(RankContext& ctx);     // param_server.cpp
 std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);    // param_server.cpp
 std::unique_ptr<Strategy> makeHogwild(RankContext& ctx);    // hogwild.cpp
+std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);   // local_sgd.cpp
 
 const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {
@@ -28,6 +29,7 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"ps-sync", "Parameter server, synchronous: gradient shards reduced onto their servers, updated, broadcast back", true, false, makePsSync},
       {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, makePsAsync},
       {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, makeHogwild},
+      {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, makeLocalSgd},
   };
   return table;
 }
