@@ -18,6 +18,7 @@ std::unique_ptr<Strategy> makePsSync(RankContext& ctx);     // param_server.cpp
 std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);    // param_server.cpp
 std::unique_ptr<Strategy> makeHogwild(RankContext& ctx);    // hogwild.cpp
 std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);   // local_sgd.cpp
+std::unique_ptr<Strategy> makeGossip(RankContext& ctx);     // gossip.cpp
 
 const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {
@@ -30,6 +31,7 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, makePsAsync},
       {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, makeHogwild},
       {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, makeLocalSgd},
+      {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, makeGossip},
   };
   return table;
 }
