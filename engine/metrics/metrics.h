@@ -33,8 +33,8 @@ struct StepMetrics {
   double samplesPerS = 0;      // global batch / step time
   double forwardMs = 0, backwardMs = 0, optimizerMs = 0, dataMs = 0;  // rank 0's breakdown
   std::optional<double> testAccuracy;  // fraction in [0,1], on steps where it was evaluated
-  std::optional<double> staleness;     // ps-async: mean versions behind, over this step's updates
-  std::optional<double> spread;        // local SGD / gossip: max L2 distance between rank models
+  std::optional<double> staleness;     // ps-async, Hogwild: mean updates missed (metrics.md)
+  std::optional<double> spread;        // local SGD, gossip: max distance from the mean model
   std::string emulated;                // the emulated link's name, "" when links are real
   std::vector<RankMetrics> ranks;
 };

@@ -33,8 +33,12 @@ struct RankContext {
 struct RankStep {
   double lossSum = 0;  // sum of per-sample losses over this rank's samples
   int samples = 0;     // samples this rank processed
-  std::optional<double> staleness;  // ps-async: versions behind the server, mean over updates
-  std::optional<double> spread;     // gossip / local SGD: max L2 distance between rank models
+  // ps-async: server versions between the worker's pull and its update being applied;
+  // Hogwild: other ranks' updates landed while this rank computed. Mean over its updates.
+  std::optional<double> staleness;
+  // Local SGD / gossip: the largest L2 distance of a rank's parameters from the mean of all
+  // ranks' parameters (the pairwise maximum lies between this and twice it).
+  std::optional<double> spread;
 };
 
 class Strategy {
