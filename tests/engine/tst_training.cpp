@@ -89,6 +89,35 @@ class TstTraining : public QObject {
     }
   }
 
+  void bucketedAllReduceOverlapsBackward() {
+    // Bucketed data parallelism starts a bucket's all-reduce while backward goes on with
+    // earlier units: a comm span of the step overlaps a backward span in time. The naive
+    // version all-reduces only after backward: no overlap.
+    for (const char* version : {"bucket", "naive"}) {
+      RunConfig c;
+      c.dataset = "synthetic";
+      c.hidden = 128;
+      c.layers = 4;
+      c.batch = 256;
+      c.ranks = 2;
+      c.dpVersion = version;
+      c.bucketMb = 0.1;
+      c.evalEvery = 0;
+      Trainer t(c);
+      bool overlapped = false;
+      for (int s = 1; s <= 5 && !overlapped; ++s) {
+        t.step();
+        const auto spans = t.spans(0).since(s);
+        for (const Span& comm : spans)
+          for (const Span& bwd : spans)
+            if (comm.kind == SpanKind::Comm && bwd.kind == SpanKind::Backward &&
+                comm.startNs < bwd.endNs && bwd.startNs < comm.endNs)
+              overlapped = true;
+      }
+      QCOMPARE(overlapped, std::string(version) == "bucket");
+    }
+  }
+
   void metricsAreFilledIn() {
     RunConfig c;
     c.dataset = "synthetic";
