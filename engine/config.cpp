@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
+#include "parallel/process_grid.h"
 
 namespace paralab {
 
@@ -14,7 +15,7 @@ std::optional<std::string> RunConfig::validate() const {
       if (v == a) return true;
     return false;
   };
-  if (model != "mlp") return "model: '" + model + "' is not available (allowed: mlp)";
+  if (model != "mlp" && model != "moe") return "model: '" + model + "' is not one of mlp, moe";
   if (layers < 1 || layers > 64) return "layers: " + std::to_string(layers) + " is out of range (allowed: 1..64)";
   if (hidden < 1 || hidden > 8192) return "hidden: " + std::to_string(hidden) + " is out of range (allowed: 1..8192)";
   if (!oneOf(dataset, {"fashion-mnist", "synthetic"}))
@@ -51,9 +52,43 @@ std::optional<std::string> RunConfig::validate() const {
   if (globalBatch() < ranks)
     return "batch: the global batch (" + std::to_string(globalBatch()) +
            ") must hold at least one sample per rank (" + std::to_string(ranks) + " ranks)";
+  if (auto err = validateLayout()) return err;
   if (dataset == "fashion-mnist")
     if (const std::string missing = missingFashionMnistFile(dataDir); !missing.empty())
       return "data-dir: " + missing + " not found (install dataset-fashion-mnist, or pass --data-dir DIR)";
+  return std::nullopt;
+}
+
+std::optional<std::string> RunConfig::validateLayout() const {
+  const auto n = [](int v) { return std::to_string(v); };
+  if (tp < 1 || tp > 64) return "tp: " + n(tp) + " is out of range (allowed: 1..64)";
+  if (pp < 1 || pp > 64) return "pp: " + n(pp) + " is out of range (allowed: 1..64)";
+  if (ep < 1 || ep > 64) return "ep: " + n(ep) + " is out of range (allowed: 1..64)";
+  if (dp < 0) return "dp: " + n(dp) + " is negative (allowed: 0 = ranks / (tp x pp), or more)";
+  if (ranks % (tp * pp) != 0)
+    return "ranks: " + n(ranks) + " is not divisible by tp x pp = " + n(tp * pp);
+  if (const auto err = ProcessGrid::validate({dpDegree(), tp, pp, ep}, ranks)) return *err;
+  if (hidden % tp != 0) return "tp: " + n(tp) + " must divide the hidden width H = " + n(hidden);
+  if (sp && tp < 2) return "sp: sequence parallelism needs tensor parallelism (--tp 2 or more)";
+  if (pp > layers) return "pp: " + n(pp) + " stages but only " + n(layers) + " blocks (allowed: pp <= layers)";
+  if (microbatches < 1) return "microbatches: must be at least 1";
+  if (!(schedule == "gpipe" || schedule == "1f1b")) return "schedule: '" + schedule + "' is not one of gpipe, 1f1b";
+  if (globalBatch() / dpDegree() < microbatches)
+    return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
+           " samples each data-parallel rank gets per step";
+  if (model == "moe") {
+    if (experts < 1 || experts > 256) return "experts: " + n(experts) + " is out of range (allowed: 1..256)";
+    if (topk < 1 || topk > experts) return "topk: " + n(topk) + " is out of range (allowed: 1..experts)";
+    if (experts % ep != 0) return "ep: " + n(ep) + " must divide the number of experts (" + n(experts) + ")";
+    if (!(capacityFactor > 0)) return "capacity-factor: must be positive";
+    if (auxLoss < 0) return "aux-loss: must be 0 or more";
+  } else if (ep > 1) {
+    return "ep: expert parallelism needs --model moe";
+  }
+  if ((tp > 1 || pp > 1) && strategy != "sync")
+    return "strategy: tensor and pipeline parallelism compose with --strategy sync only";
+  if ((tp > 1 || pp > 1) && zero > 1)
+    return "zero: with tensor or pipeline parallelism only ZeRO-1 is supported on the dp axis";
   return std::nullopt;
 }
 
@@ -66,7 +101,11 @@ nlohmann::json RunConfig::toJson() const {
           {"link", link},         {"timeout", timeoutS},  {"strategy", strategy},
           {"dp-version", dpVersion}, {"bucket-mb", bucketMb}, {"zero", zero},
           {"servers", servers},   {"sync-every", syncEvery}, {"topology", topology},
-          {"scaling", scaling},   {"instrument", instrument}};
+          {"scaling", scaling},   {"instrument", instrument},
+          {"dp", dpDegree()},     {"tp", tp},             {"pp", pp},
+          {"sp", sp},             {"microbatches", microbatches}, {"schedule", schedule},
+          {"experts", experts},   {"topk", topk},         {"capacity-factor", capacityFactor},
+          {"aux-loss", auxLoss},  {"ep", ep}};
 }
 
 template <typename T>
@@ -93,7 +132,18 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
     else if (key == "seed") read(v, key, c.seed, "a non-negative integer");
     else if (key == "eval-every") read(v, key, c.evalEvery, "an integer");
     else if (key == "eval-samples") read(v, key, c.evalSamples, "an integer");
-    else if (key == "ranks" || key == "dp") read(v, key, c.ranks, "an integer");
+    else if (key == "ranks") read(v, key, c.ranks, "an integer");
+    else if (key == "dp") read(v, key, c.dp, "an integer");
+    else if (key == "tp") read(v, key, c.tp, "an integer");
+    else if (key == "pp") read(v, key, c.pp, "an integer");
+    else if (key == "ep") read(v, key, c.ep, "an integer");
+    else if (key == "sp") read(v, key, c.sp, "true or false");
+    else if (key == "microbatches") read(v, key, c.microbatches, "an integer");
+    else if (key == "schedule") read(v, key, c.schedule, "a string");
+    else if (key == "experts") read(v, key, c.experts, "an integer");
+    else if (key == "topk") read(v, key, c.topk, "an integer");
+    else if (key == "capacity-factor") read(v, key, c.capacityFactor, "a number");
+    else if (key == "aux-loss") read(v, key, c.auxLoss, "a number");
     else if (key == "backend") read(v, key, c.backend, "a string");
     else if (key == "allreduce") read(v, key, c.allreduce, "a string");
     else if (key == "link") read(v, key, c.link, "a string");
@@ -110,7 +160,8 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
     else throw ConfigError("config: unknown key '" + key + "' (keys are the flag names, see --help)");
     if (key == "seed" && v.is_number_integer() && !v.is_number_unsigned())
       throw ConfigError("seed: expected a non-negative integer, got " + v.dump());
-    if (v.is_number_float() && key != "lr" && key != "timeout" && key != "bucket-mb")
+    if (v.is_number_float() && key != "lr" && key != "timeout" && key != "bucket-mb" &&
+        key != "capacity-factor" && key != "aux-loss")
       throw ConfigError(key + ": expected an integer, got " + v.dump());
   }
 }
@@ -125,6 +176,7 @@ void applyJsonFile(RunConfig& c, const std::string& path) {
     throw ConfigError("config: '" + path + "' is not valid JSON (byte " + std::to_string(e.byte) + ")");
   }
   applyJson(c, j);
+  c.deriveRanks();
 }
 
 }  // namespace paralab

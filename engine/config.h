@@ -43,10 +43,30 @@ struct RunConfig {
   int syncEvery = 4;                 // local-sgd: average parameters every H steps
   std::string topology = "ring";     // gossip: ring | random
   std::string scaling = "strong";    // strong: --batch is global; weak: --batch is per rank
+  // Model-parallel family: world = dp x tp x pp (engine/parallel/process_grid.h).
+  int dp = 0;                        // data-parallel degree; 0 = ranks / (tp x pp)
+  int tp = 1;                        // tensor-parallel degree (Megatron FFN split)
+  int pp = 1;                        // pipeline stages
+  bool sp = false;                   // sequence parallelism (needs tp > 1)
+  int microbatches = 1;              // pipeline micro-batches per step
+  std::string schedule = "1f1b";     // pipeline schedule: gpipe | 1f1b
+  // Mixture of experts (--model moe): each block's FFN becomes E experts behind a router.
+  int experts = 4;
+  int topk = 1;
+  double capacityFactor = 1.25;      // expert capacity = factor x tokens x topk / experts
+  double auxLoss = 0.0;              // Switch Transformer load-balancing loss coefficient
+  int ep = 1;                        // expert-parallel degree (divides dp)
+
+  int dpDegree() const { return dp > 0 ? dp : ranks / (tp * pp); }
+  // --dp/--tp/--pp given without --ranks: the world is their product.
+  void deriveRanks() {
+    if (dp > 0 && ranks == 1) ranks = dp * tp * pp;
+  }
 
   int globalBatch() const { return scaling == "weak" ? batch * ranks : batch; }
 
   std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
+  std::optional<std::string> validateLayout() const;  // the dp x tp x pp (x ep) constraints
   nlohmann::json toJson() const;
 };
 

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ParaLab headless engine: trains the MLP and prints per-step metrics."};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win");
-  app.add_option("--model", config.model, "Model: mlp")->capture_default_str();
+  app.add_option("--model", config.model, "Model: mlp | moe")->capture_default_str();
   app.add_option("--layers", config.layers, "Residual blocks (1..64)")->capture_default_str();
   app.add_option("--hidden", config.hidden, "Hidden width H (1..8192)")->capture_default_str();
   app.add_option("--dataset", config.dataset, "fashion-mnist | synthetic")->capture_default_str();
@@ -129,7 +129,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
       ->capture_default_str();
-  app.add_option("--ranks,--dp", config.ranks, "Ranks (data-parallel degree) 1..64")->capture_default_str();
+  app.add_option("--ranks", config.ranks, "Ranks in all (the world) 1..64")->capture_default_str();
+  app.add_option("--dp", config.dp, "Data-parallel degree (default: ranks / (tp x pp))");
+  app.add_option("--tp", config.tp, "Tensor-parallel degree (splits each block's FFN)")->capture_default_str();
+  app.add_option("--pp", config.pp, "Pipeline stages")->capture_default_str();
+  app.add_flag("--sp", config.sp, "Sequence parallelism (with --tp > 1)");
+  app.add_option("--microbatches", config.microbatches, "Pipeline micro-batches per step")->capture_default_str();
+  app.add_option("--schedule", config.schedule, "Pipeline schedule: gpipe | 1f1b")->capture_default_str();
+  app.add_option("--experts", config.experts, "--model moe: experts per block")->capture_default_str();
+  app.add_option("--topk", config.topk, "--model moe: experts each token is routed to")->capture_default_str();
+  app.add_option("--capacity-factor", config.capacityFactor, "--model moe: expert capacity factor")
+      ->capture_default_str();
+  app.add_option("--aux-loss", config.auxLoss, "--model moe: load-balancing loss coefficient (0 = off)")
+      ->capture_default_str();
+  app.add_option("--ep", config.ep, "--model moe: expert-parallel degree (divides dp)")->capture_default_str();
   app.add_option("--backend", config.backend, "thread (ranks as threads) | mpi (under mpirun)")
       ->capture_default_str();
   app.add_option("--strategy", config.strategy,
@@ -164,6 +177,7 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see --help)");
   }
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
+  config.deriveRanks();
   if (auto err = config.validate()) return fail(*err);
 
   if (noInstrument) config.instrument = false;

@@ -37,7 +37,12 @@ const std::vector<StrategyInfo>& strategyTable() {
 }
 
 const StrategyInfo& strategyFor(const RunConfig& config) {
-  const std::string name = config.zero > 0 ? "zero-" + std::to_string(config.zero) : config.strategy;
+  // The model-parallel family composes with sync data parallelism on the dp axis; the
+  // data-parallel family alone picks its row by --strategy (and --zero).
+  const std::string name = config.model == "moe"                ? "moe"
+                           : config.tp > 1 || config.pp > 1     ? "model-parallel"
+                           : config.zero > 0                    ? "zero-" + std::to_string(config.zero)
+                                                                : config.strategy;
   for (const StrategyInfo& s : strategyTable())
     if (name == s.name) return s;
   std::string allowed;
