@@ -404,8 +404,10 @@ class MpiComm final : public Communicator {
   // left), then all-gather steps N..2(N-1) (pass finished chunks on). 2(N-1)/N·m per rank.
   void ring(const float* send, float* recv, int64_t count, ReduceOp op) {
     const int n = size(), me = rank();
-    if (send != recv) std::copy(send, send + count, recv);
-    if (n == 1) return;
+    if (n == 1) {
+      if (send != recv) std::copy(send, send + count, recv);
+      return;
+    }
     const int right = (me + 1) % n, left = (me + n - 1) % n;
     auto mod = [n](int c) { return ((c % n) + n) % n; };
     auto at = [&](int c) { return mod(c) * count / n; };
@@ -413,11 +415,13 @@ class MpiComm final : public Communicator {
     float* incoming = staging(count / n + 1);
     for (int s = 0; s < n - 1; ++s) {
       // step s+1 of 2(N-1): send chunk (r - s) to the right, add chunk (r - 1 - s) from the left.
+      // Each chunk is written once in these steps: our own part is still in `send`, and the
+      // chunk we pass on is the partial sum of the step before (our own at the first step).
       const int out = me - s, in = me - 1 - s;
-      MPI_Sendrecv(recv + at(out), icount(len(out), "allreduce"), MPI_FLOAT, right, kRingTag,
-                   incoming, icount(len(in), "allreduce"), MPI_FLOAT, left, kRingTag, m_comm,
-                   MPI_STATUS_IGNORE);
-      const float* srcs[2] = {recv + at(in), incoming};
+      MPI_Sendrecv((s == 0 ? send : recv) + at(out), icount(len(out), "allreduce"), MPI_FLOAT,
+                   right, kRingTag, incoming, icount(len(in), "allreduce"), MPI_FLOAT, left,
+                   kRingTag, m_comm, MPI_STATUS_IGNORE);
+      const float* srcs[2] = {send + at(in), incoming};
       reduceHost(recv + at(in), srcs, 2, len(in), op,
                  op == ReduceOp::Avg && s == n - 2 ? float(n) : 1.0f);
       countSent(right, len(out) * 4);

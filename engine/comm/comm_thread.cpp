@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <thread>
 #include <utility>
 
@@ -48,7 +49,7 @@ ThreadGroup::ThreadGroup(std::shared_ptr<ThreadWorld::Shared> world, std::string
       // with more ranks than cores the one we wait for needs our core: block almost at once
       // (spinning with PAUSE at 8 threads on 2 cores measured milliseconds per barrier).
       m_spinNs(m_world->oversubscribed ? 0 : 20'000),
-      m_slots(2 * m_n), m_arrivals(m_n), m_stride((m_n + 7) / 8 * 8),
+      m_slots(2 * m_n), m_arrivals(m_n), m_busy(m_n), m_stride((m_n + 7) / 8 * 8),
       m_pulled(new std::atomic<int64_t>[m_n * m_stride]), m_mail(new Mailbox[m_n * m_n]) {
   for (int i = 0; i < m_n * m_stride; ++i) m_pulled[i].store(0, std::memory_order_relaxed);
   std::lock_guard lock(m_world->mutex);
@@ -101,7 +102,10 @@ void ThreadGroup::waitUntil(Ready ready, int64_t deadlineNs, const char* label, 
   } leave{m_sleepers};
   std::unique_lock lock(m_mutex);
   while (!ready()) {
-    if (m_world->aborted.load()) throw CommAborted(m_world->message());
+    if (m_world->aborted.load()) {
+      lock.unlock();  // abort() takes the world's mutex, then ours: never the other way round
+      throw CommAborted(m_world->message());
+    }
     const int64_t now = nowNs();
     if (now >= deadlineNs) {
       lock.unlock();
@@ -138,6 +142,15 @@ void ThreadGroup::barrier(int member, const char* label, int64_t deadlineNs) {
               if (missingWorld != missing) s += " (world " + rankList(missingWorld) + ")";
               return s + " never arrived";
             });
+}
+
+void ThreadGroup::waitUntilNobodyBusy() const {
+  // Bounded: a busy rank is copying or adding (no waits) until its next barrier. The cap only
+  // guards against a rank stuck in a device call.
+  const int64_t giveUp = nowNs() + 10'000'000'000;
+  for (int q = 0; q < m_n; ++q)
+    while (m_busy[q].v.load(std::memory_order_seq_cst) && nowNs() < giveUp)
+      std::this_thread::yield();
 }
 
 void ThreadGroup::post(int src, int dst, Message m) {
@@ -245,7 +258,7 @@ uint64_t ThreadComm::enter(const CallSignature& sig, const float* send, float* r
   s.recv = recv;
   s.sendCounts = sendCounts;
   s.recvCounts = recvCounts;
-  m_g->barrier(me, currentLabel(), deadlineNs());
+  sync();
 
   // Every rank reads every slot and reaches the same verdict, so all throw or none does.
   bool same = true;
@@ -276,17 +289,42 @@ uint64_t ThreadComm::enter(const CallSignature& sig, const float* send, float* r
     }
   }
   if (n > 8) msg += " ...";
+  // The others may still be reading our slot and the counts it points to: leave together.
+  m_cleanExit = true;
+  m_g->setBusy(me, false);
+  m_g->barrier(me, currentLabel(), deadlineNs());
   throw CommError(msg);
 }
 
 void ThreadComm::agreeOn(const CallSignature& sig, const char* label) {
+  Busy busy(*this);
   armDeadline(label);
   enter(sig, nullptr, nullptr, Device::Cpu);
 }
 
+ThreadComm::Busy::Busy(ThreadComm& c) : m_c(c), m_exceptions(std::uncaught_exceptions()) {
+  c.m_cleanExit = false;
+}
+
+ThreadComm::Busy::~Busy() {
+  m_c.m_g->setBusy(m_c.rank(), false);
+  if (std::uncaught_exceptions() > m_exceptions && !m_c.m_cleanExit) {
+    // Left mid-call: the others must not wait for us, nor read our buffers once they are gone.
+    m_c.m_g->world().abort("rank " + std::to_string(m_c.worldRank()) + " left " +
+                           m_c.currentLabel() + " on group '" + m_c.group() + "' with an error");
+    m_c.m_g->waitUntilNobodyBusy();
+  }
+}
+
 void ThreadComm::sync() {
   if (m_stream) kernels::reduce_stream_sync(m_stream);
+  m_g->setBusy(rank(), false);  // waiting reads nobody's buffers
   m_g->barrier(rank(), currentLabel(), deadlineNs());
+  m_g->setBusy(rank(), true);
+  if (m_g->world().aborted.load()) {
+    m_g->setBusy(rank(), false);
+    throw CommAborted(m_g->world().message());
+  }
 }
 
 void ThreadComm::foldSent() {
@@ -348,6 +386,7 @@ static int reduceOpCode(ReduceOp op) { return static_cast<int>(op); }
 
 void ThreadComm::doReduceScatter(const float* send, float* recv, int64_t b, ReduceOp op,
                                  Device device) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   const uint64_t call = enter({CommOp::ReduceScatter, b, -1, reduceOpCode(op)}, send, recv, device);
   const int64_t t0 = nowNs();
@@ -364,6 +403,7 @@ void ThreadComm::doReduceScatter(const float* send, float* recv, int64_t b, Redu
 }
 
 void ThreadComm::doAllGather(const float* send, float* recv, int64_t b, Device device) {
+  Busy busy(*this);
   const int n = size();
   const uint64_t call = enter({CommOp::AllGather, b}, send, recv, device);
   const int64_t t0 = nowNs();
@@ -375,6 +415,7 @@ void ThreadComm::doAllGather(const float* send, float* recv, int64_t b, Device d
 }
 
 void ThreadComm::doBroadcast(float* buf, int64_t count, int root, Device device) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   const uint64_t call = enter({CommOp::Broadcast, count, root}, buf, buf, device);
   const int64_t t0 = nowNs();
@@ -387,6 +428,7 @@ void ThreadComm::doBroadcast(float* buf, int64_t count, int root, Device device)
 
 void ThreadComm::doReduce(const float* send, float* recv, int64_t count, int root, ReduceOp op,
                           Device device) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   const uint64_t call =
       enter({CommOp::Reduce, count, root, reduceOpCode(op)}, send, recv, device);
@@ -406,6 +448,7 @@ void ThreadComm::doReduce(const float* send, float* recv, int64_t count, int roo
 }
 
 void ThreadComm::doAllToAll(const float* send, float* recv, int64_t b, Device device) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   if (send == recv && b > 0) throw CommError("alltoall: send and recv must be different buffers");
   const uint64_t call = enter({CommOp::AllToAll, b}, send, recv, device);
@@ -419,6 +462,7 @@ void ThreadComm::doAllToAll(const float* send, float* recv, int64_t b, Device de
 
 void ThreadComm::doAllToAllv(const float* send, const int64_t* sendCounts, float* recv,
                              const int64_t* recvCounts, Device device) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   if (send == recv) throw CommError("alltoallv: send and recv must be different buffers");
   const uint64_t call =
@@ -440,6 +484,7 @@ void ThreadComm::doAllToAllv(const float* send, const int64_t* sendCounts, float
 }
 
 void ThreadComm::doBarrier() {
+  Busy busy(*this);
   enter({CommOp::Barrier, 0}, nullptr, nullptr, Device::Cpu);
 }
 
@@ -506,9 +551,11 @@ std::unique_ptr<Communicator> ThreadComm::doSplit(int color, int key, const std:
   // Members of my color, ordered by (key, rank here), as MPI_Comm_split orders them.
   std::vector<int> members;
   for (int q = 0; q < n; ++q) {
-    if (m_g->slot(q, call).op != -2)
+    if (m_g->slot(q, call).op != -2) {
+      m_g->barrier(me, "split", deadlineNs());  // as the other call does before it throws
       throw CommError("split on group '" + group() + "': rank " + std::to_string(q) +
                       " called another collective");
+    }
     if (color >= 0 && m_g->slot(q, call).color == color) members.push_back(q);
   }
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
@@ -533,19 +580,24 @@ std::unique_ptr<Communicator> ThreadComm::doSplit(int color, int key, const std:
 
 std::vector<std::string> ThreadComm::gatherToRoot(const std::string& mine, int root) {
   armDeadline("gather");
+  Busy busy(*this);
   const uint64_t call = m_calls++;
   ThreadGroup::Slot& s = m_g->slot(rank(), call);
   s.op = -3;
   s.text = &mine;
-  m_g->barrier(rank(), "gather", deadlineNs());
+  sync();
   for (int q = 0; q < size(); ++q)
-    if (m_g->slot(q, call).op != -3)
+    if (m_g->slot(q, call).op != -3) {
+      m_cleanExit = true;
+      m_g->setBusy(rank(), false);
+      m_g->barrier(rank(), "gather", deadlineNs());  // as the other call does before it throws
       throw CommError("gatherToRoot on group '" + group() + "': rank " + std::to_string(q) +
                       " called another collective");
+    }
   std::vector<std::string> all;
   if (rank() == root)
     for (int q = 0; q < size(); ++q) all.push_back(*m_g->slot(q, call).text);
-  m_g->barrier(rank(), "gather", deadlineNs());  // the strings stay alive until root copied
+  sync();  // the strings stay alive until root copied them
   return all;
 }
 

@@ -78,6 +78,12 @@ class ThreadGroup {
   // (the message names `label`, the group and the members that never arrived).
   void barrier(int member, const char* label, int64_t deadlineNs);
 
+  // Set while a member is between two barriers of a collective, reading others' buffers. A
+  // rank leaving a collective by an exception waits until nobody is busy before its buffers
+  // go away (the others finish their step, then see the abort at the next barrier).
+  void setBusy(int member, bool busy) { m_busy[member].v.store(busy, std::memory_order_seq_cst); }
+  void waitUntilNobodyBusy() const;
+
   // Bytes member `dst` pulled from member `src`; written by dst only, read after a barrier.
   std::atomic<int64_t>& pulled(int dst, int src) { return m_pulled[dst * m_stride + src]; }
 
@@ -118,6 +124,7 @@ class ThreadGroup {
   alignas(64) std::atomic<int> m_count{0};
   alignas(64) std::atomic<uint64_t> m_gen{0};
   std::vector<Counter> m_arrivals;  // per member: barriers reached (for "never arrived")
+  std::vector<Counter> m_busy;      // per member: 1 while reading others' buffers
   const int m_stride;
   std::unique_ptr<std::atomic<int64_t>[]> m_pulled;
   std::unique_ptr<Mailbox[]> m_mail;
@@ -163,11 +170,24 @@ class ThreadComm final : public Communicator {
 
  private:
   // [SECTION] Steps (comm_thread.cpp)
+  // Lives for one collective. Leaving by an exception other than a mismatch every rank saw
+  // (m_cleanExit) aborts the world, then waits until no rank is busy reading our buffers.
+  class Busy {
+   public:
+    explicit Busy(ThreadComm& c);
+    ~Busy();
+
+   private:
+    ThreadComm& m_c;
+    int m_exceptions;
+  };
   // Posts this rank's call, waits for all, and checks they all posted the same call
   // (CommError on every rank if not). Returns the call number (for slot()).
   uint64_t enter(const CallSignature& sig, const float* send, float* recv, Device device,
                  const int64_t* sendCounts = nullptr, const int64_t* recvCounts = nullptr);
-  // Ends a step: waits for this rank's device work, then for every rank.
+  // Ends a step: waits for this rank's device work, then for every rank. Marks this rank busy
+  // again after the barrier and then checks for an abort: with the flag set first, a rank
+  // that aborts either sees us busy and waits, or we see its abort and read nothing.
   void sync();
   // Folds what the others pulled from this rank during the call into its record. Call after
   // a barrier that follows the last transfer.
@@ -193,6 +213,7 @@ class ThreadComm final : public Communicator {
   std::vector<int64_t> m_seenPulled;    // per member: pulled(q, me) already folded
   std::vector<const float*> m_srcs;     // scratch: source pointers of a reduction
   StagingBuffer m_staging;              // naive in place: the sum before it is copied back
+  bool m_cleanExit = false;             // the call failed the same way on every rank
   void* m_stream = nullptr;
 };
 

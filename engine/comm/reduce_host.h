@@ -18,13 +18,15 @@ inline void reduceHost(float* dst, const float* const* srcs, int nsrc, int64_t c
   alignas(64) float acc[kBlock];
   for (int64_t b = 0; b < count; b += kBlock) {
     const int64_t len = std::min(kBlock, count - b);
-    std::memcpy(acc, srcs[0] + b, static_cast<size_t>(len) * 4);
+    const float* s0 = srcs[0] + b;
+    if (nsrc == 1) std::memcpy(acc, s0, static_cast<size_t>(len) * 4);
     for (int k = 1; k < nsrc; ++k) {
       const float* s = srcs[k] + b;
+      const float* a = k == 1 ? s0 : acc;  // the first pass reads both sources directly
       if (op == ReduceOp::Max)
-        for (int64_t i = 0; i < len; ++i) acc[i] = s[i] > acc[i] ? s[i] : acc[i];
+        for (int64_t i = 0; i < len; ++i) acc[i] = s[i] > a[i] ? s[i] : a[i];
       else
-        for (int64_t i = 0; i < len; ++i) acc[i] += s[i];
+        for (int64_t i = 0; i < len; ++i) acc[i] = a[i] + s[i];
     }
     if (divisor != 1.0f)
       for (int64_t i = 0; i < len; ++i) acc[i] /= divisor;

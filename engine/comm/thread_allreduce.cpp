@@ -24,6 +24,7 @@ void ThreadComm::doAllReduce(const float* send, float* recv, int64_t count, Redu
 // Per rank: sends (N-1)·m, receives (N-1)·m bytes — N/2 times the ring's traffic.
 void ThreadComm::allReduceNaive(const float* send, float* recv, int64_t count, ReduceOp op,
                                 Device dev) {
+  Busy busy(*this);
   const int n = size();
   const uint64_t call =
       enter({CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Naive)},
@@ -58,6 +59,7 @@ void ThreadComm::allReduceNaive(const float* send, float* recv, int64_t count, R
 // Per rank: sends 2(N-1)/N · m bytes, only ever to its right neighbour.
 void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, ReduceOp op,
                                Device dev) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   const uint64_t call =
       enter({CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Ring)},
@@ -66,18 +68,19 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
   auto mod = [n](int c) { return ((c % n) + n) % n; };
   auto at = [&](int c) { return chunkBegin(mod(c), n, count); };
   auto len = [&](int c) { return chunkLen(mod(c), n, count); };
-
-  // The ring works in the receive buffer; start it as a copy of ours.
-  if (send != recv) pull(recv, send, count, me, dev);
-  sync();  // every rank's receive buffer holds its own data
-  if (n == 1) return;  // sum, average and max of one buffer are that buffer
-  const float* leftBuf = m_g->slot(left, call).recv;
+  if (n == 1) {  // sum, average and max of one buffer are that buffer
+    pull(recv, send, count, me, dev);
+    return sync();
+  }
+  const ThreadGroup::Slot& leftSlot = m_g->slot(left, call);
 
   for (int s = 0; s < n - 1; ++s) {
     // step s+1 of 2(N-1): the left neighbour sends chunk (r - 1 - s); add it to ours.
+    // Each chunk is written once in these steps, so our own part is still in `send`; the
+    // left's partial sum is in its receive buffer (in its send buffer at the first step).
     const int64_t t0 = nowNs();
     const int c = me - 1 - s;
-    const float* srcs[2] = {recv + at(c), leftBuf + at(c)};
+    const float* srcs[2] = {send + at(c), (s == 0 ? leftSlot.send : leftSlot.recv) + at(c)};
     combine(recv + at(c), srcs, 2, len(c), op, s == n - 2, dev);
     countPulled(left, len(c));
     pace(t0, len(me - s) * 4, len(c) * 4);
@@ -87,7 +90,7 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
     // step N+s of 2(N-1): the left neighbour sends its finished chunk (r - s); keep it.
     const int64_t t0 = nowNs();
     const int c = me - s;
-    pull(recv + at(c), leftBuf + at(c), len(c), left, dev);
+    pull(recv + at(c), leftSlot.recv + at(c), len(c), left, dev);
     pace(t0, len(me + 1 - s) * 4, len(c) * 4);
     sync();  // after the last step: nobody reads our buffer any more
   }
@@ -100,6 +103,7 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
 // as the ring, 2(N-1)/N · m per rank, but spread over all peers and 2 steps instead of 2(N-1).
 void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, ReduceOp op,
                                  Device dev) {
+  Busy busy(*this);
   const int n = size(), me = rank();
   const uint64_t call = enter(
       {CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Direct)},

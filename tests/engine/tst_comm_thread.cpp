@@ -418,6 +418,31 @@ class TstCommThread : public QObject {
     QVERIFY(secondsSince(t0) < 2.0);
   }
 
+  void abortFromOutsideMidCollective() {
+    // The window's Stop: abort() while ranks are inside large collectives, reading each other's
+    // buffers. The ranks leave cleanly (none frees a buffer another still reads) and quickly.
+    ThreadWorld world(4);
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      world.abort("stopped by the user");
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      world.run([](Communicator& comm) {
+        std::vector<float> g(1 << 20, 1.0f);
+        for (int k = 0;; ++k)
+          comm.allReduce(g.data(), g.data(), int64_t(g.size()), ReduceOp::Avg,
+                         k % 2 ? AllReduceAlgo::Naive : AllReduceAlgo::Ring);
+      });
+      QFAIL("no abort");
+    } catch (const CommAborted& e) {
+      QCOMPARE(QString(e.what()), QString("stopped by the user"));
+    }
+    stopper.join();
+    QVERIFY(secondsSince(t0) < 5.0);
+    QVERIFY(world.aborted());
+  }
+
   void mismatchedSizesAreAnError() {
     const auto errors = onRanks(3, [](Communicator& comm) -> std::string {
       std::vector<float> g(10, 1.0f);
