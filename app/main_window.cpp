@@ -16,7 +16,6 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
-#include <QStyle>
 #include <QToolBar>
 #include <limits>
 #include <nlohmann/json.hpp>
