@@ -2,7 +2,11 @@
 // op(A) is M x K, op(B) is K x N, C is M x N; lda/ldb/ldc are row strides in elements.
 // `gemm_naive` is the reference every other kernel is tested against (tests/kernels/tst_gemm.cpp);
 // `gemm_vendor` calls OpenBLAS. Both exist for float and double (the gradient checks use double).
+// The rungs between them are float only; gemm_kernels() lists the ladder (`paralab-bench gemm`).
 #pragma once
+
+#include <span>
+#include <string_view>
 
 namespace paralab::kernels {
 
@@ -13,6 +17,13 @@ void gemm_naive(bool transA, bool transB, int M, int N, int K, T alpha, const T*
 template <typename T>
 void gemm_vendor(bool transA, bool transB, int M, int N, int K, T alpha, const T* A, int lda,
                  const T* B, int ldb, T beta, T* C, int ldc);
+// gemm_vendor is specialised per type (sgemm, dgemm) in gemm_vendor.cpp.
+template <>
+void gemm_vendor<float>(bool, bool, int, int, int, float, const float*, int, const float*, int,
+                        float, float*, int);
+template <>
+void gemm_vendor<double>(bool, bool, int, int, int, double, const double*, int, const double*,
+                         int, double, double*, int);
 
 // The BLAS in use and the CPU kernel family it picked ("OpenBLAS 0.3.21 SkylakeX").
 const char* vendor_blas_name();
@@ -20,5 +31,53 @@ const char* vendor_blas_name();
 bool vendor_blas_uses_avx512();
 // Threads the vendor BLAS may use (ParaLab runs it with 1 per rank: a rank is one worker).
 void vendor_blas_set_threads(int n);
+
+// [SECTION] The CPU ladder, float, same arguments and semantics as gemm_naive.
+// Rung 2: the naive loops reordered (i, k, j) so the inner loop runs along a row of B and of C
+// and the compiler vectorises it (AVX-512 or AVX2, chosen when the program loads).
+void gemm_simd(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc);
+// Rung 3: gemm_simd over blocks of rows of C, one block per task of the GEMM thread pool.
+void gemm_threaded(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                   int lda, const float* B, int ldb, float beta, float* C, int ldc);
+// Rung 4: cache blocking, packed panels and a register micro-kernel (Goto & van de Geijn 2008),
+// the blocks spread over the thread pool.
+void gemm_tiled(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc);
+
+// Threads gemm_threaded and gemm_tiled use, the caller included (default, and n <= 0: the
+// hardware's threads). Set it before GEMMs run, as openblas_set_num_threads; 1 makes them
+// single-threaded. A call already running keeps the threads it started with.
+void gemm_set_threads(int n);
+int gemm_threads();
+
+// [SECTION] The registry: `--kernel NAME` picks a rung by name.
+using GemmFn = void (*)(bool transA, bool transB, int M, int N, int K, float alpha,
+                        const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                        int ldc);
+struct GemmKernel {
+  const char* name;     // "naive" | "simd" | "threaded" | "tiled" | "vendor"
+  GemmFn fn;
+  const char* summary;  // one line for --help and the benchmark table
+};
+
+// The ladder, slowest rung first.
+inline std::span<const GemmKernel> gemm_kernels() {
+  static constexpr GemmKernel kLadder[] = {
+      {"naive", gemm_naive<float>, "serial scalar triple loop (the reference)"},
+      {"simd", gemm_simd, "i-k-j loop order, vectorised inner loop, 1 thread"},
+      {"threaded", gemm_threaded, "the simd kernel over blocks of rows, thread pool"},
+      {"tiled", gemm_tiled, "cache-blocked, packed panels, register micro-kernel, thread pool"},
+      {"vendor", gemm_vendor<float>, "OpenBLAS sgemm"},
+  };
+  return kLadder;
+}
+
+// The kernel called `name`, or nullptr when there is none (callers list gemm_kernels()).
+inline GemmFn gemm_find(std::string_view name) {
+  for (const GemmKernel& k : gemm_kernels())
+    if (name == k.name) return k.fn;
+  return nullptr;
+}
 
 }  // namespace paralab::kernels

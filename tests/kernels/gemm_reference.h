@@ -1,0 +1,71 @@
+// The GEMM tests' shared reference: random problems with padded strides, the answer in double,
+// and the error each precision may make. Used by tst_gemm (CPU) and tst_cuda_kernels (GPU).
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cpu/gemm.h"
+
+namespace paralab::test {
+
+struct GemmProblem {
+  int M, N, K;
+  bool ta, tb;
+  int lda, ldb, ldc;
+  float alpha, beta;
+  std::vector<float> A, B, C0;
+  std::vector<double> ref;    // alpha op(A) op(B) + beta C0, in double, M x N
+  std::vector<double> absAB;  // |alpha| sum_k |a_ik b_kj|
+  std::vector<double> absBC;  // |beta c_ij|
+
+  // fp32: any order of summing K products rounds at most K + 4 times per element (the adds,
+  // the multiplies fused or not, alpha, beta * c, the final add), each by at most u = 2^-24
+  // relative: |C - C_exact| <= (K + 4) u (|alpha| sum |a b| + |beta c|) (Higham, "Accuracy and
+  // Stability of Numerical Algorithms", 2nd ed., sec. 3.1). It grows with K.
+  // TF32 (tensor cores): each input also loses all but 10 mantissa bits, at most 2^-10
+  // relative (truncated; 2^-11 rounded), so each product 2 * 2^-10 more, accumulated in fp32.
+  double bound(size_t e, bool tf32) const {
+    const double u = std::ldexp(1.0, -24), inputs = tf32 ? 2 * std::ldexp(1.0, -10) : 0.0;
+    return (inputs + (K + 4) * u) * absAB[e] + (K + 4) * u * absBC[e] + 1e-30;
+  }
+};
+
+// op(A) is M x K, op(B) K x N; every leading dimension is its minimum plus `pad`.
+inline GemmProblem makeGemmProblem(int M, int N, int K, bool ta, bool tb, float alpha, float beta,
+                                   int pad) {
+  GemmProblem p{M, N, K, ta, tb, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad, alpha, beta,
+                {}, {}, {}, {}, {}, {}};
+  std::mt19937 gen(unsigned(M * 7919 + N * 31 + K + (ta ? 1000003 : 0) + (tb ? 2000003 : 0)));
+  std::uniform_real_distribution<float> u(-1, 1);
+  p.A.resize(size_t(ta ? K : M) * p.lda);
+  p.B.resize(size_t(tb ? N : K) * p.ldb);
+  p.C0.resize(size_t(M) * p.ldc);
+  for (float& x : p.A) x = u(gen);
+  for (float& x : p.B) x = u(gen);
+  for (float& x : p.C0) x = u(gen);
+  std::vector<double> A(p.A.begin(), p.A.end()), B(p.B.begin(), p.B.end());
+  std::vector<double> absA(A), absB(B);
+  for (double& x : absA) x = std::abs(x);
+  for (double& x : absB) x = std::abs(x);
+  std::vector<double> ab(size_t(M) * N), abs(size_t(M) * N);
+  kernels::gemm_naive<double>(ta, tb, M, N, K, 1.0, A.data(), p.lda, B.data(), p.ldb, 0.0,
+                              ab.data(), N);
+  kernels::gemm_naive<double>(ta, tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb, 0.0,
+                              abs.data(), N);
+  p.ref.resize(ab.size());
+  p.absAB.resize(ab.size());
+  p.absBC.resize(ab.size());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      const size_t e = size_t(i) * N + j;
+      const double c = beta == 0.f ? 0.0 : double(p.C0[size_t(i) * p.ldc + j]);
+      p.ref[e] = double(alpha) * ab[e] + double(beta) * c;
+      p.absAB[e] = std::abs(double(alpha)) * abs[e];
+      p.absBC[e] = std::abs(double(beta) * c);
+    }
+  return p;
+}
+
+}  // namespace paralab::test
