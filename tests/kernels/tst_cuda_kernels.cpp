@@ -1,0 +1,361 @@
+// Every GPU kernel against the CPU: the GEMM ladder (fp32 and TF32 bounds, see
+// gemm_reference.h), the training step's layers, the optimizers, the MoE gather/scatter, and
+// the teaching experiments (which must run and measure; their ratios are printed, not
+// asserted). Built only with CUDA; each GPU test skips when no GPU is present.
+// Run: ctest -R tst_cuda_kernels --output-on-failure
+#include <QtTest>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "cpu/layers.h"
+#include "cpu/optim.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/gemm.h"
+#include "cuda/layers.h"
+#include "cuda/teach.h"
+#include "gemm_reference.h"
+
+using namespace paralab::kernels;
+using paralab::test::GemmProblem;
+
+namespace {
+
+bool haveGpu() { return cuda_query_devices().count > 0; }
+#define REQUIRE_GPU()                                                           \
+  do {                                                                          \
+    if (!haveGpu()) QSKIP(qPrintable("no GPU: " + QString::fromStdString(cuda_query_devices().reason))); \
+  } while (0)
+
+// A device copy of a host vector, copied back on request, freed on scope exit.
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Dev(const std::vector<T>& host) : n(host.size()) {
+    PARALAB_CUDA_CHECK(cudaMalloc(&p, sizeof(T) * std::max<size_t>(1, n)));
+    if (n) PARALAB_CUDA_CHECK(cudaMemcpy(p, host.data(), sizeof(T) * n, cudaMemcpyHostToDevice));
+  }
+  ~Dev() { cudaFree(p); }
+  std::vector<T> get() const {
+    std::vector<T> host(n);
+    PARALAB_CUDA_CHECK(cudaDeviceSynchronize());  // surfaces errors of the kernels before
+    if (n) PARALAB_CUDA_CHECK(cudaMemcpy(host.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
+    return host;
+  }
+};
+
+std::vector<float> randomVec(size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(gen);
+  return v;
+}
+
+std::vector<float> zeros(size_t n) { return std::vector<float>(n, 0.f); }
+
+// |got - want| <= abs + rel |want| everywhere; names the first element that is not.
+void expectNear(const std::vector<float>& got, const std::vector<float>& want, double abs,
+                double rel, const char* what) {
+  QCOMPARE(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    QVERIFY2(std::abs(double(got[i]) - want[i]) <= abs + rel * std::abs(double(want[i])),
+             qPrintable(QString("%1[%2]: GPU %3, CPU %4").arg(what).arg(i).arg(got[i]).arg(want[i])));
+}
+
+}  // namespace
+
+class TstCudaKernels : public QObject {
+  Q_OBJECT
+ private slots:
+  void registryNamesTheLadder();
+  void checkMacroNamesTheCall();
+  void gemmMatchesReference_data();
+  void gemmMatchesReference();
+  void gemmOnAStream();
+  void biasAndResidual();
+  void gelu();
+  void layernorm();
+  void softmaxCrossEntropy();
+  void optimizers();
+  void gatherScatter();
+  void teachingExperiments();
+};
+
+void TstCudaKernels::registryNamesTheLadder() {
+  const char* names[] = {"naive", "coalesced", "tiled", "tensor-core", "vendor", "vendor-tf32"};
+  QCOMPARE(std::size(kGemmCudaKernels), std::size(names));
+  for (size_t i = 0; i < std::size(names); ++i) {
+    QCOMPARE(QString(kGemmCudaKernels[i].name), QString(names[i]));
+    QVERIFY(gemm_cuda_find(names[i]) == kGemmCudaKernels[i].fn);
+  }
+  QVERIFY(gemm_cuda_find("tensor_core") == nullptr);
+}
+
+void TstCudaKernels::checkMacroNamesTheCall() {
+  REQUIRE_GPU();
+  try {
+    PARALAB_CUDA_CHECK(cudaSetDevice(1 << 20));
+    QFAIL("an invalid device must throw");
+  } catch (const std::runtime_error& e) {
+    const QString what = e.what();
+    QVERIFY2(what.contains("tst_cuda_kernels.cpp:") && what.contains("cudaSetDevice"), e.what());
+  }
+}
+
+void TstCudaKernels::gemmMatchesReference_data() {
+  QTest::addColumn<QString>("kernel");
+  QTest::addColumn<int>("M");
+  QTest::addColumn<int>("N");
+  QTest::addColumn<int>("K");
+  QTest::addColumn<bool>("ta");
+  QTest::addColumn<bool>("tb");
+  QTest::addColumn<float>("alpha");
+  QTest::addColumn<float>("beta");
+  QTest::addColumn<int>("pad");
+  // 1, primes, sizes around the 32-wide and 128-wide block tiles and the 16-deep k tiles.
+  const int sizes[][3] = {{1, 1, 1},    {7, 7, 7},      {33, 17, 5},     {257, 33, 64},
+                          {5, 257, 33}, {130, 260, 300}, {1000, 129, 77}, {256, 384, 512}};
+  const float scalars[][2] = {{0.5f, 2.0f}, {1.0f, 0.0f}, {-1.5f, 1.0f}};
+  for (const GemmCudaKernel& k : kGemmCudaKernels)
+    for (auto& s : sizes)
+      for (int t = 0; t < 4; ++t) {
+        const float* sc = scalars[(t + s[0]) % 3];
+        const int pad = t == 1 ? 3 : 0;
+        QTest::addRow("%s %dx%dx%d ta=%d tb=%d a=%g b=%g pad=%d", k.name, s[0], s[1], s[2], t & 1,
+                      t >> 1, sc[0], sc[1], pad)
+            << QString(k.name) << s[0] << s[1] << s[2] << bool(t & 1) << bool(t >> 1) << sc[0]
+            << sc[1] << pad;
+      }
+}
+
+void TstCudaKernels::gemmMatchesReference() {
+  REQUIRE_GPU();
+  QFETCH(QString, kernel);
+  QFETCH(int, M);
+  QFETCH(int, N);
+  QFETCH(int, K);
+  QFETCH(bool, ta);
+  QFETCH(bool, tb);
+  QFETCH(float, alpha);
+  QFETCH(float, beta);
+  QFETCH(int, pad);
+  static std::map<QString, GemmProblem> cache;
+  const QString key = QString("%1 %2 %3 %4 %5 %6 %7 %8").arg(M).arg(N).arg(K).arg(ta).arg(tb).arg(alpha).arg(beta).arg(pad);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, paralab::test::makeGemmProblem(M, N, K, ta, tb, alpha, beta, pad)).first;
+  const GemmProblem& p = it->second;
+  const GemmCudaKernel* k = nullptr;
+  for (const GemmCudaKernel& x : kGemmCudaKernels)
+    if (kernel == x.name) k = &x;
+  QVERIFY(k);
+  const bool tf32 = QString(k->precision) == "tf32";
+  std::vector<float> C0 = p.C0;
+  if (beta == 0.f)  // beta == 0 must not read C
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C0[size_t(i) * p.ldc + j] = NAN;
+  Dev<float> A(p.A), B(p.B), C(C0);
+  k->fn(ta, tb, M, N, K, alpha, A.p, p.lda, B.p, p.ldb, beta, C.p, p.ldc, nullptr);
+  const std::vector<float> got = C.get();
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < p.ldc; ++j) {
+      const float g = got[size_t(i) * p.ldc + j];
+      if (j >= N) {
+        QVERIFY2(g == p.C0[size_t(i) * p.ldc + j], "wrote into the padding between rows");
+        continue;
+      }
+      const size_t e = size_t(i) * N + j;
+      QVERIFY2(std::abs(g - p.ref[e]) <= p.bound(e, tf32),
+               qPrintable(QString("C(%1, %2) = %3, expected %4 +- %5").arg(i).arg(j).arg(g).arg(p.ref[e]).arg(p.bound(e, tf32))));
+    }
+}
+
+// Every launcher takes a stream; work on a non-blocking stream is done after syncing it.
+void TstCudaKernels::gemmOnAStream() {
+  REQUIRE_GPU();
+  const GemmProblem p = paralab::test::makeGemmProblem(200, 300, 100, false, false, 1.f, 0.f, 0);
+  cudaStream_t s;
+  PARALAB_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (const GemmCudaKernel& k : kGemmCudaKernels) {
+    Dev<float> A(p.A), B(p.B), C(p.C0);
+    k.fn(false, false, p.M, p.N, p.K, 1.f, A.p, p.lda, B.p, p.ldb, 0.f, C.p, p.ldc, s);
+    PARALAB_CUDA_CHECK(cudaStreamSynchronize(s));
+    const std::vector<float> got = C.get();
+    for (size_t e = 0; e < got.size(); ++e)
+      QVERIFY2(std::abs(got[e] - p.ref[e]) <= p.bound(e, QString(k.precision) == "tf32"), k.name);
+  }
+  cudaStreamDestroy(s);
+}
+
+void TstCudaKernels::biasAndResidual() {
+  REQUIRE_GPU();
+  for (auto [rows, cols] : {std::pair{1, 1}, {7, 33}, {300, 257}, {1000, 5}}) {
+    const std::vector<float> y0 = randomVec(size_t(rows) * cols, 1), b0 = randomVec(cols, 2);
+    std::vector<float> y = y0, db(cols, 0.5f);
+    Dev<float> dy(y0), dbias(b0), ddb(db);
+    bias_add(y.data(), b0.data(), rows, cols);
+    bias_add_cuda(dy.p, dbias.p, rows, cols);
+    expectNear(dy.get(), y, 0, 0, "bias_add");  // one add per element: exact
+    bias_backward(db.data(), y0.data(), rows, cols);
+    Dev<float> dgrad(y0);
+    bias_backward_cuda(ddb.p, dgrad.p, rows, cols);
+    // Sums of `rows` terms in another order: fp32 bound rows * 2^-24 * sum |dy| <= rows^2 6e-8.
+    expectNear(ddb.get(), db, 1.2e-7 * rows * rows, 0, "bias_backward");
+    const std::vector<float> x = randomVec(y0.size(), 3);
+    std::vector<float> r = y0;
+    for (size_t i = 0; i < r.size(); ++i) r[i] += x[i];
+    Dev<float> dr(y0), dx(x);
+    residual_add_cuda(dr.p, dx.p, long(r.size()));
+    expectNear(dr.get(), r, 0, 0, "residual_add");
+  }
+}
+
+void TstCudaKernels::gelu() {
+  REQUIRE_GPU();
+  const long n = 100003;
+  const std::vector<float> x = randomVec(n, 4, -6.f, 6.f), dy = randomVec(n, 5);
+  std::vector<float> y(n), dx(n);
+  gelu_forward(y.data(), x.data(), n);
+  gelu_backward(dx.data(), x.data(), dy.data(), n);
+  Dev<float> dX(x), dY(zeros(n)), dDy(dy);
+  gelu_forward_cuda(dY.p, dX.p, n);
+  // The CPU's fp32 GELU uses its own tanh (absolute error ~1e-7), the GPU tanhf: both within
+  // a few ulps of the true value, scaled by |x| <= 6.
+  expectNear(dY.get(), y, 2e-6, 1e-6, "gelu_forward");
+  gelu_backward_cuda(dDy.p, dX.p, dDy.p, n);  // in place, as the MLP calls it
+  expectNear(dDy.get(), dx, 2e-6, 1e-6, "gelu_backward");
+}
+
+void TstCudaKernels::layernorm() {
+  REQUIRE_GPU();
+  for (auto [rows, cols] : {std::pair{1, 1}, {3, 31}, {17, 256}, {64, 1000}}) {
+    const size_t n = size_t(rows) * cols;
+    const std::vector<float> x = randomVec(n, 6, -2.f, 3.f), g = randomVec(cols, 7),
+                             b = randomVec(cols, 8), dy = randomVec(n, 9);
+    std::vector<float> y(n), mean(rows), rstd(rows), dx(n), dg(cols, 0.25f), dbt(cols, -0.5f);
+    layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), g.data(), b.data(), rows, cols);
+    layernorm_backward(dx.data(), dg.data(), dbt.data(), dy.data(), x.data(), mean.data(),
+                       rstd.data(), g.data(), rows, cols);
+    Dev<float> dX(x), dG(g), dB(b), dY(zeros(n)), dMean(mean), dRstd(rstd);
+    layernorm_forward_cuda(dY.p, dMean.p, dRstd.p, dX.p, dG.p, dB.p, rows, cols);
+    // Row sums of `cols` terms in another order: relative error ~ cols * 2^-24 on the sums.
+    const double tol = 2e-7 * (cols + 8);
+    expectNear(dMean.get(), mean, tol, tol, "layernorm mean");
+    expectNear(dRstd.get(), rstd, tol, tol, "layernorm rstd");
+    expectNear(dY.get(), y, 4 * tol, tol, "layernorm y");
+    for (bool inPlace : {false, true}) {  // the MLP passes dx == dy
+      Dev<float> dDy(dy), dDx(zeros(n)), dDg(std::vector<float>(size_t(cols), 0.25f)),
+          dDb(std::vector<float>(cols, -0.5f));
+      float* out = inPlace ? dDy.p : dDx.p;
+      layernorm_backward_cuda(out, dDg.p, dDb.p, dDy.p, dX.p, dMean.p, dRstd.p, dG.p, rows, cols);
+      expectNear(inPlace ? dDy.get() : dDx.get(), dx, 8 * tol, 4 * tol, "layernorm dx");
+      expectNear(dDg.get(), dg, 4e-7 * (rows + 8), 4 * tol, "layernorm dgamma");
+      expectNear(dDb.get(), dbt, 4e-7 * (rows + 8), 4 * tol, "layernorm dbeta");
+    }
+  }
+}
+
+void TstCudaKernels::softmaxCrossEntropy() {
+  REQUIRE_GPU();
+  for (auto [rows, classes] : {std::pair{1, 1}, {5, 10}, {1000, 10}, {33, 1000}, {0, 10}}) {
+    const std::vector<float> z = randomVec(size_t(rows) * classes, 10, -8.f, 8.f);
+    std::vector<int> labels(rows);
+    for (int r = 0; r < rows; ++r) labels[r] = (r * 7 + 3) % classes;
+    const double norm = 2.0 * rows + 1;
+    std::vector<float> dz(z.size());
+    const double loss = softmax_xent(dz.data(), z.data(), labels.data(), rows, classes, norm);
+    const int correct = count_correct(z.data(), labels.data(), rows, classes);
+    Dev<float> dZ(z), dDz(zeros(z.size()));
+    Dev<int> dLabels(labels), dCorrect(std::vector<int>{-1});
+    Dev<double> dLoss(std::vector<double>{-1.0});
+    softmax_xent_cuda(dDz.p, dLoss.p, dCorrect.p, dZ.p, dLabels.p, rows, classes, norm);
+    const double gotLoss = dLoss.get()[0];
+    QVERIFY2(std::abs(gotLoss - loss) <= 1e-5 * (std::abs(loss) + rows),
+             qPrintable(QString("loss GPU %1 CPU %2").arg(gotLoss).arg(loss)));
+    QCOMPARE(dCorrect.get()[0], correct);
+    expectNear(dDz.get(), dz, 1e-6 / norm * classes, 1e-5, "dlogits");
+  }
+  // Ties go to the first arg-max, as std::max_element: row [1, 3, 3] with label 1 is correct.
+  Dev<float> z(std::vector<float>{1, 3, 3}), dz(zeros(3));
+  Dev<int> label(std::vector<int>{1}), correct(std::vector<int>{-1});
+  Dev<double> loss(std::vector<double>{0});
+  softmax_xent_cuda(dz.p, loss.p, correct.p, z.p, label.p, 1, 3, 1.0);
+  QCOMPARE(correct.get()[0], 1);
+}
+
+void TstCudaKernels::optimizers() {
+  REQUIRE_GPU();
+  const long n = 70001;
+  const std::vector<float> p0 = randomVec(n, 11), g = randomVec(n, 12);
+  std::vector<float> p = p0, v(n, 0.f), m(n, 0.f), vv(n, 0.f);
+  Dev<float> dP(p0), dG(g), dV(v);
+  for (int step = 0; step < 3; ++step) {
+    sgd_update(p.data(), g.data(), n, 0.1f);
+    sgd_update_cuda(dP.p, dG.p, n, 0.1f);
+  }
+  expectNear(dP.get(), p, 1e-6, 1e-6, "sgd");
+  p = p0;
+  Dev<float> dP2(p0);
+  for (int step = 0; step < 3; ++step) {
+    momentum_update(p.data(), v.data(), g.data(), n, 0.1f, 0.9f);
+    momentum_update_cuda(dP2.p, dV.p, dG.p, n, 0.1f, 0.9f);
+  }
+  expectNear(dP2.get(), p, 1e-6, 1e-6, "momentum p");
+  expectNear(dV.get(), v, 1e-6, 1e-6, "momentum v");
+  p = p0;
+  Dev<float> dP3(p0), dM(m), dVV(vv);
+  for (long t = 1; t <= 3; ++t) {
+    adam_update(p.data(), m.data(), vv.data(), g.data(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, t);
+    adam_update_cuda(dP3.p, dM.p, dVV.p, dG.p, n, 1e-3f, 0.9f, 0.999f, 1e-8f, t);
+  }
+  // The step lr * mhat / (sqrt(vhat) + eps) is ~lr in size; fused multiply-adds on the GPU
+  // change it in the last bits only.
+  expectNear(dP3.get(), p, 1e-6, 1e-6, "adam p");
+  expectNear(dM.get(), m, 1e-7, 1e-5, "adam m");
+  expectNear(dVV.get(), vv, 1e-9, 1e-5, "adam v");
+}
+
+void TstCudaKernels::gatherScatter() {
+  REQUIRE_GPU();
+  const int srcRows = 50, rows = 173, cols = 37;
+  const std::vector<float> in = randomVec(size_t(srcRows) * cols, 13), w = randomVec(rows, 14);
+  std::vector<int> index(rows);
+  for (int r = 0; r < rows; ++r) index[r] = (r * 31 + 7) % srcRows;  // repeats: 173 rows onto 50
+  std::vector<float> gathered(size_t(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) gathered[size_t(r) * cols + c] = in[size_t(index[r]) * cols + c];
+  Dev<float> dIn(in), dOut(zeros(gathered.size())), dW(w);
+  Dev<int> dIndex(index);
+  gather_rows_cuda(dOut.p, dIn.p, dIndex.p, rows, cols);
+  expectNear(dOut.get(), gathered, 0, 0, "gather_rows");  // copies: exact
+  for (bool weighted : {false, true}) {
+    std::vector<float> acc = in;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        acc[size_t(index[r]) * cols + c] += (weighted ? w[r] : 1.f) * gathered[size_t(r) * cols + c];
+    Dev<float> dAcc(in);
+    scatter_add_rows_cuda(dAcc.p, dOut.p, dIndex.p, weighted ? dW.p : nullptr, rows, cols);
+    // Up to 4 rows meet per destination, added in any order: a few fp32 roundings.
+    expectNear(dAcc.get(), acc, 1e-6, 1e-6, "scatter_add_rows");
+  }
+}
+
+void TstCudaKernels::teachingExperiments() {
+  REQUIRE_GPU();
+  const WarpDivergenceResult d = warp_divergence_experiment(1L << 20, 3);
+  QVERIFY(d.divergentMs > 0 && d.uniformMs > 0);
+  qInfo("warp divergence, %ld threads: branch on thread %.3f ms, on warp %.3f ms, ratio %.2fx",
+        d.elements, d.divergentMs, d.uniformMs, d.slowdown());
+  const CoalescingResult c = coalescing_experiment(1L << 22, 32, 3);
+  QVERIFY(c.coalescedGBs > 0 && c.stridedGBs > 0);
+  qInfo("coalescing, %ld floats: stride 1 %.1f GB/s, stride %d %.1f GB/s", c.elements,
+        c.coalescedGBs, c.stride, c.stridedGBs);
+}
+
+QTEST_GUILESS_MAIN(TstCudaKernels)
+#include "tst_cuda_kernels.moc"
