@@ -3,6 +3,7 @@
 #include "command_line.h"
 
 #include <CLI/CLI.hpp>
+#include <QDir>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +109,9 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   out.configGiven = argc > 1;
   if (out.scripted() && config.steps == 0)
     return fail("steps: --export needs a bounded run (allowed: 1 or more)");
+  // A folder that cannot be made is bad input: say so now, not after minutes of training.
+  if (out.scripted() && !QDir().mkpath(out.exportDir))
+    return fail("export: cannot create folder '" + exportDir + "'");
   if (out.configGiven)
     if (auto err = config.validate()) return fail(*err);
   return std::nullopt;

@@ -38,12 +38,7 @@ QString writeRunConfig(const QString& dir, const RunConfig& config) {
 }  // namespace
 
 int runScripted(MainWindow& window, const CommandLine& commandLine) {
-  const QString dir = commandLine.exportDir;
-  // A folder that cannot be made is bad input: say so before training for minutes.
-  if (!QDir().mkpath(dir)) {
-    printLine(stderr, QObject::tr("export: cannot create folder '%1'").arg(dir));
-    return 2;
-  }
+  const QString dir = commandLine.exportDir;  // made by parseCommandLine
   const RunConfig config = commandLine.config;
   QObject::connect(&window, &MainWindow::runEnded, &window, [&](bool ok, const QString& error) {
     if (!ok) {

@@ -326,6 +326,9 @@ void TestApp::badInputExits2_data() {
       << QByteArray(R"({"dataset": "synthetic"})") << QStringList{"--batch", "0"} << "batch";
   QTest::newRow("unknown flag") << QByteArray(R"({"dataset": "synthetic"})")
                                 << QStringList{"--bogus", "1"} << "bogus";
+  QTest::newRow("export folder") << QByteArray(R"({"dataset": "synthetic"})")
+                                 << QStringList{"--export", "/proc/paralab-cannot-be-made"}
+                                 << "export";
 }
 
 void TestApp::badInputExits2() {
