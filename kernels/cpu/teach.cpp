@@ -34,8 +34,7 @@ double timeCounters(int threads, long increments, std::atomic<long>* const* coun
       std::atomic<long>& c = *counters[t];
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      for (long i = 0; i < increments; ++i)
-        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      for (long i = 0; i < increments; ++i) c.fetch_add(1, std::memory_order_relaxed);
     });
   while (ready.load() < threads) std::this_thread::yield();
   const auto t0 = std::chrono::steady_clock::now();

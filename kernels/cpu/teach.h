@@ -15,8 +15,10 @@ struct FalseSharingResult {
   double slowdown() const { return paddedSeconds > 0 ? packedSeconds / paddedSeconds : 0; }
 };
 
-// Each of `threads` (2..8) threads does `increments` load-add-store updates of its own counter
-// (relaxed atomics, so every update really goes to memory, yet no locked instruction).
+// Each of `threads` (2..8) threads does `increments` atomic increments of its own counter. An
+// atomic add must own the cache line while it runs, so each increment of a shared line waits
+// for the line to come back from the other core. (A plain load-add-store would mostly sit in
+// the store buffer, which drains many updates per visit of the line and hides the effect.)
 FalseSharingResult false_sharing_experiment(long increments = 20'000'000, int threads = 2,
                                             int repeats = 3);
 
