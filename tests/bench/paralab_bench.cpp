@@ -7,6 +7,7 @@
 
 int benchStep(int argc, char** argv);
 int benchGemm(int argc, char** argv);
+int benchTeach(int argc, char** argv);
 int benchDp(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   // Each sub-command parses its own flags, seeing itself as argv[0].
   if (!std::strcmp(what, "step")) return benchStep(argc - 1, argv + 1);
   if (!std::strcmp(what, "gemm")) return benchGemm(argc - 1, argv + 1);
+  if (!std::strcmp(what, "teach")) return benchTeach(argc - 1, argv + 1);
   if (!std::strcmp(what, "dp")) return benchDp(argc - 1, argv + 1);
 #ifndef PARALAB_NO_BENCH_COMM
   if (!std::strcmp(what, "comm")) return benchComm(argc - 1, argv + 1);
