@@ -2,6 +2,8 @@
 // See tests/app/tst_app.cpp (scriptedExport, badConfigExits2) and `paralab --help`.
 #include "command_line.h"
 
+#include "cli/run_options.h"
+
 #include <CLI/CLI.hpp>
 #include <QDir>
 #include <cctype>
@@ -27,16 +29,6 @@ bool hasArgument(int argc, char** argv, std::initializer_list<const char*> names
           (std::strncmp(argv[i], n, std::strlen(n)) == 0 && argv[i][std::strlen(n)] == '='))
         return true;
   return false;
-}
-
-// The --config path, read before the full parse so the flags can then override the file.
-std::string findConfigPath(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--config" && i + 1 < argc) return argv[i + 1];
-    if (a.rfind("--config=", 0) == 0) return a.substr(9);
-  }
-  return "";
 }
 
 }  // namespace
@@ -80,22 +72,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
       ->capture_default_str();
   app.add_option("--export", exportDir, "Run without a window, write every chart into DIR, exit")
       ->option_text("DIR");
-  app.add_option("--model", config.model, "Model: mlp")->capture_default_str();
-  app.add_option("--layers", config.layers, "Residual blocks (1..64)")->capture_default_str();
-  app.add_option("--hidden", config.hidden, "Hidden width H (1..8192)")->capture_default_str();
-  app.add_option("--dataset", config.dataset, "fashion-mnist | synthetic")->capture_default_str();
-  app.add_option("--data-dir", config.dataDir, "Directory of the Fashion-MNIST .gz files")
-      ->option_text("DIR")
-      ->capture_default_str();
-  app.add_option("--batch", config.batch, "Global batch size (1..65536)")->capture_default_str();
-  app.add_option("--lr", config.lr, "Learning rate")->capture_default_str();
-  app.add_option("--optimizer", config.optimizer, "sgd | momentum | adam")->capture_default_str();
-  app.add_option("--seed", config.seed, "Seed of the model, data order and synthetic data")
-      ->capture_default_str();
-  app.add_option("--eval-every", config.evalEvery, "Test accuracy every K steps (0 = never)")
-      ->capture_default_str();
-  app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
-      ->capture_default_str();
+  addRunConfigOptions(app, config);
 
   try {
     app.parse(argc, argv);
@@ -104,6 +81,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + " (see --help)");
   }
+  config.deriveRanks();
   out.exportDir = QString::fromStdString(exportDir);
   // Anything on the command line is a request: check it now rather than in the window.
   out.configGiven = argc > 1;

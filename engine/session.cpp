@@ -4,6 +4,7 @@
 #include "session.h"
 
 #include <atomic>
+#include <deque>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -36,7 +37,8 @@ struct Session::Run {
   bool paused = false;   // wanted state
   int stepsAllowed = 0;  // single steps requested while paused
   bool stopRequested = false;
-  std::vector<StepMetrics> history;
+  std::deque<StepMetrics> history;  // the last kHistorySteps steps
+  int64_t stepsDone = 0;             // all steps, kept or not
   std::unique_ptr<Trainer> trainer;  // kept after the run ends so spans stay readable
 
   std::thread thread;
@@ -62,6 +64,8 @@ struct Session::Run {
         StepMetrics m = trainer->step();  // the work happens outside the lock
         lock.lock();
         history.push_back(std::move(m));
+        ++stepsDone;
+        if (int64_t(history.size()) > kHistorySteps) history.pop_front();  // bounded memory
       }
       state = RunState::Finished;
     } catch (const std::exception& e) {
@@ -150,9 +154,11 @@ Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
   s.error = run->error;
   s.config = run->config;
   s.runId = run->id;
-  s.stepsDone = int64_t(run->history.size());
+  s.stepsDone = run->stepsDone;
+  if (run->trainer) s.parameterCount = run->trainer->parameterCount();
+  const int64_t first = run->stepsDone - int64_t(run->history.size());  // oldest kept
   if (fromStep < s.stepsDone)
-    s.steps.assign(run->history.begin() + std::max<int64_t>(fromStep, 0), run->history.end());
+    s.steps.assign(run->history.begin() + (std::max(fromStep, first) - first), run->history.end());
   if (spanSteps > 0 && run->trainer)
     for (int r = 0; r < run->trainer->localRankCount(); ++r)
       s.spans.push_back(run->trainer->spans(r).since(s.stepsDone - spanSteps + 1));

@@ -25,12 +25,17 @@ struct Snapshot {
   RunConfig config;         // the configuration of this run
   int64_t runId = 0;        // increments with every start()
   int64_t stepsDone = 0;
-  std::vector<StepMetrics> steps;  // steps [from, stepsDone) as asked in snapshot(from)
+  int64_t parameterCount = 0;  // P of the model being trained (0 until it is built)
+  // Steps [from, stepsDone) as asked in snapshot(from); the session keeps the last
+  // kHistorySteps, so a caller that asks for older ones gets the oldest kept onwards.
+  std::vector<StepMetrics> steps;
   std::vector<std::vector<Span>> spans;  // per rank: spans of the last `spanSteps` steps
 };
 
 class Session {
  public:
+  static constexpr int64_t kHistorySteps = 20000;
+
   Session();
   ~Session();  // stops and joins the training thread
   Session(const Session&) = delete;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
+#include "cli/run_options.h"
 #include "config.h"
 #include "cpu/gemm.h"
 #include "platform.h"
@@ -24,17 +25,6 @@ constexpr int kBadInput = 2;
 int fail(const std::string& message) {
   std::fprintf(stderr, "paralab-run: %s\n", message.c_str());
   return kBadInput;
-}
-
-// The value of --config, looked up before the full parse so the file can supply defaults
-// that flags then override.
-std::string findConfigPath(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--config" && i + 1 < argc) return argv[i + 1];
-    if (a.rfind("--config=", 0) == 0) return a.substr(9);
-  }
-  return "";
 }
 
 int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
@@ -113,54 +103,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ParaLab headless engine: trains the MLP and prints per-step metrics."};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win");
-  app.add_option("--model", config.model, "Model: mlp | moe")->capture_default_str();
-  app.add_option("--layers", config.layers, "Residual blocks (1..64)")->capture_default_str();
-  app.add_option("--hidden", config.hidden, "Hidden width H (1..8192)")->capture_default_str();
-  app.add_option("--dataset", config.dataset, "fashion-mnist | synthetic")->capture_default_str();
-  app.add_option("--data-dir", config.dataDir, "Directory of the Fashion-MNIST .gz files")
-      ->capture_default_str();
-  app.add_option("--batch", config.batch, "Global batch size (1..65536)")->capture_default_str();
   app.add_option("--steps", config.steps, "Steps to run")->capture_default_str();
-  app.add_option("--lr", config.lr, "Learning rate")->capture_default_str();
-  app.add_option("--optimizer", config.optimizer, "sgd | momentum | adam")->capture_default_str();
-  app.add_option("--seed", config.seed, "Seed of the model, data order and synthetic data")
-      ->capture_default_str();
-  app.add_option("--eval-every", config.evalEvery, "Test accuracy every K steps (0 = never)")
-      ->capture_default_str();
-  app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
-      ->capture_default_str();
-  app.add_option("--ranks", config.ranks, "Ranks in all (the world) 1..64")->capture_default_str();
-  app.add_option("--dp", config.dp, "Data-parallel degree (default: ranks / (tp x pp))");
-  app.add_option("--tp", config.tp, "Tensor-parallel degree (splits each block's FFN)")->capture_default_str();
-  app.add_option("--pp", config.pp, "Pipeline stages")->capture_default_str();
-  app.add_flag("--sp", config.sp, "Sequence parallelism (with --tp > 1)");
-  app.add_option("--microbatches", config.microbatches, "Pipeline micro-batches per step")->capture_default_str();
-  app.add_option("--schedule", config.schedule, "Pipeline schedule: gpipe | 1f1b")->capture_default_str();
-  app.add_option("--experts", config.experts, "--model moe: experts per block")->capture_default_str();
-  app.add_option("--topk", config.topk, "--model moe: experts each token is routed to")->capture_default_str();
-  app.add_option("--capacity-factor", config.capacityFactor, "--model moe: expert capacity factor")
-      ->capture_default_str();
-  app.add_option("--aux-loss", config.auxLoss, "--model moe: load-balancing loss coefficient (0 = off)")
-      ->capture_default_str();
-  app.add_option("--ep", config.ep, "--model moe: expert-parallel degree (divides dp)")->capture_default_str();
-  app.add_option("--backend", config.backend, "thread (ranks as threads) | mpi (under mpirun)")
-      ->capture_default_str();
-  app.add_option("--strategy", config.strategy,
-                 "sync | ps-sync | ps-async | hogwild | local-sgd | gossip")->capture_default_str();
-  app.add_option("--dp-version", config.dpVersion, "sync: naive | bucket (overlapped)")->capture_default_str();
-  app.add_option("--bucket-mb", config.bucketMb, "sync bucket: gradient bucket size in MiB")->capture_default_str();
-  app.add_option("--zero", config.zero, "ZeRO stage 0 | 1 | 2 | 3 (with --strategy sync)")->capture_default_str();
-  app.add_option("--servers", config.servers, "ps-*: parameter-server shards")->capture_default_str();
-  app.add_option("--sync-every", config.syncEvery, "local-sgd: average every H steps")->capture_default_str();
-  app.add_option("--topology", config.topology, "gossip: ring | random")->capture_default_str();
-  app.add_option("--allreduce", config.allreduce, "All-reduce algorithm: default | ring | naive")
-      ->capture_default_str();
-  app.add_option("--link", config.link, "Emulated interconnect: none | nvlink | pcie | infiniband | ethernet")
-      ->capture_default_str();
-  app.add_option("--timeout", config.timeoutS, "Seconds before a stuck collective aborts the run")
-      ->capture_default_str();
-  app.add_option("--scaling", config.scaling, "strong (--batch is global) | weak (--batch per rank)")
-      ->capture_default_str();
+  addRunConfigOptions(app, config);
   std::string sweep;
   app.add_option("--sweep", sweep,
                  "ranks=1,2,4,8: time --steps steps at each rank count (thread backend); prints "
@@ -177,6 +121,8 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see --help)");
   }
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
+  // Under mpirun the job's size is the world (before --dp/--tp/--pp imply one).
+  if (config.backend == "mpi" && config.ranks == 1 && mpiLaunchSize() > 0) config.ranks = mpiLaunchSize();
   config.deriveRanks();
   if (auto err = config.validate()) return fail(*err);
 
