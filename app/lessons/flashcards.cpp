@@ -1,0 +1,134 @@
+// Flashcard scheduling and its JSON file (see flashcards.h). See tests/lessons/tst_flashcards.cpp.
+#include "flashcards.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+#include <QStandardPaths>
+#include <algorithm>
+#include <cmath>
+
+namespace paralab::lessons {
+
+namespace {
+constexpr double kMinEase = 1.3;
+constexpr double kAgainEase = 0.20, kHardEase = 0.15;
+constexpr int kRelearnMinutes = 10;
+constexpr qint64 kDaySeconds = 24 * 60 * 60;
+}  // namespace
+
+CardState schedule(const CardState& before, Grade grade, const QDateTime& now) {
+  CardState s = before;
+  switch (grade) {
+    case Grade::Again:
+      if (s.reviews > 0) ++s.lapses;
+      s.reviews = 0;
+      s.intervalDays = 0;
+      s.ease = std::max(kMinEase, s.ease - kAgainEase);
+      s.due = now.addSecs(kRelearnMinutes * 60);
+      return s;
+    case Grade::Hard:
+      s.intervalDays = std::max(1.0, std::round(s.intervalDays / 2));
+      s.ease = std::max(kMinEase, s.ease - kHardEase);
+      ++s.reviews;
+      break;
+    case Grade::Good:
+      ++s.reviews;
+      s.intervalDays = s.reviews == 1   ? 1
+                       : s.reviews == 2 ? 6
+                                        : std::round(std::max(1.0, s.intervalDays) * s.ease);
+      break;
+  }
+  s.due = now.addSecs(qint64(s.intervalDays * double(kDaySeconds)));
+  return s;
+}
+
+FlashcardDeck::FlashcardDeck(const QString& path) : m_path(path) { load(); }
+
+QString FlashcardDeck::defaultPath() {
+  return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath("flashcards.json");
+}
+
+QString FlashcardDeck::cardId(const QString& lessonSlug, const QString& question) {
+  const QByteArray h = QCryptographicHash::hash(question.simplified().toUtf8(), QCryptographicHash::Sha1);
+  return lessonSlug + "#" + QString::fromLatin1(h.toHex().left(12));
+}
+
+CardState FlashcardDeck::state(const QString& id) const { return m_states.value(id); }
+
+bool FlashcardDeck::review(const QString& id, Grade grade, const QDateTime& now) {
+  m_states.insert(id, schedule(state(id), grade, now));
+  return save();
+}
+
+QStringList FlashcardDeck::due(const QStringList& ids, const QDateTime& now) const {
+  QList<QPair<QDateTime, QString>> out;
+  for (const QString& id : ids) {
+    const CardState s = state(id);
+    if (!s.due.isValid() || s.due <= now) out.append({s.due, id});
+  }
+  // New cards (invalid due) first in the given order, then the most overdue.
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    if (!a.first.isValid() || !b.first.isValid()) return !a.first.isValid() && b.first.isValid();
+    return a.first < b.first;
+  });
+  QStringList r;
+  for (const auto& p : out) r << p.second;
+  return r;
+}
+
+void FlashcardDeck::reset(const QString& id) {
+  m_states.remove(id);
+  save();
+}
+
+void FlashcardDeck::load() {
+  QFile f(m_path);
+  if (!f.exists()) return;
+  if (!f.open(QIODevice::ReadOnly)) {
+    m_error = m_path + ": " + f.errorString();
+    return;
+  }
+  const QJsonObject cards = QJsonDocument::fromJson(f.readAll()).object().value("cards").toObject();
+  for (auto it = cards.begin(); it != cards.end(); ++it) {
+    const QJsonObject o = it.value().toObject();
+    CardState s;
+    s.intervalDays = o.value("interval_days").toDouble();
+    s.ease = o.value("ease").toDouble(2.5);
+    s.reviews = o.value("reviews").toInt();
+    s.lapses = o.value("lapses").toInt();
+    s.due = QDateTime::fromString(o.value("due").toString(), Qt::ISODate);
+    m_states.insert(it.key(), s);
+  }
+}
+
+bool FlashcardDeck::save() {
+  QJsonObject cards;
+  for (auto it = m_states.begin(); it != m_states.end(); ++it) {
+    const CardState& s = it.value();
+    cards.insert(it.key(), QJsonObject{{"interval_days", s.intervalDays},
+                                       {"ease", s.ease},
+                                       {"reviews", s.reviews},
+                                       {"lapses", s.lapses},
+                                       {"due", s.due.toUTC().toString(Qt::ISODate)}});
+  }
+  QDir().mkpath(QFileInfo(m_path).absolutePath());
+  QSaveFile f(m_path);  // written whole or not at all
+  if (!f.open(QIODevice::WriteOnly)) {
+    m_error = m_path + ": " + f.errorString();
+    return false;
+  }
+  f.write(QJsonDocument(QJsonObject{{"version", 1}, {"cards", cards}}).toJson());
+  if (!f.commit()) {
+    m_error = m_path + ": " + f.errorString();
+    return false;
+  }
+  m_error.clear();
+  return true;
+}
+
+}  // namespace paralab::lessons

@@ -1,0 +1,561 @@
+// Lesson parsing (lesson.md -> Lesson), capability checks, and the values a comparison shows.
+// The format is documented in lessons/README.md; errors name the file and line.
+// See tests/lessons/tst_lesson_format.cpp and tst_lessons.cpp.
+#include "lesson.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <algorithm>
+
+#include "formula.h"
+
+namespace paralab::lessons {
+
+namespace {
+
+// [SECTION] Small helpers.
+
+QStringList parseList(QString v) {
+  v = v.trimmed();
+  if (v.startsWith('[') && v.endsWith(']')) v = v.mid(1, v.size() - 2);
+  QStringList out;
+  for (const QString& s : v.split(',', Qt::SkipEmptyParts))
+    if (!s.trimmed().isEmpty()) out << s.trimmed();
+  return out;
+}
+
+QString trimBlankLines(const QStringList& lines) {
+  int b = 0, e = int(lines.size());
+  while (b < e && lines[b].trimmed().isEmpty()) ++b;
+  while (e > b && lines[e - 1].trimmed().isEmpty()) --e;
+  return lines.mid(b, e - b).join('\n');
+}
+
+// The keys of `o` that are not in `allowed`, as one message ("" when none).
+QString unknownKeys(const QJsonObject& o, std::initializer_list<const char*> allowed) {
+  QStringList bad;
+  for (const QString& k : o.keys()) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || k == QLatin1String(a);
+    if (!ok) bad << "'" + k + "'";
+  }
+  if (bad.isEmpty()) return {};
+  QStringList names;
+  for (const char* a : allowed) names << a;
+  return QString("unknown key %1 (allowed: %2)").arg(bad.join(", "), names.join(", "));
+}
+
+bool isInt(const QJsonValue& v) { return v.isDouble() && v.toDouble() == double(v.toInteger()); }
+
+// [SECTION] The parser.
+
+class LessonParser {
+ public:
+  LessonParser(const QString& text, const QString& slug, const QString& path)
+      : m_lines(text.split('\n')), m_where(path.isEmpty() ? slug + "/lesson.md" : path) {
+    m_lesson.slug = slug;
+    m_lesson.path = path;
+    static const QRegularExpression nn("^(\\d+)-");
+    const auto m = nn.match(slug);
+    if (m.hasMatch()) m_lesson.number = m.captured(1).toInt();
+    for (QString& l : m_lines)
+      if (l.endsWith('\r')) l.chop(1);
+  }
+
+  ParseResult run() {
+    int body = frontMatter();
+    if (body >= 0) this->body(body);
+    ParseResult r;
+    r.errors = m_errors;
+    if (m_errors.isEmpty()) r.lesson = m_lesson;
+    return r;
+  }
+
+ private:
+  enum class Section { Intro, Step, Retrieval, Cards };
+
+  void error(int line, const QString& what) { m_errors << QString("%1:%2: %3").arg(m_where).arg(line).arg(what); }
+
+  // Returns the index of the first body line, or -1 when the front matter is unusable.
+  int frontMatter() {
+    if (m_lines.isEmpty() || m_lines[0].trimmed() != "---") {
+      error(1, "a lesson starts with front matter: a line '---', then title, minutes, objectives, needs, then '---'");
+      return -1;
+    }
+    int i = 1;
+    QString listKey;  // the key whose "  - item" lines follow
+    bool closed = false;
+    for (; i < m_lines.size(); ++i) {
+      const QString raw = m_lines[i];
+      const QString line = raw.trimmed();
+      if (line == "---") {
+        closed = true;
+        ++i;
+        break;
+      }
+      if (line.isEmpty() || line.startsWith('#')) continue;
+      if (line.startsWith("- ")) {
+        if (listKey.isEmpty()) error(i + 1, "a '- item' line must follow 'objectives:' or 'needs:'");
+        else (listKey == "objectives" ? m_lesson.objectives : m_lesson.needs) << line.mid(2).trimmed();
+        continue;
+      }
+      const int colon = line.indexOf(':');
+      if (colon <= 0) {
+        error(i + 1, QString("expected 'key: value' in the front matter, got '%1'").arg(line));
+        continue;
+      }
+      const QString key = line.left(colon).trimmed();
+      const QString value = line.mid(colon + 1).trimmed();
+      listKey.clear();
+      if (key == "title") {
+        m_lesson.title = value;
+      } else if (key == "minutes") {
+        bool ok = false;
+        m_lesson.minutes = value.toInt(&ok);
+        if (!ok || m_lesson.minutes <= 0) error(i + 1, "minutes: expected a positive whole number of minutes");
+      } else if (key == "objectives" || key == "needs") {
+        if (value.isEmpty()) listKey = key;
+        else (key == "objectives" ? m_lesson.objectives : m_lesson.needs) << parseList(value);
+      } else {
+        error(i + 1, QString("unknown front-matter key '%1' (allowed: title, minutes, objectives, needs)").arg(key));
+      }
+    }
+    if (!closed) {
+      error(1, "the front matter is not closed by a line '---'");
+      return -1;
+    }
+    if (m_lesson.title.isEmpty()) error(1, "front matter: 'title' is missing");
+    if (m_lesson.minutes == 0) error(1, "front matter: 'minutes' is missing");
+    if (m_lesson.objectives.isEmpty()) error(1, "front matter: 'objectives' is missing (a list)");
+    checkNeeds(2, m_lesson.needs);
+    return i;
+  }
+
+  void checkNeeds(int line, const QStringList& needs) {
+    static const QRegularExpression re("^(strategy|device):[a-z0-9-]+$");
+    for (const QString& n : needs)
+      if (!re.match(n).hasMatch()) error(line, QString("need '%1' is not 'strategy:NAME' or 'device:NAME'").arg(n));
+  }
+
+  void body(int first) {
+    Section section = Section::Intro;
+    QStringList text;      // Markdown lines of the current intro or step
+    bool wantNeeds = false;  // the line after a step heading may be "needs: ..."
+    Card* card = nullptr;
+    bool inAnswer = false;
+    QString fence;           // the open fence's marker (``` or ~~~), "" when none
+    QString block;           // the kind of the open special block, "" when an ordinary fence
+    int blockLine = 0;
+    QStringList blockLines;
+
+    auto finishText = [&] {
+      if (section == Section::Intro) m_lesson.intro = trimBlankLines(text);
+      else if (section == Section::Step) {
+        m_lesson.steps.last().markdown = trimBlankLines(text);
+        finishStep(m_lesson.steps.last());
+      }
+      text.clear();
+    };
+
+    for (int i = first; i < m_lines.size(); ++i) {
+      const QString& raw = m_lines[i];
+      const QString line = raw.trimmed();
+      const int ln = i + 1;
+      // Inside a fence: collect until it closes.
+      if (!fence.isEmpty()) {
+        if (line == fence) {
+          fence.clear();
+          if (!block.isEmpty()) takeBlock(block, blockLine, blockLines, section);
+          else text << raw;
+          block.clear();
+        } else if (!block.isEmpty()) {
+          blockLines << raw;
+        } else {
+          text << raw;
+        }
+        continue;
+      }
+      if (line.startsWith("```") || line.startsWith("~~~")) {
+        fence = line.left(3);
+        const QString info = line.mid(3).trimmed();
+        static const QStringList kinds = {"experiment", "sweep", "prediction", "compare", "bench"};
+        if (kinds.contains(info)) {
+          block = info;
+          blockLine = ln;
+          blockLines.clear();
+          if (section != Section::Step) error(ln, QString("a ```%1 block belongs inside a '## Step:'").arg(info));
+        } else {
+          text << raw;
+        }
+        wantNeeds = false;
+        continue;
+      }
+      if (raw.startsWith("# ")) {
+        error(ln, "no '# ' headings: the title comes from the front matter; steps are '## Step: title'");
+        continue;
+      }
+      if (raw.startsWith("## ")) {
+        finishText();
+        const QString heading = raw.mid(3).trimmed();
+        card = nullptr;
+        if (heading.startsWith("Step:")) {
+          if (section == Section::Retrieval || section == Section::Cards)
+            error(ln, "steps come before '## Retrieval practice' and '## Flashcards'");
+          section = Section::Step;
+          Step s;
+          s.title = heading.mid(5).trimmed();
+          s.line = ln;
+          if (s.title.isEmpty()) error(ln, "a step needs a title: '## Step: title'");
+          m_lesson.steps << s;
+          wantNeeds = true;
+        } else if (heading == "Retrieval practice") {
+          section = Section::Retrieval;
+        } else if (heading == "Flashcards") {
+          section = Section::Cards;
+        } else {
+          error(ln, QString("'## %1': a '## ' heading is 'Step: title', 'Retrieval practice' or 'Flashcards' "
+                            "(use '### ' inside a step)").arg(heading));
+        }
+        continue;
+      }
+      if (section == Section::Retrieval || section == Section::Cards) {
+        QList<Card>& list = section == Section::Retrieval ? m_lesson.retrieval : m_lesson.cards;
+        if (line.startsWith("Q:")) {
+          list << Card{line.mid(2).trimmed(), QString(), ln};
+          card = &list.last();
+          inAnswer = false;
+        } else if (line.startsWith("A:")) {
+          if (!card || inAnswer) error(ln, "'A:' must follow a 'Q:'");
+          else {
+            card->a = line.mid(2).trimmed();
+            inAnswer = true;
+          }
+        } else if (!line.isEmpty()) {
+          if (!card) error(ln, "text in this section belongs to a 'Q:' or an 'A:'");
+          else {
+            QString& field = inAnswer ? card->a : card->q;
+            field += (field.isEmpty() || field.endsWith('\n') ? "" : "\n") + line;
+          }
+        } else if (card) {
+          QString& field = inAnswer ? card->a : card->q;
+          if (!field.isEmpty() && !field.endsWith("\n\n")) field += "\n\n";
+        }
+        continue;
+      }
+      if (wantNeeds && !line.isEmpty()) {
+        wantNeeds = false;
+        if (line.startsWith("needs:")) {
+          m_lesson.steps.last().needs = parseList(line.mid(6));
+          checkNeeds(ln, m_lesson.steps.last().needs);
+          continue;
+        }
+      }
+      text << raw;
+    }
+    if (!fence.isEmpty()) error(blockLine ? blockLine : int(m_lines.size()), "a fenced block is not closed");
+    finishText();
+    for (QList<Card>* list : {&m_lesson.retrieval, &m_lesson.cards})
+      for (Card& c : *list) {
+        c.q = c.q.trimmed();
+        c.a = c.a.trimmed();
+        if (c.a.isEmpty()) error(c.line, "this 'Q:' has no 'A:'");
+      }
+    if (m_lesson.steps.isEmpty()) error(int(m_lines.size()), "a lesson has at least one '## Step: title'");
+    if (m_lesson.retrieval.isEmpty()) error(int(m_lines.size()), "'## Retrieval practice' with Q:/A: pairs is missing");
+    if (m_lesson.cards.isEmpty()) error(int(m_lines.size()), "'## Flashcards' with Q:/A: pairs is missing");
+  }
+
+  void takeBlock(const QString& kind, int line, const QStringList& lines, Section section) {
+    if (section != Section::Step) return;  // reported when the fence opened
+    Step& step = m_lesson.steps.last();
+    QJsonParseError pe;
+    const QByteArray bytes = lines.join('\n').toUtf8();
+    const QJsonDocument doc = QJsonDocument::fromJson(bytes, &pe);
+    if (pe.error != QJsonParseError::NoError || !doc.isObject()) {
+      const int at = pe.error != QJsonParseError::NoError ? int(bytes.left(pe.offset).count('\n')) + 1 : 1;
+      error(line + at, QString("%1: not a JSON object (%2)")
+                           .arg(kind, pe.error != QJsonParseError::NoError ? pe.errorString() : "expected { ... }"));
+      return;
+    }
+    const QJsonObject o = doc.object();
+    auto dup = [&](bool present) {
+      if (present) error(line, QString("a step has at most one ```%1 block").arg(kind));
+      return present;
+    };
+    auto bad = [&](const QString& what) { error(line, kind + ": " + what); };
+    if (kind == "experiment") {
+      if (dup(step.experiment.has_value())) return;
+      step.experiment = o;
+    } else if (kind == "sweep") {
+      if (dup(step.sweep.has_value())) return;
+      if (const QString u = unknownKeys(o, {"ranks", "steps", "warmup"}); !u.isEmpty()) bad(u);
+      Sweep s;
+      s.line = line;
+      for (const QJsonValue& v : o.value("ranks").toArray()) {
+        if (!isInt(v) || v.toInt() < 1) bad("'ranks' holds whole numbers of ranks, 1 or more");
+        s.ranks << v.toInt();
+      }
+      if (s.ranks.isEmpty()) bad("'ranks' is missing: a list such as [1, 2, 4, 8]");
+      if (!std::is_sorted(s.ranks.begin(), s.ranks.end())) bad("'ranks' must be in increasing order");
+      s.steps = o.value("steps").toInt(s.steps);
+      s.warmup = o.value("warmup").toInt(s.warmup);
+      if (s.steps < 1 || s.warmup < 0) bad("'steps' must be 1 or more and 'warmup' 0 or more");
+      step.sweep = s;
+    } else if (kind == "prediction") {
+      if (dup(step.prediction.has_value())) return;
+      if (const QString u = unknownKeys(o, {"ask", "formula", "inputs", "unit", "reasoning", "expect"}); !u.isEmpty())
+        bad(u);
+      Prediction p;
+      p.line = line;
+      p.ask = o.value("ask").toString();
+      p.formula = o.value("formula").toString();
+      p.inputs = o.value("inputs").toObject();
+      p.unit = o.value("unit").toString();
+      p.reasoning = o.value("reasoning").toString();
+      if (o.contains("expect")) {
+        if (!o.value("expect").isDouble()) bad("'expect' is the number the text states");
+        p.expect = o.value("expect").toDouble();
+      }
+      if (p.ask.isEmpty()) bad("'ask' is missing: the question the learner answers with a number");
+      if (!o.contains("unit") || !o.value("unit").isString()) bad("'unit' is missing (\"\" for a pure number)");
+      const Formula f(p.formula);
+      if (p.formula.isEmpty()) bad("'formula' is missing");
+      else if (!f.isValid()) bad("formula '" + p.formula + "': " + f.error());
+      for (const QString& v : f.variables())
+        if (!p.inputs.contains(v)) bad(QString("formula uses '%1' but 'inputs' does not give it").arg(v));
+      for (const QString& k : p.inputs.keys()) {
+        const QJsonValue v = p.inputs.value(k);
+        if (!v.isDouble() && !(v.isString() && v.toString().startsWith('$')))
+          bad(QString("input '%1' is a number or \"$flag\" (a key of the step's experiment)").arg(k));
+        if (f.isValid() && !f.variables().contains(k)) bad(QString("input '%1' is not used by the formula").arg(k));
+      }
+      step.prediction = p;
+    } else if (kind == "compare") {
+      if (dup(step.compare.has_value())) return;
+      if (const QString u = unknownKeys(o, {"metric", "over", "warmup", "unit", "explain"}); !u.isEmpty()) bad(u);
+      Compare c;
+      c.line = line;
+      c.metric = o.value("metric").toString();
+      c.over = o.value("over").toString("last");
+      c.warmup = o.value("warmup").toInt(c.warmup);
+      c.unit = o.value("unit").toString();
+      c.explain = o.value("explain").toString();
+      const Formula f(c.metric);
+      if (c.metric.isEmpty()) bad("'metric' is missing (a metric of lessons/reference/metrics.md)");
+      else if (!f.isValid()) bad("metric '" + c.metric + "': " + f.error());
+      if (c.over != "first" && c.over != "last" && c.over != "median" && c.over != "mean")
+        bad("'over' is one of first, last, median, mean");
+      if (c.explain.isEmpty()) bad("'explain' is missing: why prediction and measurement differ");
+      step.compare = c;
+    } else if (kind == "bench") {
+      if (dup(step.bench.has_value())) return;
+      if (const QString u = unknownKeys(o, {"program", "args"}); !u.isEmpty()) bad(u);
+      Bench b;
+      b.line = line;
+      b.program = o.value("program").toString();
+      for (const QJsonValue& v : o.value("args").toArray()) b.args << v.toVariant().toString();
+      if (b.program.isEmpty()) bad("'program' is missing (a paralab-bench table: gemm, teach, comm, ...)");
+      step.bench = b;
+    }
+  }
+
+  // Checks that need the whole step: references into its experiment.
+  void finishStep(const Step& s) {
+    if (s.prediction) {
+      for (const QString& k : s.prediction->inputs.keys()) {
+        const QJsonValue v = s.prediction->inputs.value(k);
+        if (!v.isString()) continue;
+        const QString flag = v.toString().mid(1);
+        if (!s.experiment || !s.experiment->value(flag).isDouble())
+          error(s.prediction->line, QString("prediction: input '%1' reads '%2' but the step's experiment gives no "
+                                            "number for it").arg(k, flag));
+      }
+    }
+    if (s.compare && !s.experiment) error(s.compare->line, "compare: a comparison needs the step's ```experiment");
+    if (s.compare && !s.prediction) error(s.compare->line, "compare: a comparison needs the step's ```prediction");
+    if (s.sweep && !s.experiment) error(s.sweep->line, "sweep: a sweep needs the step's ```experiment as its base");
+  }
+
+  QStringList m_lines;
+  QString m_where;
+  Lesson m_lesson;
+  QStringList m_errors;
+};
+
+}  // namespace
+
+ParseResult parseLesson(const QString& text, const QString& slug, const QString& path) {
+  return LessonParser(text, slug, path).run();
+}
+
+ParseResult loadLesson(const QString& lessonDir) {
+  const QString path = QDir(lessonDir).filePath("lesson.md");
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    ParseResult r;
+    r.errors << path + ": cannot be read (" + f.errorString() + ")";
+    return r;
+  }
+  return parseLesson(QString::fromUtf8(f.readAll()), QDir(lessonDir).dirName(), path);
+}
+
+LibraryResult loadLessons(const QString& lessonsRoot) {
+  LibraryResult out;
+  const QDir root(lessonsRoot);
+  const QStringList dirs = root.entryList({"[0-9][0-9]-*"}, QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+  if (dirs.isEmpty()) out.errors << lessonsRoot + ": no lesson directories (NN-slug) found";
+  for (const QString& d : dirs) {
+    ParseResult r = loadLesson(root.filePath(d));
+    out.errors << r.errors;
+    if (r.lesson) out.lessons << *r.lesson;
+  }
+  return out;
+}
+
+// [SECTION] Capabilities.
+
+QStringList missingNeeds(const QStringList& needs, const QStringList& available) {
+  QStringList out;
+  for (const QString& n : needs)
+    if (!available.contains(n) && !out.contains(n)) out << n;
+  return out;
+}
+
+QString describeMissing(const QString& need) {
+  const QString kind = need.section(':', 0, 0), name = need.section(':', 1);
+  if (need == "device:cuda")
+    return "needs a CUDA GPU: this machine has none the engine can use (no GPU, no driver, or a build without CUDA)";
+  if (kind == "strategy")
+    return QString("needs the engine's '%1' strategy, which this build does not have yet (coming)").arg(name);
+  return QString("needs '%1', which this build does not offer").arg(need);
+}
+
+QStringList allNeeds(const Lesson& lesson) {
+  QStringList out = lesson.needs;
+  for (const Step& s : lesson.steps)
+    for (const QString& n : s.needs)
+      if (!out.contains(n)) out << n;
+  return out;
+}
+
+// [SECTION] Predictions and comparisons.
+
+QHash<QString, double> resolvedInputs(const Prediction& p, const QJsonObject& experiment, QString* error) {
+  QHash<QString, double> vars;
+  for (const QString& k : p.inputs.keys()) {
+    const QJsonValue v = p.inputs.value(k);
+    if (v.isDouble()) {
+      vars.insert(k, v.toDouble());
+    } else {
+      const QString flag = v.toString().mid(1);
+      const QJsonValue e = experiment.value(flag);
+      if (e.isDouble()) vars.insert(k, e.toDouble());
+      else if (error) *error = QString("input '%1': the experiment gives no number for '%2'").arg(k, flag);
+    }
+  }
+  return vars;
+}
+
+std::optional<double> referenceValue(const Prediction& p, const QJsonObject& experiment, QString* error) {
+  QString inputError;
+  const auto vars = resolvedInputs(p, experiment, &inputError);
+  if (!inputError.isEmpty()) {
+    if (error) *error = inputError;
+    return std::nullopt;
+  }
+  return Formula(p.formula).evaluate(vars, error);
+}
+
+std::optional<double> metricAt(const QJsonObject& root, const QString& path) {
+  QJsonValue cur = root;
+  int i = 0;
+  const int n = int(path.size());
+  while (i < n) {
+    if (path[i] == '.') ++i;
+    int j = i;
+    while (j < n && path[j] != '.' && path[j] != '[') ++j;
+    if (j > i) {
+      if (!cur.isObject()) return std::nullopt;
+      cur = cur.toObject().value(path.mid(i, j - i));
+      if (cur.isUndefined()) return std::nullopt;
+    }
+    i = j;
+    while (i < n && path[i] == '[') {
+      const int close = int(path.indexOf(']', i));
+      if (close < 0 || !cur.isArray()) return std::nullopt;
+      const QString sel = path.mid(i + 1, close - i - 1);
+      const QJsonArray a = cur.toArray();
+      const int eq = int(sel.indexOf('='));
+      if (eq < 0) {
+        bool ok = false;
+        const int idx = sel.toInt(&ok);
+        if (!ok || idx < 0 || idx >= a.size()) return std::nullopt;
+        cur = a.at(idx);
+      } else {
+        const QString key = sel.left(eq), want = sel.mid(eq + 1);
+        bool found = false;
+        for (const QJsonValue& e : a) {
+          const QJsonValue k = e.toObject().value(key);
+          const QString have = k.isDouble() ? QString::number(k.toDouble(), 'g', 15) : k.toString();
+          if (!k.isUndefined() && have == want) {
+            cur = e;
+            found = true;
+            break;
+          }
+        }
+        if (!found) return std::nullopt;
+      }
+      i = close + 1;
+    }
+  }
+  if (cur.isDouble()) return cur.toDouble();
+  if (cur.isBool()) return cur.toBool() ? 1.0 : 0.0;
+  return std::nullopt;
+}
+
+namespace {
+std::optional<double> evalOn(const Formula& f, const QJsonObject& o, QString* error) {
+  return f.evaluate([&o](const QString& name) { return metricAt(o, name); }, error);
+}
+}  // namespace
+
+std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& steps, QString* error) {
+  const Formula f(c.metric);
+  if (steps.isEmpty()) {
+    if (error) *error = "the run has no steps yet";
+    return std::nullopt;
+  }
+  if (c.over == "first") return evalOn(f, steps.first(), error);
+  if (c.over == "last") return evalOn(f, steps.last(), error);
+  const int from = steps.size() > c.warmup ? c.warmup : 0;
+  std::vector<double> values;
+  for (int i = from; i < steps.size(); ++i) {
+    const auto v = evalOn(f, steps[i], error);
+    if (!v) return std::nullopt;
+    values.push_back(*v);
+  }
+  if (c.over == "mean") {
+    double s = 0;
+    for (double v : values) s += v;
+    return s / double(values.size());
+  }
+  std::sort(values.begin(), values.end());
+  const size_t m = values.size() / 2;
+  return values.size() % 2 ? values[m] : (values[m - 1] + values[m]) / 2;
+}
+
+std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep, QString* error) {
+  return evalOn(Formula(c.metric), sweep, error);
+}
+
+QStringList glossaryReferences(const QString& markdown) {
+  static const QRegularExpression re("\\[\\[([^\\]|]+)(?:\\|[^\\]]*)?\\]\\]");
+  QStringList out;
+  for (auto it = re.globalMatch(markdown); it.hasNext();) out << it.next().captured(1).trimmed();
+  return out;
+}
+
+}  // namespace paralab::lessons

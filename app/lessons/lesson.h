@@ -1,0 +1,130 @@
+// Lesson: one lessons/NN-slug/lesson.md parsed into its front matter, steps (text, experiment,
+// sweep, prediction, comparison, benchmark), retrieval practice and flashcards. The format is
+// documented in lessons/README.md. QtCore only. See tests/lessons/tst_lesson_format.cpp.
+#pragma once
+#include <QHash>
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+#include <QStringList>
+#include <optional>
+
+namespace paralab::lessons {
+
+// What the learner predicts before running, and the reference formula that gives it.
+struct Prediction {
+  QString ask;        // the question put to the learner
+  QString formula;    // reference formula over `inputs` (formula.h's language)
+  QJsonObject inputs; // name -> number, or "$flag": the value of that key in the step's experiment
+  QString unit;       // of the predicted value ("×", "bytes", "ms", ...; "" for a pure number)
+  QString reasoning;  // optional: the words behind the formula, shown with the reference value
+  std::optional<double> expect;  // the value the text states, rounded as written (checked by tests)
+  int line = 0;
+};
+
+// What the comparison after the run shows as "measured": an expression over metric paths
+// (lessons/reference/metrics.md) of the run's step JSON or, when the step has a sweep, of the
+// sweep's JSON.
+struct Compare {
+  QString metric;   // e.g. "samples_per_s", "ranks[0].bytes_sent / 2^20", "points[ranks=8].speedup"
+  QString over = "last";  // first | last step, or median | mean over the steps after `warmup`
+  int warmup = 2;         // steps left out of median / mean (the first steps are slow)
+  QString unit;
+  QString explain;  // why prediction, reference and measurement differ
+  int line = 0;
+};
+
+// A scaling sweep of the step's experiment: the same run at each rank count.
+struct Sweep {
+  QList<int> ranks;
+  int steps = 10;   // timed steps per point (median)
+  int warmup = 2;   // untimed steps before them
+  int line = 0;
+};
+
+// A benchmark table the learner runs with paralab-bench (e.g. the GEMM ladder).
+struct Bench {
+  QString program;   // paralab-bench sub-command: gemm, teach, comm, step, ...
+  QStringList args;  // its flags
+  int line = 0;
+};
+
+struct Step {
+  QString title;
+  QString markdown;   // the step's text, without the blocks above and its needs line
+  QStringList needs;  // capabilities this step needs beyond the lesson's (e.g. device:cuda)
+  std::optional<QJsonObject> experiment;  // keys: paralab-run's flag names (engine/config.cpp)
+  std::optional<Sweep> sweep;
+  std::optional<Prediction> prediction;
+  std::optional<Compare> compare;
+  std::optional<Bench> bench;
+  int line = 0;  // of its heading, 1-based
+};
+
+struct Card {
+  QString q, a;
+  int line = 0;
+};
+
+struct Lesson {
+  QString path;   // the lesson.md it came from
+  QString slug;   // its directory name, e.g. "02-amdahl"; the key of progress and cards
+  int number = 0; // NN of the directory name
+  QString title;
+  QStringList objectives;
+  int minutes = 0;
+  QStringList needs;  // capabilities, e.g. strategy:sync, strategy:model-parallel, device:cuda
+  QString intro;      // Markdown before the first step
+  QList<Step> steps;
+  QList<Card> retrieval;  // answered in writing before the model answer is shown
+  QList<Card> cards;      // flashcards (flashcards.h schedules them)
+};
+
+struct ParseResult {
+  std::optional<Lesson> lesson;
+  QStringList errors;  // "lesson.md:12: prediction: 'formula' is missing", ...
+};
+
+// Parses the text of one lesson.md; `slug` is its directory name.
+ParseResult parseLesson(const QString& text, const QString& slug, const QString& path = {});
+// Reads and parses <dir>/lesson.md.
+ParseResult loadLesson(const QString& lessonDir);
+// Every lessons/NN-*/lesson.md under `lessonsRoot`, in order of NN; errors of all of them.
+struct LibraryResult {
+  QList<Lesson> lessons;
+  QStringList errors;
+};
+LibraryResult loadLessons(const QString& lessonsRoot);
+
+// [SECTION] Capabilities. A need is "kind:name"; the app gathers what the engine offers
+// (engine_bridge.h: strategy:<name> for every row of the strategy table, device:cpu,
+// device:cuda when a GPU is usable). A lesson or step whose needs are not all offered is
+// "coming": shown, not run.
+QStringList missingNeeds(const QStringList& needs, const QStringList& available);
+// One line a learner can read: why this need is not met here.
+QString describeMissing(const QString& need);
+// The lesson's own needs and those of all its steps.
+QStringList allNeeds(const Lesson& lesson);
+
+// [SECTION] Predictions and comparisons.
+// The reference value of a prediction: its formula over its inputs ("$flag" inputs read from
+// `experiment`). nullopt with `error` naming the problem.
+std::optional<double> referenceValue(const Prediction& p, const QJsonObject& experiment,
+                                     QString* error = nullptr);
+// The input values after resolving "$flag" references (for display beside the formula).
+QHash<QString, double> resolvedInputs(const Prediction& p, const QJsonObject& experiment,
+                                      QString* error = nullptr);
+// A number at a metric path in a JSON object: "loss", "ranks[0].mem.params",
+// "points[ranks=8].speedup" (an array element chosen by a field's value). Booleans count as 0/1.
+std::optional<double> metricAt(const QJsonObject& root, const QString& path);
+// The measured value of a comparison: over a run's step objects (each as `paralab-run --json`
+// prints it), or over a sweep's object when `sweep` is given.
+std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& steps,
+                                    QString* error = nullptr);
+std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,
+                                    QString* error = nullptr);
+
+// Glossary references written [[term]] or [[term|shown words]] in a text, in order.
+QStringList glossaryReferences(const QString& markdown);
+
+}  // namespace paralab::lessons

@@ -1,0 +1,99 @@
+// Lesson progress and its JSON file (see progress.h). See tests/lessons/tst_progress.cpp.
+#include "progress.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+#include <QStandardPaths>
+#include <algorithm>
+
+namespace paralab::lessons {
+
+Progress::Progress(const QString& path) : m_path(path) { load(); }
+
+QString Progress::defaultPath() {
+  return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath("progress.json");
+}
+
+LessonProgress Progress::lesson(const QString& slug) const { return m_lessons.value(slug); }
+
+bool Progress::reachStep(const QString& slug, int step) {
+  LessonProgress& p = m_lessons[slug];
+  p.stepReached = std::max(p.stepReached, step);
+  return save();
+}
+
+bool Progress::complete(const QString& slug, const QDateTime& when) {
+  LessonProgress& p = m_lessons[slug];
+  if (!p.completed) p.completedAt = when.toUTC();
+  p.completed = true;
+  return save();
+}
+
+bool Progress::setPrediction(const QString& slug, int step, double value) {
+  m_lessons[slug].predictions.insert(step, value);
+  return save();
+}
+
+bool Progress::setAnswer(const QString& slug, int question, const QString& text) {
+  m_lessons[slug].answers.insert(question, text);
+  return save();
+}
+
+bool Progress::resetLesson(const QString& slug) {
+  m_lessons.remove(slug);
+  return save();
+}
+
+void Progress::load() {
+  QFile f(m_path);
+  if (!f.exists()) return;
+  if (!f.open(QIODevice::ReadOnly)) {
+    m_error = m_path + ": " + f.errorString();
+    return;
+  }
+  const QJsonObject lessons = QJsonDocument::fromJson(f.readAll()).object().value("lessons").toObject();
+  for (auto it = lessons.begin(); it != lessons.end(); ++it) {
+    const QJsonObject o = it.value().toObject();
+    LessonProgress p;
+    p.stepReached = o.value("step_reached").toInt();
+    p.completed = o.value("completed").toBool();
+    p.completedAt = QDateTime::fromString(o.value("completed_at").toString(), Qt::ISODate);
+    const QJsonObject preds = o.value("predictions").toObject();
+    for (auto pi = preds.begin(); pi != preds.end(); ++pi) p.predictions.insert(pi.key().toInt(), pi.value().toDouble());
+    const QJsonObject answers = o.value("answers").toObject();
+    for (auto ai = answers.begin(); ai != answers.end(); ++ai) p.answers.insert(ai.key().toInt(), ai.value().toString());
+    m_lessons.insert(it.key(), p);
+  }
+}
+
+bool Progress::save() {
+  QJsonObject lessons;
+  for (auto it = m_lessons.begin(); it != m_lessons.end(); ++it) {
+    const LessonProgress& p = it.value();
+    QJsonObject preds, answers;
+    for (auto pi = p.predictions.begin(); pi != p.predictions.end(); ++pi) preds.insert(QString::number(pi.key()), pi.value());
+    for (auto ai = p.answers.begin(); ai != p.answers.end(); ++ai) answers.insert(QString::number(ai.key()), ai.value());
+    QJsonObject o{{"step_reached", p.stepReached}, {"completed", p.completed}, {"predictions", preds}, {"answers", answers}};
+    if (p.completedAt.isValid()) o.insert("completed_at", p.completedAt.toUTC().toString(Qt::ISODate));
+    lessons.insert(it.key(), o);
+  }
+  QDir().mkpath(QFileInfo(m_path).absolutePath());
+  QSaveFile f(m_path);  // written whole or not at all: a crash never leaves half a file
+  if (!f.open(QIODevice::WriteOnly)) {
+    m_error = m_path + ": " + f.errorString();
+    return false;
+  }
+  f.write(QJsonDocument(QJsonObject{{"version", 1}, {"lessons", lessons}}).toJson());
+  if (!f.commit()) {
+    m_error = m_path + ": " + f.errorString();
+    return false;
+  }
+  m_error.clear();
+  return true;
+}
+
+}  // namespace paralab::lessons

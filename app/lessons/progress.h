@@ -1,0 +1,47 @@
+// Progress: how far the learner got in each lesson (step reached, completion, their predictions
+// and written answers), kept per user in a JSON file (default: progress.json under
+// QStandardPaths::AppDataLocation) that is rewritten whole on every change.
+// See tests/lessons/tst_progress.cpp.
+#pragma once
+#include <QDateTime>
+#include <QHash>
+#include <QMap>
+#include <QString>
+
+namespace paralab::lessons {
+
+struct LessonProgress {
+  int stepReached = 0;            // 0-based index of the furthest step opened
+  bool completed = false;
+  QDateTime completedAt;          // UTC, when first completed
+  QMap<int, double> predictions;  // step index -> the number the learner predicted
+  QMap<int, QString> answers;     // retrieval question index -> what the learner wrote
+};
+
+class Progress {
+ public:
+  explicit Progress(const QString& path = defaultPath());  // reads the file when it exists
+  static QString defaultPath();  // <AppDataLocation>/progress.json
+
+  LessonProgress lesson(const QString& slug) const;  // empty progress when never opened
+
+  // Each records and writes the file; false when it cannot be written (error() says why).
+  bool reachStep(const QString& slug, int step);  // keeps the furthest step
+  bool complete(const QString& slug, const QDateTime& when = QDateTime::currentDateTimeUtc());
+  bool setPrediction(const QString& slug, int step, double value);
+  bool setAnswer(const QString& slug, int question, const QString& text);
+  bool resetLesson(const QString& slug);
+
+  bool save();
+  QString path() const { return m_path; }
+  QString error() const { return m_error; }
+
+ private:
+  void load();
+
+  QString m_path;
+  QString m_error;
+  QHash<QString, LessonProgress> m_lessons;
+};
+
+}  // namespace paralab::lessons

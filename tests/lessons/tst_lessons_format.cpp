@@ -1,0 +1,220 @@
+// The lesson.md format (lessons/README.md): a small lesson parsed field by field, each kind of
+// mistake reported with its line, capabilities, metric paths and comparisons.
+// Run: ctest -R tst_lessons_format.
+#include <QJsonArray>
+#include <QtTest>
+
+#include "lesson.h"
+
+using namespace paralab::lessons;
+
+static const char* kLesson = R"LESSON(---
+title: A tiny lesson
+minutes: 5
+objectives:
+  - Predict a speedup
+  - Measure it
+needs: [strategy:sync]
+---
+
+Welcome. This is the introduction.
+
+## Step: Run it
+needs: device:cuda
+
+Some text about an [[all-reduce]] and [[ZeRO|sharding]].
+
+```experiment
+{"ranks": 4, "hidden": 64, "steps": 20}
+```
+
+```prediction
+{
+  "ask": "Speedup at N ranks?",
+  "formula": "1 / ((1 - p) + p / N)",
+  "inputs": {"p": 0.95, "N": "$ranks"},
+  "unit": "×",
+  "expect": 3.5
+}
+```
+
+```compare
+{"metric": "samples_per_s / 2", "over": "median", "warmup": 1, "unit": "samples/s", "explain": "Because."}
+```
+
+```text
+## not a heading inside a fence
+```
+
+## Step: Sweep it
+
+```experiment
+{"hidden": 64}
+```
+
+```sweep
+{"ranks": [1, 2, 4], "steps": 3, "warmup": 1}
+```
+
+```bench
+{"program": "gemm", "args": ["--sizes", "256"]}
+```
+
+## Retrieval practice
+
+Q: Why?
+A: Because
+of reasons.
+
+Q: Second
+question?
+
+A: Answer.
+
+## Flashcards
+
+Q: Card?
+A: Yes.
+)LESSON";
+
+class TestLessonFormat : public QObject {
+  Q_OBJECT
+ private slots:
+  void parsesEveryField() {
+    const ParseResult r = parseLesson(kLesson, "07-tiny");
+    QVERIFY2(r.errors.isEmpty(), qPrintable(r.errors.join('\n')));
+    const Lesson& l = *r.lesson;
+    QCOMPARE(l.number, 7);
+    QCOMPARE(l.title, QString("A tiny lesson"));
+    QCOMPARE(l.minutes, 5);
+    QCOMPARE(l.objectives, QStringList({"Predict a speedup", "Measure it"}));
+    QCOMPARE(l.needs, QStringList{"strategy:sync"});
+    QCOMPARE(l.intro, QString("Welcome. This is the introduction."));
+    QCOMPARE(l.steps.size(), 2);
+
+    const Step& s = l.steps[0];
+    QCOMPARE(s.title, QString("Run it"));
+    QCOMPARE(s.line, 12);
+    QCOMPARE(s.needs, QStringList{"device:cuda"});
+    QVERIFY(s.markdown.startsWith("Some text about"));
+    QVERIFY(s.markdown.contains("## not a heading inside a fence"));
+    QVERIFY(!s.markdown.contains("experiment"));
+    QCOMPARE(s.experiment->value("ranks").toInt(), 4);
+    QCOMPARE(s.prediction->ask, QString("Speedup at N ranks?"));
+    QCOMPARE(s.prediction->unit, QString("×"));
+    QCOMPARE(*s.prediction->expect, 3.5);
+    QCOMPARE(s.compare->over, QString("median"));
+    QCOMPARE(s.compare->warmup, 1);
+    QCOMPARE(glossaryReferences(s.markdown), QStringList({"all-reduce", "ZeRO"}));
+
+    QString error;
+    const auto ref = referenceValue(*s.prediction, *s.experiment, &error);
+    QVERIFY2(ref, qPrintable(error));
+    QCOMPARE(QString::number(*ref, 'f', 1), QString("3.5"));  // 1 / (0.05 + 0.95/4) = 3.48
+
+    const Step& t = l.steps[1];
+    QCOMPARE(t.sweep->ranks, QList<int>({1, 2, 4}));
+    QCOMPARE(t.sweep->steps, 3);
+    QCOMPARE(t.bench->program, QString("gemm"));
+    QCOMPARE(t.bench->args, QStringList({"--sizes", "256"}));
+
+    QCOMPARE(l.retrieval.size(), 2);
+    QCOMPARE(l.retrieval[0].a, QString("Because\nof reasons."));
+    QCOMPARE(l.retrieval[1].q, QString("Second\nquestion?"));
+    QCOMPARE(l.cards.size(), 1);
+    QCOMPARE(l.cards[0].q, QString("Card?"));
+    QCOMPARE(allNeeds(l), QStringList({"strategy:sync", "device:cuda"}));
+  }
+
+  void mistakesNameTheLine_data() {
+    QTest::addColumn<QString>("from");
+    QTest::addColumn<QString>("to");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("no front matter") << "---\ntitle" << "title" << "07-tiny/lesson.md:1: a lesson starts with front matter";
+    QTest::newRow("unknown key") << "minutes: 5" << "minutes: 5\nauthor: x" << ":4: unknown front-matter key 'author'";
+    QTest::newRow("bad minutes") << "minutes: 5" << "minutes: soon" << ":3: minutes: expected a positive";
+    QTest::newRow("bad need") << "[strategy:sync]" << "[sync]" << "need 'sync' is not";
+    QTest::newRow("bad heading") << "## Step: Sweep it" << "## Sweep it" << ":39: '## Sweep it': a '## ' heading is";
+    QTest::newRow("h1") << "Welcome." << "# Welcome" << ":10: no '# ' headings";
+    QTest::newRow("bad json") << "\"steps\": 20}" << "\"steps\": 20" << ":18: experiment: not a JSON object";
+    QTest::newRow("formula error") << "p / N)\"" << "p / N\"" << "prediction: formula '1 / ((1 - p) + p / N': position 21: expected ')' to close the '(' at position 5";
+    QTest::newRow("missing input") << "\"N\": \"$ranks\"}" << "\"M\": 3}" << "formula uses 'N' but 'inputs' does not give it";
+    QTest::newRow("unused input") << "\"N\": \"$ranks\"}" << "\"N\": 3, \"q\": 1}" << "input 'q' is not used";
+    QTest::newRow("bad reference") << "\"$ranks\"" << "\"$layers\"" << "input 'N' reads 'layers' but the step's experiment gives no number";
+    QTest::newRow("typo key") << "\"unit\": \"×\"" << "\"units\": \"×\"" << "unknown key 'units'";
+    QTest::newRow("no explain") << ", \"explain\": \"Because.\"" << "" << "compare: 'explain' is missing";
+    QTest::newRow("bad over") << "\"median\"" << "\"max\"" << "'over' is one of first, last, median, mean";
+    QTest::newRow("sweep order") << "[1, 2, 4]" << "[4, 2]" << "sweep: 'ranks' must be in increasing order";
+    QTest::newRow("block outside step") << "Welcome." << "```experiment\n{}\n```" << "belongs inside a '## Step:'";
+    QTest::newRow("duplicate block") << "## Step: Sweep it\n\n```experiment" << "```experiment\n{}\n```\n## Step: Sweep it\n\n```experiment" << "at most one ```experiment";
+    QTest::newRow("answerless card") << "A: Yes." << "" << "this 'Q:' has no 'A:'";
+    QTest::newRow("stray text") << "Q: Card?" << "Stray.\nQ: Card?" << "belongs to a 'Q:' or an 'A:'";
+    QTest::newRow("no cards") << "## Flashcards\n\nQ: Card?\nA: Yes." << "" << "'## Flashcards' with Q:/A: pairs is missing";
+    QTest::newRow("unclosed fence") << "## Flashcards" << "```text\n## Flashcards" << "a fenced block is not closed";
+  }
+  void mistakesNameTheLine() {
+    QFETCH(QString, from);
+    QFETCH(QString, to);
+    QFETCH(QString, expected);
+    QString text = QString(kLesson);
+    QVERIFY2(text.contains(from), qPrintable(from));
+    text.replace(text.indexOf(from), from.size(), to);
+    const ParseResult r = parseLesson(text, "07-tiny");
+    QVERIFY(!r.lesson);
+    QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
+  }
+
+  void capabilities() {
+    const QStringList available{"strategy:sync", "device:cpu"};
+    QCOMPARE(missingNeeds({"strategy:sync"}, available), QStringList());
+    QCOMPARE(missingNeeds({"strategy:sync", "strategy:model-parallel", "device:cuda"}, available),
+             QStringList({"strategy:model-parallel", "device:cuda"}));
+    QVERIFY(describeMissing("device:cuda").contains("GPU"));
+    QVERIFY(describeMissing("strategy:moe").contains("coming"));
+  }
+
+  void metricPaths() {
+    const QJsonObject step{
+        {"step", 3}, {"samples_per_s", 1000.0}, {"emulated", "ethernet"},
+        {"ranks", QJsonArray{QJsonObject{{"rank", 0}, {"bytes_sent", 100}, {"mem", QJsonObject{{"params", 40}}}},
+                             QJsonObject{{"rank", 1}, {"bytes_sent", 300}}}}};
+    QCOMPARE(*metricAt(step, "samples_per_s"), 1000.0);
+    QCOMPARE(*metricAt(step, "ranks[1].bytes_sent"), 300.0);
+    QCOMPARE(*metricAt(step, "ranks[0].mem.params"), 40.0);
+    QCOMPARE(*metricAt(step, "ranks[rank=1].bytes_sent"), 300.0);
+    QVERIFY(!metricAt(step, "ranks[2].bytes_sent"));
+    QVERIFY(!metricAt(step, "emulated"));  // a string is not a number
+    QVERIFY(!metricAt(step, "nothing"));
+
+    Compare c;
+    c.metric = "samples_per_s / 1000 + ranks[1].bytes_sent";
+    QList<QJsonObject> steps;
+    for (double v : {9000.0, 1000.0, 3000.0, 2000.0}) {
+      QJsonObject s = step;
+      s["samples_per_s"] = v;
+      steps << s;
+    }
+    c.over = "last";
+    QCOMPARE(*measuredValue(c, steps), 302.0);
+    c.over = "first";
+    QCOMPARE(*measuredValue(c, steps), 309.0);
+    c.over = "median";
+    c.warmup = 1;  // leaves out the first, slow step
+    QCOMPARE(*measuredValue(c, steps), 302.0);
+    c.over = "mean";
+    QCOMPARE(*measuredValue(c, steps), 302.0);
+    c.metric = "missing";
+    QString error;
+    QVERIFY(!measuredValue(c, steps, &error));
+    QVERIFY2(error.contains("'missing' is not defined"), qPrintable(error));
+
+    const QJsonObject sweep{{"amdahl_p", 0.9},
+                            {"points", QJsonArray{QJsonObject{{"ranks", 1}, {"speedup", 1.0}},
+                                                  QJsonObject{{"ranks", 8}, {"speedup", 4.7}}}}};
+    c.metric = "points[ranks=8].speedup";
+    QCOMPARE(*measuredValue(c, sweep), 4.7);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestLessonFormat)
+#include "tst_lessons_format.moc"

@@ -1,0 +1,77 @@
+// The glossary: parsing terms and aliases, finding them in text (whole words, plurals, case
+// rules, never inside code). Run: ctest -R tst_lessons_glossary.
+#include <QtTest>
+
+#include "glossary.h"
+
+using namespace paralab::lessons;
+
+static const char* kGlossary = R"(# Glossary
+
+Intro text is ignored.
+
+## all-reduce
+Also: allreduce
+Every rank ends with the sum.
+
+## ring all-reduce
+Reduce-scatter, then all-gather.
+
+## ZeRO
+Sharding of model states.
+
+## micro-batch
+A slice of a batch.
+
+## NVLink
+A GPU-to-GPU link.
+)";
+
+class TestGlossary : public QObject {
+  Q_OBJECT
+ private slots:
+  void parses() {
+    QStringList errors;
+    const Glossary g = Glossary::parse(kGlossary, &errors);
+    QVERIFY2(errors.isEmpty(), qPrintable(errors.join('\n')));
+    QCOMPARE(g.terms().size(), 5);
+    QCOMPARE(g.terms()[0].term, QString("all-reduce"));
+    QCOMPARE(g.terms()[0].aliases, QStringList{"allreduce"});
+    QCOMPARE(g.terms()[0].definition, QString("Every rank ends with the sum."));
+    QCOMPARE(g.terms()[0].line, 5);
+    QVERIFY(g.find("All-Reduces"));
+    QVERIFY(g.find("allreduce"));
+    QVERIFY(g.find("micro-batches"));
+    QVERIFY(!g.find("zero"));  // capitalised terms match only as written
+    QCOMPARE(g.find("ZeRO")->term, QString("ZeRO"));
+  }
+
+  void problemsAreReported() {
+    QStringList errors;
+    Glossary::parse("## a\nA.\n## b\n\n## a\nAgain.\n", &errors);
+    QCOMPARE(errors.size(), 2);
+    QVERIFY2(errors[0].contains("'b' has no definition"), qPrintable(errors[0]));
+    QVERIFY2(errors[1].contains("'a' is defined twice"), qPrintable(errors[1]));
+  }
+
+  void findsTermsInText() {
+    const Glossary g = Glossary::parse(kGlossary);
+    const QString text =
+        "A ring all-reduce beats the naive all-reduce. Two allreduces, four micro-batches over NVLink; "
+        "ZeRO is not zero, and `--zero 3` or\n```\nall-reduce in code\n```\nis code. nvlink is lowercase.";
+    const QList<TermMatch> m = g.findIn(text);
+    QStringList found;
+    for (const TermMatch& t : m) found << t.term + "=" + text.mid(t.start, t.length);
+    QCOMPARE(found, QStringList({"ring all-reduce=ring all-reduce", "all-reduce=all-reduce",
+                                 "all-reduce=allreduces", "micro-batch=micro-batches", "NVLink=NVLink",
+                                 "ZeRO=ZeRO"}));
+  }
+
+  void wholeWordsOnly() {
+    const Glossary g = Glossary::parse(kGlossary);
+    QVERIFY(g.findIn("pre-all-reducer ZeROs NVLinked").size() == 1);  // only "ZeROs" (plural)
+  }
+};
+
+QTEST_GUILESS_MAIN(TestGlossary)
+#include "tst_lessons_glossary.moc"

@@ -1,0 +1,66 @@
+// Lesson progress persists: write, re-open (as after a restart), read the same.
+// Run: ctest -R tst_lessons_progress.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "progress.h"
+
+using namespace paralab::lessons;
+
+class TestProgress : public QObject {
+  Q_OBJECT
+ private slots:
+  void survivesRestart() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("state/progress.json");
+    const QDateTime done(QDate(2025, 3, 1), QTime(12, 30), Qt::UTC);
+    {
+      Progress p(path);
+      QCOMPARE(p.lesson("02-amdahl").stepReached, 0);
+      QVERIFY(p.reachStep("02-amdahl", 3));
+      QVERIFY(p.reachStep("02-amdahl", 1));  // going back keeps the furthest step
+      QVERIFY(p.setPrediction("02-amdahl", 2, 5.9));
+      QVERIFY(p.setAnswer("02-amdahl", 0, "The serial part caps it: 1/(1-p)."));
+      QVERIFY(p.reachStep("05-data-parallel", 2));
+      QVERIFY(p.complete("01-serial-parallel", done));
+      QVERIFY(p.complete("01-serial-parallel", done.addDays(1)));  // first completion kept
+    }
+    const Progress q(path);
+    const LessonProgress a = q.lesson("02-amdahl");
+    QCOMPARE(a.stepReached, 3);
+    QVERIFY(!a.completed);
+    QCOMPARE(a.predictions.value(2), 5.9);
+    QCOMPARE(a.answers.value(0), QString("The serial part caps it: 1/(1-p)."));
+    QCOMPARE(q.lesson("05-data-parallel").stepReached, 2);
+    const LessonProgress s = q.lesson("01-serial-parallel");
+    QVERIFY(s.completed);
+    QCOMPARE(s.completedAt, done);
+    QVERIFY(q.error().isEmpty());
+  }
+
+  void resetForgets() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      Progress p(path);
+      p.reachStep("03-gustafson", 4);
+      p.resetLesson("03-gustafson");
+    }
+    QCOMPARE(Progress(path).lesson("03-gustafson").stepReached, 0);
+  }
+
+  void defaultPathIsPerUserAppData() {
+    QCoreApplication::setApplicationName("ParaLabTest");
+    const QString path = Progress::defaultPath();
+    QVERIFY2(path.endsWith("/progress.json") && path.contains("ParaLabTest"), qPrintable(path));
+  }
+
+  void unwritableSaysWhy() {
+    Progress p("/proc/no-such-dir/progress.json");
+    QVERIFY(!p.reachStep("01-serial-parallel", 1));
+    QVERIFY(!p.error().isEmpty());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestProgress)
+#include "tst_lessons_progress.moc"
