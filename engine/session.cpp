@@ -7,6 +7,7 @@
 #include <deque>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "train/trainer.h"
@@ -37,11 +38,43 @@ struct Session::Run {
   bool paused = false;   // wanted state
   int stepsAllowed = 0;  // single steps requested while paused
   bool stopRequested = false;
+  std::optional<RunConfig> pending;  // a reconfiguration to apply before the next step
+  std::string notice;
   std::deque<StepMetrics> history;  // the last kHistorySteps steps
   int64_t stepsDone = 0;             // all steps, kept or not
   std::unique_ptr<Trainer> trainer;  // kept after the run ends so spans stay readable
 
   std::thread thread;
+
+  // Re-shards the run under `pending` between steps: the state is saved from the current
+  // layout, a trainer for the new one is built and loads it. The lock is released meanwhile
+  // so snapshots go on; on failure the old trainer stays and `notice` says why.
+  void applyPending(std::unique_lock<std::mutex>& lock) {
+    RunConfig next = *pending;
+    pending.reset();
+    next.steps = config.steps;
+    lock.unlock();
+    std::unique_ptr<Trainer> fresh;
+    std::string why;
+    try {
+      const TrainingState state = trainer->saveState();
+      fresh = std::make_unique<Trainer>(next);
+      fresh->loadState(state);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    lock.lock();
+    if (fresh) {
+      std::swap(trainer, fresh);
+      config = next;
+      notice.clear();
+    } else {
+      notice = "reconfiguration not applied: " + why;
+    }
+    lock.unlock();
+    fresh.reset();  // the old trainer's ranks end outside the lock
+    lock.lock();
+  }
 
   void body() {
     try {
@@ -52,8 +85,12 @@ struct Session::Run {
       while (true) {
         // Paused is reported only once no step is in flight.
         if (paused && stepsAllowed == 0 && state == RunState::Running) state = RunState::Paused;
-        wake.wait(lock, [&] { return stopRequested || !paused || stepsAllowed > 0; });
+        wake.wait(lock, [&] { return stopRequested || !paused || stepsAllowed > 0 || pending; });
         if (stopRequested) break;
+        if (pending) {
+          applyPending(lock);
+          continue;
+        }
         if (config.steps > 0 && trainer->stepsDone() >= config.steps) {
           state = RunState::Finished;
           return;
@@ -137,6 +174,27 @@ void Session::stepOnce() {
   run->wake.notify_all();
 }
 
+std::string Session::reconfigure(const RunConfig& config) {
+  if (auto err = config.validate()) return *err;
+  const auto run = current();
+  if (!run) return "reconfigure: no run to change (start one first)";
+  std::lock_guard lock(run->mutex);
+  const RunConfig& now = run->pending ? *run->pending : run->config;
+  // What defines the model and its data cannot change under a running training.
+  const std::pair<const char*, bool> fixed[] = {
+      {"model", config.model != now.model},         {"hidden", config.hidden != now.hidden},
+      {"layers", config.layers != now.layers},      {"dataset", config.dataset != now.dataset},
+      {"data-dir", config.dataDir != now.dataDir},  {"optimizer", config.optimizer != now.optimizer},
+      {"seed", config.seed != now.seed},            {"experts", config.experts != now.experts}};
+  for (const auto& [field, changed] : fixed)
+    if (changed) return std::string(field) + ": changing it needs a new run (Reset, then Start)";
+  if (run->state == RunState::Finished || run->state == RunState::Failed)
+    return "reconfigure: the run has ended (Start a new one)";
+  run->pending = config;
+  run->wake.notify_all();
+  return "";
+}
+
 void Session::stop() {
   const auto run = current();
   if (!run) return;
@@ -152,6 +210,7 @@ Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
   std::lock_guard lock(run->mutex);
   s.state = run->state;
   s.error = run->error;
+  s.notice = run->notice;
   s.config = run->config;
   s.runId = run->id;
   s.stepsDone = run->stepsDone;

@@ -22,6 +22,7 @@ const char* runStateName(RunState s);
 struct Snapshot {
   RunState state = RunState::Idle;
   std::string error;        // set when state == Failed (one line)
+  std::string notice;       // why the last reconfigure() could not be applied ("" if it was)
   RunConfig config;         // the configuration of this run
   int64_t runId = 0;        // increments with every start()
   int64_t stepsDone = 0;
@@ -48,6 +49,13 @@ class Session {
   void resume();
   void stepOnce();  // when paused (or just started paused): one step, then pause again
   void stop();      // ends the run after the step in flight; returns at once
+  // Live reconfiguration: after the step in flight, the run goes on under `config` (other
+  // ranks, strategy, degrees, link, learning rate ...) from the same step with the same
+  // parameters and optimizer state, re-sharded. Returns at once: "" when accepted, or one line
+  // naming what cannot change without a new run (the model, data, optimizer kind, seed) or
+  // what is invalid. A failure while re-sharding leaves the run as it was and is reported in
+  // Snapshot::notice.
+  std::string reconfigure(const RunConfig& config);
 
   // Steps from index `fromStep` (0-based) on, plus the spans of the last `spanSteps` steps.
   Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const;

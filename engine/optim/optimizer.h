@@ -26,6 +26,10 @@ class Optimizer {
   int64_t numel() const { return m_numel; }
   int64_t steps() const { return m_t; }
   void setLr(float lr) { m_hyper.lr = lr; }
+  // The state, for saving and loading a run (null when the kind keeps none).
+  float* momentOne() { return m_m.data(); }  // momentum buffer, or Adam's m
+  float* momentTwo() { return m_v.data(); }  // Adam's v
+  void setSteps(int64_t t) { m_t = t; }
 
  private:
   OptimizerKind m_kind;

@@ -38,6 +38,7 @@ class DataParallelNaive final : public ReplicaStrategy {
   }
 
  private:
+  Optimizer* fullOptimizer() override { return m_opt.get(); }
   std::unique_ptr<Optimizer> m_opt;
 };
 
@@ -102,6 +103,8 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
       }
     }
   }
+
+  Optimizer* fullOptimizer() override { return m_opt.get(); }
 
   void afterBackward(int unit) override {
     if (m_ctx.worldSize == 1) return;

@@ -125,6 +125,8 @@ class Gossip final : public ReplicaStrategy {
     }
   }
 
+  // Live reconfiguration carries rank 0's model and optimizer state.
+  Optimizer* fullOptimizer() override { return m_opt.get(); }
   std::unique_ptr<Optimizer> m_opt;  // this rank's own, never mixed
   bool m_ring;
   std::unique_ptr<Communicator> m_spreadComm;  // group "spread": the measurement only

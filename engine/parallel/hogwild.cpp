@@ -104,6 +104,9 @@ class Hogwild final : public ReplicaStrategy {
  private:
   std::shared_ptr<SharedModel> m_shared;  // owned jointly: outlives whichever rank stops first
   Tensor m_grads;                         // this rank's gradients (P floats)
+  // Live reconfiguration carries rank 0's model and optimizer state.
+  Optimizer* fullOptimizer() override { return m_opt.get(); }
+  float* fullParams() override { return m_shared->params.data(); }
   std::unique_ptr<Optimizer> m_opt;       // this rank's own state over the shared parameters
 };
 

@@ -52,6 +52,8 @@ class LocalSgd final : public ReplicaStrategy {
   }
 
  private:
+  // Live reconfiguration carries rank 0's model and optimizer state.
+  Optimizer* fullOptimizer() override { return m_opt.get(); }
   std::unique_ptr<Optimizer> m_opt;  // this rank's own, never averaged
   int m_every;                       // H, steps between averagings
   Tensor m_mean;                     // the all-reduced average (workspace, P floats)

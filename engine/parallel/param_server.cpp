@@ -5,6 +5,7 @@
 // does). See tests/engine/tst_parallel_equals_serial.cpp (ps-sync), tst_async_strategies.cpp.
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "comm/communicator.h"
 #include "parallel/replica.h"
@@ -12,6 +13,40 @@
 namespace paralab {
 
 namespace {
+
+// [SECTION] Live reconfiguration, for both kinds: server k holds the authoritative shard k of
+// the parameters and its optimizer state; each is broadcast from its server (counted) into
+// the serial layout on every rank, and loading hands each server its shard back.
+void saveServerShards(RankContext& ctx, int servers, float* params, int64_t P, Optimizer* opt,
+                      TrainingState& state) {
+  Communicator& comm = *ctx.comm;
+  const bool hasM = ctx.config->optimizer != "sgd", hasV = ctx.config->optimizer == "adam";
+  std::vector<float> m(hasM ? size_t(P) : 0), v(hasV ? size_t(P) : 0);
+  for (int k = 0; k < servers; ++k) {
+    const int64_t b = shardBegin(k, servers, P), n = shardLen(k, servers, P);
+    comm.broadcast(params + b, n, k);
+    if (ctx.rank == k && hasM) std::copy_n(opt->momentOne(), n, m.begin() + b);
+    if (ctx.rank == k && hasV) std::copy_n(opt->momentTwo(), n, v.begin() + b);
+    if (hasM) comm.broadcast(m.data() + b, n, k);
+    if (hasV) comm.broadcast(v.data() + b, n, k);
+  }
+  if (ctx.rank != 0) return;
+  state.params.assign(params, params + P);
+  state.optM = std::move(m);
+  state.optV = std::move(v);
+  state.optimizerSteps = opt ? opt->steps() : 0;  // rank 0 is always a server
+}
+
+void loadServerShards(RankContext& ctx, int servers, float* params, int64_t P, Optimizer* opt,
+                      const TrainingState& state) {
+  if (int64_t(state.params.size()) != P) throw std::runtime_error("the saved state does not fit this model");
+  std::copy(state.params.begin(), state.params.end(), params);
+  if (!opt) return;  // a worker only
+  const int64_t b = shardBegin(ctx.rank, servers, P), n = shardLen(ctx.rank, servers, P);
+  if (opt->momentOne() && !state.optM.empty()) std::copy_n(state.optM.begin() + b, n, opt->momentOne());
+  if (opt->momentTwo() && !state.optV.empty()) std::copy_n(state.optV.begin() + b, n, opt->momentTwo());
+  opt->setSteps(state.optimizerSteps);
+}
 
 // [SECTION] ps-sync: per shard, reduce the gradients onto its server, update there, broadcast
 // the fresh shard. The same sum and the same update as the serial run: equals serial.
@@ -40,6 +75,15 @@ class ParamServerSync final : public ReplicaStrategy {
       m_ctx.comm->broadcast(params + b, n, k);  // pull: every worker gets the updated shard
     }
     return out;
+  }
+
+  void saveState(TrainingState& state) override {
+    ParamSet& ps = m_model->params();
+    saveServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
+  }
+  void loadState(const TrainingState& state) override {
+    ParamSet& ps = m_model->params();
+    loadServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
   }
 
  private:
@@ -102,6 +146,15 @@ class ParamServerAsync final : public ReplicaStrategy {
       staleness += m_ctx.rank == k ? serve(step) : pushPull(k);
     out.staleness = staleness / m_servers;
     return out;
+  }
+
+  void saveState(TrainingState& state) override {
+    ParamSet& ps = m_model->params();
+    saveServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
+  }
+  void loadState(const TrainingState& state) override {
+    ParamSet& ps = m_model->params();
+    loadServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
   }
 
  private:

@@ -1,7 +1,9 @@
 // The shared part of the data-parallel strategies (see replica.h).
 #include "parallel/replica.h"
 
+#include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace paralab {
 
@@ -90,6 +92,43 @@ std::unique_ptr<Optimizer> ReplicaStrategy::makeOptimizer(int64_t numel) const {
 void ReplicaStrategy::update(int64_t step, Optimizer& opt, float* params, const float* grads) {
   ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
   opt.step(params, grads);
+}
+
+// [SECTION] Live reconfiguration
+
+void Strategy::saveState(TrainingState&) {
+  throw std::runtime_error("this strategy cannot hand its state to another layout yet");
+}
+void Strategy::loadState(const TrainingState&) {
+  throw std::runtime_error("this strategy cannot take over another layout's state yet");
+}
+
+void ReplicaStrategy::saveState(TrainingState& state) {
+  Optimizer* opt = fullOptimizer();
+  if (!opt) Strategy::saveState(state);
+  if (m_ctx.rank != 0) return;  // every replica holds the same (rank 0's is the one kept)
+  const int64_t P = m_model->params().numel();
+  state.params.assign(fullParams(), fullParams() + P);
+  state.optM.clear();
+  state.optV.clear();
+  if (opt->momentOne()) state.optM.assign(opt->momentOne(), opt->momentOne() + P);
+  if (opt->momentTwo()) state.optV.assign(opt->momentTwo(), opt->momentTwo() + P);
+  state.optimizerSteps = opt->steps();
+}
+
+void ReplicaStrategy::loadState(const TrainingState& state) {
+  Optimizer* opt = fullOptimizer();
+  if (!opt) Strategy::loadState(state);
+  const int64_t P = m_model->params().numel();
+  if (int64_t(state.params.size()) != P)
+    throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
+                             " parameters, this model " + std::to_string(P));
+  std::copy(state.params.begin(), state.params.end(), fullParams());
+  if (opt->momentOne() && int64_t(state.optM.size()) == P)
+    std::copy(state.optM.begin(), state.optM.end(), opt->momentOne());
+  if (opt->momentTwo() && int64_t(state.optV.size()) == P)
+    std::copy(state.optV.begin(), state.optV.end(), opt->momentTwo());
+  opt->setSteps(state.optimizerSteps);
 }
 
 }  // namespace paralab

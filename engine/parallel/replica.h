@@ -13,6 +13,9 @@ namespace paralab {
 class ReplicaStrategy : public Strategy {
  public:
   Mlp& beginEval() override { return *m_model; }
+  // A replica with one optimizer over the whole model: copies them (rank 0 saves).
+  void saveState(TrainingState& state) override;
+  void loadState(const TrainingState& state) override;
 
  protected:
   explicit ReplicaStrategy(RankContext& ctx);
@@ -25,6 +28,10 @@ class ReplicaStrategy : public Strategy {
   double forwardBackward(int64_t step, UnitHooks* hooks = nullptr);
   // An optimizer over `numel` parameters (the rank's shard, or all of them).
   std::unique_ptr<Optimizer> makeOptimizer(int64_t numel) const;
+  // The optimizer over the whole flat buffer, for saveState/loadState (null: the subclass
+  // shards it and overrides them), and where the parameters live (the model's flat buffer).
+  virtual Optimizer* fullOptimizer() { return nullptr; }
+  virtual float* fullParams() { return m_model->params().params().data(); }
   // One optimizer update in an Optimizer span.
   void update(int64_t step, Optimizer& opt, float* params, const float* grads);
 

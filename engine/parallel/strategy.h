@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "metrics/span_recorder.h"
 #include "model/mlp.h"
+#include "train/training_state.h"
 
 namespace paralab {
 
@@ -51,6 +52,11 @@ class Strategy {
   // evaluation on rank 0. endEval() lets the strategy drop what it gathered.
   virtual Mlp& beginEval() = 0;
   virtual void endEval() {}
+  // Live reconfiguration, both collective (every rank calls them between steps): save the
+  // full parameters and optimizer state (rank 0's `state` must be complete), and load them
+  // into this layout. Strategies that cannot say so by throwing a one-line reason.
+  virtual void saveState(TrainingState& state);
+  virtual void loadState(const TrainingState& state);
 };
 
 // [SECTION] The strategy table (registry.cpp).

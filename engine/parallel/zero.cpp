@@ -18,6 +18,7 @@
 #include "parallel/zero.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cstring>
 
 #include "comm/communicator.h"
@@ -109,6 +110,57 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
     m_evalParams = Tensor();
   }
 
+  // Live reconfiguration: gather every unit's chunks (all-gather, counted) into the serial
+  // layout on rank 0; loading takes back this rank's chunk of each unit.
+  void saveState(TrainingState& state) override {
+    const int64_t P = m_layout.numel;
+    const bool root = m_ctx.rank == 0;
+    Optimizer& first = *m_opts.front();
+    if (root) {
+      state.params.assign(size_t(P), 0.f);
+      state.optM.assign(first.momentOne() ? size_t(P) : 0, 0.f);
+      state.optV.assign(first.momentTwo() ? size_t(P) : 0, 0.f);
+      state.optimizerSteps = first.steps();
+    }
+    std::vector<float> full(size_t(m_layout.paddedNumel));
+    auto gather = [&](auto ownedOf, std::vector<float>& out) {
+      for (size_t i = 0; i < m_layout.units.size(); ++i) {
+        const ZeroLayout::Unit& u = m_layout.units[i];
+        m_ctx.comm->allGather(ownedOf(i), full.data() + u.paddedBegin, u.chunk);
+        if (root) std::copy_n(full.data() + u.paddedBegin, u.len, out.begin() + u.begin);
+      }
+    };
+    if (m_stage < 3) {
+      if (root)
+        for (const ZeroLayout::Unit& u : m_layout.units)
+          std::copy_n(m_params.data() + u.paddedBegin, u.len, state.params.begin() + u.begin);
+    } else {
+      gather([&](size_t i) { return ownedParams(m_layout.units[i]); }, state.params);
+    }
+    if (first.momentOne()) gather([&](size_t i) { return m_opts[i]->momentOne(); }, state.optM);
+    if (first.momentTwo()) gather([&](size_t i) { return m_opts[i]->momentTwo(); }, state.optV);
+  }
+
+  void loadState(const TrainingState& state) override {
+    if (int64_t(state.params.size()) != m_layout.numel)
+      throw std::runtime_error("the saved state does not fit this model");
+    for (size_t i = 0; i < m_layout.units.size(); ++i) {
+      const ZeroLayout::Unit& u = m_layout.units[i];
+      // This rank's chunk of the unit: its real floats (the padded tail stays zero).
+      const int64_t from = int64_t(m_ctx.rank) * u.chunk;
+      const int64_t n = std::clamp<int64_t>(u.len - from, 0, u.chunk);
+      auto take = [&](const std::vector<float>& src, float* dst) {
+        if (dst && !src.empty() && n > 0) std::copy_n(src.begin() + u.begin + from, n, dst);
+      };
+      if (m_stage < 3)
+        std::copy_n(state.params.begin() + u.begin, u.len, m_params.data() + u.paddedBegin);
+      else
+        take(state.params, ownedParams(u));
+      take(state.optM, m_opts[i]->momentOne());
+      take(state.optV, m_opts[i]->momentTwo());
+      m_opts[i]->setSteps(state.optimizerSteps);
+    }
+  }
  private:
   // [SECTION] Hooks around each unit (called outside the forward/backward compute spans).
   void beforeForward(int i) override {

@@ -201,7 +201,25 @@ void Trainer::execute(Rank& r, Command c) {
       m_evalAccuracy = n > 0 ? double(correct) / double(n) : 0.0;
     }
     r.strategy->endEval();
+  } else if (c == Command::Save) {
+    r.strategy->saveState(m_state);  // rank 0 writes it; the others take part in gathers
+  } else if (c == Command::Load) {
+    r.strategy->loadState(m_state);  // read only, by every rank
   }
+}
+
+TrainingState Trainer::saveState() {
+  m_state = TrainingState{};
+  runCommand(Command::Save);
+  m_state.step = m_step;
+  return std::move(m_state);
+}
+
+void Trainer::loadState(const TrainingState& state) {
+  m_state = state;
+  runCommand(Command::Load);
+  m_step = state.step;  // the sampler picks up the global batch of the next step
+  m_state = TrainingState{};
 }
 
 void Trainer::runCommand(Command c) {

@@ -37,6 +37,10 @@ class Trainer {
   // Test-split accuracy of rank 0's model over the first `maxSamples` test samples (0 = all).
   // Collective: every rank takes part (sharded models gather).
   double evaluate(int maxSamples);
+  // Live reconfiguration (collective on every local rank, between steps): the full state in
+  // the serial layout (complete on rank 0), and taking one over (steps done included).
+  TrainingState saveState();
+  void loadState(const TrainingState& state);
 
   int64_t stepsDone() const { return m_step; }
   const RunConfig& config() const { return m_config; }
@@ -52,7 +56,7 @@ class Trainer {
 
  private:
   struct Rank;
-  enum class Command { Step, Eval, Quit };
+  enum class Command { Step, Eval, Save, Load, Quit };
   void build(const RunConfig& config);
   void rankMain(Communicator& comm, Rank& r);  // a thread rank's life
   void execute(Rank& r, Command c);            // what one rank does for one command
@@ -71,6 +75,7 @@ class Trainer {
   int64_t m_step = 0;
   double m_evalAccuracy = 0;
   int m_evalSamples = 0;
+  TrainingState m_state;  // what Save fills and Load reads
 };
 
 }  // namespace paralab

@@ -1,0 +1,18 @@
+// TrainingState: everything a run needs to go on from where it is under another parallel
+// layout — the full parameters and optimizer state in the serial (flat) layout, and how many
+// steps were taken. Strategies save into it (gathering their shards) and load from it
+// (taking theirs): live reconfiguration. See tests/engine/tst_reconfigure.cpp.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace paralab {
+
+struct TrainingState {
+  int64_t step = 0;                // steps done so far
+  std::vector<float> params;       // P floats, the flat layout of ParamSet
+  std::vector<float> optM, optV;   // momentum buffer / Adam moments, P floats each (or empty)
+  int64_t optimizerSteps = 0;      // Adam's t (bias correction)
+};
+
+}  // namespace paralab
