@@ -38,6 +38,7 @@ struct Options {
   int64_t minBytes = 4 << 10, maxBytes = 64 << 20;
   int repeats = 0;  // 0: by size
   bool outOfPlace = false;  // also time send != recv (in place is what gradients use)
+  bool noArgCheck = false;  // MpiComm without its per-call argument check
   bool json = false;
 };
 
@@ -347,6 +348,9 @@ int benchComm(int argc, char** argv) {
       ->check(CLI::Range(1, 10000));
   app.add_flag("--out-of-place", o.outOfPlace,
                "also time send != recv (default: in place, as gradients are all-reduced)");
+  app.add_flag("--no-arg-check", o.noArgCheck,
+               "mpi: skip MpiComm's check that all ranks called the same collective (one small "
+               "MPI_Allreduce per call), to see what it costs");
   app.add_flag("--json", o.json, "one JSON object per row instead of tables");
   try {
     app.parse(argc, argv);
@@ -373,7 +377,9 @@ int benchComm(int argc, char** argv) {
 #ifdef PARALAB_HAVE_MPI
     std::unique_ptr<Communicator> world;
     try {
-      world = makeMpiWorld();
+      CommOptions co;
+      co.checkArgs = !o.noArgCheck;
+      world = makeMpiWorld(co);
     } catch (const CommError& e) {
       std::fprintf(stderr, "%s\n", e.what());
       return 2;
@@ -385,8 +391,9 @@ int benchComm(int argc, char** argv) {
     } else {
       std::vector<Row> mine, raw;
       for (const Row& r : rows) (r.backend == "mpi-raw" ? raw : mine).push_back(r);
-      std::printf("# MpiComm vs raw MPI_Allreduce, %d processes; medians of 7..51 repeats\n",
-                  world->size());
+      std::printf("# MpiComm vs raw MPI_Allreduce, %d processes, argument check %s; medians of "
+                  "7..51 repeats\n",
+                  world->size(), o.noArgCheck ? "off" : "on");
       printTables(mine, raw);
     }
     return 0;
@@ -428,7 +435,8 @@ int benchComm(int argc, char** argv) {
     cmd += std::string(" '") + self + "' comm --backend mpi --op " + o.ops + " --algo " + o.algos +
            " --min-bytes " + std::to_string(o.minBytes) + " --max-bytes " +
            std::to_string(o.maxBytes) + (o.repeats ? " --repeats " + std::to_string(o.repeats) : "") +
-           (o.outOfPlace ? " --out-of-place" : "") + (o.json ? " --json" : "");
+           (o.outOfPlace ? " --out-of-place" : "") + (o.noArgCheck ? " --no-arg-check" : "") +
+           (o.json ? " --json" : "");
     if (!o.json) std::printf("\n# %s\n", cmd.c_str());
     std::fflush(stdout);
     const int rc = std::system(cmd.c_str());
