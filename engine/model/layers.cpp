@@ -25,10 +25,10 @@ void Linear::init(Rng& rng) {
   for (int i = 0; i < m_out; ++i) b[i] = float(rng.uniform(-bound, bound));
 }
 
-void Linear::forward(const float* x, float* y, int batch) {
+void Linear::forward(const float* x, float* y, int batch, bool addBias) {
   gemm_vendor<float>(false, false, batch, m_out, m_in, 1.f, x, m_in, m_ps->param(m_w), m_out, 0.f,
                      y, m_out);
-  bias_add(y, m_ps->param(m_b), batch, m_out);
+  if (addBias) bias_add(y, m_ps->param(m_b), batch, m_out);
 }
 
 void Linear::backward(const float* x, const float* dy, float* dx, int batch) {

@@ -17,11 +17,15 @@ class Linear {
   Linear(ParamSet& ps, const std::string& name, int in, int out);
   // PyTorch's default: W, b ~ U(-1/sqrt(in), 1/sqrt(in)).
   void init(Rng& rng);
-  void forward(const float* x, float* y, int batch);
+  // addBias false: y = xW only. A row-parallel layer adds its bias once, after the partial
+  // products of the tensor-parallel ranks are summed (Megatron-LM; tensor_parallel.cpp).
+  void forward(const float* x, float* y, int batch, bool addBias = true);
   // Accumulates dW += x^T dy and db += sum_rows(dy); writes dx = dy W^T unless dx is null.
   void backward(const float* x, const float* dy, float* dx, int batch);
   int in() const { return m_in; }
   int out() const { return m_out; }
+  int weightRef() const { return m_w; }  // indices in the ParamSet (sharding metadata)
+  int biasRef() const { return m_b; }
 
  private:
   ParamSet* m_ps;
@@ -37,6 +41,7 @@ class LayerNorm {
   void forward(const float* x, float* y, float* mean, float* rstd, int batch);
   void backward(const float* x, const float* mean, const float* rstd, const float* dy, float* dx,
                 int batch);
+  int gammaRef() const { return m_gamma; }  // beta is the next ref: gamma and beta are adjacent
 
  private:
   ParamSet* m_ps;
