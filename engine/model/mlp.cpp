@@ -1,8 +1,10 @@
-// The residual MLP's forward and backward (see mlp.h). See tests/engine/tst_model.cpp.
+// The residual MLP's forward and backward, and its shards (see mlp.h). See tests/engine/tst_model.cpp.
 #include "model/mlp.h"
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "cpu/layers.h"
 
@@ -16,31 +18,102 @@ int64_t MlpShape::parameterCount() const {
 
 static std::string blockName(int l) { return "block" + std::to_string(l); }
 
-Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker)
-    : m_shape(shape),
-      m_tracker(tracker),
-      m_in((m_ps.beginUnit("in_proj"), Linear(m_ps, "in_proj", shape.input, shape.hidden))),
-      m_cls([&]() -> Linear {
-        // Units are declared in the order of the forward pass, so the flat buffer follows it
-        // (what gradient buckets and pipeline stages rely on).
-        for (int l = 0; l < shape.layers; ++l) {
-          m_ps.beginUnit(blockName(l));
-          m_blocks.push_back({LayerNorm(m_ps, blockName(l) + ".ln", shape.hidden),
-                              Linear(m_ps, blockName(l) + ".fc1", shape.hidden, 4 * shape.hidden),
-                              Linear(m_ps, blockName(l) + ".fc2", 4 * shape.hidden, shape.hidden)});
-        }
-        m_ps.beginUnit("classifier");
-        return Linear(m_ps, "classifier", shape.hidden, shape.classes);
-      }()) {
-  m_ps.allocate(tracker);
-  Rng rng(seed);
-  m_in.init(rng);
-  for (Block& b : m_blocks) {
-    b.ln.init();
-    b.fc1.init(rng);
-    b.fc2.init(rng);
+static MlpShard resolved(const MlpShape& s, MlpShard sh) {
+  if (sh.lastUnit < 0) sh.lastUnit = s.layers + 1;
+  if (sh.firstUnit < 0 || sh.firstUnit > sh.lastUnit || sh.lastUnit > s.layers + 1)
+    throw std::invalid_argument("MlpShard: units " + std::to_string(sh.firstUnit) + ".." +
+                                std::to_string(sh.lastUnit) + " outside 0.." + std::to_string(s.layers + 1));
+  if (sh.tpSize < 1 || sh.tpRank < 0 || sh.tpRank >= sh.tpSize || (4 * s.hidden) % sh.tpSize != 0)
+    throw std::invalid_argument("MlpShard: tensor-parallel slice " + std::to_string(sh.tpRank) + " of " +
+                                std::to_string(sh.tpSize) + " does not divide 4H = " +
+                                std::to_string(4 * s.hidden));
+  return sh;
+}
+
+Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard,
+         bool initialise)
+    : m_shape(shape), m_shard(resolved(shape, shard)), m_tracker(tracker) {
+  const int H = shape.hidden, L = shape.layers;
+  const int F = 4 * H / m_shard.tpSize;  // fc1 outputs (= fc2 inputs) on this rank
+  // Units are declared in the order of the forward pass, so the flat buffer follows it
+  // (what gradient buckets and pipeline stages rely on).
+  if (hasUnit(0)) {
+    m_ps.beginUnit("in_proj");
+    m_in.emplace_back(m_ps, "in_proj", shape.input, H);
   }
-  m_cls.init(rng);
+  m_firstBlock = std::max(0, m_shard.firstUnit - 1);
+  for (int l = m_firstBlock; l < L && hasUnit(l + 1); ++l) {
+    m_ps.beginUnit(blockName(l));
+    m_blocks.push_back({LayerNorm(m_ps, blockName(l) + ".ln", H),
+                        Linear(m_ps, blockName(l) + ".fc1", H, F),
+                        Linear(m_ps, blockName(l) + ".fc2", F, H)});
+  }
+  if (hasUnit(L + 1)) {
+    m_ps.beginUnit("classifier");
+    m_cls.emplace_back(m_ps, "classifier", H, shape.classes);
+  }
+  m_ps.allocate(tracker);
+  if (whole()) {
+    for (const ParamRef& r : m_ps.refs()) m_slices.push_back({r.shape, r.offset, -1, 0, r.shape.at(0)});
+    if (!initialise) return;
+    Rng rng(seed);
+    m_in[0].init(rng);
+    for (Block& b : m_blocks) {
+      b.ln.init();
+      b.fc1.init(rng);
+      b.fc2.init(rng);
+    }
+    m_cls[0].init(rng);
+    return;
+  }
+  // A shard: draw the whole model (untracked: it lives only here), keep this rank's slices.
+  Mlp full(shape, seed, nullptr, {}, initialise);
+  std::unordered_map<std::string, int> byName;
+  for (int j = 0; j < int(full.m_ps.refs().size()); ++j) byName[full.m_ps.ref(j).name] = j;
+  for (const ParamRef& r : m_ps.refs()) {
+    const ParamRef& w = full.m_ps.ref(byName.at(r.name));
+    ParamSlice s{w.shape, w.offset, -1, 0, w.shape.at(0)};
+    for (int d = 0; d < int(r.shape.size()); ++d)
+      if (r.shape[size_t(d)] != w.shape[size_t(d)]) {  // the cut dimension: slice tpRank of it
+        s.dim = d;
+        s.begin = m_shard.tpRank * r.shape[size_t(d)];
+        s.end = s.begin + r.shape[size_t(d)];
+      }
+    m_slices.push_back(s);
+  }
+  if (initialise) copySlices(full.m_ps.params().data(), false);
+}
+
+bool Mlp::whole() const {
+  return m_shard.tpSize == 1 && m_shard.firstUnit == 0 && m_shard.lastUnit == m_shape.layers + 1;
+}
+
+void Mlp::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo) {
+  for (int i = 0; i < int(m_slices.size()); ++i) {
+    const ParamSlice& s = m_slices[size_t(i)];
+    float* mine = m_ps.param(i);
+    if (!mine || (toWhole && s.dim < 0 && !replicatedToo)) continue;
+    float* whole = wholeFlat + s.wholeOffset;
+    const int64_t numel = numelOf(s.whole);
+    // Contiguous runs: the whole weight (dim -1), a block of rows (dim 0), or a piece of each
+    // row (dim 1 of a matrix).
+    int64_t runs = 1, run = numel, at = 0, stride = 0;
+    if (s.dim == 0) {
+      run = (s.end - s.begin) * (numel / s.whole[0]);
+      at = s.begin * (numel / s.whole[0]);
+    } else if (s.dim == 1) {
+      runs = s.whole[0];
+      run = s.end - s.begin;
+      at = s.begin;
+      stride = s.whole[1];
+    }
+    for (int64_t k = 0; k < runs; ++k) {
+      float* a = mine + k * run;
+      float* b = whole + at + k * stride;
+      if (toWhole) std::memcpy(b, a, sizeof(float) * size_t(run));
+      else std::memcpy(a, b, sizeof(float) * size_t(run));
+    }
+  }
 }
 
 void Mlp::ensureCapacity(int batch) {
@@ -69,13 +142,14 @@ void Mlp::ensureCapacity(int batch) {
 }
 
 void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
+  if (!whole()) throw std::logic_error("Mlp: a shard runs its parts one by one (tensor_parallel.cpp)");
   ensureCapacity(batch);
   Acts& A = m_acts;
   const int H = m_shape.hidden;
   const int last = numUnits() - 1;
   std::memcpy(A.x.data(), x, sizeof(float) * size_t(batch) * m_shape.input);
   if (hooks) hooks->beforeForward(0);
-  m_in.forward(A.x.data(), A.a[0].data(), batch);
+  m_in[0].forward(A.x.data(), A.a[0].data(), batch);
   if (hooks) hooks->afterForward(0);
   for (size_t l = 0; l < m_blocks.size(); ++l) {
     if (hooks) hooks->beforeForward(int(l) + 1);
@@ -91,7 +165,7 @@ void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
     if (hooks) hooks->afterForward(int(l) + 1);
   }
   if (hooks) hooks->beforeForward(last);
-  m_cls.forward(A.a[m_blocks.size()].data(), A.logits.data(), batch);
+  m_cls[0].forward(A.a[m_blocks.size()].data(), A.logits.data(), batch);
   if (hooks) hooks->afterForward(last);
 }
 
@@ -109,7 +183,7 @@ void Mlp::backward(UnitHooks* hooks) {
   const size_t L = m_blocks.size();
   // da holds dLoss/da[l] as we walk back down the residual stream.
   if (hooks) hooks->beforeBackward(int(L) + 1);
-  m_cls.backward(A.a[L].data(), A.dlogits.data(), A.da.data(), B);
+  m_cls[0].backward(A.a[L].data(), A.dlogits.data(), A.da.data(), B);
   if (hooks) hooks->afterBackward(int(L) + 1);
   for (size_t l = L; l-- > 0;) {
     if (hooks) hooks->beforeBackward(int(l) + 1);
@@ -127,7 +201,7 @@ void Mlp::backward(UnitHooks* hooks) {
     if (hooks) hooks->afterBackward(int(l) + 1);
   }
   if (hooks) hooks->beforeBackward(0);
-  m_in.backward(A.x.data(), A.da.data(), nullptr, B);
+  m_in[0].backward(A.x.data(), A.da.data(), nullptr, B);
   if (hooks) hooks->afterBackward(0);
 }
 

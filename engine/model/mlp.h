@@ -1,7 +1,9 @@
 // The MLP every lesson trains: input projection 784 -> H, L residual blocks of
 // [LayerNorm -> Linear H->4H -> GELU -> Linear 4H->H] + residual, classifier H -> 10,
 // softmax cross-entropy. The block is the Transformer's FFN: what tensor and sequence
-// parallelism split later (Megatron's column-then-row pair). See tests/engine/tst_model.cpp.
+// parallelism split later (Megatron's column-then-row pair). An MlpShard builds only part of
+// it: a pipeline stage's units, each FFN cut over the tensor-parallel ranks (model_parallel.cpp).
+// See tests/engine/tst_model.cpp and tst_model_parallel.cpp.
 #pragma once
 #include <memory>
 #include <vector>
@@ -19,6 +21,25 @@ struct MlpShape {
   int64_t parameterCount() const;  // P, the number every memory formula starts from
 };
 
+// Which part of the model one rank builds (tensor and pipeline parallelism): units
+// [firstUnit, lastUnit] (0 = in_proj, 1..L = blocks, L+1 = classifier), each block's FFN cut
+// over tpSize ranks as Megatron-LM cuts it (Shoeybi et al. 2019): fc1's output columns and
+// fc2's input rows, slice tpRank of tpSize. The default is the whole model.
+struct MlpShard {
+  int tpRank = 0, tpSize = 1;
+  int firstUnit = 0, lastUnit = -1;  // -1: through the classifier
+};
+
+// Where one of a shard's weights sits in the whole model: the whole weight's shape and offset
+// in the whole model's flat buffer, and the rows (dim 0) or columns (dim 1) [begin, end) this
+// shard holds (dim -1: the whole weight).
+struct ParamSlice {
+  Shape whole;
+  int64_t wholeOffset = 0;
+  int dim = -1;
+  int64_t begin = 0, end = 0;
+};
+
 // Called around each unit (0 = in_proj, 1..L = blocks, L+1 = classifier) as the passes
 // reach it: where strategies gather sharded weights (ZeRO-3), start gradient all-reduces
 // while backward goes on (bucketed data parallelism), or reduce-scatter gradients (ZeRO-2).
@@ -33,9 +54,13 @@ class UnitHooks {
 
 class Mlp {
  public:
-  Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker);
+  // Every shard draws the whole model from the seed and keeps its part, so any layout starts
+  // from the serial model's weights. initialise = false leaves the weights zero (a model whose
+  // buffers are about to be filled, e.g. for evaluation).
+  Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard = {},
+      bool initialise = true);
 
-  // Forward over a batch; keeps the activations for backward. Returns the SUM of the
+  // Forward over a batch (whole model only); keeps the activations for backward. Returns the SUM of the
   // per-sample losses; gradients are scaled by 1 / `normalizer` (the global batch).
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                      UnitHooks* hooks = nullptr);
@@ -46,13 +71,31 @@ class Mlp {
   int numUnits() const { return int(m_blocks.size()) + 2; }
 
   ParamSet& params() { return m_ps; }
+  const ParamSet& params() const { return m_ps; }
   const MlpShape& shape() const { return m_shape; }
 
- private:
+  // [SECTION] The parts, for strategies that run them one by one (tensor_parallel.cpp).
   struct Block {
     LayerNorm ln;
     Linear fc1, fc2;
   };
+  const MlpShard& shard() const { return m_shard; }  // lastUnit resolved
+  bool whole() const;
+  bool hasUnit(int unit) const { return unit >= m_shard.firstUnit && unit <= m_shard.lastUnit; }
+  Linear& inProj() { return m_in.at(0); }         // needs hasUnit(0)
+  Linear& classifier() { return m_cls.at(0); }    // needs hasUnit(L + 1)
+  Block& block(int l) { return m_blocks.at(size_t(l - m_firstBlock)); }  // global block index
+  int firstBlock() const { return m_firstBlock; }
+  int endBlock() const { return m_firstBlock + int(m_blocks.size()); }
+  // Weight i of this model's ParamSet in the whole model.
+  const ParamSlice& sliceOf(int i) const { return m_slices.at(size_t(i)); }
+  int64_t wholeNumel() const { return m_shape.parameterCount(); }
+  // Copies each weight's slice between this model and `wholeFlat`, the flat parameter buffer
+  // of the whole model: toWhole writes this shard's values into it (weights held whole only
+  // when `replicatedToo`), else reads them from it.
+  void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true);
+
+ private:
   // Activations of one batch, [batch, width] each, sized for the largest batch seen.
   struct Acts {
     int capacity = 0;
@@ -66,11 +109,14 @@ class Mlp {
   void forwardTo(const float* x, int batch, UnitHooks* hooks);
 
   MlpShape m_shape;
+  MlpShard m_shard;
   MemoryTracker* m_tracker;
   ParamSet m_ps;
-  Linear m_in;
+  std::vector<Linear> m_in;   // one, or none on a shard without unit 0
+  int m_firstBlock = 0;
   std::vector<Block> m_blocks;
-  Linear m_cls;
+  std::vector<Linear> m_cls;  // one, or none
+  std::vector<ParamSlice> m_slices;  // per weight of m_ps
   Acts m_acts;
   int m_batch = 0;
 };
