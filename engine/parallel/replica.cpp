@@ -85,8 +85,37 @@ double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks) {
 std::unique_ptr<Optimizer> ReplicaStrategy::makeOptimizer(int64_t numel) const {
   OptimizerHyper hyper;
   hyper.lr = float(m_ctx.config->lr);
+  m_optimizerFloats += numel;
   return std::make_unique<Optimizer>(optimizerKind(m_ctx.config->optimizer), hyper, numel,
                                      m_ctx.memory);
+}
+
+RankHoldings ReplicaStrategy::holdings() const {
+  RankHoldings h;
+  h.rank = m_ctx.rank;
+  h.coords.dp = m_ctx.rank;
+  const ParamSet& ps = m_model->params();
+  for (const HoldingKind k : {HoldingKind::Params, HoldingKind::Grads})
+    for (const ParamRef& r : ps.refs()) {
+      const int64_t rows = r.shape.at(0), cols = r.numel() / rows;
+      h.items.push_back({r.name, k, -1, 0, rows, rows, rows, cols, r.numel() * 4});
+    }
+  const int slots = optimizerStateSlots(m_ctx.config->optimizer);
+  const int64_t P = ps.numel();
+  if (slots > 0 && m_optimizerFloats == P)
+    h.items.push_back({"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
+  const int64_t B = m_ctx.config->globalBatch();
+  const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, B),
+                len = shardLen(m_ctx.rank, m_ctx.worldSize, B);
+  h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
+                     m_ctx.data->inputDim, len * m_ctx.data->inputDim * 4});
+  const MemorySnapshot mem = m_ctx.memory ? m_ctx.memory->snapshot() : MemorySnapshot{};
+  h.items.push_back({"activations", HoldingKind::Activations, 0, begin, begin + len, B, len,
+                     m_ctx.config->hidden, mem[MemCategory::Activations]});
+  HeldGroup world{"world", {}};
+  for (int r = 0; r < m_ctx.worldSize; ++r) world.worldRanks.push_back(r);
+  h.groups.push_back(world);
+  return h;
 }
 
 void ReplicaStrategy::update(int64_t step, Optimizer& opt, float* params, const float* grads) {

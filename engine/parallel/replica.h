@@ -13,6 +13,9 @@ namespace paralab {
 class ReplicaStrategy : public Strategy {
  public:
   Mlp& beginEval() override { return *m_model; }
+  // The whole model (params, grads, the optimizer state made by makeOptimizer when it covers
+  // the whole model) and this rank's slice of the batch; sharding subclasses override.
+  RankHoldings holdings() const override;
   // A replica with one optimizer over the whole model: copies them (rank 0 saves).
   void saveState(TrainingState& state) override;
   void loadState(const TrainingState& state) override;
@@ -39,6 +42,7 @@ class ReplicaStrategy : public Strategy {
   std::unique_ptr<Mlp> m_model;
   int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)
   int m_slice = 0;        // samples of it on this rank
+  mutable int64_t m_optimizerFloats = 0;  // parameters covered by the optimizers made here
   std::vector<float> m_x;
   std::vector<int> m_labels;
 };

@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "metrics/span_recorder.h"
 #include "model/mlp.h"
+#include "parallel/holdings.h"
 #include "train/training_state.h"
 
 namespace paralab {
@@ -52,6 +53,9 @@ class Strategy {
   // evaluation on rank 0. endEval() lets the strategy drop what it gathered.
   virtual Mlp& beginEval() = 0;
   virtual void endEval() {}
+  // What this rank holds (holdings.h), from the strategy's own sharding; call between steps.
+  // The Trainer adds the rank and its last step's traffic.
+  virtual RankHoldings holdings() const { return {}; }
   // Live reconfiguration, both collective (every rank calls them between steps): save the
   // full parameters and optimizer state (rank 0's `state` must be complete), and load them
   // into this layout. Strategies that cannot say so by throwing a one-line reason.

@@ -161,6 +161,29 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
       m_opts[i]->setSteps(state.optimizerSteps);
     }
   }
+
+  // The replica's list, with what this stage shards replaced by the owned chunk of each unit
+  // (flattened): grads from stage 2, params at stage 3; the optimizer state always.
+  RankHoldings holdings() const override {
+    RankHoldings h = ReplicaStrategy::holdings();
+    std::erase_if(h.items, [&](const HeldSlice& s) {
+      return (s.kind == HoldingKind::Grads && m_stage >= 2) || (s.kind == HoldingKind::Params && m_stage == 3);
+    });
+    const int slots = optimizerStateSlots(m_ctx.config->optimizer);
+    for (size_t i = 0; i < m_layout.units.size(); ++i) {
+      const ZeroLayout::Unit& u = m_layout.units[i];
+      const std::string name = m_model->params().units()[i].name + " (flat)";
+      const int64_t begin = std::min(u.len, m_ctx.rank * u.chunk), end = std::min(u.len, begin + u.chunk);
+      auto chunk = [&](HoldingKind k, int64_t cols) {
+        h.items.push_back({name, k, 0, begin, end, u.len, u.chunk, cols, u.chunk * cols * 4});
+      };
+      if (m_stage == 3) chunk(HoldingKind::Params, 1);
+      if (m_stage >= 2) chunk(HoldingKind::Grads, 1);
+      if (slots > 0) chunk(HoldingKind::Optimizer, slots);
+    }
+    return h;
+  }
+
  private:
   // [SECTION] Hooks around each unit (called outside the forward/backward compute spans).
   void beforeForward(int i) override {

@@ -1,0 +1,52 @@
+// What one rank holds: which slice of which weight (and of its gradient and optimizer state),
+// which rows of the batch and of the activations, and whom its collectives reach — read from
+// the strategies' real sharding metadata, for the window's "what every GPU holds" map.
+// See tests/engine/tst_holdings.cpp and Trainer::holdings().
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "comm/comm_accounting.h"
+#include "parallel/process_grid.h"
+
+namespace paralab {
+
+enum class HoldingKind : int { Params, Grads, Optimizer, Activations, Batch };
+const char* holdingKindName(HoldingKind k);  // "params", "grads", "optimizer", "activations", "batch"
+
+// One thing a rank holds: rows (dim 0) or columns (dim 1) [begin, end) of `total` of a tensor,
+// or the whole of it (dim -1: begin 0, end = total = its first dimension).
+struct HeldSlice {
+  std::string tensor;  // "block0.fc1.weight", "block0 (flat)", "global batch", ...
+  HoldingKind kind = HoldingKind::Params;
+  int dim = -1;
+  int64_t begin = 0, end = 0, total = 0;
+  int64_t rows = 0, cols = 1;  // the shape of what is held (a vector: cols = 1)
+  int64_t bytes = 0;           // what it occupies on this rank
+};
+
+// A communicator group this rank belongs to and its members, so per-op traffic can be drawn
+// to the ranks it went to.
+struct HeldGroup {
+  std::string name;             // "dp", "tp", "pp", "world"
+  std::vector<int> worldRanks;  // in group-rank order
+};
+
+struct RankHoldings {
+  int rank = 0;
+  GridCoords coords;  // dp, tp, pp of this rank (data-parallel strategies: dp = rank)
+  std::vector<HeldSlice> items;
+  std::vector<HeldGroup> groups;
+  // Bytes sent in the last step: per world rank (sentTo) and per op and group (ops). Filled by
+  // the Trainer from the communicator's accounting.
+  CommTraffic lastStep;
+};
+
+nlohmann::json toJson(const RankHoldings& h);
+// Floats of optimizer state per parameter (optimizer.h): sgd 0, momentum 1, adam 2.
+int optimizerStateSlots(const std::string& optimizer);
+
+}  // namespace paralab
