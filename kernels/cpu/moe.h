@@ -1,0 +1,52 @@
+// The row-wise math of a mixture-of-experts layer on the CPU: the router's softmax and top-k,
+// and moving token rows to and from experts (gather, weighted scatter-add, per-row dot).
+// Stateless, float and double, row-major [rows, cols]. Used by engine/model/moe.cpp;
+// checked through its gradient test, tests/engine/tst_moe.cpp.
+#pragma once
+
+namespace paralab::kernels {
+
+// p[r, :] = softmax(x[r, :]), the row maximum subtracted first. In place allowed (p == x).
+template <typename T> void softmax_rows(T* p, const T* x, int rows, int cols);
+// dx[r, c] = p[r, c] (dp[r, c] - sum_c' p[r, c'] dp[r, c']): the softmax Jacobian applied to
+// dp. In place allowed (dx == dp).
+template <typename T> void softmax_rows_backward(T* dx, const T* p, const T* dp, int rows, int cols);
+// idx[r, 0..k): the columns of the k largest entries of row r, largest first; equal values go
+// to the lower column, so every rank that sees the same row picks the same experts.
+template <typename T> void topk_rows(int* idx, const T* x, int rows, int cols, int k);
+
+// Gates of the chosen experts idx[r, 0..k) from the router probabilities p [rows, cols]:
+// k = 1 takes the raw probability (Switch, Fedus et al. 2021: the router learns through it);
+// k > 1 renormalises the k chosen to sum to 1 (GShard's top-2, Mixtral).
+template <typename T> void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k);
+// Adds to dp [rows, cols] the gradient that dgate [rows, k] sends back through topk_gates:
+// k = 1: dp_i += dgate; k > 1, gate_j = p_j / Z: dp_i += (dgate_i - sum_j dgate_j gate_j) / Z.
+template <typename T>
+void topk_gates_backward(T* dp, const T* p, const int* idx, const T* gate, const T* dgate, int rows,
+                         int cols, int k);
+
+// [SECTION] Expert capacity (GShard, Lepikhin et al. 2020). Expert e takes at most C of the
+// (token, choice) pairs routed to it, by priority: every token's first choice before any second
+// choice, then the global token order. counts [groups][k][experts]: pairs of each group of
+// tokens (ranks' shards, in global token order) per choice and expert.
+// The priority position of the first of group g's choice-j pairs for expert e.
+long capacity_ahead(const float* counts, int groups, int k, int experts, int g, int j, int e);
+// How many of those pairs expert e keeps: clamp(C - ahead, 0, count).
+long capacity_kept(const float* counts, int groups, int k, int experts, int g, int j, int e,
+                   long capacity);
+// kept[t, j] = 0 for group g's pairs over capacity (choice [rows, k]); returns how many.
+long capacity_drop(unsigned char* kept, const int* choice, int rows, int k, const float* counts,
+                   int groups, int g, int experts, long capacity);
+
+// [SECTION] Moving token rows.
+// dst[i, :] = src[index[i], :] for i < n.
+template <typename T> void gather_rows(T* dst, const T* src, const int* index, long n, int cols);
+// dst[index[i], :] += scale[i] * src[i, :] for i < n (scale null: 1). Rows of dst may repeat
+// in index (a token sent to k experts gets k rows back); they are added in order of i.
+template <typename T>
+void scatter_add_rows(T* dst, const T* src, const int* index, const T* scale, long n, int cols);
+// out[i] = <a[index[i], :], b[i, :]> for i < n, accumulated in double.
+template <typename T>
+void dot_rows(T* out, const T* a, const int* index, const T* b, long n, int cols);
+
+}  // namespace paralab::kernels
