@@ -1,0 +1,383 @@
+// The mixture-of-experts MLP's forward and backward (see moe.h): routing, capacity, the rows
+// each expert runs, and the gradients back through the gates into the router.
+// See tests/engine/tst_moe.cpp (finite differences, serial = expert parallel).
+#include "model/moe.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "cpu/layers.h"
+#include "cpu/moe.h"
+
+namespace paralab {
+
+using namespace kernels;
+
+int64_t MoeShape::expertParameterCount() const {
+  const int64_t H = hidden;
+  return H * 4 * H + 4 * H + 4 * H * H + H;
+}
+
+int64_t MoeShape::parameterCount() const {
+  const int64_t H = hidden;
+  const int64_t block = 2 * H /*LN*/ + H * experts + experts /*router*/ + experts * expertParameterCount();
+  return int64_t(input) * H + H + layers * block + H * classes + classes;
+}
+
+namespace {
+
+// A serial model's "exchange": every expert is here and the tokens are the whole batch.
+class LocalExchange final : public ExpertExchange {
+ public:
+  const ExpertTopology& topology() const override { return m_topo; }
+  void gatherCounts(const float* mine, float* all, int n) override { std::copy(mine, mine + n, all); }
+  void exchangeRows(const float*, const std::vector<int64_t>&, float*, const std::vector<int64_t>&,
+                    int) override {
+    throw std::logic_error("moe: no rows travel when one rank holds every expert");
+  }
+
+ private:
+  ExpertTopology m_topo;
+};
+
+std::string blockName(int l) { return "block" + std::to_string(l); }
+
+// Each expert draws its initial weights from a stream of its own, so a rank holding experts
+// 2..3 builds exactly the weights the serial model holds for them without drawing the others.
+uint64_t expertSeed(uint64_t seed, int block, int expert) {
+  Rng mix(seed ^ (0xD1B54A32D192ED03ull * uint64_t(1 + block * 4096 + expert)));
+  return mix.next();
+}
+
+}  // namespace
+
+Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPlacement placement)
+    : m_shape(shape),
+      m_place(placement),
+      m_tracker(tracker),
+      m_in((m_ps.beginUnit("in_proj"), Linear(m_ps, "in_proj", shape.input, shape.hidden))),
+      m_cls([&]() -> Linear {
+        if (placement.shards < 1 || shape.experts % placement.shards != 0)
+          throw std::invalid_argument("moe: the experts must split evenly over the ranks");
+        const int H = shape.hidden;
+        for (int l = 0; l < shape.layers; ++l) {  // units in forward order, as in Mlp
+          const std::string n = blockName(l);
+          m_ps.beginUnit(n);
+          Block b{LayerNorm(m_ps, n + ".ln", H), Linear(m_ps, n + ".router", H, shape.experts), {}};
+          for (int e = firstExpert(); e < firstExpert() + localExperts(); ++e) {
+            const std::string x = n + ".expert" + std::to_string(e);
+            b.experts.push_back({Linear(m_ps, x + ".fc1", H, 4 * H), Linear(m_ps, x + ".fc2", 4 * H, H)});
+          }
+          m_blocks.push_back(std::move(b));
+        }
+        m_ps.beginUnit("classifier");
+        return Linear(m_ps, "classifier", shape.hidden, shape.classes);
+      }()) {
+  m_ps.allocate(tracker);
+  Rng rng(seed);
+  m_in.init(rng);
+  for (int l = 0; l < shape.layers; ++l) {
+    m_blocks[size_t(l)].ln.init();
+    m_blocks[size_t(l)].router.init(rng);
+    for (int i = 0; i < localExperts(); ++i) {
+      Rng er(expertSeed(seed, l, firstExpert() + i));
+      m_blocks[size_t(l)].experts[size_t(i)].fc1.init(er);
+      m_blocks[size_t(l)].experts[size_t(i)].fc2.init(er);
+    }
+  }
+  m_cls.init(rng);
+  // Expert weights are summed over the expert's replicas, the rest over every replica.
+  for (const ParamRef& r : m_ps.refs()) {
+    auto& ranges = r.name.find(".expert") != std::string::npos ? m_expertRanges : m_denseRanges;
+    if (!ranges.empty() && ranges.back().second == r.offset) ranges.back().second += r.numel();
+    else ranges.push_back({r.offset, r.offset + r.numel()});
+  }
+}
+
+void Moe::grow(Tensor& t, int64_t rows, int64_t cols, MemCategory category) {
+  const int64_t need = std::max<int64_t>(1, rows) * cols;
+  if (t.numel() >= need) return;
+  t = Tensor();  // free first: the peak stays honest
+  t = Tensor({need + need / 4}, category, m_tracker);  // headroom: routing varies step to step
+}
+
+void Moe::ensureCapacity(int batch) {
+  if (batch <= m_acts.capacity) return;
+  const int64_t B = batch, H = m_shape.hidden, E = m_shape.experts;
+  m_acts = Acts{};
+  m_acts.capacity = batch;
+  auto act = [&](Shape s) { return Tensor(std::move(s), MemCategory::Activations, m_tracker); };
+  auto work = [&](Shape s) { return Tensor(std::move(s), MemCategory::Workspace, m_tracker); };
+  m_acts.x = act({B, m_shape.input});
+  for (int l = 0; l <= m_shape.layers; ++l) m_acts.a.push_back(act({B, H}));
+  m_acts.blocks.resize(size_t(m_shape.layers));
+  for (BlockActs& A : m_acts.blocks) {
+    A.ln = act({B, H});
+    A.mean = act({B});
+    A.rstd = act({B});
+    A.probs = act({B, E});
+  }
+  m_acts.logits = act({B, m_shape.classes});
+  m_acts.dlogits = work({B, m_shape.classes});
+  m_acts.da = work({B, H});
+  m_acts.dln = work({B, H});
+  m_acts.dtmp = work({B, H});
+  m_acts.dprobs = work({B, E});
+}
+
+// [SECTION] Routing: top-k, gates, capacity, and who sends how many rows to whom.
+void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
+  BlockActs& A = m_acts.blocks[size_t(l)];
+  BlockRouting& r = A.route;
+  const ExpertTopology& topo = ex.topology();
+  const int E = m_shape.experts, K = m_shape.topk, G = m_place.shards, El = localExperts();
+  const int D = topo.tokenRanks, me = topo.tokenRank;
+  const float* p = A.probs.data();
+  r.choice.assign(size_t(B) * K, 0);
+  r.gate.assign(size_t(B) * K, 0.f);
+  r.kept.assign(size_t(B) * K, 1);
+  if (B > 0) {
+    topk_rows(r.choice.data(), p, B, E, K);
+    topk_gates(r.gate.data(), p, r.choice.data(), B, E, K);  // before any capacity drop
+  }
+  std::vector<float> mine(size_t(K) * E, 0.f);
+  for (size_t s = 0; s < r.choice.size(); ++s) mine[(s % K) * E + r.choice[s]] += 1.f;
+  // Every token rank's counts per (choice, expert): the global capacity and the row counts of
+  // both all-to-alls follow from them, identically on every rank.
+  std::vector<float> all(size_t(D) * K * E);
+  ex.gatherCounts(mine.data(), all.data(), K * E);
+  double T = 0;  // tokens of the global batch: everyone's first choices
+  for (int d = 0; d < D; ++d)
+    for (int e = 0; e < E; ++e) T += all[size_t(d) * K * E + e];
+  A.tokens = T;
+  const long C = train ? long(std::ceil(m_shape.capacityFactor * T * K / E)) : LONG_MAX;
+  r.capacity = train ? C : 0;
+  const long dropped = capacity_drop(r.kept.data(), r.choice.data(), B, K, all.data(), D, me, E, C);
+  std::vector<int64_t> perExpert(size_t(E), 0);
+  for (size_t s = 0; s < r.choice.size(); ++s) perExpert[size_t(r.choice[s])] += r.kept[s];
+  // Sent rows in expert order (so in EP-member order), then choice, then token.
+  std::vector<int64_t> at(size_t(E) + 1, 0);
+  for (int e = 0; e < E; ++e) at[size_t(e) + 1] = at[size_t(e)] + perExpert[size_t(e)];
+  const int64_t S = at[size_t(E)];
+  A.sendTok.resize(size_t(S));
+  A.sendGate.resize(size_t(S));
+  A.sendSlot.resize(size_t(S));
+  for (int j = 0; j < K; ++j)
+    for (int t = 0; t < B; ++t) {
+      const size_t s = size_t(t) * K + j;
+      if (!r.kept[s]) continue;
+      const int64_t i = at[size_t(r.choice[s])]++;
+      A.sendTok[size_t(i)] = t;
+      A.sendGate[size_t(i)] = r.gate[s];
+      A.sendSlot[size_t(i)] = int(s);
+    }
+  A.sendRows.assign(size_t(G), 0);
+  for (int e = 0; e < E; ++e) A.sendRows[size_t(e / El)] += perExpert[size_t(e)];
+  // Received: member q's rows for each of my experts, q-major as they arrive; experts run on
+  // expert-major rows (perm gathers them, unperm puts the outputs back in arrival order).
+  std::vector<int64_t> from(size_t(G) * El, 0);
+  A.recvRows.assign(size_t(G), 0);
+  A.expertRows.assign(size_t(El), 0);
+  for (int q = 0; q < G; ++q)
+    for (int i = 0; i < El; ++i) {
+      for (int j = 0; j < K; ++j)
+        from[size_t(q) * El + i] += capacity_kept(all.data(), D, K, E, topo.epTokenRanks[size_t(q)], j, firstExpert() + i, C);
+      A.recvRows[size_t(q)] += from[size_t(q) * El + i];
+      A.expertRows[size_t(i)] += int(from[size_t(q) * El + i]);
+    }
+  A.perm.clear();
+  if (G > 1) {
+    std::vector<int64_t> start(size_t(G) * El);
+    int64_t off = 0;
+    for (size_t qi = 0; qi < start.size(); ++qi) start[qi] = off, off += from[qi];
+    for (int i = 0; i < El; ++i)
+      for (int q = 0; q < G; ++q)
+        for (int64_t k = 0; k < from[size_t(q) * El + i]; ++k)
+          A.perm.push_back(int(start[size_t(q) * El + i] + k));
+    A.unperm.resize(A.perm.size());
+    for (size_t i = 0; i < A.perm.size(); ++i) A.unperm[size_t(A.perm[i])] = int(i);
+  }
+  A.f.assign(size_t(E), 0.f);  // f_e: share of the step's token choices routed to e
+  for (size_t i = 0; i < all.size(); ++i) A.f[i % E] += float(all[i] / (T * K));
+  if (!train) return;
+  for (size_t i = 0; i < mine.size(); ++i) m_stats.routed[size_t(l) * E + i % E] += int64_t(mine[i]);
+  m_stats.dropped += dropped;
+  for (int n : A.expertRows) m_stats.processed += n;
+  if (m_shape.auxLoss > 0 && T > 0) {  // Switch: alpha E sum_e f_e P_e, P_e = mean_t p_te
+    double s = 0;
+    for (int t = 0; t < B; ++t)
+      for (int e = 0; e < E; ++e) s += double(A.f[size_t(e)]) * p[size_t(t) * E + e];
+    m_stats.auxLoss += m_shape.auxLoss * E * s / T;
+  }
+}
+
+// [SECTION] Forward
+void Moe::blockForward(int l, int B, bool train, ExpertExchange& ex) {
+  Block& b = m_blocks[size_t(l)];
+  BlockActs& A = m_acts.blocks[size_t(l)];
+  const int H = m_shape.hidden;
+  const float* in = m_acts.a[size_t(l)].data();
+  float* out = m_acts.a[size_t(l) + 1].data();
+  if (B > 0) {
+    b.ln.forward(in, A.ln.data(), A.mean.data(), A.rstd.data(), B);
+    b.router.forward(A.ln.data(), A.probs.data(), B);
+    softmax_rows(A.probs.data(), A.probs.data(), B, m_shape.experts);
+  }
+  routeAndPlan(l, B, train, ex);
+  const long S = long(A.sendTok.size());
+  long R = 0;
+  for (int n : A.expertRows) R += n;
+  const bool local = m_place.shards == 1;  // every expert here: rows need not travel
+  grow(A.xin, R, H, MemCategory::Activations);
+  grow(A.h, R, 4 * H, MemCategory::Activations);
+  grow(A.g, R, 4 * H, MemCategory::Activations);
+  grow(A.ycomb, S, H, MemCategory::Activations);
+  for (Tensor* t : {&m_acts.send, &m_acts.recv, &m_acts.rows}) grow(*t, std::max(S, R), H, MemCategory::Workspace);
+  if (local) {
+    gather_rows(A.xin.data(), A.ln.data(), A.sendTok.data(), S, H);
+  } else {  // dispatch: my token rows to the experts' ranks
+    gather_rows(m_acts.send.data(), A.ln.data(), A.sendTok.data(), S, H);
+    ex.exchangeRows(m_acts.send.data(), A.sendRows, m_acts.recv.data(), A.recvRows, H);
+    gather_rows(A.xin.data(), m_acts.recv.data(), A.perm.data(), R, H);
+  }
+  float* y = local ? A.ycomb.data() : m_acts.rows.data();
+  long off = 0;
+  for (size_t i = 0; i < A.expertRows.size(); ++i) {
+    const int n = A.expertRows[i];
+    if (n == 0) continue;
+    Expert& x = b.experts[i];
+    x.fc1.forward(A.xin.data() + off * H, A.h.data() + off * 4 * H, n);
+    gelu_forward(A.g.data() + off * 4 * H, A.h.data() + off * 4 * H, long(n) * 4 * H);
+    x.fc2.forward(A.g.data() + off * 4 * H, y + off * H, n);
+    off += n;
+  }
+  if (!local) {  // combine: the outputs back to their tokens' ranks
+    gather_rows(m_acts.recv.data(), y, A.unperm.data(), R, H);
+    ex.exchangeRows(m_acts.recv.data(), A.recvRows, A.ycomb.data(), A.sendRows, H);
+  }
+  std::memcpy(out, in, sizeof(float) * size_t(B) * H);  // x + sum_j gate_j expert_j(LN(x))
+  scatter_add_rows(out, A.ycomb.data(), A.sendTok.data(), A.sendGate.data(), S, H);
+}
+
+void Moe::forwardTo(const float* x, int batch, bool train, UnitHooks* hooks, ExpertExchange& ex) {
+  ensureCapacity(batch);
+  const int last = numUnits() - 1, L = m_shape.layers;
+  if (train) m_stats = MoeStats{std::vector<int64_t>(size_t(L) * m_shape.experts, 0)};
+  std::memcpy(m_acts.x.data(), x, sizeof(float) * size_t(batch) * m_shape.input);
+  if (hooks) hooks->beforeForward(0);
+  if (batch > 0) m_in.forward(m_acts.x.data(), m_acts.a[0].data(), batch);
+  if (hooks) hooks->afterForward(0);
+  for (int l = 0; l < L; ++l) {
+    if (hooks) hooks->beforeForward(l + 1);
+    blockForward(l, batch, train, ex);
+    if (hooks) hooks->afterForward(l + 1);
+  }
+  if (hooks) hooks->beforeForward(last);
+  if (batch > 0) m_cls.forward(m_acts.a[size_t(L)].data(), m_acts.logits.data(), batch);
+  if (hooks) hooks->afterForward(last);
+}
+
+static ExpertExchange& orLocal(ExpertExchange* ex, const ExpertPlacement& place) {
+  static thread_local LocalExchange local;
+  if (ex) return *ex;
+  if (place.shards != 1) throw std::logic_error("moe: a sharded model needs an ExpertExchange");
+  return local;
+}
+
+double Moe::forwardLoss(const float* x, const int* labels, int batch, double normalizer,
+                        UnitHooks* hooks, ExpertExchange* exchange) {
+  forwardTo(x, batch, true, hooks, orLocal(exchange, m_place));
+  m_batch = batch;
+  return softmax_xent(m_acts.dlogits.data(), m_acts.logits.data(), labels, batch, m_shape.classes,
+                      normalizer);
+}
+
+int Moe::countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks,
+                      ExpertExchange* exchange) {
+  forwardTo(x, batch, false, hooks, orLocal(exchange, m_place));
+  return batch > 0 ? count_correct(m_acts.logits.data(), labels, batch, m_shape.classes) : 0;
+}
+
+// [SECTION] Backward. `da` holds dLoss/d(block output) on entry and dLoss/d(block input) on exit.
+void Moe::blockBackward(int l, ExpertExchange& ex) {
+  Block& b = m_blocks[size_t(l)];
+  BlockActs& A = m_acts.blocks[size_t(l)];
+  const int B = m_batch, H = m_shape.hidden, E = m_shape.experts, K = m_shape.topk;
+  const long S = long(A.sendTok.size());
+  long R = 0;
+  for (int n : A.expertRows) R += n;
+  const bool local = m_place.shards == 1;
+  float* da = m_acts.da.data();
+  // out[t] = x[t] + sum_s gate_s y_s: dgate_s = <da[t], y_s>, dy_s = gate_s da[t].
+  std::vector<float> dgate(static_cast<size_t>(S));
+  dot_rows(dgate.data(), da, A.sendTok.data(), A.ycomb.data(), S, H);
+  float* dsend = local ? m_acts.rows.data() : m_acts.send.data();
+  gather_rows(dsend, da, A.sendTok.data(), S, H);
+  for (long s = 0; s < S; ++s)
+    for (int c = 0; c < H; ++c) dsend[s * H + c] *= A.sendGate[size_t(s)];
+  float* dy = m_acts.rows.data();  // expert-major output gradients
+  if (!local) {  // dispatch the output gradients to the experts' ranks
+    ex.exchangeRows(dsend, A.sendRows, m_acts.recv.data(), A.recvRows, H);
+    gather_rows(dy, m_acts.recv.data(), A.perm.data(), R, H);
+  }
+  grow(m_acts.wide, R, 4 * H, MemCategory::Workspace);
+  float* dg = m_acts.wide.data();
+  float* dx = m_acts.recv.data();  // expert-major input gradients
+  long off = 0;
+  for (size_t i = 0; i < A.expertRows.size(); ++i) {
+    const int n = A.expertRows[i];
+    if (n == 0) continue;
+    Expert& x = b.experts[i];
+    x.fc2.backward(A.g.data() + off * 4 * H, dy + off * H, dg + off * 4 * H, n);
+    gelu_backward(dg + off * 4 * H, A.h.data() + off * 4 * H, dg + off * 4 * H, long(n) * 4 * H);
+    x.fc1.backward(A.xin.data() + off * H, dg + off * 4 * H, dx + off * H, n);
+    off += n;
+  }
+  const float* dmine = dx;  // input gradients of my sent rows, in send order
+  if (!local) {  // combine: the input gradients back to their tokens' ranks
+    gather_rows(m_acts.send.data(), dx, A.unperm.data(), R, H);
+    ex.exchangeRows(m_acts.send.data(), A.recvRows, m_acts.rows.data(), A.sendRows, H);
+    dmine = m_acts.rows.data();
+  }
+  float* dln = m_acts.dln.data();
+  std::fill(dln, dln + size_t(B) * H, 0.f);
+  scatter_add_rows(dln, dmine, A.sendTok.data(), static_cast<const float*>(nullptr), S, H);
+  // Gates -> router probabilities; dropped choices have dgate = 0 (but stay in k > 1's Z).
+  std::vector<float> dslot(size_t(B) * K, 0.f);
+  for (long s = 0; s < S; ++s) dslot[size_t(A.sendSlot[size_t(s)])] = dgate[size_t(s)];
+  const float* p = A.probs.data();
+  float* dp = m_acts.dprobs.data();
+  std::fill(dp, dp + size_t(B) * E, 0.f);
+  topk_gates_backward(dp, p, A.route.choice.data(), A.route.gate.data(), dslot.data(), B, E, K);
+  if (m_shape.auxLoss > 0 && A.tokens > 0)  // d(alpha E sum_e f_e P_e)/dp_te = alpha E f_e / T
+    for (int t = 0; t < B; ++t)
+      for (int e = 0; e < E; ++e)
+        dp[size_t(t) * E + e] += float(m_shape.auxLoss * E * A.f[size_t(e)] / A.tokens);
+  softmax_rows_backward(dp, p, dp, B, E);
+  b.router.backward(A.ln.data(), dp, m_acts.dtmp.data(), B);
+  const float* dr = m_acts.dtmp.data();
+  for (long i = 0; i < long(B) * H; ++i) dln[i] += dr[i];
+  b.ln.backward(m_acts.a[size_t(l)].data(), A.mean.data(), A.rstd.data(), dln, dln, B);
+  for (long i = 0; i < long(B) * H; ++i) da[i] += dln[i];  // the residual passes da through
+}
+
+void Moe::backward(UnitHooks* hooks, ExpertExchange* exchange) {
+  ExpertExchange& ex = orLocal(exchange, m_place);
+  const int B = m_batch, L = m_shape.layers;
+  if (hooks) hooks->beforeBackward(L + 1);
+  m_cls.backward(m_acts.a[size_t(L)].data(), m_acts.dlogits.data(), m_acts.da.data(), B);
+  if (hooks) hooks->afterBackward(L + 1);
+  for (int l = L - 1; l >= 0; --l) {
+    if (hooks) hooks->beforeBackward(l + 1);
+    blockBackward(l, ex);
+    if (hooks) hooks->afterBackward(l + 1);
+  }
+  if (hooks) hooks->beforeBackward(0);
+  m_in.backward(m_acts.x.data(), m_acts.da.data(), nullptr, B);
+  if (hooks) hooks->afterBackward(0);
+}
+
+}  // namespace paralab
