@@ -22,9 +22,12 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (m.testAccuracy) j["test_accuracy"] = *m.testAccuracy;
   if (m.staleness) j["staleness"] = *m.staleness;
   if (m.spread) j["spread"] = *m.spread;
+  if (!m.expertTokens.empty()) j["expert_tokens"] = m.expertTokens;
+  if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
+  if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
   if (!m.emulated.empty()) j["emulated"] = m.emulated;
   j["ranks"] = nlohmann::json::array();
-  for (const RankMetrics& r : m.ranks)
+  for (const RankMetrics& r : m.ranks) {
     j["ranks"].push_back({{"rank", r.rank},
                           {"compute_ms", r.computeMs},
                           {"comm_ms", r.commMs},
@@ -33,6 +36,8 @@ nlohmann::json toJson(const StepMetrics& m) {
                           {"bytes_recv", r.bytesRecv},
                           {"sent_to", r.sentTo},
                           {"mem", toJson(r.mem)}});
+    if (r.tokens) j["ranks"].back()["tokens"] = *r.tokens;
+  }
   return j;
 }
 

@@ -41,6 +41,13 @@ struct RankStep {
   // Local SGD / gossip: the largest L2 distance of a rank's parameters from the mean of all
   // ranks' parameters (the pairwise maximum lies between this and twice it).
   std::optional<double> spread;
+  // --model moe (this rank's share; the trainer sums them): token choices of this rank's tokens
+  // routed to each expert, [L x E] before capacity; those dropped over capacity; token rows
+  // this rank's experts ran; this rank's part of the load-balancing loss.
+  std::vector<int64_t> expertTokens;
+  std::optional<int64_t> droppedTokens;
+  std::optional<int64_t> tokens;
+  std::optional<double> auxLoss;
 };
 
 class Strategy {
@@ -53,6 +60,14 @@ class Strategy {
   // evaluation on rank 0. endEval() lets the strategy drop what it gathered.
   virtual Mlp& beginEval() = 0;
   virtual void endEval() {}
+  // Collective, for a model that is not an Mlp (--model moe): every rank calls it; rank 0
+  // returns how many of the first `n` test samples, in chunks of `chunk`, are classified right.
+  // nullopt: evaluate through beginEval() instead.
+  virtual std::optional<int64_t> countCorrect(int64_t n, int chunk) {
+    (void)n;
+    (void)chunk;
+    return std::nullopt;
+  }
   // What this rank holds (holdings.h), from the strategy's own sharding; call between steps.
   // The Trainer adds the rank and its last step's traffic.
   virtual RankHoldings holdings() const { return {}; }

@@ -13,6 +13,7 @@
 
 #include "comm/communicator.h"
 #include "cpu/gemm.h"
+#include "model/moe.h"
 
 namespace paralab {
 
@@ -187,11 +188,15 @@ void Trainer::execute(Rank& r, Command c) {
     r.endNs = nowNs();
     r.traffic = r.comm->accounting().take();
   } else if (c == Command::Eval) {
+    const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
+                                        : m_data->numTest();
+    const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
+    if (const std::optional<int64_t> correct = r.strategy->countCorrect(n, chunk)) {  // not an Mlp
+      if (r.rank == 0) m_evalAccuracy = n > 0 ? double(*correct) / double(n) : 0.0;
+      return;
+    }
     Mlp& model = r.strategy->beginEval();
     if (r.rank == 0) {
-      const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
-                                          : m_data->numTest();
-      const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
       int64_t correct = 0;
       for (int64_t i = 0; i < n; i += chunk) {
         const int b = int(std::min<int64_t>(chunk, n - i));
@@ -241,6 +246,12 @@ void Trainer::runCommand(Command c) {
 // [SECTION] Steps and their metrics
 
 int64_t Trainer::parameterCount() const {
+  if (m_config.model == "moe") {  // every expert counted once, wherever it lives
+    MoeShape m;
+    m.input = m_data->inputDim, m.classes = m_data->classes, m.hidden = m_config.hidden;
+    m.layers = m_config.layers, m.experts = m_config.experts;
+    return m.parameterCount();
+  }
   MlpShape s;
   s.input = m_data->inputDim;
   s.classes = m_data->classes;
@@ -322,6 +333,10 @@ nlohmann::json rankFigures(int rank, const RankStep& res, const CommTraffic& tra
                       {"mem_peak_total", mem.peakTotal}};
   if (res.staleness) j["staleness"] = *res.staleness;
   if (res.spread) j["spread"] = *res.spread;
+  if (!res.expertTokens.empty()) j["expert_tokens"] = res.expertTokens;
+  if (res.droppedTokens) j["dropped_tokens"] = *res.droppedTokens;
+  if (res.tokens) j["tokens"] = *res.tokens;
+  if (res.auxLoss) j["aux_loss"] = *res.auxLoss;
   return j;
 }
 
@@ -361,6 +376,15 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     r.mem.peak = f["mem_peak"].get<std::array<int64_t, kMemCategories>>();
     r.mem.peakTotal = f["mem_peak_total"];
     lossSum += f["loss_sum"].get<double>();
+    if (f.contains("tokens")) {  // --model moe: per-rank figures summed over the global batch
+      r.tokens = f["tokens"].get<int64_t>();
+      const auto routed = f["expert_tokens"].get<std::vector<int64_t>>();
+      const size_t E = size_t(m_config.experts);
+      m.expertTokens.resize(routed.size() / E, std::vector<int64_t>(E, 0));
+      for (size_t i = 0; i < routed.size(); ++i) m.expertTokens[i / E][i % E] += routed[i];
+      m.droppedTokens = m.droppedTokens.value_or(0) + f["dropped_tokens"].get<int64_t>();
+      m.auxLoss = m.auxLoss.value_or(0) + f["aux_loss"].get<double>();
+    }
     if (f.contains("staleness")) staleness += f["staleness"].get<double>(), ++stalenessRanks;
     if (f.contains("spread")) m.spread = std::max(spread, f["spread"].get<double>()), spread = *m.spread;
     if (r.rank == 0) {
