@@ -82,6 +82,10 @@ std::optional<std::string> RunConfig::validateLayout() const {
     if (experts % ep != 0) return "ep: " + n(ep) + " must divide the number of experts (" + n(experts) + ")";
     if (!(capacityFactor > 0)) return "capacity-factor: must be positive";
     if (auxLoss < 0) return "aux-loss: must be 0 or more";
+    if (tp > 1 || pp > 1)
+      return "model: --model moe composes with data and expert parallelism only (allowed: tp = pp = 1)";
+    if (strategy != "sync" || zero > 0)
+      return "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)";
   } else if (ep > 1) {
     return "ep: expert parallelism needs --model moe";
   }

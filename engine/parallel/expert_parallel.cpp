@@ -1,0 +1,186 @@
+// Expert parallelism (--model moe --ep G, Lepikhin et al. 2020, GShard; Rajbhandari et al.
+// 2022, DeepSpeed-MoE): each MoE block's E experts are spread over an expert-parallel group of
+// G ranks (E/G each); a token's row travels to its experts' rank and back by all-to-all.
+// Every collective of the step is written in this file:
+//   per block, forward:  allGather of the routing counts over dp (k x E floats per rank: the
+//                        global capacity and both all-to-alls' row counts follow from them),
+//                        allToAllv dispatch (token rows), allToAllv combine (expert outputs);
+//   per block, backward: allToAllv of the output gradients to the experts, allToAllv of the
+//                        input gradients back;
+//   after backward:      allReduce of the non-expert gradients over dp, and of the expert
+//                        gradients over expert-dp (the replicas of one expert, one per group).
+// With G = 1 and one rank this is the serial MoE, the reference. See tests/engine/tst_moe.cpp,
+// `paralab-run --model moe --ranks 4 --ep 2 --topk 2` and `paralab-bench ep`.
+#include <stdexcept>
+
+#include "comm/communicator.h"
+#include "model/moe.h"
+#include "optim/optimizer.h"
+#include "parallel/process_grid.h"
+#include "parallel/replica.h"  // shardBegin, shardLen
+
+namespace paralab {
+
+namespace {
+
+MoeShape moeShape(const RunConfig& c, const Dataset& data) {
+  MoeShape s;
+  s.input = data.inputDim;
+  s.classes = data.classes;
+  s.hidden = c.hidden;
+  s.layers = c.layers;
+  s.experts = c.experts;
+  s.topk = c.topk;
+  s.capacityFactor = c.capacityFactor;
+  s.auxLoss = c.auxLoss;
+  return s;
+}
+
+class ExpertParallel final : public Strategy, private ExpertExchange, private UnitHooks {
+ public:
+  explicit ExpertParallel(RankContext& ctx)
+      : m_ctx(ctx),
+        m_grid(std::make_unique<ProcessGrid>(
+            GridShape{ctx.config->dpDegree(), 1, 1, ctx.config->ep}, *ctx.comm)) {
+    const GridCoords& c = m_grid->coords();
+    m_topo.tokenRanks = m_grid->dp().size();
+    m_topo.tokenRank = c.dp;
+    m_topo.epTokenRanks.clear();
+    for (int q = 0; q < m_grid->ep().size(); ++q)  // dp index of each member of my EP group
+      m_topo.epTokenRanks.push_back(
+          ProcessGrid::coordsOf(m_grid->shape(), m_grid->ep().worldRankOf(q)).dp);
+    // Every rank builds its shard of the model the serial run would build from the same seed.
+    m_model = std::make_unique<Moe>(moeShape(*ctx.config, *ctx.data), ctx.config->seed, ctx.memory,
+                                    ExpertPlacement{m_grid->shape().ep, c.ep});
+    OptimizerHyper hyper;
+    hyper.lr = float(ctx.config->lr);
+    m_opt = std::make_unique<Optimizer>(optimizerKind(ctx.config->optimizer), hyper,
+                                        m_model->params().numel(), ctx.memory);
+  }
+
+  RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
+    m_step = step + 1;
+    RankStep out;
+    out.samples = takeSlice(globalBatch);
+    ParamSet& ps = m_model->params();
+    out.lossSum = m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice,
+                                       double(globalBatch.size()), this, this);
+    ps.zeroGrads();
+    m_model->backward(this, this);
+    // Data parallelism: non-expert weights have dp replicas, each expert dp/ep (expert-dp).
+    float* g = ps.grads().data();
+    if (m_grid->dp().size() > 1)
+      for (auto [b, e] : m_model->denseRanges()) m_grid->dp().allReduce(g + b, g + b, e - b);
+    if (m_grid->expertDp().size() > 1)
+      for (auto [b, e] : m_model->expertRanges()) m_grid->expertDp().allReduce(g + b, g + b, e - b);
+    {
+      ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, m_step, "optimizer");
+      m_opt->step(ps.params().data(), g);
+    }
+    const MoeStats& st = m_model->stats();
+    out.expertTokens = st.routed;
+    out.droppedTokens = st.dropped;
+    out.tokens = st.processed;
+    out.auxLoss = st.auxLoss;
+    return out;
+  }
+
+  Mlp& beginEval() override {
+    throw std::logic_error("moe: the model is not an Mlp; the trainer evaluates through countCorrect()");
+  }
+
+  // Rank 0 evaluates; the other ranks of its EP group run their experts on its rows (with no
+  // rows of their own), and every rank takes part in the routing-count all-gathers.
+  std::optional<int64_t> countCorrect(int64_t n, int chunk) override {
+    const Dataset& d = *m_ctx.data;
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; i += chunk) {
+      const int b = m_ctx.rank == 0 ? int(std::min<int64_t>(chunk, n - i)) : 0;
+      correct += m_model->countCorrect(&d.testX[size_t(i) * d.inputDim], &d.testY[size_t(i)], b,
+                                       nullptr, this);
+    }
+    return correct;
+  }
+
+ private:
+  // This rank's contiguous part of the global batch, by its dp index: global token order is
+  // dp order, which the capacity positions rely on.
+  int takeSlice(const std::vector<int>& globalBatch) {
+    ScopedSpan s(m_ctx.spans, SpanKind::Data, m_step, "take batch slice");
+    const int D = m_grid->dp().size(), q = m_grid->coords().dp;
+    const int64_t begin = shardBegin(q, D, int64_t(globalBatch.size()));
+    m_slice = int(shardLen(q, D, int64_t(globalBatch.size())));
+    const int in = m_ctx.data->inputDim;
+    m_x.resize(size_t(m_slice) * in);
+    m_labels.resize(size_t(m_slice));
+    for (int i = 0; i < m_slice; ++i) {
+      const int sample = globalBatch[size_t(begin + i)];
+      std::copy_n(&m_ctx.data->trainX[size_t(sample) * in], in, &m_x[size_t(i) * in]);
+      m_labels[size_t(i)] = m_ctx.data->trainY[size_t(sample)];
+    }
+    return m_slice;
+  }
+
+  // [SECTION] The collectives of the MoE layer (ExpertExchange), outside the compute spans.
+  const ExpertTopology& topology() const override { return m_topo; }
+
+  void gatherCounts(const float* mine, float* all, int n) override {
+    Paused p(*this);
+    if (m_grid->dp().size() == 1) std::copy_n(mine, n, all);
+    else m_grid->dp().allGather(mine, all, n);
+  }
+
+  void exchangeRows(const float* send, const std::vector<int64_t>& sendRows, float* recv,
+                    const std::vector<int64_t>& recvRows, int width) override {
+    Paused p(*this);
+    std::vector<int64_t> sc(sendRows), rc(recvRows);
+    for (int64_t& v : sc) v *= width;
+    for (int64_t& v : rc) v *= width;
+    m_grid->ep().allToAllv(send, sc, recv, rc);
+  }
+
+  // [SECTION] Forward / backward spans per unit (UnitHooks), paused around collectives so
+  // that compute_ms holds no communication.
+  void beforeForward(int) override { open(SpanKind::Forward); }
+  void afterForward(int) override { close(); }
+  void beforeBackward(int) override { open(SpanKind::Backward); }
+  void afterBackward(int) override { close(); }
+  void open(SpanKind k) {
+    m_span = Span{k, nowNs(), 0, 0, k == SpanKind::Forward ? "forward" : "backward", m_step};
+    m_open = true;
+  }
+  void close() {
+    if (!m_open) return;
+    m_span.endNs = nowNs();
+    if (m_ctx.spans) m_ctx.spans->record(m_span);
+    m_open = false;
+  }
+  struct Paused {
+    explicit Paused(ExpertParallel& s) : self(s), was(s.m_open) { self.close(); }
+    ~Paused() {
+      if (was) self.open(self.m_span.kind);
+    }
+    ExpertParallel& self;
+    bool was;
+  };
+
+  RankContext m_ctx;
+  std::unique_ptr<ProcessGrid> m_grid;
+  ExpertTopology m_topo;
+  std::unique_ptr<Moe> m_model;
+  std::unique_ptr<Optimizer> m_opt;
+  std::vector<float> m_x;
+  std::vector<int> m_labels;
+  int m_slice = 0;
+  int64_t m_step = 0;
+  Span m_span;
+  bool m_open = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> makeExpertParallel(RankContext& ctx) {
+  return std::make_unique<ExpertParallel>(ctx);
+}
+
+}  // namespace paralab
