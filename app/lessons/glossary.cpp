@@ -65,7 +65,7 @@ int matchAt(const QString& text, int pos, const QString& spelling) {
   if (pos > 0 && isWordChar(text[pos - 1])) return 0;
   const Qt::CaseSensitivity cs = caseSensitive(spelling) ? Qt::CaseSensitive : Qt::CaseInsensitive;
   if (QStringView(text).mid(pos, spelling.size()).compare(spelling, cs) != 0) return 0;
-  for (const QString suffix : {QString("es"), QString("s"), QString()}) {
+  for (const QLatin1String suffix : {QLatin1String("es"), QLatin1String("s"), QLatin1String("")}) {
     const int end = pos + int(spelling.size() + suffix.size());
     if (end > text.size()) continue;
     if (!suffix.isEmpty() && QStringView(text).mid(pos + spelling.size(), suffix.size()).compare(suffix, Qt::CaseInsensitive) != 0)

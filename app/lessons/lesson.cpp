@@ -391,6 +391,16 @@ ParseResult parseLesson(const QString& text, const QString& slug, const QString&
   return LessonParser(text, slug, path).run();
 }
 
+QString lessonsRoot() {
+  const QString env = qEnvironmentVariable("PARALAB_LESSONS_DIR");
+  if (!env.isEmpty()) return env;
+#ifdef PARALAB_LESSONS_DIR
+  return QStringLiteral(PARALAB_LESSONS_DIR);
+#else
+  return QStringLiteral("lessons");
+#endif
+}
+
 ParseResult loadLesson(const QString& lessonDir) {
   const QString path = QDir(lessonDir).filePath("lesson.md");
   QFile f(path);
@@ -523,20 +533,24 @@ std::optional<double> evalOn(const Formula& f, const QJsonObject& o, QString* er
 }  // namespace
 
 std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& steps, QString* error) {
+  // Some metrics appear only on some steps (staleness, spread on averaging steps, test_accuracy
+  // on evaluation steps): each choice is made among the steps that report the metric.
   const Formula f(c.metric);
-  if (steps.isEmpty()) {
-    if (error) *error = "the run has no steps yet";
+  const bool ordered = c.over == "first" || c.over == "last";
+  const int from = ordered || steps.size() <= c.warmup ? 0 : c.warmup;
+  std::vector<double> values;
+  QString lastError = "the run has no steps yet";
+  for (int i = from; i < steps.size(); ++i) {
+    QString e;
+    if (const auto v = evalOn(f, steps[i], &e)) values.push_back(*v);
+    else lastError = e;
+  }
+  if (values.empty()) {
+    if (error) *error = steps.isEmpty() ? lastError : "no step of the run reports it: " + lastError;
     return std::nullopt;
   }
-  if (c.over == "first") return evalOn(f, steps.first(), error);
-  if (c.over == "last") return evalOn(f, steps.last(), error);
-  const int from = steps.size() > c.warmup ? c.warmup : 0;
-  std::vector<double> values;
-  for (int i = from; i < steps.size(); ++i) {
-    const auto v = evalOn(f, steps[i], error);
-    if (!v) return std::nullopt;
-    values.push_back(*v);
-  }
+  if (c.over == "first") return values.front();
+  if (c.over == "last") return values.back();
   if (c.over == "mean") {
     double s = 0;
     for (double v : values) s += v;

@@ -87,6 +87,8 @@ struct ParseResult {
 
 // Parses the text of one lesson.md; `slug` is its directory name.
 ParseResult parseLesson(const QString& text, const QString& slug, const QString& path = {});
+// Where the lessons are: $PARALAB_LESSONS_DIR when set, else the source tree's lessons/.
+QString lessonsRoot();
 // Reads and parses <dir>/lesson.md.
 ParseResult loadLesson(const QString& lessonDir);
 // Every lessons/NN-*/lesson.md under `lessonsRoot`, in order of NN; errors of all of them.
@@ -118,7 +120,7 @@ QHash<QString, double> resolvedInputs(const Prediction& p, const QJsonObject& ex
 // "points[ranks=8].speedup" (an array element chosen by a field's value). Booleans count as 0/1.
 std::optional<double> metricAt(const QJsonObject& root, const QString& path);
 // The measured value of a comparison: over a run's step objects (each as `paralab-run --json`
-// prints it), or over a sweep's object when `sweep` is given.
+// prints it), among the steps that report the metric; or of a sweep's object.
 std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& steps,
                                     QString* error = nullptr);
 std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,

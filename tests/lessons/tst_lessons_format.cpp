@@ -206,7 +206,18 @@ class TestLessonFormat : public QObject {
     c.metric = "missing";
     QString error;
     QVERIFY(!measuredValue(c, steps, &error));
-    QVERIFY2(error.contains("'missing' is not defined"), qPrintable(error));
+    QVERIFY2(error.contains("no step of the run reports it: position 1: 'missing' is not defined"), qPrintable(error));
+    // A metric only some steps report (spread on averaging steps): chosen among those.
+    steps[1]["spread"] = 0.5;
+    steps[3]["spread"] = 0.25;
+    c.metric = "spread";
+    c.over = "last";
+    QCOMPARE(*measuredValue(c, steps), 0.25);
+    c.over = "first";
+    QCOMPARE(*measuredValue(c, steps), 0.5);
+    c.over = "mean";
+    c.warmup = 0;
+    QCOMPARE(*measuredValue(c, steps), 0.375);
 
     const QJsonObject sweep{{"amdahl_p", 0.9},
                             {"points", QJsonArray{QJsonObject{{"ranks", 1}, {"speedup", 1.0}},
