@@ -1,0 +1,468 @@
+// LessonDock: the lessons panel (see lesson_dock.h). Renders a lesson page by page with
+// QTextBrowser's Markdown, glossary terms as links whose definition shows on hover.
+// See tests/lessons/tst_lessons_dock.cpp.
+#include "lesson_dock.h"
+
+#include <QComboBox>
+#include <QCursor>
+#include <QDoubleValidator>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSet>
+#include <QStackedWidget>
+#include <QTextBrowser>
+#include <QToolTip>
+#include <QUrl>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "engine_bridge.h"
+
+namespace paralab {
+
+using namespace paralab::lessons;
+
+namespace {
+QString number(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "∞" : "—";
+  if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale().toString(qint64(v));
+  return QLocale().toString(v, 'g', 4);
+}
+}  // namespace
+
+LessonDock::LessonDock(const QStringList& capabilities, QWidget* parent)
+    : LessonDock(capabilities, Paths{}, parent) {}
+
+LessonDock::LessonDock(const QStringList& capabilities, const Paths& paths, QWidget* parent)
+    : QDockWidget(tr("Lessons"), parent),
+      m_caps(capabilities),
+      m_paths(paths),
+      m_progress(paths.progress),
+      m_deck(paths.flashcards) {
+  setObjectName("lessonDock");
+  const LibraryResult lib = loadLessons(paths.lessons);
+  m_lessons = lib.lessons;
+  m_errors = lib.errors;
+  m_glossary = Glossary::load(paths.lessons + "/glossary.md", &m_errors);
+  build();
+  fillLessonList();
+  if (!m_lessons.isEmpty()) openLesson(0);
+}
+
+LessonDock::~LessonDock() = default;
+
+// [SECTION] Layout.
+
+void LessonDock::build() {
+  auto* root = new QWidget(this);
+  auto* v = new QVBoxLayout(root);
+  m_picker = new QComboBox(root);
+  m_picker->setObjectName("lessonPicker");
+  m_header = new QLabel(root);
+  m_header->setWordWrap(true);
+  m_text = new QTextBrowser(root);
+  m_text->setObjectName("lessonText");
+  m_text->setOpenLinks(false);
+  connect(m_text, &QTextBrowser::highlighted, this, [this](const QUrl& url) {
+    if (url.scheme() != "glossary") return QToolTip::hideText();
+    if (const GlossaryTerm* t = m_glossary.find(url.path()))
+      QToolTip::showText(QCursor::pos(), "<b>" + t->term.toHtmlEscaped() + "</b><br>" + t->definition.toHtmlEscaped(), m_text);
+  });
+
+  auto* nav = new QHBoxLayout;
+  m_prev = new QPushButton(tr("◀ Back"), root);
+  m_next = new QPushButton(tr("Next ▶"), root);
+  m_pageLabel = new QLabel(root);
+  nav->addWidget(m_prev);
+  nav->addStretch();
+  nav->addWidget(m_pageLabel);
+  nav->addStretch();
+  nav->addWidget(m_next);
+  connect(m_prev, &QPushButton::clicked, this, [this] { openPage(m_page - 1); });
+  connect(m_next, &QPushButton::clicked, this, [this] { openPage(m_page + 1); });
+
+  m_tools = new QStackedWidget(root);
+  m_tools->addWidget(new QWidget);  // nothing to do on this page
+
+  // Step tools: experiment, prediction, comparison, benchmark.
+  m_stepTools = new QWidget;
+  auto* sv = new QVBoxLayout(m_stepTools);
+  sv->setContentsMargins(0, 0, 0, 0);
+  auto* exp = new QGroupBox(tr("Experiment"), m_stepTools);
+  auto* ev = new QVBoxLayout(exp);
+  m_experimentLabel = new QLabel(exp);
+  m_experimentLabel->setWordWrap(true);
+  m_experimentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* eb = new QHBoxLayout;
+  m_apply = new QPushButton(tr("Apply to controls"), exp);
+  m_run = new QPushButton(tr("Run"), exp);
+  m_apply->setObjectName("lessonApply");
+  m_run->setObjectName("lessonRun");
+  eb->addWidget(m_apply);
+  eb->addWidget(m_run);
+  ev->addWidget(m_experimentLabel);
+  ev->addLayout(eb);
+  m_benchLabel = new QLabel(exp);
+  m_benchLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_benchLabel->setWordWrap(true);
+  ev->addWidget(m_benchLabel);
+  connect(m_apply, &QPushButton::clicked, this, [this] {
+    QString error;
+    if (const auto c = stepConfig(&error)) emit applyExperiment(*c);
+  });
+  connect(m_run, &QPushButton::clicked, this, [this] {
+    QString error;
+    const auto c = stepConfig(&error);
+    const Step* s = currentStep();
+    if (!c || !s) return;
+    m_measured.reset();
+    m_measureError.clear();
+    refreshComparison();
+    if (s->sweep) emit runSweep(*c, s->sweep->ranks, s->sweep->steps, s->sweep->warmup);
+    else emit runExperiment(*c);
+  });
+
+  auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
+  auto* pf = new QFormLayout(pred);
+  m_askLabel = new QLabel(pred);
+  m_askLabel->setWordWrap(true);
+  m_predictionEdit = new QLineEdit(pred);
+  m_predictionEdit->setObjectName("lessonPrediction");
+  m_predictionEdit->setValidator(new QDoubleValidator(m_predictionEdit));
+  m_lock = new QPushButton(tr("Lock in"), pred);
+  m_lock->setObjectName("lessonLock");
+  auto* pr = new QHBoxLayout;
+  pr->addWidget(m_predictionEdit);
+  pr->addWidget(m_lock);
+  pf->addRow(m_askLabel);
+  pf->addRow(pr);
+  connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
+  connect(m_predictionEdit, &QLineEdit::returnPressed, this, &LessonDock::lockPrediction);
+
+  m_comparison = new QLabel(m_stepTools);
+  m_comparison->setObjectName("lessonComparison");
+  m_comparison->setWordWrap(true);
+  m_comparison->setTextFormat(Qt::RichText);
+  sv->addWidget(exp);
+  sv->addWidget(pred);
+  sv->addWidget(m_comparison);
+  m_tools->addWidget(m_stepTools);
+
+  // Retrieval practice: filled per lesson.
+  m_retrievalPage = new QWidget;
+  m_retrievalLayout = new QVBoxLayout(m_retrievalPage);
+  m_tools->addWidget(m_retrievalPage);
+
+  // Flashcards.
+  m_cardsPage = new QWidget;
+  auto* cv = new QVBoxLayout(m_cardsPage);
+  m_cardText = new QLabel(m_cardsPage);
+  m_cardText->setObjectName("lessonCard");
+  m_cardText->setWordWrap(true);
+  auto* cb = new QHBoxLayout;
+  m_show = new QPushButton(tr("Show answer"), m_cardsPage);
+  m_again = new QPushButton(tr("Again"), m_cardsPage);
+  m_hard = new QPushButton(tr("Hard"), m_cardsPage);
+  m_good = new QPushButton(tr("Good"), m_cardsPage);
+  m_again->setToolTip(tr("Start this card over: you will see it again in 10 minutes"));
+  m_hard->setToolTip(tr("Halve its interval"));
+  m_good->setToolTip(tr("Grow its interval (1 day, 6 days, then × its ease)"));
+  for (QPushButton* b : {m_show, m_again, m_hard, m_good}) cb->addWidget(b);
+  cv->addWidget(m_cardText);
+  cv->addLayout(cb);
+  cv->addStretch();
+  connect(m_show, &QPushButton::clicked, this, [this] {
+    m_cardRevealed = true;
+    showFlashcards();
+  });
+  auto grade = [this](Grade g) {
+    if (m_dueCards.isEmpty()) return;
+    m_deck.review(m_dueCards.first(), g);
+    nextCard();
+  };
+  connect(m_again, &QPushButton::clicked, this, [grade] { grade(Grade::Again); });
+  connect(m_hard, &QPushButton::clicked, this, [grade] { grade(Grade::Hard); });
+  connect(m_good, &QPushButton::clicked, this, [grade] { grade(Grade::Good); });
+  m_tools->addWidget(m_cardsPage);
+
+  v->addWidget(m_picker);
+  v->addWidget(m_header);
+  v->addWidget(m_text, 1);
+  v->addWidget(m_tools);
+  v->addLayout(nav);
+  setWidget(root);
+  connect(m_picker, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i != m_lesson) openLesson(i);
+  });
+}
+
+void LessonDock::fillLessonList() {
+  for (const Lesson& l : m_lessons) {
+    const LessonProgress p = m_progress.lesson(l.slug);
+    const bool coming = !missingNeeds(l.needs, m_caps).isEmpty();
+    m_picker->addItem(QString("%1. %2%3%4")
+                          .arg(l.number)
+                          .arg(l.title, coming ? tr(" — coming") : QString(), p.completed ? " ✓" : ""));
+  }
+}
+
+int LessonDock::pageCount() const {
+  return m_lesson < 0 ? 0 : int(m_lessons[m_lesson].steps.size()) + 3;
+}
+
+const Step* LessonDock::currentStep() const {
+  if (m_lesson < 0 || m_page < 1 || m_page > m_lessons[m_lesson].steps.size()) return nullptr;
+  return &m_lessons[m_lesson].steps[m_page - 1];
+}
+
+QStringList LessonDock::missingFor(const Step* step) const {
+  QStringList needs = m_lessons[m_lesson].needs;
+  if (step) needs << step->needs;
+  return missingNeeds(needs, m_caps);
+}
+
+std::optional<RunConfig> LessonDock::stepConfig(QString* error) const {
+  const Step* s = currentStep();
+  if (!s || !s->experiment || !missingFor(s).isEmpty()) return std::nullopt;
+  return configFromExperiment(*s->experiment, error);
+}
+
+// [SECTION] Pages.
+
+void LessonDock::openLesson(int index) {
+  if (index < 0 || index >= m_lessons.size()) return;
+  m_lesson = index;
+  m_picker->setCurrentIndex(index);
+  const Lesson& l = m_lessons[index];
+  QStringList why;
+  for (const QString& n : missingNeeds(l.needs, m_caps)) why << describeMissing(n);
+  m_header->setText(tr("%1 minutes. %2").arg(l.minutes).arg(why.isEmpty() ? QString() : tr("Coming: ") + why.join("; ")));
+  // Retrieval practice widgets for this lesson.
+  while (QLayoutItem* item = m_retrievalLayout->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  const LessonProgress p = m_progress.lesson(l.slug);
+  for (int i = 0; i < l.retrieval.size(); ++i) {
+    auto* box = new QGroupBox(l.retrieval[i].q, m_retrievalPage);
+    auto* bv = new QVBoxLayout(box);
+    auto* edit = new QPlainTextEdit(p.answers.value(i), box);
+    edit->setPlaceholderText(tr("Write your answer first…"));
+    auto* answer = new QLabel(box);
+    answer->setWordWrap(true);
+    auto* reveal = new QPushButton(tr("Show the model answer"), box);
+    reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
+    connect(edit, &QPlainTextEdit::textChanged, reveal, [edit, reveal] {
+      reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
+    });
+    const QString slug = l.slug, a = l.retrieval[i].a;
+    connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
+      m_progress.setAnswer(slug, i, edit->toPlainText());
+      answer->setText(a);
+    });
+    bv->addWidget(edit);
+    bv->addWidget(reveal);
+    bv->addWidget(answer);
+    m_retrievalLayout->addWidget(box);
+  }
+  openPage(std::min(p.stepReached, pageCount() - 1));
+}
+
+void LessonDock::openPage(int page) {
+  if (m_lesson < 0) return;
+  m_page = std::clamp(page, 0, pageCount() - 1);
+  m_measured.reset();
+  m_measureError.clear();
+  const Lesson& l = m_lessons[m_lesson];
+  m_progress.reachStep(l.slug, m_page);
+  if (m_page == pageCount() - 1) m_progress.complete(l.slug);
+  showPage();
+}
+
+QString LessonDock::linkedMarkdown(const QString& markdown) const {
+  // [[term]] and [[term|words]] become links; then the first plain occurrence of every other
+  // glossary term. A link's target is glossary:<term>; hovering it shows the definition.
+  auto link = [](const QString& shown, const QString& term) {
+    return QString("[%1](glossary:%2)").arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
+  };
+  static const QRegularExpression ref("\\[\\[([^\\]|]+)(?:\\|([^\\]]*))?\\]\\]");
+  QString md;
+  QSet<QString> linked;
+  int at = 0;
+  for (auto it = ref.globalMatch(markdown); it.hasNext();) {
+    const auto m = it.next();
+    const GlossaryTerm* t = m_glossary.find(m.captured(1));
+    const QString shown = m.captured(2).isEmpty() ? m.captured(1) : m.captured(2);
+    md += markdown.mid(at, m.capturedStart() - at) + (t ? link(shown, t->term) : shown);
+    if (t) linked << t->term;
+    at = int(m.capturedEnd());
+  }
+  md += markdown.mid(at);
+  QList<TermMatch> firsts;
+  for (const TermMatch& m : m_glossary.findIn(md)) {
+    if (linked.contains(m.term)) continue;
+    // Inside a link made above ("[words](glossary:...)"): a '[' opened before it and not closed.
+    if (md.lastIndexOf('[', m.start) > md.lastIndexOf(']', m.start)) continue;
+    if (md.lastIndexOf("(glossary:", m.start) > md.lastIndexOf(')', m.start)) continue;
+    linked << m.term;
+    firsts << m;
+  }
+  for (int i = int(firsts.size()) - 1; i >= 0; --i)
+    md.replace(firsts[i].start, firsts[i].length, link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
+  return md;
+}
+
+void LessonDock::showPage() {
+  const Lesson& l = m_lessons[m_lesson];
+  const int steps = int(l.steps.size());
+  QString md;
+  if (m_page == 0) {
+    md = "## " + l.title + "\n\n**" + tr("You will be able to:") + "**\n\n";
+    for (const QString& o : l.objectives) md += "- " + o + "\n";
+    md += "\n" + l.intro;
+    m_pageLabel->setText(tr("Introduction"));
+    m_tools->setCurrentIndex(0);
+  } else if (const Step* s = currentStep()) {
+    md = "### " + tr("Step %1: %2").arg(m_page).arg(s->title) + "\n\n" + s->markdown;
+    m_pageLabel->setText(tr("Step %1 of %2").arg(m_page).arg(steps));
+    showStepTools(*s);
+  } else if (m_page == steps + 1) {
+    md = "### " + tr("Retrieval practice") + "\n\n" +
+         tr("Answer each question in writing, then compare with the model answer.");
+    m_pageLabel->setText(tr("Retrieval practice"));
+    m_tools->setCurrentWidget(m_retrievalPage);
+  } else {
+    md = "### " + tr("Flashcards");
+    m_pageLabel->setText(tr("Flashcards"));
+    m_dueCards.clear();
+    QStringList ids;
+    for (const Card& c : l.cards) ids << FlashcardDeck::cardId(l.slug, c.q);
+    m_dueCards = m_deck.due(ids);
+    m_cardRevealed = false;
+    showFlashcards();
+    m_tools->setCurrentWidget(m_cardsPage);
+  }
+  m_text->setMarkdown(linkedMarkdown(md));
+  m_prev->setEnabled(m_page > 0);
+  m_next->setEnabled(m_page < pageCount() - 1);
+}
+
+void LessonDock::showStepTools(const Step& s) {
+  const QStringList missing = missingFor(&s);
+  m_tools->setCurrentWidget(m_stepTools);
+  m_experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
+  m_experimentLabel->setVisible(s.experiment.has_value());
+  if (s.experiment)
+    m_experimentLabel->setText(QString::fromUtf8(QJsonDocument(*s.experiment).toJson(QJsonDocument::Compact)) +
+                               (s.sweep ? tr("  — swept over %1 ranks").arg([&] {
+                                   QStringList r;
+                                   for (int n : s.sweep->ranks) r << QString::number(n);
+                                   return r.join(", ");
+                                 }())
+                                        : QString()));
+  QString why;
+  for (const QString& n : missing) why += describeMissing(n) + "\n";
+  for (QPushButton* b : {m_apply, m_run}) {
+    b->setVisible(s.experiment.has_value());
+    b->setEnabled(missing.isEmpty());
+    b->setToolTip(why.trimmed());
+  }
+  m_run->setText(s.sweep ? tr("Run sweep") : tr("Run"));
+  m_benchLabel->setVisible(s.bench.has_value());
+  if (s.bench)
+    m_benchLabel->setText(tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
+                              .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
+                                   missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
+  m_askLabel->parentWidget()->setVisible(s.prediction.has_value());
+  if (s.prediction) {
+    m_askLabel->setText(s.prediction->ask + (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
+    const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
+    m_predictionEdit->setText(saved.contains(m_page) ? QString::number(saved.value(m_page), 'g', 10) : QString());
+  }
+  refreshComparison();
+}
+
+void LessonDock::lockPrediction() {
+  bool ok = false;
+  const double v = QLocale().toDouble(m_predictionEdit->text(), &ok);
+  if (!ok) return;
+  m_progress.setPrediction(m_lessons[m_lesson].slug, m_page, v);
+  refreshComparison();
+}
+
+void LessonDock::refreshComparison() {
+  m_comparison->setText(comparisonText());
+}
+
+QString LessonDock::comparisonText() const {
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return {};
+  const Prediction& p = *s->prediction;
+  const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
+  if (!saved.contains(m_page)) return tr("Lock in your prediction to see the reference.");
+  const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
+  QString error;
+  const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
+  QString html = "<table>";
+  html += tr("<tr><td>Your prediction</td><td><b>%1</b>%2</td></tr>").arg(number(saved.value(m_page)), unit);
+  html += tr("<tr><td>Reference</td><td><b>%1</b>%2 &nbsp; <code>%3</code></td></tr>")
+              .arg(ref ? number(*ref) : error, unit, p.formula.toHtmlEscaped());
+  if (s->compare) {
+    const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
+    const QString measured = m_measured ? "<b>" + number(*m_measured) + "</b>" + cu
+                             : m_measureError.isEmpty() ? tr("run the experiment")
+                                                        : m_measureError.toHtmlEscaped();
+    html += tr("<tr><td>Measured</td><td>%1 &nbsp; <code>%2</code></td></tr>").arg(measured, s->compare->metric.toHtmlEscaped());
+  }
+  html += "</table>";
+  if (!p.reasoning.isEmpty()) html += "<p>" + p.reasoning.toHtmlEscaped() + "</p>";
+  if (s->compare && m_measured) html += "<p>" + s->compare->explain.toHtmlEscaped() + "</p>";
+  return html;
+}
+
+void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
+  const Step* s = currentStep();
+  if (!s || !s->compare || s->sweep) return;
+  m_measured = measuredValue(*s->compare, steps, &m_measureError);
+  refreshComparison();
+}
+
+void LessonDock::showSweepResult(const QJsonObject& sweep) {
+  const Step* s = currentStep();
+  if (!s || !s->compare || !s->sweep) return;
+  m_measured = measuredValue(*s->compare, sweep, &m_measureError);
+  refreshComparison();
+}
+
+// [SECTION] Flashcards.
+
+void LessonDock::showFlashcards() {
+  const Lesson& l = m_lessons[m_lesson];
+  const bool any = !m_dueCards.isEmpty();
+  for (QPushButton* b : {m_again, m_hard, m_good}) b->setVisible(any && m_cardRevealed);
+  m_show->setVisible(any && !m_cardRevealed);
+  if (!any) {
+    m_cardText->setText(tr("No cards of this lesson are due. Come back tomorrow."));
+    return;
+  }
+  for (const Card& c : l.cards)
+    if (FlashcardDeck::cardId(l.slug, c.q) == m_dueCards.first()) {
+      m_cardText->setText(tr("%1 due\n\n").arg(m_dueCards.size()) + c.q + (m_cardRevealed ? "\n\n" + c.a : QString()));
+      return;
+    }
+}
+
+void LessonDock::nextCard() {
+  m_dueCards.removeFirst();
+  m_cardRevealed = false;
+  showFlashcards();
+}
+
+}  // namespace paralab

@@ -1,0 +1,123 @@
+// LessonDock: the lessons panel. Pick a lesson, walk its steps (glossary terms explain
+// themselves on hover), put a step's experiment on the run controls, enter a prediction before
+// running, and see prediction, reference formula and measurement side by side afterwards; then
+// retrieval practice and flashcards. Progress and cards persist (app/lessons/progress.h,
+// flashcards.h). The window adds it with addPanel() and wires its signals to the run.
+// See tests/lessons/tst_lessons_dock.cpp.
+#pragma once
+#include <QDockWidget>
+#include <QJsonObject>
+#include <QList>
+
+#include "config.h"
+#include "flashcards.h"
+#include "glossary.h"
+#include "lesson.h"
+#include "progress.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QStackedWidget;
+class QTextBrowser;
+class QVBoxLayout;
+class QWidget;
+
+namespace paralab {
+
+class LessonDock : public QDockWidget {
+  Q_OBJECT
+ public:
+  struct Paths {
+    QString lessons = lessons::lessonsRoot();
+    QString progress = lessons::Progress::defaultPath();
+    QString flashcards = lessons::FlashcardDeck::defaultPath();
+  };
+  // `capabilities`: what the engine offers (lessons::engineCapabilities()); lessons and steps
+  // needing more are shown as "coming" with the reason and cannot be run.
+  explicit LessonDock(const QStringList& capabilities, QWidget* parent = nullptr);
+  LessonDock(const QStringList& capabilities, const Paths& paths, QWidget* parent = nullptr);
+  ~LessonDock() override;
+
+  const QList<lessons::Lesson>& lessons() const { return m_lessons; }
+  QStringList loadErrors() const { return m_errors; }
+  int currentLesson() const { return m_lesson; }
+  // Pages of the current lesson: 0 the introduction, 1..n its steps, then retrieval practice,
+  // then flashcards.
+  int currentPage() const { return m_page; }
+  int pageCount() const;
+  const lessons::Step* currentStep() const;  // nullptr on the other pages
+
+  void openLesson(int index);
+  void openPage(int page);
+
+  // The run the window made for the current step's experiment: its steps as `paralab-run
+  // --json` prints them (lessons::stepJson), or its sweep (lessons::sweepJson). Fills the
+  // comparison of the current step.
+  void showRunResult(const QList<QJsonObject>& steps);
+  void showSweepResult(const QJsonObject& sweep);
+
+  // What the comparison shows now, as text (also for tests): prediction, reference, measured.
+  QString comparisonText() const;
+
+ signals:
+  // Put this configuration on the run controls (the learner then presses Start).
+  void applyExperiment(const paralab::RunConfig& config);
+  // Apply and start it.
+  void runExperiment(const paralab::RunConfig& config);
+  // Run a scaling sweep of `base` at these rank counts.
+  void runSweep(const paralab::RunConfig& base, const QList<int>& ranks, int steps, int warmup);
+
+ private:
+  void build();
+  void fillLessonList();
+  void showPage();
+  void showStepTools(const lessons::Step& step);
+  void showRetrieval();
+  void showFlashcards();
+  void nextCard();
+  void lockPrediction();
+  void refreshComparison();
+  QString linkedMarkdown(const QString& markdown) const;
+  QStringList missingFor(const lessons::Step* step) const;
+  std::optional<RunConfig> stepConfig(QString* error) const;
+
+  QStringList m_caps;
+  Paths m_paths;
+  QList<lessons::Lesson> m_lessons;
+  QStringList m_errors;
+  lessons::Glossary m_glossary;
+  lessons::Progress m_progress;
+  lessons::FlashcardDeck m_deck;
+  int m_lesson = -1;
+  int m_page = 0;
+  std::optional<double> m_measured;  // of the current step's last run
+  QString m_measureError;
+  QStringList m_dueCards;
+  bool m_cardRevealed = false;
+
+  QComboBox* m_picker = nullptr;
+  QLabel* m_header = nullptr;
+  QTextBrowser* m_text = nullptr;
+  QLabel* m_pageLabel = nullptr;
+  QPushButton *m_prev = nullptr, *m_next = nullptr;
+  QStackedWidget* m_tools = nullptr;
+  // Step tools.
+  QWidget* m_stepTools = nullptr;
+  QLabel* m_experimentLabel = nullptr;
+  QPushButton *m_apply = nullptr, *m_run = nullptr;
+  QLabel* m_askLabel = nullptr;
+  QLineEdit* m_predictionEdit = nullptr;
+  QPushButton* m_lock = nullptr;
+  QLabel* m_comparison = nullptr;
+  QLabel* m_benchLabel = nullptr;
+  // Retrieval and cards.
+  QWidget* m_retrievalPage = nullptr;
+  QVBoxLayout* m_retrievalLayout = nullptr;
+  QWidget* m_cardsPage = nullptr;
+  QLabel* m_cardText = nullptr;
+  QPushButton *m_show = nullptr, *m_again = nullptr, *m_hard = nullptr, *m_good = nullptr;
+};
+
+}  // namespace paralab

@@ -1,0 +1,134 @@
+// The lessons panel, offscreen: every lesson loads, a step's experiment reaches the run controls
+// as a RunConfig, a locked-in prediction shows beside its reference and the measurement, lessons
+// the engine cannot run are "coming", glossary terms become hover links, progress and cards
+// survive a restart. Run: ctest -R tst_lessons_dock.
+#include <QJsonArray>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include "lesson_dock.h"
+
+using namespace paralab;
+
+class TestLessonDock : public QObject {
+  Q_OBJECT
+  QTemporaryDir m_dir;
+  const QStringList m_caps{"device:cpu", "strategy:sync"};  // ZeRO and the rest: coming
+
+  LessonDock::Paths paths() const {
+    LessonDock::Paths p;
+    p.lessons = PARALAB_SOURCE_DIR "/lessons";
+    p.progress = m_dir.filePath("progress.json");
+    p.flashcards = m_dir.filePath("flashcards.json");
+    return p;
+  }
+  static int slugIndex(const LessonDock& d, const QString& slug) {
+    for (int i = 0; i < d.lessons().size(); ++i)
+      if (d.lessons()[i].slug == slug) return i;
+    return -1;
+  }
+
+ private slots:
+  void loadsEveryLesson() {
+    LessonDock dock(m_caps, paths());
+    QVERIFY2(dock.loadErrors().isEmpty(), qPrintable(dock.loadErrors().join('\n')));
+    QCOMPARE(dock.lessons().size(), 13);
+    QCOMPARE(dock.currentLesson(), 0);
+    QCOMPARE(dock.currentPage(), 0);
+  }
+
+  void experimentReachesTheControls() {
+    LessonDock dock(m_caps, paths());
+    dock.openLesson(slugIndex(dock, "01-serial-parallel"));
+    dock.openPage(1);
+    QVERIFY(dock.currentStep() && dock.currentStep()->experiment);
+    QSignalSpy applied(&dock, &LessonDock::applyExperiment);
+    QSignalSpy ran(&dock, &LessonDock::runExperiment);
+    dock.findChild<QPushButton*>("lessonApply")->click();
+    dock.findChild<QPushButton*>("lessonRun")->click();
+    QCOMPARE(applied.size(), 1);
+    QCOMPARE(ran.size(), 1);
+    const RunConfig c = applied.first().first().value<RunConfig>();
+    QCOMPARE(c.ranks, 1);
+    QCOMPARE(c.hidden, 256);
+    QCOMPARE(c.batch, 256);
+    QCOMPARE(c.evalEvery, 50);
+  }
+
+  void predictionReferenceMeasurement() {
+    LessonDock dock(m_caps, paths());
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    dock.openPage(2);  // measure the speedup: a sweep over 1, 2, 4, 8 ranks
+    QVERIFY(dock.currentStep()->sweep);
+    QVERIFY(dock.comparisonText().contains("Lock in"));
+    QSignalSpy swept(&dock, &LessonDock::runSweep);
+    dock.findChild<QLineEdit*>("lessonPrediction")->setText("6.5");
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    dock.findChild<QPushButton*>("lessonRun")->click();
+    QCOMPARE(swept.size(), 1);
+    QCOMPARE(swept.first().at(1).value<QList<int>>(), QList<int>({1, 2, 4, 8}));
+    QJsonArray points;
+    for (auto [n, s] : {std::pair{1, 1.0}, {2, 1.8}, {4, 3.1}, {8, 4.25}})
+      points.append(QJsonObject{{"ranks", n}, {"speedup", s}});
+    dock.showSweepResult(QJsonObject{{"points", points}});
+    const QString text = dock.comparisonText();
+    QVERIFY2(text.contains("6.5") && text.contains("5.926") && text.contains("4.25"), qPrintable(text));
+    QVERIFY2(text.contains("Your machine sets the measured value"), qPrintable(text));  // the explanation
+  }
+
+  void comingLessonsCannotRun() {
+    LessonDock dock(m_caps, paths());
+    dock.openLesson(slugIndex(dock, "07-zero-fsdp"));
+    dock.openPage(1);
+    auto* run = dock.findChild<QPushButton*>("lessonRun");
+    QVERIFY(!run->isEnabled());
+    QVERIFY2(run->toolTip().contains("zero-1"), qPrintable(run->toolTip()));
+  }
+
+  void glossaryTermsAreLinks() {
+    LessonDock dock(m_caps, paths());
+    dock.openLesson(slugIndex(dock, "05-data-parallel"));
+    dock.openPage(3);  // the ring all-reduce
+    const QString md = dock.findChild<QTextBrowser*>("lessonText")->toMarkdown();
+    QVERIFY2(md.contains("glossary:ring%20all-reduce") && md.contains("glossary:reduce-scatter"), qPrintable(md));
+  }
+
+  void progressAndCardsSurviveRestart() {
+    const int amdahl = [&] { LessonDock d(m_caps, paths()); return slugIndex(d, "02-amdahl"); }();
+    int due = 0;
+    {
+      LessonDock dock(m_caps, paths());
+      dock.openLesson(amdahl);
+      dock.openPage(dock.pageCount() - 1);  // flashcards
+      auto* card = dock.findChild<QLabel*>("lessonCard");
+      due = card->text().section(' ', 0, 0).toInt();
+      QCOMPARE(due, dock.lessons()[amdahl].cards.size());
+      const auto buttons = dock.findChildren<QPushButton*>();
+      auto button = [&](const QString& text) {
+        for (QPushButton* b : buttons)
+          if (b->text() == text) return b;
+        return static_cast<QPushButton*>(nullptr);
+      };
+      button("Show answer")->click();
+      button("Good")->click();
+      QCOMPARE(card->text().section(' ', 0, 0).toInt(), due - 1);
+      dock.openPage(3);
+    }
+    LessonDock again(m_caps, paths());
+    again.openLesson(amdahl);
+    QCOMPARE(again.currentPage(), dock_last_page(again));  // the furthest page reached: flashcards
+    again.openPage(again.pageCount() - 1);
+    QCOMPARE(again.findChild<QLabel*>("lessonCard")->text().section(' ', 0, 0).toInt(), due - 1);
+  }
+
+ private:
+  static int dock_last_page(const LessonDock& d) { return d.pageCount() - 1; }
+};
+
+QTEST_MAIN(TestLessonDock)
+#include "tst_lessons_dock.moc"
