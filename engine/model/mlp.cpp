@@ -88,10 +88,10 @@ bool Mlp::whole() const {
   return m_shard.tpSize == 1 && m_shard.firstUnit == 0 && m_shard.lastUnit == m_shape.layers + 1;
 }
 
-void Mlp::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo) {
+void Mlp::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo, float* shardFlat) {
   for (int i = 0; i < int(m_slices.size()); ++i) {
     const ParamSlice& s = m_slices[size_t(i)];
-    float* mine = m_ps.param(i);
+    float* mine = shardFlat ? shardFlat + m_ps.ref(i).offset : m_ps.param(i);
     if (!mine || (toWhole && s.dim < 0 && !replicatedToo)) continue;
     float* whole = wholeFlat + s.wholeOffset;
     const int64_t numel = numelOf(s.whole);

@@ -90,10 +90,11 @@ class Mlp {
   // Weight i of this model's ParamSet in the whole model.
   const ParamSlice& sliceOf(int i) const { return m_slices.at(size_t(i)); }
   int64_t wholeNumel() const { return m_shape.parameterCount(); }
-  // Copies each weight's slice between this model and `wholeFlat`, the flat parameter buffer
-  // of the whole model: toWhole writes this shard's values into it (weights held whole only
-  // when `replicatedToo`), else reads them from it.
-  void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true);
+  // Copies each weight's slice between this model and `wholeFlat`, a buffer laid out like the
+  // whole model's flat parameters: toWhole writes this shard's values into it (weights held
+  // whole only when `replicatedToo`), else reads them from it. `shardFlat`: a buffer laid out
+  // like this shard's flat parameters (optimizer moments) instead of the parameters.
+  void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true, float* shardFlat = nullptr);
 
  private:
   // Activations of one batch, [batch, width] each, sized for the largest batch seen.

@@ -19,6 +19,7 @@ std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);    // param_server.cpp
 std::unique_ptr<Strategy> makeHogwild(RankContext& ctx);    // hogwild.cpp
 std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);   // local_sgd.cpp
 std::unique_ptr<Strategy> makeGossip(RankContext& ctx);     // gossip.cpp
+std::unique_ptr<Strategy> makeModelParallel(RankContext& ctx);  // model_parallel.cpp
 std::unique_ptr<Strategy> makeExpertParallel(RankContext& ctx);  // expert_parallel.cpp
 
 const std::vector<StrategyInfo>& strategyTable() {
@@ -33,6 +34,7 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, makeHogwild},
       {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, makeLocalSgd},
       {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, makeGossip},
+      {"model-parallel", "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism on the dp axis", true, false, makeModelParallel},
       {"moe", "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by all-to-all; dp on the rest", true, false, makeExpertParallel},
   };
   return table;

@@ -1,0 +1,258 @@
+// Tensor parallelism (`--tp T`; Shoeybi et al. 2019, Megatron-LM) and sequence parallelism
+// (`--sp`; Korthikanti et al. 2022) on one stage's micro-batch. Try:
+//   paralab-run --tp 2 --json   |   paralab-run --tp 2 --sp --json
+// See tests/engine/tst_model_parallel.cpp (equal to serial; traffic against the formulas).
+//
+// Each block is LayerNorm -> fc1 (H -> 4H) -> GELU -> fc2 (4H -> H) + residual. Megatron's pair:
+// fc1 is column-parallel (rank t keeps output columns t of T: H -> 4H/T), fc2 row-parallel (the
+// matching 4H/T input rows -> H), so GELU runs on each rank's own columns and the only
+// exchange is summing fc2's partial outputs.
+//   TP, per block and micro-batch of b rows (the collectives of this file):
+//     forward:  all-reduce of fc2's partial outputs, b x H floats ("g" in the paper);
+//     backward: all-reduce of the partial input gradients of fc1, b x H floats ("f").
+//   So 2 all-reduces per block per micro-batch. fc2's bias is added once, after the sum.
+//   Replicated: the input projection, the classifier and every LayerNorm. They are small (the
+//   FFN holds 8H^2 of a block's 8H^2 + 7H weights) and replicating them keeps the residual
+//   stream whole on every tp rank, so every rank computes the same values on them: their
+//   gradients are identical on every tp rank by construction and need no tp all-reduce.
+//   SP: the region outside the FFN (LayerNorm, residual) is split by rows: rank t keeps rows t
+//   of T of each micro-batch (the samples here play the tokens' part). Each all-reduce becomes
+//   its two halves where the row split begins and ends:
+//     forward:  all-gather of the LayerNorm output before fc1, reduce-scatter after fc2;
+//     backward: all-gather of the output gradient before fc2, reduce-scatter after fc1;
+//   the same bytes as TP's all-reduces (ring: all-reduce = reduce-scatter + all-gather), while
+//   residual and LayerNorm statistics take 1/T of the memory. (Megatron also drops the
+//   gathered LayerNorm output and gathers it again in backward, one more all-gather per block;
+//   we keep it, so the bytes stay equal to TP's.) At the ends of the region, per micro-batch:
+//   the first stage's input projection runs on the rank's own rows (its backward all-gathers
+//   the gradient rows, b x H, so every rank computes the whole, identical weight gradient), the
+//   last stage all-gathers the residual for the classifier (b x H; its backward needs no
+//   exchange: every rank has the whole, identical gradient and keeps its rows). LayerNorm
+//   weights now see only the rank's rows: their gradients are partial, and one all-reduce per
+//   block per step (2H floats) sums them over the group, as Megatron does.
+#include "parallel/tensor_parallel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "comm/communicator.h"
+#include "cpu/layers.h"
+#include "parallel/pipeline.h"
+
+namespace paralab {
+
+using kernels::bias_add;
+
+TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp,
+                                         MemoryTracker* memory, SpanRecorder* spans)
+    : m_model(shard), m_tp(tp), m_sp(sp && tp.size() > 1), m_T(tp.size()),
+      m_H(shard.shape().hidden), m_F(4 * shard.shape().hidden / tp.size()), m_memory(memory),
+      m_spans(spans) {}
+
+MicroRows TensorParallelStage::rowsOf(int rows) const {
+  MicroRows r{rows, rows, rows, 0};
+  if (m_sp) {
+    r.full = (rows + m_T - 1) / m_T * m_T;
+    r.local = r.full / m_T;
+    r.first = m_tp.rank() * r.local;
+  }
+  return r;
+}
+
+bool TensorParallelStage::reportsLoss() const {
+  return m_model.hasUnit(m_model.shape().layers + 1) && m_tp.rank() == 0;
+}
+
+std::unique_ptr<MicroActs> TensorParallelStage::allocate(int micro, int rows,
+                                                         MemoryTracker* memory) const {
+  auto m = std::make_unique<MicroActs>();
+  m->micro = micro;
+  m->r = rowsOf(rows);
+  m->capacity = rows;
+  const int64_t full = m->r.full, local = m->r.local, H = m_H, F = m_F;
+  auto act = [&](Shape s) {
+    Tensor t(std::move(s), MemCategory::Activations, memory);
+    m->bytes += t.bytes();
+    return t;
+  };
+  const MlpShape& shape = m_model.shape();
+  if (m_model.hasUnit(0)) m->x = act({rows, shape.input});
+  const int blocks = m_model.endBlock() - m_model.firstBlock();
+  for (int j = 0; j <= blocks; ++j) m->a.push_back(act({local, H}));
+  for (int j = 0; j < blocks; ++j) {
+    m->ln.push_back(act({m_sp ? full : rows, H}));
+    m->mean.push_back(act({local}));
+    m->rstd.push_back(act({local}));
+    m->h.push_back(act({full, F}));
+    m->g.push_back(act({full, F}));
+  }
+  if (m_model.hasUnit(shape.layers + 1)) {
+    if (m_sp) m->aFull = act({full, H});
+    m->logits = act({rows, shape.classes});
+    m->dlogits = act({rows, shape.classes});
+    m->labels.resize(size_t(rows));
+  }
+  return m;
+}
+
+void TensorParallelStage::reuse(MicroActs& m, int micro, int rows) const {
+  if (rows > m.capacity) throw std::logic_error("TensorParallelStage::reuse: buffers too small");
+  m.micro = micro;
+  m.r = rowsOf(rows);
+}
+
+void TensorParallelStage::ensureScratch(const MicroRows& r) {
+  if (r.full <= m_capacity) return;
+  const int64_t full = r.full, local = m_sp ? full / m_T : full;
+  auto work = [&](Shape s) { return Tensor(std::move(s), MemCategory::Workspace, m_memory); };
+  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dh, &m_y}) *t = Tensor();  // free first: an honest peak
+  m_dA = work({local, m_H});
+  m_dtmp = work({local, m_H});
+  m_dln = work({full, m_H});
+  m_dh = work({full, m_F});
+  if (m_sp) {
+    m_dFull = work({full, m_H});
+    m_y = work({full, m_H});
+  }
+  m_capacity = r.full;
+}
+
+// [SECTION] Forward
+
+double TensorParallelStage::forward(int64_t step, MicroActs& m, const float* x, const int* labels,
+                                    double normalizer) {
+  ensureScratch(m.r);
+  const MlpShape& shape = m_model.shape();
+  const MicroRows& r = m.r;
+  if (m_model.hasUnit(0)) {
+    ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    std::memcpy(m.x.data(), x, sizeof(float) * size_t(r.rows) * size_t(shape.input));
+    // SP: only this rank's rows of the residual stream (rows past the micro-batch stay zero).
+    const int real = std::clamp(r.rows - r.first, 0, r.local);
+    if (real > 0)
+      m_model.inProj().forward(m.x.data() + int64_t(r.first) * shape.input, m.a[0].data(), real);
+    std::fill(m.a[0].data() + int64_t(real) * m_H, m.a[0].data() + int64_t(r.local) * m_H, 0.f);
+  }
+  const int blocks = m_model.endBlock() - m_model.firstBlock();
+  for (int j = 0; j < blocks; ++j) blockForward(step, j, m);
+  if (!m_model.hasUnit(shape.layers + 1)) return 0;
+  const float* in = m.a.back().data();
+  if (m_sp) {  // SP ends: every rank gets every row for the replicated classifier
+    m_tp.allGather(m.a.back().data(), m.aFull.data(), int64_t(r.local) * m_H);
+    in = m.aFull.data();
+  }
+  ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+  std::copy(labels, labels + r.rows, m.labels.begin());
+  m_model.classifier().forward(in, m.logits.data(), r.rows);
+  return kernels::softmax_xent(m.dlogits.data(), m.logits.data(), m.labels.data(), r.rows,
+                               shape.classes, normalizer);
+}
+
+void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
+  Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
+  const MicroRows& r = m.r;
+  const int64_t H = m_H;
+  float* out = m.a[size_t(j) + 1].data();
+  {
+    ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    // SP: the rank's rows of the LayerNorm output land in its block of the gathered buffer.
+    b.ln.forward(m.a[size_t(j)].data(), m.ln[size_t(j)].data() + r.first * H,
+                 m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), r.local);
+  }
+  if (m_sp)  // all-gather (in place): fc1 needs every row
+    m_tp.allGather(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r.local * H);
+  {
+    ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    b.fc1.forward(m.ln[size_t(j)].data(), m.h[size_t(j)].data(), r.full);  // column-parallel
+    kernels::gelu_forward(m.g[size_t(j)].data(), m.h[size_t(j)].data(), long(r.full) * m_F);
+    // Row-parallel: this rank's partial sum of fc2's output, bias not yet added.
+    b.fc2.forward(m.g[size_t(j)].data(), m_sp ? m_y.data() : out, r.full, false);
+  }
+  if (m_sp)  // reduce-scatter: the sum, and only this rank's rows of it
+    m_tp.reduceScatter(m_y.data(), out, r.local * H);
+  else if (m_T > 1)  // all-reduce: the sum, on every rank
+    m_tp.allReduce(out, out, r.local * H);
+  ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+  bias_add(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
+  const float* in = m.a[size_t(j)].data();
+  for (int64_t i = 0; i < r.local * H; ++i) out[i] += in[i];  // residual
+}
+
+// [SECTION] Backward
+
+void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut, float* dIn) {
+  const MlpShape& shape = m_model.shape();
+  const MicroRows& r = m.r;
+  const int64_t H = m_H, localFloats = r.local * H;
+  float* dA = m_dA.data();  // dLoss / d(residual stream), this rank's rows
+  if (m_model.hasUnit(shape.layers + 1)) {
+    ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+    if (m_sp) {
+      // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
+      std::fill(m_dFull.data(), m_dFull.data() + r.full * H, 0.f);  // padding rows: zero
+      m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
+      std::memcpy(dA, m_dFull.data() + r.first * H, sizeof(float) * size_t(localFloats));
+    } else {
+      m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
+    }
+  } else {
+    std::memcpy(dA, dOut, sizeof(float) * size_t(localFloats));
+  }
+  const int blocks = m_model.endBlock() - m_model.firstBlock();
+  for (int j = blocks - 1; j >= 0; --j) blockBackward(step, j, m, dA);
+  if (!m_model.hasUnit(0)) {
+    std::memcpy(dIn, dA, sizeof(float) * size_t(localFloats));
+    return;
+  }
+  const float* dA0 = dA;
+  if (m_sp) {  // SP begins: the input projection's whole gradient needs every row's
+    m_tp.allGather(dA, m_dFull.data(), localFloats);
+    dA0 = m_dFull.data();
+  }
+  ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  m_model.inProj().backward(m.x.data(), dA0, nullptr, r.rows);
+}
+
+void TensorParallelStage::blockBackward(int64_t step, int j, MicroActs& m, float* dA) {
+  Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
+  const MicroRows& r = m.r;
+  const int64_t H = m_H;
+  const float* dY = dA;  // gradient of the block output, every row fc2 saw
+  if (m_sp) {            // all-gather: fc2's backward needs every row's
+    m_tp.allGather(dA, m_dFull.data(), r.local * H);
+    dY = m_dFull.data();
+  }
+  {
+    ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+    // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
+    b.fc2.backward(m.g[size_t(j)].data(), dY, m_dh.data(), r.full);
+    kernels::gelu_backward(m_dh.data(), m.h[size_t(j)].data(), m_dh.data(), long(r.full) * m_F);
+    // Partial: this rank's columns' share of the LayerNorm output's gradient.
+    b.fc1.backward(m.ln[size_t(j)].data(), m_dh.data(), m_dln.data(), r.full);
+  }
+  float* dln = m_dln.data();
+  if (m_sp) {  // reduce-scatter: the sum, this rank's rows
+    m_tp.reduceScatter(m_dln.data(), m_dtmp.data(), r.local * H);
+    dln = m_dtmp.data();
+  } else if (m_T > 1) {  // all-reduce: the sum, on every rank
+    m_tp.allReduce(dln, dln, r.local * H);
+  }
+  ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  b.ln.backward(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), dln,
+                m_dtmp.data(), r.local);
+  const float* branch = m_dtmp.data();
+  for (int64_t i = 0; i < r.local * H; ++i) dA[i] += branch[i];
+}
+
+void TensorParallelStage::finishBackward() {
+  if (!m_sp) return;
+  // SP: each rank's LayerNorm gradients cover its rows only; sum them (gamma and beta are
+  // adjacent: 2H floats per block).
+  for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l) {
+    float* g = m_model.params().grad(m_model.block(l).ln.gammaRef());
+    m_tp.allReduce(g, g, 2 * int64_t(m_H));
+  }
+}
+
+}  // namespace paralab

@@ -1,0 +1,87 @@
+// One pipeline stage's units run one micro-batch at a time, each block's FFN split over the
+// tensor-parallel group (Megatron-LM, Shoeybi et al. 2019), optionally with sequence
+// parallelism (Korthikanti et al. 2022). The collectives are in tensor_parallel.cpp; the
+// strategy that drives stages is model_parallel.cpp. See tests/engine/tst_model_parallel.cpp.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "metrics/span_recorder.h"
+#include "model/mlp.h"
+
+namespace paralab {
+
+class Communicator;
+
+// Rows of one micro-batch as one rank sees them.
+struct MicroRows {
+  int rows = 0;   // samples in the micro-batch
+  int full = 0;   // rows the tensor-parallel region computes: rows, or (SP) rows rounded up to a
+                  // multiple of T so that reduce-scatter gets equal blocks (padding rows are zero
+                  // and get zero gradients)
+  int local = 0;  // rows of the residual stream this rank holds: full, or (SP) full / T
+  int first = 0;  // SP: the first of them within the micro-batch (tp rank x local); else 0
+};
+
+// What one micro-batch leaves on a stage between its forward and its backward (Activations).
+struct MicroActs {
+  int micro = 0;  // its index in the step (span labels)
+  MicroRows r;    // the rows in use (the buffers may hold more: sized for the largest micro-batch)
+  int capacity = 0;  // samples the buffers were allocated for
+  Tensor x;                   // first stage: the input rows [rows, D]
+  std::vector<int> labels;    // last stage
+  std::vector<Tensor> a;      // residual stream into each block of the stage and out of the last [local, H]
+  std::vector<Tensor> ln;     // per block: LayerNorm output [full, H] (SP: all-gathered) — fc1's input
+  std::vector<Tensor> mean, rstd;  // per block: LayerNorm statistics [local]
+  std::vector<Tensor> h, g;   // per block: fc1 output and GELU output [full, 4H/T]
+  Tensor aFull;               // last stage, SP: the gathered residual the classifier reads [full, H]
+  Tensor logits, dlogits;     // last stage [rows, classes]
+  int64_t bytes = 0;          // all of the above
+};
+
+class TensorParallelStage {
+ public:
+  // `tp`: this rank's tensor-parallel group (size 1: no tensor parallelism, the plain stage).
+  TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, MemoryTracker* memory,
+                      SpanRecorder* spans);
+
+  MicroRows rowsOf(int rows) const;
+  // The activation buffers of micro-batch `micro`, of `rows` samples (counted as Activations
+  // by `memory`, which may be null).
+  std::unique_ptr<MicroActs> allocate(int micro, int rows, MemoryTracker* memory) const;
+  // Puts buffers allocated for at least `rows` samples to use for micro-batch `micro`.
+  void reuse(MicroActs& m, int micro, int rows) const;
+  // Floats in one message to or from a neighbouring stage: the residual stream rows this rank
+  // holds (SP: its 1/T of them) x H.
+  int64_t boundaryFloats(int rows) const { return int64_t(rowsOf(rows).local) * m_H; }
+  float* input(MicroActs& m) const { return m.a.front().data(); }   // filled by recv (stage > 0)
+  float* output(MicroActs& m) const { return m.a.back().data(); }   // sent on (not last stage)
+
+  // Forward of the stage's units on one micro-batch. x: its input rows (first stage), labels
+  // (last stage). Returns the sum of the per-sample losses on the last stage, else 0; gradients
+  // are scaled by 1 / normalizer (the global batch, so micro-batches and dp ranks add up).
+  double forward(int64_t step, MicroActs& m, const float* x, const int* labels, double normalizer);
+  // Accumulates (+=) the weight gradients. dOut: gradient of the stage output [local, H] (not
+  // on the last stage); dIn: written with the gradient of the stage input (not on the first).
+  void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn);
+  // After the last micro-batch's backward. SP: sums the LayerNorm gradients over the group.
+  void finishBackward();
+  bool reportsLoss() const;  // the last stage's tp rank 0 (its tp partners compute the same loss)
+
+ private:
+  void blockForward(int64_t step, int j, MicroActs& m);
+  void blockBackward(int64_t step, int j, MicroActs& m, float* dA);
+  void ensureScratch(const MicroRows& r);
+
+  Mlp& m_model;
+  Communicator& m_tp;
+  bool m_sp;
+  int m_T, m_H, m_F;  // tp degree, hidden width, fc1 outputs per rank (4H / T)
+  MemoryTracker* m_memory;
+  SpanRecorder* m_spans;
+  // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace.
+  int m_capacity = 0;
+  Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dh, m_y;
+};
+
+}  // namespace paralab
