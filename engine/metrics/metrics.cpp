@@ -22,6 +22,8 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (m.testAccuracy) j["test_accuracy"] = *m.testAccuracy;
   if (m.staleness) j["staleness"] = *m.staleness;
   if (m.spread) j["spread"] = *m.spread;
+  if (m.bubble) j["bubble"] = *m.bubble;
+  if (m.bubbleReference) j["bubble_reference"] = *m.bubbleReference;
   if (!m.expertTokens.empty()) j["expert_tokens"] = m.expertTokens;
   if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
   if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
@@ -37,6 +39,7 @@ nlohmann::json toJson(const StepMetrics& m) {
                           {"sent_to", r.sentTo},
                           {"mem", toJson(r.mem)}});
     if (r.tokens) j["ranks"].back()["tokens"] = *r.tokens;
+    if (r.bubble) j["ranks"].back()["bubble"] = *r.bubble;
   }
   return j;
 }

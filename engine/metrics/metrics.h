@@ -23,6 +23,7 @@ struct RankMetrics {
   int64_t bytesSent = 0;
   int64_t bytesRecv = 0;
   std::vector<int64_t> sentTo;  // bytes sent to each world rank (a row of the link heatmap)
+  std::optional<double> bubble;  // --pp > 1: share of the pipeline's time this stage idled (metrics.md)
   std::optional<int64_t> tokens;  // --model moe: token rows this rank's experts ran (all blocks)
   MemorySnapshot mem;
 };
@@ -36,6 +37,8 @@ struct StepMetrics {
   std::optional<double> testAccuracy;  // fraction in [0,1], on steps where it was evaluated
   std::optional<double> staleness;     // ps-async, Hogwild: mean updates missed (metrics.md)
   std::optional<double> spread;        // local SGD, gossip: max distance from the mean model
+  std::optional<double> bubble;        // --pp > 1: mean over ranks of RankMetrics::bubble
+  std::optional<double> bubbleReference;  // --pp > 1: (P-1)/(M+P-1), reference
   // --model moe, over the global batch: token choices routed to each expert per block [L][E]
   // (before capacity), those dropped over capacity (all blocks), the load-balancing loss (nats).
   std::vector<std::vector<int64_t>> expertTokens;

@@ -13,6 +13,7 @@
 
 #include "comm/communicator.h"
 #include "cpu/gemm.h"
+#include "parallel/pipeline.h"
 #include "model/moe.h"
 
 namespace paralab {
@@ -264,6 +265,17 @@ int Trainer::rankOfLocal(int i) const { return m_ranks.at(size_t(i))->rank; }
 const SpanRecorder& Trainer::spans(int local) const { return m_ranks.at(size_t(local))->spans; }
 const MemoryTracker& Trainer::memory(int local) const { return m_ranks.at(size_t(local))->memory; }
 Strategy& Trainer::strategy(int local) { return *m_ranks.at(size_t(local))->strategy; }
+const CommTraffic& Trainer::lastTraffic(int local) const { return m_ranks.at(size_t(local))->traffic; }
+
+std::vector<RankHoldings> Trainer::holdings() {
+  std::vector<RankHoldings> out;
+  for (const auto& r : m_ranks) {
+    out.push_back(r->strategy->holdings());
+    out.back().rank = r->rank;
+    out.back().lastStep = r->traffic;
+  }
+  return out;
+}
 
 StepMetrics Trainer::step() {
   m_sampler.globalBatch(m_step, m_batch);
@@ -346,8 +358,12 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   std::vector<nlohmann::json> figures;
   for (const auto& r : m_ranks) {
     const int64_t a = m_mpiWorld ? r->startNs : t0, b = m_mpiWorld ? r->endNs : t1;
-    figures.push_back(rankFigures(r->rank, r->result, r->traffic, r->spans.since(m_step + 1), a, b,
-                                  r->memory.snapshot()));
+    const std::vector<Span> spans = r->spans.since(m_step + 1);
+    figures.push_back(rankFigures(r->rank, r->result, r->traffic, spans, a, b, r->memory.snapshot()));
+    if (m_config.pp > 1) {  // the stage's pipeline work, for the bubble (pipeline.h)
+      const StageTimes st = stageTimes(spans);
+      figures.back()["stage_times"] = {st.firstNs, st.lastNs, st.busyNs, st.any};
+    }
   }
   if (m_mpiWorld) {  // every rank's figures to rank 0 (outside the accounting)
     const std::vector<std::string> all = m_mpiWorld->gatherToRoot(figures[0].dump());
@@ -396,6 +412,19 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     m.ranks.push_back(std::move(r));
   }
   if (stalenessRanks > 0) m.staleness = staleness / stalenessRanks;
+  if (m_config.pp > 1) {  // pipeline bubble per rank over the pipeline's time; mean; reference
+    // One clock: thread ranks share it, and so do processes on one host (CLOCK_MONOTONIC).
+    std::vector<StageTimes> times;
+    for (const nlohmann::json& f : figures) {
+      const auto& t = f["stage_times"];
+      times.push_back({t[0].get<int64_t>(), t[1].get<int64_t>(), t[2].get<int64_t>(), t[3].get<bool>()});
+    }
+    const std::vector<double> bubble = measuredBubble(times);
+    double sum = 0;
+    for (size_t i = 0; i < bubble.size(); ++i) sum += *(m.ranks[i].bubble = bubble[i]);
+    m.bubble = sum / double(bubble.size());
+    m.bubbleReference = bubbleReference(m_config.pp, m_config.microbatches);
+  }
   m.loss = lossSum / m_config.globalBatch();
   return m;
 }

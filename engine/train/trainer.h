@@ -53,6 +53,11 @@ class Trainer {
   const SpanRecorder& spans(int local = 0) const;
   const MemoryTracker& memory(int local = 0) const;
   Strategy& strategy(int local = 0);
+  // The traffic of local rank `local` in the last step: per peer, per op and group.
+  const CommTraffic& lastTraffic(int local = 0) const;
+  // What every local rank holds (the window's "what every GPU holds" map) and what it sent in
+  // the last step; thread backend: every rank. Call between steps.
+  std::vector<RankHoldings> holdings();
 
  private:
   struct Rank;
