@@ -2,6 +2,7 @@
 // window set it. validate() names the first bad field and what is allowed.
 // See tests/engine/tst_config.cpp and `paralab-run --help`.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -60,7 +61,7 @@ struct RunConfig {
   int dpDegree() const { return dp > 0 ? dp : ranks / (tp * pp); }
   // --dp/--tp/--pp given without --ranks: the world is their product.
   void deriveRanks() {
-    if (dp > 0 && ranks == 1) ranks = dp * tp * pp;
+    if (ranks == 1 && (dp > 0 || tp * pp > 1)) ranks = std::max(dp, 1) * tp * pp;
   }
 
   int globalBatch() const { return scaling == "weak" ? batch * ranks : batch; }
