@@ -1,0 +1,189 @@
+// What every rank holds, as the window's map reads it (Trainer::holdings): the slices of each
+// weight add up to the whole model on every data-parallel replica; tensor-parallel slices are
+// the columns of fc1 and the rows of fc2; replicated weights sit on every tp rank; each stage
+// holds its units; ZeRO chunks cover each unit once; batch slices cover the batch; the last
+// step's traffic is the communicator's. Run: ctest -R tst_holdings
+#include <QtTest>
+
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "parallel/process_grid.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+RunConfig config() {
+  RunConfig c;
+  c.dataset = "synthetic";
+  c.hidden = 32;
+  c.layers = 4;
+  c.batch = 48;
+  c.evalEvery = 0;
+  c.optimizer = "adam";
+  c.lr = 0.002;
+  return c;
+}
+
+// Intervals [begin, end) must tile [0, total) exactly once.
+bool tiles(std::vector<std::pair<int64_t, int64_t>> parts, int64_t total) {
+  std::sort(parts.begin(), parts.end());
+  int64_t at = 0;
+  for (const auto& [a, b] : parts) {
+    if (a != at || b < a) return false;
+    at = b;
+  }
+  return at == total;
+}
+
+}  // namespace
+
+class TstHoldings : public QObject {
+  Q_OBJECT
+ private slots:
+  void modelParallelHoldingsCoverTheModel() {
+    RunConfig c = config();
+    c.dp = 2, c.tp = 2, c.pp = 2, c.ranks = 8, c.sp = true, c.zero = 1, c.microbatches = 2;
+    Trainer t(c);
+    t.step();
+    const std::vector<RankHoldings> held = t.holdings();
+    QCOMPARE(int(held.size()), 8);
+    MlpShape shape;
+    shape.hidden = c.hidden;
+    shape.layers = c.layers;
+    Mlp whole(shape, c.seed, nullptr);
+    const GridShape grid{2, 2, 2};
+    for (int d = 0; d < 2; ++d) {
+      // Per weight: the slices held by this replica's ranks.
+      std::map<std::string, std::vector<const HeldSlice*>> byName;
+      for (const RankHoldings& h : held) {
+        QCOMPARE(h.coords.dp, ProcessGrid::coordsOf(grid, h.rank).dp);
+        QCOMPARE(h.coords.tp, ProcessGrid::coordsOf(grid, h.rank).tp);
+        QCOMPARE(h.coords.pp, ProcessGrid::coordsOf(grid, h.rank).pp);
+        if (h.coords.dp != d) continue;
+        for (const HeldSlice& s : h.items)
+          if (s.kind == HoldingKind::Params) {
+            byName[s.tensor].push_back(&s);
+            // Stage 0 holds the input projection, stage 1 the classifier.
+            if (s.tensor.starts_with("in_proj")) QCOMPARE(h.coords.pp, 0);
+            if (s.tensor.starts_with("classifier")) QCOMPARE(h.coords.pp, 1);
+          }
+      }
+      QCOMPARE(byName.size(), whole.params().refs().size());
+      for (const ParamRef& r : whole.params().refs()) {
+        const auto& slices = byName[r.name];
+        QCOMPARE(int(slices.size()), 2);  // the two tp ranks of its stage
+        const bool fc1 = r.name.ends_with("fc1.weight") || r.name.ends_with("fc1.bias");
+        const bool fc2 = r.name.ends_with("fc2.weight");
+        std::vector<std::pair<int64_t, int64_t>> parts;
+        for (const HeldSlice* s : slices) {
+          QCOMPARE(s->dim, fc1 ? (r.name.ends_with("weight") ? 1 : 0) : fc2 ? 0 : -1);
+          parts.push_back({s->begin, s->end});
+          QCOMPARE(s->rows * s->cols * 4, s->bytes);
+        }
+        if (fc1 || fc2) {  // Megatron's cut: 4H split in two
+          QVERIFY(tiles(parts, 4 * c.hidden));
+        } else {  // replicated on both tp ranks
+          for (const HeldSlice* s : slices) QCOMPARE(s->rows * s->cols, r.numel());
+        }
+      }
+    }
+    for (const RankHoldings& h : held) {
+      // ZeRO-1 on dp: the two dp ranks' optimizer chunks of each unit tile it.
+      for (const HeldSlice& s : h.items) {
+        if (s.kind != HoldingKind::Optimizer) continue;
+        QCOMPARE(s.cols, int64_t(2));  // Adam: m and v
+        const GridCoords o = h.coords;
+        const RankHoldings& partner = held[size_t(ProcessGrid::rankOf(grid, 1 - o.dp, o.tp, o.pp))];
+        const auto it = std::find_if(partner.items.begin(), partner.items.end(), [&](const HeldSlice& x) {
+          return x.kind == HoldingKind::Optimizer && x.tensor == s.tensor;
+        });
+        QVERIFY(it != partner.items.end());
+        QVERIFY(tiles({{s.begin, s.end}, {it->begin, it->end}}, s.total));
+      }
+      // Groups: the tp partner shares (dp, pp); the pp partner shares (dp, tp).
+      for (const HeldGroup& g : h.groups) {
+        QCOMPARE(int(g.worldRanks.size()), 2);
+        for (int r : g.worldRanks) {
+          const GridCoords o = ProcessGrid::coordsOf(grid, r);
+          if (g.name == "tp") QVERIFY(o.dp == h.coords.dp && o.pp == h.coords.pp);
+          if (g.name == "pp") QVERIFY(o.dp == h.coords.dp && o.tp == h.coords.tp);
+          if (g.name == "dp") QVERIFY(o.tp == h.coords.tp && o.pp == h.coords.pp);
+        }
+      }
+      // The last step's traffic: per peer adds up to the total; tp, pp and dp all talked.
+      int64_t sum = 0;
+      for (int64_t b : h.lastStep.sentTo) sum += b;
+      QCOMPARE(sum, h.lastStep.bytesSent);
+      std::set<std::string> groups;
+      for (const CommOpTotals& o : h.lastStep.ops) groups.insert(o.group);
+      QVERIFY(groups.count("tp") && groups.count("pp") && groups.count("dp"));
+      const nlohmann::json j = toJson(h);
+      QCOMPARE(j["rank"].get<int>(), h.rank);
+      QVERIFY(j["items"].size() == h.items.size() && j.contains("sent_by_op") && j.contains("sent_to"));
+    }
+    // The batch: inputs on stage 0, dp slices tile it; SP: each tp rank keeps half the rows of
+    // each micro-batch's residual stream, the two halves tile the replica's slice.
+    std::vector<std::pair<int64_t, int64_t>> inputs;
+    for (const RankHoldings& h : held)
+      for (const HeldSlice& s : h.items) {
+        if (s.kind == HoldingKind::Batch && s.tensor.find("inputs") != std::string::npos && h.coords.tp == 0)
+          inputs.push_back({s.begin, s.end});
+      }
+    QVERIFY(tiles(inputs, c.batch));
+    for (int d = 0; d < 2; ++d) {
+      std::vector<std::pair<int64_t, int64_t>> rows;
+      for (const RankHoldings& h : held)
+        if (h.coords.dp == d && h.coords.pp == 0)
+          for (const HeldSlice& s : h.items)
+            if (s.kind == HoldingKind::Activations) rows.push_back({s.begin - d * 24, s.end - d * 24});
+      QVERIFY(tiles(rows, 24));
+    }
+  }
+
+  // Data-parallel strategies: the whole model on every rank (ReplicaStrategy), or ZeRO's
+  // chunks; batch slices tile the batch.
+  void dataParallelHoldings_data() {
+    QTest::addColumn<int>("zero");
+    QTest::newRow("sync") << 0;
+    QTest::newRow("zero-1") << 1;
+    QTest::newRow("zero-3") << 3;
+  }
+  void dataParallelHoldings() {
+    QFETCH(int, zero);
+    RunConfig c = config();
+    c.ranks = 2;
+    c.zero = zero;
+    Trainer t(c);
+    t.step();
+    const std::vector<RankHoldings> held = t.holdings();
+    std::vector<std::pair<int64_t, int64_t>> batch;
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> owned;  // unit -> chunks
+    int64_t paramFloats = 0;
+    for (const RankHoldings& h : held) {
+      for (const HeldSlice& s : h.items) {
+        if (s.kind == HoldingKind::Batch) batch.push_back({s.begin, s.end});
+        if (s.kind == HoldingKind::Optimizer && zero > 0) owned[s.tensor].push_back({s.begin, s.end});
+        if (s.kind == HoldingKind::Params && h.rank == 0) paramFloats += s.rows * s.cols;
+        if (s.kind == HoldingKind::Params && zero < 3) QCOMPARE(s.dim, -1);
+      }
+    }
+    QVERIFY(tiles(batch, c.batch));
+    const int64_t P = t.parameterCount();
+    if (zero < 3) QCOMPARE(paramFloats, P);
+    else QVERIFY(paramFloats < P);
+    for (const auto& [unit, chunks] : owned) {
+      int64_t total = 0;
+      for (const RankHoldings& h : held)
+        for (const HeldSlice& s : h.items)
+          if (s.tensor == unit) total = s.total;
+      QVERIFY2(tiles(chunks, total), unit.c_str());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TstHoldings)
+#include "tst_holdings.moc"
