@@ -32,6 +32,7 @@ int mpiLaunchSize() {
 
 #ifndef PARALAB_HAVE_MPI
 
+bool mpiCallsFromAnyThread() { return false; }
 bool mpiAvailable() { return false; }
 std::unique_ptr<Communicator> makeMpiWorld(CommOptions) {
   throw CommError("backend: ParaLab was built without MPI (install libopenmpi-dev and rebuild)");
@@ -42,6 +43,8 @@ std::unique_ptr<Communicator> makeMpiWorld(CommOptions) {
 bool mpiAvailable() { return true; }
 
 namespace {
+
+bool g_serialized = false;  // MPI_Init_thread gave MPI_THREAD_SERIALIZED or better
 
 // [SECTION] Watchdog: MPI calls cannot be interrupted, so a thread watches the call in flight
 // and ends the process when it overruns its deadline; mpirun then ends the job.
@@ -444,6 +447,8 @@ class MpiComm final : public Communicator {
   int64_t m_stagingCount = 0;
 };
 
+bool mpiCallsFromAnyThread() { return g_serialized; }
+
 std::unique_ptr<Communicator> makeMpiWorld(CommOptions options) {
   if (options.link != "none")
     throw CommError("link: emulation ('" + options.link +
@@ -452,9 +457,16 @@ std::unique_ptr<Communicator> makeMpiWorld(CommOptions options) {
   MPI_Initialized(&initialised);
   if (!initialised) {
     int provided = 0;
-    // FUNNELED: only the main thread calls MPI (the watchdog thread never does).
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // SERIALIZED: calls may come from any thread, one at a time — the bucketed data-parallel
+    // strategy's communication thread all-reduces gradients while the rank's own thread
+    // computes (and makes no MPI call meanwhile). The watchdog thread never calls MPI.
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    g_serialized = provided >= MPI_THREAD_SERIALIZED;
     std::atexit(finalizeMpi);
+  } else {
+    int provided = 0;
+    MPI_Query_thread(&provided);
+    g_serialized = provided >= MPI_THREAD_SERIALIZED;
   }
   auto comm = MpiComm::world(std::move(options));
   static std::once_flag started;

@@ -257,6 +257,8 @@ class ThreadWorld {
 
 // [SECTION] Ranks as processes under OpenMPI: `mpirun -np 4 paralab-run --backend mpi ...`.
 bool mpiAvailable();  // built with MPI
+// MPI was initialised for calls from any thread, one at a time (MPI_THREAD_SERIALIZED).
+bool mpiCallsFromAnyThread();
 // Ranks in the job that launched this process (OMPI_COMM_WORLD_SIZE / PMI_SIZE), 0 if none.
 int mpiLaunchSize();
 // MPI_COMM_WORLD as a Communicator. Initialises MPI if needed (and finalises it at exit).

@@ -47,7 +47,10 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
   explicit DataParallelBucketed(RankContext& ctx)
       : ReplicaStrategy(ctx), m_opt(makeOptimizer(m_model->params().numel())) {
     planBuckets();
-    if (m_ctx.worldSize > 1) {
+    // Under MPI the communication thread needs MPI_THREAD_SERIALIZED; without it the buckets
+    // are all-reduced on the rank's own thread as backward completes them (no overlap).
+    m_inline = std::string(ctx.comm->backend()) == "mpi" && !mpiCallsFromAnyThread();
+    if (m_ctx.worldSize > 1 && !m_inline) {
       // A communicator of its own for the communication thread (collective: every rank
       // splits), so its calls never interleave with the rank's other calls.
       m_overlapComm = m_ctx.comm->split(0, m_ctx.rank, "dp-overlap");
@@ -109,7 +112,13 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
   void afterBackward(int unit) override {
     if (m_ctx.worldSize == 1) return;
     for (size_t i = 0; i < m_buckets.size(); ++i)
-      if (m_buckets[i].lowestUnit == unit) {
+      if (m_buckets[i].lowestUnit == unit && m_inline) {
+        float* grads = m_model->params().grads().data();
+        const Bucket& b = m_buckets[i];
+        m_ctx.comm->allReduce(grads + b.begin, grads + b.begin, b.end - b.begin);
+        std::lock_guard lock(m_mutex);
+        ++m_done;
+      } else if (m_buckets[i].lowestUnit == unit) {
         {
           std::lock_guard lock(m_mutex);
           m_queue.push_back(i);
@@ -158,6 +167,7 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
   int m_done = 0;
   bool m_quit = false;
   std::exception_ptr m_error;
+  bool m_inline = false;
 };
 
 }  // namespace
