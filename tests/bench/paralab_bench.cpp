@@ -1,5 +1,5 @@
 // paralab-bench: benchmark programs that print tables, each against a reference measured in
-// the same run. Try: paralab-bench step | gemm | dp | ep | comm  [--json]
+// the same run. Try: paralab-bench step | gemm | dp | ep | mp | comm  [--json]
 #include <cstdio>
 #include <cstring>
 
@@ -9,6 +9,7 @@ int benchStep(int argc, char** argv);
 int benchGemm(int argc, char** argv);
 int benchTeach(int argc, char** argv);
 int benchDp(int argc, char** argv);
+int benchMp(int argc, char** argv);
 int benchEp(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
@@ -16,7 +17,7 @@ int benchComm(int argc, char** argv);
 
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
-  const char* usage = "usage: paralab-bench step|gemm|dp|ep|comm [--json] [--help]\n";
+  const char* usage = "usage: paralab-bench step|gemm|dp|ep|mp|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(what, "gemm")) return benchGemm(argc - 1, argv + 1);
   if (!std::strcmp(what, "teach")) return benchTeach(argc - 1, argv + 1);
   if (!std::strcmp(what, "dp")) return benchDp(argc - 1, argv + 1);
+  if (!std::strcmp(what, "mp")) return benchMp(argc - 1, argv + 1);
   if (!std::strcmp(what, "ep")) return benchEp(argc - 1, argv + 1);
 #ifndef PARALAB_NO_BENCH_COMM
   if (!std::strcmp(what, "comm")) return benchComm(argc - 1, argv + 1);
@@ -35,6 +37,6 @@ int main(int argc, char** argv) {
     std::fputs(usage, stdout);
     return 0;
   }
-  std::fprintf(stderr, "paralab-bench: unknown benchmark '%s' (allowed: step, gemm, dp, ep, comm)\n", what);
+  std::fprintf(stderr, "paralab-bench: unknown benchmark '%s' (allowed: step, gemm, dp, ep, mp, comm)\n", what);
   return 2;
 }
