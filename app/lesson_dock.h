@@ -1,8 +1,6 @@
-// LessonDock: the lessons panel. Pick a lesson, walk its steps (glossary terms explain
-// themselves on hover), put a step's experiment on the run controls, enter a prediction before
-// running, and see prediction, reference formula and measurement side by side afterwards; then
-// retrieval practice and flashcards. Progress and cards persist (app/lessons/progress.h,
-// flashcards.h). The window adds it with addPanel() and wires its signals to the run.
+// LessonDock: the lessons panel — steps with glossary hovers, a step's experiment sent to the run
+// controls, prediction vs reference vs measurement, retrieval practice and flashcards (progress
+// persists). The window adds it with addPanel() and wires its signals to the run.
 // See tests/lessons/tst_lessons_dock.cpp.
 #pragma once
 #include <QDockWidget>

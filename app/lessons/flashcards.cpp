@@ -1,4 +1,4 @@
-// Flashcard scheduling and its JSON file (see flashcards.h). See tests/lessons/tst_flashcards.cpp.
+// Flashcard scheduling and its JSON file (see flashcards.h). See tests/lessons/tst_lessons_flashcards.cpp.
 #include "flashcards.h"
 
 #include <QCryptographicHash>

@@ -1,7 +1,7 @@
 // Flashcards: spaced repetition of the lessons' cards, SM-2-like (Wozniak 1990): Again sends
 // a card back to the start, Hard halves its interval, Good multiplies it by the card's ease.
 // Each card's state persists per user in a JSON file (default: flashcards.json under
-// QStandardPaths::AppDataLocation). See tests/lessons/tst_flashcards.cpp.
+// QStandardPaths::AppDataLocation). See tests/lessons/tst_lessons_flashcards.cpp.
 #pragma once
 #include <QDateTime>
 #include <QHash>

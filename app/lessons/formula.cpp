@@ -1,13 +1,14 @@
 // Formula: recursive-descent parser and evaluator for lesson formulas (see formula.h).
-// Grammar (lowest precedence first; ^ binds tighter than unary minus, so -2^2 = -4):
+// See tests/lessons/tst_lessons_formula.cpp.
+#include "formula.h"
+
+// The grammar, lowest precedence first (^ binds tighter than unary minus, so -2^2 = -4):
 //   expr  := term (('+' | '-') term)*
 //   term  := unary (('*' | '/') unary)*
 //   unary := ('-' | '+') unary | power
 //   power := atom ('^' unary)?                    (right-associative: 2^3^2 = 2^9)
 //   atom  := number | name | name '(' expr (',' expr)* ')' | '(' expr ')'
 //   name  := [A-Za-z_][A-Za-z0-9_]* ( '.' [A-Za-z_][A-Za-z0-9_]* | '[' [^\]]* ']' )*
-// See tests/lessons/tst_formula.cpp.
-#include "formula.h"
 
 #include <cmath>
 #include <vector>

@@ -1,8 +1,7 @@
-// Formula: the small expression language of a lesson's predictions and comparisons —
-// numbers, named variables (plain names like `p`, or metric paths like `ranks[0].mem.params`),
-// + - * / ^, parentheses and the functions sqrt, log, log2, exp, min, max, ceil, floor, abs.
-// Hand-written recursive descent; every error names its 1-based character position.
-// See tests/lessons/tst_formula.cpp.
+// Formula: the expression language of lesson predictions and comparisons — numbers, names (`p`,
+// or metric paths like `ranks[0].mem.params`), + - * / ^, parentheses, sqrt log log2 exp min max
+// ceil floor abs. Recursive descent; errors name their 1-based position.
+// See tests/lessons/tst_lessons_formula.cpp.
 #pragma once
 #include <QHash>
 #include <QString>

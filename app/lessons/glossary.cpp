@@ -1,4 +1,4 @@
-// Glossary parsing and term finding (see glossary.h). See tests/lessons/tst_glossary.cpp.
+// Glossary parsing and term finding (see glossary.h). See tests/lessons/tst_lessons_glossary.cpp.
 #include "glossary.h"
 
 #include <QFile>

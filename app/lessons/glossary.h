@@ -1,6 +1,6 @@
 // Glossary: the terms of lessons/glossary.md and their definitions, and where they occur in a
 // lesson's text (what the lesson view underlines and explains on hover).
-// See tests/lessons/tst_glossary.cpp.
+// See tests/lessons/tst_lessons_glossary.cpp.
 #pragma once
 #include <QList>
 #include <QString>

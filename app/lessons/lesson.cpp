@@ -1,6 +1,6 @@
 // Lesson parsing (lesson.md -> Lesson), capability checks, and the values a comparison shows.
 // The format is documented in lessons/README.md; errors name the file and line.
-// See tests/lessons/tst_lesson_format.cpp and tst_lessons.cpp.
+// See tests/lessons/tst_lessons_format.cpp and tst_lessons.cpp.
 #include "lesson.h"
 
 #include <QDir>

@@ -1,6 +1,6 @@
 // Lesson: one lessons/NN-slug/lesson.md parsed into its front matter, steps (text, experiment,
 // sweep, prediction, comparison, benchmark), retrieval practice and flashcards. The format is
-// documented in lessons/README.md. QtCore only. See tests/lessons/tst_lesson_format.cpp.
+// documented in lessons/README.md. QtCore only. See tests/lessons/tst_lessons_format.cpp.
 #pragma once
 #include <QHash>
 #include <QJsonObject>

@@ -1,4 +1,4 @@
-// Lesson progress and its JSON file (see progress.h). See tests/lessons/tst_progress.cpp.
+// Lesson progress and its JSON file (see progress.h). See tests/lessons/tst_lessons_progress.cpp.
 #include "progress.h"
 
 #include <QDir>

@@ -1,7 +1,7 @@
 // Progress: how far the learner got in each lesson (step reached, completion, their predictions
 // and written answers), kept per user in a JSON file (default: progress.json under
 // QStandardPaths::AppDataLocation) that is rewritten whole on every change.
-// See tests/lessons/tst_progress.cpp.
+// See tests/lessons/tst_lessons_progress.cpp.
 #pragma once
 #include <QDateTime>
 #include <QHash>

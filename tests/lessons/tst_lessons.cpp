@@ -1,9 +1,7 @@
-// The lessons themselves: every lesson.md parses; every experiment validates as paralab-run
-// would take it and, where the engine offers what the lesson needs, runs 3 steps on the CPU
-// (sweeps: 1 step per point) with its comparison's metric read from the result; every
-// prediction's formula evaluates to the number the text states; every metric a comparison
-// reads is defined in lessons/reference/metrics.md; every glossary reference resolves.
-// Lessons the engine cannot run yet are skipped by name with the reason. Run: ctest -R tst_lessons$
+// The lessons: each parses; each experiment validates and, where the engine offers what it needs,
+// runs 3 steps on the CPU (sweeps 1 per point) with its comparison read from the result; formulas
+// give the numbers the text states; metrics and glossary terms resolve; skips are named with the
+// reason. Run: ctest -R 'tst_lessons$'.
 #include <QDir>
 #include <QFile>
 #include <QProcess>
