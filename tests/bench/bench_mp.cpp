@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "bench_common.h"
 #include "cpu/gemm.h"
@@ -51,12 +52,14 @@ Row measure(const std::string& name, const RunConfig& c, int steps) {
 int benchMp(int argc, char** argv) {
   RunConfig c;
   c.dataset = "synthetic";
-  c.hidden = 512;
+  // Small enough that the links' cost shows beside a CPU's compute: TP's bytes per step grow
+  // with H, its compute with H^2 (comm / compute ~ 1/H).
+  c.hidden = 128;
   c.layers = 4;
-  c.batch = 256;
+  c.batch = 512;
   c.optimizer = "momentum";
   c.evalEvery = 0;
-  int steps = 5, microbatches = 8;
+  int steps = 10, microbatches = 8;
   bool json = false;
   std::vector<std::string> links = {"none", "nvlink", "ethernet"};
   CLI::App app{"Tensor and pipeline parallelism vs serial, on shared memory and emulated links"};
@@ -99,9 +102,11 @@ int benchMp(int argc, char** argv) {
     return 0;
   }
   std::printf("Model parallelism, strong scaling: MLP H=%d L=%d, global batch %d, thread ranks, 1 BLAS\n"
-              "thread each (%s). Median of %d steps. Per-rank figures are means over ranks.\n"
-              "Links other than shared memory are emulated (latency + bandwidth model).\n\n",
-              c.hidden, c.layers, c.batch, kernels::vendor_blas_name(), steps);
+              "thread each (%s), %u cores (more ranks than cores take turns).\n"
+              "Median of %d steps. Per-rank figures are means over ranks; comm ms includes waiting in\n"
+              "send/recv (a pipeline's bubble shows there). Links other than shared memory are emulated\n"
+              "(latency + bandwidth model). Bubble: measured, (reference).\n\n",
+              c.hidden, c.layers, c.batch, kernels::vendor_blas_name(), std::thread::hardware_concurrency(), steps);
   std::printf("%-16s %-20s %5s %9s %8s %10s %8s %8s %9s %15s\n", "layout", "link", "ranks", "step ms",
               "speedup", "compute ms", "comm ms", "idle ms", "MB sent", "bubble (ref)");
   for (const Row& r : rows) {
