@@ -41,6 +41,15 @@ nlohmann::json toJson(const StepMetrics& m) {
     if (r.tokens) j["ranks"].back()["tokens"] = *r.tokens;
     if (r.bubble) j["ranks"].back()["bubble"] = *r.bubble;
   }
+  // Each rank's traffic split by op and group, where it called any (metrics.md, `ops`).
+  for (size_t i = 0; i < m.ranks.size(); ++i)
+    for (const OpTraffic& o : m.ranks[i].ops)
+      j["ranks"][i]["ops"].push_back({{"op", o.op},
+                                      {"group", o.group},
+                                      {"calls", o.calls},
+                                      {"bytes_sent", o.bytesSent},
+                                      {"bytes_recv", o.bytesRecv},
+                                      {"ms", o.ms}});
   return j;
 }
 

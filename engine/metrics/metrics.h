@@ -12,6 +12,16 @@
 
 namespace paralab {
 
+// One rank's traffic in one step of one kind of call on one communicator group (the
+// communicator's CommOpTotals, algorithms summed): what the per-rank traffic bars stack.
+struct OpTraffic {
+  std::string op;     // "allreduce", "reducescatter", ... (commOpName)
+  std::string group;  // "world", "dp", "tp", "pp", ...
+  int64_t calls = 0;
+  int64_t bytesSent = 0, bytesRecv = 0;  // over links, this rank
+  double ms = 0;                         // inside these calls
+};
+
 // What one rank did during one step. Times in milliseconds of wall clock, bytes as counted
 // by the communicator, memory from the rank's MemoryTracker at the end of the step (peak =
 // high-water mark during the step).
@@ -23,6 +33,7 @@ struct RankMetrics {
   int64_t bytesSent = 0;
   int64_t bytesRecv = 0;
   std::vector<int64_t> sentTo;  // bytes sent to each world rank (a row of the link heatmap)
+  std::vector<OpTraffic> ops;   // bytesSent/bytesRecv split by (op, group)
   std::optional<double> bubble;  // --pp > 1: share of the pipeline's time this stage idled (metrics.md)
   std::optional<int64_t> tokens;  // --model moe: token rows this rank's experts ran (all blocks)
   MemorySnapshot mem;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -318,6 +319,20 @@ int64_t coveredNs(std::vector<Span> spans, int64_t t0, int64_t t1) {
   return covered;
 }
 
+// The step's traffic by (op, group), algorithms summed: the per-rank traffic bars' stacks.
+nlohmann::json opsJson(const CommTraffic& traffic) {
+  std::map<std::pair<std::string, std::string>, std::array<int64_t, 4>> rows;  // calls sent recv ns
+  for (const CommOpTotals& o : traffic.ops) {
+    auto& row = rows[{commOpName(o.op), o.group}];
+    row[0] += o.calls, row[1] += o.sent, row[2] += o.recv, row[3] += o.timeNs;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [key, row] : rows)
+    out.push_back({{"op", key.first}, {"group", key.second}, {"calls", row[0]},
+                   {"sent", row[1]}, {"recv", row[2]}, {"ns", row[3]}});
+  return out;
+}
+
 // One rank's figures of one step, as they travel to rank 0 under MPI.
 nlohmann::json rankFigures(int rank, const RankStep& res, const CommTraffic& traffic,
                            const std::vector<Span>& spans, int64_t t0, int64_t t1,
@@ -336,6 +351,7 @@ nlohmann::json rankFigures(int rank, const RankStep& res, const CommTraffic& tra
                       {"bytes_sent", traffic.bytesSent},
                       {"bytes_recv", traffic.bytesRecv},
                       {"sent_to", traffic.sentTo},
+                      {"ops", opsJson(traffic)},
                       {"data_ms", kinds[int(SpanKind::Data)]},
                       {"forward_ms", kinds[int(SpanKind::Forward)]},
                       {"backward_ms", kinds[int(SpanKind::Backward)]},
@@ -388,6 +404,10 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     r.bytesSent = f["bytes_sent"];
     r.bytesRecv = f["bytes_recv"];
     r.sentTo = f["sent_to"].get<std::vector<int64_t>>();
+    for (const nlohmann::json& o : f["ops"])
+      r.ops.push_back({o["op"].get<std::string>(), o["group"].get<std::string>(),
+                       o["calls"].get<int64_t>(), o["sent"].get<int64_t>(),
+                       o["recv"].get<int64_t>(), ms(o["ns"].get<int64_t>())});
     r.mem.current = f["mem_current"].get<std::array<int64_t, kMemCategories>>();
     r.mem.peak = f["mem_peak"].get<std::array<int64_t, kMemCategories>>();
     r.mem.peakTotal = f["mem_peak_total"];
