@@ -155,6 +155,39 @@ void Chart::applyLook(const QPalette& pal) {
 }
 
 void Chart::setPlaceholderVisible(bool visible) { m_placeholder->setVisible(visible); }
+void Chart::setPlaceholderText(const QString& text) { m_placeholder->setText(text); }
+
+void Chart::removeSeries(QCPGraph* graph) {
+  for (int i = 0; i < graphCount(); ++i)
+    if (QCustomPlot::graph(i) == graph) {
+      if (i < m_columns.size()) m_columns.removeAt(i);
+      removeGraph(graph);
+      return;
+    }
+}
+
+void Chart::setLegendColumns(int maxColumns) {
+  m_legendColumns = maxColumns;
+  fitLegend();
+}
+
+void Chart::fitLegend() {
+  const int items = legend->itemCount();
+  if (items == 0) return;
+  const int room = (width() > 0 ? width() : 800) - 16;
+  int columns = m_legendColumns > 0 ? std::min(m_legendColumns, items) : items;
+  for (;; --columns) {
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // re-lays the items out
+    if (columns == 1 || legend->minimumOuterSizeHint().width() <= room) break;
+  }
+  replot(rpQueuedReplot);
+}
+
+void Chart::resizeEvent(QResizeEvent* event) {
+  QCustomPlot::resizeEvent(event);
+  fitLegend();
+}
 
 void Chart::finishUpdate() {
   double maxStep = 0;

@@ -26,13 +26,14 @@ class Chart : public QCustomPlot {
   // Replaces the plotted data with `history` and schedules a repaint.
   virtual void showHistory(const MetricHistory& history) = 0;
   // One row per x value of any series: "<key column>,<series columns...>", empty cells
-  // where a series has no point. Exactly the points drawn.
-  void writeCsv(QTextStream& out) const;
-  int pointCount() const;  // points over all series
+  // where a series has no point. Exactly the points drawn. Charts that draw bars, maps or
+  // spans write their own table.
+  virtual void writeCsv(QTextStream& out) const;
+  virtual int pointCount() const;  // points over all series
 
   // Colours and fonts from `palette`; exports use printLook() whatever the screen shows,
   // then the chart goes back to its own palette().
-  void applyLook(const QPalette& palette);
+  virtual void applyLook(const QPalette& palette);  // charts with more axes or labels extend it
   static QPalette printLook();  // dark text on white, for figures in reports
 
  signals:
@@ -47,7 +48,16 @@ class Chart : public QCustomPlot {
   void setAxisLabel(QCPAxis* axis, const QString& label);
   // Shown in the middle of the empty plot, hidden once there is data.
   void setPlaceholderVisible(bool visible);
+  void setPlaceholderText(const QString& text);
+  // Removes a graph made by addSeries, with its CSV column.
+  void removeSeries(QCPGraph* graph);
   void finishUpdate();  // rescales the step axis to the data and queues a replot
+  // The legend in as many columns as fit the chart's width, at most `maxColumns` (0: no
+  // limit): a narrow dock wraps it rather than cutting names off. fitLegend() after adding
+  // or removing entries; resizing calls it.
+  void setLegendColumns(int maxColumns);
+  void fitLegend();
+  void resizeEvent(QResizeEvent* event) override;
 
   void mousePressEvent(QMouseEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
@@ -57,6 +67,7 @@ class Chart : public QCustomPlot {
   void styleAxis(QCPAxis* axis);
 
   QString m_stem, m_title, m_keyColumn = "step";
+  int m_legendColumns = 0;
   QStringList m_columns;  // CSV column of graph(i)
   QCPTextElement* m_titleElement = nullptr;
   QCPTextElement* m_subtitleElement = nullptr;

@@ -19,6 +19,11 @@ void MetricHistory::append(const StepMetrics& m) {
   r.loss = m.loss;
   r.samplesPerS = m.samplesPerS;
   r.stepMs = m.stepMs;
+  r.dataMs = m.dataMs;
+  r.forwardMs = m.forwardMs;
+  r.backwardMs = m.backwardMs;
+  r.optimizerMs = m.optimizerMs;
+  if (!m.ranks.empty()) r.commMs = m.ranks[0].commMs, r.idleMs = m.ranks[0].idleMs;
   m_window.push_back(r);
   if (m_window.size() > kMeanWindow) m_window.removeFirst();
   // Throughput over the window is samples done / time taken (each step did samplesPerS *

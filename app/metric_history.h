@@ -19,6 +19,8 @@ class MetricHistory {
     double samplesPerS = 0;      // measured samples/s of this step
     double samplesPerSMean = 0;  // samples/s over the last kMeanWindow steps
     double stepMs = 0;
+    // Rank 0's breakdown of the step, ms (StepMetrics and RankMetrics): the latency chart.
+    double dataMs = 0, forwardMs = 0, backwardMs = 0, optimizerMs = 0, commMs = 0, idleMs = 0;
   };
   struct Accuracy {
     double step = 0;
