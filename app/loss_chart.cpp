@@ -1,5 +1,5 @@
-// LossChart: loss and test accuracy over steps (see loss_chart.h).
-// See tests/app/tst_app.cpp (startYieldsPoints) and the main-window screenshot.
+// LossChart: loss and test accuracy over steps, and earlier runs kept faded (see loss_chart.h).
+// See tests/app/tst_app.cpp (startYieldsPoints) and tests/app/tst_charts.cpp (lossOverlays).
 #include "loss_chart.h"
 
 #include "chart_colors.h"
@@ -25,6 +25,7 @@ LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), paren
   // Filled dots: each is one evaluation, and they read the same on light and dark screens.
   m_accuracy->setScatterStyle(
       QCPScatterStyle(QCPScatterStyle::ssDisc, chartcolors::kOrange, chartcolors::kOrange, 6));
+  setLegendColumns(3);
   finishUpdate();
 }
 
@@ -34,12 +35,10 @@ void LossChart::showHistory(const MetricHistory& history) {
   steps.reserve(rows.size());
   loss.reserve(rows.size());
   lossMean.reserve(rows.size());
-  double maxLoss = 0;
   for (const auto& r : rows) {
     steps.push_back(r.step);
     loss.push_back(r.loss);
     lossMean.push_back(r.lossMean);
-    maxLoss = std::max(maxLoss, r.loss);
   }
   m_loss->setData(steps, loss, true);
   m_lossMean->setData(steps, lossMean, true);
@@ -50,9 +49,58 @@ void LossChart::showHistory(const MetricHistory& history) {
     acc.push_back(a.percent);
   }
   m_accuracy->setData(accSteps, acc, true);
-  // Loss is drawn from zero so that its fall reads as a fraction of where it started.
-  yAxis->setRange(0, maxLoss > 0 ? maxLoss * 1.08 : 2.5);
+  fitValueAxis();
   finishUpdate();
+}
+
+// Loss is drawn from zero so that its fall reads as a fraction of where it started; the top
+// leaves room for the highest of this run's and the kept runs' values.
+void LossChart::fitValueAxis() {
+  double maxLoss = 0;
+  for (QCPGraph* g : QList<QCPGraph*>{m_loss} + m_overlays)
+    for (const QCPGraphData& d : *g->data()) maxLoss = std::max(maxLoss, d.value);
+  yAxis->setRange(0, maxLoss > 0 ? maxLoss * 1.08 : 2.5);
+}
+
+void LossChart::keepAsOverlay(const QString& label) {
+  if (m_lossMean->data()->isEmpty()) return;
+  if (m_overlays.size() >= kMaxOverlays) removeSeries(m_overlays.takeFirst());
+  // The mean, not every step: five noisy curves on top of each other would read as one smear.
+  const QColor color = chartcolors::overlayColor(m_kept++);
+  QString column = QString("loss_mean%1_nats [%2]").arg(MetricHistory::kMeanWindow).arg(label);
+  QCPGraph* g = addSeries(tr("%1 (earlier run)").arg(label), column.replace(',', ';'), yAxis,
+                          color, 1.6);
+  g->data()->set(*m_lossMean->data());
+  g->setLayer("grid");  // under the run being trained, above the grid lines
+  m_overlays.push_back(g);
+  fitLegend();
+  fitValueAxis();
+  finishUpdate();
+}
+
+void LossChart::clearOverlays() {
+  for (QCPGraph* g : m_overlays) removeSeries(g);
+  m_overlays.clear();
+  fitLegend();
+  fitValueAxis();
+  finishUpdate();
+}
+
+QString LossChart::runLabel(const RunConfig& c) {
+  QStringList parts;
+  if (c.ranks <= 1) {
+    parts << tr("serial");
+  } else {
+    parts << QString::fromStdString(c.strategy) << tr("%1 ranks").arg(c.ranks);
+    if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
+    if (c.tp > 1) parts << QString("tp %1").arg(c.tp);
+    if (c.pp > 1) parts << QString("pp %1").arg(c.pp);
+    if (c.model == "moe" && c.ep > 1) parts << QString("ep %1").arg(c.ep);
+  }
+  if (c.model == "moe") parts << tr("MoE %1 experts").arg(c.experts);
+  parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);
+  if (c.link != "none") parts << tr("%1 (emulated)").arg(QString::fromStdString(c.link));
+  return parts.join(" · ");
 }
 
 }  // namespace paralab

@@ -1,0 +1,21 @@
+// Chrome trace JSON of the ranks' spans (the Trace Event Format: "X" complete events, pid =
+// rank, tid 0 compute / 1 communication, ts and dur in µs), which opens in Perfetto
+// (ui.perfetto.dev) and chrome://tracing. See tests/app/tst_charts.cpp (chromeTraceParses).
+#pragma once
+#include <QByteArray>
+#include <QString>
+#include <vector>
+
+#include "metrics/span_recorder.h"
+
+namespace paralab {
+
+// `spans[r]` are rank r's. Times count from the earliest span; `emulated` names an emulated
+// link, recorded in the trace's metadata (DESIGN.md §5), or is empty.
+QByteArray chromeTraceJson(const std::vector<std::vector<Span>>& spans,
+                           const QString& emulated = QString());
+// Writes it to `path` whole or not at all; returns "" or one line saying what failed.
+QString writeChromeTrace(const QString& path, const std::vector<std::vector<Span>>& spans,
+                         const QString& emulated = QString());
+
+}  // namespace paralab

@@ -1,0 +1,30 @@
+// SpeedupChart: a scaling sweep's measured speedup against the rank count, beside the ideal
+// S = N and the law fitted to the points (Amdahl for strong scaling, Gustafson for weak),
+// the fits labelled as references. See tests/app/tst_charts.cpp (speedupDrawsTheSweep).
+#pragma once
+#include "chart.h"
+#include "train/sweep.h"
+
+namespace paralab {
+
+class SpeedupChart : public Chart {
+  Q_OBJECT
+ public:
+  explicit SpeedupChart(QWidget* parent = nullptr);
+  // Per-step history does not change a sweep; an empty history (a reset) clears it.
+  void showHistory(const MetricHistory& history) override;
+  void showSweep(const SweepResult& sweep);
+  void clear();
+
+  QCPGraph* measured() const { return m_measured; }
+  QCPGraph* ideal() const { return m_ideal; }
+  QCPGraph* fit() const { return m_fit; }  // Amdahl (strong) or Gustafson (weak)
+
+ private:
+  QCPGraph* m_measured;
+  QCPGraph* m_ideal;
+  QCPGraph* m_fit;
+  QList<QCPItemText*> m_labels;  // efficiency beside each point
+};
+
+}  // namespace paralab

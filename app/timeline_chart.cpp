@@ -1,0 +1,296 @@
+// TimelineChart: Gantt rows of the ranks' spans (see timeline_chart.h). Spans are the
+// engine's (engine/metrics/span_recorder.h); idle bars are the gaps between them.
+// See tests/app/tst_charts.cpp (timelineDrawsEverySpan, chromeTraceParses).
+#include "timeline_chart.h"
+
+#include <QHelpEvent>
+#include <QToolTip>
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "byte_units.h"
+#include "chart_colors.h"
+#include "chrome_trace.h"
+#include "metric_history.h"
+
+namespace paralab {
+
+// [SECTION] One colour's bars: rectangles in (time, row) coordinates, drawn in one pass.
+
+class GanttLayer : public QCPAbstractPlottable {
+ public:
+  struct Rect {
+    double t0, t1, y0, y1;
+  };
+  GanttLayer(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCPAbstractPlottable(keyAxis, valueAxis) {}
+  QVector<Rect> rects;
+
+  double selectTest(const QPointF&, bool, QVariant*) const override { return -1; }
+  QCPRange getKeyRange(bool& found, QCP::SignDomain) const override {
+    return range(found, [](const Rect& r) { return QCPRange(r.t0, r.t1); });
+  }
+  QCPRange getValueRange(bool& found, QCP::SignDomain, const QCPRange&) const override {
+    return range(found, [](const Rect& r) { return QCPRange(r.y0, r.y1); });
+  }
+
+ protected:
+  void draw(QCPPainter* painter) override {
+    painter->setPen(mPen);
+    painter->setBrush(mBrush);
+    const QRectF clip = clipRect();
+    for (const Rect& r : rects) {
+      QRectF px(coordsToPixels(r.t0, r.y0), coordsToPixels(r.t1, r.y1));
+      px = px.normalized();
+      if (px.width() < 1) px.setWidth(1);  // a span too short to see still shows as a line
+      if (px.intersects(clip)) painter->drawRect(px);
+    }
+  }
+  void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override {
+    painter->setPen(mPen);
+    painter->setBrush(mBrush);
+    painter->drawRect(rect.adjusted(1, 3, -1, -3));
+  }
+
+ private:
+  template <typename F>
+  QCPRange range(bool& found, F of) const {
+    found = !rects.isEmpty();
+    QCPRange out;
+    for (int i = 0; i < rects.size(); ++i) out = i == 0 ? of(rects[i]) : (out.expand(of(rects[i])), out);
+    return out;
+  }
+};
+
+// [SECTION] The chart
+
+namespace {
+
+constexpr SpanKind kKinds[] = {SpanKind::Data,      SpanKind::Forward, SpanKind::Backward,
+                               SpanKind::Optimizer, SpanKind::Comm,    SpanKind::Idle};
+
+QString legendName(SpanKind k) {
+  switch (k) {
+    case SpanKind::Comm: return QObject::tr("communication (thin row)");
+    case SpanKind::Idle: return QObject::tr("idle (no span)");
+    default: return QString::fromUtf8(spanKindName(k).data());
+  }
+}
+
+}  // namespace
+
+TimelineChart::TimelineChart(QWidget* parent)
+    : Chart("timeline", tr("Timeline of the last steps"), parent) {
+  setKeyColumn("rank");
+  setAxisLabel(xAxis, tr("time (ms)"));
+  setAxisLabel(yAxis, tr("rank"));
+  yAxis->setRangeReversed(true);  // rank 0 on top
+  yAxis->grid()->setVisible(false);
+  yAxis->setTickLength(0, 0);
+  // Axis-aligned bars: crisp edges, and a 1 px span keeps its full colour.
+  setNotAntialiasedElements(QCP::aePlottables);
+  for (SpanKind k : kKinds) {
+    auto* layer = new GanttLayer(xAxis, yAxis);
+    const QColor color = chartcolors::spanColor(k);
+    layer->setName(legendName(k));
+    if (k == SpanKind::Idle) {
+      layer->setBrush(QBrush(color, Qt::BDiagPattern));  // hatched: nothing is happening
+      layer->setPen(QPen(chartcolors::faint(color), 1));
+    } else {
+      layer->setBrush(color);
+      // Compute spans abut one another: no outline, or short ones would be all outline.
+      // Consecutive calls in the communication row keep a thin edge so each one shows.
+      layer->setPen(k == SpanKind::Comm ? QPen(color.darker(150), 0.6) : QPen(Qt::NoPen));
+    }
+    m_layers[size_t(k)] = layer;
+  }
+  setLegendColumns(3);
+  setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  axisRect()->setRangeDrag(Qt::Horizontal);
+  axisRect()->setRangeZoom(Qt::Horizontal);
+  connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
+    if (!m_settingRange) m_follow = false;  // the user zoomed or panned: hold still
+  });
+  setPlaceholderText(tr("No spans yet: press Start (F5) to train"));
+  clear();
+}
+
+void TimelineChart::clear() {
+  for (GanttLayer* l : m_layers) l->rects.clear();
+  for (QCPAbstractItem* item : m_marks) removeItem(item);
+  m_marks.clear();
+  m_bars.clear();
+  m_spans.clear();
+  m_pending.clear();
+  m_follow = true;
+  m_settingRange = true;
+  xAxis->setRange(0, 1);
+  m_settingRange = false;
+  yAxis->setRange(-0.1, 1);
+  yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+void TimelineChart::showHistory(const MetricHistory& history) {
+  if (history.isEmpty()) clear();
+}
+
+void TimelineChart::showSnapshot(const Snapshot& s) {
+  bool any = false;
+  for (const auto& rank : s.spans) any = any || !rank.empty();
+  if (!any) return;
+  m_emulated = s.steps.empty() ? m_emulated : QString::fromStdString(s.steps.back().emulated);
+  // The last kSteps steps any rank recorded.
+  int64_t last = 0;
+  for (const auto& rank : s.spans)
+    for (const Span& sp : rank) last = std::max(last, sp.step);
+  std::vector<std::vector<Span>> kept(s.spans.size());
+  for (size_t r = 0; r < s.spans.size(); ++r)
+    for (const Span& sp : s.spans[r])
+      if (sp.step > last - kSteps) kept[r].push_back(sp);
+  if (!m_follow) {
+    m_pending = std::move(kept);
+    return;
+  }
+  draw(kept);
+}
+
+void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
+  const bool follow = m_follow;
+  clear();
+  m_follow = follow;
+  m_spans = spans;
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  std::map<int64_t, std::pair<int64_t, int64_t>> steps;  // step -> [first start, last end]
+  for (const auto& rank : spans)
+    for (const Span& sp : rank) {
+      origin = std::min(origin, sp.startNs);
+      auto [it, fresh] = steps.try_emplace(sp.step, sp.startNs, sp.endNs);
+      it->second.first = std::min(it->second.first, sp.startNs);
+      it->second.second = std::max(it->second.second, sp.endNs);
+    }
+  auto ms = [origin](int64_t ns) { return double(ns - origin) * 1e-6; };
+
+  for (size_t r = 0; r < spans.size(); ++r) {
+    const int rank = int(r);
+    for (const Span& sp : spans[r])
+      m_bars.push_back({rank, sp.kind, ms(sp.startNs), ms(sp.endNs), sp.bytes,
+                        QString::fromUtf8(sp.op ? sp.op : ""), sp.step});
+    // Idle: inside each step's window, the time no span of this rank covers.
+    for (const auto& [step, window] : steps) {
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (const Span& sp : spans[r])
+        if (sp.step == step) busy.push_back({sp.startNs, sp.endNs});
+      std::sort(busy.begin(), busy.end());
+      int64_t reach = window.first;
+      busy.push_back({window.second, window.second});
+      for (const auto& [a, b] : busy) {
+        if (a > reach) m_bars.push_back({rank, SpanKind::Idle, ms(reach), ms(a), 0, {}, step});
+        reach = std::max(reach, b);
+      }
+    }
+  }
+  for (const Bar& b : m_bars) {
+    const QCPRange row = b.kind == SpanKind::Comm ? commRow(b.rank) : computeRow(b.rank);
+    m_layers[size_t(b.kind)]->rects.push_back({b.startMs, b.endMs, row.lower, row.upper});
+  }
+
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (size_t r = 0; r < spans.size(); ++r) {
+    ticker->addTick(computeRow(int(r)).center(), tr("rank %1").arg(r));
+    ticker->addTick(commRow(int(r)).center(), tr("comm"));
+  }
+  yAxis->setTicker(ticker);
+  // Step boundaries: where the first rank began the step.
+  for (const auto& [step, window] : steps) {
+    auto* line = new QCPItemStraightLine(this);
+    line->point1->setCoords(ms(window.first), 0);
+    line->point2->setCoords(ms(window.first), 1);
+    line->setPen(QPen(chartcolors::kReference, 1, Qt::DashLine));
+    auto* label = new QCPItemText(this);
+    label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    label->position->setCoords(ms(window.first), 0);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    label->setPadding(QMargins(4, 0, 0, 0));
+    label->setText(tr("step %1").arg(step));
+    label->setColor(chartcolors::kReference);
+    label->setClipToAxisRect(true);
+    m_marks << line << label;
+  }
+  double end = 0;
+  for (const Bar& b : m_bars) end = std::max(end, b.endMs);
+  m_settingRange = true;
+  xAxis->setRange(0, end > 0 ? end * 1.02 : 1);
+  m_settingRange = false;
+  // Room above rank 0 for the step labels.
+  yAxis->setRange(-0.22, double(std::max<size_t>(spans.size(), 1)));
+  setPlaceholderVisible(m_bars.empty());
+  replot(rpQueuedReplot);
+}
+
+QString TimelineChart::describeAt(double t, double row) const {
+  // The bar under the pointer, or the nearest within 3 px: a bar too short to hit still shows.
+  const double slack = 3 * (xAxis->range().size() / std::max(1, axisRect()->width()));
+  const Bar* best = nullptr;
+  double bestDistance = slack;
+  for (const Bar& b : m_bars) {
+    const QCPRange rows = b.kind == SpanKind::Comm ? commRow(b.rank) : computeRow(b.rank);
+    if (!rows.contains(row)) continue;
+    const double distance = t < b.startMs ? b.startMs - t : t > b.endMs ? t - b.endMs : 0;
+    if (distance <= bestDistance) best = &b, bestDistance = distance;
+    if (distance == 0) break;
+  }
+  if (!best) return {};
+  const Bar& b = *best;
+  QString what = QString::fromUtf8(spanKindName(b.kind).data());
+  if (!b.op.isEmpty()) what += " · " + b.op;
+  if (b.bytes > 0) what += " · " + formatBytes(double(b.bytes));
+  return tr("rank %1 · step %2\n%3\n%4 ms (%5 → %6 ms)")
+      .arg(b.rank)
+      .arg(b.step)
+      .arg(what)
+      .arg(b.endMs - b.startMs, 0, 'f', 3)
+      .arg(b.startMs, 0, 'f', 3)
+      .arg(b.endMs, 0, 'f', 3);
+}
+
+bool TimelineChart::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    QString text = describeAt(xAxis->pixelToCoord(help->pos().x()), yAxis->pixelToCoord(help->pos().y()));
+    if (text.isEmpty())
+      text = tr("Measured spans of the last %1 steps. Communication runs in the thin row under "
+                "each rank, so where it sits under backward it overlapped; hatched: idle, as in "
+                "a pipeline bubble.\nDrag or wheel: pan and zoom time · double-click: follow "
+                "the run again")
+                 .arg(kSteps);
+    QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return Chart::event(e);
+}
+
+void TimelineChart::mouseDoubleClickEvent(QMouseEvent* event) {
+  m_follow = true;
+  draw(m_pending.empty() ? m_spans : m_pending);  // a copy: draw() starts by clearing both
+  Chart::mouseDoubleClickEvent(event);
+}
+
+int TimelineChart::pointCount() const { return int(m_bars.size()); }
+
+void TimelineChart::writeCsv(QTextStream& out) const {
+  out << "rank,row,kind,op,step,start_ms,end_ms,duration_ms,bytes\n";
+  for (const Bar& b : m_bars)
+    out << b.rank << ',' << (b.kind == SpanKind::Comm ? "comm" : "compute") << ','
+        << spanKindName(b.kind).data() << ',' << QString(b.op).replace(',', ';') << ',' << b.step << ','
+        << QString::number(b.startMs, 'f', 6) << ',' << QString::number(b.endMs, 'f', 6) << ','
+        << QString::number(b.endMs - b.startMs, 'f', 6) << ',' << b.bytes << '\n';
+}
+
+QString TimelineChart::writeChromeTrace(const QString& path) const {
+  return paralab::writeChromeTrace(path, m_spans, m_emulated);
+}
+
+}  // namespace paralab

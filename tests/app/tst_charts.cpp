@@ -1,0 +1,654 @@
+// The lab window's measured charts, offscreen: each fed from a synthetic Snapshot or sweep
+// shows exactly the values in it, every export decodes, the Chrome trace parses, and the
+// model-states formulas give the lesson's numbers. Then real short runs (4 thread ranks with
+// ZeRO-2, a pipeline, a sweep) are drawn and saved as PNGs under <build>/screenshots/.
+// Run: ctest -R tst_charts --output-on-failure
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStyle>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QXmlStreamReader>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "byte_units.h"
+#include "chart_export.h"
+#include "chrome_trace.h"
+#include "latency_chart.h"
+#include "link_heatmap.h"
+#include "loss_chart.h"
+#include "memory_chart.h"
+#include "memory_reference.h"
+#include "metric_history.h"
+#include "speedup_chart.h"
+#include "timeline_chart.h"
+#include "traffic_chart.h"
+
+using namespace paralab;
+
+namespace {
+
+// [SECTION] Synthetic inputs: every number distinct, so a value drawn in the wrong place shows.
+
+StepMetrics syntheticStep(int64_t step, int ranks) {
+  StepMetrics m;
+  m.step = step;
+  m.loss = 2.0 / double(step);
+  m.stepMs = 10.0 + double(step);
+  m.samplesPerS = 1000.0;
+  m.dataMs = 0.5, m.forwardMs = 2.0 + 0.1 * double(step), m.backwardMs = 4.0, m.optimizerMs = 1.0;
+  for (int r = 0; r < ranks; ++r) {
+    RankMetrics rm;
+    rm.rank = r;
+    rm.commMs = 3.0 + r;
+    rm.idleMs = 0.25 * double(step);
+    for (int c = 0; c < kMemCategories; ++c)
+      rm.mem.current[size_t(c)] = (int64_t(c) + 1) * 1000003 + int64_t(r) * 7919;
+    rm.mem.peakTotal = rm.mem.total() + 123457 * (r + 1);
+    rm.sentTo.assign(size_t(ranks), 0);
+    for (int to = 0; to < ranks; ++to)
+      if (to != r) rm.sentTo[size_t(to)] = int64_t(1 + r * ranks + to) * 4096 + 17;
+    // Two ops on two groups; their bytes add up to the rank's totals.
+    rm.ops = {{"allreduce", "dp", 3, 500000 + 11 * r, 500001 + 13 * r, 1.5},
+              {"allgather", "tp", 1, 250000 + 17 * r, 249999 + 19 * r, 0.5}};
+    for (const OpTraffic& o : rm.ops) rm.bytesSent += o.bytesSent, rm.bytesRecv += o.bytesRecv;
+    m.ranks.push_back(rm);
+  }
+  return m;
+}
+
+Snapshot syntheticSnapshot(int ranks) {
+  Snapshot s;
+  s.state = RunState::Running;
+  s.config.ranks = ranks;
+  s.config.zero = 2;
+  s.config.optimizer = "adam";
+  s.parameterCount = 100000;
+  s.stepsDone = 5;
+  for (int64_t i = 1; i <= 5; ++i) s.steps.push_back(syntheticStep(i, ranks));
+  // Spans of 5 steps, per rank: data, forward, backward with an all-reduce under it, optimizer.
+  s.spans.resize(size_t(ranks));
+  for (int r = 0; r < ranks; ++r)
+    for (int64_t step = 1; step <= 5; ++step) {
+      const int64_t t = step * 10'000'000 + r * 200'000;  // ns
+      auto& v = s.spans[size_t(r)];
+      v.push_back({SpanKind::Data, t, t + 500'000, 0, "", step});
+      v.push_back({SpanKind::Forward, t + 500'000, t + 2'500'000, 0, "layer 0", step});
+      v.push_back({SpanKind::Backward, t + 3'000'000, t + 7'000'000, 0, "layer 0", step});
+      v.push_back({SpanKind::Comm, t + 4'000'000, t + 7'500'000, 1 << 20, "allreduce ring", step});
+      v.push_back({SpanKind::Optimizer, t + 7'500'000, t + 8'500'000, 0, "", step});
+    }
+  return s;
+}
+
+QStringList csvLines(const Chart& chart) {
+  QString text;
+  QTextStream out(&text);
+  chart.writeCsv(out);
+  out.flush();
+  return text.split('\n', Qt::SkipEmptyParts);
+}
+
+double valueAt(const QCPBars* bars, double key) {
+  for (const QCPBarsData& d : *bars->data())
+    if (qFuzzyCompare(d.key + 10, key + 10)) return d.value;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double valueAt(const QCPGraph* g, double key) {
+  for (const QCPGraphData& d : *g->data())
+    if (qFuzzyCompare(d.key + 10, key + 10)) return d.value;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+// A real run on thread ranks, to its end; the snapshot holds every step and the last spans.
+Snapshot runToEnd(const RunConfig& c) {
+  Session session;
+  const std::string err = session.start(c);
+  if (!err.empty()) qFatal("start: %s", err.c_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const RunState st = session.snapshot(std::numeric_limits<int64_t>::max()).state;
+    if (st == RunState::Finished || st == RunState::Failed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Snapshot s = session.snapshot(0, TimelineChart::kSteps);
+  if (s.state != RunState::Finished) qWarning("run ended %s: %s", runStateName(s.state), s.error.c_str());
+  return s;
+}
+
+RunConfig quickRun() {
+  RunConfig c;
+  c.dataset = "synthetic";
+  c.hidden = 128;
+  c.layers = 2;
+  c.batch = 256;
+  c.steps = 40;
+  c.evalEvery = 0;
+  c.optimizer = "adam";
+  c.lr = 0.002;
+  return c;
+}
+
+QString screenshotDir() {
+  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
+  QDir().mkpath(dir);
+  return dir;
+}
+
+// The export (as a report gets it) and the widget as a dock shows it, on a dark desktop.
+void saveScreenshot(Chart& chart, const QString& name) {
+  const QString path = screenshotDir() + '/' + name + ".png";
+  QCOMPARE(exportChart(chart, path, ExportFormat::Png), QString());
+  QPalette dark(QColor(45, 45, 48), QColor(30, 30, 32));
+  dark.setColor(QPalette::WindowText, QColor(230, 230, 230));
+  dark.setColor(QPalette::Base, QColor(30, 30, 32));
+  dark.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
+  chart.setPalette(dark);
+  chart.resize(640, 420);
+  chart.replot();
+  QVERIFY(chart.grab().save(screenshotDir() + '/' + name + "-dock-dark.png"));
+}
+
+}  // namespace
+
+class TestCharts : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void memoryReference();
+  void byteUnits();
+  void latencyStacksTheBreakdown();
+  void speedupDrawsTheSweep();
+  void memoryBarsAreTheSnapshotBytes();
+  void trafficBarsAreTheCountedBytes();
+  void heatmapCellsAreSentTo();
+  void timelineDrawsEverySpan();
+  void chromeTraceParses();
+  void lossOverlays();
+  void emptyHistoryClears();
+  void exportsDecode();
+  void realRuns();
+};
+
+void TestCharts::initTestCase() {
+  QApplication::setStyle("Fusion");
+  QApplication::setPalette(QApplication::style()->standardPalette());
+}
+
+// [SECTION] The formulas
+
+void TestCharts::memoryReference() {
+  QCOMPARE(optimizerBytesPerParam("sgd"), 0);
+  QCOMPARE(optimizerBytesPerParam("momentum"), 4);
+  QCOMPARE(optimizerBytesPerParam("adam"), 8);
+  const int64_t P = 1000;
+  const int N = 4;
+  // Adam: 16P; ZeRO-1 4P + 4P + 8P/N; ZeRO-2 4P + 12P/N; ZeRO-3 16P/N.
+  QCOMPARE(modelStatesReference(P, 0, 8, N)->total(), 16000.0);
+  QCOMPARE(modelStatesReference(P, 1, 8, N)->total(), 4000.0 + 4000.0 + 2000.0);
+  QCOMPARE(modelStatesReference(P, 2, 8, N)->total(), 4000.0 + 3000.0);
+  QCOMPARE(modelStatesReference(P, 3, 8, N)->total(), 4000.0);
+  // Momentum: 12P; ZeRO-1 4P + 4P + 4P/N.
+  QCOMPARE(modelStatesReference(P, 0, 4, N)->total(), 12000.0);
+  QCOMPARE(modelStatesReference(P, 1, 4, N)->total(), 9000.0);
+  QCOMPARE(modelStatesReference(P, 2, 4, N)->total(), 6000.0);
+  QCOMPARE(modelStatesReference(P, 3, 4, N)->total(), 3000.0);
+  // SGD keeps no state: 8P.
+  QCOMPARE(modelStatesReference(P, 0, 0, N)->total(), 8000.0);
+  // The parts.
+  const auto z2 = *modelStatesReference(P, 2, 8, N);
+  QCOMPARE(z2.params, 4000.0);
+  QCOMPARE(z2.grads, 1000.0);
+  QCOMPARE(z2.optimizer, 2000.0);
+  // The formulas as the lessons write them.
+  QCOMPARE(modelStatesReference(P, 0, 8, N)->formula, QString("4P + 4P + 8P = 16P"));
+  QCOMPARE(modelStatesReference(P, 1, 8, N)->formula, QString("4P + 4P + 8P/N"));
+  QCOMPARE(modelStatesReference(P, 1, 4, N)->formula, QString("4P + 4P + 4P/N"));
+  QCOMPARE(modelStatesReference(P, 2, 8, N)->formula, QString("4P + 12P/N"));
+  QCOMPARE(modelStatesReference(P, 3, 8, N)->formula, QString("16P/N"));
+  QVERIFY(!modelStatesReference(P, 4, 8, N));
+  QVERIFY(!modelStatesReference(P, 1, 8, 0));
+  // From a run's configuration: only where the lesson states the formula.
+  RunConfig c;
+  c.ranks = 4, c.zero = 2, c.optimizer = "adam";
+  QCOMPARE(modelStatesReference(c, P)->total(), 7000.0);
+  c.strategy = "hogwild";
+  QVERIFY(!modelStatesReference(c, P));
+  c.strategy = "sync", c.tp = 2, c.zero = 0;
+  QVERIFY(!modelStatesReference(c, P));
+}
+
+void TestCharts::byteUnits() {
+  QCOMPARE(byteUnitFor(1000).name, QString("B"));
+  QCOMPARE(byteUnitFor(1024).name, QString("KiB"));
+  QCOMPARE(byteUnitFor(5.0 * 1024 * 1024).bytes, 1024.0 * 1024.0);
+  QCOMPARE(byteUnitFor(3e12).name, QString("GiB"));
+  QCOMPARE(formatBytes(512), QString("512 B"));
+  QCOMPARE(formatBytes(1.5 * 1024 * 1024), QString("1.50 MiB"));
+}
+
+// [SECTION] Each chart shows exactly what it was given
+
+void TestCharts::latencyStacksTheBreakdown() {
+  const Snapshot s = syntheticSnapshot(2);
+  MetricHistory h;
+  for (const StepMetrics& m : s.steps) h.append(m);
+  LatencyChart chart;
+  chart.showHistory(h);
+  QCOMPARE(chart.graphCount(), 5);
+  for (const StepMetrics& m : s.steps) {
+    const double compute = m.dataMs + m.forwardMs + m.backwardMs;
+    const double x = double(m.step);
+    // The band tops are the running sums, in the order compute, optimizer, comm, idle.
+    QCOMPARE(valueAt(chart.graph(0), x), compute);
+    QCOMPARE(valueAt(chart.graph(1), x), compute + m.optimizerMs);
+    QCOMPARE(valueAt(chart.graph(2), x), compute + m.optimizerMs + m.ranks[0].commMs);
+    QCOMPARE(valueAt(chart.graph(3), x),
+             compute + m.optimizerMs + m.ranks[0].commMs + m.ranks[0].idleMs);
+    QCOMPARE(valueAt(chart.graph(4), x), m.stepMs);
+  }
+  QVERIFY(chart.graph(2)->name().contains("overlap"));
+  QVERIFY(chart.toolTip().contains("overlap"));
+  // The CSV holds the parts, not the sums.
+  const QStringList csv = csvLines(chart);
+  QCOMPARE(csv[0], QString("step,compute_ms,optimizer_ms,comm_ms,idle_ms,step_ms"));
+  QCOMPARE(csv.size(), 1 + int(s.steps.size()));
+  const StepMetrics& m1 = s.steps[0];
+  QCOMPARE(csv[1], QString("1,%1,%2,%3,%4,%5")
+                       .arg(m1.dataMs + m1.forwardMs + m1.backwardMs)
+                       .arg(m1.optimizerMs)
+                       .arg(m1.ranks[0].commMs)
+                       .arg(m1.ranks[0].idleMs)
+                       .arg(m1.stepMs));
+}
+
+void TestCharts::speedupDrawsTheSweep() {
+  const SweepResult strong = analyseSweep("strong", {1, 2, 4, 8}, {100, 56, 31, 19}, 256);
+  SpeedupChart chart;
+  chart.showSweep(strong);
+  QCOMPARE(chart.measured()->dataCount(), 4);
+  for (const SweepPoint& p : strong.points) {
+    QCOMPARE(valueAt(chart.measured(), p.ranks), p.speedup);
+    // The fit line passes through the fit's own values at every rank count.
+    QCOMPARE(valueAt(chart.fit(), p.ranks), strong.amdahl.speedup(p.ranks));
+  }
+  QCOMPARE(valueAt(chart.ideal(), 8), 8.0);
+  QVERIFY(chart.fit()->name().contains("Amdahl"));
+  QVERIFY(chart.fit()->name().contains(QString::number(strong.amdahl.p, 'f', 3)));
+  QVERIFY(chart.fit()->name().contains("R²"));
+  QVERIFY(chart.fit()->name().contains("reference"));
+  for (int i = 0; i < chart.fit()->dataCount(); ++i) {
+    const double n = (chart.fit()->data()->begin() + i)->key;
+    QVERIFY(qFuzzyCompare((chart.fit()->data()->begin() + i)->value, strong.amdahl.speedup(n)));
+  }
+
+  const SweepResult weak = analyseSweep("weak", {1, 2, 4}, {100, 104, 112}, 64);
+  chart.showSweep(weak);
+  QCOMPARE(chart.measured()->dataCount(), 3);
+  QVERIFY(chart.fit()->name().contains("Gustafson"));
+  for (const SweepPoint& p : weak.points)
+    QCOMPARE(valueAt(chart.fit(), p.ranks), weak.gustafson.speedup(p.ranks));
+  QVERIFY(chart.yAxis->label().contains("scaled"));
+}
+
+void TestCharts::memoryBarsAreTheSnapshotBytes() {
+  const Snapshot s = syntheticSnapshot(4);
+  MemoryChart chart;
+  chart.showSnapshot(s);
+  const StepMetrics& last = s.steps.back();
+  const double unit = chart.unitBytes();
+  QCOMPARE(unit, 1024.0 * 1024.0);  // the largest value is a few MiB
+  for (const RankMetrics& r : last.ranks)
+    for (int c = 0; c < kMemCategories; ++c) {
+      const double drawn = valueAt(chart.bars(MemCategory(c)), r.rank - 0.12);
+      QCOMPARE(drawn * unit, double(r.mem.current[size_t(c)]));  // not recomputed: the bytes
+    }
+  // The reference: 4P + 12P/N of P = 100000 at N = 4, beside each rank.
+  QCOMPARE(chart.referenceBars()->dataCount(), 4);
+  QCOMPARE(valueAt(chart.referenceBars(), 0.26) * unit, 400000.0 + 300000.0);
+  QVERIFY(chart.referenceBars()->name().contains("4P + 12P/N"));
+  QVERIFY(chart.referenceBars()->name().contains("reference"));
+  const QStringList csv = csvLines(chart);
+  QCOMPARE(csv[0], QString("rank,params_bytes,grads_bytes,optimizer_bytes,activations_bytes,"
+                           "comm_bytes,workspace_bytes,peak_bytes,model_states_reference_bytes"));
+  QCOMPARE(csv.size(), 5);
+  const MemorySnapshot& m2 = last.ranks[2].mem;
+  QCOMPARE(csv[3], QString("2,%1,%2,%3,%4,%5,%6,%7,700000")
+                       .arg(m2.current[0]).arg(m2.current[1]).arg(m2.current[2])
+                       .arg(m2.current[3]).arg(m2.current[4]).arg(m2.current[5])
+                       .arg(m2.peakTotal));
+  // No formula for a tensor-parallel run: no reference bars.
+  Snapshot tp = s;
+  tp.config.tp = 2, tp.config.zero = 0;
+  chart.showSnapshot(tp);
+  QCOMPARE(chart.referenceBars()->dataCount(), 0);
+}
+
+void TestCharts::trafficBarsAreTheCountedBytes() {
+  const Snapshot s = syntheticSnapshot(4);
+  TrafficChart chart;
+  chart.showSnapshot(s);
+  QCOMPARE(chart.layers().size(), 2);  // allgather (tp), allreduce (dp)
+  const double unit = chart.unitBytes();
+  for (const RankMetrics& r : s.steps.back().ranks)
+    for (const OpTraffic& o : r.ops) {
+      QCPBars* layer = nullptr;
+      for (QCPBars* b : chart.layers())
+        if (b->name() == QString("%1 (%2)").arg(o.op.c_str(), o.group.c_str())) layer = b;
+      QVERIFY(layer);
+      QCOMPARE(valueAt(layer, r.rank + TrafficChart::kSentOffset) * unit, double(o.bytesSent));
+      QCOMPARE(valueAt(layer, r.rank + TrafficChart::kRecvOffset) * unit, double(o.bytesRecv));
+    }
+  const QStringList csv = csvLines(chart);
+  QCOMPARE(csv[0], QString("rank,op,group,calls,bytes_sent,bytes_recv,ms"));
+  QCOMPARE(csv.size(), 1 + 4 * 2);
+  QCOMPARE(csv[1], QString("0,allreduce,dp,3,500000,500001,1.5"));
+
+  // A step without the per-op split still shows the rank's totals, as one layer.
+  Snapshot bare = s;
+  for (RankMetrics& r : bare.steps.back().ranks) r.ops.clear();
+  chart.showSnapshot(bare);
+  QCOMPARE(chart.layers().size(), 1);
+  const RankMetrics& r1 = bare.steps.back().ranks[1];
+  QCOMPARE(valueAt(chart.layers()[0], 1 + TrafficChart::kSentOffset) * chart.unitBytes(),
+           double(r1.bytesSent));
+}
+
+void TestCharts::heatmapCellsAreSentTo() {
+  const Snapshot s = syntheticSnapshot(4);
+  LinkHeatmap chart;
+  chart.showSnapshot(s);
+  const double unit = chart.unitBytes();
+  for (const RankMetrics& r : s.steps.back().ranks)
+    for (int to = 0; to < 4; ++to) {
+      const int64_t b = r.sentTo[size_t(to)];
+      if (b == 0) QVERIFY(std::isnan(chart.cell(r.rank, to)));  // no traffic: no colour
+      else QCOMPARE(chart.cell(r.rank, to) * unit, double(b));
+    }
+  const QStringList csv = csvLines(chart);
+  QCOMPARE(csv[0], QString("from_rank,to_rank_0_bytes,to_rank_1_bytes,to_rank_2_bytes,to_rank_3_bytes"));
+  const auto& row3 = s.steps.back().ranks[3].sentTo;
+  QCOMPARE(csv[4], QString("3,%1,%2,%3,0").arg(row3[0]).arg(row3[1]).arg(row3[2]));
+}
+
+void TestCharts::timelineDrawsEverySpan() {
+  const Snapshot s = syntheticSnapshot(2);
+  TimelineChart chart;
+  chart.resize(800, 500);
+  chart.showSnapshot(s);
+  // Only the last kSteps steps, every span of them, in its rank's row.
+  int spans = 0, idle = 0;
+  std::set<int64_t> steps;
+  for (const TimelineChart::Bar& b : chart.bars()) {
+    steps.insert(b.step);
+    if (b.kind == SpanKind::Idle) ++idle;
+    else ++spans;
+  }
+  QCOMPARE(int(steps.size()), TimelineChart::kSteps);
+  QCOMPARE(*steps.begin(), int64_t(5 - TimelineChart::kSteps + 1));
+  QCOMPARE(spans, 2 * 5 * TimelineChart::kSteps);
+  // The gap between forward and backward, and rank 0 ends before rank 1: idle bars.
+  QVERIFY(idle >= 2 * TimelineChart::kSteps);
+  // Times: from the first span drawn, in ms; a comm span keeps its bytes and op.
+  const auto comm = std::find_if(chart.bars().begin(), chart.bars().end(),
+                                 [](const auto& b) { return b.kind == SpanKind::Comm; });
+  QVERIFY(comm != chart.bars().end());
+  QCOMPARE(comm->startMs, 4.0);
+  QCOMPARE(comm->endMs, 7.5);
+  QCOMPARE(comm->bytes, int64_t(1 << 20));
+  // Hover: op, bytes and duration; over the thin communication row, not the compute row.
+  const QString hover = chart.describeAt(5.0, TimelineChart::commRow(0).center());
+  QVERIFY2(hover.contains("allreduce ring") && hover.contains("1.00 MiB") && hover.contains("3.500 ms"),
+           qPrintable(hover));
+  QVERIFY(chart.describeAt(5.0, TimelineChart::computeRow(0).center()).contains("backward"));
+  QCOMPARE(chart.pointCount(), int(chart.bars().size()));
+  const QStringList csv = csvLines(chart);
+  QCOMPARE(csv[0], QString("rank,row,kind,op,step,start_ms,end_ms,duration_ms,bytes"));
+  QCOMPARE(csv.size(), 1 + int(chart.bars().size()));
+  // Zoomed by the user: newer snapshots wait until a double-click.
+  QVERIFY(chart.following());
+  chart.xAxis->setRange(1, 2);
+  QVERIFY(!chart.following());
+}
+
+void TestCharts::chromeTraceParses() {
+  const Snapshot s = syntheticSnapshot(3);
+  const QByteArray json = chromeTraceJson(s.spans, "pcie");
+  QJsonParseError err;
+  const QJsonDocument doc = QJsonDocument::fromJson(json, &err);
+  QVERIFY2(err.error == QJsonParseError::NoError, qPrintable(err.errorString()));
+  const QJsonArray events = doc.object()["traceEvents"].toArray();
+  QCOMPARE(doc.object()["otherData"].toObject()["emulated_link"].toString(), QString("pcie"));
+  std::map<int, int> perRank;
+  int comm = 0;
+  for (const QJsonValue& v : events) {
+    const QJsonObject e = v.toObject();
+    if (e["ph"].toString() != "X") continue;
+    ++perRank[e["pid"].toInt()];
+    QVERIFY(e["dur"].toDouble() > 0);
+    QVERIFY(e["ts"].toDouble() >= 0);
+    if (e["cat"].toString() == "comm") {
+      ++comm;
+      QCOMPARE(e["tid"].toInt(), 1);
+      QCOMPARE(e["args"].toObject()["bytes"].toInteger(), qint64(1 << 20));
+      QCOMPARE(e["args"].toObject()["op"].toString(), QString("allreduce ring"));
+      QCOMPARE(e["dur"].toDouble(), 3500.0);  // µs
+    } else {
+      QCOMPARE(e["tid"].toInt(), 0);
+    }
+  }
+  QCOMPARE(int(perRank.size()), 3);
+  for (const auto& [rank, n] : perRank) QCOMPARE(n, int(s.spans[size_t(rank)].size()));
+  QCOMPARE(comm, 3 * 5);
+  // Written to a file, whole.
+  QTemporaryDir dir;
+  QCOMPARE(writeChromeTrace(dir.filePath("trace.json"), s.spans), QString());
+  QFile f(dir.filePath("trace.json"));
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  QVERIFY(QJsonDocument::fromJson(f.readAll()).isObject());
+}
+
+void TestCharts::lossOverlays() {
+  LossChart chart;
+  MetricHistory h;
+  for (int64_t i = 1; i <= 30; ++i) h.append(syntheticStep(i, 1));
+  chart.showHistory(h);
+  for (int run = 0; run < LossChart::kMaxOverlays + 2; ++run)
+    chart.keepAsOverlay(QString("run %1").arg(run));
+  QCOMPARE(chart.overlayCount(), LossChart::kMaxOverlays);
+  // The oldest went; the newest is named in the legend, and faded.
+  QVERIFY(chart.overlay(0)->name().startsWith("run 2"));
+  QVERIFY(chart.overlay(LossChart::kMaxOverlays - 1)->name().contains("earlier run"));
+  QVERIFY(chart.overlay(0)->pen().color().alpha() < 255);
+  QCOMPARE(chart.overlay(0)->dataCount(), int(h.rows().size()));
+  QCOMPARE(chart.overlay(0)->data()->begin()->value, h.rows().front().lossMean);
+  // The current run's points survive a new history; the CSV names every overlay.
+  chart.showHistory(h);
+  QCOMPARE(chart.overlayCount(), LossChart::kMaxOverlays);
+  const QStringList csv = csvLines(chart);
+  QVERIFY(csv[0].contains("[run 6]"));
+  QCOMPARE(csv[0].split(',').size(), 4 + LossChart::kMaxOverlays);
+  chart.clearOverlays();
+  QCOMPARE(chart.overlayCount(), 0);
+  QCOMPARE(chart.graphCount(), 3);
+  QCOMPARE(csvLines(chart)[0].split(',').size(), 4);
+
+  RunConfig c;
+  QCOMPARE(LossChart::runLabel(c), QString("serial · momentum lr 0.05"));
+  c.ranks = 4, c.zero = 2;
+  QVERIFY(LossChart::runLabel(c).startsWith("sync · 4 ranks · ZeRO-2"));
+}
+
+void TestCharts::emptyHistoryClears() {
+  // The window resets every chart with an empty history.
+  const Snapshot s = syntheticSnapshot(2);
+  MemoryChart memory;
+  TrafficChart traffic;
+  LinkHeatmap links;
+  TimelineChart timeline;
+  SpeedupChart speedup;
+  memory.showSnapshot(s), traffic.showSnapshot(s), links.showSnapshot(s), timeline.showSnapshot(s);
+  speedup.showSweep(analyseSweep("strong", {1, 2}, {10, 6}, 64));
+  const MetricHistory empty;
+  for (Chart* c : std::initializer_list<Chart*>{&memory, &traffic, &links, &timeline, &speedup}) {
+    QVERIFY(c->pointCount() > 0);
+    c->showHistory(empty);
+    QCOMPARE(c->pointCount(), 0);
+  }
+  // A snapshot without new steps or spans leaves them as they are.
+  memory.showSnapshot(s);
+  memory.showSnapshot(Snapshot{});
+  QVERIFY(memory.pointCount() > 0);
+}
+
+void TestCharts::exportsDecode() {
+  const Snapshot s = syntheticSnapshot(4);
+  MetricHistory h;
+  for (const StepMetrics& m : s.steps) h.append(m);
+  LatencyChart latency;
+  SpeedupChart speedup;
+  MemoryChart memory;
+  TrafficChart traffic;
+  LinkHeatmap links;
+  TimelineChart timeline;
+  latency.showHistory(h);
+  speedup.showSweep(analyseSweep("strong", {1, 2, 4}, {100, 60, 40}, 64));
+  memory.showSnapshot(s), traffic.showSnapshot(s), links.showSnapshot(s), timeline.showSnapshot(s);
+  const QList<Chart*> charts{&latency, &speedup, &memory, &traffic, &links, &timeline};
+  QTemporaryDir dir;
+  QStringList written;
+  const QSize size(800, 500);
+  QCOMPARE(exportAllCharts(charts, dir.path(), &written, size), QString());
+  QCOMPARE(written.size(), charts.size() * 4);
+  for (Chart* chart : charts) {
+    const QString stem = dir.filePath(chart->stem());
+    const QImage png(stem + ".png");
+    QCOMPARE(png.size(), size);
+    QFile pdf(stem + ".pdf");
+    QVERIFY(pdf.open(QIODevice::ReadOnly));
+    QVERIFY(pdf.read(5).startsWith("%PDF"));
+    QFile svgFile(stem + ".svg");
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    QXmlStreamReader svg(&svgFile);
+    int elements = 0;
+    while (!svg.atEnd())
+      if (svg.readNext() == QXmlStreamReader::StartElement) ++elements;
+    QVERIFY2(!svg.hasError(), qPrintable(stem + ": " + svg.errorString()));
+    QVERIFY(elements > 10);
+    QFile csvFile(stem + ".csv");
+    QVERIFY(csvFile.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList csv = QString::fromUtf8(csvFile.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(csv, csvLines(*chart));  // the file is the table the chart holds
+    QVERIFY2(csv.size() > 1, qPrintable(stem));
+    for (const QString& row : csv.mid(1))
+      QCOMPARE(row.count(','), csv[0].count(','));  // a header and rectangular rows
+  }
+}
+
+// [SECTION] Real runs, drawn and saved for a look
+
+void TestCharts::realRuns() {
+  // 4 thread ranks, ZeRO-2 with Adam.
+  RunConfig c = quickRun();
+  c.ranks = 4;
+  c.zero = 2;
+  const Snapshot zero = runToEnd(c);
+  QCOMPARE(zero.state, RunState::Finished);
+  QCOMPARE(int(zero.spans.size()), 4);
+  // The per-op split covers every byte the communicator counted.
+  for (const RankMetrics& r : zero.steps.back().ranks) {
+    int64_t sent = 0, recv = 0;
+    for (const OpTraffic& o : r.ops) sent += o.bytesSent, recv += o.bytesRecv;
+    QCOMPARE(sent, r.bytesSent);
+    QCOMPARE(recv, r.bytesRecv);
+    QVERIFY(!r.ops.empty());
+  }
+  MetricHistory h;
+  for (const StepMetrics& m : zero.steps) h.append(m);
+  const QString subtitle = QString("measured · ZeRO-2, 4 thread ranks, Adam, MLP H=%1 L=%2, batch %3")
+                               .arg(c.hidden).arg(c.layers).arg(c.batch);
+  LatencyChart latency;
+  MemoryChart memory;
+  TrafficChart traffic;
+  LinkHeatmap links;
+  TimelineChart timeline;
+  for (Chart* chart : std::initializer_list<Chart*>{&latency, &memory, &traffic, &links, &timeline})
+    chart->setSubtitle(subtitle);
+  latency.showHistory(h);
+  memory.showSnapshot(zero);
+  traffic.showSnapshot(zero);
+  links.showSnapshot(zero);
+  timeline.showSnapshot(zero);
+  QVERIFY(memory.referenceBars()->dataCount() == 4);
+  saveScreenshot(latency, "latency");
+  saveScreenshot(memory, "memory");
+  saveScreenshot(traffic, "traffic");
+  saveScreenshot(links, "links");
+  saveScreenshot(timeline, "timeline");
+  QCOMPARE(timeline.writeChromeTrace(screenshotDir() + "/timeline-trace.json"), QString());
+
+  // A pipeline: 4 stages, 4 micro-batches; bubbles show as idle.
+  RunConfig p = quickRun();
+  p.layers = 4;
+  p.ranks = 4;
+  p.pp = 4;
+  p.microbatches = 4;
+  p.optimizer = "momentum";
+  p.lr = 0.02;
+  if (const auto err = p.validate()) QSKIP(qPrintable("pipeline not available: " + QString::fromStdString(*err)));
+  const Snapshot pipe = runToEnd(p);
+  QCOMPARE(pipe.state, RunState::Finished);
+  TimelineChart pipeline;
+  pipeline.setSubtitle(QString("measured · pipeline, 4 stages, 4 micro-batches (%1)").arg(p.schedule.c_str()));
+  pipeline.showSnapshot(pipe);
+  saveScreenshot(pipeline, "timeline-pipeline");
+  TrafficChart pipeTraffic;
+  pipeTraffic.setSubtitle(pipeline.subtitle());
+  pipeTraffic.showSnapshot(pipe);
+  saveScreenshot(pipeTraffic, "traffic-pipeline");
+  LinkHeatmap pipeLinks;
+  pipeLinks.setSubtitle(pipeline.subtitle());
+  pipeLinks.showSnapshot(pipe);
+  saveScreenshot(pipeLinks, "links-pipeline");
+
+  // Loss overlays: serial, sync DP and Hogwild on one chart.
+  LossChart loss;
+  for (const char* strategy : {"serial", "sync", "hogwild"}) {
+    RunConfig l = quickRun();
+    l.steps = 120;
+    l.optimizer = "sgd";
+    l.lr = 0.05;
+    if (std::string(strategy) != "serial") l.ranks = 4, l.strategy = strategy;
+    const Snapshot run = runToEnd(l);
+    MetricHistory lh;
+    for (const StepMetrics& m : run.steps) lh.append(m);
+    loss.showHistory(lh);
+    if (std::string(strategy) != "hogwild") loss.keepAsOverlay(LossChart::runLabel(l));
+    else loss.setSubtitle("measured · now: " + LossChart::runLabel(l));
+  }
+  saveScreenshot(loss, "loss-overlays");
+
+  // A strong-scaling sweep at 1, 2, 4 ranks.
+  // Wide layers, so compute outweighs the all-reduce.
+  RunConfig sw = quickRun();
+  sw.hidden = 512;
+  sw.batch = 512;
+  const SweepResult sweep = runSweep(sw, {1, 2, 4}, 8, 2);
+  SpeedupChart speedup;
+  speedup.setSubtitle(QString("measured · strong scaling, MLP H=512, global batch 512, median of "
+                              "8 steps, on %1 cores").arg(std::thread::hardware_concurrency()));
+  speedup.showSweep(sweep);
+  saveScreenshot(speedup, "speedup");
+}
+
+QTEST_MAIN(TestCharts)
+#include "tst_charts.moc"
