@@ -16,6 +16,7 @@
 #include "comm/communicator.h"
 #include "model/moe.h"
 #include "optim/optimizer.h"
+#include "parallel/holdings.h"
 #include "parallel/process_grid.h"
 #include "parallel/replica.h"  // shardBegin, shardLen
 
@@ -83,6 +84,33 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     out.tokens = st.processed;
     out.auxLoss = st.auxLoss;
     return out;
+  }
+
+  // Whole dense weights, the experts of this shard (their names say which), this dp slice.
+  RankHoldings holdings() const override {
+    RankHoldings h;
+    h.rank = m_ctx.rank;
+    h.coords = m_grid->coords();
+    const ParamSet& ps = m_model->params();
+    for (const HoldingKind k : {HoldingKind::Params, HoldingKind::Grads})
+      for (const ParamRef& r : ps.refs()) {
+        const int64_t rows = r.shape.at(0), cols = r.numel() / rows;
+        h.items.push_back({r.name, k, -1, 0, rows, rows, rows, cols, r.numel() * 4});
+      }
+    const int slots = optimizerStateSlots(m_ctx.config->optimizer);
+    const int64_t P = ps.numel();
+    if (slots > 0) h.items.push_back({"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
+    const int64_t B = m_ctx.config->globalBatch(), D = m_grid->dp().size(), q = h.coords.dp;
+    const int64_t begin = shardBegin(int(q), int(D), B), len = shardLen(int(q), int(D), B);
+    h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
+                       m_ctx.data->inputDim, len * m_ctx.data->inputDim * 4});
+    for (auto [name, comm] : {std::pair<const char*, Communicator*>{"dp", &m_grid->dp()},
+                              {"ep", &m_grid->ep()}, {"expert-dp", &m_grid->expertDp()}}) {
+      HeldGroup g{name, {}};
+      for (int r = 0; r < comm->size(); ++r) g.worldRanks.push_back(comm->worldRankOf(r));
+      h.groups.push_back(g);
+    }
+    return h;
   }
 
   Mlp& beginEval() override {

@@ -7,11 +7,13 @@
 #include <QProcess>
 #include <QtTest>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <random>
 
 #include "comm/communicator.h"
 #include "metrics/metrics.h"
 #include "model/moe.h"
+#include "parallel/holdings.h"
 #include "parallel/replica.h"
 #include "train/trainer.h"
 
@@ -386,6 +388,29 @@ class TstMoe : public QObject {
     Trainer mlp(dense);
     const nlohmann::json d = toJson(mlp.step());
     QVERIFY(!d.contains("expert_tokens") && !d["ranks"][0].contains("tokens"));
+  }
+
+  // The window's map: each rank of an EP group holds its E/ep experts, the group holds them all.
+  void holdingsShowTheExpertShards() {
+    RunConfig c = moeConfig(4, 2, 1);
+    Trainer t(c);
+    t.step();
+    const std::vector<RankHoldings> held = t.holdings();
+    QCOMPARE(int(held.size()), 4);
+    for (int group = 0; group < 2; ++group) {
+      std::map<std::string, int> experts;  // "block0.expert3.fc1.weight" -> holders in the group
+      for (const RankHoldings& h : held) {
+        if (h.coords.epGroup != group) continue;
+        int mine = 0;
+        for (const HeldSlice& s : h.items)
+          if (s.kind == HoldingKind::Params && s.tensor.find(".expert") != std::string::npos)
+            ++experts[s.tensor], ++mine;
+        QCOMPARE(mine, c.layers * (c.experts / c.ep) * 4);  // fc1, fc2: weight and bias
+        QCOMPARE(int(h.groups.size()), 3);                  // dp, ep, expert-dp
+      }
+      QCOMPARE(int(experts.size()), c.layers * c.experts * 4);
+      for (const auto& [name, holders] : experts) QVERIFY2(holders == 1, name.c_str());
+    }
   }
 
   void configErrors_data() {
