@@ -156,29 +156,19 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
   const long C = train ? long(std::ceil(m_shape.capacityFactor * T * K / E)) : LONG_MAX;
   r.capacity = train ? C : 0;
   const long dropped = capacity_drop(r.kept.data(), r.choice.data(), B, K, all.data(), D, me, E, C);
-  std::vector<int64_t> perExpert(size_t(E), 0);
-  for (size_t s = 0; s < r.choice.size(); ++s) perExpert[size_t(r.choice[s])] += r.kept[s];
   // Sent rows in expert order (so in EP-member order), then choice, then token.
-  std::vector<int64_t> at(size_t(E) + 1, 0);
-  for (int e = 0; e < E; ++e) at[size_t(e) + 1] = at[size_t(e)] + perExpert[size_t(e)];
-  const int64_t S = at[size_t(E)];
-  A.sendTok.resize(size_t(S));
-  A.sendGate.resize(size_t(S));
-  A.sendSlot.resize(size_t(S));
-  for (int j = 0; j < K; ++j)
-    for (int t = 0; t < B; ++t) {
-      const size_t s = size_t(t) * K + j;
-      if (!r.kept[s]) continue;
-      const int64_t i = at[size_t(r.choice[s])]++;
-      A.sendTok[size_t(i)] = t;
-      A.sendGate[size_t(i)] = r.gate[s];
-      A.sendSlot[size_t(i)] = int(s);
-    }
+  std::vector<long> perExpert(size_t(E), 0);
+  const size_t S = r.kept.size() - size_t(dropped);
+  A.sendTok.resize(S);
+  A.sendSlot.resize(S);
+  A.sendGate.resize(S);
+  dispatch_order(A.sendTok.data(), A.sendSlot.data(), perExpert.data(), r.choice.data(), r.kept.data(), B, K, E);
+  for (size_t i = 0; i < S; ++i) A.sendGate[i] = r.gate[size_t(A.sendSlot[i])];
   A.sendRows.assign(size_t(G), 0);
   for (int e = 0; e < E; ++e) A.sendRows[size_t(e / El)] += perExpert[size_t(e)];
-  // Received: member q's rows for each of my experts, q-major as they arrive; experts run on
-  // expert-major rows (perm gathers them, unperm puts the outputs back in arrival order).
-  std::vector<int64_t> from(size_t(G) * El, 0);
+  // Received: member q's rows for each of my experts (the same capacity arithmetic on the same
+  // counts as q did); the experts run on expert-major rows.
+  std::vector<long> from(size_t(G) * El, 0);
   A.recvRows.assign(size_t(G), 0);
   A.expertRows.assign(size_t(El), 0);
   for (int q = 0; q < G; ++q)
@@ -188,18 +178,11 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
       A.recvRows[size_t(q)] += from[size_t(q) * El + i];
       A.expertRows[size_t(i)] += int(from[size_t(q) * El + i]);
     }
-  A.perm.clear();
-  if (G > 1) {
-    std::vector<int64_t> start(size_t(G) * El);
-    int64_t off = 0;
-    for (size_t qi = 0; qi < start.size(); ++qi) start[qi] = off, off += from[qi];
-    for (int i = 0; i < El; ++i)
-      for (int q = 0; q < G; ++q)
-        for (int64_t k = 0; k < from[size_t(q) * El + i]; ++k)
-          A.perm.push_back(int(start[size_t(q) * El + i] + k));
-    A.unperm.resize(A.perm.size());
-    for (size_t i = 0; i < A.perm.size(); ++i) A.unperm[size_t(A.perm[i])] = int(i);
-  }
+  long R = 0;
+  for (long n : from) R += n;
+  A.perm.resize(G > 1 ? size_t(R) : 0);
+  A.unperm.resize(A.perm.size());
+  if (G > 1) expert_major_perm(A.perm.data(), A.unperm.data(), from.data(), G, El);
   A.f.assign(size_t(E), 0.f);  // f_e: share of the step's token choices routed to e
   for (size_t i = 0; i < all.size(); ++i) A.f[i % E] += float(all[i] / (T * K));
   if (!train) return;

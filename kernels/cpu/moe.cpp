@@ -109,6 +109,35 @@ long capacity_drop(unsigned char* kept, const int* choice, int rows, int k, cons
   return dropped;
 }
 
+void dispatch_order(int* tok, int* slot, long* count, const int* choice, const unsigned char* kept,
+                    int rows, int k, int experts) {
+  std::vector<long> at(size_t(experts) + 1, 0);
+  for (long s = 0; s < long(rows) * k; ++s)
+    if (kept[s]) ++at[size_t(choice[s]) + 1];
+  for (int e = 0; e < experts; ++e) count[e] += at[size_t(e) + 1], at[size_t(e) + 1] += at[size_t(e)];
+  for (int j = 0; j < k; ++j)
+    for (long t = 0; t < rows; ++t) {
+      const long s = t * k + j;
+      if (!kept[s]) continue;
+      const long i = at[size_t(choice[s])]++;
+      tok[i] = int(t);
+      slot[i] = int(s);
+    }
+}
+
+void expert_major_perm(int* perm, int* unperm, const long* from, int members, int local) {
+  std::vector<long> start(size_t(members) * local);
+  long off = 0;
+  for (size_t qi = 0; qi < start.size(); ++qi) start[qi] = off, off += from[qi];
+  long r = 0;
+  for (int i = 0; i < local; ++i)
+    for (int q = 0; q < members; ++q)
+      for (long n = 0; n < from[size_t(q) * local + i]; ++n, ++r) {
+        perm[r] = int(start[size_t(q) * local + i] + n);
+        unperm[perm[r]] = int(r);
+      }
+}
+
 template <typename T> void gather_rows(T* dst, const T* src, const int* index, long n, int cols) {
   for (long i = 0; i < n; ++i)
     std::memcpy(dst + i * cols, src + long(index[i]) * cols, sizeof(T) * size_t(cols));

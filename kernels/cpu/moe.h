@@ -38,6 +38,16 @@ long capacity_kept(const float* counts, int groups, int k, int experts, int g, i
 long capacity_drop(unsigned char* kept, const int* choice, int rows, int k, const float* counts,
                    int groups, int g, int experts, long capacity);
 
+// [SECTION] Dispatch plans.
+// The kept (token, choice) pairs in the order they are sent: by expert (so by the rank holding
+// it), then choice, then token. tok[i], slot[i] = t * k + j; count[e] (+=) pairs per expert.
+void dispatch_order(int* tok, int* slot, long* count, const int* choice, const unsigned char* kept,
+                    int rows, int k, int experts);
+// Received rows arrive member by member, each member's rows by expert; from[q * local + i] is
+// member q's rows for local expert i. perm[r] = the arrival index of expert-major row r
+// (expert, then member); unperm is its inverse.
+void expert_major_perm(int* perm, int* unperm, const long* from, int members, int local);
+
 // [SECTION] Moving token rows.
 // dst[i, :] = src[index[i], :] for i < n.
 template <typename T> void gather_rows(T* dst, const T* src, const int* index, long n, int cols);
