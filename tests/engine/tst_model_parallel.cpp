@@ -402,7 +402,8 @@ class TstModelParallel : public QObject {
   }
 
   // [SECTION] The same runs under mpirun: MpiComm's collectives and point-to-point give the
-  // thread run's losses and bytes, and the bubble reaches rank 0's JSON.
+  // thread run's losses, bytes and buffers (activations: the schedule's micro-batches in
+  // flight), and the bubble reaches rank 0's JSON.
   void mpiRunMatchesThreads_data() {
     QTest::addColumn<QStringList>("args");
     QTest::newRow("tp2 pp2 1f1b M4") << QStringList{"--tp", "2", "--pp", "2", "--microbatches", "4"};
@@ -438,8 +439,12 @@ class TstModelParallel : public QObject {
       const double la = a["loss"], lb = b["loss"];
       QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(lb), qPrintable(QString("%1 vs %2").arg(la).arg(lb)));
       QCOMPARE(int(a["ranks"].size()), 4);
-      for (int r = 0; r < 4; ++r)
-        QCOMPARE(a["ranks"][size_t(r)]["bytes_sent"].get<int64_t>(), b["ranks"][size_t(r)]["bytes_sent"].get<int64_t>());
+      for (int r = 0; r < 4; ++r) {
+        const auto &x = a["ranks"][size_t(r)], &y = b["ranks"][size_t(r)];
+        QCOMPARE(x["bytes_sent"].get<int64_t>(), y["bytes_sent"].get<int64_t>());
+        for (const char* k : {"params", "grads", "optimizer", "activations"})  // same buffers
+          QCOMPARE(x["mem"][k].get<int64_t>(), y["mem"][k].get<int64_t>());
+      }
       QCOMPARE(a.contains("bubble"), args.contains("--pp"));
       if (a.contains("bubble")) QCOMPARE(a["bubble_reference"].get<double>(), b["bubble_reference"].get<double>());
     }
