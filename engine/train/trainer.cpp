@@ -376,7 +376,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     const int64_t a = m_mpiWorld ? r->startNs : t0, b = m_mpiWorld ? r->endNs : t1;
     const std::vector<Span> spans = r->spans.since(m_step + 1);
     figures.push_back(rankFigures(r->rank, r->result, r->traffic, spans, a, b, r->memory.snapshot()));
-    if (m_config.pp > 1 && m_config.instrument) {  // the stage's pipeline work, for the bubble (pipeline.h)
+    if (m_config.pp > 1 && m_config.instrument) {  // the stage's pipeline work (pipeline.h)
       const StageTimes st = stageTimes(spans);
       figures.back()["stage_times"] = {st.firstNs, st.lastNs, st.busyNs, st.any};
     }
@@ -432,7 +432,8 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     m.ranks.push_back(std::move(r));
   }
   if (stalenessRanks > 0) m.staleness = staleness / stalenessRanks;
-  if (m_config.pp > 1 && m_config.instrument) {  // pipeline bubble per rank over the pipeline's time; mean; reference
+  // Pipeline bubble per rank over the pipeline's time, their mean, and the reference.
+  if (m_config.pp > 1 && m_config.instrument) {
     // One clock: thread ranks share it, and so do processes on one host (CLOCK_MONOTONIC).
     std::vector<StageTimes> times;
     for (const nlohmann::json& f : figures) {
