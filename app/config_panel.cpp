@@ -1,19 +1,30 @@
-// ConfigPanel: grouped run settings (see config_panel.h). Tooltips say what each setting
-// does in the words of the lessons. See tests/app/tst_app.cpp (controlsChangeConfig).
+// ConfigPanel: grouped run settings (see config_panel.h). Tooltips say what each setting does
+// in the words of the lessons; the strategy, link and GEMM lists come from the engine's own
+// tables. See tests/app/tst_window.cpp (everyControlSetsItsField, invalidIsExplainedInline).
 #include "config_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QLabel>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 #include <climits>
+#include <vector>
+
+#include "comm/link_model.h"
+#include "cpu/gemm.h"
+#include "cuda/device.h"
+#include "parallel/strategy.h"
 
 namespace paralab {
 
 namespace {
+
+constexpr const char* kBaseTip = "paralabBaseTip";  // a control's tooltip before any reason
 
 QSpinBox* spinBox(const char* name, int min, int max, int step, const QString& tip) {
   auto* box = new QSpinBox;
@@ -34,30 +45,175 @@ QComboBox* comboBox(const char* name, const QList<QPair<QString, QString>>& item
   return box;
 }
 
-// A group whose rows are "label: control"; the label carries the control's tooltip too, so
-// hovering either explains it.
-QGroupBox* group(const QString& title, const QList<QPair<QString, QWidget*>>& rows) {
-  auto* box = new QGroupBox(title);
-  auto* form = new QFormLayout(box);
-  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-  form->setLabelAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-  for (const auto& [text, control] : rows) {
-    auto* label = new QLabel(text);
-    label->setBuddy(control);
-    label->setToolTip(control->toolTip());
-    form->addRow(label, control);
-  }
-  return box;
-}
-
-void selectData(QComboBox* box, const std::string& value) {
-  const int i = box->findData(QString::fromStdString(value));
+void selectData(QComboBox* box, const QString& value) {
+  const int i = box->findData(value);
   if (i >= 0) box->setCurrentIndex(i);
+}
+void selectData(QComboBox* box, const std::string& value) {
+  selectData(box, QString::fromStdString(value));
+}
+std::string dataOf(const QComboBox* box) { return box->currentData().toString().toStdString(); }
+
+void setItemEnabled(QComboBox* box, int index, bool enabled, const QString& tip) {
+  auto* model = qobject_cast<QStandardItemModel*>(box->model());
+  if (!model || !model->item(index)) return;
+  model->item(index)->setEnabled(enabled);
+  model->item(index)->setToolTip(tip);
 }
 
 }  // namespace
 
+// [SECTION] Construction
+
 ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
+  for (const StrategyInfo& s : strategyTable()) {
+    m_hasModelParallel |= std::string(s.name) == "model-parallel";
+    m_hasMoe |= std::string(s.name) == "moe";
+  }
+  buildControls();
+  setConfig(defaults());
+
+  const auto changed = [this] { onChanged(); };
+  for (QSpinBox* box : findChildren<QSpinBox*>())
+    connect(box, &QSpinBox::valueChanged, this, changed);
+  for (QComboBox* box : findChildren<QComboBox*>())
+    connect(box, &QComboBox::currentIndexChanged, this, changed);
+  connect(m_lr, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(m_sp, &QCheckBox::toggled, this, changed);
+  probeGpu();
+}
+
+ConfigPanel::~ConfigPanel() {
+  if (m_gpuProbe.joinable()) m_gpuProbe.join();
+}
+
+void ConfigPanel::buildControls() {
+  // [Execution]
+  m_execution = comboBox(
+      "execution", {{tr("Serial (one rank)"), "serial"}, {tr("Parallel (several ranks)"), "parallel"}},
+      tr("Serial trains on one rank: the reference every parallel run is compared with. "
+         "Parallel splits the work over several ranks (threads in this process), each running "
+         "the same program on its own shard."));
+  m_device = comboBox("device", {{tr("CPU"), "cpu"}, {tr("GPU"), "cuda"}},
+                      tr("Where the ranks compute: the CPU (every core, OpenBLAS GEMMs) or a GPU."));
+  m_ranks = spinBox("ranks", 2, 64, 1,
+                    tr("Ranks: how many workers train together (the world size). With strong "
+                       "scaling each gets 1/N of the global batch."));
+  m_ranks->setValue(4);  // what Parallel starts with
+  // [Parallelism] The --strategy values are the rows of the engine's table that the flag
+  // itself selects (ZeRO, model-parallel and MoE rows are picked by their own controls).
+  m_strategy = new QComboBox;
+  m_strategy->setObjectName("strategy");
+  m_zero = new QComboBox;
+  m_zero->setObjectName("zero");
+  m_zero->addItem(tr("0: none (every rank holds everything)"), "0");
+  for (const StrategyInfo& s : strategyTable()) {
+    const QString name = QString::fromLatin1(s.name), summary = QString::fromUtf8(s.summary);
+    RunConfig probe;
+    probe.strategy = s.name;
+    probe.ranks = 2;
+    const auto err = probe.validate();
+    if (!(err && err->rfind("strategy: '", 0) == 0)) {
+      m_strategy->addItem(name, name);
+      m_strategy->setItemData(m_strategy->count() - 1, summary, Qt::ToolTipRole);
+    } else if (name.startsWith("zero-")) {
+      const QString stage = name.mid(5);
+      m_zero->addItem(tr("%1: %2").arg(stage, summary.section(':', 0, 0)), stage);
+      m_zero->setItemData(m_zero->count() - 1, summary, Qt::ToolTipRole);
+    }
+  }
+  m_strategy->setToolTip(
+      tr("How the ranks combine their work (the engine's strategy table; hover an entry for "
+         "its summary). Synchronous kinds reproduce the serial loss curve; asynchronous ones "
+         "trade staleness for speed."));
+  m_zero->setToolTip(tr("ZeRO (Rajbhandari et al. 2020): shard the optimizer state (1), also the "
+                        "gradients (2), also the parameters (3, as FSDP) over the data-parallel "
+                        "ranks, trading memory per rank for gathers."));
+  m_dpVersion = comboBox(
+      "dpVersion", {{tr("bucketed, overlapped"), "bucket"}, {tr("naive, after backward"), "naive"}},
+      tr("Synchronous data parallel: naive all-reduces each gradient after backward; bucketed "
+         "groups gradients into buckets and all-reduces each while backward goes on."));
+  m_servers = spinBox("servers", 1, 64, 1,
+                      tr("Parameter-server shards, hosted by the first ranks; the others push "
+                         "gradients to them and pull fresh parameters."));
+  m_syncEvery = spinBox("syncEvery", 1, 10000, 1,
+                        tr("Local SGD: every rank steps on its own, and all average their "
+                           "parameters every H steps (fewer all-reduces, some drift)."));
+  m_syncEvery->setPrefix(tr("every "));
+  m_syncEvery->setSuffix(tr(" steps"));
+  m_topology = comboBox("topology", {{tr("ring neighbours"), "ring"}, {tr("random pairs"), "random"}},
+                        tr("Gossip: whom each rank averages with after its step: its two ring "
+                           "neighbours, or a random partner each step."));
+  m_scaling = comboBox(
+      "scaling", {{tr("Strong (fixed global batch)"), "strong"}, {tr("Weak (batch per rank)"), "weak"}},
+      tr("Strong scaling keeps the global batch fixed and splits it over the ranks (Amdahl). "
+         "Weak scaling gives every rank the batch, so the work grows with N (Gustafson)."));
+  // [Model parallelism]
+  m_dp = spinBox("dp", 0, 64, 1,
+                 tr("Data-parallel degree: replicas of the (tensor- and pipeline-split) model, "
+                    "each on its own slice of the batch. Auto: ranks / (tp × pp)."));
+  m_dp->setSpecialValueText(tr("auto"));
+  m_tp = spinBox("tp", 1, 64, 1,
+                 tr("Tensor-parallel degree (Megatron-LM): each block's FFN matrices are split "
+                    "over tp ranks, which all-reduce the activations twice per block."));
+  m_sp = new QCheckBox(tr("sequence parallel"));
+  m_sp->setObjectName("sp");
+  m_sp->setToolTip(tr("Sequence parallelism (Korthikanti et al. 2022): the parts between the "
+                      "tensor-parallel matrices (LayerNorm, residual) are split by rows too, "
+                      "so each tp rank keeps 1/tp of those activations."));
+  m_pp = spinBox("pp", 1, 64, 1,
+                 tr("Pipeline stages: the blocks are cut into pp consecutive stages on "
+                    "different ranks; micro-batches flow through them."));
+  m_microbatches = spinBox("microbatches", 1, 1024, 1,
+                           tr("Micro-batches per step: more of them shrink the pipeline bubble "
+                              "(P − 1)/(M + P − 1) but make each one smaller."));
+  m_schedule = comboBox("schedule", {{tr("1F1B"), "1f1b"}, {tr("GPipe"), "gpipe"}},
+                        tr("Pipeline schedule. GPipe: all forwards, then all backwards (keeps M "
+                           "micro-batches of activations). 1F1B: alternate one forward and one "
+                           "backward once the pipe is full (keeps at most P)."));
+  m_ep = spinBox("ep", 1, 64, 1,
+                 tr("Expert-parallel degree (mixture of experts): the experts are spread over "
+                    "ep ranks and tokens travel to their expert by all-to-all. Divides dp."));
+  // [Interconnect and kernels]
+  m_link = new QComboBox;
+  m_link->setObjectName("link");
+  const QList<QPair<QString, QString>> links = {{tr("None (shared memory)"), "none"},
+                                                {tr("NVLink — emulated"), "nvlink"},
+                                                {tr("PCIe — emulated"), "pcie"},
+                                                {tr("InfiniBand — emulated"), "infiniband"},
+                                                {tr("Ethernet — emulated"), "ethernet"}};
+  for (const auto& [text, name] : links) {
+    m_link->addItem(text, name);
+    try {
+      const LinkProfile p = loadLinkProfile(name.toStdString());
+      m_link->setItemData(
+          m_link->count() - 1,
+          p.emulated() ? tr("%1: %2 µs per transfer, %3 GB/s per direction (emulated: transfers "
+                            "are held back to this speed)")
+                             .arg(QString::fromStdString(p.title))
+                             .arg(p.latencyUs)
+                             .arg(p.bandwidthGBps)
+                       : tr("Thread ranks copy through shared memory at full speed"),
+          Qt::ToolTipRole);
+    } catch (const std::exception&) {  // the profile files are missing: the engine will say so
+    }
+  }
+  m_link->setToolTip(tr("Interconnect between the ranks. Except for “none” it is emulated: "
+                        "each transfer takes at least the link's latency + bytes / bandwidth, "
+                        "so step times show what a slower link does."));
+  m_gemm = new QComboBox;
+  m_gemm->setObjectName("gemmKernel");
+  for (const kernels::GemmKernel& k : kernels::gemm_kernels()) {
+    m_gemm->addItem(QString::fromLatin1(k.name), QString::fromLatin1(k.name));
+    m_gemm->setItemData(m_gemm->count() - 1, QString::fromUtf8(k.summary), Qt::ToolTipRole);
+  }
+  selectData(m_gemm, QString("vendor"));
+  m_gemm->setToolTip(tr("The matrix-multiply kernel of the training step, from the kernel ladder "
+                        "(naive → SIMD → threaded → tiled → vendor)."));
+  // [Model, data, training]
+  m_model = comboBox("model", {{tr("MLP"), "mlp"}, {tr("Mixture of experts"), "moe"}},
+                     tr("MLP: residual blocks of LayerNorm → H→4H → GELU → 4H→H. Mixture of "
+                        "experts: each block's FFN becomes E experts behind a router."));
   m_hidden = spinBox("hidden", 1, 8192, 16,
                      tr("Hidden width H: the width of every residual block. The model is "
                         "784 → H, then L blocks of [LayerNorm → H→4H → GELU → 4H→H], then H → 10; "
@@ -66,6 +222,8 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
       spinBox("layers", 1, 64, 1,
               tr("Residual blocks L: how deep the MLP is. Each block adds about 8·H² "
                  "parameters and one forward and backward pass of its two matrix products."));
+  m_experts = spinBox("experts", 1, 256, 1, tr("Experts per block (E)."));
+  m_topk = spinBox("topk", 1, 256, 1, tr("Experts each token is routed to (top-k of the router)."));
   m_dataset = comboBox(
       "dataset",
       {{tr("Fashion-MNIST"), "fashion-mnist"}, {tr("Synthetic (teacher network)"), "synthetic"}},
@@ -73,8 +231,9 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
          "10 classes. Synthetic: Gaussian inputs labelled by a fixed random "
          "network, generated in memory (nothing to install, quick to start)."));
   m_batch = spinBox("batch", 1, 65536, 32,
-                    tr("Global batch B: samples per step, summed over all ranks. Larger batches "
-                       "raise samples/s until the machine is busy, and take fewer, larger steps."));
+                    tr("Batch B: samples per step, summed over all ranks with strong scaling "
+                       "(per rank with weak). Larger batches raise samples/s until the machine "
+                       "is busy, and take fewer, larger steps."));
   m_lr = new QDoubleSpinBox;
   m_lr->setObjectName("lr");
   m_lr->setDecimals(5);
@@ -102,39 +261,87 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
                    tr("Seed of the initial weights, the data order and the synthetic data: the "
                       "same seed and settings give the same loss curve."));
 
+  // A group whose rows are "label: control"; the label carries the control's tooltip too, so
+  // hovering either explains it.
+  auto group = [this](const QString& title, const QList<QPair<QString, QWidget*>>& rows) {
+    auto* box = new QGroupBox(title);
+    auto* form = new QFormLayout(box);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setLabelAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    for (const auto& [text, control] : rows) {
+      control->setProperty(kBaseTip, control->toolTip());
+      if (text.isEmpty()) {
+        form->addRow(control);
+      } else {
+        auto* label = new QLabel(text);
+        label->setBuddy(control);
+        label->setToolTip(control->toolTip());
+        form->addRow(label, control);
+      }
+      m_formOf.insert(control, form);
+    }
+    return box;
+  };
+
   m_problem = new QLabel;
   m_problem->setObjectName("configProblem");
   m_problem->setWordWrap(true);
-  m_problem->setStyleSheet("color: #c62828;");
+  m_problem->setTextFormat(Qt::PlainText);
   m_problem->setVisible(false);
   m_note = new QLabel;
   m_note->setObjectName("configNote");
   m_note->setWordWrap(true);
-  m_note->setForegroundRole(QPalette::PlaceholderText);
+  m_note->setTextFormat(Qt::PlainText);
   m_note->setVisible(false);
 
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(group(tr("Model (MLP)"),
-                          {{tr("Hidden width H"), m_hidden}, {tr("Residual blocks L"), m_layers}}));
+  layout->setSpacing(8);
+  // validate()'s line at the top, where it is seen whichever group is scrolled into view.
+  layout->addWidget(m_problem);
+  layout->addWidget(m_note);
+  layout->addWidget(group(tr("Execution"), {{tr("Execution"), m_execution},
+                                            {tr("Device"), m_device},
+                                            {tr("Ranks"), m_ranks}}));
+  layout->addWidget(group(tr("Parallelism"), {{tr("Strategy"), m_strategy},
+                                              {tr("ZeRO stage"), m_zero},
+                                              {tr("All-reduce"), m_dpVersion},
+                                              {tr("Servers"), m_servers},
+                                              {tr("Average"), m_syncEvery},
+                                              {tr("Neighbours"), m_topology},
+                                              {tr("Scaling"), m_scaling}}));
+  layout->addWidget(group(tr("Model parallelism"), {{tr("Data parallel (dp)"), m_dp},
+                                                    {tr("Tensor parallel (tp)"), m_tp},
+                                                    {QString(), m_sp},
+                                                    {tr("Pipeline stages (pp)"), m_pp},
+                                                    {tr("Micro-batches"), m_microbatches},
+                                                    {tr("Schedule"), m_schedule},
+                                                    {tr("Expert parallel (ep)"), m_ep}}));
+  layout->addWidget(group(tr("Interconnect and kernels"),
+                          {{tr("Interconnect"), m_link}, {tr("GEMM kernel"), m_gemm}}));
+  layout->addWidget(group(tr("Model"), {{tr("Kind"), m_model},
+                                        {tr("Hidden width H"), m_hidden},
+                                        {tr("Residual blocks L"), m_layers},
+                                        {tr("Experts"), m_experts},
+                                        {tr("Top-k"), m_topk}}));
   layout->addWidget(
-      group(tr("Data"), {{tr("Dataset"), m_dataset}, {tr("Batch (global)"), m_batch}}));
+      group(tr("Data"), {{tr("Dataset"), m_dataset}, {tr("Batch"), m_batch}}));
   layout->addWidget(group(tr("Training"), {{tr("Learning rate"), m_lr},
                                            {tr("Optimizer"), m_optimizer},
                                            {tr("Steps"), m_steps},
                                            {tr("Test accuracy every"), m_evalEvery},
                                            {tr("Seed"), m_seed}}));
-  layout->addWidget(m_problem);
-  layout->addWidget(m_note);
   layout->addStretch(1);
 
-  setConfig(defaults());
-
-  for (QSpinBox* box : {m_hidden, m_layers, m_batch, m_steps, m_evalEvery, m_seed})
-    connect(box, &QSpinBox::valueChanged, this, &ConfigPanel::onChanged);
-  connect(m_lr, &QDoubleSpinBox::valueChanged, this, &ConfigPanel::onChanged);
-  for (QComboBox* box : {m_dataset, m_optimizer})
-    connect(box, &QComboBox::currentIndexChanged, this, &ConfigPanel::onChanged);
+  // The engine trains with the vendor GEMM; no run flag picks another rung yet, so the list
+  // is there to read (and to compare in paralab-bench gemm), not to choose.
+  setAvailable(m_gemm, false,
+               tr("The training step always uses the vendor GEMM (OpenBLAS): the engine has no "
+                  "flag to pick another rung for a run yet. Compare the rungs with "
+                  "`paralab-bench gemm`."));
+  setItemEnabled(m_device, 1, false, tr("Looking for a GPU…"));
 }
+
+// [SECTION] Values
 
 RunConfig ConfigPanel::defaults() {
   RunConfig c;
@@ -144,51 +351,214 @@ RunConfig ConfigPanel::defaults() {
 
 RunConfig ConfigPanel::config() const {
   RunConfig c = m_base;
+  c.model = dataOf(m_model);
   c.hidden = m_hidden->value();
   c.layers = m_layers->value();
-  c.dataset = m_dataset->currentData().toString().toStdString();
+  c.experts = m_experts->value();
+  c.topk = m_topk->value();
+  c.dataset = dataOf(m_dataset);
   c.batch = m_batch->value();
   c.lr = m_lr->value();
-  c.optimizer = m_optimizer->currentData().toString().toStdString();
+  c.optimizer = dataOf(m_optimizer);
   c.steps = m_steps->value();
   c.evalEvery = m_evalEvery->value();
   c.seed = uint64_t(m_seed->value());
+  c.link = dataOf(m_link);
+  c.scaling = dataOf(m_scaling);
+  if (dataOf(m_execution) == "serial") {
+    c.ranks = 1;
+    c.strategy = "sync";
+    c.zero = 0;
+    c.dp = 0;
+    c.tp = c.pp = c.ep = 1;
+    c.sp = false;
+    c.microbatches = 1;
+    c.servers = 1;
+    return c;
+  }
+  c.ranks = m_ranks->value();
+  c.strategy = dataOf(m_strategy);
+  c.zero = m_zero->currentData().toInt();
+  c.dpVersion = dataOf(m_dpVersion);
+  c.servers = m_servers->value();
+  c.syncEvery = m_syncEvery->value();
+  c.topology = dataOf(m_topology);
+  c.dp = m_dp->value();
+  c.tp = m_tp->value();
+  c.sp = m_sp->isChecked();
+  c.pp = m_pp->value();
+  c.microbatches = m_microbatches->value();
+  c.schedule = dataOf(m_schedule);
+  c.ep = m_ep->value();
   return c;
 }
 
 void ConfigPanel::setConfig(const RunConfig& c) {
   m_base = c;
-  const QSignalBlocker blockers[] = {
-      QSignalBlocker(m_hidden), QSignalBlocker(m_layers),    QSignalBlocker(m_dataset),
-      QSignalBlocker(m_batch),  QSignalBlocker(m_lr),        QSignalBlocker(m_optimizer),
-      QSignalBlocker(m_steps),  QSignalBlocker(m_evalEvery), QSignalBlocker(m_seed)};
-  m_hidden->setValue(c.hidden);
-  m_layers->setValue(c.layers);
-  selectData(m_dataset, c.dataset);
-  m_batch->setValue(c.batch);
-  m_lr->setValue(c.lr);
-  selectData(m_optimizer, c.optimizer);
-  m_steps->setValue(c.steps);
-  m_evalEvery->setValue(c.evalEvery);
-  m_seed->setValue(int(std::min<uint64_t>(c.seed, INT_MAX)));
+  {
+    const QList<QWidget*> children = findChildren<QWidget*>();
+    std::vector<QSignalBlocker> blockers;
+    blockers.reserve(size_t(children.size()));
+    for (QWidget* w : children) blockers.emplace_back(w);
+    const bool parallel = c.ranks > 1;
+    selectData(m_execution, QString(parallel ? "parallel" : "serial"));
+    if (parallel) m_ranks->setValue(c.ranks);
+    selectData(m_strategy, c.strategy);
+    selectData(m_zero, QString::number(c.zero));
+    selectData(m_dpVersion, c.dpVersion);
+    m_servers->setValue(c.servers);
+    m_syncEvery->setValue(c.syncEvery);
+    selectData(m_topology, c.topology);
+    selectData(m_scaling, c.scaling);
+    m_dp->setValue(c.dp);
+    m_tp->setValue(c.tp);
+    m_sp->setChecked(c.sp);
+    m_pp->setValue(c.pp);
+    m_microbatches->setValue(c.microbatches);
+    selectData(m_schedule, c.schedule);
+    m_ep->setValue(c.ep);
+    selectData(m_link, c.link);
+    selectData(m_model, c.model);
+    m_hidden->setValue(c.hidden);
+    m_layers->setValue(c.layers);
+    m_experts->setValue(c.experts);
+    m_topk->setValue(c.topk);
+    selectData(m_dataset, c.dataset);
+    m_batch->setValue(c.batch);
+    m_lr->setValue(c.lr);
+    selectData(m_optimizer, c.optimizer);
+    m_steps->setValue(c.steps);
+    m_evalEvery->setValue(c.evalEvery);
+    m_seed->setValue(int(std::min<uint64_t>(c.seed, INT_MAX)));
+  }
+  updateAvailability();
   showValidation();
   emit configChanged();
-}
-
-void ConfigPanel::setNote(const QString& note) {
-  m_note->setText(note);
-  m_note->setVisible(!note.isEmpty());
 }
 
 void ConfigPanel::onChanged() {
+  updateAvailability();
   showValidation();
   emit configChanged();
 }
 
+// [SECTION] What applies: enabled, shown, and why not
+
+void ConfigPanel::setAvailable(QWidget* w, bool available, const QString& reason) {
+  w->setEnabled(available);
+  const QString base = w->property(kBaseTip).toString();
+  const QString tip =
+      available || reason.isEmpty() ? base : base + "\n\n" + tr("Not available: %1").arg(reason);
+  w->setToolTip(tip);
+  if (QFormLayout* form = m_formOf.value(w))
+    if (QWidget* label = form->labelForField(w)) {
+      label->setEnabled(available);
+      label->setToolTip(tip);
+    }
+}
+
+void ConfigPanel::setRowShown(QWidget* w, bool shown) {
+  if (QFormLayout* form = m_formOf.value(w)) form->setRowVisible(w, shown);
+}
+
+void ConfigPanel::updateAvailability() {
+  const bool parallel = dataOf(m_execution) == "parallel";
+  const bool moe = dataOf(m_model) == "moe";
+  const std::string strategy = dataOf(m_strategy);
+  const bool sync = strategy == "sync";
+  const bool modelParallel = m_tp->value() > 1 || m_pp->value() > 1;
+  const QString serialWhy = tr("serial execution trains on one rank (choose Parallel)");
+
+  setAvailable(m_ranks, parallel, serialWhy);
+  setAvailable(m_strategy, parallel && !moe && !modelParallel,
+               !parallel ? serialWhy
+               : moe     ? tr("a mixture of experts trains with synchronous data parallelism")
+                         : tr("tensor and pipeline parallelism compose with sync only"));
+  setAvailable(m_zero, parallel && sync && !moe,
+               !parallel ? serialWhy
+               : moe     ? tr("a mixture of experts trains without ZeRO")
+                         : tr("ZeRO shards synchronous data parallelism (strategy sync)"));
+  setAvailable(m_scaling, parallel, serialWhy);
+  setRowShown(m_dpVersion, parallel && sync && m_zero->currentData().toInt() == 0);
+  setRowShown(m_servers, parallel && (strategy == "ps-sync" || strategy == "ps-async"));
+  setRowShown(m_syncEvery, parallel && strategy == "local-sgd");
+  setRowShown(m_topology, parallel && strategy == "gossip");
+  m_servers->setMaximum(m_ranks->value());
+
+  // Model parallelism lights up with the engine's "model-parallel" and "moe" table rows.
+  const QString noMp = tr("the engine has no tensor or pipeline parallelism yet");
+  const bool mpOk = parallel && m_hasModelParallel && sync && !moe;
+  const QString mpWhy = !m_hasModelParallel ? noMp
+                        : !parallel         ? serialWhy
+                        : moe ? tr("a mixture of experts composes with data and expert "
+                                   "parallelism only")
+                              : tr("tensor and pipeline parallelism compose with strategy sync");
+  setAvailable(m_dp, parallel && (m_hasModelParallel || m_hasMoe), serialWhy);
+  setAvailable(m_tp, mpOk, mpWhy);
+  setAvailable(m_pp, mpOk, mpWhy);
+  setAvailable(m_sp, mpOk && m_tp->value() > 1,
+               mpOk ? tr("sequence parallelism splits the tensor-parallel group's work (tp ≥ 2)")
+                    : mpWhy);
+  const QString ppWhy = mpOk ? tr("micro-batches and schedules belong to a pipeline (pp ≥ 2)") : mpWhy;
+  setAvailable(m_microbatches, mpOk && m_pp->value() > 1, ppWhy);
+  setAvailable(m_schedule, mpOk && m_pp->value() > 1, ppWhy);
+  setAvailable(m_ep, parallel && m_hasMoe && moe,
+               !m_hasMoe   ? tr("the engine has no expert parallelism yet")
+               : !parallel ? serialWhy
+                           : tr("expert parallelism spreads the experts of a mixture-of-experts "
+                                "model (Model kind)"));
+  const int moeIndex = m_model->findData("moe");
+  setItemEnabled(m_model, moeIndex, m_hasMoe,
+                 m_hasMoe ? tr("Each block's FFN becomes E experts behind a router")
+                          : tr("The engine has no mixture-of-experts model yet"));
+  setRowShown(m_experts, moe);
+  setRowShown(m_topk, moe);
+}
+
 void ConfigPanel::showValidation() {
-  const auto problem = config().validate();
-  m_problem->setText(problem ? QString::fromStdString(*problem) : QString());
-  m_problem->setVisible(problem.has_value());
+  const QString p = problem();
+  m_problem->setText(p.isEmpty() ? QString() : tr("Cannot run: %1").arg(p));
+  m_problem->setVisible(!p.isEmpty());
+  // Red that reads on light and dark palettes alike.
+  const bool dark = palette().color(QPalette::Window).lightness() < 128;
+  m_problem->setStyleSheet(dark ? "color: #ff8a80;" : "color: #c62828;");
+}
+
+QString ConfigPanel::problem() const {
+  const auto err = config().validate();
+  return err ? QString::fromStdString(*err) : QString();
+}
+
+void ConfigPanel::setNote(const QString& note, bool warning) {
+  m_note->setText(note);
+  m_note->setVisible(!note.isEmpty());
+  const bool dark = palette().color(QPalette::Window).lightness() < 128;
+  m_note->setStyleSheet(warning ? (dark ? "color: #ffcc80;" : "color: #a84300;")
+                                : (dark ? "color: #b0b0b0;" : "color: #555555;"));
+}
+
+QString ConfigPanel::note() const { return m_note->isHidden() ? QString() : m_note->text(); }
+
+// [SECTION] Device: the CUDA runtime may take a moment to answer, so it is asked off the GUI
+// thread and the GPU entry stays disabled until (and, for now, after) it has.
+
+void ConfigPanel::probeGpu() {
+  m_gpuProbe = std::thread([this] {
+    const kernels::GpuInfo info = kernels::cuda_query_devices();
+    const QString reason =
+        info.count > 0
+            ? tr("%1 found, but the engine's GPU path is not built yet: runs train on the CPU")
+                  .arg(QString::fromStdString(info.firstName))
+            : tr("no usable GPU (%1)").arg(QString::fromStdString(info.reason));
+    QMetaObject::invokeMethod(this, [this, reason] { setGpuReason(reason); }, Qt::QueuedConnection);
+  });
+}
+
+void ConfigPanel::setGpuReason(const QString& reason) {
+  m_gpuReason = reason;
+  setItemEnabled(m_device, 1, false, reason);
+  m_device->setToolTip(m_device->property(kBaseTip).toString() + "\n\n" +
+                       tr("GPU not available: %1").arg(reason));
 }
 
 }  // namespace paralab
