@@ -35,7 +35,9 @@ bool hasArgument(int argc, char** argv, std::initializer_list<const char*> names
 
 void preferOffscreenPlatform(int argc, char** argv) {
   if (std::getenv("QT_QPA_PLATFORM")) return;
-  if (hasArgument(argc, argv, {"--export", "--help", "-h"}))
+  if (hasArgument(argc, argv, {"--export", "--help", "-h"}) ||
+      (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") &&
+       hasArgument(argc, argv, {"--bench-frames", "--measure-startup"})))
     setenv("QT_QPA_PLATFORM", "offscreen", 1);
 }
 
@@ -59,7 +61,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
     }
   }
 
-  std::string exportDir;
+  std::string exportDir, settingsFile;
   CLI::App app{
       "ParaLab: a lab for learning how neural-network training is made parallel.\n"
       "Without --export it opens the window with these settings; with --export it runs\n"
@@ -72,6 +74,17 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
       ->capture_default_str();
   app.add_option("--export", exportDir, "Run without a window, write every chart into DIR, exit")
       ->option_text("DIR");
+  app.add_option("--settings", settingsFile,
+                 "Keep the window's layout and last settings in FILE (INI) instead of the "
+                 "desktop's store")
+      ->option_text("FILE");
+  app.add_option("--bench-frames", out.benchFramesS,
+                 "Train (8 ranks unless --ranks says otherwise) for S seconds and print the "
+                 "GUI thread's frame times (poll + repaint of the visible charts), then exit")
+      ->option_text("S")
+      ->check(CLI::Range(1, 3600));
+  app.add_flag("--measure-startup", out.measureStartup,
+               "Print the time from process start to the window's first paint, then exit");
   addRunConfigOptions(app, config);
 
   try {
@@ -82,9 +95,20 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
     return fail(std::string(e.what()) + " (see --help)");
   }
   config.deriveRanks();
+  // The benchmark's point is a busy machine: 8 thread ranks unless the ranks were given.
+  if (out.benchFramesS > 0 && !hasArgument(argc, argv, {"--ranks"}) && config.ranks == 1 &&
+      configPath.empty()) {
+    config.ranks = 8;
+    config.steps = 0;
+  }
   out.exportDir = QString::fromStdString(exportDir);
+  out.settingsFile = QString::fromStdString(settingsFile);
   // Anything on the command line is a request: check it now rather than in the window.
-  out.configGiven = argc > 1;
+  out.configGiven = !configPath.empty();
+  for (const CLI::Option* o : app.get_options())
+    if (o->count() > 0 && o->get_name() != "--settings" && o->get_name() != "--bench-frames" &&
+        o->get_name() != "--measure-startup" && o->get_name() != "--export")
+      out.configGiven = true;
   if (out.scripted() && config.steps == 0)
     return fail("steps: --export needs a bounded run (allowed: 1 or more)");
   // A folder that cannot be made is bad input: say so now, not after minutes of training.

@@ -1,6 +1,7 @@
 // The window's command line: `paralab [--config FILE] [run flags] [--steps N --export DIR]`.
 // --config takes paralab-run's JSON; flags win over it. With --export, the window runs N steps
-// without showing itself, writes every chart into DIR and exits (see scripted_run.h).
+// without showing itself, writes every chart into DIR and exits (see scripted_run.h);
+// --bench-frames S and --measure-startup measure the window itself.
 // See tests/app/tst_app.cpp (scriptedExport, badConfigExits2).
 #pragma once
 #include <QString>
@@ -14,6 +15,9 @@ struct CommandLine {
   RunConfig config;
   bool configGiven = false;  // --config or any run flag: the values were asked for
   QString exportDir;         // set: scripted run
+  QString settingsFile;      // --settings FILE: remember the window's state there
+  int benchFramesS = 0;      // --bench-frames S: time the GUI thread's frames for S seconds
+  bool measureStartup = false;  // --measure-startup: print the time to the first paint, exit
   bool scripted() const { return !exportDir.isEmpty(); }
 };
 

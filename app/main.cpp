@@ -1,15 +1,72 @@
 // paralab: the window. `paralab` opens it (make run); `paralab --steps N --export DIR
-// [--config FILE]` trains without showing it, writes every chart into DIR and exits.
-// See tests/app/tst_app.cpp and `paralab --help`.
+// [--config FILE]` trains without showing it, writes every chart into DIR and exits;
+// `--measure-startup` and `--bench-frames S` time the window itself.
+// See tests/app/tst_app.cpp, tests/app/tst_window.cpp and `paralab --help`.
 #include <QApplication>
+#include <QElapsedTimer>
+#include <QTimer>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 
 #include "command_line.h"
 #include "config_panel.h"
 #include "main_window.h"
 #include "platform.h"
 #include "scripted_run.h"
+#include "settings.h"
+#include "theme.h"
+
+namespace {
+
+// Milliseconds since the kernel started this process (/proc/self/stat field 22, in clock
+// ticks since boot, so ±10 ms), or -1 where that cannot be read.
+double msSinceProcessStart() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  timespec now{};
+  if (clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
+  const double startS = std::stod(field) / double(sysconf(_SC_CLK_TCK));
+  return (double(now.tv_sec) + now.tv_nsec / 1e9 - startS) * 1000.0;
+}
+
+// Reports the first paint of the window: the moment a learner sees it, which is what
+// "start-up time" means here.
+class FirstPaint : public QObject {
+ public:
+  explicit FirstPaint(const QElapsedTimer& sinceMain) : m_sinceMain(sinceMain) {}
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() == QEvent::Paint && !m_seen) {
+      m_seen = true;
+      // After this paint event is handled (the frame is drawn), report and quit.
+      QTimer::singleShot(0, [this] {
+        std::printf("paralab: first paint %.0f ms after process start (%.0f ms after main)\n",
+                    msSinceProcessStart(), m_sinceMain.nsecsElapsed() / 1e6);
+        std::fflush(stdout);
+        QApplication::exit(0);
+      });
+    }
+    return QObject::eventFilter(watched, event);
+  }
+
+ private:
+  const QElapsedTimer& m_sinceMain;
+  bool m_seen = false;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  QElapsedTimer sinceMain;
+  sinceMain.start();
   paralab::useFastBlasKernels(argc, argv);
   paralab::preferOffscreenPlatform(argc, argv);
   // Parsed before QApplication exists when it can be, so bad input costs one line and no
@@ -29,11 +86,17 @@ int main(int argc, char** argv) {
   QApplication::setDesktopFileName("paralab");
   if (qtOptions)
     if (auto code = parse()) return *code;
+  paralab::captureDesktopPalette();
+  if (!commandLine.settingsFile.isEmpty()) paralab::Settings::useFile(commandLine.settingsFile);
 
   paralab::MainWindow window;
   if (commandLine.scripted()) return paralab::runScripted(window, commandLine);
-  window.configPanel()->setConfig(commandLine.config);
-  window.restoreSettings();
+  if (commandLine.benchFramesS > 0) return paralab::runFrameBench(window, commandLine);
+  FirstPaint firstPaint(sinceMain);
+  if (commandLine.measureStartup) app.installEventFilter(&firstPaint);
+  // The last session's settings, unless the command line asked for others.
+  window.restoreSettings(commandLine.configGiven);
+  if (commandLine.configGiven) window.configPanel()->setConfig(commandLine.config);
   window.show();
   return QApplication::exec();
 }

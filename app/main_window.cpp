@@ -1,10 +1,12 @@
-// MainWindow: actions, docks, charts and the snapshot poll (see main_window.h).
-// See tests/app/tst_app.cpp, or run `paralab` (make run).
+// MainWindow: actions, docks, the snapshot poll, live reconfiguration and export-all (see
+// main_window.h). See tests/app/tst_app.cpp, tests/app/tst_window.cpp, or run `paralab`.
 #include "main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QLabel>
@@ -12,18 +14,26 @@
 #include <QMessageBox>
 #include <QSaveFile>
 #include <QScrollArea>
-#include <QSettings>
-#include <QSplitter>
-#include <QStandardPaths>
 #include <QStatusBar>
 #include <QToolBar>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "chart_export.h"
+#include "chart_hub.h"
+#include "chrome_trace.h"
 #include "config_panel.h"
+#include "export_panel.h"
+#include "latency_chart.h"
+#include "link_heatmap.h"
 #include "loss_chart.h"
+#include "memory_chart.h"
+#include "speedup_chart.h"
+#include "sweep_panel.h"
+#include "theme.h"
 #include "throughput_chart.h"
+#include "timeline_chart.h"
+#include "traffic_chart.h"
 
 // Resources of a static library are registered by hand (outside any namespace).
 static void initParalabResources() { Q_INIT_RESOURCE(paralab); }
@@ -35,25 +45,35 @@ namespace {
 // ≤ 30 Hz: smooth to the eye, and the GUI thread stays mostly idle for the training threads.
 constexpr int kPollMs = 34;  // 29.4 Hz
 
-// The chart subtitle: what was run, and (DESIGN.md §5) whether any of it was emulated.
+// The chart subtitle: what was run, short enough for a chart a third of the window wide, and
+// (DESIGN.md §5) whether any of it was emulated (runLabel says so). The seed and the rest are
+// in run-config.json beside every export.
 QString describe(const RunConfig& c) {
-  QString text = QObject::tr("measured · MLP H=%1, L=%2 · %3 · batch %4 · %5, lr %6 · seed %7")
-                     .arg(c.hidden)
-                     .arg(c.layers)
-                     .arg(QString::fromStdString(c.dataset))
-                     .arg(c.globalBatch())
-                     .arg(QString::fromStdString(c.optimizer))
-                     .arg(c.lr)
-                     .arg(c.seed);
-  if (c.ranks > 1)
-    text += QObject::tr(" · %1 ranks, %2").arg(c.ranks).arg(QString::fromStdString(c.strategy));
-  if (c.link != "none")
-    text += QObject::tr(" · link %1 (emulated)").arg(QString::fromStdString(c.link));
-  return text;
+  return QObject::tr("measured · %1 H=%2 L=%3 · %4 · B=%5 · %6")
+      .arg(c.model == "moe" ? QObject::tr("MoE") : QObject::tr("MLP"))
+      .arg(c.hidden)
+      .arg(c.layers)
+      .arg(QString::fromStdString(c.dataset))
+      .arg(c.globalBatch())
+      .arg(LossChart::runLabel(c));
 }
 
 bool isActive(RunState s) {
   return s == RunState::Loading || s == RunState::Running || s == RunState::Paused;
+}
+
+// "ranks 1 → 2, strategy sync → gossip": the settings that differ, by their flag names.
+QString describeChange(const RunConfig& from, const RunConfig& to) {
+  const nlohmann::json a = from.toJson(), b = to.toJson();
+  QStringList parts;
+  for (const auto& [key, value] : b.items())
+    if (key != "steps" && (!a.contains(key) || a[key] != value))
+      parts << QString("%1 %2 → %3")
+                   .arg(QString::fromStdString(key),
+                        QString::fromStdString(a.contains(key) ? a[key].dump() : "—"),
+                        QString::fromStdString(value.dump()))
+                   .remove('"');
+  return parts.join(", ");
 }
 
 }  // namespace
@@ -63,40 +83,51 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setObjectName("mainWindow");
   setWindowTitle(tr("ParaLab"));
   setWindowIcon(QIcon(":/icons/paralab.svg"));
-  setDockOptions(AnimatedDocks | AllowNestedDocks | AllowTabbedDocks);
-
-  auto* loss = new LossChart;
-  auto* throughput = new ThroughputChart;
-  m_charts = {loss, throughput};
-  m_currentChart = loss;
-  auto* splitter = new QSplitter(Qt::Vertical);
-  splitter->setObjectName("chartSplitter");
-  splitter->setChildrenCollapsible(false);
-  for (Chart* c : m_charts) {
-    splitter->addWidget(c);
-    connect(c, &Chart::activated, this, [this](Chart* chart) {
-      m_currentChart = chart;
-      m_exportChart->setText(tr("&Export “%1” Chart…").arg(chart->title()));
-    });
-    connect(c, &Chart::exportRequested, this, &MainWindow::exportChartDialog);
-  }
-  setCentralWidget(splitter);
+  setDockOptions(AnimatedDocks | AllowNestedDocks | AllowTabbedDocks | GroupedDragging);
+  setTabPosition(Qt::AllDockWidgetAreas, QTabWidget::North);  // tabs read like a notebook's
+  // The charts are the window: no central widget, so their docks share all the room.
+  setCentralWidget(nullptr);
 
   createActions();
   createMenus();
-  createDocks();
+  createDocks();  // the settings first: the left column
+  createCharts();
   createStatusBar();
 
   m_pollTimer.setObjectName("pollTimer");
   m_pollTimer.setInterval(kPollMs);
   connect(&m_pollTimer, &QTimer::timeout, this, &MainWindow::poll);
-  connect(m_configPanel, &ConfigPanel::configChanged, this, &MainWindow::updateConfigNote);
+  m_applyTimer.setObjectName("applyTimer");
+  m_applyTimer.setSingleShot(true);
+  m_applyTimer.setInterval(kApplyDelayMs);
+  connect(&m_applyTimer, &QTimer::timeout, this, &MainWindow::applyLiveChanges);
+  connect(m_configPanel, &ConfigPanel::configChanged, this, &MainWindow::onConfigChanged);
   updateActions();
   updateStatus();
-  resize(1280, 820);
+  resize(1440, 900);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (m_sized || m_restoredLayout) return;
+  m_sized = true;
+  // The settings column as narrow as its controls; the two chart columns share the rest.
+  auto* config = findChild<QDockWidget*>("configDock");
+  const int settingsWidth = m_configPanel->sizeHint().width() + 24;
+  const int chartWidth = std::max(300, (width() - settingsWidth) / 2);
+  QList<QDockWidget*> docks = {config};
+  QList<int> widths = {settingsWidth};
+  for (const char* stem : {"loss", "throughput"})
+    if (QDockWidget* d = findChild<QDockWidget*>(QString(stem) + "Dock")) {
+      docks << d;
+      widths << chartWidth;
+    }
+  resizeDocks(docks, widths, Qt::Horizontal);
 }
 
 MainWindow::~MainWindow() = default;  // ~Session stops the run and joins its thread
+
+QList<Chart*> MainWindow::charts() const { return m_hub->charts(); }
 
 // [SECTION] Construction
 
@@ -109,6 +140,7 @@ void MainWindow::createActions() {
     a->setShortcut(key);
     a->setToolTip(QString("%1 (%2)").arg(tip, key.toString(QKeySequence::NativeText)));
     a->setStatusTip(tip);
+    a->setObjectName(QString(name) + "Action");
     connect(a, &QAction::triggered, this, slot);
     return a;
   };
@@ -122,19 +154,22 @@ void MainWindow::createActions() {
   m_reset = make("reset", "view-refresh", tr("&Reset"), QKeySequence(Qt::SHIFT | Qt::Key_F5),
                  tr("Stop the run and clear the charts; the next Start uses the current settings"),
                  &MainWindow::reset);
-  m_start->setObjectName("startAction");
-  m_pause->setObjectName("pauseAction");
-  m_step->setObjectName("stepAction");
-  m_reset->setObjectName("resetAction");
+  m_sweepAction = make("sweep", "office-chart-line", tr("Run Scaling S&weep"),
+                       QKeySequence(Qt::CTRL | Qt::Key_R),
+                       tr("Measure these settings at 1, 2, 4, 8 ranks in the background and draw "
+                          "the speedup chart"),
+                       &MainWindow::runSweep);
 
-  m_exportChart = new QAction(tr("&Export “%1” Chart…").arg(m_currentChart->title()), this);
+  m_exportChart = new QAction(tr("&Export Chart…"), this);
   m_exportChart->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   m_exportChart->setStatusTip(
-      tr("Save the chart last clicked as PNG, PDF, SVG or its data as CSV"));
+      tr("Save the chart last clicked as PNG (size and dpi), PDF, SVG or its data as CSV"));
   connect(m_exportChart, &QAction::triggered, this, &MainWindow::exportCurrentChart);
-  m_exportAll = new QAction(tr("Export &All Charts to Folder…"), this);
+  m_exportAll = new QAction(tr("Export &All to Folder…"), this);
+  m_exportAll->setObjectName("exportAllAction");
   m_exportAll->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
-  m_exportAll->setStatusTip(tr("Save every chart as PNG, PDF, SVG and CSV into one folder"));
+  m_exportAll->setStatusTip(tr("Save every chart (PNG, PDF, SVG, CSV), the settings, the "
+                               "timeline trace and a summary of the run into one folder"));
   connect(m_exportAll, &QAction::triggered, this, &MainWindow::exportAllCharts);
 
   auto* toolbar = addToolBar(tr("Run"));
@@ -142,6 +177,8 @@ void MainWindow::createActions() {
   toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   toolbar->setMovable(false);
   toolbar->addActions({m_start, m_pause, m_step, m_reset});
+  toolbar->addSeparator();
+  toolbar->addAction(m_sweepAction);
 }
 
 void MainWindow::createMenus() {
@@ -160,18 +197,71 @@ void MainWindow::createMenus() {
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addActions({m_start, m_pause, m_step, m_reset});
+  run->addSeparator();
+  run->addAction(m_sweepAction);
 
   m_viewMenu = menuBar()->addMenu(tr("&View"));
-  m_viewMenu->addAction(findChild<QToolBar*>("runToolBar")->toggleViewAction());
+  QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
+  m_themeGroup = new QActionGroup(this);
+  const std::pair<QString, Theme> themes[] = {{tr("&System"), Theme::System},
+                                              {tr("&Light"), Theme::Light},
+                                              {tr("&Dark"), Theme::Dark}};
+  for (const auto& [text, t] : themes) {
+    QAction* a = theme->addAction(text);
+    a->setCheckable(true);
+    a->setData(int(t));
+    a->setChecked(t == Theme::System);
+    a->setStatusTip(t == Theme::System ? tr("Follow the desktop's light or dark palette")
+                                       : tr("Use this palette whatever the desktop's"));
+    m_themeGroup->addAction(a);
+    connect(a, &QAction::triggered, this, [this, t = t] { setTheme(t); });
+  }
+  m_movablePanels = m_viewMenu->addAction(tr("&Movable Panels"));
+  m_movablePanels->setCheckable(true);
+  m_movablePanels->setStatusTip(tr("Show the panels' title bars, to drag, float or close them; "
+                                   "tabs can be dragged either way"));
+  connect(m_movablePanels, &QAction::toggled, this, &MainWindow::setPanelsMovable);
+  m_viewMenu->addAction(tr("Clear &Loss Overlays"), this, [this] {
+    if (auto* loss = m_hub->find<LossChart>()) loss->clearOverlays();
+  })->setStatusTip(tr("Remove the earlier runs drawn faded under the loss curve"));
   m_viewMenu->addSeparator();
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About ParaLab"), this, [this] {
     QMessageBox::about(this, tr("About ParaLab"),
                        tr("<b>ParaLab</b> %1<br>A lab for learning how neural-network training "
-                          "is made parallel. Every number shown is measured from the real run.")
+                          "is made parallel. Every number shown is measured from the real run; "
+                          "formulas are drawn beside them as references, and emulated links are "
+                          "marked as such.")
                            .arg(QApplication::applicationVersion()));
   });
+}
+
+void MainWindow::createCharts() {
+  m_hub = new ChartHub(this, m_viewMenu);
+  // Top left: how training goes; top right: how fast; bottom: what each rank does and holds.
+  auto* loss = m_hub->add(new LossChart, 0);
+  m_hub->add(new ThroughputChart, 1);
+  m_hub->add(new LatencyChart, 1);
+  m_hub->add(new SpeedupChart, 0);
+  m_hub->add(new TimelineChart, 2);
+  m_hub->add(new MemoryChart, 3);
+  m_hub->add(new TrafficChart, 3);
+  m_hub->add(new LinkHeatmap, 3);
+  m_hub->arrange();
+  setPanelsMovable(false);
+  m_currentChart = loss;
+  for (Chart* c : m_hub->charts()) {
+    connect(c, &Chart::activated, this, [this](Chart* chart) {
+      m_currentChart = chart;
+      m_exportChart->setText(tr("&Export “%1” Chart…").arg(chart->title()));
+    });
+    connect(c, &Chart::exportRequested, this, [this](Chart* chart) {
+      m_currentChart = chart;
+      exportCurrentChart();
+    });
+  }
+  m_exportChart->setText(tr("&Export “%1” Chart…").arg(loss->title()));
 }
 
 void MainWindow::createDocks() {
@@ -185,12 +275,42 @@ void MainWindow::createDocks() {
   dock->setObjectName("configDock");
   dock->setWidget(scroll);
   dock->setMinimumWidth(m_configPanel->sizeHint().width() + 24);
+  dock->setToolTip(tr("Settings changed while a run trains are applied to it %1 ms after the "
+                      "last change: the model and optimizer state are re-sharded and training "
+                      "continues from the same step. Model, data, optimizer and seed need a new "
+                      "run.")
+                       .arg(kApplyDelayMs));
   addPanel(dock, Qt::LeftDockWidgetArea);
+
+  m_sweepPanel = new SweepPanel([this] { return m_configPanel->config(); });
+  m_sweepDock = new QDockWidget(tr("Scaling sweep"));
+  m_sweepDock->setObjectName("sweepDock");
+  m_sweepDock->setWidget(m_sweepPanel);
+  addPanel(m_sweepDock, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(dock, m_sweepDock);
+  dock->raise();
+  connect(m_sweepPanel, &SweepPanel::sweepFinished, this, &MainWindow::showSweep);
+  connect(m_sweepPanel, &SweepPanel::runningChanged, this, [this](bool running) {
+    m_sweepAction->setEnabled(!running);
+  });
 }
 
 void MainWindow::addPanel(QDockWidget* dock, Qt::DockWidgetArea area) {
   addDockWidget(area, dock);
   m_viewMenu->addAction(dock->toggleViewAction());
+  if (m_movablePanels && !m_movablePanels->isChecked() && !dock->titleBarWidget())
+    dock->setTitleBarWidget(new QWidget(dock));
+}
+
+// A dock's title bar repeats its tab and its chart's title; it is shown only while the
+// learner wants to rearrange the panels.
+void MainWindow::setPanelsMovable(bool movable) {
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) {
+    QWidget* old = dock->titleBarWidget();
+    dock->setTitleBarWidget(movable || dock->isFloating() ? nullptr : new QWidget(dock));
+    delete old;
+  }
+  if (m_movablePanels->isChecked() != movable) m_movablePanels->setChecked(movable);
 }
 
 void MainWindow::createStatusBar() {
@@ -246,14 +366,17 @@ void MainWindow::step() {
 void MainWindow::reset() {
   m_session.stop();
   m_pollTimer.stop();
+  m_applyTimer.stop();
   m_showingRun = false;
   m_state = RunState::Idle;
   m_runError.clear();
+  m_liveNote.clear();
+  m_changes.clear();
+  m_lastStep.reset();
   m_history.clear();
-  for (Chart* c : m_charts) {
-    c->setSubtitle(QString());
-    c->showHistory(m_history);
-  }
+  m_hub->setSubtitle(QString());
+  m_hub->clear();
+  if (m_sweep) showSweep(*m_sweep);  // a sweep is not a run: Reset keeps it
   updateActions();
   updateStatus();
   updateConfigNote();
@@ -268,6 +391,9 @@ bool MainWindow::startNewRun(bool paused) {
     return false;
   }
   if (paused) m_session.stepOnce();  // loads, does one step, then waits
+  // The run now drawn stays under the new one, faded, for comparison.
+  if (auto* loss = m_hub->find<LossChart>(); loss && !m_history.isEmpty())
+    loss->keepAsOverlay(LossChart::runLabel(m_runConfig));
   // Only the run id: asking from past the end copies no steps.
   m_runId = m_session.snapshot(std::numeric_limits<int64_t>::max()).runId;
   m_seen = 0;
@@ -275,11 +401,13 @@ bool MainWindow::startNewRun(bool paused) {
   m_state = RunState::Loading;
   m_runConfig = config;
   m_runError.clear();
+  m_liveNote.clear();
+  m_changes.clear();
+  m_lastStep.reset();
   m_history.clear();
-  for (Chart* c : m_charts) {
-    c->setSubtitle(describe(config));
-    c->showHistory(m_history);
-  }
+  m_hub->clear();
+  if (m_sweep) showSweep(*m_sweep);
+  m_hub->setSubtitle(describe(config));
   m_pollTimer.start();
   poll();
   return true;
@@ -289,46 +417,95 @@ bool MainWindow::startNewRun(bool paused) {
 
 void MainWindow::poll() {
   if (!m_showingRun) return;
-  Snapshot s = m_session.snapshot(m_seen);
+  Snapshot s = m_session.snapshot(m_seen, TimelineChart::kSteps);
   if (s.runId != m_runId) {  // someone started another run: show that one from its start
     m_runId = s.runId;
     m_history.clear();
-    s = m_session.snapshot(0);
+    s = m_session.snapshot(0, TimelineChart::kSteps);
   }
   for (const StepMetrics& m : s.steps) m_history.append(m);
   m_seen = s.stepsDone;
-  if (!s.steps.empty())
-    for (Chart* c : m_charts) c->showHistory(m_history);
+  m_parameterCount = s.parameterCount;
+  if (!s.steps.empty()) m_lastStep = s.steps.back();
+  noteRunConfig(s);
+  if (!s.steps.empty()) m_hub->show(m_history, s);
 
   const RunState before = m_state;
   m_state = s.state;
-  m_runConfig = s.config;
   updateStatus();
   if (m_state == before) return;
   updateActions();
   updateConfigNote();
   if (m_state == RunState::Finished || m_state == RunState::Failed) {
     m_pollTimer.stop();
+    m_applyTimer.stop();
     m_runError = QString::fromStdString(s.error);
     if (m_state == RunState::Failed) showError(tr("The run failed: %1").arg(m_runError));
     emit runEnded(m_state == RunState::Finished, m_runError);
   }
 }
 
+// [SECTION] Live reconfiguration: the panel's settings go to the run in flight after a short
+// pause; the engine re-shards between steps and the loss curve carries on from the same step.
+
+void MainWindow::onConfigChanged() {
+  updateActions();
+  if (m_showingRun && isActive(m_state))
+    m_applyTimer.start();  // restarts: applied kApplyDelayMs after the last change
+  else
+    updateConfigNote();
+}
+
+void MainWindow::applyLiveChanges() {
+  if (!m_showingRun || !isActive(m_state)) return updateConfigNote();
+  RunConfig wanted = m_configPanel->config();
+  if (!m_configPanel->isValid()) return updateConfigNote();  // the panel says why, inline
+  wanted.steps = m_runConfig.steps;  // the run's length is fixed when it starts
+  if (describeChange(m_runConfig, wanted).isEmpty()) {
+    m_liveNote.clear();
+    return updateConfigNote();
+  }
+  const std::string err = m_session.reconfigure(wanted);
+  m_liveNote = err.empty() ? tr("Applying to the running training after the step in flight…")
+                           : tr("Not applied to the running training: %1").arg(
+                                 QString::fromStdString(err));
+  m_liveNoteWarns = !err.empty();
+  updateConfigNote();
+}
+
+// The configuration in a snapshot changes when the engine has applied a reconfiguration.
+void MainWindow::noteRunConfig(const Snapshot& s) {
+  if (!s.notice.empty()) {
+    m_liveNote = QString::fromStdString(s.notice);
+    m_liveNoteWarns = true;
+  }
+  const QString change = describeChange(m_runConfig, s.config);
+  if (!change.isEmpty()) {
+    m_changes << tr("after step %1: %2").arg(s.stepsDone).arg(change);
+    m_liveNote = tr("Applied after step %1: %2").arg(s.stepsDone).arg(change);
+    m_liveNoteWarns = false;
+    m_hub->setSubtitle(describe(s.config));
+  }
+  m_runConfig = s.config;
+  if (!change.isEmpty() || !s.notice.empty()) updateConfigNote();
+}
+
 void MainWindow::updateActions() {
   const bool active = m_showingRun && isActive(m_state);
   const bool paused = m_showingRun && m_state == RunState::Paused;
-  m_start->setEnabled(!active || paused);
+  const bool valid = m_configPanel->isValid();
+  // A new run needs settings that validate; the reason is shown under the panel's title.
+  m_start->setEnabled(paused || (!active && valid));
   m_start->setText(paused ? tr("Re&sume") : tr("&Start"));
   m_pause->setEnabled(active && !paused);
-  m_step->setEnabled(true);
+  m_step->setEnabled(active || valid);
   m_reset->setEnabled(m_showingRun);
 }
 
 void MainWindow::updateStatus() {
   const RunState shown = m_showingRun ? m_state : RunState::Idle;
   m_stateLabel->setText(tr("State: %1").arg(runStateName(shown)));
-  m_stateLabel->setStyleSheet(shown == RunState::Failed ? "color: #c62828;" : QString());
+  m_stateLabel->setStyleSheet(shown == RunState::Failed ? "color: #e53935;" : QString());
   m_stateLabel->setToolTip(shown == RunState::Failed ? m_runError : tr("State of the run"));
   const int64_t steps = m_history.stepsSeen();
   m_stepLabel->setText(m_runConfig.steps > 0 && m_showingRun
@@ -344,59 +521,107 @@ void MainWindow::updateStatus() {
 }
 
 void MainWindow::updateConfigNote() {
-  const bool differs =
-      m_showingRun && isActive(m_state) && m_configPanel->config().toJson() != m_runConfig.toJson();
-  m_configPanel->setNote(differs ? tr("These settings differ from the run in progress. They apply "
-                                      "to the next run: Reset, then Start.")
-                                 : QString());
+  const bool active = m_showingRun && isActive(m_state);
+  if (active && !m_liveNote.isEmpty()) return m_configPanel->setNote(m_liveNote, m_liveNoteWarns);
+  m_configPanel->setNote(active ? tr("Changes apply to the running training %1 ms after the last "
+                                     "one (model, data, optimizer and seed need a new run).")
+                                      .arg(kApplyDelayMs)
+                                : QString());
 }
 
 void MainWindow::showError(const QString& message) { statusBar()->showMessage(message, 15000); }
 
+// [SECTION] Scaling sweep
+
+void MainWindow::runSweep() {
+  m_sweepDock->show();
+  m_sweepDock->raise();
+  const QString err = m_sweepPanel->run();
+  if (!err.isEmpty()) showError(tr("Cannot sweep: %1").arg(err));
+}
+
+void MainWindow::showSweep(const SweepResult& result) {
+  m_sweep = result;
+  if (auto* speedup = m_hub->find<SpeedupChart>()) {
+    speedup->showSweep(result);
+    if (QDockWidget* d = m_hub->dockOf(speedup)) d->raise();
+  }
+}
+
 // [SECTION] Files: export, settings
 
-void MainWindow::exportCurrentChart() { exportChartDialog(m_currentChart); }
-
-void MainWindow::exportChartDialog(Chart* chart) {
-  static const QString pngFilter = tr("PNG image (*.png)"), pdfFilter = tr("PDF document (*.pdf)"),
-                       svgFilter = tr("SVG vector image (*.svg)"),
-                       csvFilter = tr("CSV data (*.csv)");
-  QSettings settings;
-  const QString dir =
-      settings
-          .value("export/dir", QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
-          .toString();
-  QString filter = pngFilter;
-  QString path = QFileDialog::getSaveFileName(
-      this, tr("Export “%1” Chart").arg(chart->title()), dir + '/' + chart->stem() + ".png",
-      QStringList{pngFilter, pdfFilter, svgFilter, csvFilter}.join(";;"), &filter);
-  if (path.isEmpty()) return;
-  auto format = exportFormatFromSuffix(QFileInfo(path).suffix());
-  if (!format) {  // no or unknown suffix: the filter chosen says which
-    format = filter == pdfFilter   ? ExportFormat::Pdf
-             : filter == svgFilter ? ExportFormat::Svg
-             : filter == csvFilter ? ExportFormat::Csv
-                                   : ExportFormat::Png;
-    path += '.' + exportSuffix(*format);
-  }
-  settings.setValue("export/dir", QFileInfo(path).absolutePath());
-  const QString err = exportChart(*chart, path, *format);
-  statusBar()->showMessage(err.isEmpty() ? tr("Wrote %1").arg(path) : err, 10000);
+void MainWindow::exportCurrentChart() {
+  m_hub->refreshAll();
+  ExportPanel panel(m_currentChart, Settings::exportDir(), this);
+  if (panel.exec() != QDialog::Accepted) return;
+  const QString err = panel.exportNow();
+  Settings::setExportDir(QFileInfo(panel.path()).absolutePath());
+  statusBar()->showMessage(err.isEmpty() ? tr("Wrote %1").arg(panel.path()) : err, 10000);
 }
 
 void MainWindow::exportAllCharts() {
-  QSettings settings;
-  const QString dir = QFileDialog::getExistingDirectory(
-      this, tr("Export All Charts to Folder"),
-      settings
-          .value("export/dir", QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
-          .toString());
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export All to Folder"),
+                                                        Settings::exportDir());
   if (dir.isEmpty()) return;
-  settings.setValue("export/dir", dir);
+  Settings::setExportDir(dir);
   QStringList written;
-  const QString err = paralab::exportAllCharts(m_charts, dir, &written);
+  const QString err = exportAllTo(dir, &written);
   statusBar()->showMessage(
       err.isEmpty() ? tr("Wrote %1 files to %2").arg(written.size()).arg(dir) : err, 10000);
+}
+
+RunReport MainWindow::report() const {
+  RunReport r;
+  r.config = m_runConfig;
+  r.changes = m_changes;
+  r.state = QString::fromLatin1(runStateName(m_showingRun ? m_state : RunState::Idle));
+  r.steps = m_history.stepsSeen();
+  r.parameterCount = m_parameterCount;
+  r.last = m_lastStep;
+  r.window = std::min<int>(MetricHistory::kMeanWindow, int(r.steps));
+  if (!m_history.isEmpty()) r.lossMean = m_history.rows().back().lossMean;
+  if (!m_history.accuracy().isEmpty()) {
+    r.accuracyStep = m_history.accuracy().back().step;
+    r.accuracyPercent = m_history.accuracy().back().percent;
+  }
+  r.meanStepMs = m_history.recentStepMs();
+  r.samplesPerS = m_history.recentSamplesPerS();
+  r.sweep = m_sweep;
+  return r;
+}
+
+QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize size) {
+  // The spans of the last steps and the newest per-rank numbers, for every chart shown or not.
+  if (m_showingRun && m_seen > 0) {
+    Snapshot s = m_session.snapshot(m_seen - 1, TimelineChart::kSteps);
+    if (s.runId == m_runId && !s.steps.empty()) m_hub->show(m_history, s);
+  }
+  m_hub->refreshAll();
+  QStringList files;
+  if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size); !err.isEmpty())
+    return err;
+  const QString configPath = QDir(dir).filePath("run-config.json");
+  {
+    QSaveFile file(configPath);
+    const std::string text = m_runConfig.toJson().dump(2) + "\n";
+    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
+        !file.commit())
+      return tr("cannot write '%1': %2").arg(configPath, file.errorString());
+    files << configPath;
+  }
+  const QString tracePath = QDir(dir).filePath("trace.json");
+  const QString emulated =
+      m_runConfig.link == "none" ? QString() : QString::fromStdString(m_runConfig.link);
+  if (QString err = writeChromeTrace(tracePath, m_hub->lastSnapshot().spans, emulated);
+      !err.isEmpty())
+    return err;
+  files << tracePath;
+  RunReport r = report();
+  for (const QString& f : files) r.files << QFileInfo(f).fileName();
+  r.files << "summary.md" << "summary.html";
+  if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
+  if (written) *written = files;
+  return {};
 }
 
 void MainWindow::openConfig() {
@@ -428,20 +653,28 @@ void MainWindow::saveConfig() {
   statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
 }
 
-// [SECTION] Window state
+// [SECTION] Window state and theme
 
-void MainWindow::restoreSettings() {
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  restoreState(settings.value("window/state").toByteArray());
-  m_persistWindow = true;
+void MainWindow::setTheme(Theme theme) {
+  applyTheme(theme);
+  for (QAction* a : m_themeGroup->actions()) a->setChecked(Theme(a->data().toInt()) == theme);
+  if (m_persist) Settings::setTheme(theme);
+}
+
+void MainWindow::restoreSettings(bool keepConfig) {
+  restoreGeometry(Settings::windowGeometry());
+  m_restoredLayout = restoreState(Settings::windowState());
+  setPanelsMovable(m_movablePanels->isChecked());  // a dock restored floating keeps its bar
+  setTheme(Settings::theme());
+  if (!keepConfig)
+    if (auto c = Settings::lastConfig()) m_configPanel->setConfig(*c);
+  m_persist = true;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-  if (m_persistWindow) {
-    QSettings settings;
-    settings.setValue("window/geometry", saveGeometry());
-    settings.setValue("window/state", saveState());
+  if (m_persist) {
+    Settings::setWindow(saveGeometry(), saveState());
+    Settings::setLastConfig(m_configPanel->config());
   }
   QMainWindow::closeEvent(event);
 }

@@ -1,53 +1,88 @@
-// MainWindow: the lab's window. Toolbar Start / Pause / Step / Reset drive the engine's
-// Session; a ≤ 30 Hz timer on the GUI thread copies new steps out of Session::snapshot() into
-// the charts and the status bar, so the window never waits on training (DESIGN.md §1).
-// See tests/app/tst_app.cpp, or run `paralab`.
+// MainWindow: the lab's window. Run settings on the left, the charts in docks (ChartHub), a
+// scaling-sweep dock; toolbar Start / Pause / Step / Reset drive the engine's Session and a
+// ≤ 30 Hz timer copies new steps out of Session::snapshot() into the charts, so the window
+// never waits on training (DESIGN.md §1). Settings changed while training are applied to the
+// run after a short pause in typing (Session::reconfigure). See tests/app/tst_app.cpp,
+// tests/app/tst_window.cpp, or run `paralab`.
 #pragma once
 #include <QList>
 #include <QMainWindow>
 #include <QTimer>
+#include <optional>
 
 #include "metric_history.h"
 #include "session.h"
+#include "settings.h"
+#include "summary_export.h"
+#include "train/sweep.h"
 
 class QAction;
+class QActionGroup;
 class QLabel;
 class QMenu;
 
 namespace paralab {
 
 class Chart;
+class ChartHub;
 class ConfigPanel;
+class SweepPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
+  // Settings changed during a run are applied this long after the last change, so typing
+  // "16" into Ranks does not re-shard to 1 first.
+  static constexpr int kApplyDelayMs = 600;
+
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
   ConfigPanel* configPanel() const { return m_configPanel; }
-  QList<Chart*> charts() const { return m_charts; }
+  SweepPanel* sweepPanel() const { return m_sweepPanel; }
+  ChartHub* chartHub() const { return m_hub; }
+  QList<Chart*> charts() const;
   Chart* currentChart() const { return m_currentChart; }
   const MetricHistory& history() const { return m_history; }
   RunState runState() const { return m_state; }
+  const RunConfig& runConfig() const { return m_runConfig; }  // of the run shown
+  QStringList liveChanges() const { return m_changes; }       // reconfigurations applied
 
   QAction* startAction() const { return m_start; }
   QAction* pauseAction() const { return m_pause; }
   QAction* stepAction() const { return m_step; }
   QAction* resetAction() const { return m_reset; }
+  QAction* sweepAction() const { return m_sweepAction; }
+  QAction* exportAllAction() const { return m_exportAll; }
 
-  // Later panels (timeline, memory, traffic, lessons) dock here and appear in View.
+  // Later panels (lessons) dock here and appear in View.
   void addPanel(QDockWidget* dock, Qt::DockWidgetArea area);
-  // Window geometry and dock layout from the last session (interactive use only).
-  void restoreSettings();
+  // Window layout, theme and (unless `keepConfig`) the last run settings from the last
+  // session; from then on they are saved on close. Interactive use only: tests never call it.
+  void restoreSettings(bool keepConfig = false);
+  void setTheme(Theme theme);
+  // Title bars on the docks (to drag, float, close them) or not (the tidy default).
+  void setPanelsMovable(bool movable);
+
+  // Everything for coursework into `dir`: every chart as PNG, PDF, SVG and CSV, the run's
+  // settings (run-config.json), the timeline as a Chrome trace (trace.json), and the summary
+  // (summary.md, summary.html). "" or the first failure; `written` receives the paths.
+  QString exportAllTo(const QString& dir, QStringList* written = nullptr,
+                      QSize size = QSize(1200, 750));
+  RunReport report() const;  // what the summary says about the run shown
 
  public slots:
   void start();  // a new run, or resume a paused one
   void pause();
   void step();   // one step (starting a paused run when none is going)
   void reset();  // stop the run and clear the charts
+  void runSweep();
   void exportCurrentChart();
   void exportAllCharts();
+  // Copies new steps from the session into the charts (the poll timer calls it).
+  void poll();
+  // Applies the panel's settings to the run in flight now (the debounce timer calls it).
+  void applyLiveChanges();
 
  signals:
   // The run shown reached its end: finished (ok) or failed / refused to start (error set).
@@ -55,24 +90,28 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void createActions();
   void createMenus();
+  void createCharts();
   void createDocks();
   void createStatusBar();
   bool startNewRun(bool paused);
-  void poll();
+  void onConfigChanged();
+  void noteRunConfig(const Snapshot& s);
   void updateActions();
   void updateStatus();
   void updateConfigNote();
-  void exportChartDialog(Chart* chart);
+  void showSweep(const SweepResult& result);
   void openConfig();
   void saveConfig();
   void showError(const QString& message);
 
   Session m_session;
-  QTimer m_pollTimer{this};  // a child, so tests can find it by name
+  QTimer m_pollTimer{this};   // a child, so tests can find it by name
+  QTimer m_applyTimer{this};  // debounces live reconfiguration
   MetricHistory m_history;
   bool m_showingRun = false;  // false after Reset: the stopped run's data is not shown
   int64_t m_runId = -1;       // the run the charts show (-1: adopt the next one)
@@ -80,13 +119,24 @@ class MainWindow : public QMainWindow {
   RunState m_state = RunState::Idle;
   RunConfig m_runConfig;  // the configuration of the run shown
   QString m_runError;
-  bool m_persistWindow = false;  // save geometry on close: only after restoreSettings()
+  QString m_liveNote;  // what the last live change did ("" none)
+  bool m_liveNoteWarns = false;
+  QStringList m_changes;  // live reconfigurations of the run shown, for the summary
+  int64_t m_parameterCount = 0;
+  std::optional<StepMetrics> m_lastStep;  // with its per-rank metrics, for the summary
+  std::optional<SweepResult> m_sweep;
+  bool m_sized = false, m_restoredLayout = false;  // the first show lays the columns out
+  bool m_persist = false;  // save layout and settings on close: only after restoreSettings()
 
+  ChartHub* m_hub = nullptr;
   ConfigPanel* m_configPanel = nullptr;
-  QList<Chart*> m_charts;
+  SweepPanel* m_sweepPanel = nullptr;
+  QDockWidget* m_sweepDock = nullptr;
   Chart* m_currentChart = nullptr;
   QMenu* m_viewMenu = nullptr;
-  QAction *m_start, *m_pause, *m_step, *m_reset;
+  QActionGroup* m_themeGroup = nullptr;
+  QAction* m_movablePanels = nullptr;
+  QAction *m_start, *m_pause, *m_step, *m_reset, *m_sweepAction;
   QAction *m_exportChart, *m_exportAll;
   QLabel *m_stateLabel, *m_stepLabel, *m_rateLabel, *m_stepTimeLabel;
 };

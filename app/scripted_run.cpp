@@ -1,16 +1,19 @@
-// Scripted run (see scripted_run.h): the same window, session and export code as interactive
+// Scripted runs (see scripted_run.h): the same window, session and export code as interactive
 // use, so what coursework automation writes is what the window shows.
-// See tests/app/tst_app.cpp (scriptedExport).
+// See tests/app/tst_app.cpp (scriptedExport) and tests/app/tst_window.cpp.
 #include "scripted_run.h"
 
 #include <QApplication>
-#include <QDir>
-#include <QSaveFile>
+#include <QElapsedTimer>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <ctime>
+#include <map>
+#include <vector>
 
-#include "chart_export.h"
+#include "chart.h"
+#include "chart_hub.h"
 #include "command_line.h"
 #include "config_panel.h"
 #include "main_window.h"
@@ -24,22 +27,24 @@ void printLine(FILE* stream, const QString& text) {
   std::fflush(stream);
 }
 
-// The settings beside the charts, so a figure can be reproduced with --config.
-QString writeRunConfig(const QString& dir, const RunConfig& config) {
-  const QString path = QDir(dir).filePath("run-config.json");
-  QSaveFile file(path);
-  const std::string text = config.toJson().dump(2) + "\n";
-  if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
-      !file.commit())
-    return QObject::tr("cannot write '%1': %2").arg(path, file.errorString());
-  return {};
+// CPU time of the calling thread, ms: the GUI thread's own work, without the time the
+// training threads had the cores.
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
 }
 
 }  // namespace
 
 int runScripted(MainWindow& window, const CommandLine& commandLine) {
   const QString dir = commandLine.exportDir;  // made by parseCommandLine
-  const RunConfig config = commandLine.config;
   QObject::connect(&window, &MainWindow::runEnded, &window, [&](bool ok, const QString& error) {
     if (!ok) {
       printLine(stderr, QObject::tr("run failed: %1").arg(error));
@@ -48,9 +53,7 @@ int runScripted(MainWindow& window, const CommandLine& commandLine) {
       return;
     }
     QStringList written;
-    QString err = exportAllCharts(window.charts(), dir, &written);
-    if (err.isEmpty()) err = writeRunConfig(dir, config);
-    if (!err.isEmpty()) {
+    if (const QString err = window.exportAllTo(dir, &written); !err.isEmpty()) {
       printLine(stderr, err);
       QApplication::exit(1);
       return;
@@ -61,13 +64,93 @@ int runScripted(MainWindow& window, const CommandLine& commandLine) {
                   .arg(h.stepsSeen())
                   .arg(h.rows().isEmpty() ? 0.0 : h.rows().back().loss, 0, 'f', 4)
                   .arg(h.recentSamplesPerS(), 0, 'f', 0)
-                  .arg(written.size() + 1)
+                  .arg(written.size())
                   .arg(dir));
     QApplication::exit(0);
   });
-  window.configPanel()->setConfig(config);
+  window.configPanel()->setConfig(commandLine.config);
   QTimer::singleShot(0, &window, &MainWindow::start);
   return QApplication::exec();
+}
+
+int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
+  RunConfig config = commandLine.config;
+  config.steps = 0;  // trains for as long as the benchmark lasts
+  window.configPanel()->setConfig(config);
+  window.show();
+  // The window's own timer is replaced by one that times each frame; same interval.
+  auto* poll = window.findChild<QTimer*>("pollTimer");
+  const int intervalMs = poll->interval();
+  window.start();
+  poll->stop();
+  QObject::disconnect(poll, nullptr, &window, nullptr);
+
+  std::vector<double> frames, lateness, polls, cpu;
+  std::map<QString, double> replotMs;  // summed QCustomPlot::replotTime per chart
+  int paints = 0;
+  QElapsedTimer total, sinceTick;
+  total.start();
+  sinceTick.start();
+  QTimer tick;
+  tick.setInterval(intervalMs);
+  tick.setTimerType(Qt::PreciseTimer);
+  QObject::connect(&tick, &QTimer::timeout, &window, [&] {
+    // How late this tick came: time the GUI thread was busy with something else.
+    lateness.push_back(std::max(0.0, sinceTick.nsecsElapsed() / 1e6 - intervalMs));
+    sinceTick.restart();
+    QElapsedTimer frame;
+    frame.start();
+    const double cpu0 = threadCpuMs();
+    window.poll();
+    polls.push_back(frame.nsecsElapsed() / 1e6);
+    // The charts queue their replots and repaints; run them now, inside the measurement.
+    QCoreApplication::sendPostedEvents();
+    for (Chart* c : window.charts())
+      if (ChartHub::isInView(c)) {
+        c->repaint();
+        ++paints;
+        replotMs[c->stem()] += c->replotTime();
+      }
+    frames.push_back(frame.nsecsElapsed() / 1e6);
+    cpu.push_back(threadCpuMs() - cpu0);
+    if (total.elapsed() >= qint64(commandLine.benchFramesS) * 1000) QApplication::exit(0);
+  });
+  tick.start();
+  QApplication::exec();
+  const RunConfig& c = window.runConfig();
+  int visible = 0;
+  for (Chart* ch : window.charts()) visible += ChartHub::isInView(ch);
+  printLine(stdout, QObject::tr("frame bench: %1 ranks (%2), %3 s, %4 frames at %5 ms, %6 visible "
+                                "charts, %7 steps trained (%8 samples/s)")
+                        .arg(c.ranks)
+                        .arg(QString::fromStdString(c.strategy))
+                        .arg(commandLine.benchFramesS)
+                        .arg(frames.size())
+                        .arg(intervalMs)
+                        .arg(visible)
+                        .arg(window.history().stepsSeen())
+                        .arg(window.history().recentSamplesPerS(), 0, 'f', 0));
+  printLine(stdout, QObject::tr("frame ms (poll + repaint of visible charts): median %1, p95 %2, "
+                                "worst %3; tick lateness ms: median %4, worst %5")
+                        .arg(percentile(frames, 0.5), 0, 'f', 2)
+                        .arg(percentile(frames, 0.95), 0, 'f', 2)
+                        .arg(percentile(frames, 1.0), 0, 'f', 2)
+                        .arg(percentile(lateness, 0.5), 0, 'f', 2)
+                        .arg(percentile(lateness, 1.0), 0, 'f', 2));
+  printLine(stdout, QObject::tr("GUI thread CPU per frame ms: median %1, p95 %2, worst %3 (the "
+                                "rest of a frame's wall time the cores were busy training)")
+                        .arg(percentile(cpu, 0.5), 0, 'f', 2)
+                        .arg(percentile(cpu, 0.95), 0, 'f', 2)
+                        .arg(percentile(cpu, 1.0), 0, 'f', 2));
+  QStringList perChart;
+  for (const auto& [stem, ms] : replotMs)
+    perChart << QString("%1 %2").arg(stem).arg(ms / std::max<size_t>(1, frames.size()), 0, 'f', 2);
+  printLine(stdout, QObject::tr("of which poll (copy + chart data) median %1 ms; last replot per "
+                                "chart, mean ms: %2")
+                        .arg(percentile(polls, 0.5), 0, 'f', 2)
+                        .arg(perChart.join(", ")));
+  window.reset();
+  return 0;
 }
 
 }  // namespace paralab

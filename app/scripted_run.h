@@ -1,7 +1,9 @@
-// Scripted run: `paralab --steps N --export DIR [--config FILE]` trains N steps in the window
-// (not shown), writes every chart as PNG, PDF, SVG and CSV plus run-config.json into DIR and
-// returns the exit code (0 done, 1 the run or a write failed, 2 bad input).
-// See tests/app/tst_app.cpp (scriptedExport).
+// Scripted runs of the window. `paralab --steps N --export DIR [--config FILE]` trains N steps
+// in the window (not shown) and writes what File > Export All writes — every chart as PNG, PDF,
+// SVG and CSV, run-config.json, trace.json and summary.md/.html — into DIR, returning the exit
+// code (0 done, 1 the run or a write failed, 2 bad input). `paralab --bench-frames S` times the
+// GUI thread's frames while the ranks train. See tests/app/tst_app.cpp (scriptedExport) and
+// tests/app/tst_window.cpp (benchFramesPrintsFigures).
 #pragma once
 
 namespace paralab {
@@ -10,5 +12,10 @@ class MainWindow;
 struct CommandLine;
 
 int runScripted(MainWindow& window, const CommandLine& commandLine);
+
+// Shows the window, starts the run and, every poll interval for `seconds`, times one frame:
+// the poll (snapshot copy, history, chart data) plus the repaint of every visible chart,
+// processed as the event loop would. Prints median, 95th percentile and worst; returns 0.
+int runFrameBench(MainWindow& window, const CommandLine& commandLine);
 
 }  // namespace paralab

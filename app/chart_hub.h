@@ -1,0 +1,83 @@
+// ChartHub: the window's charts, each in a dock (tabbed in a 2 × 2 grid, movable, listed in
+// View), fed from the run's history and snapshot. Only visible charts repaint on each poll;
+// a hidden one catches up when it is shown, and all do before an export.
+// See tests/app/tst_window.cpp (startDrawsEveryChart) and screenshots/window-*.png.
+#pragma once
+#include <QList>
+#include <QObject>
+#include <functional>
+
+#include "chart.h"
+#include "metric_history.h"
+#include "session.h"
+
+class QDockWidget;
+class QMainWindow;
+class QMenu;
+
+namespace paralab {
+
+class ChartHub : public QObject {
+  Q_OBJECT
+ public:
+  ChartHub(QMainWindow* window, QMenu* viewMenu);
+
+  // Adds `chart` in its own dock, tabbed into grid cell `cell` (0 top left, 1 top right,
+  // 2 bottom left, 3 bottom right). Charts with showSnapshot(const Snapshot&) and clear()
+  // get those calls too.
+  template <class C>
+  C* add(C* chart, int cell) {
+    Entry e;
+    e.chart = chart;
+    if constexpr (requires(C* c, const Snapshot& s) { c->showSnapshot(s); })
+      e.showSnapshot = [chart](const Snapshot& s) { chart->showSnapshot(s); };
+    if constexpr (requires(C* c) { c->clear(); }) e.clear = [chart] { chart->clear(); };
+    addEntry(std::move(e), cell);
+    return chart;
+  }
+  // Lays the docks out as a 2 × 2 grid right of the dock area's other docks; call once
+  // after every add().
+  void arrange();
+
+  QList<Chart*> charts() const;
+  QDockWidget* dockOf(const Chart* chart) const;
+  template <class C>
+  C* find() const {
+    for (const Entry& e : m_entries)
+      if (auto* c = qobject_cast<C*>(e.chart)) return c;
+    return nullptr;
+  }
+
+  // New steps of the run (history) and its latest snapshot (the last step's per-rank
+  // metrics, the spans of the last steps): visible charts redraw, hidden ones are marked.
+  void show(const MetricHistory& history, const Snapshot& snapshot);
+  // Every chart, visible or not, draws what it was last given (before an export).
+  void refreshAll();
+  void clear();  // no run shown
+  void setSubtitle(const QString& text);
+  // Whether `chart` can be seen now (not closed, not in a background tab).
+  static bool isInView(const Chart* chart);
+  // What the charts were last given.
+  const Snapshot& lastSnapshot() const { return m_snapshot; }
+
+ private:
+  struct Entry {
+    Chart* chart = nullptr;
+    QDockWidget* dock = nullptr;
+    int cell = 0;
+    std::function<void(const Snapshot&)> showSnapshot;
+    std::function<void()> clear;
+    bool stale = false;
+  };
+  void addEntry(Entry e, int cell);
+  void feed(Entry& e);
+
+  QMainWindow* m_window;
+  QMenu* m_viewMenu;
+  QList<Entry> m_entries;
+  const MetricHistory* m_history = nullptr;
+  Snapshot m_snapshot;  // the newest step (steps.back()) and spans seen so far
+  bool m_hasSnapshot = false;
+};
+
+}  // namespace paralab

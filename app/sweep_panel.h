@@ -1,0 +1,60 @@
+// SweepPanel: the "Run scaling sweep" dock: which rank counts, how many steps each, a progress
+// bar with Cancel, and the measured table (step time, samples/s, speedup, efficiency, the
+// Amdahl or Gustafson fit). The result also goes to the speedup chart.
+// See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
+#pragma once
+#include <QWidget>
+#include <functional>
+#include <optional>
+
+#include "config.h"
+#include "train/sweep.h"
+
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace paralab {
+
+class SweepRunner;
+
+class SweepPanel : public QWidget {
+  Q_OBJECT
+ public:
+  // `baseConfig` gives the run settings to sweep (the settings panel's, at the time of Run).
+  explicit SweepPanel(std::function<RunConfig()> baseConfig, QWidget* parent = nullptr);
+
+  // Starts a sweep with the settings shown; "" or why it cannot start (also shown inline).
+  QString run();
+  void cancel();
+  bool isRunning() const;
+  const std::optional<SweepResult>& result() const { return m_result; }
+  // The rank counts asked for ("1, 2, 4, 8"); setRanks() for tests and --config.
+  void setRanks(const QString& list);
+  void setSteps(int steps, int warmup);
+
+ signals:
+  void sweepFinished(const paralab::SweepResult& result);
+  void runningChanged(bool running);
+
+ private:
+  void onFinished(const SweepResult& result, const QString& error);
+  void showTable(const SweepResult& result);
+
+  std::function<RunConfig()> m_baseConfig;
+  SweepRunner* m_runner;
+  QLineEdit* m_ranks;
+  QSpinBox* m_steps;
+  QSpinBox* m_warmup;
+  QPushButton* m_runButton;
+  QPushButton* m_cancelButton;
+  QProgressBar* m_progress;
+  QLabel* m_status;
+  QTableWidget* m_table;
+  std::optional<SweepResult> m_result;
+};
+
+}  // namespace paralab
