@@ -1,0 +1,729 @@
+// The lab window, offscreen: every control sets the RunConfig field it names (strategies from
+// the engine's table, GPU and GEMM choices disabled with their reason), invalid settings are
+// explained inline with Start disabled, Start draws every chart, a live change of ranks keeps
+// the loss curve on the uninterrupted one, the sweep runs off the GUI thread, Export All and
+// the scripted export write every file in a form that parses, settings stay out of the user's
+// store. Saves window screenshots (light, dark, 1 and 8 ranks, a pipeline) under
+// <build>/screenshots/. Run: ctest -R tst_window --output-on-failure
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProcess>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QStyle>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QXmlStreamReader>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "chart.h"
+#include "chart_export.h"
+#include "chart_hub.h"
+#include "config_panel.h"
+#include "export_panel.h"
+#include "loss_chart.h"
+#include "main_window.h"
+#include "parallel/strategy.h"
+#include "settings.h"
+#include "speedup_chart.h"
+#include "sweep_panel.h"
+#include "theme.h"
+#include "timeline_chart.h"
+
+using namespace paralab;
+
+namespace {
+
+// Small and in memory: a step takes well under a millisecond on one core.
+RunConfig quickConfig(int steps, int ranks = 1) {
+  RunConfig c = ConfigPanel::defaults();
+  c.dataset = "synthetic";
+  c.hidden = 32;
+  c.layers = 2;
+  c.batch = 64;
+  c.steps = steps;
+  c.evalEvery = 10;
+  c.evalSamples = 256;
+  c.ranks = ranks;
+  return c;
+}
+
+QString screenshotDir() {
+  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
+  QDir().mkpath(dir);
+  return dir;
+}
+
+QStringList readLines(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+}
+
+QString readText(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+bool svgParses(const QString& path, QString* why) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return *why = "cannot open", false;
+  QXmlStreamReader svg(&file);
+  bool root = false;
+  while (!svg.atEnd())
+    if (svg.readNext() == QXmlStreamReader::StartElement && !root) root = svg.name() == u"svg";
+  *why = svg.errorString();
+  return !svg.hasError() && root;
+}
+
+// Runs a session alone (no window) for `steps` steps and returns the loss of each.
+std::vector<double> uninterruptedLosses(const RunConfig& c) {
+  Session s;
+  if (!s.start(c).empty()) return {};
+  for (int i = 0; i < 600; ++i) {
+    const Snapshot snap = s.snapshot(0);
+    if (snap.state == RunState::Finished || snap.state == RunState::Failed) {
+      std::vector<double> out;
+      for (const StepMetrics& m : snap.steps) out.push_back(m.loss);
+      return out;
+    }
+    QTest::qWait(50);
+  }
+  return {};
+}
+
+template <class W>
+W* child(QObject* parent, const char* name) {
+  return parent->findChild<W*>(name);
+}
+
+}  // namespace
+
+class TestWindow : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void everyControlSetsItsField();
+  void strategiesComeFromTheEngineTable();
+  void gpuAndGemmSayWhyNot();
+  void invalidIsExplainedInline();
+  void startDrawsEveryChart();
+  void liveReconfigurationKeepsLossContinuous_data();
+  void liveReconfigurationKeepsLossContinuous();
+  void liveChangeOfAFixedFieldIsRefusedInline();
+  void sweepRunsOffTheGuiThread();
+  void sweepCancels();
+  void exportPanelWritesPngAtDpi();
+  void exportAllWritesEverything();
+  void scriptedExportWritesEverything();
+  void settingsStayOutOfTheUsersStore();
+  void themes();
+  void shortcuts();
+  void startupAndFrameBenchPrint();
+  void screenshots();
+};
+
+void TestWindow::initTestCase() {
+  // Settings go to Qt's test location, never a learner's (Settings::open() checks this mode).
+  QStandardPaths::setTestModeEnabled(true);
+  QFile::remove(Settings::open()->fileName());
+  QApplication::setStyle("Fusion");
+  captureDesktopPalette();
+  QApplication::setPalette(lightPalette());
+}
+
+// [SECTION] Controls
+
+void TestWindow::everyControlSetsItsField() {
+  ConfigPanel panel;
+  panel.setConfig(ConfigPanel::defaults());
+  QSignalSpy changed(&panel, &ConfigPanel::configChanged);
+  auto spin = [&](const char* name) { return child<QSpinBox>(&panel, name); };
+  auto combo = [&](const char* name) { return child<QComboBox>(&panel, name); };
+  auto pick = [&](const char* name, const char* value) {
+    QComboBox* box = combo(name);
+    box->setCurrentIndex(box->findData(value));
+  };
+  auto parallel = [&] { pick("execution", "parallel"); };
+  struct Case {
+    const char* name;
+    std::function<void()> prepare, change;
+    std::function<bool(const RunConfig&)> check;
+  };
+  const auto none = [] {};
+  const std::vector<Case> cases = {
+      {"execution", none, parallel, [](auto& c) { return c.ranks == 4; }},
+      {"ranks", parallel, [&] { spin("ranks")->setValue(6); }, [](auto& c) { return c.ranks == 6; }},
+      {"strategy", parallel, [&] { pick("strategy", "gossip"); },
+       [](auto& c) { return c.strategy == "gossip"; }},
+      {"zero", parallel, [&] { pick("zero", "2"); }, [](auto& c) { return c.zero == 2; }},
+      {"dpVersion", parallel, [&] { pick("dpVersion", "naive"); },
+       [](auto& c) { return c.dpVersion == "naive"; }},
+      {"servers", [&] { parallel(), pick("strategy", "ps-sync"); },
+       [&] { spin("servers")->setValue(2); }, [](auto& c) { return c.servers == 2; }},
+      {"syncEvery", [&] { parallel(), pick("strategy", "local-sgd"); },
+       [&] { spin("syncEvery")->setValue(9); }, [](auto& c) { return c.syncEvery == 9; }},
+      {"topology", [&] { parallel(), pick("strategy", "gossip"); },
+       [&] { pick("topology", "random"); }, [](auto& c) { return c.topology == "random"; }},
+      {"scaling", parallel, [&] { pick("scaling", "weak"); },
+       [](auto& c) { return c.scaling == "weak"; }},
+      {"dp", parallel, [&] { spin("dp")->setValue(2); }, [](auto& c) { return c.dp == 2; }},
+      {"tp", parallel, [&] { spin("tp")->setValue(2); }, [](auto& c) { return c.tp == 2; }},
+      {"sp", [&] { parallel(), spin("tp")->setValue(2); },
+       [&] { child<QCheckBox>(&panel, "sp")->setChecked(true); }, [](auto& c) { return c.sp; }},
+      {"pp", parallel, [&] { spin("pp")->setValue(2); }, [](auto& c) { return c.pp == 2; }},
+      {"microbatches", [&] { parallel(), spin("pp")->setValue(2); },
+       [&] { spin("microbatches")->setValue(4); }, [](auto& c) { return c.microbatches == 4; }},
+      {"schedule", [&] { parallel(), spin("pp")->setValue(2); },
+       [&] { pick("schedule", "gpipe"); }, [](auto& c) { return c.schedule == "gpipe"; }},
+      {"model", none, [&] { pick("model", "moe"); }, [](auto& c) { return c.model == "moe"; }},
+      {"ep", [&] { parallel(), pick("model", "moe"); }, [&] { spin("ep")->setValue(2); },
+       [](auto& c) { return c.ep == 2; }},
+      {"experts", [&] { pick("model", "moe"); }, [&] { spin("experts")->setValue(8); },
+       [](auto& c) { return c.experts == 8; }},
+      {"topk", [&] { pick("model", "moe"); }, [&] { spin("topk")->setValue(2); },
+       [](auto& c) { return c.topk == 2; }},
+      {"link", none, [&] { pick("link", "pcie"); }, [](auto& c) { return c.link == "pcie"; }},
+      {"hidden", none, [&] { spin("hidden")->setValue(96); }, [](auto& c) { return c.hidden == 96; }},
+      {"layers", none, [&] { spin("layers")->setValue(5); }, [](auto& c) { return c.layers == 5; }},
+      {"batch", none, [&] { spin("batch")->setValue(512); }, [](auto& c) { return c.batch == 512; }},
+      {"steps", none, [&] { spin("steps")->setValue(0); }, [](auto& c) { return c.steps == 0; }},
+      {"evalEvery", none, [&] { spin("evalEvery")->setValue(7); },
+       [](auto& c) { return c.evalEvery == 7; }},
+      {"seed", none, [&] { spin("seed")->setValue(42); }, [](auto& c) { return c.seed == 42u; }},
+      {"lr", none, [&] { child<QDoubleSpinBox>(&panel, "lr")->setValue(0.125); },
+       [](auto& c) { return c.lr == 0.125; }},
+      {"dataset", none, [&] { pick("dataset", "synthetic"); },
+       [](auto& c) { return c.dataset == "synthetic"; }},
+      {"optimizer", none, [&] { pick("optimizer", "adam"); },
+       [](auto& c) { return c.optimizer == "adam"; }},
+  };
+  for (const Case& k : cases) {
+    panel.setConfig(ConfigPanel::defaults());
+    k.prepare();
+    QWidget* control = panel.findChild<QWidget*>(k.name);
+    QVERIFY2(control, k.name);
+    QVERIFY2(!control->toolTip().isEmpty(), k.name);  // every control says what it does
+    QVERIFY2(control->isEnabled(), k.name);
+    QVERIFY2(!k.check(panel.config()), k.name);
+    const int before = int(changed.count());
+    k.change();
+    QVERIFY2(k.check(panel.config()), k.name);
+    QVERIFY2(changed.count() > before, k.name);
+  }
+  // Serial is one rank in the plain layout, whatever the parallel controls hold; Parallel
+  // brings them back.
+  panel.setConfig(ConfigPanel::defaults());
+  parallel();
+  spin("tp")->setValue(2);
+  pick("execution", "serial");
+  QCOMPARE(panel.config().ranks, 1);
+  QCOMPARE(panel.config().tp, 1);
+  QVERIFY(!spin("tp")->isEnabled());
+  QVERIFY(spin("tp")->toolTip().contains("serial"));
+  parallel();
+  QCOMPARE(panel.config().tp, 2);
+  // Fields without controls keep their values.
+  QCOMPARE(panel.config().dataDir, ConfigPanel::defaults().dataDir);
+  QCOMPARE(panel.config().evalSamples, ConfigPanel::defaults().evalSamples);
+}
+
+void TestWindow::strategiesComeFromTheEngineTable() {
+  ConfigPanel panel;
+  auto* strategy = child<QComboBox>(&panel, "strategy");
+  std::set<std::string> table;
+  for (const StrategyInfo& s : strategyTable()) table.insert(s.name);
+  QVERIFY(strategy->count() >= 6);
+  for (int i = 0; i < strategy->count(); ++i) {
+    const std::string name = strategy->itemData(i).toString().toStdString();
+    QVERIFY2(table.count(name), name.c_str());
+    QVERIFY(!strategy->itemData(i, Qt::ToolTipRole).toString().isEmpty());
+  }
+  for (const char* name : {"sync", "ps-sync", "ps-async", "hogwild", "local-sgd", "gossip"})
+    QVERIFY2(strategy->findData(name) >= 0, name);
+  // The ZeRO stages too, with the table's summaries.
+  auto* zero = child<QComboBox>(&panel, "zero");
+  QCOMPARE(zero->count(), 4);
+  QVERIFY(zero->itemData(3, Qt::ToolTipRole).toString().contains("ZeRO-3"));
+  // The links are marked emulated.
+  auto* link = child<QComboBox>(&panel, "link");
+  for (const char* name : {"nvlink", "pcie", "infiniband", "ethernet"})
+    QVERIFY2(link->itemText(link->findData(name)).contains("emulated"), name);
+}
+
+void TestWindow::gpuAndGemmSayWhyNot() {
+  ConfigPanel panel;
+  auto* device = child<QComboBox>(&panel, "device");
+  QTRY_VERIFY_WITH_TIMEOUT(!panel.gpuReason().isEmpty(), 15000);
+  auto* model = qobject_cast<QStandardItemModel*>(device->model());
+  QVERIFY(!model->item(device->findData("cuda"))->isEnabled());
+  QVERIFY(model->item(device->findData("cuda"))->toolTip().contains(panel.gpuReason()));
+  QVERIFY(device->toolTip().contains(panel.gpuReason()));
+  QCOMPARE(device->currentData().toString(), QString("cpu"));
+  auto* gemm = child<QComboBox>(&panel, "gemmKernel");
+  QVERIFY(!gemm->isEnabled());
+  QVERIFY(gemm->toolTip().contains("paralab-bench gemm"));
+  QCOMPARE(gemm->currentData().toString(), QString("vendor"));
+}
+
+void TestWindow::invalidIsExplainedInline() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(20, 4));
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  auto* problem = child<QLabel>(w.configPanel(), "configProblem");
+  QVERIFY(problem->isHidden());
+  QVERIFY(w.startAction()->isEnabled());
+
+  // Cases the controls cannot prevent alone: each is said in one line naming the field.
+  struct Bad {
+    std::function<void()> make;
+    const char* field;
+  };
+  auto* panel = w.configPanel();
+  const std::vector<Bad> bad = {
+      {[&] { child<QSpinBox>(panel, "tp")->setValue(3); }, "ranks"},  // 4 % 3
+      {[&] { child<QSpinBox>(panel, "batch")->setValue(2); }, "batch"},  // < one per rank
+      {[&] { child<QSpinBox>(panel, "pp")->setValue(4); }, "pp"},        // 4 stages, 2 blocks
+  };
+  for (const Bad& b : bad) {
+    panel->setConfig(quickConfig(20, 4));
+    b.make();
+    QVERIFY2(problem->isVisible(), b.field);
+    QVERIFY2(problem->text().contains(QString(b.field) + ":"), qPrintable(problem->text()));
+    QVERIFY(!w.startAction()->isEnabled());
+    QVERIFY(!w.stepAction()->isEnabled());
+    w.startAction()->trigger();  // does nothing: no dialog, no run
+    QVERIFY(!QApplication::activeModalWidget());
+    QCOMPARE(w.runState(), RunState::Idle);
+  }
+  panel->setConfig(quickConfig(20, 4));
+  QVERIFY(problem->isHidden());
+  QVERIFY(w.startAction()->isEnabled());
+}
+
+// [SECTION] Running
+
+void TestWindow::startDrawsEveryChart() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(0, 2));
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QElapsedTimer t;
+  t.start();
+  w.startAction()->trigger();
+  // The charts in view draw within a bounded time...
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() >= 5, 15000);
+  for (Chart* c : w.charts())
+    if (ChartHub::isInView(c) && !qobject_cast<SpeedupChart*>(c))
+      QTRY_VERIFY2_WITH_TIMEOUT(c->pointCount() > 0, qPrintable(c->title()), 5000);
+  qInfo("first points in every visible chart after %lld ms", t.elapsed());
+  // ... and those in background tabs as soon as they are shown.
+  int inView = 0;
+  for (Chart* c : w.charts()) inView += ChartHub::isInView(c);
+  QCOMPARE(inView, 4);  // one per cell of the grid
+  for (Chart* c : w.charts()) {
+    if (qobject_cast<SpeedupChart*>(c)) continue;  // drawn by a sweep (sweepRunsOffTheGuiThread)
+    w.chartHub()->dockOf(c)->raise();
+    QTRY_VERIFY2_WITH_TIMEOUT(c->pointCount() > 0, qPrintable(c->title()), 5000);
+  }
+  w.reset();
+}
+
+void TestWindow::liveReconfigurationKeepsLossContinuous_data() {
+  QTest::addColumn<QString>("strategy");
+  QTest::addColumn<int>("zero");
+  QTest::newRow("sync") << "sync" << 0;
+  QTest::newRow("zero-2") << "sync" << 2;
+  QTest::newRow("ps-sync") << "ps-sync" << 0;
+}
+
+void TestWindow::liveReconfigurationKeepsLossContinuous() {
+  QFETCH(QString, strategy);
+  QFETCH(int, zero);
+  constexpr int kBefore = 12, kAfter = 12;
+  RunConfig serial = quickConfig(0);
+  serial.evalEvery = 0;
+
+  MainWindow w;
+  w.configPanel()->setConfig(serial);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  // Step from idle starts the run paused; the engine may take one more step before the pause
+  // lands, so the count is read back rather than assumed.
+  while (w.history().stepsSeen() < kBefore) {
+    const int64_t seen = w.history().stepsSeen();
+    w.stepAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() > seen, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
+  }
+  QTest::qWait(50);
+  const int before = int(w.history().stepsSeen());
+
+  // As a learner would: Parallel, 2 ranks, the strategy; applied after the typing pause.
+  auto* panel = w.configPanel();
+  auto pick = [&](const char* name, const QString& value) {
+    auto* box = child<QComboBox>(panel, name);
+    box->setCurrentIndex(box->findData(value));
+  };
+  pick("execution", "parallel");
+  child<QSpinBox>(panel, "ranks")->setValue(2);
+  pick("strategy", strategy);
+  pick("zero", QString::number(zero));
+  QTRY_COMPARE_WITH_TIMEOUT(w.runConfig().ranks, 2, 10000);
+  QCOMPARE(QString::fromStdString(w.runConfig().strategy), strategy);
+  QCOMPARE(w.runConfig().zero, zero);
+  QVERIFY2(panel->note().contains(QString("Applied after step %1").arg(before)),
+           qPrintable(panel->note()));
+  QCOMPARE(w.liveChanges().size(), 1);
+  QCOMPARE(w.history().stepsSeen(), int64_t(before));  // nothing ran meanwhile: still paused
+
+  for (int i = 0; i < kAfter; ++i) {
+    w.stepAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(w.history().stepsSeen(), int64_t(before + i + 1), 10000);
+  }
+  const int total = before + kAfter;
+  // The loss curve carries on from the same step: the steps number on, and the losses are
+  // those of a run that was never interrupted (synchronous strategies equal the serial run).
+  RunConfig whole = serial;
+  whole.steps = total;
+  const std::vector<double> reference = uninterruptedLosses(whole);
+  QCOMPARE(int(reference.size()), total);
+  const auto& rows = w.history().rows();
+  QCOMPARE(int(rows.size()), total);
+  double worst = 0;
+  for (int i = 0; i < total; ++i) {
+    QCOMPARE(rows[i].step, double(i + 1));
+    worst = std::max(worst, std::abs(rows[i].loss - reference[size_t(i)]) / reference[size_t(i)]);
+  }
+  qInfo("largest relative loss difference from the uninterrupted run: %.3g", worst);
+  QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
+  w.reset();
+}
+
+void TestWindow::liveChangeOfAFixedFieldIsRefusedInline() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(0));
+  w.startAction()->trigger();
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() >= 2, 10000);
+  child<QSpinBox>(w.configPanel(), "hidden")->setValue(48);
+  QTRY_VERIFY_WITH_TIMEOUT(w.configPanel()->note().contains("hidden"), 5000);
+  QVERIFY(w.configPanel()->note().contains("new run"));
+  QCOMPARE(w.runConfig().hidden, 32);
+  QCOMPARE(w.runState(), RunState::Running);  // the run goes on as it was
+  QVERIFY(!QApplication::activeModalWidget());
+  w.reset();
+}
+
+void TestWindow::sweepRunsOffTheGuiThread() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(100));
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.sweepPanel()->setRanks("1, 2");
+  w.sweepPanel()->setSteps(15, 2);
+  w.sweepAction()->trigger();
+  QVERIFY(w.sweepPanel()->isRunning());
+  QVERIFY(!w.sweepAction()->isEnabled());
+  // The GUI thread keeps turning while the sweep trains: a 10 ms timer is never held up long.
+  QElapsedTimer gap;
+  gap.start();
+  qint64 worstGap = 0;
+  QTimer tick;
+  connect(&tick, &QTimer::timeout, this, [&] {
+    worstGap = std::max(worstGap, gap.elapsed());
+    gap.restart();
+  });
+  tick.start(10);
+  auto* progress = child<QProgressBar>(w.sweepPanel(), "sweepProgress");
+  QTRY_VERIFY_WITH_TIMEOUT(!w.sweepPanel()->isRunning(), 60000);
+  tick.stop();
+  qInfo("longest GUI-thread gap during the sweep: %lld ms", worstGap);
+  QVERIFY(worstGap < 500);
+  QCOMPARE(progress->value(), progress->maximum());
+  QVERIFY(w.sweepPanel()->result().has_value());
+  QCOMPARE(int(w.sweepPanel()->result()->points.size()), 2);
+  QCOMPARE(child<QTableWidget>(w.sweepPanel(), "sweepTable")->rowCount(), 2);
+  auto* speedup = w.chartHub()->find<SpeedupChart>();
+  QVERIFY(speedup->pointCount() > 0);
+  QVERIFY(w.sweepAction()->isEnabled());
+  // A run started afterwards keeps the sweep on its chart.
+  w.configPanel()->setConfig(quickConfig(3));
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 10000);
+  QVERIFY(speedup->pointCount() > 0);
+}
+
+void TestWindow::sweepCancels() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(100));
+  w.sweepPanel()->setRanks("1, 2, 4");
+  w.sweepPanel()->setSteps(5000, 0);
+  w.sweepAction()->trigger();
+  auto* progress = child<QProgressBar>(w.sweepPanel(), "sweepProgress");
+  QTRY_VERIFY_WITH_TIMEOUT(progress->value() > 0, 20000);
+  QElapsedTimer t;
+  t.start();
+  child<QPushButton>(w.sweepPanel(), "sweepCancel")->click();
+  QTRY_VERIFY_WITH_TIMEOUT(!w.sweepPanel()->isRunning(), 10000);
+  qInfo("cancelled in %lld ms", t.elapsed());
+  QVERIFY(w.sweepPanel()->result().has_value());
+  QVERIFY(w.sweepPanel()->result()->cancelled);
+  // A bad list is said inline, not started.
+  w.sweepPanel()->setRanks("1, two");
+  QVERIFY(!w.sweepPanel()->run().isEmpty());
+  QVERIFY(!w.sweepPanel()->isRunning());
+  QVERIFY(child<QLabel>(w.sweepPanel(), "sweepStatus")->text().startsWith("Cannot sweep"));
+}
+
+// [SECTION] Export
+
+void TestWindow::exportPanelWritesPngAtDpi() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(20));
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 15000);
+  QTemporaryDir dir;
+  ExportPanel panel(w.charts()[0], dir.path());
+  panel.setSize(QSize(1950, 1219), 300);
+  QCOMPARE(panel.exportNow(), QString());
+  QImage png(dir.filePath("loss.png"));
+  QCOMPARE(png.size(), QSize(1950, 1219));
+  QCOMPARE(png.dotsPerMeterX(), qRound(300 / 0.0254));
+  panel.setPath(dir.filePath("loss.svg"));
+  QCOMPARE(panel.format(), ExportFormat::Svg);
+  QCOMPARE(panel.exportNow(), QString());
+  QString why;
+  QVERIFY2(svgParses(dir.filePath("loss.svg"), &why), qPrintable(why));
+}
+
+void TestWindow::exportAllWritesEverything() {
+  constexpr int kRanks = 2, kSteps = 40;
+  MainWindow w;
+  RunConfig c = quickConfig(kSteps, kRanks);
+  c.link = "pcie";
+  w.configPanel()->setConfig(c);
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+
+  QTemporaryDir dir;
+  QStringList written;
+  QCOMPARE(w.exportAllTo(dir.path(), &written), QString());
+  for (Chart* chart : w.charts()) {
+    const QString base = dir.filePath(chart->stem());
+    QImage png(base + ".png");
+    QVERIFY2(!png.isNull(), qPrintable(base));
+    QCOMPARE(png.size(), QSize(1200, 750));
+    QFile pdf(base + ".pdf");
+    QVERIFY(pdf.open(QIODevice::ReadOnly) && pdf.read(5) == "%PDF-");
+    QString why;
+    QVERIFY2(svgParses(base + ".svg", &why), qPrintable(base + ": " + why));
+    const QStringList csv = readLines(base + ".csv");
+    QVERIFY2(!csv.isEmpty() && !csv[0].isEmpty(), qPrintable(base));
+    if (!qobject_cast<SpeedupChart*>(chart)) QVERIFY2(csv.size() > 1, qPrintable(base));
+  }
+  QCOMPARE(readLines(dir.filePath("loss.csv")).size(), kSteps + 1);
+
+  // The settings, as paralab-run --config reads them.
+  RunConfig back;
+  applyJsonFile(back, dir.filePath("run-config.json").toStdString());
+  QCOMPARE(back.toJson(), w.runConfig().toJson());
+
+  // The timeline as a Chrome trace: complete events for every rank.
+  const QJsonDocument trace = QJsonDocument::fromJson(readText(dir.filePath("trace.json")).toUtf8());
+  QVERIFY(trace.isObject());
+  std::set<int> ranksWithSpans;
+  for (const QJsonValue& e : trace.object()["traceEvents"].toArray())
+    if (e.toObject()["ph"].toString() == "X" && e.toObject()["dur"].toDouble() >= 0)
+      ranksWithSpans.insert(e.toObject()["pid"].toInt());
+  QCOMPARE(int(ranksWithSpans.size()), kRanks);
+
+  // The summary names what was switched on and the measured numbers.
+  const QString md = readText(dir.filePath("summary.md"));
+  const QString html = readText(dir.filePath("summary.html"));
+  QVERIFY(!html.isEmpty() && html.contains("<html"));
+  const RunReport r = w.report();
+  const QStringList expected = {
+      QString::number(r.last->loss, 'f', 4),             // final loss
+      QString::number(*r.accuracyPercent, 'f', 2),       // test accuracy
+      QString::number(r.meanStepMs, 'f', 3),             // mean step ms
+      QString::number(r.samplesPerS, 'f', 0),            // samples/s
+      "emulated", "PCIe", "2 ranks", "sync",
+      "Per rank", "bytes sent", "Reference formulas", "2(N − 1)/N · 4P", "= 12P"};
+  for (const QString& s : expected) {
+    QVERIFY2(md.contains(s), qPrintable("summary.md lacks " + s));
+    QVERIFY2(html.contains(s.toHtmlEscaped()), qPrintable("summary.html lacks " + s));
+  }
+  for (int rank = 0; rank < kRanks; ++rank)
+    QVERIFY(md.contains(QString("\n| %1 | ").arg(rank)));
+  QVERIFY(written.contains(dir.filePath("summary.md")));
+  QCOMPARE(written.size(), w.charts().size() * 4 + 4);
+}
+
+void TestWindow::scriptedExportWritesEverything() {
+  QTemporaryDir dir;
+  const QString config = dir.filePath("config.json");
+  {
+    QFile f(config);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"dataset": "synthetic", "hidden": 32, "layers": 2, "batch": 64, "ranks": 2,
+               "eval-every": 10, "eval-samples": 256})");
+  }
+  const QString out = dir.filePath("coursework");
+  QProcess p;
+  p.start(PARALAB_APP_EXE, {"--config", config, "--steps", "25", "--export", out});
+  QVERIFY(p.waitForFinished(60000));
+  QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+  for (const char* f : {"loss.png", "loss.pdf", "timeline.png", "memory.csv", "run-config.json",
+                        "trace.json", "summary.md", "summary.html"})
+    QVERIFY2(QFile::exists(out + '/' + f), f);
+  QVERIFY(readText(out + "/summary.md").contains("2 ranks"));
+}
+
+// [SECTION] Feel
+
+void TestWindow::settingsStayOutOfTheUsersStore() {
+  const QString file = Settings::open()->fileName();
+  QVERIFY2(file.contains(".qttest"), qPrintable(file));
+  RunConfig c = quickConfig(77, 3);
+  Settings::setLastConfig(c);
+  QCOMPARE(Settings::lastConfig()->toJson(), c.toJson());
+  {
+    MainWindow w;
+    w.restoreSettings();
+    QCOMPARE(w.configPanel()->config().toJson(), c.toJson());
+    child<QSpinBox>(w.configPanel(), "hidden")->setValue(80);
+    w.close();  // remembers the last settings and the layout
+  }
+  QCOMPARE(Settings::lastConfig()->hidden, 80);
+  QVERIFY(!Settings::windowState().isEmpty());
+  // A file named on the command line is used instead.
+  QTemporaryDir dir;
+  Settings::useFile(dir.filePath("mine.ini"));
+  Settings::setTheme(Theme::Dark);
+  QVERIFY(QFile::exists(dir.filePath("mine.ini")));
+  QCOMPARE(Settings::theme(), Theme::Dark);
+  Settings::useFile(QString());
+  QCOMPARE(Settings::theme(), Theme::System);
+}
+
+void TestWindow::themes() {
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.setTheme(Theme::Dark);
+  QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 128);
+  QTRY_VERIFY(w.charts()[0]->grab().toImage().pixelColor(3, 3).lightness() < 128);
+  w.setTheme(Theme::Light);
+  QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 128);
+  QTRY_VERIFY(w.charts()[0]->grab().toImage().pixelColor(3, 3).lightness() > 128);
+  // System: the palette the desktop gave at start-up.
+  w.setTheme(Theme::System);
+  QCOMPARE(themeIsDark(Theme::System), desktopIsDark());
+  QApplication::setPalette(lightPalette());
+}
+
+void TestWindow::shortcuts() {
+  MainWindow w;
+  const QList<QPair<QAction*, QKeySequence>> keys = {
+      {w.startAction(), QKeySequence(Qt::Key_F5)},
+      {w.pauseAction(), QKeySequence(Qt::Key_F6)},
+      {w.stepAction(), QKeySequence(Qt::Key_F10)},
+      {w.resetAction(), QKeySequence(Qt::SHIFT | Qt::Key_F5)},
+      {w.exportAllAction(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)},
+      {w.sweepAction(), QKeySequence(Qt::CTRL | Qt::Key_R)}};
+  for (const auto& [action, key] : keys) {
+    QCOMPARE(action->shortcut(), key);
+    QVERIFY(action->toolTip().contains(key.toString(QKeySequence::NativeText)) ||
+            !action->statusTip().isEmpty());
+  }
+}
+
+void TestWindow::startupAndFrameBenchPrint() {
+  QTemporaryDir dir;
+  QProcess p;
+  p.start(PARALAB_APP_EXE, {"--measure-startup", "--settings", dir.filePath("s.ini")});
+  QVERIFY(p.waitForFinished(30000));
+  const QString out = QString::fromLocal8Bit(p.readAllStandardOutput());
+  QVERIFY2(p.exitCode() == 0 && out.contains("first paint"), qPrintable(out));
+  qInfo("%s", qPrintable(out.trimmed()));
+  // The frame benchmark runs and prints its figures (the numbers are a benchmark's, not a
+  // test's: see the report).
+  p.start(PARALAB_APP_EXE, {"--bench-frames", "2", "--ranks", "2", "--dataset", "synthetic",
+                            "--hidden", "32", "--settings", dir.filePath("s.ini")});
+  QVERIFY(p.waitForFinished(60000));
+  const QString bench = QString::fromLocal8Bit(p.readAllStandardOutput());
+  QVERIFY2(p.exitCode() == 0 && bench.contains("median") && bench.contains("worst"),
+           qPrintable(bench + p.readAllStandardError()));
+  qInfo("%s", qPrintable(bench.trimmed()));
+}
+
+void TestWindow::screenshots() {
+  struct Shot {
+    const char* name;
+    int ranks;
+    Theme theme;
+    bool pipeline;
+  };
+  const Shot shots[] = {{"window-light-1rank", 1, Theme::Light, false},
+                        {"window-dark-1rank", 1, Theme::Dark, false},
+                        {"window-light-8ranks", 8, Theme::Light, false},
+                        {"window-dark-8ranks", 8, Theme::Dark, false},
+                        {"window-pipeline", 4, Theme::Light, true}};
+  for (const Shot& s : shots) {
+    MainWindow w;
+    RunConfig c = ConfigPanel::defaults();
+    c.dataDir = PARALAB_FMNIST_DIR;
+    if (c.validate()) c = quickConfig(0);
+    c.steps = 150;
+    c.evalEvery = 25;
+    c.evalSamples = 1000;
+    c.ranks = s.ranks;
+    if (s.pipeline) {
+      c.pp = 2;
+      c.tp = 2;
+      c.microbatches = 4;
+      c.layers = 4;
+    }
+    w.configPanel()->setConfig(c);
+    w.setTheme(s.theme);
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy ended(&w, &MainWindow::runEnded);
+    w.startAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+    QVERIFY2(ended.at(0).at(0).toBool(), qPrintable(ended.at(0).at(1).toString()));
+    QTest::qWait(150);  // the queued replots
+    QVERIFY(w.grab().save(screenshotDir() + '/' + s.name + ".png"));
+  }
+  QApplication::setPalette(lightPalette());
+}
+
+QTEST_MAIN(TestWindow)
+#include "tst_window.moc"
