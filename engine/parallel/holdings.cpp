@@ -7,11 +7,16 @@ namespace paralab {
 
 const char* holdingKindName(HoldingKind k) {
   switch (k) {
-    case HoldingKind::Params: return "params";
-    case HoldingKind::Grads: return "grads";
-    case HoldingKind::Optimizer: return "optimizer";
-    case HoldingKind::Activations: return "activations";
-    case HoldingKind::Batch: return "batch";
+    case HoldingKind::Params:
+      return "params";
+    case HoldingKind::Grads:
+      return "grads";
+    case HoldingKind::Optimizer:
+      return "optimizer";
+    case HoldingKind::Activations:
+      return "activations";
+    case HoldingKind::Batch:
+      return "batch";
   }
   return "?";
 }
@@ -24,13 +29,19 @@ nlohmann::json toJson(const RankHoldings& h) {
   nlohmann::json items = nlohmann::json::array(), groups = nlohmann::json::array(),
                  ops = nlohmann::json::array();
   for (const HeldSlice& s : h.items)
-    items.push_back({{"tensor", s.tensor}, {"kind", holdingKindName(s.kind)}, {"dim", s.dim},
-                     {"begin", s.begin}, {"end", s.end}, {"total", s.total},
-                     {"rows", s.rows}, {"cols", s.cols}, {"bytes", s.bytes}});
+    items.push_back({{"tensor", s.tensor},
+                     {"kind", holdingKindName(s.kind)},
+                     {"dim", s.dim},
+                     {"begin", s.begin},
+                     {"end", s.end},
+                     {"total", s.total},
+                     {"rows", s.rows},
+                     {"cols", s.cols},
+                     {"bytes", s.bytes}});
   for (const HeldGroup& g : h.groups) groups.push_back({{"name", g.name}, {"ranks", g.worldRanks}});
   for (const CommOpTotals& o : h.lastStep.ops)
-    ops.push_back({{"op", commOpName(o.op)}, {"group", o.group}, {"calls", o.calls},
-                   {"bytes_sent", o.sent}});
+    ops.push_back(
+        {{"op", commOpName(o.op)}, {"group", o.group}, {"calls", o.calls}, {"bytes_sent", o.sent}});
   return {{"rank", h.rank},
           {"coords", {{"dp", h.coords.dp}, {"tp", h.coords.tp}, {"pp", h.coords.pp}}},
           {"items", items},

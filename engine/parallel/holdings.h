@@ -4,10 +4,9 @@
 // See tests/engine/tst_holdings.cpp and Trainer::holdings().
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "comm/comm_accounting.h"
 #include "parallel/process_grid.h"
@@ -15,7 +14,8 @@
 namespace paralab {
 
 enum class HoldingKind : int { Params, Grads, Optimizer, Activations, Batch };
-const char* holdingKindName(HoldingKind k);  // "params", "grads", "optimizer", "activations", "batch"
+const char* holdingKindName(
+    HoldingKind k);  // "params", "grads", "optimizer", "activations", "batch"
 
 // One thing a rank holds: rows (dim 0) or columns (dim 1) [begin, end) of `total` of a tensor,
 // or the whole of it (dim -1: begin 0, end = total = its first dimension).

@@ -51,7 +51,8 @@ class ModelParallel final : public Strategy {
     const int b0 = int(shardBegin(s, P, L)), b1 = int(shardBegin(s + 1, P, L));
     MlpShard shard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1};
     m_model = std::make_unique<Mlp>(m_shape, c.seed, ctx.memory, shard);
-    m_stage = std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, ctx.memory, ctx.spans);
+    m_stage =
+        std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, ctx.memory, ctx.spans);
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
     // Data parallelism's share of the optimizer: ZeRO-1 chunks over dp, or every unit whole.
     const int D = m_grid.shape().dp;
@@ -64,7 +65,8 @@ class ModelParallel final : public Strategy {
       m_params = Tensor({m_layout->paddedNumel}, MemCategory::Params, ctx.memory);
       m_grads = Tensor({m_layout->paddedNumel}, MemCategory::Grads, ctx.memory);
       for (const ZeroLayout::Unit& u : m_layout->units)
-        std::memcpy(m_params.data() + u.paddedBegin, ps.params().data() + u.begin, sizeof(float) * size_t(u.len));
+        std::memcpy(m_params.data() + u.paddedBegin, ps.params().data() + u.begin,
+                    sizeof(float) * size_t(u.len));
       ps.releaseFlat();
       for (int i = 0; i < int(m_layout->units.size()); ++i) {
         const ZeroLayout::Unit& u = m_layout->units[size_t(i)];
@@ -72,13 +74,16 @@ class ModelParallel final : public Strategy {
       }
     }
     for (const ZeroLayout::Unit& u : m_layout->units)
-      m_opts.push_back(std::make_unique<Optimizer>(optimizerKind(c.optimizer), hyper, u.chunk, ctx.memory));
+      m_opts.push_back(
+          std::make_unique<Optimizer>(optimizerKind(c.optimizer), hyper, u.chunk, ctx.memory));
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     takeSlice(step, globalBatch);
-    if (m_zero1) m_grads.zero();
-    else m_model->params().zeroGrads();
+    if (m_zero1)
+      m_grads.zero();
+    else
+      m_model->params().zeroGrads();
     const double loss = runSchedule(step);  // 1.
     m_stage->finishBackward();              // 2.
     syncAndUpdate(step);                    // 3. and 4.
@@ -95,7 +100,8 @@ class ModelParallel final : public Strategy {
   Mlp& beginEval() override {
     const int64_t P = m_model->wholeNumel();
     m_evalBuffer = Tensor({P}, MemCategory::Comm, m_ctx.memory);
-    if (m_grid.coords().dp == 0) m_model->copySlices(m_evalBuffer.data(), true, m_grid.coords().tp == 0);
+    if (m_grid.coords().dp == 0)
+      m_model->copySlices(m_evalBuffer.data(), true, m_grid.coords().tp == 0);
     m_ctx.comm->reduce(m_evalBuffer.data(), m_evalBuffer.data(), P, 0);
     if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
     m_eval = std::make_unique<Mlp>(m_shape, m_ctx.config->seed, m_ctx.memory, MlpShard{}, false);
@@ -153,7 +159,9 @@ class ModelParallel final : public Strategy {
 
  private:
   // Optimizer moment k (0: momentum / Adam's m, 1: Adam's v) of unit i, or null.
-  float* moment(size_t i, int k) const { return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo(); }
+  float* moment(size_t i, int k) const {
+    return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo();
+  }
   // Moment k of every unit laid out like the shard's flat parameters (ZeRO-1: the dp ranks'
   // chunks all-gathered).
   std::vector<float> shardMoments(int k) {
@@ -184,7 +192,8 @@ class ModelParallel final : public Strategy {
     for (int i = 0; i < m_slice; ++i) {
       const int sample = globalBatch[size_t(m_sliceBegin + i)];
       if (!m_x.empty())
-        std::memcpy(&m_x[size_t(i) * Dim], &m_ctx.data->trainX[size_t(sample) * Dim], sizeof(float) * Dim);
+        std::memcpy(&m_x[size_t(i) * Dim], &m_ctx.data->trainX[size_t(sample) * Dim],
+                    sizeof(float) * Dim);
       m_labels[size_t(i)] = m_ctx.data->trainY[size_t(sample)];
     }
   }
@@ -210,7 +219,8 @@ class ModelParallel final : public Strategy {
       m_stage->reuse(*a, m, rows);
       return a;
     };
-    const int64_t most = m_stage->boundaryFloats((m_slice + m_micros - 1) / m_micros);  // largest chunk
+    const int64_t most =
+        m_stage->boundaryFloats((m_slice + m_micros - 1) / m_micros);  // largest chunk
     if (m_dOut.numel() < most) {
       m_dOut = Tensor({most}, MemCategory::Workspace, m_ctx.memory);
       m_dIn = Tensor({most}, MemCategory::Workspace, m_ctx.memory);
@@ -227,7 +237,8 @@ class ModelParallel final : public Strategy {
         case PipeAction::Forward: {
           if (!acts) acts = acquire(m, rows);
           const int at = microBegin(m);
-          loss += m_stage->forward(step, *acts, m_x.empty() ? nullptr : &m_x[size_t(at) * m_shape.input],
+          loss += m_stage->forward(step, *acts,
+                                   m_x.empty() ? nullptr : &m_x[size_t(at) * m_shape.input],
                                    &m_labels[size_t(at)], m_globalBatch);
           break;
         }
@@ -282,13 +293,13 @@ class ModelParallel final : public Strategy {
   std::unique_ptr<TensorParallelStage> m_stage;
   std::vector<PipeStep> m_schedule;
   bool m_zero1 = false;
-  std::unique_ptr<ZeroLayout> m_layout;          // over dp (ZeRO-1) or one rank (whole units)
-  Tensor m_params, m_grads;                      // ZeRO-1: padded copies the model is bound to
+  std::unique_ptr<ZeroLayout> m_layout;            // over dp (ZeRO-1) or one rank (whole units)
+  Tensor m_params, m_grads;                        // ZeRO-1: padded copies the model is bound to
   std::vector<std::unique_ptr<Optimizer>> m_opts;  // per unit: its owned chunk
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
   std::vector<float> m_x;
   std::vector<int> m_labels;
-  Tensor m_dOut, m_dIn;  // boundary gradients (Workspace)
+  Tensor m_dOut, m_dIn;                            // boundary gradients (Workspace)
   std::vector<std::unique_ptr<MicroActs>> m_pool;  // activation buffers not in use
   std::unique_ptr<Mlp> m_eval;
   Tensor m_evalBuffer;
@@ -300,7 +311,8 @@ RankHoldings ModelParallel::holdings() const {
   h.rank = m_ctx.rank;
   h.coords = m_grid.coords();
   for (auto [name, comm] : {std::pair<const char*, Communicator*>{"dp", &m_grid.dp()},
-                            {"tp", &m_grid.tp()}, {"pp", &m_grid.pp()}}) {
+                            {"tp", &m_grid.tp()},
+                            {"pp", &m_grid.pp()}}) {
     HeldGroup g{name, {}};
     for (int i = 0; i < comm->size(); ++i) g.worldRanks.push_back(comm->worldRankOf(i));
     h.groups.push_back(g);
@@ -325,22 +337,25 @@ RankHoldings ModelParallel::holdings() const {
   }
   const int64_t B = m_globalBatch > 0 ? m_globalBatch : m_ctx.config->globalBatch();
   const int D = m_grid.shape().dp;
-  const int64_t begin = shardBegin(m_grid.coords().dp, D, B), len = shardLen(m_grid.coords().dp, D, B);
+  const int64_t begin = shardBegin(m_grid.coords().dp, D, B),
+                len = shardLen(m_grid.coords().dp, D, B);
   if (m_model->hasUnit(0))
     h.items.push_back({"global batch (inputs)", HoldingKind::Batch, 0, begin, begin + len, B, len,
                        m_shape.input, len * m_shape.input * 4});
   if (m_model->hasUnit(m_shape.layers + 1))
-    h.items.push_back({"global batch (labels)", HoldingKind::Batch, 0, begin, begin + len, B, len, 1, len * 4});
+    h.items.push_back(
+        {"global batch (labels)", HoldingKind::Batch, 0, begin, begin + len, B, len, 1, len * 4});
   // The residual stream rows of each micro-batch this rank keeps (SP: its 1/T of them), and
   // the bytes of one micro-batch's buffers (sized for the largest).
-  const int64_t microBytes = m_stage->allocate(0, int((len + m_micros - 1) / m_micros), nullptr)->bytes;
+  const int64_t microBytes =
+      m_stage->allocate(0, int((len + m_micros - 1) / m_micros), nullptr)->bytes;
   for (int m = 0; m < m_micros; ++m) {
     const int rows = int(shardLen(m, m_micros, len));
     const MicroRows r = m_stage->rowsOf(rows);
     const int64_t at = begin + shardBegin(m, m_micros, len);
     const int64_t a = at + std::min(r.first, rows), b = at + std::min(r.first + r.local, rows);
-    h.items.push_back({"micro-batch " + std::to_string(m) + " activations", HoldingKind::Activations, 0,
-                       a, b, B, b - a, m_shape.hidden, microBytes});
+    h.items.push_back({"micro-batch " + std::to_string(m) + " activations",
+                       HoldingKind::Activations, 0, a, b, B, b - a, m_shape.hidden, microBytes});
   }
   return h;
 }

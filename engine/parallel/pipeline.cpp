@@ -22,12 +22,18 @@ namespace paralab {
 
 const char* pipeActionName(PipeAction a) {
   switch (a) {
-    case PipeAction::RecvAct: return "recv-act";
-    case PipeAction::Forward: return "forward";
-    case PipeAction::SendAct: return "send-act";
-    case PipeAction::RecvGrad: return "recv-grad";
-    case PipeAction::Backward: return "backward";
-    case PipeAction::SendGrad: return "send-grad";
+    case PipeAction::RecvAct:
+      return "recv-act";
+    case PipeAction::Forward:
+      return "forward";
+    case PipeAction::SendAct:
+      return "send-act";
+    case PipeAction::RecvGrad:
+      return "recv-grad";
+    case PipeAction::Backward:
+      return "backward";
+    case PipeAction::SendGrad:
+      return "send-grad";
   }
   return "?";
 }
@@ -46,7 +52,8 @@ const char* microSpanLabel(bool forward, int micro) {
 }
 
 std::vector<PipeStep> pipelineSchedule(const std::string& schedule, int s, int P, int M) {
-  if (P < 1 || s < 0 || s >= P || M < 1) throw std::invalid_argument("pipelineSchedule: bad stage or sizes");
+  if (P < 1 || s < 0 || s >= P || M < 1)
+    throw std::invalid_argument("pipelineSchedule: bad stage or sizes");
   const bool first = s == 0, last = s == P - 1;
   std::vector<PipeStep> out;
   auto add = [&](PipeAction a, int m, bool when = true) {
@@ -65,7 +72,8 @@ std::vector<PipeStep> pipelineSchedule(const std::string& schedule, int s, int P
     }
     return out;
   }
-  if (schedule != "1f1b") throw std::invalid_argument("pipelineSchedule: '" + schedule + "' is not gpipe or 1f1b");
+  if (schedule != "1f1b")
+    throw std::invalid_argument("pipelineSchedule: '" + schedule + "' is not gpipe or 1f1b");
   // 1F1B. Where a stage both sends to and receives from one neighbour (Megatron's
   // send_forward_recv_backward and send_backward_recv_forward, done there with non-blocking
   // pairs), the lower stage of the pair sends first and the upper one receives first, so that
@@ -159,14 +167,19 @@ std::optional<std::vector<double>> modelledBubble(const std::string& schedule, i
   std::vector<std::vector<PipeStep>> steps;
   for (int s = 0; s < P; ++s) steps.push_back(pipelineSchedule(schedule, s, P, M));
   std::vector<size_t> pc(size_t(P), 0);
-  std::vector<double> clock(size_t(P), 0), busy(size_t(P), 0), first(size_t(P), -1), last(size_t(P), 0);
+  std::vector<double> clock(size_t(P), 0), busy(size_t(P), 0), first(size_t(P), -1),
+      last(size_t(P), 0);
   // The transfer that meets action a of stage s: its neighbour and the action it must be at.
   auto partner = [](PipeAction a, int s) -> std::pair<int, PipeAction> {
     switch (a) {
-      case PipeAction::SendAct: return {s + 1, PipeAction::RecvAct};
-      case PipeAction::RecvAct: return {s - 1, PipeAction::SendAct};
-      case PipeAction::SendGrad: return {s - 1, PipeAction::RecvGrad};
-      default: return {s + 1, PipeAction::SendGrad};  // RecvGrad
+      case PipeAction::SendAct:
+        return {s + 1, PipeAction::RecvAct};
+      case PipeAction::RecvAct:
+        return {s - 1, PipeAction::SendAct};
+      case PipeAction::SendGrad:
+        return {s - 1, PipeAction::RecvGrad};
+      default:
+        return {s + 1, PipeAction::SendGrad};  // RecvGrad
     }
   };
   for (bool moved = true; moved;) {
@@ -183,7 +196,8 @@ std::optional<std::vector<double>> modelledBubble(const std::string& schedule, i
         } else {
           const auto [q, want] = partner(p.action, s);
           const auto& other = steps[size_t(q)];
-          if (pc[size_t(q)] >= other.size() || !(other[pc[size_t(q)]] == PipeStep{want, p.micro})) break;
+          if (pc[size_t(q)] >= other.size() || !(other[pc[size_t(q)]] == PipeStep{want, p.micro}))
+            break;
           clock[size_t(s)] = clock[size_t(q)] = std::max(clock[size_t(s)], clock[size_t(q)]);
           ++pc[size_t(q)];
         }

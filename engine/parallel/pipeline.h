@@ -1,7 +1,8 @@
 // Pipeline parallelism's schedules and bubble: in what order a stage runs its micro-batches'
 // forwards and backwards and exchanges activations and gradients with its neighbours (GPipe,
 // 1F1B), the bubble measured from a step's spans, and the reference formula beside it.
-// The code is in pipeline.cpp; model_parallel.cpp runs a schedule. See tests/engine/tst_model_parallel.cpp.
+// The code is in pipeline.cpp; model_parallel.cpp runs a schedule. See
+// tests/engine/tst_model_parallel.cpp.
 #pragma once
 #include <optional>
 #include <string>
@@ -12,7 +13,7 @@
 namespace paralab {
 
 enum class PipeAction {
-  RecvAct,   // the micro-batch's residual stream from the previous stage
+  RecvAct,  // the micro-batch's residual stream from the previous stage
   Forward,
   SendAct,   // to the next stage
   RecvGrad,  // the gradient of this stage's output, from the next stage

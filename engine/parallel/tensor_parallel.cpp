@@ -46,8 +46,13 @@ using kernels::bias_add;
 
 TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp,
                                          MemoryTracker* memory, SpanRecorder* spans)
-    : m_model(shard), m_tp(tp), m_sp(sp && tp.size() > 1), m_T(tp.size()),
-      m_H(shard.shape().hidden), m_F(4 * shard.shape().hidden / tp.size()), m_memory(memory),
+    : m_model(shard),
+      m_tp(tp),
+      m_sp(sp && tp.size() > 1),
+      m_T(tp.size()),
+      m_H(shard.shape().hidden),
+      m_F(4 * shard.shape().hidden / tp.size()),
+      m_memory(memory),
       m_spans(spans) {}
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
@@ -106,7 +111,8 @@ void TensorParallelStage::ensureScratch(const MicroRows& r) {
   if (r.full <= m_capacity) return;
   const int64_t full = r.full, local = m_sp ? full / m_T : full;
   auto work = [&](Shape s) { return Tensor(std::move(s), MemCategory::Workspace, m_memory); };
-  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dh, &m_y}) *t = Tensor();  // free first: an honest peak
+  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dh, &m_y})
+    *t = Tensor();  // free first: an honest peak
   m_dA = work({local, m_H});
   m_dtmp = work({local, m_H});
   m_dln = work({full, m_H});

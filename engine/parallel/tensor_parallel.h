@@ -27,16 +27,18 @@ struct MicroRows {
 struct MicroActs {
   int micro = 0;  // its index in the step (span labels)
   MicroRows r;    // the rows in use (the buffers may hold more: sized for the largest micro-batch)
-  int capacity = 0;  // samples the buffers were allocated for
-  Tensor x;                   // first stage: the input rows [rows, D]
-  std::vector<int> labels;    // last stage
-  std::vector<Tensor> a;      // residual stream into each block of the stage and out of the last [local, H]
-  std::vector<Tensor> ln;     // per block: LayerNorm output [full, H] (SP: all-gathered) — fc1's input
+  int capacity = 0;         // samples the buffers were allocated for
+  Tensor x;                 // first stage: the input rows [rows, D]
+  std::vector<int> labels;  // last stage
+  // The residual stream into each block of the stage and out of the last [local, H].
+  std::vector<Tensor> a;
+  // Per block: the LayerNorm output, fc1's input [full, H] (SP: all-gathered).
+  std::vector<Tensor> ln;
   std::vector<Tensor> mean, rstd;  // per block: LayerNorm statistics [local]
-  std::vector<Tensor> h, g;   // per block: fc1 output and GELU output [full, 4H/T]
-  Tensor aFull;               // last stage, SP: the gathered residual the classifier reads [full, H]
-  Tensor logits, dlogits;     // last stage [rows, classes]
-  int64_t bytes = 0;          // all of the above
+  std::vector<Tensor> h, g;        // per block: fc1 output and GELU output [full, 4H/T]
+  Tensor aFull;            // last stage, SP: the gathered residual the classifier reads [full, H]
+  Tensor logits, dlogits;  // last stage [rows, classes]
+  int64_t bytes = 0;       // all of the above
 };
 
 class TensorParallelStage {
@@ -54,8 +56,8 @@ class TensorParallelStage {
   // Floats in one message to or from a neighbouring stage: the residual stream rows this rank
   // holds (SP: its 1/T of them) x H.
   int64_t boundaryFloats(int rows) const { return int64_t(rowsOf(rows).local) * m_H; }
-  float* input(MicroActs& m) const { return m.a.front().data(); }   // filled by recv (stage > 0)
-  float* output(MicroActs& m) const { return m.a.back().data(); }   // sent on (not last stage)
+  float* input(MicroActs& m) const { return m.a.front().data(); }  // filled by recv (stage > 0)
+  float* output(MicroActs& m) const { return m.a.back().data(); }  // sent on (not last stage)
 
   // Forward of the stage's units on one micro-batch. x: its input rows (first stage), labels
   // (last stage). Returns the sum of the per-sample losses on the last stage, else 0; gradients

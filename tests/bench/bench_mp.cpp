@@ -32,7 +32,8 @@ Row measure(const std::string& name, const RunConfig& c, int steps) {
   for (int i = 0; i < steps; ++i) {
     const StepMetrics m = t.step();
     double cpt = 0, cm = 0, id = 0, sb = 0;
-    for (const RankMetrics& r : m.ranks) cpt += r.computeMs, cm += r.commMs, id += r.idleMs, sb += double(r.bytesSent);
+    for (const RankMetrics& r : m.ranks)
+      cpt += r.computeMs, cm += r.commMs, id += r.idleMs, sb += double(r.bytesSent);
     const double n = double(m.ranks.size());
     step.push_back(m.stepMs);
     compute.push_back(cpt / n);
@@ -41,9 +42,16 @@ Row measure(const std::string& name, const RunConfig& c, int steps) {
     sent.push_back(sb / n / 1e6);
     if (m.bubble) bubble.push_back(*m.bubble);
   }
-  Row r{name, c.link, c.ranks, bench::median(step), bench::median(compute), bench::median(comm),
-        bench::median(idle), bench::median(sent)};
-  if (!bubble.empty()) r.bubble = bench::median(bubble), r.bubbleRef = double(c.pp - 1) / (c.microbatches + c.pp - 1);
+  Row r{name,
+        c.link,
+        c.ranks,
+        bench::median(step),
+        bench::median(compute),
+        bench::median(comm),
+        bench::median(idle),
+        bench::median(sent)};
+  if (!bubble.empty())
+    r.bubble = bench::median(bubble), r.bubbleRef = double(c.pp - 1) / (c.microbatches + c.pp - 1);
   return r;
 }
 
@@ -66,9 +74,11 @@ int benchMp(int argc, char** argv) {
   app.add_option("--hidden", c.hidden)->capture_default_str();
   app.add_option("--layers", c.layers)->capture_default_str();
   app.add_option("--batch", c.batch, "Global batch")->capture_default_str();
-  app.add_option("--steps", steps, "Measured steps (median) after 2 warm-up steps")->capture_default_str();
+  app.add_option("--steps", steps, "Measured steps (median) after 2 warm-up steps")
+      ->capture_default_str();
   app.add_option("--microbatches", microbatches, "Pipeline micro-batches")->capture_default_str();
-  app.add_option("--links", links, "Links to emulate (none = shared memory)")->capture_default_str();
+  app.add_option("--links", links, "Links to emulate (none = shared memory)")
+      ->capture_default_str();
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
@@ -84,16 +94,25 @@ int benchMp(int argc, char** argv) {
       rows.push_back(measure("tp " + std::to_string(n) + " + sp", sp, steps));
       RunConfig pp = c;
       pp.link = link, pp.ranks = n, pp.pp = n, pp.microbatches = microbatches;
-      rows.push_back(measure("pp " + std::to_string(n) + " 1f1b M=" + std::to_string(microbatches), pp, steps));
+      rows.push_back(measure("pp " + std::to_string(n) + " 1f1b M=" + std::to_string(microbatches),
+                             pp, steps));
     }
   const double serial = rows.front().stepMs;
   if (json) {
-    nlohmann::json j = {{"bench", "mp"}, {"hidden", c.hidden}, {"layers", c.layers}, {"batch", c.batch},
+    nlohmann::json j = {{"bench", "mp"},
+                        {"hidden", c.hidden},
+                        {"layers", c.layers},
+                        {"batch", c.batch},
                         {"rows", nlohmann::json::array()}};
     for (const Row& r : rows) {
-      nlohmann::json x = {{"name", r.name},       {"ranks", r.ranks},         {"step_ms", r.stepMs},
-                          {"speedup", serial / r.stepMs}, {"compute_ms", r.computeMs}, {"comm_ms", r.commMs},
-                          {"idle_ms", r.idleMs},  {"sent_mb", r.sentMb}};
+      nlohmann::json x = {{"name", r.name},
+                          {"ranks", r.ranks},
+                          {"step_ms", r.stepMs},
+                          {"speedup", serial / r.stepMs},
+                          {"compute_ms", r.computeMs},
+                          {"comm_ms", r.commMs},
+                          {"idle_ms", r.idleMs},
+                          {"sent_mb", r.sentMb}};
       if (r.link != "none") x["emulated"] = r.link;
       if (r.bubble >= 0) x["bubble"] = r.bubble, x["bubble_reference"] = r.bubbleRef;
       j["rows"].push_back(x);
@@ -101,20 +120,23 @@ int benchMp(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("Model parallelism, strong scaling: MLP H=%d L=%d, global batch %d, thread ranks, 1 BLAS\n"
-              "thread each (%s), %u cores (more ranks than cores take turns).\n"
-              "Median of %d steps. Per-rank figures are means over ranks; comm ms includes waiting in\n"
-              "send/recv (a pipeline's bubble shows there). Links other than shared memory are emulated\n"
-              "(latency + bandwidth model). Bubble: measured, (reference).\n\n",
-              c.hidden, c.layers, c.batch, kernels::vendor_blas_name(), std::thread::hardware_concurrency(), steps);
-  std::printf("%-16s %-20s %5s %9s %8s %10s %8s %8s %9s %15s\n", "layout", "link", "ranks", "step ms",
-              "speedup", "compute ms", "comm ms", "idle ms", "MB sent", "bubble (ref)");
+  std::printf(
+      "Model parallelism, strong scaling: MLP H=%d L=%d, global batch %d, thread ranks, 1 BLAS\n"
+      "thread each (%s), %u cores (more ranks than cores take turns).\n"
+      "Median of %d steps. Per-rank figures are means over ranks; comm ms includes waiting in\n"
+      "send/recv (a pipeline's bubble shows there). Links other than shared memory are emulated\n"
+      "(latency + bandwidth model). Bubble: measured, (reference).\n\n",
+      c.hidden, c.layers, c.batch, kernels::vendor_blas_name(), std::thread::hardware_concurrency(),
+      steps);
+  std::printf("%-16s %-20s %5s %9s %8s %10s %8s %8s %9s %15s\n", "layout", "link", "ranks",
+              "step ms", "speedup", "compute ms", "comm ms", "idle ms", "MB sent", "bubble (ref)");
   for (const Row& r : rows) {
     const std::string link = r.link == "none" ? "shared memory" : r.link + " (emulated)";
     char bubble[32] = "";
     if (r.bubble >= 0) std::snprintf(bubble, sizeof bubble, "%.2f (%.2f)", r.bubble, r.bubbleRef);
-    std::printf("%-16s %-20s %5d %9.1f %7.2fx %10.1f %8.1f %8.1f %9.2f %15s\n", r.name.c_str(), link.c_str(),
-                r.ranks, r.stepMs, serial / r.stepMs, r.computeMs, r.commMs, r.idleMs, r.sentMb, bubble);
+    std::printf("%-16s %-20s %5d %9.1f %7.2fx %10.1f %8.1f %8.1f %9.2f %15s\n", r.name.c_str(),
+                link.c_str(), r.ranks, r.stepMs, serial / r.stepMs, r.computeMs, r.commMs, r.idleMs,
+                r.sentMb, bubble);
   }
   return 0;
 }

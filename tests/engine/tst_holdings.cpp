@@ -4,10 +4,9 @@
 // holds its units; ZeRO chunks cover each unit once; batch slices cover the batch; the last
 // step's traffic is the communicator's. Run: ctest -R tst_holdings
 #include <QtTest>
-
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "parallel/process_grid.h"
 #include "train/trainer.h"
@@ -98,9 +97,10 @@ class TstHoldings : public QObject {
         QCOMPARE(s.cols, int64_t(2));  // Adam: m and v
         const GridCoords o = h.coords;
         const RankHoldings& partner = held[size_t(ProcessGrid::rankOf(grid, 1 - o.dp, o.tp, o.pp))];
-        const auto it = std::find_if(partner.items.begin(), partner.items.end(), [&](const HeldSlice& x) {
-          return x.kind == HoldingKind::Optimizer && x.tensor == s.tensor;
-        });
+        const auto it =
+            std::find_if(partner.items.begin(), partner.items.end(), [&](const HeldSlice& x) {
+              return x.kind == HoldingKind::Optimizer && x.tensor == s.tensor;
+            });
         QVERIFY(it != partner.items.end());
         QVERIFY(tiles({{s.begin, s.end}, {it->begin, it->end}}, s.total));
       }
@@ -123,14 +123,16 @@ class TstHoldings : public QObject {
       QVERIFY(groups.count("tp") && groups.count("pp") && groups.count("dp"));
       const nlohmann::json j = toJson(h);
       QCOMPARE(j["rank"].get<int>(), h.rank);
-      QVERIFY(j["items"].size() == h.items.size() && j.contains("sent_by_op") && j.contains("sent_to"));
+      QVERIFY(j["items"].size() == h.items.size() && j.contains("sent_by_op") &&
+              j.contains("sent_to"));
     }
     // The batch: inputs on stage 0, dp slices tile it; SP: each tp rank keeps half the rows of
     // each micro-batch's residual stream, the two halves tile the replica's slice.
     std::vector<std::pair<int64_t, int64_t>> inputs;
     for (const RankHoldings& h : held)
       for (const HeldSlice& s : h.items) {
-        if (s.kind == HoldingKind::Batch && s.tensor.find("inputs") != std::string::npos && h.coords.tp == 0)
+        if (s.kind == HoldingKind::Batch && s.tensor.find("inputs") != std::string::npos &&
+            h.coords.tp == 0)
           inputs.push_back({s.begin, s.end});
       }
     QVERIFY(tiles(inputs, c.batch));
@@ -139,7 +141,8 @@ class TstHoldings : public QObject {
       for (const RankHoldings& h : held)
         if (h.coords.dp == d && h.coords.pp == 0)
           for (const HeldSlice& s : h.items)
-            if (s.kind == HoldingKind::Activations) rows.push_back({s.begin - d * 24, s.end - d * 24});
+            if (s.kind == HoldingKind::Activations)
+              rows.push_back({s.begin - d * 24, s.end - d * 24});
       QVERIFY(tiles(rows, 24));
     }
   }
@@ -166,15 +169,18 @@ class TstHoldings : public QObject {
     for (const RankHoldings& h : held) {
       for (const HeldSlice& s : h.items) {
         if (s.kind == HoldingKind::Batch) batch.push_back({s.begin, s.end});
-        if (s.kind == HoldingKind::Optimizer && zero > 0) owned[s.tensor].push_back({s.begin, s.end});
+        if (s.kind == HoldingKind::Optimizer && zero > 0)
+          owned[s.tensor].push_back({s.begin, s.end});
         if (s.kind == HoldingKind::Params && h.rank == 0) paramFloats += s.rows * s.cols;
         if (s.kind == HoldingKind::Params && zero < 3) QCOMPARE(s.dim, -1);
       }
     }
     QVERIFY(tiles(batch, c.batch));
     const int64_t P = t.parameterCount();
-    if (zero < 3) QCOMPARE(paramFloats, P);
-    else QVERIFY(paramFloats < P);
+    if (zero < 3)
+      QCOMPARE(paramFloats, P);
+    else
+      QVERIFY(paramFloats < P);
     for (const auto& [unit, chunks] : owned) {
       int64_t total = 0;
       for (const RankHoldings& h : held)

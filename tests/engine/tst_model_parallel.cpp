@@ -6,7 +6,6 @@
 // run from their own CTest (tst_model_parallel_mpi, PARALAB_MP_MPI=1). Run: ctest -R model_parallel
 #include <QProcess>
 #include <QtTest>
-
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -35,19 +34,32 @@ RunConfig baseConfig() {
 RunConfig parse(const QString& spec) {
   RunConfig c = baseConfig();
   for (const QString& w : spec.split(' ', Qt::SkipEmptyParts)) {
-    if (w.startsWith("dp")) c.dp = w.mid(2).toInt();
-    else if (w.startsWith("tp")) c.tp = w.mid(2).toInt();
-    else if (w.startsWith("pp")) c.pp = w.mid(2).toInt();
-    else if (w.startsWith("M")) c.microbatches = w.mid(1).toInt();
-    else if (w.startsWith("B")) c.batch = w.mid(1).toInt();
-    else if (w.startsWith("L")) c.layers = w.mid(1).toInt();
-    else if (w.startsWith("H")) c.hidden = w.mid(1).toInt();
-    else if (w == "sp") c.sp = true;
-    else if (w == "gpipe" || w == "1f1b") c.schedule = w.toStdString();
-    else if (w == "zero1") c.zero = 1;
-    else if (w == "ring") c.allreduce = "ring";
-    else if (w == "adam") c.optimizer = "adam", c.lr = 0.002;
-    else qFatal("bad spec word %s", qPrintable(w));
+    if (w.startsWith("dp"))
+      c.dp = w.mid(2).toInt();
+    else if (w.startsWith("tp"))
+      c.tp = w.mid(2).toInt();
+    else if (w.startsWith("pp"))
+      c.pp = w.mid(2).toInt();
+    else if (w.startsWith("M"))
+      c.microbatches = w.mid(1).toInt();
+    else if (w.startsWith("B"))
+      c.batch = w.mid(1).toInt();
+    else if (w.startsWith("L"))
+      c.layers = w.mid(1).toInt();
+    else if (w.startsWith("H"))
+      c.hidden = w.mid(1).toInt();
+    else if (w == "sp")
+      c.sp = true;
+    else if (w == "gpipe" || w == "1f1b")
+      c.schedule = w.toStdString();
+    else if (w == "zero1")
+      c.zero = 1;
+    else if (w == "ring")
+      c.allreduce = "ring";
+    else if (w == "adam")
+      c.optimizer = "adam", c.lr = 0.002;
+    else
+      qFatal("bad spec word %s", qPrintable(w));
   }
   c.ranks = std::max(c.dp, 1) * c.tp * c.pp;
   return c;
@@ -82,7 +94,8 @@ MicroSpans microSpans(const std::vector<Span>& spans) {
   for (const Span& s : spans) {
     int m = -1;
     const bool fwd = s.kind == SpanKind::Forward;
-    if ((fwd || s.kind == SpanKind::Backward) && std::sscanf(s.op, fwd ? "forward mb %d" : "backward mb %d", &m) == 1) {
+    if ((fwd || s.kind == SpanKind::Backward) &&
+        std::sscanf(s.op, fwd ? "forward mb %d" : "backward mb %d", &m) == 1) {
       MicroSpan& x = out[{fwd, m}];
       x.start = std::min(x.start, s.startNs);
       x.end = std::max(x.end, s.endNs);
@@ -107,11 +120,28 @@ class TstModelParallel : public QObject {
   // same products in another order: fc2's partial sums, micro-batch accumulation).
   void modelParallelMatchesSerial_data() {
     QTest::addColumn<QString>("spec");
-    for (const char* s : {"tp2", "tp4", "tp2 sp", "tp4 sp", "tp4 sp M5", "tp2 M3",
-                          "pp2 gpipe M1", "pp2 gpipe M2", "pp2 gpipe M5", "pp2 1f1b M1", "pp2 1f1b M4",
-                          "pp2 1f1b M5", "pp3 1f1b M4", "pp4 gpipe M8", "pp4 1f1b M3", "pp4 1f1b M8",
-                          "dp2 tp2 pp2 1f1b M2", "dp2 tp2 pp2 sp gpipe M3", "dp2 tp2 pp2 zero1 adam M2",
-                          "dp2 pp2 zero1 M3", "dp2 tp2 sp zero1", "dp2 tp2 pp2 sp 1f1b M3 adam"})
+    for (const char* s : {"tp2",
+                          "tp4",
+                          "tp2 sp",
+                          "tp4 sp",
+                          "tp4 sp M5",
+                          "tp2 M3",
+                          "pp2 gpipe M1",
+                          "pp2 gpipe M2",
+                          "pp2 gpipe M5",
+                          "pp2 1f1b M1",
+                          "pp2 1f1b M4",
+                          "pp2 1f1b M5",
+                          "pp3 1f1b M4",
+                          "pp4 gpipe M8",
+                          "pp4 1f1b M3",
+                          "pp4 1f1b M8",
+                          "dp2 tp2 pp2 1f1b M2",
+                          "dp2 tp2 pp2 sp gpipe M3",
+                          "dp2 tp2 pp2 zero1 adam M2",
+                          "dp2 pp2 zero1 M3",
+                          "dp2 tp2 sp zero1",
+                          "dp2 tp2 pp2 sp 1f1b M3 adam"})
       QTest::newRow(s) << QString(s);
   }
   void modelParallelMatchesSerial() {
@@ -128,7 +158,10 @@ class TstModelParallel : public QObject {
       const double rel = std::abs(a[s] - b[s]) / std::abs(a[s]);
       worst = std::max(worst, rel);
       QVERIFY2(rel <= 1e-5, qPrintable(QString("step %1: serial %2, parallel %3 (rel %4)")
-                                          .arg(s + 1).arg(a[s], 0, 'g', 10).arg(b[s], 0, 'g', 10).arg(rel)));
+                                           .arg(s + 1)
+                                           .arg(a[s], 0, 'g', 10)
+                                           .arg(b[s], 0, 'g', 10)
+                                           .arg(rel)));
     }
     QVERIFY2(a.back() < 0.9 * a.front(), "the run should learn");
     qInfo("%s: worst relative difference over %d steps: %.2e", qPrintable(spec), steps, worst);
@@ -140,7 +173,8 @@ class TstModelParallel : public QObject {
     QTest::addColumn<QStringList>("layouts");
     QTest::newRow("adam: serial -> dp2 tp2 pp2 zero1 -> tp2 sp -> serial")
         << QStringList{"dp2 tp2 pp2 zero1 M2 adam", "tp2 sp adam", "adam"};
-    QTest::newRow("momentum: serial -> pp4 gpipe -> dp2 pp2 1f1b") << QStringList{"pp4 gpipe M3", "dp2 pp2 M2"};
+    QTest::newRow("momentum: serial -> pp4 gpipe -> dp2 pp2 1f1b")
+        << QStringList{"pp4 gpipe M3", "dp2 pp2 M2"};
   }
   void reconfigureContinuesTheTrajectory() {
     QFETCH(QStringList, layouts);
@@ -158,7 +192,10 @@ class TstModelParallel : public QObject {
     }
     for (size_t i = 0; i < ref.size(); ++i)
       QVERIFY2(std::abs(got[i] - ref[i]) <= 1e-5 * ref[i],
-               qPrintable(QString("step %1: %2 vs uninterrupted %3").arg(i + 1).arg(got[i], 0, 'g', 10).arg(ref[i], 0, 'g', 10)));
+               qPrintable(QString("step %1: %2 vs uninterrupted %3")
+                              .arg(i + 1)
+                              .arg(got[i], 0, 'g', 10)
+                              .arg(ref[i], 0, 'g', 10)));
   }
 
   // [SECTION] Tensor parallelism: exactly the all-reduces Megatron's pairing implies, 2 per
@@ -179,7 +216,8 @@ class TstModelParallel : public QObject {
     t.step();
     t.step();
     const int64_t L = c.layers, M = c.microbatches, T = c.tp, H = c.hidden, B = c.globalBatch();
-    const int64_t rowBytes = B * H * 4;  // all micro-batches' rows x H, fp32 (B divisible by T here)
+    const int64_t rowBytes =
+        B * H * 4;  // all micro-batches' rows x H, fp32 (B divisible by T here)
     for (int r = 0; r < t.localRankCount(); ++r) {
       const CommTraffic& tr = t.lastTraffic(r);
       int64_t arCalls = 0, rsCalls = 0, agCalls = 0, arSent = 0, rsSent = 0, agSent = 0;
@@ -215,7 +253,8 @@ class TstModelParallel : public QObject {
   // (SP: b/T x H from each tp rank to its partner).
   void pipelineTraffic_data() {
     QTest::addColumn<QString>("spec");
-    for (const char* s : {"pp2 M4", "pp4 M2 gpipe", "tp2 pp2 M4 sp", "tp2 pp2 M3"}) QTest::newRow(s) << QString(s);
+    for (const char* s : {"pp2 M4", "pp4 M2 gpipe", "tp2 pp2 M4 sp", "tp2 pp2 M3"})
+      QTest::newRow(s) << QString(s);
   }
   void pipelineTraffic() {
     QFETCH(QString, spec);
@@ -258,7 +297,8 @@ class TstModelParallel : public QObject {
   // come in the schedule's order, and each waits for what it needs from its neighbour.
   void pipelineFollowsSchedule_data() {
     QTest::addColumn<QString>("spec");
-    for (const char* s : {"pp2 gpipe M4", "pp2 1f1b M4", "pp4 gpipe M6", "pp4 1f1b M6", "tp2 pp2 sp 1f1b M3"})
+    for (const char* s :
+         {"pp2 gpipe M4", "pp2 1f1b M4", "pp4 gpipe M6", "pp4 1f1b M6", "tp2 pp2 sp 1f1b M3"})
       QTest::newRow(s) << QString(s);
   }
   void pipelineFollowsSchedule() {
@@ -276,16 +316,21 @@ class TstModelParallel : public QObject {
       // Order: F/B by start time equals the schedule's F/B order.
       std::vector<std::pair<int64_t, PipeStep>> seen;
       for (const auto& [key, span] : stage[size_t(s)])
-        seen.push_back({span.start, {key.first ? PipeAction::Forward : PipeAction::Backward, key.second}});
-      std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        seen.push_back(
+            {span.start, {key.first ? PipeAction::Forward : PipeAction::Backward, key.second}});
+      std::sort(seen.begin(), seen.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
       std::vector<PipeStep> expected;
       for (const PipeStep& p : pipelineSchedule(c.schedule, s, P, M))
-        if (p.action == PipeAction::Forward || p.action == PipeAction::Backward) expected.push_back(p);
+        if (p.action == PipeAction::Forward || p.action == PipeAction::Backward)
+          expected.push_back(p);
       QCOMPARE(int(seen.size()), int(expected.size()));
       for (size_t i = 0; i < expected.size(); ++i) QVERIFY(seen[i].second == expected[i]);
       // Dependencies: forward m after the previous stage's forward m, backward m after the
       // next stage's backward m (the message in between).
-      auto at = [&](int st, bool fwd, int mb) { return stage[size_t(st)][std::make_pair(fwd, mb)]; };
+      auto at = [&](int st, bool fwd, int mb) {
+        return stage[size_t(st)][std::make_pair(fwd, mb)];
+      };
       for (int mb = 0; mb < M; ++mb) {
         if (s > 0) QVERIFY(at(s, true, mb).start >= at(s - 1, true, mb).end);
         if (s < P - 1) QVERIFY(at(s, false, mb).start >= at(s + 1, false, mb).end);
@@ -309,7 +354,9 @@ class TstModelParallel : public QObject {
     const double load = loadAverage();
     const unsigned cores = std::thread::hardware_concurrency();
     if (load > cores - 1.0 && qEnvironmentVariableIsEmpty("PARALAB_STRICT_TIMING"))
-      QSKIP(qPrintable(QString("load average %1 on %2 cores: other work would be timed too").arg(load).arg(cores)));
+      QSKIP(qPrintable(QString("load average %1 on %2 cores: other work would be timed too")
+                           .arg(load)
+                           .arg(cores)));
     const RunConfig c = parse("pp2 M4 H1024 L4 B128 " + schedule);
     Trainer t(c);
     t.step();
@@ -318,8 +365,10 @@ class TstModelParallel : public QObject {
     for (int i = 0; i < 6; ++i) bubble.push_back(*t.step().bubble);
     std::sort(bubble.begin(), bubble.end());
     const double median = (bubble[2] + bubble[3]) / 2, ref = bubbleReference(2, 4);
-    qInfo("%s: measured bubble %.3f (median of 6 steps), reference %.3f", qPrintable(schedule), median, ref);
-    QVERIFY2(std::abs(median - ref) <= 0.1 * ref, qPrintable(QString("measured %1, reference %2").arg(median).arg(ref)));
+    qInfo("%s: measured bubble %.3f (median of 6 steps), reference %.3f", qPrintable(schedule),
+          median, ref);
+    QVERIFY2(std::abs(median - ref) <= 0.1 * ref,
+             qPrintable(QString("measured %1, reference %2").arg(median).arg(ref)));
   }
 
   // [SECTION] Activation memory, measured by the tracking allocator.
@@ -365,13 +414,14 @@ class TstModelParallel : public QObject {
     // (TP: b; SP: b/T), fc1 and GELU outputs (b x 4H/T each); the stage's output a; the
     // classifier's logits and their gradient (b x C each), and SP's gathered residual (b x H).
     const int64_t b = 64, H = 64, L = 4, T = 4, D = 784, C = 10, F = 4 * H / T, local = b / T;
-    const int64_t tpExpected = 4 * (b * D + L * (b * H + b * H + 2 * b + 2 * b * F) + b * H + 2 * b * C);
-    const int64_t spExpected =
-        4 * (b * D + L * (local * H + b * H + 2 * local + 2 * b * F) + local * H + b * H + 2 * b * C);
+    const int64_t tpExpected =
+        4 * (b * D + L * (b * H + b * H + 2 * b + 2 * b * F) + b * H + 2 * b * C);
+    const int64_t spExpected = 4 * (b * D + L * (local * H + b * H + 2 * local + 2 * b * F) +
+                                    local * H + b * H + 2 * b * C);
     QCOMPARE(tp, tpExpected);
     QCOMPARE(sp, spExpected);
-    qInfo("activation peak, tp 4: TP %lld bytes, TP+SP %lld bytes (%.0f%%)", (long long)tp, (long long)sp,
-          100.0 * double(sp) / double(tp));
+    qInfo("activation peak, tp 4: TP %lld bytes, TP+SP %lld bytes (%.0f%%)", (long long)tp,
+          (long long)sp, 100.0 * double(sp) / double(tp));
   }
 
   // [SECTION] Bad layouts: one line naming the constraint, exit code 2.
@@ -383,10 +433,13 @@ class TstModelParallel : public QObject {
     QTest::newRow("tp out of range") << QStringList{"--tp", "0"} << "tp:";
     QTest::newRow("sp without tp") << QStringList{"--ranks", "2", "--sp"} << "sp:";
     QTest::newRow("more stages than blocks") << QStringList{"--pp", "4", "--layers", "2"} << "pp:";
-    QTest::newRow("too many micro-batches") << QStringList{"--pp", "2", "--batch", "8", "--microbatches", "9"} << "microbatches:";
-    QTest::newRow("microbatches 0") << QStringList{"--pp", "2", "--microbatches", "0"} << "microbatches:";
+    QTest::newRow("too many micro-batches")
+        << QStringList{"--pp", "2", "--batch", "8", "--microbatches", "9"} << "microbatches:";
+    QTest::newRow("microbatches 0")
+        << QStringList{"--pp", "2", "--microbatches", "0"} << "microbatches:";
     QTest::newRow("schedule") << QStringList{"--pp", "2", "--schedule", "zigzag"} << "schedule:";
-    QTest::newRow("dp x tp x pp vs ranks") << QStringList{"--ranks", "8", "--dp", "3", "--tp", "2"} << "ranks:";
+    QTest::newRow("dp x tp x pp vs ranks")
+        << QStringList{"--ranks", "8", "--dp", "3", "--tp", "2"} << "ranks:";
     QTest::newRow("zero 2 with tp") << QStringList{"--tp", "2", "--zero", "2"} << "zero:";
   }
   void badLayoutsExit2() {
@@ -406,19 +459,24 @@ class TstModelParallel : public QObject {
   // flight), and the bubble reaches rank 0's JSON.
   void mpiRunMatchesThreads_data() {
     QTest::addColumn<QStringList>("args");
-    QTest::newRow("tp2 pp2 1f1b M4") << QStringList{"--tp", "2", "--pp", "2", "--microbatches", "4"};
-    QTest::newRow("tp2 pp2 sp gpipe M3") << QStringList{"--tp", "2", "--pp", "2", "--sp", "--microbatches", "3", "--schedule", "gpipe"};
+    QTest::newRow("tp2 pp2 1f1b M4")
+        << QStringList{"--tp", "2", "--pp", "2", "--microbatches", "4"};
+    QTest::newRow("tp2 pp2 sp gpipe M3") << QStringList{
+        "--tp", "2", "--pp", "2", "--sp", "--microbatches", "3", "--schedule", "gpipe"};
     QTest::newRow("dp2 tp2 sp") << QStringList{"--dp", "2", "--tp", "2", "--sp"};
     QTest::newRow("tp4") << QStringList{"--tp", "4"};
-    QTest::newRow("dp2 pp2 zero1 M2") << QStringList{"--dp", "2", "--pp", "2", "--zero", "1", "--microbatches", "2"};
+    QTest::newRow("dp2 pp2 zero1 M2")
+        << QStringList{"--dp", "2", "--pp", "2", "--zero", "1", "--microbatches", "2"};
   }
   void mpiRunMatchesThreads() {
 #if defined(PARALAB_MPIEXEC)
-    if (qEnvironmentVariableIsEmpty("PARALAB_MP_MPI")) QSKIP("runs as the CTest tst_model_parallel_mpi");
+    if (qEnvironmentVariableIsEmpty("PARALAB_MP_MPI"))
+      QSKIP("runs as the CTest tst_model_parallel_mpi");
     QFETCH(QStringList, args);
-    const QStringList common = {"--dataset", "synthetic", "--hidden", "32", "--layers", "4",
-                                "--batch", "48", "--steps", "4", "--allreduce", "ring",
-                                "--eval-every", "4", "--eval-samples", "500", "--json"};
+    const QStringList common = {
+        "--dataset",    "synthetic", "--hidden",       "32",  "--layers",    "4",
+        "--batch",      "48",        "--steps",        "4",   "--allreduce", "ring",
+        "--eval-every", "4",         "--eval-samples", "500", "--json"};
     auto lines = [](const QString& program, const QStringList& a) {
       QProcess p;
       p.start(program, a);
@@ -426,18 +484,21 @@ class TstModelParallel : public QObject {
       std::vector<nlohmann::json> out;
       for (const QByteArray& l : p.readAllStandardOutput().split('\n'))
         if (!l.trimmed().isEmpty()) out.push_back(nlohmann::json::parse(l.toStdString()));
-      if (p.exitCode() != 0 || out.size() != 5) qWarning("%s", p.readAllStandardError().constData());
+      if (p.exitCode() != 0 || out.size() != 5)
+        qWarning("%s", p.readAllStandardError().constData());
       return out;
     };
     const auto mpi = lines(PARALAB_MPIEXEC, QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN,
-                                                        "--backend", "mpi"} + common + args);
+                                                        "--backend", "mpi"} +
+                                                common + args);
     const auto thr = lines(PARALAB_RUN, common + args);
     QCOMPARE(int(mpi.size()), 5);
     QCOMPARE(int(thr.size()), 5);
     for (int s = 0; s < 4; ++s) {
       const auto &a = mpi[size_t(s)], &b = thr[size_t(s)];
       const double la = a["loss"], lb = b["loss"];
-      QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(lb), qPrintable(QString("%1 vs %2").arg(la).arg(lb)));
+      QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(lb),
+               qPrintable(QString("%1 vs %2").arg(la).arg(lb)));
       QCOMPARE(int(a["ranks"].size()), 4);
       for (int r = 0; r < 4; ++r) {
         const auto &x = a["ranks"][size_t(r)], &y = b["ranks"][size_t(r)];
@@ -446,9 +507,11 @@ class TstModelParallel : public QObject {
           QCOMPARE(x["mem"][k].get<int64_t>(), y["mem"][k].get<int64_t>());
       }
       QCOMPARE(a.contains("bubble"), args.contains("--pp"));
-      if (a.contains("bubble")) QCOMPARE(a["bubble_reference"].get<double>(), b["bubble_reference"].get<double>());
+      if (a.contains("bubble"))
+        QCOMPARE(a["bubble_reference"].get<double>(), b["bubble_reference"].get<double>());
     }
-    QVERIFY(std::abs(mpi[3]["test_accuracy"].get<double>() - thr[3]["test_accuracy"].get<double>()) <= 0.004);
+    QVERIFY(std::abs(mpi[3]["test_accuracy"].get<double>() -
+                     thr[3]["test_accuracy"].get<double>()) <= 0.004);
 #else
     QSKIP("built without MPI");
 #endif
