@@ -1,4 +1,5 @@
-// The residual MLP's forward and backward, and its shards (see mlp.h). See tests/engine/tst_model.cpp.
+// The residual MLP's forward and backward, and its shards (see mlp.h).
+// See tests/engine/tst_model.cpp and tst_model_parallel.cpp.
 #include "model/mlp.h"
 
 #include <algorithm>
@@ -22,10 +23,11 @@ static MlpShard resolved(const MlpShape& s, MlpShard sh) {
   if (sh.lastUnit < 0) sh.lastUnit = s.layers + 1;
   if (sh.firstUnit < 0 || sh.firstUnit > sh.lastUnit || sh.lastUnit > s.layers + 1)
     throw std::invalid_argument("MlpShard: units " + std::to_string(sh.firstUnit) + ".." +
-                                std::to_string(sh.lastUnit) + " outside 0.." + std::to_string(s.layers + 1));
+                                std::to_string(sh.lastUnit) + " outside 0.." +
+                                std::to_string(s.layers + 1));
   if (sh.tpSize < 1 || sh.tpRank < 0 || sh.tpRank >= sh.tpSize || (4 * s.hidden) % sh.tpSize != 0)
-    throw std::invalid_argument("MlpShard: tensor-parallel slice " + std::to_string(sh.tpRank) + " of " +
-                                std::to_string(sh.tpSize) + " does not divide 4H = " +
+    throw std::invalid_argument("MlpShard: tensor-parallel slice " + std::to_string(sh.tpRank) +
+                                " of " + std::to_string(sh.tpSize) + " does not divide 4H = " +
                                 std::to_string(4 * s.hidden));
   return sh;
 }
@@ -54,7 +56,8 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const Mlp
   }
   m_ps.allocate(tracker);
   if (whole()) {
-    for (const ParamRef& r : m_ps.refs()) m_slices.push_back({r.shape, r.offset, -1, 0, r.shape.at(0)});
+    for (const ParamRef& r : m_ps.refs())
+      m_slices.push_back({r.shape, r.offset, -1, 0, r.shape.at(0)});
     if (!initialise) return;
     Rng rng(seed);
     m_in[0].init(rng);
@@ -142,7 +145,8 @@ void Mlp::ensureCapacity(int batch) {
 }
 
 void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
-  if (!whole()) throw std::logic_error("Mlp: a shard runs its parts one by one (tensor_parallel.cpp)");
+  if (!whole())
+    throw std::logic_error("Mlp: a shard runs its parts one by one (tensor_parallel.cpp)");
   ensureCapacity(batch);
   Acts& A = m_acts;
   const int H = m_shape.hidden;

@@ -60,8 +60,8 @@ class Mlp {
   Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard = {},
       bool initialise = true);
 
-  // Forward over a batch (whole model only); keeps the activations for backward. Returns the SUM of the
-  // per-sample losses; gradients are scaled by 1 / `normalizer` (the global batch).
+  // Forward over a batch (whole model only); keeps the activations for backward. Returns the
+  // SUM of the per-sample losses; gradients are scaled by 1 / `normalizer` (the global batch).
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                      UnitHooks* hooks = nullptr);
   // Accumulates (+=) parameter gradients of the last forwardLoss.
@@ -94,7 +94,8 @@ class Mlp {
   // whole model's flat parameters: toWhole writes this shard's values into it (weights held
   // whole only when `replicatedToo`), else reads them from it. `shardFlat`: a buffer laid out
   // like this shard's flat parameters (optimizer moments) instead of the parameters.
-  void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true, float* shardFlat = nullptr);
+  void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true,
+                  float* shardFlat = nullptr);
 
  private:
   // Activations of one batch, [batch, width] each, sized for the largest batch seen.
