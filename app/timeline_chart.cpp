@@ -13,54 +13,9 @@
 #include "chart_colors.h"
 #include "chrome_trace.h"
 #include "metric_history.h"
+#include "rect_layer.h"
 
 namespace paralab {
-
-// [SECTION] One colour's bars: rectangles in (time, row) coordinates, drawn in one pass.
-
-class GanttLayer : public QCPAbstractPlottable {
- public:
-  struct Rect {
-    double t0, t1, y0, y1;
-  };
-  GanttLayer(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCPAbstractPlottable(keyAxis, valueAxis) {}
-  QVector<Rect> rects;
-
-  double selectTest(const QPointF&, bool, QVariant*) const override { return -1; }
-  QCPRange getKeyRange(bool& found, QCP::SignDomain) const override {
-    return range(found, [](const Rect& r) { return QCPRange(r.t0, r.t1); });
-  }
-  QCPRange getValueRange(bool& found, QCP::SignDomain, const QCPRange&) const override {
-    return range(found, [](const Rect& r) { return QCPRange(r.y0, r.y1); });
-  }
-
- protected:
-  void draw(QCPPainter* painter) override {
-    painter->setPen(mPen);
-    painter->setBrush(mBrush);
-    const QRectF clip = clipRect();
-    for (const Rect& r : rects) {
-      QRectF px(coordsToPixels(r.t0, r.y0), coordsToPixels(r.t1, r.y1));
-      px = px.normalized();
-      if (px.width() < 1) px.setWidth(1);  // a span too short to see still shows as a line
-      if (px.intersects(clip)) painter->drawRect(px);
-    }
-  }
-  void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override {
-    painter->setPen(mPen);
-    painter->setBrush(mBrush);
-    painter->drawRect(rect.adjusted(1, 3, -1, -3));
-  }
-
- private:
-  template <typename F>
-  QCPRange range(bool& found, F of) const {
-    found = !rects.isEmpty();
-    QCPRange out;
-    for (int i = 0; i < rects.size(); ++i) out = i == 0 ? of(rects[i]) : (out.expand(of(rects[i])), out);
-    return out;
-  }
-};
 
 // [SECTION] The chart
 
@@ -90,7 +45,7 @@ TimelineChart::TimelineChart(QWidget* parent)
   // Axis-aligned bars: crisp edges, and a 1 px span keeps its full colour.
   setNotAntialiasedElements(QCP::aePlottables);
   for (SpanKind k : kKinds) {
-    auto* layer = new GanttLayer(xAxis, yAxis);
+    auto* layer = new RectLayer(xAxis, yAxis);
     const QColor color = chartcolors::spanColor(k);
     layer->setName(legendName(k));
     if (k == SpanKind::Idle) {
@@ -116,7 +71,7 @@ TimelineChart::TimelineChart(QWidget* parent)
 }
 
 void TimelineChart::clear() {
-  for (GanttLayer* l : m_layers) l->rects.clear();
+  for (RectLayer* l : m_layers) l->rects.clear();
   for (QCPAbstractItem* item : m_marks) removeItem(item);
   m_marks.clear();
   m_bars.clear();

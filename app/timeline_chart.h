@@ -12,7 +12,7 @@
 
 namespace paralab {
 
-class GanttLayer;
+class RectLayer;
 
 class TimelineChart : public Chart {
   Q_OBJECT
@@ -56,7 +56,7 @@ class TimelineChart : public Chart {
  private:
   void draw(std::vector<std::vector<Span>> spans);
 
-  std::array<GanttLayer*, 6> m_layers{};  // by SpanKind
+  std::array<RectLayer*, 6> m_layers{};  // by SpanKind
   std::vector<Bar> m_bars;
   std::vector<std::vector<Span>> m_spans;    // the spans drawn, per rank (for the trace)
   std::vector<std::vector<Span>> m_pending;  // newer spans held back while not following

@@ -21,6 +21,7 @@
 #include "byte_units.h"
 #include "chart_export.h"
 #include "chrome_trace.h"
+#include "holdings_map.h"
 #include "latency_chart.h"
 #include "link_heatmap.h"
 #include "loss_chart.h"
@@ -30,6 +31,7 @@
 #include "speedup_chart.h"
 #include "timeline_chart.h"
 #include "traffic_chart.h"
+#include "train/trainer.h"
 
 using namespace paralab;
 
@@ -174,6 +176,7 @@ class TestCharts : public QObject {
   void timelineDrawsEverySpan();
   void chromeTraceParses();
   void lossOverlays();
+  void holdingsMapDrawsTheSlices();
   void emptyHistoryClears();
   void exportsDecode();
   void realRuns();
@@ -486,6 +489,90 @@ void TestCharts::lossOverlays() {
   QCOMPARE(LossChart::runLabel(c), QString("serial · momentum lr 0.05"));
   c.ranks = 4, c.zero = 2;
   QVERIFY(LossChart::runLabel(c).startsWith("sync · 4 ranks · ZeRO-2"));
+}
+
+// Real sharding metadata from a Trainer (the session does not carry it yet).
+RunConfig holdingsRun(RunConfig c) {
+  c.dataset = "synthetic";
+  c.hidden = 32;
+  c.batch = 48;
+  c.evalEvery = 0;
+  c.optimizer = "adam";
+  return c;
+}
+
+std::vector<RankHoldings> holdingsOf(const RunConfig& c) {
+  Trainer t(holdingsRun(c));
+  t.step();
+  return t.holdings();
+}
+
+const HoldingsMap::Cell* findCell(const HoldingsMap& map, int rank, const QString& row, HoldingKind k) {
+  for (const auto& c : map.cells())
+    if (c.rank == rank && c.row == row && c.kind == k) return &c;
+  return nullptr;
+}
+
+void TestCharts::holdingsMapDrawsTheSlices() {
+  QCOMPARE(HoldingsMap::rowOf("block0.fc1.weight"), QString("block0"));
+  QCOMPARE(HoldingsMap::rowOf("block1 (flat)"), QString("block1"));
+  QCOMPARE(HoldingsMap::rowOf("block0.expert2.fc1.weight"), QString("block0.expert2"));
+
+  // ZeRO-3 over 4 ranks: rank r holds the r-th quarter of every layer's params, grads and
+  // optimizer state, and the r-th quarter of the batch.
+  RunConfig z;
+  z.ranks = 4, z.zero = 3, z.layers = 2;
+  HoldingsMap map;
+  map.showHoldings(holdingsOf(z));
+  QCOMPARE(map.rows().front(), QString("batch"));
+  QVERIFY(map.rows().contains("block1"));
+  QCOMPARE(map.rows().back(), QString("classifier"));
+  for (int r = 0; r < 4; ++r) {
+    for (HoldingKind k : {HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer}) {
+      const auto* c = findCell(map, r, "block0", k);
+      QVERIFY(c);
+      QCOMPARE(int(c->parts.size()), 1);
+      QVERIFY2(std::abs(c->parts[0].first - r / 4.0) < 1e-3 && std::abs(c->parts[0].second - (r + 1) / 4.0) < 1e-3,
+               qPrintable(QString("rank %1: %2..%3").arg(r).arg(c->parts[0].first).arg(c->parts[0].second)));
+    }
+    const auto* batch = findCell(map, r, "batch", HoldingKind::Batch);
+    QVERIFY(batch);
+    QCOMPARE(batch->parts[0].first, r / 4.0);
+  }
+  // Tensor and pipeline parallel 2 x 2: a stage holds only its layers, and the two tp ranks
+  // of a stage hold different parts of each block that together make the whole block.
+  RunConfig m;
+  m.ranks = 4, m.tp = 2, m.pp = 2, m.layers = 2, m.microbatches = 2;
+  map.showHoldings(holdingsOf(m));
+  QVERIFY(findCell(map, 0, "block0", HoldingKind::Params));
+  QVERIFY(!findCell(map, 0, "block1", HoldingKind::Params));
+  QVERIFY(findCell(map, 2, "block1", HoldingKind::Params));
+  double covered = 0;
+  for (int r : {0, 1})
+    for (const auto& [a, b] : findCell(map, r, "block0", HoldingKind::Params)->parts) covered += b - a;
+  QVERIFY2(covered > 1.0 && covered < 1.5, qPrintable(QString::number(covered)));  // layer norms on both
+  // Hover names the slices: fc1's columns of the tensor-parallel split.
+  QVERIFY(findCell(map, 1, "block0", HoldingKind::Params)->items.join('\n').contains("fc1.weight: cols 64–128 of 128"));
+  const QStringList csv = csvLines(map);
+  QCOMPARE(csv[0], QString("rank,row,tensor,kind,dim,begin,end,total,rows,cols,bytes"));
+  QVERIFY(csv.size() > 20);
+  map.showHistory(MetricHistory());
+  QCOMPARE(map.pointCount(), 0);
+
+  // For a look: ZeRO-3, tensor x pipeline, experts spread over ranks.
+  const std::pair<const char*, RunConfig> looks[] = {{"holdings-zero3", z}, {"holdings-tp-pp", m}};
+  for (const auto& [name, config] : looks) {
+    HoldingsMap shown;
+    shown.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(config))));
+    shown.showHoldings(holdingsOf(config));
+    saveScreenshot(shown, name);
+  }
+  RunConfig e;
+  e.model = "moe", e.ranks = 4, e.ep = 4, e.experts = 4, e.layers = 2;
+  HoldingsMap experts;
+  experts.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(e))));
+  experts.showHoldings(holdingsOf(e));
+  saveScreenshot(experts, "holdings-moe-ep");
 }
 
 void TestCharts::emptyHistoryClears() {
