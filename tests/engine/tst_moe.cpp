@@ -390,6 +390,36 @@ class TstMoe : public QObject {
     QVERIFY(!d.contains("expert_tokens") && !d["ranks"][0].contains("tokens"));
   }
 
+  // Model states per rank: the dense weights whole, E/ep experts per block (momentum: 12 bytes
+  // per parameter held, params + grads + optimizer).
+  void modelStatesMatchFormula_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("ep");
+    QTest::newRow("serial") << 1 << 1;
+    QTest::newRow("ep=2 dp=2") << 2 << 2;
+    QTest::newRow("ep=4 dp=4") << 4 << 4;
+    QTest::newRow("ep=2 dp=4") << 4 << 2;
+  }
+  void modelStatesMatchFormula() {
+    QFETCH(int, ranks);
+    QFETCH(int, ep);
+    const RunConfig c = moeConfig(ranks, ep, 2);
+    Trainer t(c);
+    const StepMetrics m = t.step();
+    MoeShape s;
+    s.hidden = c.hidden, s.layers = c.layers, s.experts = c.experts;
+    const int64_t expert = s.expertParameterCount();
+    const int64_t dense = s.parameterCount() - int64_t(c.layers) * c.experts * expert;
+    const int64_t held = dense + int64_t(c.layers) * (c.experts / ep) * expert;
+    for (const RankMetrics& r : m.ranks) {
+      QCOMPARE(r.mem[MemCategory::Params], 4 * held);
+      QCOMPARE(r.mem[MemCategory::Grads], 4 * held);
+      QCOMPARE(r.mem[MemCategory::Optimizer], 4 * held);
+    }
+    qInfo("%d ranks, ep %d: %lld parameters per rank (dense %lld + %d x %d experts x %lld)", ranks,
+          ep, (long long)held, (long long)dense, c.layers, c.experts / ep, (long long)expert);
+  }
+
   // The window's map: each rank of an EP group holds its E/ep experts, the group holds them all.
   void holdingsShowTheExpertShards() {
     RunConfig c = moeConfig(4, 2, 1);
