@@ -20,6 +20,7 @@ struct EpRow {
   std::string link;
   int ep = 1;
   double stepMs = 0, computeMs = 0, commMs = 0, idleMs = 0, mbSent = 0;
+  double a2aMs = 0, a2aMb = 0;  // the all-to-alls alone (dispatch and combine, both passes)
   int64_t dropped = 0;
 };
 
@@ -27,19 +28,25 @@ struct EpRow {
 EpRow measure(const RunConfig& c, int steps, int warmup) {
   Trainer t(c);
   for (int i = 0; i < warmup; ++i) t.step();
-  std::vector<double> step, compute, comm, idle, mb;
+  std::vector<double> step, compute, comm, idle, mb, a2a, a2aMb;
   EpRow row{c.link, c.ep};
   for (int i = 0; i < steps; ++i) {
     const StepMetrics m = t.step();
-    double cp = 0, cm = 0, id = 0, sent = 0;
-    for (const RankMetrics& r : m.ranks) cp += r.computeMs, cm += r.commMs, id += r.idleMs, sent += double(r.bytesSent);
+    double cp = 0, cm = 0, id = 0, sent = 0, am = 0, ab = 0;
+    for (const RankMetrics& r : m.ranks) {
+      cp += r.computeMs, cm += r.commMs, id += r.idleMs, sent += double(r.bytesSent);
+      for (const OpTraffic& o : r.ops)
+        if (o.op == "alltoallv") am += o.ms, ab += double(o.bytesSent);
+    }
     const double n = double(m.ranks.size());
     step.push_back(m.stepMs);
     compute.push_back(cp / n), comm.push_back(cm / n), idle.push_back(id / n), mb.push_back(sent / n / 1e6);
+    a2a.push_back(am / n), a2aMb.push_back(ab / n / 1e6);
     row.dropped += m.droppedTokens.value_or(0);
   }
   row.stepMs = bench::median(step), row.computeMs = bench::median(compute);
   row.commMs = bench::median(comm), row.idleMs = bench::median(idle), row.mbSent = bench::median(mb);
+  row.a2aMs = bench::median(a2a), row.a2aMb = bench::median(a2aMb);
   row.dropped /= steps;
   return row;
 }
@@ -107,6 +114,7 @@ int benchEp(int argc, char** argv) {
       j["rows"].push_back({{"link", r.link}, {"emulated", true}, {"ep", r.ep}, {"step_ms", r.stepMs},
                            {"speedup", serial.stepMs / r.stepMs}, {"compute_ms", r.computeMs},
                            {"comm_ms", r.commMs}, {"idle_ms", r.idleMs}, {"mb_sent_per_rank", r.mbSent},
+                           {"alltoall_ms", r.a2aMs}, {"alltoall_mb_sent_per_rank", r.a2aMb},
                            {"dropped_per_step", r.dropped}});
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -114,15 +122,16 @@ int benchEp(int argc, char** argv) {
   std::printf("Expert parallelism, strong scaling: MoE H=%d L=%d, E=%d top-%d, capacity factor %.2f,\n"
               "aux loss %g, global batch %d, dp = ep, thread ranks, 1 BLAS thread each, %u cores.\n"
               "BLAS: %s. Median of %d steps after %d, median of %d alternating repeats;\n"
-              "per-rank times are the mean over ranks. "
-              "Links are emulated; 'dropped': token choices over capacity per step.\n\n",
+              "per-rank times and MB sent are the mean over ranks (comm includes a2a, the\n"
+              "all-to-alls). Links are emulated; 'dropped': token choices over capacity per step.\n\n",
               c.hidden, c.layers, c.experts, c.topk, c.capacityFactor, c.auxLoss, c.batch,
               std::thread::hardware_concurrency(), kernels::vendor_blas_name(), steps, warmup, repeats);
-  std::printf("%-22s %9s %8s %11s %9s %9s %13s %9s\n", "run", "step ms", "speedup", "compute ms",
-              "comm ms", "idle ms", "MB sent/rank", "dropped");
+  std::printf("%-22s %8s %8s %10s %8s %8s %8s %9s %8s %8s\n", "run", "step ms", "speedup",
+              "compute ms", "comm ms", "a2a ms", "idle ms", "MB/rank", "a2a MB", "dropped");
   auto line = [&](const std::string& name, const EpRow& r) {
-    std::printf("%-22s %9.2f %7.2fx %11.2f %9.2f %9.2f %13.2f %9lld\n", name.c_str(), r.stepMs,
-                serial.stepMs / r.stepMs, r.computeMs, r.commMs, r.idleMs, r.mbSent, (long long)r.dropped);
+    std::printf("%-22s %8.2f %7.2fx %10.2f %8.2f %8.2f %8.2f %9.2f %8.2f %8lld\n", name.c_str(),
+                r.stepMs, serial.stepMs / r.stepMs, r.computeMs, r.commMs, r.a2aMs, r.idleMs, r.mbSent,
+                r.a2aMb, (long long)r.dropped);
   };
   line("serial MoE (reference)", serial);
   for (const EpRow& r : rows) line("ep=" + std::to_string(r.ep) + " " + r.link + " (emul.)", r);
