@@ -9,7 +9,7 @@
 namespace paralab {
 
 struct ByteUnit {
-  double bytes = 1;     // bytes per unit: 1, 1024, 1024², 1024³
+  double bytes = 1;    // bytes per unit: 1, 1024, 1024², 1024³
   QString name = "B";  // "B", "KiB", "MiB", "GiB"
 };
 

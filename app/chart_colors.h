@@ -33,12 +33,18 @@ inline QColor faint(QColor c) {
 // What a rank spends its step on (span_recorder.h). Compute = data + forward + backward.
 inline QColor spanColor(SpanKind k) {
   switch (k) {
-    case SpanKind::Data: return kOlive;
-    case SpanKind::Forward: return kBlue;
-    case SpanKind::Backward: return kCyan;
-    case SpanKind::Optimizer: return kPurple;
-    case SpanKind::Comm: return kOrange;
-    case SpanKind::Idle: return kGrey;
+    case SpanKind::Data:
+      return kOlive;
+    case SpanKind::Forward:
+      return kBlue;
+    case SpanKind::Backward:
+      return kCyan;
+    case SpanKind::Optimizer:
+      return kPurple;
+    case SpanKind::Comm:
+      return kOrange;
+    case SpanKind::Idle:
+      return kGrey;
   }
   return kGrey;
 }
@@ -47,12 +53,18 @@ inline QColor spanColor(SpanKind k) {
 // optimizer's state as its step, communication buffers as communication.
 inline QColor memoryColor(MemCategory c) {
   switch (c) {
-    case MemCategory::Params: return kBlue;
-    case MemCategory::Grads: return kCyan;
-    case MemCategory::Optimizer: return kPurple;
-    case MemCategory::Activations: return kGreen;
-    case MemCategory::Comm: return kOrange;
-    case MemCategory::Workspace: return kBrown;
+    case MemCategory::Params:
+      return kBlue;
+    case MemCategory::Grads:
+      return kCyan;
+    case MemCategory::Optimizer:
+      return kPurple;
+    case MemCategory::Activations:
+      return kGreen;
+    case MemCategory::Comm:
+      return kOrange;
+    case MemCategory::Workspace:
+      return kBrown;
   }
   return kGrey;
 }

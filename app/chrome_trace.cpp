@@ -14,7 +14,10 @@ namespace paralab {
 namespace {
 
 QJsonObject metadata(const char* name, int pid, int tid, const QString& value) {
-  return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+  return {{"name", name},
+          {"ph", "M"},
+          {"pid", pid},
+          {"tid", tid},
           {"args", QJsonObject{{"name", value}}}};
 }
 
@@ -30,7 +33,9 @@ QByteArray chromeTraceJson(const std::vector<std::vector<Span>>& spans, const QS
     const int pid = int(r);
     // Names and order of the rows in the viewer: "rank 0", "rank 1", ... each with its two threads.
     events.append(metadata("process_name", pid, 0, QString("rank %1").arg(r)));
-    events.append(QJsonObject{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid},
+    events.append(QJsonObject{{"name", "process_sort_index"},
+                              {"ph", "M"},
+                              {"pid", pid},
                               {"args", QJsonObject{{"sort_index", pid}}}});
     events.append(metadata("thread_name", pid, 0, "compute"));
     events.append(metadata("thread_name", pid, 1, "communication"));

@@ -24,11 +24,16 @@ const QString kBatch = QObject::tr("batch"), kActivations = QObject::tr("activat
 
 QColor kindColor(HoldingKind k) {
   switch (k) {
-    case HoldingKind::Params: return chartcolors::memoryColor(MemCategory::Params);
-    case HoldingKind::Grads: return chartcolors::memoryColor(MemCategory::Grads);
-    case HoldingKind::Optimizer: return chartcolors::memoryColor(MemCategory::Optimizer);
-    case HoldingKind::Activations: return chartcolors::memoryColor(MemCategory::Activations);
-    case HoldingKind::Batch: return chartcolors::spanColor(SpanKind::Data);
+    case HoldingKind::Params:
+      return chartcolors::memoryColor(MemCategory::Params);
+    case HoldingKind::Grads:
+      return chartcolors::memoryColor(MemCategory::Grads);
+    case HoldingKind::Optimizer:
+      return chartcolors::memoryColor(MemCategory::Optimizer);
+    case HoldingKind::Activations:
+      return chartcolors::memoryColor(MemCategory::Activations);
+    case HoldingKind::Batch:
+      return chartcolors::spanColor(SpanKind::Data);
   }
   return chartcolors::kGrey;
 }
@@ -54,7 +59,8 @@ double rowOrder(const QString& row) {
   if (row == "classifier") return 1e9;
   static const QRegularExpression block("^block(\\d+)(?:\\.expert(\\d+))?$");
   if (const auto m = block.match(row); m.hasMatch())
-    return 1 + m.captured(1).toDouble() * 1000 + (m.captured(2).isEmpty() ? 0 : 1 + m.captured(2).toDouble());
+    return 1 + m.captured(1).toDouble() * 1000 +
+           (m.captured(2).isEmpty() ? 0 : 1 + m.captured(2).toDouble());
   return 2e9;
 }
 
@@ -62,8 +68,10 @@ Parts merged(Parts p) {
   std::sort(p.begin(), p.end());
   Parts out;
   for (const auto& [a, b] : p) {
-    if (!out.empty() && a <= out.back().second + 1e-12) out.back().second = std::max(out.back().second, b);
-    else out.push_back({a, b});
+    if (!out.empty() && a <= out.back().second + 1e-12)
+      out.back().second = std::max(out.back().second, b);
+    else
+      out.push_back({a, b});
   }
   return out;
 }
@@ -94,8 +102,11 @@ QString describe(const HeldSlice& s) {
   const QString what = s.dim < 0 ? QObject::tr("whole")
                                  : QObject::tr("%1 %2–%3 of %4")
                                        .arg(s.dim == 0 ? QObject::tr("rows") : QObject::tr("cols"))
-                                       .arg(s.begin).arg(s.end).arg(s.total);
-  return QString("%1: %2, %3").arg(QString::fromStdString(s.tensor), what, formatBytes(double(s.bytes)));
+                                       .arg(s.begin)
+                                       .arg(s.end)
+                                       .arg(s.total);
+  return QString("%1: %2, %3")
+      .arg(QString::fromStdString(s.tensor), what, formatBytes(double(s.bytes)));
 }
 
 }  // namespace
@@ -153,11 +164,9 @@ void HoldingsMap::showHistory(const MetricHistory& history) {
   if (history.isEmpty()) clear();
 }
 
-void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
-  clear();
-  if (holdings.empty()) return;
-  m_holdings = holdings;
+// [SECTION] Laying the slices out: each row's tensors end to end, each held slice a part.
 
+std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldings>& holdings) {
   // Each layer's tensors end to end, in the order the engine lists them (its flattening
   // order), at their whole size (from any rank's slice of them).
   std::map<QString, std::vector<std::pair<std::string, int64_t>>> layout;
@@ -165,7 +174,8 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     for (const HeldSlice& s : h.items)
       if ((s.kind == HoldingKind::Params || s.kind == HoldingKind::Grads) && !isFlat(s.tensor)) {
         auto& tensors = layout[rowOf(s.tensor)];
-        if (std::none_of(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == s.tensor; }))
+        if (std::none_of(tensors.begin(), tensors.end(),
+                         [&](const auto& t) { return t.first == s.tensor; }))
           tensors.push_back({s.tensor, wholeElements(s)});
       }
   auto offsetOf = [&](const QString& row, const std::string& tensor, int64_t* whole) {
@@ -202,7 +212,8 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
 
     for (const HeldSlice& s : h.items) {
       const bool data = s.kind == HoldingKind::Batch || s.kind == HoldingKind::Activations;
-      const QString row = data ? (s.kind == HoldingKind::Batch ? kBatch : kActivations) : rowOf(s.tensor);
+      const QString row =
+          data ? (s.kind == HoldingKind::Batch ? kBatch : kActivations) : rowOf(s.tensor);
       const auto [a, b] = fraction(s);
       auto cell = [&](const QString& r) -> Cell& {
         Cell& c = cells[{h.rank, r, int(s.kind)}];
@@ -225,8 +236,10 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
           const double lo = std::max(a * length, before), hi = std::min(b * length, before + n);
           if (hi > lo) {
             const double rt = double(rowTotal(r));
-            cell(r).parts.push_back({(part.first + lo - before) / rt, (part.first + hi - before) / rt});
-            cell(r).bytes += int64_t(double(s.bytes) * (hi - lo) / std::max(1e-12, (b - a) * length));
+            cell(r).parts.push_back(
+                {(part.first + lo - before) / rt, (part.first + hi - before) / rt});
+            cell(r).bytes +=
+                int64_t(double(s.bytes) * (hi - lo) / std::max(1e-12, (b - a) * length));
           }
           before += n;
         }
@@ -235,7 +248,8 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
         cell(row).bytes += s.bytes;
       } else if (isFlat(s.tensor)) {
         const Parts base = named.count(row) ? named[row] : Parts{{0.0, total}};
-        for (const auto& [lo, hi] : within(base, a, b)) cell(row).parts.push_back({lo / total, hi / total});
+        for (const auto& [lo, hi] : within(base, a, b))
+          cell(row).parts.push_back({lo / total, hi / total});
         cell(row).bytes += s.bytes;
       } else {
         int64_t whole = 0;
@@ -246,11 +260,23 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     }
   }
 
+  std::vector<Cell> out;
   for (auto& [key, c] : cells) {
     c.parts = merged(c.parts);
-    if (!m_rows.contains(c.row)) m_rows.push_back(c.row);
-    m_cells.push_back(c);
+    out.push_back(std::move(c));
   }
+  return out;
+}
+
+// [SECTION] Drawing
+
+void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
+  clear();
+  if (holdings.empty()) return;
+  m_holdings = holdings;
+  m_cells = cellsOf(holdings);
+  for (const Cell& c : m_cells)
+    if (!m_rows.contains(c.row)) m_rows.push_back(c.row);
   std::stable_sort(m_rows.begin(), m_rows.end(),
                    [](const QString& a, const QString& b) { return rowOrder(a) < rowOrder(b); });
 
@@ -269,8 +295,10 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
   for (const RankHoldings& h : holdings)
     for (int i = 0; i < m_rows.size(); ++i) {
       const bool layerRow = m_rows[i] != kBatch && m_rows[i] != kActivations;
-      for (HoldingKind k : layerRow ? std::vector{HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer}
-                                    : std::vector{m_rows[i] == kBatch ? HoldingKind::Batch : HoldingKind::Activations}) {
+      for (HoldingKind k :
+           layerRow
+               ? std::vector{HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer}
+               : std::vector{m_rows[i] == kBatch ? HoldingKind::Batch : HoldingKind::Activations}) {
         const QCPRange y = barRows(i, k, layerRow);
         m_outlines->rects.push_back({h.rank + 0.08, h.rank + 0.92, y.lower, y.upper});
       }
@@ -289,10 +317,12 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     QStringList to;
     for (size_t r = 0; r < h.lastStep.sentTo.size(); ++r)
       if (h.lastStep.sentTo[r] > 0) to << QString::number(r);
-    lines << (to.isEmpty() ? tr("sent nothing")
-                           : tr("%1 → %2").arg(formatBytes(double(h.lastStep.bytesSent)),
-                                                    to.size() + 1 == int(holdings.size()) && to.size() > 2
-                                                        ? tr("all") : to.join(',')));
+    lines << (to.isEmpty()
+                  ? tr("sent nothing")
+                  : tr("%1 → %2").arg(formatBytes(double(h.lastStep.bytesSent)),
+                                      to.size() + 1 == int(holdings.size()) && to.size() > 2
+                                          ? tr("all")
+                                          : to.join(',')));
     xTicks->addTick(h.rank + 0.5, lines.join('\n'));
   }
   xAxis->setTicker(xTicks);
@@ -306,16 +336,19 @@ bool HoldingsMap::event(QEvent* e) {
   if (e->type() != QEvent::ToolTip) return Chart::event(e);
   const QPoint pos = static_cast<QHelpEvent*>(e)->pos();
   const double x = xAxis->pixelToCoord(pos.x()), y = yAxis->pixelToCoord(pos.y());
-  QString text = tr("Each bar is the whole of a layer's parameters, gradients or optimizer state "
-                    "(or of the batch); the filled part is what this rank holds.");
+  QString text =
+      tr("Each bar is the whole of a layer's parameters, gradients or optimizer state "
+         "(or of the batch); the filled part is what this rank holds.");
   for (const Cell& c : m_cells) {
     const int row = int(m_rows.indexOf(c.row));
     const QCPRange ys = barRows(row, c.kind, c.row != kBatch && c.row != kActivations);
     if (int(std::floor(x)) == c.rank && ys.contains(y)) {
       QStringList lines = c.items.mid(0, 8);
       if (c.items.size() > 8) lines << tr("… and %1 more").arg(c.items.size() - 8);
-      text = tr("rank %1 · %2 · %3 (%4)\n").arg(c.rank).arg(c.row, holdingKindName(c.kind),
-                                                    formatBytes(double(c.bytes))) + lines.join('\n');
+      text = tr("rank %1 · %2 · %3 (%4)\n")
+                 .arg(c.rank)
+                 .arg(c.row, holdingKindName(c.kind), formatBytes(double(c.bytes))) +
+             lines.join('\n');
     }
   }
   QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), text, this);
@@ -328,9 +361,10 @@ void HoldingsMap::writeCsv(QTextStream& out) const {
   out << "rank,row,tensor,kind,dim,begin,end,total,rows,cols,bytes\n";
   for (const RankHoldings& h : m_holdings)
     for (const HeldSlice& s : h.items)
-      out << h.rank << ',' << rowOf(s.tensor) << ',' << QString::fromStdString(s.tensor).replace(',', ';')
-          << ',' << holdingKindName(s.kind) << ',' << s.dim << ',' << s.begin << ',' << s.end << ','
-          << s.total << ',' << s.rows << ',' << s.cols << ',' << s.bytes << '\n';
+      out << h.rank << ',' << rowOf(s.tensor) << ','
+          << QString::fromStdString(s.tensor).replace(',', ';') << ',' << holdingKindName(s.kind)
+          << ',' << s.dim << ',' << s.begin << ',' << s.end << ',' << s.total << ',' << s.rows
+          << ',' << s.cols << ',' << s.bytes << '\n';
 }
 
 }  // namespace paralab

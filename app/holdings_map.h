@@ -40,6 +40,8 @@ class HoldingsMap : public Chart {
   // The layer a tensor belongs to: "block0.fc1.weight" -> "block0", "block1 (flat)" ->
   // "block1", "block0.expert2.fc1.weight" -> "block0.expert2".
   static QString rowOf(const std::string& tensor);
+  // Every (rank, row, kind) bar with the parts held: the map's data, before any drawing.
+  static std::vector<Cell> cellsOf(const std::vector<RankHoldings>& holdings);
 
  protected:
   bool event(QEvent* event) override;  // hover: the slices under the pointer

@@ -37,16 +37,17 @@ LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"
   m_comm = band(addSeries(tr("communication (overlap counted in full)"), "comm_ms", yAxis,
                           spanColor(SpanKind::Comm), 1),
                 m_optimizer);
-  m_idle = band(addSeries(tr("idle (no span)"), "idle_ms", yAxis, spanColor(SpanKind::Idle), 1),
-                m_comm);
+  m_idle =
+      band(addSeries(tr("idle (no span)"), "idle_ms", yAxis, spanColor(SpanKind::Idle), 1), m_comm);
   m_wall = addSeries(tr("step wall time"), "step_ms", yAxis, kRed, 1.6);
   setLegendColumns(3);
-  setToolTip(tr("<p>Rank 0's step, measured: compute = data + forward + backward spans, then "
-                "the optimizer, communication and idle (step time covered by no span) stacked "
-                "on top.</p><p>Communication that overlaps backward (bucketed all-reduce) is "
-                "drawn in full under communication, so the stack can rise above the step's "
-                "wall time (red line) by the overlapped time.</p>"
-                "<p>Definitions: lessons/reference/metrics.md.</p>"));
+  setToolTip(
+      tr("<p>Rank 0's step, measured: compute = data + forward + backward spans, then "
+         "the optimizer, communication and idle (step time covered by no span) stacked "
+         "on top.</p><p>Communication that overlaps backward (bucketed all-reduce) is "
+         "drawn in full under communication, so the stack can rise above the step's "
+         "wall time (red line) by the overlapped time.</p>"
+         "<p>Definitions: lessons/reference/metrics.md.</p>"));
   finishUpdate();
 }
 
@@ -65,8 +66,8 @@ void LatencyChart::showHistory(const MetricHistory& history) {
   QVector<double> top = p.compute;
   double maxTop = 0;
   m_compute->setData(p.step, top, true);
-  for (auto [graph, part] : {std::pair{m_optimizer, &p.optimizer}, {m_comm, &p.comm},
-                             {m_idle, &p.idle}}) {
+  for (auto [graph, part] :
+       {std::pair{m_optimizer, &p.optimizer}, {m_comm, &p.comm}, {m_idle, &p.idle}}) {
     for (int i = 0; i < top.size(); ++i) top[i] += (*part)[i];
     graph->setData(p.step, top, true);
   }

@@ -60,10 +60,11 @@ LinkHeatmap::LinkHeatmap(QWidget* parent)
   auto* group = new QCPMarginGroup(this);
   axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
   m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, group);
-  setToolTip(tr("<p>Row: the rank that sent; column: the rank that received; colour and label: "
-                "bytes in the last step, as the communicator counted them. A ring all-reduce "
-                "lights the cells beside the diagonal, a parameter server its columns and rows, "
-                "a pipeline the next stage.</p>"));
+  setToolTip(
+      tr("<p>Row: the rank that sent; column: the rank that received; colour and label: "
+         "bytes in the last step, as the communicator counted them. A ring all-reduce "
+         "lights the cells beside the diagonal, a parameter server its columns and rows, "
+         "a pipeline the next stage.</p>"));
   applyLook(palette());
   clear();
 }
@@ -133,7 +134,8 @@ void LinkHeatmap::showSnapshot(const Snapshot& s) {
   for (int from = 0; from < n; ++from)
     for (int to = 0; to < n; ++to) {
       const int64_t b = m_bytes[size_t(from)][size_t(to)];
-      data->setCell(to, from, b > 0 ? double(b) / m_unit : std::numeric_limits<double>::quiet_NaN());
+      data->setCell(to, from,
+                    b > 0 ? double(b) / m_unit : std::numeric_limits<double>::quiet_NaN());
       if (b <= 0 || n > kMaxLabelledRanks) continue;
       auto* label = new QCPItemText(this);
       label->position->setCoords(to, from);

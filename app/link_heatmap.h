@@ -15,7 +15,7 @@ class LinkHeatmap : public Chart {
  public:
   explicit LinkHeatmap(QWidget* parent = nullptr);
   void showHistory(const MetricHistory& history) override;  // an empty history clears
-  void showSnapshot(const Snapshot& snapshot);  // its last step; none: left as it is
+  void showSnapshot(const Snapshot& snapshot);              // its last step; none: left as it is
   void clear();
   void writeCsv(QTextStream& out) const override;
   int pointCount() const override;
@@ -30,7 +30,7 @@ class LinkHeatmap : public Chart {
   QCPColorMap* m_map = nullptr;
   QCPColorScale* m_scale = nullptr;
   QList<QCPItemText*> m_labels;
-  QList<QCPItemStraightLine*> m_lines;  // between the cells
+  QList<QCPItemStraightLine*> m_lines;        // between the cells
   std::vector<std::vector<int64_t>> m_bytes;  // [from][to], as sentTo
   double m_unit = 1;
 };

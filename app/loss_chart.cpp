@@ -68,8 +68,8 @@ void LossChart::keepAsOverlay(const QString& label) {
   // The mean, not every step: five noisy curves on top of each other would read as one smear.
   const QColor color = chartcolors::overlayColor(m_kept++);
   QString column = QString("loss_mean%1_nats [%2]").arg(MetricHistory::kMeanWindow).arg(label);
-  QCPGraph* g = addSeries(tr("%1 (earlier run)").arg(label), column.replace(',', ';'), yAxis,
-                          color, 1.6);
+  QCPGraph* g =
+      addSeries(tr("%1 (earlier run)").arg(label), column.replace(',', ';'), yAxis, color, 1.6);
   g->data()->set(*m_lossMean->data());
   g->setLayer("grid");  // under the run being trained, above the grid lines
   m_overlays.push_back(g);

@@ -19,20 +19,25 @@ constexpr double kRefOffset = 0.26, kRefWidth = 0.22;
 
 QString categoryName(MemCategory c) {
   switch (c) {
-    case MemCategory::Params: return QObject::tr("params");
-    case MemCategory::Grads: return QObject::tr("grads");
-    case MemCategory::Optimizer: return QObject::tr("optimizer");
-    case MemCategory::Activations: return QObject::tr("activations");
-    case MemCategory::Comm: return QObject::tr("comm buffers");
-    case MemCategory::Workspace: return QObject::tr("workspace");
+    case MemCategory::Params:
+      return QObject::tr("params");
+    case MemCategory::Grads:
+      return QObject::tr("grads");
+    case MemCategory::Optimizer:
+      return QObject::tr("optimizer");
+    case MemCategory::Activations:
+      return QObject::tr("activations");
+    case MemCategory::Comm:
+      return QObject::tr("comm buffers");
+    case MemCategory::Workspace:
+      return QObject::tr("workspace");
   }
   return {};
 }
 
 }  // namespace
 
-MemoryChart::MemoryChart(QWidget* parent)
-    : Chart("memory", tr("Memory per rank"), parent) {
+MemoryChart::MemoryChart(QWidget* parent) : Chart("memory", tr("Memory per rank"), parent) {
   setKeyColumn("rank");
   setAxisLabel(xAxis, tr("rank"));
   setAxisLabel(yAxis, tr("memory per rank (B)"));
@@ -59,12 +64,13 @@ MemoryChart::MemoryChart(QWidget* parent)
   m_reference->setName(tr("reference"));
   setLegendColumns(4);
   setPlaceholderText(tr("No data yet: press Start (F5) to train"));
-  setToolTip(tr("<p>Bytes each rank's tracking allocator counts at the end of the last step, "
-                "stacked by category; the red line is the step's peak of their sum.</p><p>The "
-                "hatched bar is the lesson's formula for parameters + gradients + optimizer "
-                "state of P parameters over N ranks (fp32: 4 bytes each; momentum 4, Adam 8 "
-                "per parameter), a reference to compare with "
-                "the blue, cyan and purple part of the stack.</p>"));
+  setToolTip(
+      tr("<p>Bytes each rank's tracking allocator counts at the end of the last step, "
+         "stacked by category; the red line is the step's peak of their sum.</p><p>The "
+         "hatched bar is the lesson's formula for parameters + gradients + optimizer "
+         "state of P parameters over N ranks (fp32: 4 bytes each; momentum 4, Adam 8 "
+         "per parameter), a reference to compare with "
+         "the blue, cyan and purple part of the stack.</p>"));
   clear();
 }
 
@@ -117,15 +123,16 @@ void MemoryChart::showSnapshot(const Snapshot& s) {
     if (m_ref) m_reference->addData(r.rank + kRefOffset, m_ref->total() / m_unit);
   }
   xAxis->setTicker(ticker);
-  if (m_ref)
-    m_reference->setName(tr("reference: %1").arg(m_ref->formula));
+  if (m_ref) m_reference->setName(tr("reference: %1").arg(m_ref->formula));
   setAxisLabel(xAxis, m_ref ? tr("rank   (P = %L1 parameters, N = %2 data-parallel ranks)")
                                   .arg(s.parameterCount)
                                   .arg(s.config.dpDegree())
                             : tr("rank"));
   // No formula for this run (tensor, pipeline, expert parallel, ...): no reference entry.
-  if (m_ref) m_reference->addToLegend();
-  else m_reference->removeFromLegend();
+  if (m_ref)
+    m_reference->addToLegend();
+  else
+    m_reference->removeFromLegend();
   fitLegend();
   const double ranks = double(step.ranks.size());
   xAxis->setRange(-0.6, ranks - 0.4);

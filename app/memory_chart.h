@@ -36,7 +36,7 @@ class MemoryChart : public Chart {
   QCPGraph* m_peakLegend = nullptr;  // legend entry of the peak lines
   QList<QCPItemLine*> m_peaks;
   std::vector<MemorySnapshot> m_mem;  // per rank, as in the snapshot
-  std::vector<int> m_ranks;          // the rank of each
+  std::vector<int> m_ranks;           // the rank of each
   std::optional<ModelStatesReference> m_ref;
   double m_unit = 1;
 };

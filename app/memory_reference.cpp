@@ -24,7 +24,8 @@ std::optional<ModelStatesReference> modelStatesReference(int64_t P, int stage, i
   };
   switch (stage) {
     case 0:
-      r.formula = K > 0 ? QString("4P + 4P + %1P = %2P").arg(K).arg(8 + K) : QString("4P + 4P = 8P");
+      r.formula =
+          K > 0 ? QString("4P + 4P + %1P = %2P").arg(K).arg(8 + K) : QString("4P + 4P = 8P");
       break;
     case 1:
       r.formula = K > 0 ? QString("4P + 4P + %1").arg(term(K, true)) : QString("4P + 4P");

@@ -13,8 +13,13 @@ class RectLayer : public QCPAbstractPlottable {
   };
   RectLayer(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCPAbstractPlottable(keyAxis, valueAxis) {}
   QVector<Rect> rects;
+  // Rectangles under a pixel wide: drawn 1 px wide (a short span still shows), or left out
+  // (gaps, whose hatching would read as lines).
+  bool keepThin = true;
 
-  double selectTest(const QPointF&, bool, QVariant*) const override { return -1; }  // hover is the chart's
+  double selectTest(const QPointF&, bool, QVariant*) const override {
+    return -1;
+  }  // hover is the chart's
   QCPRange getKeyRange(bool& found, QCP::SignDomain) const override {
     return range(found, [](const Rect& r) { return QCPRange(r.x0, r.x1); });
   }
@@ -29,7 +34,10 @@ class RectLayer : public QCPAbstractPlottable {
     const QRectF clip = clipRect();
     for (const Rect& r : rects) {
       QRectF px = QRectF(coordsToPixels(r.x0, r.y0), coordsToPixels(r.x1, r.y1)).normalized();
-      if (px.width() < 1) px.setWidth(1);  // too short to see still shows as a line
+      if (px.width() < 1) {
+        if (!keepThin) continue;
+        px.setWidth(1);
+      }
       if (px.intersects(clip)) painter->drawRect(px);
     }
   }
@@ -45,8 +53,10 @@ class RectLayer : public QCPAbstractPlottable {
     found = !rects.isEmpty();
     QCPRange out;
     for (int i = 0; i < rects.size(); ++i) {
-      if (i == 0) out = of(rects[i]);
-      else out.expand(of(rects[i]));
+      if (i == 0)
+        out = of(rects[i]);
+      else
+        out.expand(of(rects[i]));
     }
     return out;
   }

@@ -32,10 +32,11 @@ SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ra
   m_fit->setAdaptiveSampling(false);
   setLegendColumns(3);
   setPlaceholderText(tr("No sweep yet: a scaling sweep measures the run at 1, 2, 4, … ranks"));
-  setToolTip(tr("<p>Speedup from the median step time of each rank count: strong scaling "
-                "T₁ / T<sub>N</sub> (same global batch), weak scaling N · T₁ / T<sub>N</sub> "
-                "(batch per rank fixed). The fitted law is a reference drawn through the "
-                "measured points, not a measurement.</p>"));
+  setToolTip(
+      tr("<p>Speedup from the median step time of each rank count: strong scaling "
+         "T₁ / T<sub>N</sub> (same global batch), weak scaling N · T₁ / T<sub>N</sub> "
+         "(batch per rank fixed). The fitted law is a reference drawn through the "
+         "measured points, not a measurement.</p>"));
   clear();
 }
 
@@ -58,7 +59,8 @@ void SpeedupChart::showSweep(const SweepResult& sweep) {
   clear();
   if (sweep.points.empty()) return;
   const bool weak = sweep.scaling == "weak";
-  setAxisLabel(yAxis, weak ? tr("scaled speedup N·T(1) / T(N) (×)") : tr("speedup T(1) / T(N) (×)"));
+  setAxisLabel(yAxis,
+               weak ? tr("scaled speedup N·T(1) / T(N) (×)") : tr("speedup T(1) / T(N) (×)"));
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   double maxN = 1, maxS = 1;
   for (const SweepPoint& p : sweep.points) {

@@ -26,9 +26,12 @@ constexpr SpanKind kKinds[] = {SpanKind::Data,      SpanKind::Forward, SpanKind:
 
 QString legendName(SpanKind k) {
   switch (k) {
-    case SpanKind::Comm: return QObject::tr("communication (thin row)");
-    case SpanKind::Idle: return QObject::tr("idle (no span)");
-    default: return QString::fromUtf8(spanKindName(k).data());
+    case SpanKind::Comm:
+      return QObject::tr("communication (thin row)");
+    case SpanKind::Idle:
+      return QObject::tr("idle (no span)");
+    default:
+      return QString::fromUtf8(spanKindName(k).data());
   }
 }
 
@@ -50,6 +53,7 @@ TimelineChart::TimelineChart(QWidget* parent)
     layer->setName(legendName(k));
     if (k == SpanKind::Idle) {
       layer->setBrush(QBrush(color, Qt::BDiagPattern));  // hatched: nothing is happening
+      layer->keepThin = false;  // a sliver of idle between two spans is not worth a line
       layer->setPen(QPen(chartcolors::faint(color), 1));
     } else {
       layer->setBrush(color);
@@ -214,7 +218,8 @@ QString TimelineChart::describeAt(double t, double row) const {
 bool TimelineChart::event(QEvent* e) {
   if (e->type() == QEvent::ToolTip) {
     auto* help = static_cast<QHelpEvent*>(e);
-    QString text = describeAt(xAxis->pixelToCoord(help->pos().x()), yAxis->pixelToCoord(help->pos().y()));
+    QString text =
+        describeAt(xAxis->pixelToCoord(help->pos().x()), yAxis->pixelToCoord(help->pos().y()));
     if (text.isEmpty())
       text = tr("Measured spans of the last %1 steps. Communication runs in the thin row under "
                 "each rank, so where it sits under backward it overlapped; hatched: idle, as in "
@@ -239,9 +244,9 @@ void TimelineChart::writeCsv(QTextStream& out) const {
   out << "rank,row,kind,op,step,start_ms,end_ms,duration_ms,bytes\n";
   for (const Bar& b : m_bars)
     out << b.rank << ',' << (b.kind == SpanKind::Comm ? "comm" : "compute") << ','
-        << spanKindName(b.kind).data() << ',' << QString(b.op).replace(',', ';') << ',' << b.step << ','
-        << QString::number(b.startMs, 'f', 6) << ',' << QString::number(b.endMs, 'f', 6) << ','
-        << QString::number(b.endMs - b.startMs, 'f', 6) << ',' << b.bytes << '\n';
+        << spanKindName(b.kind).data() << ',' << QString(b.op).replace(',', ';') << ',' << b.step
+        << ',' << QString::number(b.startMs, 'f', 6) << ',' << QString::number(b.endMs, 'f', 6)
+        << ',' << QString::number(b.endMs - b.startMs, 'f', 6) << ',' << b.bytes << '\n';
 }
 
 QString TimelineChart::writeChromeTrace(const QString& path) const {

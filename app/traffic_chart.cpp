@@ -17,8 +17,7 @@ constexpr double kBarWidth = 0.38;
 
 QString layerName(const OpTraffic& o) {
   const QString op = QString::fromStdString(o.op);
-  return o.group.empty() || o.group == "world" ? op
-                                                : QString("%1 (%2)").arg(op, o.group.c_str());
+  return o.group.empty() || o.group == "world" ? op : QString("%1 (%2)").arg(op, o.group.c_str());
 }
 
 }  // namespace
@@ -31,10 +30,11 @@ TrafficChart::TrafficChart(QWidget* parent)
   xAxis->grid()->setVisible(false);
   xAxis->setTickLength(0, 0);
   setLegendColumns(4);
-  setToolTip(tr("<p>Payload bytes the communicator moved for each rank in the last step, "
-                "counted by the algorithm actually run (a ring all-reduce sends 2(N−1)/N of "
-                "the buffer per rank), stacked by kind of call and communicator group. Left "
-                "bar: sent; right bar: received.</p>"));
+  setToolTip(
+      tr("<p>Payload bytes the communicator moved for each rank in the last step, "
+         "counted by the algorithm actually run (a ring all-reduce sends 2(N−1)/N of "
+         "the buffer per rank), stacked by kind of call and communicator group. Left "
+         "bar: sent; right bar: received.</p>"));
   clear();
 }
 
@@ -68,8 +68,8 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
     }
     // Bytes the per-op split does not cover (an engine without it): one layer of their own.
     if (sent != r.bytesSent || recv != r.bytesRecv)
-      m_rows.push_back({r.rank, {tr("other").toStdString(), "", 0, r.bytesSent - sent,
-                                 r.bytesRecv - recv, 0}});
+      m_rows.push_back(
+          {r.rank, {tr("other").toStdString(), "", 0, r.bytesSent - sent, r.bytesRecv - recv, 0}});
     maxBytes = std::max({maxBytes, double(r.bytesSent), double(r.bytesRecv)});
   }
   const ByteUnit unit = byteUnitFor(maxBytes);
@@ -89,8 +89,8 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
     // A second group of the same op gets a lighter shade of its colour.
     shade = key.first == lastOp ? shade + 1 : 0;
     lastOp = key.first;
-    const QColor color = chartcolors::commOpColor(QString::fromStdString(key.first))
-                             .lighter(100 + 25 * shade);
+    const QColor color =
+        chartcolors::commOpColor(QString::fromStdString(key.first)).lighter(100 + 25 * shade);
     bars->setBrush(color);
     bars->setPen(QPen(color.darker(130), 1));
     bars->setWidth(kBarWidth);
@@ -127,9 +127,9 @@ int TrafficChart::pointCount() const {
 void TrafficChart::writeCsv(QTextStream& out) const {
   out << "rank,op,group,calls,bytes_sent,bytes_recv,ms\n";
   for (const Row& r : m_rows)
-    out << r.rank << ',' << r.op.op.c_str() << ',' << r.op.group.c_str() << ',' << r.op.calls
-        << ',' << r.op.bytesSent << ',' << r.op.bytesRecv << ','
-        << QString::number(r.op.ms, 'g', 10) << '\n';
+    out << r.rank << ',' << r.op.op.c_str() << ',' << r.op.group.c_str() << ',' << r.op.calls << ','
+        << r.op.bytesSent << ',' << r.op.bytesRecv << ',' << QString::number(r.op.ms, 'g', 10)
+        << '\n';
 }
 
 }  // namespace paralab

@@ -14,7 +14,7 @@ class TrafficChart : public Chart {
  public:
   explicit TrafficChart(QWidget* parent = nullptr);
   void showHistory(const MetricHistory& history) override;  // an empty history clears
-  void showSnapshot(const Snapshot& snapshot);  // its last step; none: left as it is
+  void showSnapshot(const Snapshot& snapshot);              // its last step; none: left as it is
   void clear();
   void writeCsv(QTextStream& out) const override;
   int pointCount() const override;

@@ -122,7 +122,8 @@ Snapshot runToEnd(const RunConfig& c) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Snapshot s = session.snapshot(0, TimelineChart::kSteps);
-  if (s.state != RunState::Finished) qWarning("run ended %s: %s", runStateName(s.state), s.error.c_str());
+  if (s.state != RunState::Finished)
+    qWarning("run ended %s: %s", runStateName(s.state), s.error.c_str());
   return s;
 }
 
@@ -326,8 +327,12 @@ void TestCharts::memoryBarsAreTheSnapshotBytes() {
   QCOMPARE(csv.size(), 5);
   const MemorySnapshot& m2 = last.ranks[2].mem;
   QCOMPARE(csv[3], QString("2,%1,%2,%3,%4,%5,%6,%7,700000")
-                       .arg(m2.current[0]).arg(m2.current[1]).arg(m2.current[2])
-                       .arg(m2.current[3]).arg(m2.current[4]).arg(m2.current[5])
+                       .arg(m2.current[0])
+                       .arg(m2.current[1])
+                       .arg(m2.current[2])
+                       .arg(m2.current[3])
+                       .arg(m2.current[4])
+                       .arg(m2.current[5])
                        .arg(m2.peakTotal));
   // No formula for a tensor-parallel run: no reference bars.
   Snapshot tp = s;
@@ -374,11 +379,14 @@ void TestCharts::heatmapCellsAreSentTo() {
   for (const RankMetrics& r : s.steps.back().ranks)
     for (int to = 0; to < 4; ++to) {
       const int64_t b = r.sentTo[size_t(to)];
-      if (b == 0) QVERIFY(std::isnan(chart.cell(r.rank, to)));  // no traffic: no colour
-      else QCOMPARE(chart.cell(r.rank, to) * unit, double(b));
+      if (b == 0)
+        QVERIFY(std::isnan(chart.cell(r.rank, to)));  // no traffic: no colour
+      else
+        QCOMPARE(chart.cell(r.rank, to) * unit, double(b));
     }
   const QStringList csv = csvLines(chart);
-  QCOMPARE(csv[0], QString("from_rank,to_rank_0_bytes,to_rank_1_bytes,to_rank_2_bytes,to_rank_3_bytes"));
+  QCOMPARE(csv[0],
+           QString("from_rank,to_rank_0_bytes,to_rank_1_bytes,to_rank_2_bytes,to_rank_3_bytes"));
   const auto& row3 = s.steps.back().ranks[3].sentTo;
   QCOMPARE(csv[4], QString("3,%1,%2,%3,0").arg(row3[0]).arg(row3[1]).arg(row3[2]));
 }
@@ -393,8 +401,10 @@ void TestCharts::timelineDrawsEverySpan() {
   std::set<int64_t> steps;
   for (const TimelineChart::Bar& b : chart.bars()) {
     steps.insert(b.step);
-    if (b.kind == SpanKind::Idle) ++idle;
-    else ++spans;
+    if (b.kind == SpanKind::Idle)
+      ++idle;
+    else
+      ++spans;
   }
   QCOMPARE(int(steps.size()), TimelineChart::kSteps);
   QCOMPARE(*steps.begin(), int64_t(5 - TimelineChart::kSteps + 1));
@@ -410,8 +420,9 @@ void TestCharts::timelineDrawsEverySpan() {
   QCOMPARE(comm->bytes, int64_t(1 << 20));
   // Hover: op, bytes and duration; over the thin communication row, not the compute row.
   const QString hover = chart.describeAt(5.0, TimelineChart::commRow(0).center());
-  QVERIFY2(hover.contains("allreduce ring") && hover.contains("1.00 MiB") && hover.contains("3.500 ms"),
-           qPrintable(hover));
+  QVERIFY2(
+      hover.contains("allreduce ring") && hover.contains("1.00 MiB") && hover.contains("3.500 ms"),
+      qPrintable(hover));
   QVERIFY(chart.describeAt(5.0, TimelineChart::computeRow(0).center()).contains("backward"));
   QCOMPARE(chart.pointCount(), int(chart.bars().size()));
   const QStringList csv = csvLines(chart);
@@ -507,7 +518,8 @@ std::vector<RankHoldings> holdingsOf(const RunConfig& c) {
   return t.holdings();
 }
 
-const HoldingsMap::Cell* findCell(const HoldingsMap& map, int rank, const QString& row, HoldingKind k) {
+const HoldingsMap::Cell* findCell(const HoldingsMap& map, int rank, const QString& row,
+                                  HoldingKind k) {
   for (const auto& c : map.cells())
     if (c.rank == rank && c.row == row && c.kind == k) return &c;
   return nullptr;
@@ -532,8 +544,11 @@ void TestCharts::holdingsMapDrawsTheSlices() {
       const auto* c = findCell(map, r, "block0", k);
       QVERIFY(c);
       QCOMPARE(int(c->parts.size()), 1);
-      QVERIFY2(std::abs(c->parts[0].first - r / 4.0) < 1e-3 && std::abs(c->parts[0].second - (r + 1) / 4.0) < 1e-3,
-               qPrintable(QString("rank %1: %2..%3").arg(r).arg(c->parts[0].first).arg(c->parts[0].second)));
+      QVERIFY2(
+          std::abs(c->parts[0].first - r / 4.0) < 1e-3 &&
+              std::abs(c->parts[0].second - (r + 1) / 4.0) < 1e-3,
+          qPrintable(
+              QString("rank %1: %2..%3").arg(r).arg(c->parts[0].first).arg(c->parts[0].second)));
     }
     const auto* batch = findCell(map, r, "batch", HoldingKind::Batch);
     QVERIFY(batch);
@@ -549,10 +564,14 @@ void TestCharts::holdingsMapDrawsTheSlices() {
   QVERIFY(findCell(map, 2, "block1", HoldingKind::Params));
   double covered = 0;
   for (int r : {0, 1})
-    for (const auto& [a, b] : findCell(map, r, "block0", HoldingKind::Params)->parts) covered += b - a;
-  QVERIFY2(covered > 1.0 && covered < 1.5, qPrintable(QString::number(covered)));  // layer norms on both
+    for (const auto& [a, b] : findCell(map, r, "block0", HoldingKind::Params)->parts)
+      covered += b - a;
+  QVERIFY2(covered > 1.0 && covered < 1.5,
+           qPrintable(QString::number(covered)));  // layer norms on both
   // Hover names the slices: fc1's columns of the tensor-parallel split.
-  QVERIFY(findCell(map, 1, "block0", HoldingKind::Params)->items.join('\n').contains("fc1.weight: cols 64–128 of 128"));
+  QVERIFY(findCell(map, 1, "block0", HoldingKind::Params)
+              ->items.join('\n')
+              .contains("fc1.weight: cols 64–128 of 128"));
   const QStringList csv = csvLines(map);
   QCOMPARE(csv[0], QString("rank,row,tensor,kind,dim,begin,end,total,rows,cols,bytes"));
   QVERIFY(csv.size() > 20);
@@ -661,8 +680,11 @@ void TestCharts::realRuns() {
   }
   MetricHistory h;
   for (const StepMetrics& m : zero.steps) h.append(m);
-  const QString subtitle = QString("measured · ZeRO-2, 4 thread ranks, Adam, MLP H=%1 L=%2, batch %3")
-                               .arg(c.hidden).arg(c.layers).arg(c.batch);
+  const QString subtitle =
+      QString("measured · ZeRO-2, 4 thread ranks, Adam, MLP H=%1 L=%2, batch %3")
+          .arg(c.hidden)
+          .arg(c.layers)
+          .arg(c.batch);
   LatencyChart latency;
   MemoryChart memory;
   TrafficChart traffic;
@@ -691,11 +713,13 @@ void TestCharts::realRuns() {
   p.microbatches = 4;
   p.optimizer = "momentum";
   p.lr = 0.02;
-  if (const auto err = p.validate()) QSKIP(qPrintable("pipeline not available: " + QString::fromStdString(*err)));
+  if (const auto err = p.validate())
+    QSKIP(qPrintable("pipeline not available: " + QString::fromStdString(*err)));
   const Snapshot pipe = runToEnd(p);
   QCOMPARE(pipe.state, RunState::Finished);
   TimelineChart pipeline;
-  pipeline.setSubtitle(QString("measured · pipeline, 4 stages, 4 micro-batches (%1)").arg(p.schedule.c_str()));
+  pipeline.setSubtitle(
+      QString("measured · pipeline, 4 stages, 4 micro-batches (%1)").arg(p.schedule.c_str()));
   pipeline.showSnapshot(pipe);
   saveScreenshot(pipeline, "timeline-pipeline");
   TrafficChart pipeTraffic;
@@ -719,8 +743,10 @@ void TestCharts::realRuns() {
     MetricHistory lh;
     for (const StepMetrics& m : run.steps) lh.append(m);
     loss.showHistory(lh);
-    if (std::string(strategy) != "hogwild") loss.keepAsOverlay(LossChart::runLabel(l));
-    else loss.setSubtitle("measured · now: " + LossChart::runLabel(l));
+    if (std::string(strategy) != "hogwild")
+      loss.keepAsOverlay(LossChart::runLabel(l));
+    else
+      loss.setSubtitle("measured · now: " + LossChart::runLabel(l));
   }
   saveScreenshot(loss, "loss-overlays");
 
@@ -732,7 +758,8 @@ void TestCharts::realRuns() {
   const SweepResult sweep = runSweep(sw, {1, 2, 4}, 8, 2);
   SpeedupChart speedup;
   speedup.setSubtitle(QString("measured · strong scaling, MLP H=512, global batch 512, median of "
-                              "8 steps, on %1 cores").arg(std::thread::hardware_concurrency()));
+                              "8 steps, on %1 cores")
+                          .arg(std::thread::hardware_concurrency()));
   speedup.showSweep(sweep);
   saveScreenshot(speedup, "speedup");
 }
