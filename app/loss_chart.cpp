@@ -1,5 +1,5 @@
 // LossChart: loss and test accuracy over steps, and earlier runs kept faded (see loss_chart.h).
-// See tests/app/tst_app.cpp (startYieldsPoints) and tests/app/tst_charts.cpp (lossOverlays).
+// See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
 #include "loss_chart.h"
 
 #include "chart_colors.h"

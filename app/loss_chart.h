@@ -1,7 +1,7 @@
 // LossChart: training loss per step (nats) with its running mean, the test-accuracy points
 // on a second axis (%), and up to kMaxOverlays earlier runs' mean loss kept faded underneath
 // for comparison (serial against sync DP, Hogwild drifting ...), each named by its configuration.
-// See tests/app/tst_app.cpp (startYieldsPoints) and tests/app/tst_charts.cpp (lossOverlays).
+// See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
 #pragma once
 #include "chart.h"
 #include "config.h"
