@@ -74,18 +74,19 @@ class TstReconfigure : public QObject {
 
   void sessionReconfiguresWhileRunning() {
     RunConfig c = base();
-    c.steps = 40;
+    c.steps = 400;  // long enough that pause() lands well before the end, even on a busy machine
     const std::vector<double> ref = uninterrupted(c, c.steps);
     Session s;
     QCOMPARE(QString::fromStdString(s.start(c)), QString());
-    s.pause();  // a small model runs 40 steps in a blink: hold it, and step to step 5
+    s.pause();  // hold the run wherever it is, and step it to at least step 5
     QTRY_VERIFY_WITH_TIMEOUT(s.snapshot().state == RunState::Paused, 20000);
     while (s.snapshot().stepsDone < 5) {
       const int64_t before = s.snapshot().stepsDone;
       s.stepOnce();
       QTRY_VERIFY_WITH_TIMEOUT(s.snapshot().stepsDone == before + 1, 20000);
     }
-    QVERIFY(s.snapshot().stepsDone <= 6);
+    const int64_t switched = s.snapshot().stepsDone;  // the 4-rank layout takes over here
+    QVERIFY2(switched < 300, "the run should have been paused early");
     RunConfig four = c;
     four.ranks = 4;
     QCOMPARE(QString::fromStdString(s.reconfigure(four)), QString());
@@ -96,8 +97,10 @@ class TstReconfigure : public QObject {
     QCOMPARE(snap.stepsDone, int64_t(c.steps));
     QVERIFY(snap.notice.empty());
     QCOMPARE(snap.steps.back().ranks.size(), size_t(4));  // the end ran on 4 ranks
-    for (int i = 0; i < c.steps; ++i) {
-      QCOMPARE(snap.steps[size_t(i)].step, int64_t(i + 1));  // numbering goes on
+    for (int i = 0; i < c.steps; ++i) QCOMPARE(snap.steps[size_t(i)].step, int64_t(i + 1));  // numbering goes on
+    // The trajectory property holds to 1e-5 over tens of steps (tst_parallel_equals_serial's
+    // 50); rounding differences then grow, as between any two summation orders.
+    for (int i = 0; i < int(switched) + 50; ++i) {
       QVERIFY2(std::abs(snap.steps[size_t(i)].loss - ref[size_t(i)]) <= 1e-5 * ref[size_t(i)],
                qPrintable(QString("step %1").arg(i + 1)));
     }
