@@ -43,6 +43,7 @@ struct Session::Run {
   std::deque<StepMetrics> history;  // the last kHistorySteps steps
   int64_t stepsDone = 0;             // all steps, kept or not
   std::unique_ptr<Trainer> trainer;  // kept after the run ends so spans stay readable
+  std::vector<RankHoldings> holdings;  // read on the training thread between steps
 
   std::thread thread;
 
@@ -66,6 +67,7 @@ struct Session::Run {
     lock.lock();
     if (fresh) {
       std::swap(trainer, fresh);
+      holdings = trainer->holdings();  // the new layout, read before its first step
       config = next;
       notice.clear();
     } else {
@@ -81,6 +83,7 @@ struct Session::Run {
       auto t = std::make_unique<Trainer>(config);
       std::unique_lock lock(mutex);
       trainer = std::move(t);
+      holdings = trainer->holdings();  // between steps: no rank is computing
       state = paused ? RunState::Paused : RunState::Running;
       while (true) {
         // Paused is reported only once no step is in flight.
@@ -101,6 +104,7 @@ struct Session::Run {
         StepMetrics m = trainer->step();  // the work happens outside the lock
         lock.lock();
         history.push_back(std::move(m));
+        holdings = trainer->holdings();  // between steps; carries the step's traffic
         ++stepsDone;
         if (int64_t(history.size()) > kHistorySteps) history.pop_front();  // bounded memory
       }
@@ -211,6 +215,7 @@ Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
   s.state = run->state;
   s.error = run->error;
   s.notice = run->notice;
+  s.holdings = run->holdings;
   s.config = run->config;
   s.runId = run->id;
   s.stepsDone = run->stepsDone;

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "metrics/metrics.h"
 #include "metrics/span_recorder.h"
+#include "parallel/holdings.h"
 
 namespace paralab {
 
@@ -31,6 +32,9 @@ struct Snapshot {
   // kHistorySteps, so a caller that asks for older ones gets the oldest kept onwards.
   std::vector<StepMetrics> steps;
   std::vector<std::vector<Span>> spans;  // per rank: spans of the last `spanSteps` steps
+  // What every rank holds (the strategies' sharding) and what it sent in the last step; empty
+  // until the run is built.
+  std::vector<RankHoldings> holdings;
 };
 
 class Session {

@@ -112,6 +112,7 @@ class TstSession : public QObject {
     const Snapshot snap = s.snapshot(0, 1);
     QCOMPARE(snap.steps.back().ranks.size(), size_t(4));
     QCOMPARE(snap.spans.size(), size_t(4));  // a span list per rank
+    QCOMPARE(snap.holdings.size(), size_t(4));  // and what each holds
     QVERIFY(timed([&] { s.pause(); }) < 20);
     QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Paused; }));
     QVERIFY(timed([&] { s.stop(); }) < 20);
