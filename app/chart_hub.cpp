@@ -73,6 +73,16 @@ bool ChartHub::isInView(const Chart* chart) {
   return chart->isVisible() && !chart->visibleRegion().isEmpty();
 }
 
+void ChartHub::syncPixelRatio() {
+  for (const Entry& e : m_entries) {
+    const double ratio = e.chart->devicePixelRatioF();
+    if (e.chart->bufferDevicePixelRatio() != ratio) {
+      e.chart->setBufferDevicePixelRatio(ratio);
+      e.chart->replot(QCustomPlot::rpQueuedReplot);
+    }
+  }
+}
+
 void ChartHub::feed(Entry& e) {
   static const MetricHistory empty;
   e.chart->showHistory(m_history ? *m_history : empty);
@@ -83,15 +93,12 @@ void ChartHub::feed(Entry& e) {
 void ChartHub::show(const MetricHistory& history, const Snapshot& snapshot) {
   m_history = &history;
   if (!snapshot.steps.empty()) {
-    // Keep the newest step only: what the per-rank charts draw. Spans come with the
-    // snapshots that asked for them.
-    m_snapshot.state = snapshot.state;
-    m_snapshot.config = snapshot.config;
-    m_snapshot.runId = snapshot.runId;
-    m_snapshot.stepsDone = snapshot.stepsDone;
-    m_snapshot.parameterCount = snapshot.parameterCount;
-    m_snapshot.steps.assign(1, snapshot.steps.back());
-    if (!snapshot.spans.empty()) m_snapshot.spans = snapshot.spans;
+    // Everything the snapshot carries, but of its steps only the newest (what the per-rank
+    // charts draw); spans come with the snapshots that asked for them.
+    auto spans = snapshot.spans.empty() ? std::move(m_snapshot.spans) : snapshot.spans;
+    m_snapshot = snapshot;
+    m_snapshot.steps.erase(m_snapshot.steps.begin(), m_snapshot.steps.end() - 1);
+    m_snapshot.spans = std::move(spans);
     m_hasSnapshot = true;
   }
   // A window not shown (scripted runs, tests) keeps every chart current: nothing is painted,

@@ -17,6 +17,13 @@ class QMenu;
 
 namespace paralab {
 
+// A chart drawing the ranks' holdings, once snapshots carry them (Snapshot::holdings): the
+// check is made on substitution, so this compiles before and after the engine has the field.
+template <class C, class S = Snapshot>
+concept ShowsHoldings = requires(C* c, const S& s) {
+  c->showHoldings(s.holdings);
+};
+
 class ChartHub : public QObject {
   Q_OBJECT
  public:
@@ -29,9 +36,13 @@ class ChartHub : public QObject {
   C* add(C* chart, int cell) {
     Entry e;
     e.chart = chart;
-    if constexpr (requires(C* c, const Snapshot& s) { c->showSnapshot(s); })
+    if constexpr (requires(C * c, const Snapshot& s) { c->showSnapshot(s); })
       e.showSnapshot = [chart](const Snapshot& s) { chart->showSnapshot(s); };
-    if constexpr (requires(C* c) { c->clear(); }) e.clear = [chart] { chart->clear(); };
+    else if constexpr (ShowsHoldings<C>)
+      e.showSnapshot = [chart]<class S = Snapshot>(const S& s) {
+        if (!s.holdings.empty()) chart->showHoldings(s.holdings);
+      };
+    if constexpr (requires(C * c) { c->clear(); }) e.clear = [chart] { chart->clear(); };
     addEntry(std::move(e), cell);
     return chart;
   }
@@ -55,6 +66,9 @@ class ChartHub : public QObject {
   void refreshAll();
   void clear();  // no run shown
   void setSubtitle(const QString& text);
+  // Charts draw into buffers of the screen's pixel ratio; after a move to a screen of another
+  // ratio (a laptop and a 4K monitor) they redraw at the new one, staying crisp.
+  void syncPixelRatio();
   // Whether `chart` can be seen now (not closed, not in a background tab).
   static bool isInView(const Chart* chart);
   // What the charts were last given.

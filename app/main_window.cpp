@@ -16,6 +16,7 @@
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QToolBar>
+#include <QWindow>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@
 #include "chrome_trace.h"
 #include "config_panel.h"
 #include "export_panel.h"
+#include "holdings_map.h"
 #include "latency_chart.h"
 #include "link_heatmap.h"
 #include "loss_chart.h"
@@ -109,6 +111,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
+  m_hub->syncPixelRatio();
+  if (QWindow* handle = windowHandle())
+    connect(handle, &QWindow::screenChanged, m_hub, &ChartHub::syncPixelRatio,
+            Qt::UniqueConnection);
   if (m_sized || m_restoredLayout) return;
   m_sized = true;
   // The settings column as narrow as its controls; the two chart columns share the rest.
@@ -168,8 +174,9 @@ void MainWindow::createActions() {
   m_exportAll = new QAction(tr("Export &All to Folder…"), this);
   m_exportAll->setObjectName("exportAllAction");
   m_exportAll->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
-  m_exportAll->setStatusTip(tr("Save every chart (PNG, PDF, SVG, CSV), the settings, the "
-                               "timeline trace and a summary of the run into one folder"));
+  m_exportAll->setStatusTip(
+      tr("Save every chart (PNG, PDF, SVG, CSV), the settings, the "
+         "timeline trace and a summary of the run into one folder"));
   connect(m_exportAll, &QAction::triggered, this, &MainWindow::exportAllCharts);
 
   auto* toolbar = addToolBar(tr("Run"));
@@ -203,9 +210,8 @@ void MainWindow::createMenus() {
   m_viewMenu = menuBar()->addMenu(tr("&View"));
   QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
   m_themeGroup = new QActionGroup(this);
-  const std::pair<QString, Theme> themes[] = {{tr("&System"), Theme::System},
-                                              {tr("&Light"), Theme::Light},
-                                              {tr("&Dark"), Theme::Dark}};
+  const std::pair<QString, Theme> themes[] = {
+      {tr("&System"), Theme::System}, {tr("&Light"), Theme::Light}, {tr("&Dark"), Theme::Dark}};
   for (const auto& [text, t] : themes) {
     QAction* a = theme->addAction(text);
     a->setCheckable(true);
@@ -218,12 +224,16 @@ void MainWindow::createMenus() {
   }
   m_movablePanels = m_viewMenu->addAction(tr("&Movable Panels"));
   m_movablePanels->setCheckable(true);
-  m_movablePanels->setStatusTip(tr("Show the panels' title bars, to drag, float or close them; "
-                                   "tabs can be dragged either way"));
+  m_movablePanels->setStatusTip(
+      tr("Show the panels' title bars, to drag, float or close them; "
+         "tabs can be dragged either way"));
   connect(m_movablePanels, &QAction::toggled, this, &MainWindow::setPanelsMovable);
-  m_viewMenu->addAction(tr("Clear &Loss Overlays"), this, [this] {
-    if (auto* loss = m_hub->find<LossChart>()) loss->clearOverlays();
-  })->setStatusTip(tr("Remove the earlier runs drawn faded under the loss curve"));
+  m_viewMenu
+      ->addAction(tr("Clear &Loss Overlays"), this,
+                  [this] {
+                    if (auto* loss = m_hub->find<LossChart>()) loss->clearOverlays();
+                  })
+      ->setStatusTip(tr("Remove the earlier runs drawn faded under the loss curve"));
   m_viewMenu->addSeparator();
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -245,6 +255,7 @@ void MainWindow::createCharts() {
   m_hub->add(new LatencyChart, 1);
   m_hub->add(new SpeedupChart, 0);
   m_hub->add(new TimelineChart, 2);
+  m_hub->add(new HoldingsMap, 2);
   m_hub->add(new MemoryChart, 3);
   m_hub->add(new TrafficChart, 3);
   m_hub->add(new LinkHeatmap, 3);
@@ -275,11 +286,12 @@ void MainWindow::createDocks() {
   dock->setObjectName("configDock");
   dock->setWidget(scroll);
   dock->setMinimumWidth(m_configPanel->sizeHint().width() + 24);
-  dock->setToolTip(tr("Settings changed while a run trains are applied to it %1 ms after the "
-                      "last change: the model and optimizer state are re-sharded and training "
-                      "continues from the same step. Model, data, optimizer and seed need a new "
-                      "run.")
-                       .arg(kApplyDelayMs));
+  m_configPanel->setLiveHint(
+      tr("Settings changed while a run trains are applied to it %1 ms after the last change "
+         "(so typing 16 does not first re-shard to 1): the parameters and optimizer state are "
+         "re-sharded and training continues from the same step, the loss curve unbroken. "
+         "Model, data, optimizer and seed need a new run (Reset, then Start).")
+          .arg(kApplyDelayMs));
   addPanel(dock, Qt::LeftDockWidgetArea);
 
   m_sweepPanel = new SweepPanel([this] { return m_configPanel->config(); });
@@ -290,9 +302,8 @@ void MainWindow::createDocks() {
   tabifyDockWidget(dock, m_sweepDock);
   dock->raise();
   connect(m_sweepPanel, &SweepPanel::sweepFinished, this, &MainWindow::showSweep);
-  connect(m_sweepPanel, &SweepPanel::runningChanged, this, [this](bool running) {
-    m_sweepAction->setEnabled(!running);
-  });
+  connect(m_sweepPanel, &SweepPanel::runningChanged, this,
+          [this](bool running) { m_sweepAction->setEnabled(!running); });
 }
 
 void MainWindow::addPanel(QDockWidget* dock, Qt::DockWidgetArea area) {
@@ -466,9 +477,9 @@ void MainWindow::applyLiveChanges() {
     return updateConfigNote();
   }
   const std::string err = m_session.reconfigure(wanted);
-  m_liveNote = err.empty() ? tr("Applying to the running training after the step in flight…")
-                           : tr("Not applied to the running training: %1").arg(
-                                 QString::fromStdString(err));
+  m_liveNote = err.empty()
+                   ? tr("Applying to the running training after the step in flight…")
+                   : tr("Not applied to the running training: %1").arg(QString::fromStdString(err));
   m_liveNoteWarns = !err.empty();
   updateConfigNote();
 }
@@ -560,8 +571,8 @@ void MainWindow::exportCurrentChart() {
 }
 
 void MainWindow::exportAllCharts() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export All to Folder"),
-                                                        Settings::exportDir());
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Export All to Folder"), Settings::exportDir());
   if (dir.isEmpty()) return;
   Settings::setExportDir(dir);
   QStringList written;
@@ -618,7 +629,8 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
   files << tracePath;
   RunReport r = report();
   for (const QString& f : files) r.files << QFileInfo(f).fileName();
-  r.files << "summary.md" << "summary.html";
+  r.files << "summary.md"
+          << "summary.html";
   if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
   if (written) *written = files;
   return {};
