@@ -2,14 +2,14 @@
 // See tests/app/tst_app.cpp (scriptedExport, badConfigExits2) and `paralab --help`.
 #include "command_line.h"
 
-#include "cli/run_options.h"
-
 #include <CLI/CLI.hpp>
 #include <QDir>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "cli/run_options.h"
 
 namespace paralab {
 

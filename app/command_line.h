@@ -13,10 +13,10 @@ namespace paralab {
 
 struct CommandLine {
   RunConfig config;
-  bool configGiven = false;  // --config or any run flag: the values were asked for
-  QString exportDir;         // set: scripted run
-  QString settingsFile;      // --settings FILE: remember the window's state there
-  int benchFramesS = 0;      // --bench-frames S: time the GUI thread's frames for S seconds
+  bool configGiven = false;     // --config or any run flag: the values were asked for
+  QString exportDir;            // set: scripted run
+  QString settingsFile;         // --settings FILE: remember the window's state there
+  int benchFramesS = 0;         // --bench-frames S: time the GUI thread's frames for S seconds
   bool measureStartup = false;  // --measure-startup: print the time to the first paint, exit
   bool scripted() const { return !exportDir.isEmpty(); }
 };

@@ -90,12 +90,14 @@ ConfigPanel::~ConfigPanel() {
 void ConfigPanel::buildControls() {
   // [Execution]
   m_execution = comboBox(
-      "execution", {{tr("Serial (one rank)"), "serial"}, {tr("Parallel (several ranks)"), "parallel"}},
+      "execution",
+      {{tr("Serial (one rank)"), "serial"}, {tr("Parallel (several ranks)"), "parallel"}},
       tr("Serial trains on one rank: the reference every parallel run is compared with. "
          "Parallel splits the work over several ranks (threads in this process), each running "
          "the same program on its own shard."));
-  m_device = comboBox("device", {{tr("CPU"), "cpu"}, {tr("GPU"), "cuda"}},
-                      tr("Where the ranks compute: the CPU (every core, OpenBLAS GEMMs) or a GPU."));
+  m_device =
+      comboBox("device", {{tr("CPU"), "cpu"}, {tr("GPU"), "cuda"}},
+               tr("Where the ranks compute: the CPU (every core, OpenBLAS GEMMs) or a GPU."));
   m_ranks = spinBox("ranks", 2, 64, 1,
                     tr("Ranks: how many workers train together (the world size). With strong "
                        "scaling each gets 1/N of the global batch."));
@@ -126,9 +128,10 @@ void ConfigPanel::buildControls() {
       tr("How the ranks combine their work (the engine's strategy table; hover an entry for "
          "its summary). Synchronous kinds reproduce the serial loss curve; asynchronous ones "
          "trade staleness for speed."));
-  m_zero->setToolTip(tr("ZeRO (Rajbhandari et al. 2020): shard the optimizer state (1), also the "
-                        "gradients (2), also the parameters (3, as FSDP) over the data-parallel "
-                        "ranks, trading memory per rank for gathers."));
+  m_zero->setToolTip(
+      tr("ZeRO (Rajbhandari et al. 2020): shard the optimizer state (1), also the "
+         "gradients (2), also the parameters (3, as FSDP) over the data-parallel "
+         "ranks, trading memory per rank for gathers."));
   m_dpVersion = comboBox(
       "dpVersion", {{tr("bucketed, overlapped"), "bucket"}, {tr("naive, after backward"), "naive"}},
       tr("Synchronous data parallel: naive all-reduces each gradient after backward; bucketed "
@@ -141,11 +144,13 @@ void ConfigPanel::buildControls() {
                            "parameters every H steps (fewer all-reduces, some drift)."));
   m_syncEvery->setPrefix(tr("every "));
   m_syncEvery->setSuffix(tr(" steps"));
-  m_topology = comboBox("topology", {{tr("ring neighbours"), "ring"}, {tr("random pairs"), "random"}},
-                        tr("Gossip: whom each rank averages with after its step: its two ring "
-                           "neighbours, or a random partner each step."));
+  m_topology =
+      comboBox("topology", {{tr("ring neighbours"), "ring"}, {tr("random pairs"), "random"}},
+               tr("Gossip: whom each rank averages with after its step: its two ring "
+                  "neighbours, or a random partner each step."));
   m_scaling = comboBox(
-      "scaling", {{tr("Strong (fixed global batch)"), "strong"}, {tr("Weak (batch per rank)"), "weak"}},
+      "scaling",
+      {{tr("Strong (fixed global batch)"), "strong"}, {tr("Weak (batch per rank)"), "weak"}},
       tr("Strong scaling keeps the global batch fixed and splits it over the ranks (Amdahl). "
          "Weak scaling gives every rank the batch, so the work grows with N (Gustafson)."));
   // [Model parallelism]
@@ -158,9 +163,10 @@ void ConfigPanel::buildControls() {
                     "over tp ranks, which all-reduce the activations twice per block."));
   m_sp = new QCheckBox(tr("sequence parallel"));
   m_sp->setObjectName("sp");
-  m_sp->setToolTip(tr("Sequence parallelism (Korthikanti et al. 2022): the parts between the "
-                      "tensor-parallel matrices (LayerNorm, residual) are split by rows too, "
-                      "so each tp rank keeps 1/tp of those activations."));
+  m_sp->setToolTip(
+      tr("Sequence parallelism (Korthikanti et al. 2022): the parts between the "
+         "tensor-parallel matrices (LayerNorm, residual) are split by rows too, "
+         "so each tp rank keeps 1/tp of those activations."));
   m_pp = spinBox("pp", 1, 64, 1,
                  tr("Pipeline stages: the blocks are cut into pp consecutive stages on "
                     "different ranks; micro-batches flow through them."));
@@ -198,9 +204,10 @@ void ConfigPanel::buildControls() {
     } catch (const std::exception&) {  // the profile files are missing: the engine will say so
     }
   }
-  m_link->setToolTip(tr("Interconnect between the ranks. Except for “none” it is emulated: "
-                        "each transfer takes at least the link's latency + bytes / bandwidth, "
-                        "so step times show what a slower link does."));
+  m_link->setToolTip(
+      tr("Interconnect between the ranks. Except for “none” it is emulated: "
+         "each transfer takes at least the link's latency + bytes / bandwidth, "
+         "so step times show what a slower link does."));
   m_gemm = new QComboBox;
   m_gemm->setObjectName("gemmKernel");
   for (const kernels::GemmKernel& k : kernels::gemm_kernels()) {
@@ -208,8 +215,9 @@ void ConfigPanel::buildControls() {
     m_gemm->setItemData(m_gemm->count() - 1, QString::fromUtf8(k.summary), Qt::ToolTipRole);
   }
   selectData(m_gemm, QString("vendor"));
-  m_gemm->setToolTip(tr("The matrix-multiply kernel of the training step, from the kernel ladder "
-                        "(naive → SIMD → threaded → tiled → vendor)."));
+  m_gemm->setToolTip(
+      tr("The matrix-multiply kernel of the training step, from the kernel ladder "
+         "(naive → SIMD → threaded → tiled → vendor)."));
   // [Model, data, training]
   m_model = comboBox("model", {{tr("MLP"), "mlp"}, {tr("Mixture of experts"), "moe"}},
                      tr("MLP: residual blocks of LayerNorm → H→4H → GELU → 4H→H. Mixture of "
@@ -299,9 +307,9 @@ void ConfigPanel::buildControls() {
   // validate()'s line at the top, where it is seen whichever group is scrolled into view.
   layout->addWidget(m_problem);
   layout->addWidget(m_note);
-  layout->addWidget(group(tr("Execution"), {{tr("Execution"), m_execution},
-                                            {tr("Device"), m_device},
-                                            {tr("Ranks"), m_ranks}}));
+  layout->addWidget(
+      group(tr("Execution"),
+            {{tr("Execution"), m_execution}, {tr("Device"), m_device}, {tr("Ranks"), m_ranks}}));
   layout->addWidget(group(tr("Parallelism"), {{tr("Strategy"), m_strategy},
                                               {tr("ZeRO stage"), m_zero},
                                               {tr("All-reduce"), m_dpVersion},
@@ -323,8 +331,7 @@ void ConfigPanel::buildControls() {
                                         {tr("Residual blocks L"), m_layers},
                                         {tr("Experts"), m_experts},
                                         {tr("Top-k"), m_topk}}));
-  layout->addWidget(
-      group(tr("Data"), {{tr("Dataset"), m_dataset}, {tr("Batch"), m_batch}}));
+  layout->addWidget(group(tr("Data"), {{tr("Dataset"), m_dataset}, {tr("Batch"), m_batch}}));
   layout->addWidget(group(tr("Training"), {{tr("Learning rate"), m_lr},
                                            {tr("Optimizer"), m_optimizer},
                                            {tr("Steps"), m_steps},
@@ -496,10 +503,11 @@ void ConfigPanel::updateAvailability() {
   setAvailable(m_dp, parallel && (m_hasModelParallel || m_hasMoe), serialWhy);
   setAvailable(m_tp, mpOk, mpWhy);
   setAvailable(m_pp, mpOk, mpWhy);
-  setAvailable(m_sp, mpOk && m_tp->value() > 1,
-               mpOk ? tr("sequence parallelism splits the tensor-parallel group's work (tp ≥ 2)")
-                    : mpWhy);
-  const QString ppWhy = mpOk ? tr("micro-batches and schedules belong to a pipeline (pp ≥ 2)") : mpWhy;
+  setAvailable(
+      m_sp, mpOk && m_tp->value() > 1,
+      mpOk ? tr("sequence parallelism splits the tensor-parallel group's work (tp ≥ 2)") : mpWhy);
+  const QString ppWhy =
+      mpOk ? tr("micro-batches and schedules belong to a pipeline (pp ≥ 2)") : mpWhy;
   setAvailable(m_microbatches, mpOk && m_pp->value() > 1, ppWhy);
   setAvailable(m_schedule, mpOk && m_pp->value() > 1, ppWhy);
   setAvailable(m_ep, parallel && m_hasMoe && moe,
@@ -537,6 +545,11 @@ void ConfigPanel::setNote(const QString& note, bool warning) {
                                 : (dark ? "color: #b0b0b0;" : "color: #555555;"));
 }
 
+void ConfigPanel::setLiveHint(const QString& hint) {
+  for (QGroupBox* box : findChildren<QGroupBox*>()) box->setToolTip(hint);
+  m_note->setToolTip(hint);
+}
+
 QString ConfigPanel::note() const { return m_note->isHidden() ? QString() : m_note->text(); }
 
 // [SECTION] Device: the CUDA runtime may take a moment to answer, so it is asked off the GUI
@@ -550,7 +563,8 @@ void ConfigPanel::probeGpu() {
             ? tr("%1 found, but the engine's GPU path is not built yet: runs train on the CPU")
                   .arg(QString::fromStdString(info.firstName))
             : tr("no usable GPU (%1)").arg(QString::fromStdString(info.reason));
-    QMetaObject::invokeMethod(this, [this, reason] { setGpuReason(reason); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, reason] { setGpuReason(reason); }, Qt::QueuedConnection);
   });
 }
 

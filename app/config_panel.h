@@ -39,6 +39,8 @@ class ConfigPanel : public QWidget {
   // A note under the controls, e.g. what live reconfiguration did ("" hides it).
   void setNote(const QString& note, bool warning = false);
   QString note() const;
+  // How changes reach a run in progress: the tooltip of every group and of the note.
+  void setLiveHint(const QString& hint);
 
   // Why the GPU choice is unavailable ("" until the probe has answered).
   QString gpuReason() const { return m_gpuReason; }
@@ -57,7 +59,7 @@ class ConfigPanel : public QWidget {
   void setAvailable(QWidget* w, bool available, const QString& reason = QString());
   void setRowShown(QWidget* w, bool shown);
 
-  RunConfig m_base;  // fields without a control come from here
+  RunConfig m_base;                        // fields without a control come from here
   QHash<QWidget*, QFormLayout*> m_formOf;  // for labels and row visibility
   // Execution
   QComboBox* m_execution;

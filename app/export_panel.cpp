@@ -25,6 +25,7 @@ ExportPanel::ExportPanel(Chart* chart, const QString& dir, QWidget* parent)
   setWindowTitle(tr("Export “%1” Chart").arg(chart->title()));
   m_path = new QLineEdit(QDir(dir).filePath(chart->stem() + ".png"));
   m_path->setObjectName("exportPath");
+  m_path->setMinimumWidth(fontMetrics().averageCharWidth() * 48);  // a whole path, usually
   auto* browse = new QPushButton(tr("Browse…"));
   m_format = new QComboBox;
   m_format->setObjectName("exportFormat");
@@ -32,8 +33,9 @@ ExportPanel::ExportPanel(Chart* chart, const QString& dir, QWidget* parent)
   m_format->addItem(tr("PDF document (vector)"), int(ExportFormat::Pdf));
   m_format->addItem(tr("SVG image (vector)"), int(ExportFormat::Svg));
   m_format->addItem(tr("CSV data (the points drawn)"), int(ExportFormat::Csv));
-  m_format->setToolTip(tr("PNG for slides and web pages; PDF and SVG stay sharp at any size "
-                          "(text stays text); CSV is the data, for a spreadsheet or a script"));
+  m_format->setToolTip(
+      tr("PNG for slides and web pages; PDF and SVG stay sharp at any size "
+         "(text stays text); CSV is the data, for a spreadsheet or a script"));
   m_width = new QSpinBox;
   m_width->setObjectName("exportWidth");
   m_height = new QSpinBox;
@@ -45,16 +47,18 @@ ExportPanel::ExportPanel(Chart* chart, const QString& dir, QWidget* parent)
   }
   m_width->setValue(kDefaultExportSize.width());
   m_height->setValue(kDefaultExportSize.height());
-  m_width->setToolTip(tr("Width of the figure: pixels for PNG, 1/96 inch for PDF and SVG. Text "
-                         "grows with it, so it keeps its size relative to the figure"));
+  m_width->setToolTip(
+      tr("Width of the figure: pixels for PNG, 1/96 inch for PDF and SVG. Text "
+         "grows with it, so it keeps its size relative to the figure"));
   m_height->setToolTip(tr("Height of the figure (pixels for PNG, 1/96 inch for PDF and SVG)"));
   m_dpi = new QSpinBox;
   m_dpi->setObjectName("exportDpi");
   m_dpi->setRange(72, 1200);
   m_dpi->setValue(96);
   m_dpi->setSuffix(tr(" dpi"));
-  m_dpi->setToolTip(tr("The PNG's resolution: the print size a word processor gives it "
-                       "(width ÷ dpi inches). 300 dpi at 1950 px is a 6.5-inch column"));
+  m_dpi->setToolTip(
+      tr("The PNG's resolution: the print size a word processor gives it "
+         "(width ÷ dpi inches). 300 dpi at 1950 px is a 6.5-inch column"));
   m_hint = new QLabel;
   m_hint->setForegroundRole(QPalette::PlaceholderText);
 

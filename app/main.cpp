@@ -2,6 +2,8 @@
 // [--config FILE]` trains without showing it, writes every chart into DIR and exits;
 // `--measure-startup` and `--bench-frames S` time the window itself.
 // See tests/app/tst_app.cpp, tests/app/tst_window.cpp and `paralab --help`.
+#include <unistd.h>
+
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QTimer>
@@ -9,7 +11,6 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "command_line.h"
 #include "config_panel.h"

@@ -76,6 +76,10 @@ int runScripted(MainWindow& window, const CommandLine& commandLine) {
 int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
   RunConfig config = commandLine.config;
   config.steps = 0;  // trains for as long as the benchmark lasts
+  if (auto err = config.validate()) {
+    printLine(stderr, QString::fromStdString(*err));
+    return 2;
+  }
   window.configPanel()->setConfig(config);
   window.show();
   // The window's own timer is replaced by one that times each frame; same interval.

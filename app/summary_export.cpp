@@ -5,6 +5,7 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QDir>
+#include <QHash>
 #include <QLocale>
 #include <QSaveFile>
 #include <QTextDocument>
@@ -36,8 +37,9 @@ QString linkLine(const RunConfig& c) {
   if (c.link == "none") return QObject::tr("none: thread ranks share memory (real copies)");
   try {
     const LinkProfile p = loadLinkProfile(c.link);
-    return QObject::tr("%1 (%2 µs, %3 GB/s per direction) — **emulated**: transfers are held "
-                       "back to this speed")
+    return QObject::tr(
+               "%1 (%2 µs, %3 GB/s per direction) — **emulated**: transfers are held "
+               "back to this speed")
         .arg(str(p.title))
         .arg(p.latencyUs)
         .arg(p.bandwidthGBps);
@@ -48,13 +50,13 @@ QString linkLine(const RunConfig& c) {
 
 void settingsSection(QStringList& md, const RunReport& r) {
   const RunConfig& c = r.config;
-  md << QObject::tr("## What was switched on") << ""
-     << QObject::tr("| Setting | Value |") << "|---|---|";
+  md << QObject::tr("## What was switched on") << "" << QObject::tr("| Setting | Value |")
+     << "|---|---|";
   auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
-  row(QObject::tr("Execution"), c.ranks > 1 ? QObject::tr("parallel, %1 ranks (%2 backend), CPU")
-                                                  .arg(c.ranks)
-                                                  .arg(str(c.backend))
-                                            : QObject::tr("serial, 1 rank, CPU"));
+  row(QObject::tr("Execution"),
+      c.ranks > 1
+          ? QObject::tr("parallel, %1 ranks (%2 backend), CPU").arg(c.ranks).arg(str(c.backend))
+          : QObject::tr("serial, 1 rank, CPU"));
   row(QObject::tr("Strategy"), strategyLine(c));
   if (c.ranks > 1) {
     row(QObject::tr("ZeRO stage"), QString::number(c.zero));
@@ -72,23 +74,23 @@ void settingsSection(QStringList& md, const RunReport& r) {
                                     : QObject::tr("strong: global batch %1").arg(c.batch));
   }
   row(QObject::tr("Interconnect"), linkLine(c));
-  row(QObject::tr("Model"), (c.model == "moe" ? QObject::tr("mixture of experts (E = %1, top-%2), ")
-                                                    .arg(c.experts)
-                                                    .arg(c.topk)
-                                              : QObject::tr("MLP, ")) +
-                                QObject::tr("H = %1, L = %2, P = %3 parameters")
-                                    .arg(c.hidden)
-                                    .arg(c.layers)
-                                    .arg(count(r.parameterCount)));
-  row(QObject::tr("Data"), QObject::tr("%1, global batch %2").arg(str(c.dataset)).arg(c.globalBatch()));
-  row(QObject::tr("Training"), QObject::tr("%1, lr %2, seed %3")
-                                   .arg(str(c.optimizer))
-                                   .arg(c.lr)
-                                   .arg(c.seed));
+  row(QObject::tr("Model"),
+      (c.model == "moe"
+           ? QObject::tr("mixture of experts (E = %1, top-%2), ").arg(c.experts).arg(c.topk)
+           : QObject::tr("MLP, ")) +
+          QObject::tr("H = %1, L = %2, P = %3 parameters")
+              .arg(c.hidden)
+              .arg(c.layers)
+              .arg(count(r.parameterCount)));
+  row(QObject::tr("Data"),
+      QObject::tr("%1, global batch %2").arg(str(c.dataset)).arg(c.globalBatch()));
+  row(QObject::tr("Training"),
+      QObject::tr("%1, lr %2, seed %3").arg(str(c.optimizer)).arg(c.lr).arg(c.seed));
   md << "";
   if (!r.changes.isEmpty()) {
-    md << QObject::tr("Changed while training (live reconfiguration, the same parameters and "
-                      "optimizer state re-sharded):")
+    md << QObject::tr(
+              "Changed while training (live reconfiguration, the same parameters and "
+              "optimizer state re-sharded):")
        << "";
     for (const QString& change : r.changes) md << "- " + change;
     md << "";
@@ -97,8 +99,9 @@ void settingsSection(QStringList& md, const RunReport& r) {
 
 void measuredSection(QStringList& md, const RunReport& r) {
   md << QObject::tr("## Measured") << ""
-     << QObject::tr("Every number here was measured in this run (clocks, the per-rank tracking "
-                    "allocator, the communicator's byte counts)%1.")
+     << QObject::tr(
+            "Every number here was measured in this run (clocks, the per-rank tracking "
+            "allocator, the communicator's byte counts)%1.")
             .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
                                          : QString())
      << "" << QObject::tr("| Metric | Value |") << "|---|---|";
@@ -110,18 +113,17 @@ void measuredSection(QStringList& md, const RunReport& r) {
                                        .arg(num(r.lossMean, 4))
                                        .arg(r.window));
   }
-  row(QObject::tr("Test accuracy"),
-      r.accuracyPercent ? QObject::tr("%1 % (at step %2)")
-                              .arg(num(*r.accuracyPercent, 2))
-                              .arg(qlonglong(*r.accuracyStep))
-                        : QObject::tr("not evaluated"));
+  row(QObject::tr("Test accuracy"), r.accuracyPercent ? QObject::tr("%1 % (at step %2)")
+                                                            .arg(num(*r.accuracyPercent, 2))
+                                                            .arg(qlonglong(*r.accuracyStep))
+                                                      : QObject::tr("not evaluated"));
   row(QObject::tr("Mean step time"),
       QObject::tr("%1 ms (last %2 steps)").arg(num(r.meanStepMs, 3)).arg(r.window));
   row(QObject::tr("Throughput"),
       QObject::tr("%1 samples/s (last %2 steps)").arg(num(r.samplesPerS, 0)).arg(r.window));
   if (r.last && r.last->bubble)
-    row(QObject::tr("Pipeline bubble"), QObject::tr("%1 % of the pipeline's time idle")
-                                            .arg(num(100 * *r.last->bubble, 1)));
+    row(QObject::tr("Pipeline bubble"),
+        QObject::tr("%1 % of the pipeline's time idle").arg(num(100 * *r.last->bubble, 1)));
   if (r.last && r.last->staleness)
     row(QObject::tr("Staleness"), QObject::tr("%1 updates").arg(num(*r.last->staleness, 2)));
   if (r.last && r.last->spread) row(QObject::tr("Spread"), num(*r.last->spread, 5));
@@ -129,12 +131,16 @@ void measuredSection(QStringList& md, const RunReport& r) {
 
   if (!r.last || r.last->ranks.empty()) return;
   md << QObject::tr("### Per rank, last step") << ""
-     << QObject::tr("| Rank | compute ms | comm ms | idle ms | bytes sent | bytes received | "
-                    "params | grads | optimizer | activations | comm buffers | workspace | peak |")
+     << QObject::tr(
+            "| Rank | compute ms | comm ms | idle ms | bytes sent | bytes received | "
+            "params | grads | optimizer | activations | comm buffers | workspace | peak |")
      << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
   for (const RankMetrics& k : r.last->ranks) {
-    QStringList cells = {QString::number(k.rank), num(k.computeMs, 3), num(k.commMs, 3),
-                         num(k.idleMs, 3), formatBytes(double(k.bytesSent)),
+    QStringList cells = {QString::number(k.rank),
+                         num(k.computeMs, 3),
+                         num(k.commMs, 3),
+                         num(k.idleMs, 3),
+                         formatBytes(double(k.bytesSent)),
                          formatBytes(double(k.bytesRecv))};
     for (int i = 0; i < kMemCategories; ++i) cells << formatBytes(double(k.mem.current[size_t(i)]));
     cells << formatBytes(double(k.mem.peakTotal));
@@ -148,8 +154,9 @@ void referenceSection(QStringList& md, const RunReport& r) {
   const int64_t P = r.parameterCount;
   QStringList items;
   if (auto ref = modelStatesReference(c, P)) {
-    QString line = QObject::tr("- **Model states per rank** (ZeRO stage %1, Rajbhandari et al. "
-                               "2020; fp32): %2 with P = %3, N = %4 → %5")
+    QString line = QObject::tr(
+                       "- **Model states per rank** (ZeRO stage %1, Rajbhandari et al. "
+                       "2020; fp32): %2 with P = %3, N = %4 → %5")
                        .arg(c.zero)
                        .arg(ref->formula)
                        .arg(count(P))
@@ -157,8 +164,8 @@ void referenceSection(QStringList& md, const RunReport& r) {
                        .arg(formatBytes(ref->total()));
     if (r.last && !r.last->ranks.empty()) {
       const MemorySnapshot& m = r.last->ranks.front().mem;
-      const double measured = double(m[MemCategory::Params] + m[MemCategory::Grads] +
-                                     m[MemCategory::Optimizer]);
+      const double measured =
+          double(m[MemCategory::Params] + m[MemCategory::Grads] + m[MemCategory::Optimizer]);
       line += QObject::tr("; measured on rank 0: %1").arg(formatBytes(measured));
     }
     items << line;
@@ -168,25 +175,29 @@ void referenceSection(QStringList& md, const RunReport& r) {
       c.pp == 1 && P > 0) {
     const bool naive = c.allreduce == "naive";
     const double bytes = naive ? (n - 1) * 4.0 * double(P) : 2.0 * (n - 1) / n * 4.0 * double(P);
-    QString line = naive ? QObject::tr("- **All-reduce traffic per rank** (naive, every rank "
-                                       "sends its gradients to every other): (N − 1) · 4P = %1")
-                                 .arg(formatBytes(bytes))
-                         : QObject::tr("- **All-reduce traffic per rank** (ring / direct, "
-                                       "reduce-scatter + all-gather): 2(N − 1)/N · 4P = %1")
-                                 .arg(formatBytes(bytes));
+    QString line = naive ? QObject::tr(
+                               "- **All-reduce traffic per rank** (naive, every rank "
+                               "sends its gradients to every other): (N − 1) · 4P = %1")
+                               .arg(formatBytes(bytes))
+                         : QObject::tr(
+                               "- **All-reduce traffic per rank** (ring / direct, "
+                               "reduce-scatter + all-gather): 2(N − 1)/N · 4P = %1")
+                               .arg(formatBytes(bytes));
     if (r.last && !r.last->ranks.empty())
       line += QObject::tr("; measured bytes sent by rank 0 in the last step: %1")
                   .arg(formatBytes(double(r.last->ranks.front().bytesSent)));
     items << line;
   }
   if (r.last && r.last->bubbleReference)
-    items << QObject::tr("- **Pipeline bubble**: (P − 1)/(M + P − 1) with P = %1 stages, M = %2 "
-                         "micro-batches = %3 %%4")
+    items << QObject::tr(
+                 "- **Pipeline bubble**: (P − 1)/(M + P − 1) with P = %1 stages, M = %2 "
+                 "micro-batches = %3 %%4")
                  .arg(c.pp)
                  .arg(c.microbatches)
                  .arg(num(100 * *r.last->bubbleReference, 1))
-                 .arg(r.last->bubble ? QObject::tr("; measured %1 %").arg(num(100 * *r.last->bubble, 1))
-                                     : QString());
+                 .arg(r.last->bubble
+                          ? QObject::tr("; measured %1 %").arg(num(100 * *r.last->bubble, 1))
+                          : QString());
   if (r.sweep && r.sweep->points.size() >= 2) {
     items << (r.sweep->scaling == "weak"
                   ? QObject::tr("- **Gustafson's law** (scaled speedup S(N) = N − s(N − 1)), "
@@ -200,8 +211,9 @@ void referenceSection(QStringList& md, const RunReport& r) {
   }
   if (items.isEmpty()) return;
   md << QObject::tr("## Reference formulas") << ""
-     << QObject::tr("Theory drawn beside the measurement, labelled as reference (see "
-                    "lessons/reference/metrics.md).")
+     << QObject::tr(
+            "Theory drawn beside the measurement, labelled as reference (see "
+            "lessons/reference/metrics.md).")
      << "" << items << "";
 }
 
@@ -234,8 +246,9 @@ QString write(const QString& path, const QByteArray& data) {
 QString summaryMarkdown(const RunReport& r) {
   QStringList md;
   md << QObject::tr("# ParaLab run summary") << ""
-     << QObject::tr("Written %1 by ParaLab %2. Numbers are measured in this run unless marked "
-                    "*reference* (a formula) or **emulated** (a modelled interconnect).")
+     << QObject::tr(
+            "Written %1 by ParaLab %2. Numbers are measured in this run unless marked "
+            "*reference* (a formula) or **emulated** (a modelled interconnect).")
             .arg(QDateTime::currentDateTime().toString(Qt::ISODate))
             .arg(QCoreApplication::applicationVersion())
      << "";
@@ -244,8 +257,17 @@ QString summaryMarkdown(const RunReport& r) {
   referenceSection(md, r);
   sweepSection(md, r);
   if (!r.files.isEmpty()) {
+    // One line per name: "`loss` .png .pdf .svg .csv".
+    QStringList stems;
+    QHash<QString, QStringList> suffixes;
+    for (const QString& f : r.files) {
+      const QString stem = f.section('.', 0, 0), suffix = f.section('.', 1);
+      if (!suffixes.contains(stem)) stems << stem;
+      suffixes[stem] << '.' + suffix;
+    }
     md << QObject::tr("## Files") << "";
-    for (const QString& f : r.files) md << QString("- `%1`").arg(f);
+    for (const QString& stem : stems)
+      md << QString("- `%1` %2").arg(stem, suffixes[stem].join(' '));
     md << "";
   }
   return md.join('\n');

@@ -14,17 +14,17 @@
 namespace paralab {
 
 struct RunReport {
-  RunConfig config;       // as the run ended (after any live reconfiguration)
-  QStringList changes;    // live reconfigurations, "step 40: ranks 1 → 2"
-  QString state;          // "finished", "paused", ...
-  int64_t steps = 0;      // steps measured
+  RunConfig config;     // as the run ended (after any live reconfiguration)
+  QStringList changes;  // live reconfigurations, "step 40: ranks 1 → 2"
+  QString state;        // "finished", "paused", ...
+  int64_t steps = 0;    // steps measured
   int64_t parameterCount = 0;
   std::optional<StepMetrics> last;  // the last step measured, with its per-rank numbers
   double lossMean = 0;              // nats, mean of the last `window` steps
   int window = 0;
   std::optional<double> accuracyStep, accuracyPercent;  // the last evaluation
-  double meanStepMs = 0;   // over the last `window` steps
-  double samplesPerS = 0;  // over the last `window` steps
+  double meanStepMs = 0;                                // over the last `window` steps
+  double samplesPerS = 0;                               // over the last `window` steps
   std::optional<SweepResult> sweep;
   QStringList files;  // the other files of the export, by name
 };

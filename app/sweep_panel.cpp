@@ -3,8 +3,8 @@
 #include "sweep_panel.h"
 
 #include <QFormLayout>
-#include <QHeaderView>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
@@ -22,24 +22,28 @@ SweepPanel::SweepPanel(std::function<RunConfig()> baseConfig, QWidget* parent)
     : QWidget(parent), m_baseConfig(std::move(baseConfig)), m_runner(new SweepRunner(this)) {
   m_ranks = new QLineEdit("1, 2, 4, 8");
   m_ranks->setObjectName("sweepRanks");
-  m_ranks->setToolTip(tr("Rank counts to measure, separated by commas. The 1-rank run is the "
-                         "baseline every speedup is measured against (added when missing)."));
+  m_ranks->setToolTip(
+      tr("Rank counts to measure, separated by commas. The 1-rank run is the "
+         "baseline every speedup is measured against (added when missing)."));
   m_steps = new QSpinBox;
   m_steps->setObjectName("sweepSteps");
   m_steps->setRange(1, 10000);
   m_steps->setValue(20);
-  m_steps->setToolTip(tr("Steps timed at each rank count; the median step time is used, so one "
-                         "slow step (a page fault, another program) does not skew the point."));
+  m_steps->setToolTip(
+      tr("Steps timed at each rank count; the median step time is used, so one "
+         "slow step (a page fault, another program) does not skew the point."));
   m_warmup = new QSpinBox;
   m_warmup->setObjectName("sweepWarmup");
   m_warmup->setRange(0, 1000);
   m_warmup->setValue(3);
-  m_warmup->setToolTip(tr("Steps run first at each rank count and not timed (caches, thread "
-                          "start-up, first allocations)."));
+  m_warmup->setToolTip(
+      tr("Steps run first at each rank count and not timed (caches, thread "
+         "start-up, first allocations)."));
   m_runButton = new QPushButton(tr("Run sweep"));
   m_runButton->setObjectName("sweepRun");
-  m_runButton->setToolTip(tr("Train the current settings at each rank count in the background "
-                             "and draw the speedup chart; the window stays usable"));
+  m_runButton->setToolTip(
+      tr("Train the current settings at each rank count in the background "
+         "and draw the speedup chart; the window stays usable"));
   m_cancelButton = new QPushButton(tr("Cancel"));
   m_cancelButton->setObjectName("sweepCancel");
   m_cancelButton->setToolTip(tr("Stop after the step in flight; the points finished are kept"));
@@ -59,8 +63,9 @@ SweepPanel::SweepPanel(std::function<RunConfig()> baseConfig, QWidget* parent)
   m_table->verticalHeader()->setVisible(false);
   m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  m_table->setToolTip(tr("Measured: median step time at each rank count. Speedup T1/TN (strong) "
-                         "or N·T1/TN (weak, scaled); efficiency = speedup / N."));
+  m_table->setToolTip(
+      tr("Measured: median step time at each rank count. Speedup T1/TN (strong) "
+         "or N·T1/TN (weak, scaled); efficiency = speedup / N."));
 
   auto* form = new QFormLayout;
   form->addRow(tr("Ranks"), m_ranks);

@@ -27,8 +27,8 @@ bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, in
       const auto now = Clock::now();
       if (done == total || now - lastReport > std::chrono::milliseconds(33)) {
         lastReport = now;
-        QMetaObject::invokeMethod(this, [this, done, total] { emit progress(done, total); },
-                                  Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, done, total] { emit progress(done, total); }, Qt::QueuedConnection);
       }
       return !m_cancel.load();
     };
@@ -39,8 +39,8 @@ bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, in
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(this, [this, result, error] { finish(result, error); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, result, error] { finish(result, error); }, Qt::QueuedConnection);
   });
   return true;
 }
