@@ -43,23 +43,7 @@ std::optional<RunConfig> configFromExperiment(const QJsonObject& experiment, QSt
 QJsonObject stepJson(const StepMetrics& m) { return fromNlohmann(toJson(m)); }
 
 QJsonObject sweepJson(const SweepResult& r, const RunConfig& base) {
-  QJsonArray points;
-  for (const SweepPoint& p : r.points)
-    points.append(QJsonObject{{"ranks", p.ranks},
-                              {"step_ms", p.stepMs},
-                              {"samples_per_s", p.samplesPerS},
-                              {"speedup", p.speedup},
-                              {"efficiency", p.efficiency}});
-  QJsonObject o{{"sweep", true},
-                {"scaling", QString::fromStdString(r.scaling)},
-                {"amdahl_p", r.amdahl.p},
-                {"amdahl_r2", r.amdahl.r2},
-                {"gustafson_serial_fraction", r.gustafson.s},
-                {"gustafson_r2", r.gustafson.r2},
-                {"config", fromNlohmann(base.toJson())},
-                {"points", points}};
-  if (base.link != "none") o.insert("emulated", QString::fromStdString(base.link));
-  return o;
+  return fromNlohmann(toJson(r, base));
 }
 
 }  // namespace paralab::lessons

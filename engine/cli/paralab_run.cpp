@@ -51,15 +51,7 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
       return true;
     });
     if (json) {
-      nlohmann::json j = {{"sweep", true}, {"scaling", r.scaling},
-                          {"amdahl_p", r.amdahl.p}, {"amdahl_r2", r.amdahl.r2},
-                          {"gustafson_serial_fraction", r.gustafson.s}, {"gustafson_r2", r.gustafson.r2},
-                          {"config", config.toJson()}, {"points", nlohmann::json::array()}};
-      if (config.link != "none") j["emulated"] = config.link;
-      for (const SweepPoint& p : r.points)
-        j["points"].push_back({{"ranks", p.ranks}, {"step_ms", p.stepMs}, {"samples_per_s", p.samplesPerS},
-                               {"speedup", p.speedup}, {"efficiency", p.efficiency}});
-      std::cout << j.dump() << '\n';
+      std::cout << toJson(r, config).dump() << '\n';
       return 0;
     }
     std::printf("Scaling sweep (%s scaling, %s, median of %d steps after %d warm-up)%s\n",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "train/trainer.h"
@@ -117,6 +118,22 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
     medians.push_back(times[times.size() / 2]);
   }
   return analyseSweep(base.scaling, measuredRanks, medians, base.batch);
+}
+
+nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
+  nlohmann::json j = {{"sweep", true},
+                      {"scaling", r.scaling},
+                      {"amdahl_p", r.amdahl.p},
+                      {"amdahl_r2", r.amdahl.r2},
+                      {"gustafson_serial_fraction", r.gustafson.s},
+                      {"gustafson_r2", r.gustafson.r2},
+                      {"config", base.toJson()},
+                      {"points", nlohmann::json::array()}};
+  if (base.link != "none") j["emulated"] = base.link;
+  for (const SweepPoint& p : r.points)
+    j["points"].push_back({{"ranks", p.ranks}, {"step_ms", p.stepMs}, {"samples_per_s", p.samplesPerS},
+                           {"speedup", p.speedup}, {"efficiency", p.efficiency}});
+  return j;
 }
 
 std::vector<int> parseSweep(const std::string& spec) {

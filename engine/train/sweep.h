@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "config.h"
 
 namespace paralab {
@@ -54,6 +56,10 @@ SweepResult analyseSweep(const std::string& scaling, const std::vector<int>& ran
 // false cancels (the result holds the points finished so far).
 SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, int warmup,
                      const std::function<bool(int, int)>& progress = {});
+
+// The sweep as one JSON object (paralab-run --sweep --json, the lessons' comparisons):
+// scaling, both fits, the configuration and a row per point; "emulated" under a link model.
+nlohmann::json toJson(const SweepResult& result, const RunConfig& base);
 
 // "ranks=1,2,4,8" -> {1, 2, 4, 8}; throws ConfigError naming the field otherwise.
 std::vector<int> parseSweep(const std::string& spec);
