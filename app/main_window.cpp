@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QJsonObject>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -24,9 +25,11 @@
 #include "chart_hub.h"
 #include "chrome_trace.h"
 #include "config_panel.h"
+#include "engine_bridge.h"
 #include "export_panel.h"
 #include "holdings_map.h"
 #include "latency_chart.h"
+#include "lesson_dock.h"
 #include "link_heatmap.h"
 #include "loss_chart.h"
 #include "memory_chart.h"
@@ -302,8 +305,53 @@ void MainWindow::createDocks() {
   tabifyDockWidget(dock, m_sweepDock);
   dock->raise();
   connect(m_sweepPanel, &SweepPanel::sweepFinished, this, &MainWindow::showSweep);
+  createLessonDock(dock);
   connect(m_sweepPanel, &SweepPanel::runningChanged, this,
           [this](bool running) { m_sweepAction->setEnabled(!running); });
+}
+
+// The lessons beside the settings: a step's experiment goes to the settings panel (and the
+// run or sweep it asks for), and the measured result comes back to its comparison.
+void MainWindow::createLessonDock(QDockWidget* besides) {
+  QStringList caps = lessons::engineCapabilities();
+  // A GPU is present is not the engine can train on it: no RunConfig field picks the device
+  // yet, so a GPU lesson stays "coming" (the Device control says the same).
+  caps.removeAll("device:cuda");
+  m_lessonDock = new LessonDock(caps, this);
+  addPanel(m_lessonDock, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(besides, m_lessonDock);
+  besides->raise();
+  connect(m_lessonDock, &LessonDock::applyExperiment, this, [this](const RunConfig& c) {
+    m_configPanel->setConfig(c);
+    statusBar()->showMessage(tr("The lesson's settings are in Run settings: press Start (F5)"),
+                             8000);
+  });
+  connect(m_lessonDock, &LessonDock::runExperiment, this, [this](const RunConfig& c) {
+    m_configPanel->setConfig(c);
+    if (m_showingRun && isActive(m_state)) reset();
+    if (startNewRun(false)) m_experimentRunId = m_runId;
+  });
+  connect(m_lessonDock, &LessonDock::runSweep, this,
+          [this](const RunConfig& base, const QList<int>& ranks, int steps, int warmup) {
+            m_configPanel->setConfig(base);
+            QStringList list;
+            for (int n : ranks) list << QString::number(n);
+            m_sweepPanel->setRanks(list.join(", "));
+            m_sweepPanel->setSteps(steps, warmup);
+            m_experimentSweepBase = base;
+            runSweep();
+            if (!m_sweepPanel->isRunning()) m_experimentSweepBase.reset();
+          });
+  connect(this, &MainWindow::runEnded, this, [this](bool ok) {
+    if (!ok || m_experimentRunId != m_runId) return;
+    m_experimentRunId = -1;
+    // Every step the session kept, as paralab-run --json prints them.
+    const Snapshot s = m_session.snapshot(0);
+    QList<QJsonObject> steps;
+    steps.reserve(qsizetype(s.steps.size()));
+    for (const StepMetrics& m : s.steps) steps << lessons::stepJson(m);
+    m_lessonDock->showRunResult(steps);
+  });
 }
 
 void MainWindow::addPanel(QDockWidget* dock, Qt::DockWidgetArea area) {
@@ -553,6 +601,10 @@ void MainWindow::runSweep() {
 
 void MainWindow::showSweep(const SweepResult& result) {
   m_sweep = result;
+  if (m_experimentSweepBase && sender() == m_sweepPanel) {
+    m_lessonDock->showSweepResult(lessons::sweepJson(result, *m_experimentSweepBase));
+    m_experimentSweepBase.reset();
+  }
   if (auto* speedup = m_hub->find<SpeedupChart>()) {
     speedup->showSweep(result);
     if (QDockWidget* d = m_hub->dockOf(speedup)) d->raise();

@@ -26,6 +26,7 @@ namespace paralab {
 class Chart;
 class ChartHub;
 class ConfigPanel;
+class LessonDock;
 class SweepPanel;
 
 class MainWindow : public QMainWindow {
@@ -40,6 +41,7 @@ class MainWindow : public QMainWindow {
 
   ConfigPanel* configPanel() const { return m_configPanel; }
   SweepPanel* sweepPanel() const { return m_sweepPanel; }
+  LessonDock* lessonDock() const { return m_lessonDock; }
   ChartHub* chartHub() const { return m_hub; }
   QList<Chart*> charts() const;
   Chart* currentChart() const { return m_currentChart; }
@@ -98,6 +100,7 @@ class MainWindow : public QMainWindow {
   void createCharts();
   void createDocks();
   void createStatusBar();
+  void createLessonDock(QDockWidget* besides);
   bool startNewRun(bool paused);
   void onConfigChanged();
   void noteRunConfig(const Snapshot& s);
@@ -132,6 +135,9 @@ class MainWindow : public QMainWindow {
   ConfigPanel* m_configPanel = nullptr;
   SweepPanel* m_sweepPanel = nullptr;
   QDockWidget* m_sweepDock = nullptr;
+  LessonDock* m_lessonDock = nullptr;
+  int64_t m_experimentRunId = -1;                  // a lesson step's run: its result goes back
+  std::optional<RunConfig> m_experimentSweepBase;  // a lesson step's sweep: likewise
   Chart* m_currentChart = nullptr;
   QMenu* m_viewMenu = nullptr;
   QActionGroup* m_themeGroup = nullptr;

@@ -20,6 +20,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -42,6 +43,7 @@
 #include "config_panel.h"
 #include "export_panel.h"
 #include "holdings_map.h"
+#include "lesson_dock.h"
 #include "loss_chart.h"
 #include "main_window.h"
 #include "parallel/strategy.h"
@@ -144,6 +146,7 @@ class TestWindow : public QObject {
   void liveReconfigurationKeepsLossContinuous_data();
   void liveReconfigurationKeepsLossContinuous();
   void liveChangeOfAFixedFieldIsRefusedInline();
+  void lessonExperimentRunsAndReportsBack();
   void sweepRunsOffTheGuiThread();
   void sweepCancels();
   void exportPanelWritesPngAtDpi();
@@ -451,6 +454,31 @@ void TestWindow::liveChangeOfAFixedFieldIsRefusedInline() {
   QCOMPARE(w.runState(), RunState::Running);  // the run goes on as it was
   QVERIFY(!QApplication::activeModalWidget());
   w.reset();
+}
+
+void TestWindow::lessonExperimentRunsAndReportsBack() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  QVERIFY(dock);
+  int first = -1;
+  for (int i = 0; i < dock->lessons().size(); ++i)
+    if (dock->lessons()[i].slug == "01-serial-parallel") first = i;
+  QVERIFY(first >= 0);
+  dock->openLesson(first);
+  dock->openPage(1);  // the first step's experiment: 100 serial steps, H = 256
+  QVERIFY(dock->currentStep() && dock->currentStep()->experiment);
+  dock->findChild<QLineEdit*>("lessonPrediction")->setText("2.3");
+  dock->findChild<QPushButton*>("lessonLock")->click();
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  // The experiment reached the settings and the run.
+  QCOMPARE(w.configPanel()->config().hidden, 256);
+  QCOMPARE(w.runConfig().hidden, 256);
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+  // The measurement came back to the step's comparison.
+  const QString text = dock->comparisonText();
+  QVERIFY2(text.contains("easured"), qPrintable(text));
+  qInfo("%s", qPrintable(text.simplified().left(300)));
 }
 
 void TestWindow::sweepRunsOffTheGuiThread() {
@@ -764,6 +792,10 @@ void TestWindow::screenshots() {
     QTRY_VERIFY_WITH_TIMEOUT(!w.sweepPanel()->isRunning(), 60000);
     QTest::qWait(150);
     QVERIFY(w.grab().save(screenshotDir() + "/window-sweep.png"));
+    w.lessonDock()->raise();  // the lessons beside the settings
+    w.lessonDock()->openPage(1);
+    QTest::qWait(100);
+    QVERIFY(w.grab().save(screenshotDir() + "/window-lesson.png"));
     ExportPanel panel(w.charts()[0], "/home/learner/coursework", &w);
     panel.show();
     QVERIFY(QTest::qWaitForWindowExposed(&panel));
