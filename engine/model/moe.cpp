@@ -23,7 +23,8 @@ int64_t MoeShape::expertParameterCount() const {
 
 int64_t MoeShape::parameterCount() const {
   const int64_t H = hidden;
-  const int64_t block = 2 * H /*LN*/ + H * experts + experts /*router*/ + experts * expertParameterCount();
+  const int64_t block =
+      2 * H /*LN*/ + H * experts + experts /*router*/ + experts * expertParameterCount();
   return int64_t(input) * H + H + layers * block + H * classes + classes;
 }
 
@@ -33,7 +34,9 @@ namespace {
 class LocalExchange final : public ExpertExchange {
  public:
   const ExpertTopology& topology() const override { return m_topo; }
-  void gatherCounts(const float* mine, float* all, int n) override { std::copy(mine, mine + n, all); }
+  void gatherCounts(const float* mine, float* all, int n) override {
+    std::copy(mine, mine + n, all);
+  }
   void exchangeRows(const float*, const std::vector<int64_t>&, float*, const std::vector<int64_t>&,
                     int) override {
     throw std::logic_error("moe: no rows travel when one rank holds every expert");
@@ -69,7 +72,8 @@ Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPla
           Block b{LayerNorm(m_ps, n + ".ln", H), Linear(m_ps, n + ".router", H, shape.experts), {}};
           for (int e = firstExpert(); e < firstExpert() + localExperts(); ++e) {
             const std::string x = n + ".expert" + std::to_string(e);
-            b.experts.push_back({Linear(m_ps, x + ".fc1", H, 4 * H), Linear(m_ps, x + ".fc2", 4 * H, H)});
+            b.experts.push_back(
+                {Linear(m_ps, x + ".fc1", H, 4 * H), Linear(m_ps, x + ".fc2", 4 * H, H)});
           }
           m_blocks.push_back(std::move(b));
         }
@@ -92,15 +96,17 @@ Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPla
   // Expert weights are summed over the expert's replicas, the rest over every replica.
   for (const ParamRef& r : m_ps.refs()) {
     auto& ranges = r.name.find(".expert") != std::string::npos ? m_expertRanges : m_denseRanges;
-    if (!ranges.empty() && ranges.back().second == r.offset) ranges.back().second += r.numel();
-    else ranges.push_back({r.offset, r.offset + r.numel()});
+    if (!ranges.empty() && ranges.back().second == r.offset)
+      ranges.back().second += r.numel();
+    else
+      ranges.push_back({r.offset, r.offset + r.numel()});
   }
 }
 
 void Moe::grow(Tensor& t, int64_t rows, int64_t cols, MemCategory category) {
   const int64_t need = std::max<int64_t>(1, rows) * cols;
   if (t.numel() >= need) return;
-  t = Tensor();  // free first: the peak stays honest
+  t = Tensor();                                        // free first: the peak stays honest
   t = Tensor({need + need / 4}, category, m_tracker);  // headroom: routing varies step to step
 }
 
@@ -162,7 +168,8 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
   A.sendTok.resize(S);
   A.sendSlot.resize(S);
   A.sendGate.resize(S);
-  dispatch_order(A.sendTok.data(), A.sendSlot.data(), perExpert.data(), r.choice.data(), r.kept.data(), B, K, E);
+  dispatch_order(A.sendTok.data(), A.sendSlot.data(), perExpert.data(), r.choice.data(),
+                 r.kept.data(), B, K, E);
   for (size_t i = 0; i < S; ++i) A.sendGate[i] = r.gate[size_t(A.sendSlot[i])];
   A.sendRows.assign(size_t(G), 0);
   for (int e = 0; e < E; ++e) A.sendRows[size_t(e / El)] += perExpert[size_t(e)];
@@ -174,7 +181,8 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
   for (int q = 0; q < G; ++q)
     for (int i = 0; i < El; ++i) {
       for (int j = 0; j < K; ++j)
-        from[size_t(q) * El + i] += capacity_kept(all.data(), D, K, E, topo.epTokenRanks[size_t(q)], j, firstExpert() + i, C);
+        from[size_t(q) * El + i] += capacity_kept(all.data(), D, K, E, topo.epTokenRanks[size_t(q)],
+                                                  j, firstExpert() + i, C);
       A.recvRows[size_t(q)] += from[size_t(q) * El + i];
       A.expertRows[size_t(i)] += int(from[size_t(q) * El + i]);
     }
@@ -186,7 +194,8 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
   A.f.assign(size_t(E), 0.f);  // f_e: share of the step's token choices routed to e
   for (size_t i = 0; i < all.size(); ++i) A.f[i % E] += float(all[i] / (T * K));
   if (!train) return;
-  for (size_t i = 0; i < mine.size(); ++i) m_stats.routed[size_t(l) * E + i % E] += int64_t(mine[i]);
+  for (size_t i = 0; i < mine.size(); ++i)
+    m_stats.routed[size_t(l) * E + i % E] += int64_t(mine[i]);
   m_stats.dropped += dropped;
   for (int n : A.expertRows) m_stats.processed += n;
   if (m_shape.auxLoss > 0 && T > 0) {  // Switch: alpha E sum_e f_e P_e, P_e = mean_t p_te
@@ -218,7 +227,8 @@ void Moe::blockForward(int l, int B, bool train, ExpertExchange& ex) {
   grow(A.h, R, 4 * H, MemCategory::Activations);
   grow(A.g, R, 4 * H, MemCategory::Activations);
   grow(A.ycomb, S, H, MemCategory::Activations);
-  for (Tensor* t : {&m_acts.send, &m_acts.recv, &m_acts.rows}) grow(*t, std::max(S, R), H, MemCategory::Workspace);
+  for (Tensor* t : {&m_acts.send, &m_acts.recv, &m_acts.rows})
+    grow(*t, std::max(S, R), H, MemCategory::Workspace);
   if (local) {
     gather_rows(A.xin.data(), A.ln.data(), A.sendTok.data(), S, H);
   } else {  // dispatch: my token rows to the experts' ranks
@@ -302,7 +312,7 @@ void Moe::blockBackward(int l, ExpertExchange& ex) {
   for (long s = 0; s < S; ++s)
     for (int c = 0; c < H; ++c) dsend[s * H + c] *= A.sendGate[size_t(s)];
   float* dy = m_acts.rows.data();  // expert-major output gradients
-  if (!local) {  // dispatch the output gradients to the experts' ranks
+  if (!local) {                    // dispatch the output gradients to the experts' ranks
     ex.exchangeRows(dsend, A.sendRows, m_acts.recv.data(), A.recvRows, H);
     gather_rows(dy, m_acts.recv.data(), A.perm.data(), R, H);
   }
@@ -320,7 +330,7 @@ void Moe::blockBackward(int l, ExpertExchange& ex) {
     off += n;
   }
   const float* dmine = dx;  // input gradients of my sent rows, in send order
-  if (!local) {  // combine: the input gradients back to their tokens' ranks
+  if (!local) {             // combine: the input gradients back to their tokens' ranks
     gather_rows(m_acts.send.data(), dx, A.unperm.data(), R, H);
     ex.exchangeRows(m_acts.send.data(), A.recvRows, m_acts.rows.data(), A.sendRows, H);
     dmine = m_acts.rows.data();

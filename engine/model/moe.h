@@ -70,10 +70,10 @@ struct MoeStats {
 
 // One block's routing of this rank's tokens, [tokens x k] row-major.
 struct BlockRouting {
-  std::vector<int> choice;      // expert of each (token, choice), best first
-  std::vector<float> gate;      // its combine weight
-  std::vector<uint8_t> kept;    // 0: dropped over capacity
-  int64_t capacity = 0;         // C of this step
+  std::vector<int> choice;    // expert of each (token, choice), best first
+  std::vector<float> gate;    // its combine weight
+  std::vector<uint8_t> kept;  // 0: dropped over capacity
+  int64_t capacity = 0;       // C of this step
 };
 
 class Moe {
@@ -117,19 +117,19 @@ class Moe {
     Tensor ln, mean, rstd, probs;  // [B, H], [B], [B], [B, E]
     Tensor xin, h, g, ycomb;       // [R, H], [R, 4H], [R, 4H] expert side; [S, H] outputs back
     BlockRouting route;
-    std::vector<int> sendTok;      // token of each sent row (expert order, then choice, token)
-    std::vector<float> sendGate;   // its gate
-    std::vector<int> sendSlot;     // its (token, choice) slot
-    std::vector<int> perm, unperm; // expert-major row i <- received row perm[i]; and back
+    std::vector<int> sendTok;       // token of each sent row (expert order, then choice, token)
+    std::vector<float> sendGate;    // its gate
+    std::vector<int> sendSlot;      // its (token, choice) slot
+    std::vector<int> perm, unperm;  // expert-major row i <- received row perm[i]; and back
     std::vector<int64_t> sendRows, recvRows;  // per EP member
-    std::vector<int> expertRows;   // rows of each local expert, expert-major
-    std::vector<float> f;          // fraction of the step's token choices per expert (aux loss)
-    double tokens = 0;             // T, tokens of the global batch
+    std::vector<int> expertRows;              // rows of each local expert, expert-major
+    std::vector<float> f;  // fraction of the step's token choices per expert (aux loss)
+    double tokens = 0;     // T, tokens of the global batch
   };
   struct Acts {
     int capacity = 0;
-    Tensor x;                   // [B, input]
-    std::vector<Tensor> a;      // residual stream a[0..L], [B, H]
+    Tensor x;               // [B, input]
+    std::vector<Tensor> a;  // residual stream a[0..L], [B, H]
     Tensor logits, dlogits;
     std::vector<BlockActs> blocks;
     // Workspace, grown as the routing needs: rows in flight and gradients.

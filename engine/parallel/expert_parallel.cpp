@@ -99,13 +99,16 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
       }
     const int slots = optimizerStateSlots(m_ctx.config->optimizer);
     const int64_t P = ps.numel();
-    if (slots > 0) h.items.push_back({"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
+    if (slots > 0)
+      h.items.push_back(
+          {"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
     const int64_t B = m_ctx.config->globalBatch(), D = m_grid->dp().size(), q = h.coords.dp;
     const int64_t begin = shardBegin(int(q), int(D), B), len = shardLen(int(q), int(D), B);
     h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
                        m_ctx.data->inputDim, len * m_ctx.data->inputDim * 4});
     for (auto [name, comm] : {std::pair<const char*, Communicator*>{"dp", &m_grid->dp()},
-                              {"ep", &m_grid->ep()}, {"expert-dp", &m_grid->expertDp()}}) {
+                              {"ep", &m_grid->ep()},
+                              {"expert-dp", &m_grid->expertDp()}}) {
       HeldGroup g{name, {}};
       for (int r = 0; r < comm->size(); ++r) g.worldRanks.push_back(comm->worldRankOf(r));
       h.groups.push_back(g);
@@ -114,7 +117,8 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   }
 
   Mlp& beginEval() override {
-    throw std::logic_error("moe: the model is not an Mlp; the trainer evaluates through countCorrect()");
+    throw std::logic_error(
+        "moe: the model is not an Mlp; the trainer evaluates through countCorrect()");
   }
 
   // Rank 0 evaluates; the other ranks of its EP group run their experts on its rows (with no
@@ -154,8 +158,10 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
 
   void gatherCounts(const float* mine, float* all, int n) override {
     Paused p(*this);
-    if (m_grid->dp().size() == 1) std::copy_n(mine, n, all);
-    else m_grid->dp().allGather(mine, all, n);
+    if (m_grid->dp().size() == 1)
+      std::copy_n(mine, n, all);
+    else
+      m_grid->dp().allGather(mine, all, n);
   }
 
   void exchangeRows(const float* send, const std::vector<int64_t>& sendRows, float* recv,

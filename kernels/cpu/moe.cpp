@@ -9,7 +9,8 @@
 
 namespace paralab::kernels {
 
-template <typename T> void softmax_rows(T* p, const T* x, int rows, int cols) {
+template <typename T>
+void softmax_rows(T* p, const T* x, int rows, int cols) {
   for (long r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* pr = p + r * cols;
@@ -25,7 +26,8 @@ template <typename T> void softmax_rows(T* p, const T* x, int rows, int cols) {
   }
 }
 
-template <typename T> void softmax_rows_backward(T* dx, const T* p, const T* dp, int rows, int cols) {
+template <typename T>
+void softmax_rows_backward(T* dx, const T* p, const T* dp, int rows, int cols) {
   for (long r = 0; r < rows; ++r) {
     const T* pr = p + r * cols;
     const T* dpr = dp + r * cols;
@@ -36,7 +38,8 @@ template <typename T> void softmax_rows_backward(T* dx, const T* p, const T* dp,
   }
 }
 
-template <typename T> void topk_rows(int* idx, const T* x, int rows, int cols, int k) {
+template <typename T>
+void topk_rows(int* idx, const T* x, int rows, int cols, int k) {
   for (long r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     int* out = idx + r * k;
@@ -53,7 +56,8 @@ template <typename T> void topk_rows(int* idx, const T* x, int rows, int cols, i
   }
 }
 
-template <typename T> void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k) {
+template <typename T>
+void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k) {
   for (long r = 0; r < rows; ++r) {
     double z = 0;
     for (int j = 0; j < k; ++j) z += double(p[r * cols + idx[r * k + j]]);
@@ -74,7 +78,8 @@ void topk_gates_backward(T* dp, const T* p, const int* idx, const T* gate, const
       continue;
     }
     double z = 0, s = 0;
-    for (int j = 0; j < k; ++j) z += double(p[r * cols + c[j]]), s += double(dgate[r * k + j]) * double(gate[r * k + j]);
+    for (int j = 0; j < k; ++j)
+      z += double(p[r * cols + c[j]]), s += double(dgate[r * k + j]) * double(gate[r * k + j]);
     for (int j = 0; j < k; ++j) dp[r * cols + c[j]] += T((double(dgate[r * k + j]) - s) / z);
   }
 }
@@ -99,7 +104,8 @@ long capacity_drop(unsigned char* kept, const int* choice, int rows, int k, cons
   long dropped = 0;
   std::vector<long> pos(static_cast<size_t>(experts));
   for (int j = 0; j < k; ++j) {
-    for (int e = 0; e < experts; ++e) pos[size_t(e)] = capacity_ahead(counts, groups, k, experts, g, j, e);
+    for (int e = 0; e < experts; ++e)
+      pos[size_t(e)] = capacity_ahead(counts, groups, k, experts, g, j, e);
     for (long t = 0; t < rows; ++t) {
       const bool over = pos[size_t(choice[t * k + j])]++ >= capacity;
       kept[t * k + j] = over ? 0 : 1;
@@ -114,7 +120,8 @@ void dispatch_order(int* tok, int* slot, long* count, const int* choice, const u
   std::vector<long> at(size_t(experts) + 1, 0);
   for (long s = 0; s < long(rows) * k; ++s)
     if (kept[s]) ++at[size_t(choice[s]) + 1];
-  for (int e = 0; e < experts; ++e) count[e] += at[size_t(e) + 1], at[size_t(e) + 1] += at[size_t(e)];
+  for (int e = 0; e < experts; ++e)
+    count[e] += at[size_t(e) + 1], at[size_t(e) + 1] += at[size_t(e)];
   for (int j = 0; j < k; ++j)
     for (long t = 0; t < rows; ++t) {
       const long s = t * k + j;
@@ -138,7 +145,8 @@ void expert_major_perm(int* perm, int* unperm, const long* from, int members, in
       }
 }
 
-template <typename T> void gather_rows(T* dst, const T* src, const int* index, long n, int cols) {
+template <typename T>
+void gather_rows(T* dst, const T* src, const int* index, long n, int cols) {
   for (long i = 0; i < n; ++i)
     std::memcpy(dst + i * cols, src + long(index[i]) * cols, sizeof(T) * size_t(cols));
 }
@@ -164,14 +172,15 @@ void dot_rows(T* out, const T* a, const int* index, const T* b, long n, int cols
   }
 }
 
-#define PARALAB_MOE_KERNELS(T)                                                              \
-  template void softmax_rows<T>(T*, const T*, int, int);                                    \
-  template void softmax_rows_backward<T>(T*, const T*, const T*, int, int);                 \
-  template void topk_rows<T>(int*, const T*, int, int, int);                                \
-  template void topk_gates<T>(T*, const T*, const int*, int, int, int);                    \
-  template void topk_gates_backward<T>(T*, const T*, const int*, const T*, const T*, int, int, int); \
-  template void gather_rows<T>(T*, const T*, const int*, long, int);                        \
-  template void scatter_add_rows<T>(T*, const T*, const int*, const T*, long, int);         \
+#define PARALAB_MOE_KERNELS(T)                                                                 \
+  template void softmax_rows<T>(T*, const T*, int, int);                                       \
+  template void softmax_rows_backward<T>(T*, const T*, const T*, int, int);                    \
+  template void topk_rows<T>(int*, const T*, int, int, int);                                   \
+  template void topk_gates<T>(T*, const T*, const int*, int, int, int);                        \
+  template void topk_gates_backward<T>(T*, const T*, const int*, const T*, const T*, int, int, \
+                                       int);                                                   \
+  template void gather_rows<T>(T*, const T*, const int*, long, int);                           \
+  template void scatter_add_rows<T>(T*, const T*, const int*, const T*, long, int);            \
   template void dot_rows<T>(T*, const T*, const int*, const T*, long, int);
 PARALAB_MOE_KERNELS(float)
 PARALAB_MOE_KERNELS(double)

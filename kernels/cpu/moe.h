@@ -7,18 +7,22 @@
 namespace paralab::kernels {
 
 // p[r, :] = softmax(x[r, :]), the row maximum subtracted first. In place allowed (p == x).
-template <typename T> void softmax_rows(T* p, const T* x, int rows, int cols);
+template <typename T>
+void softmax_rows(T* p, const T* x, int rows, int cols);
 // dx[r, c] = p[r, c] (dp[r, c] - sum_c' p[r, c'] dp[r, c']): the softmax Jacobian applied to
 // dp. In place allowed (dx == dp).
-template <typename T> void softmax_rows_backward(T* dx, const T* p, const T* dp, int rows, int cols);
+template <typename T>
+void softmax_rows_backward(T* dx, const T* p, const T* dp, int rows, int cols);
 // idx[r, 0..k): the columns of the k largest entries of row r, largest first; equal values go
 // to the lower column, so every rank that sees the same row picks the same experts.
-template <typename T> void topk_rows(int* idx, const T* x, int rows, int cols, int k);
+template <typename T>
+void topk_rows(int* idx, const T* x, int rows, int cols, int k);
 
 // Gates of the chosen experts idx[r, 0..k) from the router probabilities p [rows, cols]:
 // k = 1 takes the raw probability (Switch, Fedus et al. 2021: the router learns through it);
 // k > 1 renormalises the k chosen to sum to 1 (GShard's top-2, Mixtral).
-template <typename T> void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k);
+template <typename T>
+void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k);
 // Adds to dp [rows, cols] the gradient that dgate [rows, k] sends back through topk_gates:
 // k = 1: dp_i += dgate; k > 1, gate_j = p_j / Z: dp_i += (dgate_i - sum_j dgate_j gate_j) / Z.
 template <typename T>
@@ -50,7 +54,8 @@ void expert_major_perm(int* perm, int* unperm, const long* from, int members, in
 
 // [SECTION] Moving token rows.
 // dst[i, :] = src[index[i], :] for i < n.
-template <typename T> void gather_rows(T* dst, const T* src, const int* index, long n, int cols);
+template <typename T>
+void gather_rows(T* dst, const T* src, const int* index, long n, int cols);
 // dst[index[i], :] += scale[i] * src[i, :] for i < n (scale null: 1). Rows of dst may repeat
 // in index (a token sent to k experts gets k rows back); they are added in order of i.
 template <typename T>

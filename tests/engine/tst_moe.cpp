@@ -6,8 +6,8 @@
 // Run: ctest -R tst_moe
 #include <QProcess>
 #include <QtTest>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "comm/communicator.h"
@@ -77,11 +77,13 @@ class TstMoe : public QObject {
     for (int shards : {2, 4})
       for (int shard = 0; shard < shards; ++shard) {
         Moe part(s, 9, nullptr, {shards, shard});
-        QCOMPARE(part.params().numel(), dense + s.layers * (s.experts / shards) * s.expertParameterCount());
+        QCOMPARE(part.params().numel(),
+                 dense + s.layers * (s.experts / shards) * s.expertParameterCount());
         // Every weight of the shard equals the serial model's weight of the same name.
         for (const ParamRef& r : part.params().refs()) {
           const auto& all = serial.params().refs();
-          const auto it = std::find_if(all.begin(), all.end(), [&](const ParamRef& x) { return x.name == r.name; });
+          const auto it = std::find_if(all.begin(), all.end(),
+                                       [&](const ParamRef& x) { return x.name == r.name; });
           QVERIFY2(it != all.end(), r.name.c_str());
           QVERIFY2(std::equal(part.params().params().data() + r.offset,
                               part.params().params().data() + r.offset + r.numel(),
@@ -122,7 +124,9 @@ class TstMoe : public QObject {
     std::vector<int> labels(B);
     for (int i = 0; i < B; ++i) labels[size_t(i)] = i % s.classes;
     // The objective: mean cross-entropy plus the load-balancing loss.
-    auto loss = [&] { return m.forwardLoss(x.data(), labels.data(), B, B) / B + m.stats().auxLoss; };
+    auto loss = [&] {
+      return m.forwardLoss(x.data(), labels.data(), B, B) / B + m.stats().auxLoss;
+    };
     // Routing (choices and drops) is piecewise constant: a finite difference across a switch
     // measures the jump, not the gradient, so such entries are skipped (and counted).
     auto routing = [&] {
@@ -139,7 +143,8 @@ class TstMoe : public QObject {
     const int64_t dropped = m.stats().dropped;
     m.params().zeroGrads();
     m.backward();
-    std::vector<float> analytic(m.params().grads().data(), m.params().grads().data() + m.params().numel());
+    std::vector<float> analytic(m.params().grads().data(),
+                                m.params().grads().data() + m.params().numel());
     float* p = m.params().params().data();
     const float h = 1e-2f;
     int checked = 0, skipped = 0, router = 0;
@@ -161,17 +166,23 @@ class TstMoe : public QObject {
         const double tol = 2e-3 + 2e-2 * std::abs(numeric);
         QVERIFY2(std::abs(numeric - analytic[size_t(i)]) <= tol,
                  qPrintable(QString("%1[%2]: numeric %3 analytic %4")
-                                .arg(ref.name.c_str()).arg(i - ref.offset).arg(numeric).arg(analytic[size_t(i)])));
+                                .arg(ref.name.c_str())
+                                .arg(i - ref.offset)
+                                .arg(numeric)
+                                .arg(analytic[size_t(i)])));
         ++checked;
         if (ref.name.find("router") != std::string::npos && std::abs(numeric) > 1e-4) ++router;
       }
-    qInfo("checked %d parameters, %d skipped (routing switched), %d router gradients non-zero, "
-          "%lld token choices dropped",
-          checked, skipped, router, (long long)dropped);
+    qInfo(
+        "checked %d parameters, %d skipped (routing switched), %d router gradients non-zero, "
+        "%lld token choices dropped",
+        checked, skipped, router, (long long)dropped);
     QVERIFY(checked >= 0.9 * double(m.params().numel()));
     QVERIFY(router > 10);  // the router really learns through the gates
-    if (capacity < 1) QVERIFY(dropped > 0);
-    else QCOMPARE(dropped, int64_t(0));
+    if (capacity < 1)
+      QVERIFY(dropped > 0);
+    else
+      QCOMPARE(dropped, int64_t(0));
   }
 
   // [SECTION] Expert parallel = serial MoE. The ranks sum the same products in another order,
@@ -210,7 +221,10 @@ class TstMoe : public QObject {
       const double rel = std::abs(a[s].loss - b[s].loss) / std::abs(a[s].loss);
       worst = std::max(worst, rel);
       QVERIFY2(rel <= 1e-5, qPrintable(QString("step %1: serial %2, ep %3 (rel %4)")
-                                           .arg(s + 1).arg(a[s].loss, 0, 'g', 10).arg(b[s].loss, 0, 'g', 10).arg(rel)));
+                                           .arg(s + 1)
+                                           .arg(a[s].loss, 0, 'g', 10)
+                                           .arg(b[s].loss, 0, 'g', 10)
+                                           .arg(rel)));
       QCOMPARE(*b[s].droppedTokens, int64_t(0));
       if (aux > 0) QVERIFY(std::abs(*a[s].auxLoss - *b[s].auxLoss) <= 1e-5 * *a[s].auxLoss);
     }
@@ -253,7 +267,8 @@ class TstMoe : public QObject {
       QCOMPARE(processed, int64_t(serial.layers) * serial.batch * topk - over);
       total += *a[s].droppedTokens;
     }
-    qInfo("%lld token choices dropped over %d steps, identical in serial and ep", (long long)total, steps);
+    qInfo("%lld token choices dropped over %d steps, identical in serial and ep", (long long)total,
+          steps);
     QVERIFY(total > 0);
   }
 
@@ -328,10 +343,11 @@ class TstMoe : public QObject {
       }
       // Forward dispatch + combine, and the same rows again in backward: 2 (out + in) H 4.
       const int64_t formula = 2 * (out[size_t(d)] + in[size_t(d)]) * H * 4;
-      qInfo("rank %d: %lld rows out, %lld in; all-to-all %lld bytes sent, formula %lld; routing "
-            "counts all-gather %lld bytes",
-            d, (long long)out[size_t(d)], (long long)in[size_t(d)], (long long)a2a, (long long)formula,
-            (long long)gather);
+      qInfo(
+          "rank %d: %lld rows out, %lld in; all-to-all %lld bytes sent, formula %lld; routing "
+          "counts all-gather %lld bytes",
+          d, (long long)out[size_t(d)], (long long)in[size_t(d)], (long long)a2a,
+          (long long)formula, (long long)gather);
       QCOMPARE(a2a, formula);
       // The routing counts: k x E floats per block to each of the other dp ranks.
       QCOMPARE(gather, int64_t(c.layers) * (ranks - 1) * topk * c.experts * 4);
@@ -350,10 +366,12 @@ class TstMoe : public QObject {
     const auto balanced = run(c, steps);
     const auto [a, da] = balance(plain, steps - 20);
     const auto [b, db] = balance(balanced, steps - 20);
-    qInfo("last 20 steps, E=8 top-2, capacity factor 1.25: max/mean expert load %.2f and %.1f of "
-          "%d token choices dropped per step without the aux loss; %.2f and %.1f with alpha = 0.1 "
-          "(aux loss %.4f -> %.4f; 0.2 = perfectly even over 2 blocks)",
-          a, da, c.layers * c.batch * c.topk, b, db, *balanced.front().auxLoss, *balanced.back().auxLoss);
+    qInfo(
+        "last 20 steps, E=8 top-2, capacity factor 1.25: max/mean expert load %.2f and %.1f of "
+        "%d token choices dropped per step without the aux loss; %.2f and %.1f with alpha = 0.1 "
+        "(aux loss %.4f -> %.4f; 0.2 = perfectly even over 2 blocks)",
+        a, da, c.layers * c.batch * c.topk, b, db, *balanced.front().auxLoss,
+        *balanced.back().auxLoss);
     QVERIFY2(b < a, qPrintable(QString("%1 vs %2").arg(b).arg(a)));
     QVERIFY2(db < da, qPrintable(QString("%1 vs %2").arg(db).arg(da)));
     QVERIFY(*balanced.back().auxLoss < *balanced.front().auxLoss);
@@ -450,10 +468,17 @@ class TstMoe : public QObject {
   void configErrors_data() {
     QTest::addColumn<QString>("field");
     QTest::addColumn<QString>("message");
-    QTest::newRow("tp") << "tp" << "model: --model moe composes with data and expert parallelism only (allowed: tp = pp = 1)";
-    QTest::newRow("strategy") << "strategy" << "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)";
-    QTest::newRow("ep experts") << "ep" << "ep: 3 must divide the number of experts (4)";
-    QTest::newRow("ep dp") << "dp" << "ep: 4 must divide dp (2): expert groups are carved out of the data-parallel ranks";
+    QTest::newRow("tp") << "tp"
+                        << "model: --model moe composes with data and expert parallelism only "
+                           "(allowed: tp = pp = 1)";
+    QTest::newRow("strategy")
+        << "strategy"
+        << "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)";
+    QTest::newRow("ep experts") << "ep"
+                                << "ep: 3 must divide the number of experts (4)";
+    QTest::newRow("ep dp")
+        << "dp"
+        << "ep: 4 must divide dp (2): expert groups are carved out of the data-parallel ranks";
   }
   void configErrors() {
     QFETCH(QString, field);
@@ -471,10 +496,33 @@ class TstMoe : public QObject {
   void mpiRunMatchesThreads() {
 #if defined(PARALAB_MPIEXEC) && defined(PARALAB_RUN)
     if (qEnvironmentVariableIsEmpty("PARALAB_MOE_MPI")) QSKIP("runs as the CTest tst_moe_mpi");
-    const QStringList args = {"--ranks", "4", "--model", "moe", "--ep", "2", "--experts", "4", "--topk", "2",
-                              "--capacity-factor", "1.0", "--aux-loss", "0.01",
-                              "--dataset", "synthetic", "--hidden", "32", "--batch", "48",
-                              "--steps", "5", "--eval-every", "5", "--eval-samples", "300", "--json"};
+    const QStringList args = {"--ranks",
+                              "4",
+                              "--model",
+                              "moe",
+                              "--ep",
+                              "2",
+                              "--experts",
+                              "4",
+                              "--topk",
+                              "2",
+                              "--capacity-factor",
+                              "1.0",
+                              "--aux-loss",
+                              "0.01",
+                              "--dataset",
+                              "synthetic",
+                              "--hidden",
+                              "32",
+                              "--batch",
+                              "48",
+                              "--steps",
+                              "5",
+                              "--eval-every",
+                              "5",
+                              "--eval-samples",
+                              "300",
+                              "--json"};
     auto lines = [](const QString& program, const QStringList& a) {
       QProcess p;
       p.start(program, a);
@@ -482,18 +530,21 @@ class TstMoe : public QObject {
       std::vector<nlohmann::json> out;
       for (const QByteArray& l : p.readAllStandardOutput().split('\n'))
         if (!l.trimmed().isEmpty()) out.push_back(nlohmann::json::parse(l.toStdString()));
-      if (p.exitCode() != 0 || out.size() != 6) qWarning("%s", p.readAllStandardError().constData());
+      if (p.exitCode() != 0 || out.size() != 6)
+        qWarning("%s", p.readAllStandardError().constData());
       return out;
     };
-    const auto mpi = lines(PARALAB_MPIEXEC, QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN,
-                                                        "--backend", "mpi"} + args);
+    const auto mpi =
+        lines(PARALAB_MPIEXEC,
+              QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + args);
     const auto thr = lines(PARALAB_RUN, args);
     QCOMPARE(int(mpi.size()), 6);  // 5 steps and the summary
     QCOMPARE(int(thr.size()), 6);
     for (int s = 0; s < 5; ++s) {
       const auto &a = mpi[size_t(s)], &b = thr[size_t(s)];
       const double la = a["loss"], lb = b["loss"];
-      QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(lb), qPrintable(QString("%1 vs %2").arg(la).arg(lb)));
+      QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(lb),
+               qPrintable(QString("%1 vs %2").arg(la).arg(lb)));
       QCOMPARE(a["expert_tokens"], b["expert_tokens"]);
       QCOMPARE(a["dropped_tokens"], b["dropped_tokens"]);
       QCOMPARE(int(a["ranks"].size()), 4);
@@ -506,7 +557,8 @@ class TstMoe : public QObject {
         QVERIFY2(std::abs(sa - sb) <= 1e-4 * sb, qPrintable(QString("%1 vs %2").arg(sa).arg(sb)));
       }
     }
-    QVERIFY(std::abs(mpi[4]["test_accuracy"].get<double>() - thr[4]["test_accuracy"].get<double>()) <= 2.0 / 300);
+    QVERIFY(std::abs(mpi[4]["test_accuracy"].get<double>() -
+                     thr[4]["test_accuracy"].get<double>()) <= 2.0 / 300);
 #else
     QSKIP("built without MPI");
 #endif
