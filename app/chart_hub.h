@@ -1,10 +1,12 @@
 // ChartHub: the window's charts, each in a dock (tabbed in a 2 × 2 grid, movable, listed in
-// View), fed from the run's history and snapshot. Only visible charts repaint on each poll;
-// a hidden one catches up when it is shown, and all do before an export.
-// See tests/app/tst_window.cpp (startDrawsEveryChart) and screenshots/window-*.png.
+// View), fed from the run's history and snapshot. Only charts in view redraw: the per-step
+// ones on each poll, the last-step ones at most 5 Hz; a hidden one catches up when it is
+// shown, and all do before an export. See tests/app/tst_window.cpp (startDrawsEveryChart).
 #pragma once
+#include <QElapsedTimer>
 #include <QList>
 #include <QObject>
+#include <QTimer>
 #include <functional>
 
 #include "chart.h"
@@ -27,6 +29,9 @@ concept ShowsHoldings = requires(C* c, const S& s) {
 class ChartHub : public QObject {
   Q_OBJECT
  public:
+  // The charts of the last step redraw at most this often (5 Hz), one per poll.
+  static constexpr int kSnapshotChartMs = 200;
+
   ChartHub(QMainWindow* window, QMenu* viewMenu);
 
   // Adds `chart` in its own dock, tabbed into grid cell `cell` (0 top left, 1 top right,
@@ -82,12 +87,15 @@ class ChartHub : public QObject {
     std::function<void(const Snapshot&)> showSnapshot;
     std::function<void()> clear;
     bool stale = false;
+    QElapsedTimer fed;  // since it was last drawn
   };
   void addEntry(Entry e, int cell);
   void feed(Entry& e);
+  void catchUp();  // draws the charts in view that were passed over
 
   QMainWindow* m_window;
   QMenu* m_viewMenu;
+  QTimer m_catchUp{this};
   QList<Entry> m_entries;
   const MetricHistory* m_history = nullptr;
   Snapshot m_snapshot;  // the newest step (steps.back()) and spans seen so far

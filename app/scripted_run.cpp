@@ -90,8 +90,13 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
   QObject::disconnect(poll, nullptr, &window, nullptr);
 
   std::vector<double> frames, lateness, polls, cpu;
-  std::map<QString, double> replotMs;  // summed QCustomPlot::replotTime per chart
-  int paints = 0;
+  std::map<QString, std::pair<double, int>> replots;  // per chart: summed replot ms, count
+  for (Chart* c : window.charts())
+    QObject::connect(c, &QCustomPlot::afterReplot, &window, [&replots, c] {
+      auto& [ms, n] = replots[c->stem()];
+      ms += c->replotTime();
+      ++n;
+    });
   QElapsedTimer total, sinceTick;
   total.start();
   sinceTick.start();
@@ -110,11 +115,7 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
     // The charts queue their replots and repaints; run them now, inside the measurement.
     QCoreApplication::sendPostedEvents();
     for (Chart* c : window.charts())
-      if (ChartHub::isInView(c)) {
-        c->repaint();
-        ++paints;
-        replotMs[c->stem()] += c->replotTime();
-      }
+      if (ChartHub::isInView(c)) c->repaint();
     frames.push_back(frame.nsecsElapsed() / 1e6);
     cpu.push_back(threadCpuMs() - cpu0);
     if (total.elapsed() >= qint64(commandLine.benchFramesS) * 1000) QApplication::exit(0);
@@ -147,10 +148,13 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
                         .arg(percentile(cpu, 0.95), 0, 'f', 2)
                         .arg(percentile(cpu, 1.0), 0, 'f', 2));
   QStringList perChart;
-  for (const auto& [stem, ms] : replotMs)
-    perChart << QString("%1 %2").arg(stem).arg(ms / std::max<size_t>(1, frames.size()), 0, 'f', 2);
-  printLine(stdout, QObject::tr("of which poll (copy + chart data) median %1 ms; last replot per "
-                                "chart, mean ms: %2")
+  const double seconds = total.elapsed() / 1000.0;
+  for (const auto& [stem, r] : replots)
+    perChart << QString("%1 %2 ms × %3/s")
+                    .arg(stem)
+                    .arg(r.first / std::max(1, r.second), 0, 'f', 2)
+                    .arg(r.second / seconds, 0, 'f', 1);
+  printLine(stdout, QObject::tr("of which poll (copy + chart data) median %1 ms; replots: %2")
                         .arg(percentile(polls, 0.5), 0, 'f', 2)
                         .arg(perChart.join(", ")));
   window.reset();
