@@ -65,14 +65,17 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   CLI::App app{
       "ParaLab: a lab for learning how neural-network training is made parallel.\n"
       "Without --export it opens the window with these settings; with --export it runs\n"
-      "the steps, writes every chart (PNG, PDF, SVG, CSV) into DIR and exits."};
+      "the steps and writes what File > Export All writes into DIR (every chart as PNG,\n"
+      "PDF, SVG and CSV, run-config.json, trace.json, summary.md and .html), then exits."};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win")
       ->option_text("FILE");
   app.add_option("--steps", config.steps,
                  "Steps to run (0 = until stopped; --export needs 1 or more)")
       ->capture_default_str();
-  app.add_option("--export", exportDir, "Run without a window, write every chart into DIR, exit")
+  app.add_option(
+         "--export", exportDir,
+         "Run without a window, write every chart, the settings, trace and summary into DIR, exit")
       ->option_text("DIR");
   app.add_option("--settings", settingsFile,
                  "Keep the window's layout and last settings in FILE (INI) instead of the "
