@@ -443,7 +443,7 @@ void MainWindow::reset() {
 
 bool MainWindow::startNewRun(bool paused) {
   const RunConfig config = m_configPanel->config();
-  const std::string err = m_session.start(config);
+  const std::string err = m_session.start(config, paused);
   if (!err.empty()) {
     showError(QString::fromStdString(err));
     emit runEnded(false, QString::fromStdString(err));

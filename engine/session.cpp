@@ -129,11 +129,12 @@ std::shared_ptr<Session::Run> Session::current() const {
   return m_run;
 }
 
-std::string Session::start(const RunConfig& config) {
+std::string Session::start(const RunConfig& config, bool paused) {
   if (auto err = config.validate()) return *err;
   std::lock_guard guard(m_mutex);
   auto run = std::make_shared<Run>();
   run->config = config;
+  run->paused = paused;  // before the thread exists: it cannot step first
   run->id = ++m_runCounter;
   std::shared_ptr<Run> previous = std::move(m_run);
   if (previous) {

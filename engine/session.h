@@ -47,8 +47,9 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Validates, then starts a new run (loading data and building the model on the training
-  // thread). Returns the validation error instead of starting, or "" on success.
-  std::string start(const RunConfig& config);
+  // thread). Returns the validation error instead of starting, or "" on success. `paused`:
+  // no step is taken until resume() or stepOnce() (so Step from idle is exactly one step).
+  std::string start(const RunConfig& config, bool paused = false);
   void pause();     // finishes the step in flight, then waits
   void resume();
   void stepOnce();  // when paused (or just started paused): one step, then pause again
