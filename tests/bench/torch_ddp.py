@@ -2,7 +2,10 @@
 """PyTorch reference for `paralab-bench dp`: the residual MLP trained serially on the global
 batch, then with DistributedDataParallel (gloo) on N processes of global/N each, one thread
 per process; median steady-state step time of each. Prints one JSON line."""
-import argparse, json, os, sys, time
+import argparse, json, os, queue, socket, sys, time
+# Debian's PyTorch calls OpenBLAS, whose threads torch.set_num_threads does not govern:
+# pin it to one thread before the library loads, as ParaLab's ranks are.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -54,8 +57,12 @@ if __name__ == "__main__":
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--steps", type=int, default=15)
-    p.add_argument("--port", type=int, default=29511)
+    p.add_argument("--port", type=int, default=0, help="rendezvous port; 0 picks a free one")
     a = p.parse_args()
+    if a.port == 0:  # a fixed port collides with a run that has just finished (TIME_WAIT)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            a.port = s.getsockname()[1]
     torch.set_num_threads(1)
     serial = timed_steps(build(a.hidden, a.layers), a.batch, a.steps, 3)
     ctx = mp.get_context("spawn")
@@ -63,7 +70,15 @@ if __name__ == "__main__":
     procs = [ctx.Process(target=worker, args=(r, a, q)) for r in range(a.ranks)]
     for pr in procs:
         pr.start()
-    ddp = q.get(timeout=600)
+    ddp = None
+    while ddp is None:  # a worker that dies must fail the run, not leave the other waiting
+        try:
+            ddp = q.get(timeout=1)
+        except queue.Empty:
+            if any(pr.exitcode not in (None, 0) for pr in procs):
+                for pr in procs:
+                    pr.kill()
+                sys.exit("a DDP worker failed")
     for pr in procs:
         pr.join()
     print(json.dumps({"engine": "pytorch " + torch.__version__, "serial_step_ms": serial * 1e3,

@@ -2,7 +2,10 @@
 """PyTorch reference for `paralab-bench step`: the same residual MLP, batch and optimizer,
 one thread, timed the same way (median over repeats of the steady-state training step).
 Prints one JSON line. Needs Debian's python3-torch."""
-import argparse, json, time
+import argparse, json, os, time
+# Debian's PyTorch calls OpenBLAS, whose threads torch.set_num_threads does not govern:
+# pin it to one thread before the library loads, as ParaLab's ranks are.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import torch
 import torch.nn as nn
 
