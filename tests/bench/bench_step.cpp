@@ -108,12 +108,12 @@ int benchStep(int argc, char** argv) {
               c.dataset.c_str());
   std::printf("BLAS: %s\nMedian of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
               repeats, steps);
-  std::printf("%-44s %12s %10s %10s %12s\n", "engine", "samples/s", "ms/step", "GFLOP/s", "% FMA peak");
-  std::printf("%-44s %12.0f %10.2f %10.1f %11.1f%%\n", "ParaLab", ours, 1e3 * c.batch / ours,
+  std::printf("%-52s %12s %10s %10s %12s\n", "engine", "samples/s", "ms/step", "GFLOP/s", "% FMA peak");
+  std::printf("%-52s %12.0f %10.2f %10.1f %11.1f%%\n", "ParaLab", ours, 1e3 * c.batch / ours,
               gflops, 100 * gflops / peak);
   auto row = [&](const std::string& name, double rate) {
     const double g = rate / c.batch * flops * 1e-9;
-    std::printf("%-44s %12.0f %10.2f %10.1f %11.1f%%\n", name.c_str(), rate, 1e3 * c.batch / rate, g,
+    std::printf("%-52s %12.0f %10.2f %10.1f %11.1f%%\n", name.c_str(), rate, 1e3 * c.batch / rate, g,
                 100 * g / peak);
   };
   if (torch > 0) {
