@@ -4,6 +4,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cpu/gemm.h"
+#include "cuda/device.h"
+#include "cuda/gemm.h"
 #include "data/dataset.h"
 #include "parallel/process_grid.h"
 
@@ -25,6 +28,7 @@ std::optional<std::string> RunConfig::validate() const {
   if (!(lr > 0 && lr <= 10)) return "lr: " + std::to_string(lr) + " is out of range (allowed: 0 < lr <= 10)";
   if (!oneOf(optimizer, {"sgd", "momentum", "adam"}))
     return "optimizer: '" + optimizer + "' is not one of sgd, momentum, adam";
+  if (auto err = validateDevice()) return err;
   if (evalEvery < 0) return "eval-every: must be 0 (never) or a positive number of steps";
   if (evalSamples < 0) return "eval-samples: must be 0 (all) or a positive number of samples";
   if (ranks < 1 || ranks > 64) return "ranks: " + std::to_string(ranks) + " is out of range (allowed: 1..64)";
@@ -56,6 +60,30 @@ std::optional<std::string> RunConfig::validate() const {
   if (dataset == "fashion-mnist")
     if (const std::string missing = missingFashionMnistFile(dataDir); !missing.empty())
       return "data-dir: " + missing + " not found (install dataset-fashion-mnist, or pass --data-dir DIR)";
+  return std::nullopt;
+}
+
+std::optional<std::string> RunConfig::validateDevice() const {
+  std::string names;  // the GEMM kernels of the chosen device, for the message
+  bool known = false;
+  if (device == "cpu") {
+    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) {
+      names += (names.empty() ? "" : ", ") + std::string(k.name);
+      known = known || kernel == k.name;
+    }
+  } else if (device == "cuda") {
+    for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) {
+      names += (names.empty() ? "" : ", ") + std::string(k.name);
+      known = known || kernel == k.name;
+    }
+  } else {
+    return "device: '" + device + "' is not one of cpu, cuda";
+  }
+  if (!known) return "kernel: '" + kernel + "' is not a " + device + " GEMM (allowed: " + names + ")";
+  if (device == "cuda") {
+    const kernels::GpuInfo gpus = kernels::cuda_query_devices();
+    if (gpus.count == 0) return "device: cuda is not available here (" + gpus.reason + "); allowed: cpu";
+  }
   return std::nullopt;
 }
 
@@ -106,6 +134,7 @@ nlohmann::json RunConfig::toJson() const {
           {"dp-version", dpVersion}, {"bucket-mb", bucketMb}, {"zero", zero},
           {"servers", servers},   {"sync-every", syncEvery}, {"topology", topology},
           {"scaling", scaling},   {"instrument", instrument},
+          {"device", device},     {"kernel", kernel},
           {"dp", dpDegree()},     {"tp", tp},             {"pp", pp},
           {"sp", sp},             {"microbatches", microbatches}, {"schedule", schedule},
           {"experts", experts},   {"topk", topk},         {"capacity-factor", capacityFactor},
@@ -161,6 +190,8 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
     else if (key == "topology") read(v, key, c.topology, "a string");
     else if (key == "scaling") read(v, key, c.scaling, "a string");
     else if (key == "instrument") read(v, key, c.instrument, "true or false");
+    else if (key == "device") read(v, key, c.device, "a string");
+    else if (key == "kernel") read(v, key, c.kernel, "a string");
     else throw ConfigError("config: unknown key '" + key + "' (keys are the flag names, see --help)");
     if (key == "seed" && v.is_number_integer() && !v.is_number_unsigned())
       throw ConfigError("seed: expected a non-negative integer, got " + v.dump());

@@ -29,6 +29,10 @@ struct RunConfig {
   int evalEvery = 50;  // evaluate test accuracy every K steps (0 = never)
   int evalSamples = 2000;  // test samples evaluated each time (0 = the whole test split)
   bool instrument = true;  // record spans (the timeline); off only to measure their cost
+  // Where the math runs.
+  std::string device = "cpu";     // cpu | cuda (rank r uses GPU r mod G)
+  std::string kernel = "vendor";  // GEMM: cpu naive | simd | threaded | tiled | vendor;
+                                  //       cuda naive | coalesced | tiled | tensor-core | vendor
   // Ranks and how they talk.
   int ranks = 1;                     // world size (thread ranks, or the mpirun job's size)
   std::string backend = "thread";    // thread | mpi
@@ -68,6 +72,7 @@ struct RunConfig {
 
   std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
   std::optional<std::string> validateLayout() const;  // the dp x tp x pp (x ep) constraints
+  std::optional<std::string> validateDevice() const;  // device and kernel; a GPU for cuda
   nlohmann::json toJson() const;
 };
 

@@ -23,6 +23,11 @@ void addRunConfigOptions(CLI::App& app, RunConfig& config) {
       ->capture_default_str();
   app.add_option("--eval-samples", config.evalSamples, "Test samples per evaluation (0 = all)")
       ->capture_default_str();
+  app.add_option("--device", config.device, "cpu | cuda (rank r on GPU r mod G)")->capture_default_str();
+  app.add_option("--kernel", config.kernel,
+                 "GEMM: naive | simd | threaded | tiled | vendor on cpu; "
+                 "naive | coalesced | tiled | tensor-core | vendor on cuda")
+      ->capture_default_str();
   app.add_option("--ranks", config.ranks, "Ranks in all (the world) 1..64")->capture_default_str();
   app.add_option("--dp", config.dp, "Data-parallel degree (default: ranks / (tp x pp))");
   app.add_option("--tp", config.tp, "Tensor-parallel degree (splits each block's FFN)")->capture_default_str();

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
+#include "cpu/gemm.h"
+#include "cuda/device.h"
 
 using namespace paralab;
 
@@ -24,6 +26,9 @@ class TstConfig : public QObject {
     QTest::newRow("dataset") << R"({"dataset": "cifar"})" << "dataset:";
     QTest::newRow("data-dir") << R"({"data-dir": "/nonexistent"})" << "data-dir:";
     QTest::newRow("model") << R"({"model": "resnet"})" << "model:";
+    QTest::newRow("device") << R"({"device": "tpu"})" << "device: 'tpu' is not one of cpu, cuda";
+    QTest::newRow("gpu kernel on cpu") << R"({"kernel": "tensor-core"})" << "kernel: 'tensor-core'";
+    QTest::newRow("cpu kernel on cuda") << R"({"device": "cuda", "kernel": "simd"})" << "kernel: 'simd'";
   }
   void badValuesNameTheField() {
     QFETCH(QString, json);
@@ -56,10 +61,35 @@ class TstConfig : public QObject {
     }
   }
 
+  // Without a GPU, --device cuda is refused in one line naming the reason; with one it validates.
+  void cudaNeedsAGpu() {
+    RunConfig c;
+    c.device = "cuda";
+    const auto gpus = kernels::cuda_query_devices();
+    const auto err = c.validate();
+    if (gpus.count > 0) {
+      QVERIFY2(!err, err ? err->c_str() : "");
+    } else {
+      QVERIFY(err);
+      QVERIFY2(QString::fromStdString(*err).startsWith("device: cuda is not available here ("),
+               err->c_str());
+      QVERIFY2(err->find(gpus.reason) != std::string::npos, err->c_str());
+    }
+  }
+
+  void everyCpuKernelValidates() {
+    for (const auto& k : kernels::gemm_kernels()) {
+      RunConfig c;
+      c.kernel = k.name;
+      QVERIFY2(!c.validate(), k.name);
+    }
+  }
+
   void fileRoundTrip() {
     RunConfig c;
     c.hidden = 64;
     c.optimizer = "adam";
+    c.kernel = "tiled";
     QTemporaryFile f;
     QVERIFY(f.open());
     f.write(QByteArray::fromStdString(c.toJson().dump()));
