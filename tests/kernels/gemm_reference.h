@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cmath>
+#include <map>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "cpu/gemm.h"
@@ -66,6 +68,18 @@ inline GemmProblem makeGemmProblem(int M, int N, int K, bool ta, bool tb, float 
       p.absBC[e] = std::abs(double(beta) * c);
     }
   return p;
+}
+
+// The same problem made once per test program: the double reference is the slow part, and
+// every kernel of a ladder is checked against it.
+inline const GemmProblem& sharedGemmProblem(int M, int N, int K, bool ta, bool tb, float alpha,
+                                            float beta, int pad) {
+  static std::map<std::tuple<int, int, int, bool, bool, float, float, int>, GemmProblem> cache;
+  const auto key = std::make_tuple(M, N, K, ta, tb, alpha, beta, pad);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, makeGemmProblem(M, N, K, ta, tb, alpha, beta, pad)).first;
+  return it->second;
 }
 
 }  // namespace paralab::test

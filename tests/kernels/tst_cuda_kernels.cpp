@@ -6,7 +6,6 @@
 #include <QtTest>
 
 #include <cmath>
-#include <map>
 #include <random>
 #include <vector>
 
@@ -144,12 +143,7 @@ void TstCudaKernels::gemmMatchesReference() {
   QFETCH(float, alpha);
   QFETCH(float, beta);
   QFETCH(int, pad);
-  static std::map<QString, GemmProblem> cache;
-  const QString key = QString("%1 %2 %3 %4 %5 %6 %7 %8").arg(M).arg(N).arg(K).arg(ta).arg(tb).arg(alpha).arg(beta).arg(pad);
-  auto it = cache.find(key);
-  if (it == cache.end())
-    it = cache.emplace(key, paralab::test::makeGemmProblem(M, N, K, ta, tb, alpha, beta, pad)).first;
-  const GemmProblem& p = it->second;
+  const GemmProblem& p = paralab::test::sharedGemmProblem(M, N, K, ta, tb, alpha, beta, pad);
   const GemmCudaKernel* k = nullptr;
   for (const GemmCudaKernel& x : kGemmCudaKernels)
     if (kernel == x.name) k = &x;

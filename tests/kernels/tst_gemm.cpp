@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
 #include <random>
 #include <thread>
 #include <vector>
@@ -20,6 +19,7 @@ namespace {
 
 using paralab::test::GemmProblem;
 using paralab::test::makeGemmProblem;
+using paralab::test::sharedGemmProblem;
 
 // Runs `fn` on a copy of C0 (NaN-filled when beta == 0: BLAS must not read it) and checks every
 // element of C and that the padding between rows is untouched.
@@ -104,16 +104,12 @@ void TstGemm::ladderMatchesReference() {
   QFETCH(float, alpha);
   QFETCH(float, beta);
   QFETCH(int, pad);
-  // The double reference is the slow part: keep each problem for the kernels after the first.
-  static std::map<QString, GemmProblem> cache;
-  const QString key = QString("%1 %2 %3 %4 %5 %6 %7 %8").arg(M).arg(N).arg(K).arg(ta).arg(tb).arg(alpha).arg(beta).arg(pad);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, makeGemmProblem(M, N, K, ta, tb, alpha, beta, pad)).first;
+  const GemmProblem& p = sharedGemmProblem(M, N, K, ta, tb, alpha, beta, pad);
   gemm_set_threads(threads);
   vendor_blas_set_threads(threads);
   const GemmFn fn = gemm_find(kernel.toStdString());
   QVERIFY(fn);
-  check(it->second, fn, qPrintable(kernel));
+  check(p, fn, qPrintable(kernel));
 }
 
 void TstGemm::naiveKnownValues() {
