@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "json_lines.h"
 #include "parallel/pipeline.h"
 #include "train/trainer.h"
 
@@ -478,15 +479,7 @@ class TstModelParallel : public QObject {
         "--batch",      "48",        "--steps",        "4",   "--allreduce", "ring",
         "--eval-every", "4",         "--eval-samples", "500", "--json"};
     auto lines = [](const QString& program, const QStringList& a) {
-      QProcess p;
-      p.start(program, a);
-      if (!p.waitForFinished(240000)) p.kill();
-      std::vector<nlohmann::json> out;
-      for (const QByteArray& l : p.readAllStandardOutput().split('\n'))
-        if (!l.trimmed().isEmpty()) out.push_back(nlohmann::json::parse(l.toStdString()));
-      if (p.exitCode() != 0 || out.size() != 5)
-        qWarning("%s", p.readAllStandardError().constData());
-      return out;
+      return test::runJsonLines(program, a, 5);  // 4 steps and the summary
     };
     const auto mpi = lines(PARALAB_MPIEXEC, QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN,
                                                         "--backend", "mpi"} +

@@ -3,11 +3,11 @@
 // 16P/N), bytes sent per rank per step from the communicator (2(N-1)/N x 4P for the ring
 // all-reduce and stages 1-2, 1.5x that for stage 3), evaluation of a sharded model, and ranks
 // that disagree. The loss equals serial: tst_parallel_equals_serial. Run: ctest -R tst_zero
-#include <QProcess>
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
+#include "json_lines.h"
 #include "parallel/zero.h"
 #include "train/trainer.h"
 
@@ -264,16 +264,8 @@ class TstZero : public QObject {
                              "--eval-every",   "4",
                              "--eval-samples", "500",
                              "--json"};
-    auto lines = [](const QString& program, const QStringList& args) {
-      QProcess p;
-      p.start(program, args);
-      if (!p.waitForFinished(240000)) p.kill();
-      std::vector<nlohmann::json> out;
-      const QByteArray err = p.readAllStandardError();
-      for (const QByteArray& l : p.readAllStandardOutput().split('\n'))
-        if (!l.trimmed().isEmpty()) out.push_back(nlohmann::json::parse(l.toStdString()));
-      if (p.exitCode() != 0 || out.size() != 5) qWarning("%s", err.constData());
-      return out;
+    auto lines = [](const QString& program, const QStringList& a) {
+      return test::runJsonLines(program, a, 5);  // 4 steps and the summary
     };
     const auto mpi =
         lines(PARALAB_MPIEXEC, QStringList{"--oversubscribe", "-np", QString::number(np),
