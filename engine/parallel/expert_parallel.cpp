@@ -11,6 +11,7 @@
 //                        gradients over expert-dp (the replicas of one expert, one per group).
 // With G = 1 and one rank this is the serial MoE, the reference. See tests/engine/tst_moe.cpp,
 // `paralab-run --model moe --ranks 4 --ep 2 --topk 2` and `paralab-bench ep`.
+#include <algorithm>
 #include <stdexcept>
 
 #include "comm/communicator.h"
@@ -116,6 +117,44 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     return h;
   }
 
+  // Live reconfiguration through the serial layout (training_state.h), the experts of every
+  // block at their serial place. Save, collective over the world: world rank 0 writes the dense
+  // weights, the first replica of each expert shard (expert-dp rank 0) its experts, everyone
+  // else zeros, summed onto rank 0 (x + 0 is exact, so the state is the bits each rank holds).
+  // Load: every rank copies its dense weights and its experts out of the serial layout.
+  void saveState(TrainingState& state) override {
+    const int64_t P = m_model->shape().parameterCount();
+    const bool root = m_ctx.rank == 0;
+    const bool dense = root, experts = m_grid->expertDp().rank() == 0;
+    auto gatherToRoot = [&](const float* local, std::vector<float>& out) {
+      std::vector<float> whole(size_t(P), 0.f);
+      for (const Segment& s : serialSegments())
+        if (s.expert ? experts : dense)
+          std::copy_n(local + s.local, s.len, &whole[size_t(s.whole)]);
+      m_ctx.comm->reduce(whole.data(), whole.data(), P, 0);
+      if (root) out = std::move(whole);
+    };
+    gatherToRoot(m_model->params().params().data(), state.params);
+    if (m_opt->momentOne()) gatherToRoot(m_opt->momentOne(), state.optM);
+    if (m_opt->momentTwo()) gatherToRoot(m_opt->momentTwo(), state.optV);
+    if (root) state.optimizerSteps = m_opt->steps();
+  }
+  void loadState(const TrainingState& state) override {
+    const int64_t P = m_model->shape().parameterCount();
+    if (int64_t(state.params.size()) != P)
+      throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
+                               " parameters, this model " + std::to_string(P));
+    auto take = [&](const std::vector<float>& whole, float* local) {
+      if (!local || int64_t(whole.size()) != P) return;
+      for (const Segment& s : serialSegments())
+        std::copy_n(&whole[size_t(s.whole)], s.len, local + s.local);
+    };
+    take(state.params, m_model->params().params().data());
+    take(state.optM, m_opt->momentOne());
+    take(state.optV, m_opt->momentTwo());
+    m_opt->setSteps(state.optimizerSteps);
+  }
+
   Mlp& beginEval() override {
     throw std::logic_error(
         "moe: the model is not an Mlp; the trainer evaluates through countCorrect()");
@@ -151,6 +190,32 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
       m_labels[size_t(i)] = m_ctx.data->trainY[size_t(sample)];
     }
     return m_slice;
+  }
+
+  // [SECTION] Where this shard's flat buffer sits in the serial model's. Both list the same
+  // weights in the same order, the serial one with every expert of a block where the shard has
+  // its E/G (one contiguous run per block, moe.h): a dense run keeps its place, a block's
+  // expert run starts firstExpert() experts into the block's E.
+  struct Segment {
+    int64_t local, whole, len;
+    bool expert;
+  };
+  std::vector<Segment> serialSegments() const {
+    std::vector<Segment> out;
+    for (auto [b, e] : m_model->denseRanges()) out.push_back({b, 0, e - b, false});
+    for (auto [b, e] : m_model->expertRanges()) out.push_back({b, 0, e - b, true});
+    std::sort(out.begin(), out.end(),
+              [](const Segment& x, const Segment& y) { return x.local < y.local; });
+    const MoeShape& shape = m_model->shape();
+    const int64_t X = shape.expertParameterCount();
+    int64_t at = 0;  // floats of the serial layout before this segment
+    for (Segment& s : out) {
+      s.whole = at + (s.expert ? m_model->firstExpert() * X : 0);
+      at += s.expert ? shape.experts * X : s.len;
+    }
+    if (at != shape.parameterCount())
+      throw std::logic_error("moe: the shard's layout does not map onto the serial model's");
+    return out;
   }
 
   // [SECTION] The collectives of the MoE layer (ExpertExchange), outside the compute spans.

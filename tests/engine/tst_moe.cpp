@@ -1,7 +1,8 @@
 // The mixture-of-experts model and expert parallelism (--model moe --ep G): the layer's gradient
 // against finite differences (router included), expert-parallel runs against the serial MoE on
 // the same global batch and seed, all-to-all bytes against the routed token counts, dropped
-// tokens counted alike, the load-balancing loss, the JSON token counts, and mpirun.
+// tokens counted alike, the load-balancing loss, the JSON token counts, live reconfiguration
+// between ranks and ep degrees, and mpirun.
 // (Shazeer et al. 2017; Lepikhin et al. 2020; Fedus et al. 2021; Rajbhandari et al. 2022.)
 // Run: ctest -R tst_moe
 #include <QProcess>
@@ -463,6 +464,73 @@ class TstMoe : public QObject {
       QCOMPARE(int(experts.size()), c.layers * c.experts * 4);
       for (const auto& [name, holders] : experts) QVERIFY2(holders == 1, name.c_str());
     }
+  }
+
+  // [SECTION] Live reconfiguration: the state travels through the serial layout (every expert
+  // of a block at its serial place), so a run may change ranks and ep between steps and go on.
+  // Before any step, every layout's saved state is the serial model's, bit for bit (the shards
+  // build the serial weights, and saving only copies and adds zeros).
+  void savedStateIsTheSerialLayout() {
+    const TrainingState serial = Trainer(moeConfig(1, 1, 2)).saveState();
+    for (auto [ranks, ep] : {std::pair{2, 2}, {4, 2}, {4, 4}, {2, 1}}) {
+      RunConfig c = moeConfig(ranks, ep, 2);
+      c.optimizer = "adam";
+      const TrainingState s = Trainer(c).saveState();
+      QVERIFY2(s.params == serial.params, qPrintable(QString("ranks %1 ep %2").arg(ranks).arg(ep)));
+      QCOMPARE(s.optM.size(), s.params.size());  // Adam: both moments, zero so far
+      QCOMPARE(s.optV.size(), s.params.size());
+    }
+  }
+
+  // Reconfigured mid-run, the loss goes on along the uninterrupted serial trajectory. Tolerance
+  // 1e-5 relative, as matchesSerial: the state moves exactly (a reload saves back the same bits),
+  // so what differs is only the order in which the dp ranks sum the gradients — fp32 rounding,
+  // ~1e-7 here — and at this size no token's top-k margin is that small within 30 steps.
+  void reconfigureContinuesTheTrajectory_data() {
+    QTest::addColumn<QString>("optimizer");
+    QTest::addColumn<int>("topk");
+    QTest::addColumn<QStringList>("layouts");  // "ranks:ep" applied in turn, from serial
+    QTest::newRow("momentum k=2: ep1 -> ep2 x2 -> ep2 x4 -> ep4 x4 -> serial")
+        << "momentum" << 2 << QStringList{"2:2", "4:2", "4:4", "1:1"};
+    QTest::newRow("adam k=1: ep1 x2 -> ep2 x4 -> ep1 x2")
+        << "adam" << 1 << QStringList{"2:1", "4:2", "2:1"};
+  }
+  void reconfigureContinuesTheTrajectory() {
+    QFETCH(QString, optimizer);
+    QFETCH(int, topk);
+    QFETCH(QStringList, layouts);
+    auto layout = [&](int ranks, int ep) {
+      RunConfig c = moeConfig(ranks, ep, topk);
+      c.optimizer = optimizer.toStdString();
+      if (optimizer == "adam") c.lr = 0.002;
+      return c;
+    };
+    const int per = 6;
+    std::vector<double> ref;
+    for (const StepMetrics& m : run(layout(1, 1), per * int(layouts.size() + 1)))
+      ref.push_back(m.loss);
+    std::vector<double> got;
+    auto trainer = std::make_unique<Trainer>(layout(1, 1));
+    for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
+    for (const QString& to : layouts) {
+      const TrainingState state = trainer->saveState();
+      QCOMPARE(state.step, int64_t(got.size()));
+      trainer = std::make_unique<Trainer>(
+          layout(to.section(':', 0, 0).toInt(), to.section(':', 1, 1).toInt()));
+      trainer->loadState(state);
+      const TrainingState back = trainer->saveState();  // loading took every float, in place
+      QVERIFY2(back.params == state.params && back.optM == state.optM && back.optV == state.optV,
+               qPrintable("the state changed on its way into " + to));
+      QCOMPARE(back.optimizerSteps, state.optimizerSteps);
+      for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
+    }
+    for (size_t i = 0; i < ref.size(); ++i)
+      QVERIFY2(std::abs(got[i] - ref[i]) <= 1e-5 * ref[i],
+               qPrintable(QString("step %1: %2 vs uninterrupted %3")
+                              .arg(i + 1)
+                              .arg(got[i], 0, 'g', 10)
+                              .arg(ref[i], 0, 'g', 10)));
+    QVERIFY2(ref.back() < 0.8 * ref.front(), "the run should learn");
   }
 
   void configErrors_data() {

@@ -1,9 +1,8 @@
 // Live reconfiguration: a run re-sharded under another layout between steps goes on from the
 // same parameters and optimizer state, so for synchronous strategies the loss continues the
 // uninterrupted serial trajectory (1e-5 relative: summation order, as in
-// tst_parallel_equals_serial). Run: ctest -R tst_reconfigure
+// tst_parallel_equals_serial), a --model moe run included. Run: ctest -R tst_reconfigure
 #include <QtTest>
-
 #include <chrono>
 #include <thread>
 
@@ -40,8 +39,10 @@ class TstReconfigure : public QObject {
     QTest::addColumn<QString>("optimizer");
     QTest::addColumn<QStringList>("layouts");  // "strategy:ranks[:zero]" applied in turn
     QTest::newRow("serial -> DP 4 -> serial") << "momentum" << QStringList{"sync:4", "sync:1"};
-    QTest::newRow("serial -> ZeRO-3 x3 -> ZeRO-1 x2") << "adam" << QStringList{"sync:3:3", "sync:2:1"};
-    QTest::newRow("DP 2 -> ps-sync 4 -> ZeRO-2 x4") << "adam" << QStringList{"sync:2", "ps-sync:4", "sync:4:2"};
+    QTest::newRow("serial -> ZeRO-3 x3 -> ZeRO-1 x2")
+        << "adam" << QStringList{"sync:3:3", "sync:2:1"};
+    QTest::newRow("DP 2 -> ps-sync 4 -> ZeRO-2 x4")
+        << "adam" << QStringList{"sync:2", "ps-sync:4", "sync:4:2"};
   }
   void continuesTheTrajectory() {
     QFETCH(QString, optimizer);
@@ -69,7 +70,10 @@ class TstReconfigure : public QObject {
     }
     for (size_t i = 0; i < ref.size(); ++i)
       QVERIFY2(std::abs(got[i] - ref[i]) <= 1e-5 * ref[i],
-               qPrintable(QString("step %1: %2 vs uninterrupted %3").arg(i + 1).arg(got[i], 0, 'g', 10).arg(ref[i], 0, 'g', 10)));
+               qPrintable(QString("step %1: %2 vs uninterrupted %3")
+                              .arg(i + 1)
+                              .arg(got[i], 0, 'g', 10)
+                              .arg(ref[i], 0, 'g', 10)));
   }
 
   void sessionReconfiguresWhileRunning() {
@@ -97,13 +101,53 @@ class TstReconfigure : public QObject {
     QCOMPARE(snap.stepsDone, int64_t(c.steps));
     QVERIFY(snap.notice.empty());
     QCOMPARE(snap.steps.back().ranks.size(), size_t(4));  // the end ran on 4 ranks
-    for (int i = 0; i < c.steps; ++i) QCOMPARE(snap.steps[size_t(i)].step, int64_t(i + 1));  // numbering goes on
+    for (int i = 0; i < c.steps; ++i)
+      QCOMPARE(snap.steps[size_t(i)].step, int64_t(i + 1));  // numbering goes on
     // The trajectory property holds to 1e-5 over tens of steps (tst_parallel_equals_serial's
     // 50); rounding differences then grow, as between any two summation orders.
     for (int i = 0; i < int(switched) + 50; ++i) {
       QVERIFY2(std::abs(snap.steps[size_t(i)].loss - ref[size_t(i)]) <= 1e-5 * ref[size_t(i)],
                qPrintable(QString("step %1").arg(i + 1)));
     }
+  }
+
+  // A --model moe run changes its ranks and expert-parallel degree live (2 ranks ep 1 -> 4
+  // ranks ep 2): the experts move to their new ranks and the loss goes on along the
+  // uninterrupted run's, to tst_moe's 1e-5 (the dp ranks' summation order; no routing flip at
+  // this size within 30 steps).
+  void sessionReconfiguresMoe() {
+    RunConfig c = base();
+    c.model = "moe";
+    c.experts = 4;
+    c.topk = 2;
+    c.capacityFactor = 4.0;  // no token dropped, as in tst_moe
+    c.ranks = 2;
+    c.steps = 30;
+    const std::vector<double> ref = uninterrupted(c, c.steps);
+    Session s;
+    QCOMPARE(QString::fromStdString(s.start(c, true)), QString());
+    for (int64_t done = 0; done < 6; ++done) {
+      s.stepOnce();
+      QTRY_VERIFY_WITH_TIMEOUT(s.snapshot().stepsDone == done + 1, 20000);
+    }
+    RunConfig four = c;
+    four.ranks = 4;
+    four.ep = 2;
+    QCOMPARE(QString::fromStdString(s.reconfigure(four)), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(s.snapshot().config.ep == 2 || !s.snapshot().notice.empty(), 20000);
+    QCOMPARE(QString::fromStdString(s.snapshot().notice), QString());
+    s.resume();
+    QTRY_VERIFY_WITH_TIMEOUT(s.snapshot().state == RunState::Finished, 30000);
+    const Snapshot snap = s.snapshot();
+    QCOMPARE(snap.stepsDone, int64_t(c.steps));
+    QCOMPARE(snap.steps.back().ranks.size(), size_t(4));
+    QCOMPARE(snap.holdings.size(), size_t(4));  // the map shows the new layout
+    for (int i = 0; i < c.steps; ++i)
+      QVERIFY2(std::abs(snap.steps[size_t(i)].loss - ref[size_t(i)]) <= 1e-5 * ref[size_t(i)],
+               qPrintable(QString("step %1: %2 vs uninterrupted %3")
+                              .arg(i + 1)
+                              .arg(snap.steps[size_t(i)].loss, 0, 'g', 10)
+                              .arg(ref[size_t(i)], 0, 'g', 10)));
   }
 
   void whatCannotChangeIsNamed() {
