@@ -1,18 +1,20 @@
 // paralab-run: the headless engine. Trains as configured by flags and/or a JSON --config
 // (flags win), prints one JSON object per step with --json, then a summary.
 // Try: paralab-run --steps 100 --json    See tests/engine/tst_cli.cpp.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
-#include <unistd.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "comm/communicator.h"
 #include "cli/run_options.h"
+#include "comm/communicator.h"
 #include "config.h"
 #include "cpu/gemm.h"
 #include "platform.h"
+#include "train/latency_sweep.h"
 #include "train/sweep.h"
 #include "train/trainer.h"
 
@@ -31,11 +33,13 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
   std::vector<int> ranks;
   try {
     ranks = parseSweep(spec);
-    if (config.backend != "thread") throw ConfigError("sweep: runs thread ranks (--backend thread)");
+    if (config.backend != "thread")
+      throw ConfigError("sweep: runs thread ranks (--backend thread)");
     for (int n : ranks) {
       RunConfig c = config;
       c.ranks = n;
-      if (auto err = c.validate()) throw ConfigError(*err + " (at " + std::to_string(n) + " ranks)");
+      if (auto err = c.validate())
+        throw ConfigError(*err + " (at " + std::to_string(n) + " ranks)");
     }
   } catch (const ConfigError& e) {
     return fail(e.what());
@@ -64,13 +68,50 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
                   p.speedup, 100 * p.efficiency,
                   r.scaling == "weak" ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
     if (r.amdahl.p > 0)
-      std::printf("Amdahl fit (reference): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at most %.1fx\n",
-                  r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
-                  r.amdahl.p < 1 ? 1 / (1 - r.amdahl.p) : INFINITY);
+      std::printf(
+          "Amdahl fit (reference): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at most "
+          "%.1fx\n",
+          r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
+          r.amdahl.p < 1 ? 1 / (1 - r.amdahl.p) : INFINITY);
     else
-      std::printf("Amdahl fit (reference): p = %.3f: more ranks made the step slower here\n", r.amdahl.p);
+      std::printf("Amdahl fit (reference): p = %.3f: more ranks made the step slower here\n",
+                  r.amdahl.p);
     std::printf("Gustafson fit (reference): serial fraction s = %.3f (R^2 = %.3f)\n", r.gustafson.s,
                 r.gustafson.r2);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
+
+int runLatencySweepCommand(const RunConfig& config, const std::string& spec, bool json) {
+  std::vector<int> batches;
+  try {
+    batches = parseLatencySweep(spec);
+    if (const std::string problem = latencySweepProblem(config); !problem.empty())
+      throw ConfigError(problem);
+  } catch (const ConfigError& e) {
+    return fail(e.what());
+  }
+  try {
+    const LatencySweepOptions options;
+    const LatencySweepResult r = runLatencySweep(config, batches, options);
+    if (json) {
+      std::cout << toJson(r, config).dump() << '\n';
+      return 0;
+    }
+    std::printf(
+        "Latency vs throughput: %s, H=%d, L=%d (%lld parameters), forward only, %s, "
+        "GEMM %s (%s), 1 thread\n",
+        config.model.c_str(), config.hidden, config.layers, (long long)r.parameterCount,
+        r.device.c_str(), r.kernel.c_str(), kernels::vendor_blas_name());
+    std::printf("median of %d timed repeats after %d warm-up forwards, on %s test samples\n",
+                options.repeats, options.warmup, config.dataset.c_str());
+    // "µs" is two bytes but one column, so that header is padded by hand to 12 columns.
+    std::printf("%6s %12s %12s    µs/sample\n", "batch", "ms/forward", "samples/s");
+    for (const LatencyPoint& p : r.points)
+      std::printf("%6d %12.4f %12.0f %12.2f\n", p.batch, p.msPerForward, p.samplesPerS,
+                  p.usPerSample);
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -101,6 +142,11 @@ int main(int argc, char** argv) {
   app.add_option("--sweep", sweep,
                  "ranks=1,2,4,8: time --steps steps at each rank count (thread backend); prints "
                  "speedup, efficiency and the Amdahl/Gustafson fits");
+  std::string latencySweep;
+  CLI::Option* latencyFlag = app.add_option(
+      "--latency-sweep", latencySweep,
+      "batch=1,2,4,...,4096: time the model's forward pass (inference) at each batch "
+      "size on one rank; prints ms per forward, samples/s and µs per sample");
   bool noInstrument = false;
   app.add_flag("--no-instrument", noInstrument, "Record no spans (to measure what they cost)");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
@@ -114,17 +160,23 @@ int main(int argc, char** argv) {
   }
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   // Under mpirun the job's size is the world (before --dp/--tp/--pp imply one).
-  if (config.backend == "mpi" && config.ranks == 1 && mpiLaunchSize() > 0) config.ranks = mpiLaunchSize();
+  if (config.backend == "mpi" && config.ranks == 1 && mpiLaunchSize() > 0)
+    config.ranks = mpiLaunchSize();
   config.deriveRanks();
   if (auto err = config.validate()) return fail(*err);
 
   if (noInstrument) config.instrument = false;
+  const bool latency = latencyFlag->count() > 0;  // given, even as "" (an empty list)
+  if (!sweep.empty() && latency)
+    return fail("latency-sweep: runs alone (allowed: --sweep or --latency-sweep, not both)");
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
+  if (latency) return runLatencySweepCommand(config, latencySweep, json);
 
   try {
     std::unique_ptr<Trainer> owned;
     if (config.backend == "mpi") {
-      if (!mpiAvailable()) return fail("backend: this build has no MPI (install libopenmpi-dev and rebuild)");
+      if (!mpiAvailable())
+        return fail("backend: this build has no MPI (install libopenmpi-dev and rebuild)");
       CommOptions options;
       options.algorithm = parseAllReduceAlgo(config.allreduce);
       options.timeoutSeconds = config.timeoutS;
@@ -137,13 +189,14 @@ int main(int argc, char** argv) {
     Trainer& trainer = *owned;
     const bool root = trainer.isRoot();  // under MPI only rank 0 prints
     if (!json && root)
-      std::printf("ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
-                  "[%s, %s%s], BLAS %s\n",
-                  config.dataset.c_str(), config.hidden, config.layers,
-                  (long long)trainer.parameterCount(), config.globalBatch(), config.optimizer.c_str(),
-                  config.lr, config.ranks, config.backend.c_str(), config.strategy.c_str(),
-                  config.zero ? (", ZeRO-" + std::to_string(config.zero)).c_str() : "",
-                  kernels::vendor_blas_name());
+      std::printf(
+          "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
+          "[%s, %s%s], BLAS %s\n",
+          config.dataset.c_str(), config.hidden, config.layers, (long long)trainer.parameterCount(),
+          config.globalBatch(), config.optimizer.c_str(), config.lr, config.ranks,
+          config.backend.c_str(), config.strategy.c_str(),
+          config.zero ? (", ZeRO-" + std::to_string(config.zero)).c_str() : "",
+          kernels::vendor_blas_name());
     if (!json && root && config.link != "none")
       std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
     double totalMs = 0, lastLoss = 0;
@@ -165,9 +218,12 @@ int main(int argc, char** argv) {
     }
     if (!root) return 0;
     const double samplesPerS = config.steps * double(config.globalBatch()) / (totalMs * 1e-3);
-    nlohmann::json summary = {{"summary", true},       {"steps", config.steps},
-                              {"final_loss", lastLoss}, {"mean_step_ms", totalMs / config.steps},
-                              {"samples_per_s", samplesPerS}, {"config", config.toJson()}};
+    nlohmann::json summary = {{"summary", true},
+                              {"steps", config.steps},
+                              {"final_loss", lastLoss},
+                              {"mean_step_ms", totalMs / config.steps},
+                              {"samples_per_s", samplesPerS},
+                              {"config", config.toJson()}};
     if (lastAcc) summary["test_accuracy"] = *lastAcc;
     if (config.link != "none") summary["emulated"] = config.link;
     if (json)

@@ -1,13 +1,12 @@
 // paralab-run as a user meets it: bad input gets one line naming the field and exit code 2;
 // a good run prints one JSON object per step with the documented keys.
 // Run: ctest -R tst_cli
-#include <QtTest>
-
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QJsonArray>
 #include <QProcess>
 #include <QTemporaryFile>
+#include <QtTest>
 
 class TstCli : public QObject {
   Q_OBJECT
@@ -33,8 +32,10 @@ class TstCli : public QObject {
     QTest::newRow("hidden -5") << QStringList{"--hidden", "-5"} << "hidden";
     QTest::newRow("lr abc") << QStringList{"--lr", "abc"} << "--lr";
     QTest::newRow("optimizer") << QStringList{"--optimizer", "lamb"} << "optimizer";
-    QTest::newRow("missing config") << QStringList{"--config", "/nonexistent.json"} << "/nonexistent.json";
-    QTest::newRow("missing data dir") << QStringList{"--data-dir", "/nonexistent"} << "/nonexistent";
+    QTest::newRow("missing config")
+        << QStringList{"--config", "/nonexistent.json"} << "/nonexistent.json";
+    QTest::newRow("missing data dir")
+        << QStringList{"--data-dir", "/nonexistent"} << "/nonexistent";
   }
   void badInput() {
     QFETCH(QStringList, args);
@@ -70,7 +71,8 @@ class TstCli : public QObject {
   }
 
   void jsonLinesCarryTheDocumentedKeys() {
-    const Result r = run({"--dataset", "synthetic", "--hidden", "32", "--batch", "16", "--steps", "2", "--json"});
+    const Result r = run(
+        {"--dataset", "synthetic", "--hidden", "32", "--batch", "16", "--steps", "2", "--json"});
     QCOMPARE(r.code, 0);
     const QStringList lines = r.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 3);
@@ -84,7 +86,8 @@ class TstCli : public QObject {
       for (const char* k : {"rank", "compute_ms", "comm_ms", "idle_ms", "bytes_sent", "bytes_recv"})
         QVERIFY2(r0.contains(k), k);
       const QJsonObject mem = r0["mem"].toObject();
-      for (const char* k : {"params", "grads", "optimizer", "activations", "comm", "workspace", "peak"})
+      for (const char* k :
+           {"params", "grads", "optimizer", "activations", "comm", "workspace", "peak"})
         QVERIFY2(mem.contains(k), k);
     }
   }
@@ -99,8 +102,9 @@ class TstCli : public QObject {
     QSKIP("built without MPI");
 #else
     QFETCH(int, np);
-    const QStringList common = {"--dataset", "synthetic", "--hidden", "32", "--batch", "64",
-                                "--steps", "4", "--json", "--eval-every", "0"};
+    const QStringList common = {"--dataset", "synthetic",    "--hidden", "32",
+                                "--batch",   "64",           "--steps",  "4",
+                                "--json",    "--eval-every", "0"};
     const Result threads = run(QStringList{"--ranks", QString::number(np)} + common);
     QCOMPARE(threads.code, 0);
     QProcess p;
@@ -109,7 +113,8 @@ class TstCli : public QObject {
     env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     p.setProcessEnvironment(env);
     p.start(PARALAB_MPIRUN, QStringList{"--oversubscribe", "-np", QString::number(np), PARALAB_RUN,
-                                        "--backend", "mpi"} + common);
+                                        "--backend", "mpi"} +
+                                common);
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 0);
     const QStringList a = threads.out.trimmed().split('\n');
@@ -132,10 +137,93 @@ class TstCli : public QObject {
 #endif
   }
 
+  // [SECTION] --latency-sweep: forward-only time per batch size (issue 6).
+  void latencySweepBadInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("names");
+    const auto sweep = [](const char* spec) { return QStringList{"--latency-sweep", spec}; };
+    QTest::newRow("empty list") << sweep("batch=") << "latency-sweep";
+    QTest::newRow("empty spec") << sweep("") << "latency-sweep";
+    QTest::newRow("not a number") << sweep("batch=1,two,4") << "'two'";
+    QTest::newRow("zero") << sweep("batch=0,8") << "'0'";
+    QTest::newRow("over 65536") << sweep("batch=1,65537") << "1..65536";
+    QTest::newRow("other key") << sweep("ranks=1,2") << "batch=";
+    QTest::newRow("bad ellipsis") << sweep("batch=1,...,64") << "'...'";
+    QTest::newRow("several ranks")
+        << sweep("batch=1,8") + QStringList{"--ranks", "2"} << "--ranks 1";
+    QTest::newRow("with --sweep") << sweep("batch=1") + QStringList{"--sweep", "ranks=1,2"}
+                                  << "latency-sweep";
+  }
+  void latencySweepBadInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, names);
+    const Result r = run(args + QStringList{"--dataset", "synthetic"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err.count('\n'), 1);  // exactly one line
+    QVERIFY2(r.err.contains("latency-sweep") && r.err.contains(names), qPrintable(r.err));
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));  // refused before anything ran
+  }
+
+  // A real sweep on the CPU. Latency (ms per forward) must grow with the batch and throughput
+  // must beat batch 1 clearly at 16 and 256 (a single forward's fixed cost shared by more
+  // samples). Between 16 and 256 one core's throughput is flat within noise here (the batch
+  // leaves L2 around 256), so no order between them is asserted.
+  void latencySweepJson() {
+    const Result r = run({"--latency-sweep", "batch=1,16,256", "--dataset", "synthetic", "--hidden",
+                          "32", "--layers", "1", "--json"});
+    QCOMPARE(r.code, 0);
+    QJsonParseError e;
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8(), &e).object();
+    QCOMPARE(e.error, QJsonParseError::NoError);
+    QCOMPARE(o["device"].toString(), "cpu");
+    QCOMPARE(o["kernel"].toString(), "vendor");
+    QVERIFY(o["parameters"].toDouble() > 0);
+    const QJsonArray points = o["points"].toArray();
+    QCOMPARE(points.size(), 3);
+    const int batches[] = {1, 16, 256};
+    double lastMs = 0, sps1 = 0;
+    for (int i = 0; i < 3; ++i) {
+      const QJsonObject p = points[i].toObject();
+      const double ms = p["ms_per_forward"].toDouble(), sps = p["samples_per_s"].toDouble();
+      QCOMPARE(p["batch"].toInt(), batches[i]);
+      QVERIFY2(ms > lastMs, qPrintable(r.out));
+      QVERIFY(sps > 0);
+      QCOMPARE(sps, batches[i] / (ms * 1e-3));
+      QVERIFY(std::abs(p["us_per_sample"].toDouble() - ms * 1e3 / batches[i]) < 1e-9 * ms * 1e3);
+      if (i == 0)
+        sps1 = sps;
+      else
+        QVERIFY2(sps > 1.5 * sps1, qPrintable(r.out));
+      lastMs = ms;
+    }
+  }
+
+  void latencySweepTable() {
+    const Result r = run({"--latency-sweep", "batch=1,2,...,8", "--dataset", "synthetic",
+                          "--hidden", "16", "--layers", "1"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("samples/s") && r.out.contains("µs/sample"), qPrintable(r.out));
+    const QStringList lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3 + 4);  // two lines of what was run, the header, rows 1 2 4 8
+    for (int i = 0; i < 4; ++i)
+      QCOMPARE(lines[3 + i].split(' ', Qt::SkipEmptyParts).value(0), QString::number(1 << i));
+  }
+
+  // The model is built from --model: an MoE sweep runs its router and experts.
+  void latencySweepMoe() {
+    const Result r = run({"--latency-sweep", "batch=4,32", "--model", "moe", "--experts", "4",
+                          "--topk", "2", "--dataset", "synthetic", "--hidden", "16", "--json"});
+    QCOMPARE(r.code, 0);
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(o["model"].toString(), "moe");
+    QCOMPARE(o["points"].toArray().size(), 2);
+  }
+
   void helpListsTheFlags() {
     const Result r = run({"--help"});
     QCOMPARE(r.code, 0);
-    for (const char* f : {"--model", "--hidden", "--batch", "--optimizer", "--json", "--config"})
+    for (const char* f :
+         {"--model", "--hidden", "--batch", "--optimizer", "--json", "--config", "--latency-sweep"})
       QVERIFY2(r.out.contains(f), f);
   }
 };

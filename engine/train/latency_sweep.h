@@ -1,0 +1,55 @@
+// Latency vs throughput: the model of a RunConfig timed forward-only (inference) at each batch
+// size, so a lesson can show one sample answered fastest alone and the pile served fastest in
+// big batches. Try: paralab-run --latency-sweep batch=1,2,4,...,4096 [--json]
+// See tests/engine/tst_cli.cpp (latencySweep*).
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace paralab {
+
+struct LatencyPoint {
+  int batch = 1;
+  double msPerForward = 0;    // median time of one forward over the whole batch, ms
+  double samplesPerS = 0;     // batch / msPerForward: throughput
+  double usPerSample = 0;     // msPerForward / batch, µs: what each sample costs inside the batch
+  int repeats = 0;            // timed samples the median is taken over
+  int forwardsPerRepeat = 1;  // forwards inside one timed sample (small batches are too quick
+                              // to time one at a time)
+};
+
+struct LatencySweepResult {
+  std::string device, kernel, model;
+  int64_t parameterCount = 0;
+  std::vector<LatencyPoint> points;  // one per batch size, smallest first
+};
+
+// What a latency sweep measures and how.
+struct LatencySweepOptions {
+  int warmup = 3;            // untimed forwards at each batch size first (caches, allocations)
+  int repeats = 7;           // timed samples per batch size; the median is reported
+  double minRepeatMs = 2.0;  // a timed sample runs enough forwards to last at least this long
+};
+
+// "batch=1,2,4,...,4096" -> {1, 2, 4, ..., 4096}: a list of sizes 1..65536, where "..." continues
+// the ratio of the two sizes before it up to the size after it. Sorted, duplicates dropped.
+// Throws ConfigError naming --latency-sweep and what is allowed.
+std::vector<int> parseLatencySweep(const std::string& spec);
+
+// Why `config` cannot be latency-swept ("" when it can): one model on one rank, on a device and
+// with a GEMM the model can run.
+std::string latencySweepProblem(const RunConfig& config);
+
+// Builds the model of `config` (model, hidden, layers, experts, top-k; input and classes from
+// its dataset) and times Mlp/Moe::countCorrect on batches of the dataset's test samples.
+LatencySweepResult runLatencySweep(const RunConfig& config, const std::vector<int>& batches,
+                                   const LatencySweepOptions& options = {});
+
+// One JSON object: device, kernel, model, parameters, the configuration, a row per batch size
+// {batch, ms_per_forward, samples_per_s, us_per_sample, repeats, forwards_per_repeat}.
+nlohmann::json toJson(const LatencySweepResult& result, const RunConfig& config);
+
+}  // namespace paralab
