@@ -84,6 +84,35 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
   return 0;
 }
 
+// The run in brackets on the header line: the backend, then how the work is split. An MoE run
+// trains with sync data parallelism by construction, so its bracket names the experts instead:
+// E experts, top-k routing, spread over ep ranks (E / ep each) inside dp data-parallel ranks.
+std::string layoutText(const RunConfig& c) {
+  const auto n = [](int v) { return std::to_string(v); };
+  std::string s = c.backend + ", ";
+  if (c.model == "moe") {
+    s += "MoE " + n(c.experts) + " experts, top-" + n(c.topk) + ", ep " + n(c.ep) + " (" +
+         n(c.experts / c.ep) + " expert" + (c.experts / c.ep == 1 ? "" : "s") + " per rank)";
+    if (c.dpDegree() > 1) s += ", dp " + n(c.dpDegree());
+    char extra[64];
+    std::snprintf(extra, sizeof extra, ", capacity factor %g", c.capacityFactor);
+    s += extra;
+    if (c.auxLoss > 0) {
+      std::snprintf(extra, sizeof extra, ", aux loss %g", c.auxLoss);
+      s += extra;
+    }
+    return s;
+  }
+  s += c.strategy;
+  if (c.zero) s += ", ZeRO-" + n(c.zero);
+  if (c.tp > 1 || c.pp > 1) {
+    s += ", dp " + n(c.dpDegree()) + " x tp " + n(c.tp) + " x pp " + n(c.pp);
+    if (c.sp) s += ", sequence parallel";
+    if (c.pp > 1) s += ", " + c.schedule + " with " + n(c.microbatches) + " micro-batches";
+  }
+  return s;
+}
+
 int runLatencySweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> batches;
   try {
@@ -191,12 +220,10 @@ int main(int argc, char** argv) {
     if (!json && root)
       std::printf(
           "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
-          "[%s, %s%s], BLAS %s\n",
+          "[%s], BLAS %s\n",
           config.dataset.c_str(), config.hidden, config.layers, (long long)trainer.parameterCount(),
           config.globalBatch(), config.optimizer.c_str(), config.lr, config.ranks,
-          config.backend.c_str(), config.strategy.c_str(),
-          config.zero ? (", ZeRO-" + std::to_string(config.zero)).c_str() : "",
-          kernels::vendor_blas_name());
+          layoutText(config).c_str(), kernels::vendor_blas_name());
     if (!json && root && config.link != "none")
       std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
     double totalMs = 0, lastLoss = 0;

@@ -219,6 +219,19 @@ class TstCli : public QObject {
     QCOMPARE(o["points"].toArray().size(), 2);
   }
 
+  // The header line names an MoE run by its experts, routing and expert parallelism.
+  void moeHeaderDescribesTheExperts() {
+    const Result r =
+        run({"--model", "moe",  "--experts", "4",         "--topk",       "2",        "--ranks",
+             "2",       "--ep", "2",         "--dataset", "synthetic",    "--hidden", "16",
+             "--batch", "16",   "--steps",   "1",         "--eval-every", "0"});
+    QCOMPARE(r.code, 0);
+    const QString header = r.out.section('\n', 0, 0);
+    QVERIFY2(header.contains("MoE 4 experts, top-2, ep 2 (2 experts per rank)"),
+             qPrintable(header));
+    QVERIFY2(!header.contains("sync"), qPrintable(header));
+  }
+
   void helpListsTheFlags() {
     const Result r = run({"--help"});
     QCOMPARE(r.code, 0);
