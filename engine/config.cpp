@@ -9,6 +9,7 @@
 #include "cuda/gemm.h"
 #include "data/dataset.h"
 #include "parallel/process_grid.h"
+#include "parallel/strategy.h"  // cudaRefusal
 
 namespace paralab {
 
@@ -83,6 +84,7 @@ std::optional<std::string> RunConfig::validateDevice() const {
   if (device == "cuda") {
     const kernels::GpuInfo gpus = kernels::cuda_query_devices();
     if (gpus.count == 0) return "device: cuda is not available here (" + gpus.reason + "); allowed: cpu";
+    if (auto refused = cudaRefusal(*this)) return refused;
   }
   return std::nullopt;
 }

@@ -7,6 +7,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "device/gpu_runtime.h"
+#include "memory/device_allocator.h"
+
 namespace paralab {
 
 int64_t numelOf(const Shape& shape) {
@@ -18,13 +21,18 @@ int64_t numelOf(const Shape& shape) {
   return n;
 }
 
-Tensor::Tensor(Shape shape, MemCategory category, MemoryTracker* tracker, Device device)
-    : m_shape(std::move(shape)), m_device(device), m_owning(true), m_category(category),
-      m_tracker(tracker) {
+Tensor::Tensor(Shape shape, MemCategory category, MemoryTracker* tracker, DeviceAllocator* alloc)
+    : m_shape(std::move(shape)),
+      m_device(alloc ? Device::Cuda : Device::Cpu),
+      m_owning(true),
+      m_category(category),
+      m_tracker(tracker),
+      m_gpu(alloc) {
   m_numel = numelOf(m_shape);
-  if (device != Device::Cpu)
-    throw std::runtime_error("device tensors are allocated by the CUDA allocator");
-  if (m_numel > 0) {
+  if (alloc && m_numel > 0) {
+    m_data = alloc->allocate(bytes());
+    gpu::memsetAsync(m_data, bytes(), alloc->stream());
+  } else if (m_numel > 0) {
     // 64-byte alignment: one cache line, and what AVX-512 loads like best.
     const size_t bytes = (static_cast<size_t>(m_numel) * sizeof(float) + 63) / 64 * 64;
     m_data = static_cast<float*>(std::aligned_alloc(64, bytes));
@@ -56,6 +64,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     m_owning = std::exchange(o.m_owning, false);
     m_category = o.m_category;
     m_tracker = std::exchange(o.m_tracker, nullptr);
+    m_gpu = std::exchange(o.m_gpu, nullptr);
   }
   return *this;
 }
@@ -64,18 +73,28 @@ Tensor::~Tensor() { release(); }
 
 void Tensor::release() {
   if (m_owning) {
-    std::free(m_data);
+    if (m_gpu)
+      m_gpu->release(m_data, bytes());
+    else
+      std::free(m_data);
     if (m_tracker) m_tracker->sub(m_category, bytes());
   }
   m_data = nullptr;
   m_owning = false;
   m_tracker = nullptr;
+  m_gpu = nullptr;
   m_numel = 0;
   m_shape.clear();
 }
 
 void Tensor::zero() {
-  if (m_numel > 0) std::memset(m_data, 0, static_cast<size_t>(bytes()));
+  if (m_numel == 0) return;
+  if (m_device == Device::Cuda) {
+    if (!m_gpu) throw std::logic_error("Tensor::zero on a device view (zero through its owner)");
+    gpu::memsetAsync(m_data, bytes(), m_gpu->stream());
+  } else {
+    std::memset(m_data, 0, static_cast<size_t>(bytes()));
+  }
 }
 
 std::string Tensor::shapeString() const {

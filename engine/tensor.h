@@ -1,6 +1,7 @@
 // Tensor: a float32 array with a shape, contiguous row-major, on one device, owned (and
 // counted by its rank's MemoryTracker under a category) or a view into another's memory.
-// See tests/engine/tst_tensor.cpp.
+// Host tensors come from aligned_alloc, device tensors from the rank's DeviceAllocator.
+// See tests/engine/tst_tensor.cpp and tst_cuda_training.cpp.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -11,14 +12,18 @@
 
 namespace paralab {
 
+class DeviceAllocator;
 enum class Device { Cpu, Cuda };
 using Shape = std::vector<int64_t>;
 
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates numel(shape) floats, zero-filled, counted as `category` by `tracker` (may be null).
-  Tensor(Shape shape, MemCategory category, MemoryTracker* tracker, Device device = Device::Cpu);
+  // Allocates numel(shape) floats, zero-filled, counted as `category` by `tracker` (may be null),
+  // in host memory, or in device memory from `alloc` (zero-filled on its stream, in order with
+  // everything else the rank enqueues there).
+  Tensor(Shape shape, MemCategory category, MemoryTracker* tracker,
+         DeviceAllocator* alloc = nullptr);
   // A non-owning view of memory that lives elsewhere (e.g. one weight inside a flat buffer).
   static Tensor view(float* data, Shape shape, Device device = Device::Cpu);
 
@@ -38,7 +43,7 @@ class Tensor {
   bool owning() const { return m_owning; }
   bool empty() const { return m_numel == 0; }
 
-  void zero();
+  void zero();                      // a device tensor: enqueued on its allocator's stream
   std::string shapeString() const;  // "[256, 784]"
 
  private:
@@ -51,6 +56,7 @@ class Tensor {
   bool m_owning = false;
   MemCategory m_category = MemCategory::Workspace;
   MemoryTracker* m_tracker = nullptr;
+  DeviceAllocator* m_gpu = nullptr;  // owning device tensors only
 };
 
 int64_t numelOf(const Shape& shape);

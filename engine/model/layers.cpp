@@ -1,14 +1,11 @@
-// Linear and LayerNorm on the CPU (see layers.h).
+// Linear and LayerNorm on the rank's Compute (see layers.h).
 #include "model/layers.h"
 
 #include <cmath>
 
-#include "cpu/gemm.h"
-#include "cpu/layers.h"
+#include "device/compute.h"
 
 namespace paralab {
-
-using namespace kernels;
 
 Linear::Linear(ParamSet& ps, const std::string& name, int in, int out)
     : m_ps(&ps),
@@ -26,20 +23,19 @@ void Linear::init(Rng& rng) {
 }
 
 void Linear::forward(const float* x, float* y, int batch, bool addBias) {
-  gemm_vendor<float>(false, false, batch, m_out, m_in, 1.f, x, m_in, m_ps->param(m_w), m_out, 0.f,
-                     y, m_out);
-  if (addBias) bias_add(y, m_ps->param(m_b), batch, m_out);
+  const Compute& c = m_ps->compute();
+  c.gemm(false, false, batch, m_out, m_in, 1.f, x, m_in, m_ps->param(m_w), m_out, 0.f, y, m_out);
+  if (addBias) c.biasAdd(y, m_ps->param(m_b), batch, m_out);
 }
 
 void Linear::backward(const float* x, const float* dy, float* dx, int batch) {
+  const Compute& c = m_ps->compute();
   // dW[in, out] += x^T[in, B] dy[B, out]
-  gemm_vendor<float>(true, false, m_in, m_out, batch, 1.f, x, m_in, dy, m_out, 1.f,
-                     m_ps->grad(m_w), m_out);
-  bias_backward(m_ps->grad(m_b), dy, batch, m_out);
+  c.gemm(true, false, m_in, m_out, batch, 1.f, x, m_in, dy, m_out, 1.f, m_ps->grad(m_w), m_out);
+  c.biasBackward(m_ps->grad(m_b), dy, batch, m_out);
   // dx[B, in] = dy[B, out] W^T[out, in]
   if (dx)
-    gemm_vendor<float>(false, true, batch, m_in, m_out, 1.f, dy, m_out, m_ps->param(m_w), m_out,
-                       0.f, dx, m_in);
+    c.gemm(false, true, batch, m_in, m_out, 1.f, dy, m_out, m_ps->param(m_w), m_out, 0.f, dx, m_in);
 }
 
 LayerNorm::LayerNorm(ParamSet& ps, const std::string& name, int dim)
@@ -53,13 +49,14 @@ void LayerNorm::init() {
 }
 
 void LayerNorm::forward(const float* x, float* y, float* mean, float* rstd, int batch) {
-  layernorm_forward(y, mean, rstd, x, m_ps->param(m_gamma), m_ps->param(m_beta), batch, m_dim);
+  m_ps->compute().layerNorm(y, mean, rstd, x, m_ps->param(m_gamma), m_ps->param(m_beta), batch,
+                            m_dim);
 }
 
 void LayerNorm::backward(const float* x, const float* mean, const float* rstd, const float* dy,
                          float* dx, int batch) {
-  layernorm_backward(dx, m_ps->grad(m_gamma), m_ps->grad(m_beta), dy, x, mean, rstd,
-                     m_ps->param(m_gamma), batch, m_dim);
+  m_ps->compute().layerNormBackward(dx, m_ps->grad(m_gamma), m_ps->grad(m_beta), dy, x, mean, rstd,
+                                    m_ps->param(m_gamma), batch, m_dim);
 }
 
 }  // namespace paralab

@@ -1,7 +1,8 @@
 // The layers of the MLP, each with its forward and backward written out. A layer owns no
 // memory: its weights live in the model's ParamSet, its inputs and outputs in the caller's
-// activation buffers. The math is in kernels/cpu (layers.h, gemm.h).
-// See tests/engine/tst_model.cpp (whole-model gradient check).
+// activation buffers. The math runs on the ParamSet's Compute: its device, and the GEMM that
+// --kernel chose. See tests/engine/tst_model.cpp (whole-model gradient check) and
+// tst_kernel_choice.cpp.
 #pragma once
 #include <string>
 
@@ -15,7 +16,8 @@ namespace paralab {
 class Linear {
  public:
   Linear(ParamSet& ps, const std::string& name, int in, int out);
-  // PyTorch's default: W, b ~ U(-1/sqrt(in), 1/sqrt(in)).
+  // PyTorch's default: W, b ~ U(-1/sqrt(in), 1/sqrt(in)). Host parameters only (a model on
+  // the GPU draws a host twin and uploads it, mlp.cpp).
   void init(Rng& rng);
   // addBias false: y = xW only. A row-parallel layer adds its bias once, after the partial
   // products of the tensor-parallel ranks are summed (Megatron-LM; tensor_parallel.cpp).
@@ -36,7 +38,7 @@ class Linear {
 class LayerNorm {
  public:
   LayerNorm(ParamSet& ps, const std::string& name, int dim);
-  void init();
+  void init();  // host parameters only, as Linear::init
   // mean and rstd: [batch] saved for backward.
   void forward(const float* x, float* y, float* mean, float* rstd, int batch);
   void backward(const float* x, const float* mean, const float* rstd, const float* dy, float* dx,

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "cpu/layers.h"
+#include "device/compute.h"
 
 namespace paralab {
 
@@ -33,8 +33,13 @@ static MlpShard resolved(const MlpShape& s, MlpShard sh) {
 }
 
 Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard,
-         bool initialise)
-    : m_shape(shape), m_shard(resolved(shape, shard)), m_tracker(tracker) {
+         bool initialise, const Compute* compute)
+    : m_shape(shape),
+      m_shard(resolved(shape, shard)),
+      m_tracker(tracker),
+      m_compute(compute ? compute : &Compute::host()) {
+  if (m_compute->onGpu() && !whole())
+    throw std::logic_error("Mlp: tensor-parallel and pipeline shards run on the CPU only");
   const int H = shape.hidden, L = shape.layers;
   const int F = 4 * H / m_shard.tpSize;  // fc1 outputs (= fc2 inputs) on this rank
   // Units are declared in the order of the forward pass, so the flat buffer follows it
@@ -54,11 +59,16 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const Mlp
     m_ps.beginUnit("classifier");
     m_cls.emplace_back(m_ps, "classifier", H, shape.classes);
   }
-  m_ps.allocate(tracker);
+  m_ps.allocate(tracker, m_compute);
   if (whole()) {
     for (const ParamRef& r : m_ps.refs())
       m_slices.push_back({r.shape, r.offset, -1, 0, r.shape.at(0)});
     if (!initialise) return;
+    if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
+      Mlp twin(shape, seed, nullptr);
+      m_compute->upload(m_ps.params().data(), twin.m_ps.params().data(), m_ps.numel());
+      return;
+    }
     Rng rng(seed);
     m_in[0].init(rng);
     for (Block& b : m_blocks) {
@@ -92,6 +102,7 @@ bool Mlp::whole() const {
 }
 
 void Mlp::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo, float* shardFlat) {
+  if (m_compute->onGpu()) throw std::logic_error("Mlp::copySlices works on host buffers");
   for (int i = 0; i < int(m_slices.size()); ++i) {
     const ParamSlice& s = m_slices[size_t(i)];
     float* mine = shardFlat ? shardFlat + m_ps.ref(i).offset : m_ps.param(i);
@@ -124,10 +135,15 @@ void Mlp::ensureCapacity(int batch) {
   const int64_t B = batch, H = m_shape.hidden, L = m_shape.layers;
   Acts a;
   a.capacity = batch;
-  auto act = [&](Shape s) { return Tensor(std::move(s), MemCategory::Activations, m_tracker); };
-  auto work = [&](Shape s) { return Tensor(std::move(s), MemCategory::Workspace, m_tracker); };
+  auto act = [&](Shape s) {
+    return m_compute->tensor(std::move(s), MemCategory::Activations, m_tracker);
+  };
+  auto work = [&](Shape s) {
+    return m_compute->tensor(std::move(s), MemCategory::Workspace, m_tracker);
+  };
   m_acts = Acts{};  // free the old buffers before allocating: the peak stays honest
   a.x = act({B, m_shape.input});
+  if (m_compute->onGpu()) a.labels = act({B});
   for (int64_t l = 0; l <= L; ++l) a.a.push_back(act({B, H}));
   for (int64_t l = 0; l < L; ++l) {
     a.ln.push_back(act({B, H}));
@@ -151,7 +167,7 @@ void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
   Acts& A = m_acts;
   const int H = m_shape.hidden;
   const int last = numUnits() - 1;
-  std::memcpy(A.x.data(), x, sizeof(float) * size_t(batch) * m_shape.input);
+  m_compute->upload(A.x.data(), x, int64_t(batch) * m_shape.input);
   if (hooks) hooks->beforeForward(0);
   m_in[0].forward(A.x.data(), A.a[0].data(), batch);
   if (hooks) hooks->afterForward(0);
@@ -160,12 +176,10 @@ void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
     Block& b = m_blocks[l];
     b.ln.forward(A.a[l].data(), A.ln[l].data(), A.mean[l].data(), A.rstd[l].data(), batch);
     b.fc1.forward(A.ln[l].data(), A.h[l].data(), batch);
-    kernels::gelu_forward(A.g[l].data(), A.h[l].data(), long(batch) * 4 * H);
+    m_compute->gelu(A.g[l].data(), A.h[l].data(), long(batch) * 4 * H);
     b.fc2.forward(A.g[l].data(), A.a[l + 1].data(), batch);
     // residual: a[l+1] = a[l] + fc2(...)
-    float* out = A.a[l + 1].data();
-    const float* in = A.a[l].data();
-    for (long i = 0; i < long(batch) * H; ++i) out[i] += in[i];
+    m_compute->residualAdd(A.a[l + 1].data(), A.a[l].data(), long(batch) * H);
     if (hooks) hooks->afterForward(int(l) + 1);
   }
   if (hooks) hooks->beforeForward(last);
@@ -177,8 +191,15 @@ double Mlp::forwardLoss(const float* x, const int* labels, int batch, double nor
                         UnitHooks* hooks) {
   forwardTo(x, batch, hooks);
   m_batch = batch;
-  return kernels::softmax_xent(m_acts.dlogits.data(), m_acts.logits.data(), labels, batch,
-                               m_shape.classes, normalizer);
+  return m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
+                                labelsHere(labels, batch), batch, m_shape.classes, normalizer);
+}
+
+const int* Mlp::labelsHere(const int* labels, int batch) {
+  if (!m_compute->onGpu()) return labels;
+  int* here = reinterpret_cast<int*>(m_acts.labels.data());
+  m_compute->uploadInts(here, labels, batch);
+  return here;
 }
 
 void Mlp::backward(UnitHooks* hooks) {
@@ -195,13 +216,11 @@ void Mlp::backward(UnitHooks* hooks) {
     // a[l+1] = a[l] + fc2(gelu(fc1(ln(a[l])))): the residual passes da through unchanged,
     // the branch adds its own contribution.
     b.fc2.backward(A.g[l].data(), A.da.data(), A.dh.data(), B);
-    kernels::gelu_backward(A.dh.data(), A.h[l].data(), A.dh.data(), long(B) * 4 * H);
+    m_compute->geluBackward(A.dh.data(), A.h[l].data(), A.dh.data(), long(B) * 4 * H);
     b.fc1.backward(A.ln[l].data(), A.dh.data(), A.dtmp.data(), B);
     b.ln.backward(A.a[l].data(), A.mean[l].data(), A.rstd[l].data(), A.dtmp.data(),
                   A.dtmp.data(), B);
-    float* da = A.da.data();
-    const float* branch = A.dtmp.data();
-    for (long i = 0; i < long(B) * H; ++i) da[i] += branch[i];
+    m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(B) * H);
     if (hooks) hooks->afterBackward(int(l) + 1);
   }
   if (hooks) hooks->beforeBackward(0);
@@ -211,7 +230,8 @@ void Mlp::backward(UnitHooks* hooks) {
 
 int Mlp::countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks) {
   forwardTo(x, batch, hooks);
-  return kernels::count_correct(m_acts.logits.data(), labels, batch, m_shape.classes);
+  return m_compute->countCorrect(m_acts.logits.data(), labelsHere(labels, batch), batch,
+                                 m_shape.classes, m_acts.dlogits.data());
 }
 
 }  // namespace paralab

@@ -3,7 +3,9 @@
 // softmax cross-entropy. The block is the Transformer's FFN: what tensor and sequence
 // parallelism split later (Megatron's column-then-row pair). An MlpShard builds only part of
 // it: a pipeline stage's units, each FFN cut over the tensor-parallel ranks (model_parallel.cpp).
-// See tests/engine/tst_model.cpp and tst_model_parallel.cpp.
+// The model runs on the rank's Compute (its device and GEMM); inputs and labels are host
+// memory, uploaded per call on a GPU. See tests/engine/tst_model.cpp, tst_model_parallel.cpp,
+// tst_kernel_choice.cpp and tst_cuda_training.cpp.
 #pragma once
 #include <memory>
 #include <vector>
@@ -56,12 +58,14 @@ class Mlp {
  public:
   // Every shard draws the whole model from the seed and keeps its part, so any layout starts
   // from the serial model's weights. initialise = false leaves the weights zero (a model whose
-  // buffers are about to be filled, e.g. for evaluation).
+  // buffers are about to be filled, e.g. for evaluation). `compute`: where it runs and with
+  // which GEMM (null: Compute::host()); a GPU holds whole models only.
   Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard = {},
-      bool initialise = true);
+      bool initialise = true, const Compute* compute = nullptr);
 
   // Forward over a batch (whole model only); keeps the activations for backward. Returns the
   // SUM of the per-sample losses; gradients are scaled by 1 / `normalizer` (the global batch).
+  // x [batch, input] and labels are host memory.
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                      UnitHooks* hooks = nullptr);
   // Accumulates (+=) parameter gradients of the last forwardLoss.
@@ -102,6 +106,7 @@ class Mlp {
   struct Acts {
     int capacity = 0;
     Tensor x;                         // input [B, 784]
+    Tensor labels;                    // GPU: [B] int32 labels, kept in a float tensor's bytes
     std::vector<Tensor> a;            // residual stream: a[0] after in_proj ... a[L]
     std::vector<Tensor> ln, mean, rstd, h, g;  // per block: LN out, stats, fc1 out, GELU out
     Tensor logits, dlogits;
@@ -109,10 +114,12 @@ class Mlp {
   };
   void ensureCapacity(int batch);
   void forwardTo(const float* x, int batch, UnitHooks* hooks);
+  const int* labelsHere(const int* labels, int batch);  // on the model's device
 
   MlpShape m_shape;
   MlpShard m_shard;
   MemoryTracker* m_tracker;
+  const Compute* m_compute;
   ParamSet m_ps;
   std::vector<Linear> m_in;   // one, or none on a shard without unit 0
   int m_firstBlock = 0;

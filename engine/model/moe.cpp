@@ -11,6 +11,7 @@
 
 #include "cpu/layers.h"
 #include "cpu/moe.h"
+#include "device/compute.h"
 
 namespace paralab {
 
@@ -57,7 +58,8 @@ uint64_t expertSeed(uint64_t seed, int block, int expert) {
 
 }  // namespace
 
-Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPlacement placement)
+Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPlacement placement,
+         const Compute* compute)
     : m_shape(shape),
       m_place(placement),
       m_tracker(tracker),
@@ -80,7 +82,9 @@ Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPla
         m_ps.beginUnit("classifier");
         return Linear(m_ps, "classifier", shape.hidden, shape.classes);
       }()) {
-  m_ps.allocate(tracker);
+  if (compute && compute->onGpu())
+    throw std::logic_error("moe: the MoE model runs on the CPU only");
+  m_ps.allocate(tracker, compute);
   Rng rng(seed);
   m_in.init(rng);
   for (int l = 0; l < shape.layers; ++l) {

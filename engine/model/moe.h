@@ -78,7 +78,10 @@ struct BlockRouting {
 
 class Moe {
  public:
-  Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPlacement placement = {});
+  // `compute`: the CPU whose GEMM (--kernel) the model's Linear layers use (null: the vendor's).
+  // The MoE model runs on the CPU only.
+  Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPlacement placement = {},
+      const Compute* compute = nullptr);
 
   // As Mlp::forwardLoss: the SUM of the per-sample cross-entropies; gradients of backward()
   // are scaled by 1 / `normalizer` (the global batch). The load-balancing loss is in stats().

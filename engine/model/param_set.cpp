@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "device/compute.h"
+
 namespace paralab {
 
 void ParamSet::beginUnit(std::string name) {
@@ -21,11 +23,14 @@ int ParamSet::add(std::string name, Shape shape) {
   return int(m_refs.size()) - 1;
 }
 
-void ParamSet::allocate(MemoryTracker* tracker) {
-  m_params = Tensor({m_numel}, MemCategory::Params, tracker);
-  m_grads = Tensor({m_numel}, MemCategory::Grads, tracker);
+void ParamSet::allocate(MemoryTracker* tracker, const Compute* compute) {
+  m_compute = compute ? compute : &Compute::host();
+  m_params = m_compute->tensor({m_numel}, MemCategory::Params, tracker);
+  m_grads = m_compute->tensor({m_numel}, MemCategory::Grads, tracker);
   bindFlat();
 }
+
+const Compute& ParamSet::compute() const { return m_compute ? *m_compute : Compute::host(); }
 
 void ParamSet::releaseFlat() {
   m_params = Tensor();

@@ -2,7 +2,8 @@
 // of the same layout. Each weight is a named range; consecutive weights form units (a layer
 // or block: what hooks, gradient buckets, ZeRO shards and pipeline stages work on). Flat
 // buffers are what data parallelism all-reduces; sharding strategies re-point a unit at
-// buffers of their own. See tests/engine/tst_model.cpp.
+// buffers of their own. The buffers live on the device of the rank's Compute, which the layers
+// read from here (its GEMM and kernels). See tests/engine/tst_model.cpp.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "tensor.h"
 
 namespace paralab {
+
+class Compute;
 
 struct ParamRef {
   std::string name;   // "block1.fc1.weight"
@@ -32,7 +35,9 @@ class ParamSet {
   // Declare the layout first (units, then their weights), then allocate once.
   void beginUnit(std::string name);
   int add(std::string name, Shape shape);
-  void allocate(MemoryTracker* tracker);
+  // On `compute`'s device (null: the CPU with the vendor GEMM, Compute::host()).
+  void allocate(MemoryTracker* tracker, const Compute* compute = nullptr);
+  const Compute& compute() const;
   // Frees the flat buffers (a sharding strategy that keeps only its shard); units must then
   // be bound before use.
   void releaseFlat();
@@ -57,6 +62,7 @@ class ParamSet {
   std::vector<float*> m_paramPtr, m_gradPtr;
   int64_t m_numel = 0;
   Tensor m_params, m_grads;
+  const Compute* m_compute = nullptr;  // set by allocate
 };
 
 }  // namespace paralab

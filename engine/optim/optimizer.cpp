@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "cpu/optim.h"
+#include "device/compute.h"
 
 namespace paralab {
 
@@ -15,24 +15,28 @@ OptimizerKind optimizerKind(const std::string& name) {
 }
 
 Optimizer::Optimizer(OptimizerKind kind, const OptimizerHyper& hyper, int64_t numel,
-                     MemoryTracker* tracker)
-    : m_kind(kind), m_hyper(hyper), m_numel(numel) {
-  if (kind != OptimizerKind::Sgd) m_m = Tensor({numel}, MemCategory::Optimizer, tracker);
-  if (kind == OptimizerKind::Adam) m_v = Tensor({numel}, MemCategory::Optimizer, tracker);
+                     MemoryTracker* tracker, const Compute* compute)
+    : m_compute(compute ? compute : &Compute::host()),
+      m_kind(kind),
+      m_hyper(hyper),
+      m_numel(numel) {
+  if (kind != OptimizerKind::Sgd) m_m = m_compute->tensor({numel}, MemCategory::Optimizer, tracker);
+  if (kind == OptimizerKind::Adam)
+    m_v = m_compute->tensor({numel}, MemCategory::Optimizer, tracker);
 }
 
 void Optimizer::step(float* params, const float* grads) {
   ++m_t;
   switch (m_kind) {
     case OptimizerKind::Sgd:
-      kernels::sgd_update(params, grads, m_numel, m_hyper.lr);
+      m_compute->sgd(params, grads, m_numel, m_hyper.lr);
       break;
     case OptimizerKind::Momentum:
-      kernels::momentum_update(params, m_m.data(), grads, m_numel, m_hyper.lr, m_hyper.momentum);
+      m_compute->momentum(params, m_m.data(), grads, m_numel, m_hyper.lr, m_hyper.momentum);
       break;
     case OptimizerKind::Adam:
-      kernels::adam_update(params, m_m.data(), m_v.data(), grads, m_numel, m_hyper.lr,
-                           m_hyper.beta1, m_hyper.beta2, m_hyper.eps, m_t);
+      m_compute->adam(params, m_m.data(), m_v.data(), grads, m_numel, m_hyper.lr, m_hyper.beta1,
+                      m_hyper.beta2, m_hyper.eps, m_t);
       break;
   }
 }

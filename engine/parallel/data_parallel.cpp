@@ -7,7 +7,10 @@
 //          finished its layers, while backward goes on with earlier layers (PyTorch DDP, Li et
 //          al. 2020). The overlap shows in the timeline as comm spans beside backward spans.
 // Traffic per rank per step with the ring: 2(N-1)/N x 4P bytes sent (lessons/05).
-// See tests/engine/tst_parallel_equals_serial.cpp.
+// With --device cuda the gradients are device memory: the naive version waits for the rank's
+// stream before its all-reduces; the bucketed one marks each bucket's end in the stream and
+// the communication thread waits for that mark only, so backward keeps the GPU busy meanwhile.
+// See tests/engine/tst_parallel_equals_serial.cpp and tst_cuda_training.cpp.
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -30,9 +33,12 @@ class DataParallelNaive final : public ReplicaStrategy {
     out.samples = takeSlice(step, globalBatch);
     out.lossSum = forwardBackward(step);
     ParamSet& ps = m_model->params();
-    if (m_ctx.worldSize > 1)
+    if (m_ctx.worldSize > 1) {
+      compute().sync();                                // backward's gradients are complete
       for (int i = 0; i < int(ps.refs().size()); ++i)  // one all-reduce per tensor
-        m_ctx.comm->allReduce(ps.grad(i), ps.grad(i), ps.ref(i).numel());
+        m_ctx.comm->allReduce(ps.grad(i), ps.grad(i), ps.ref(i).numel(), ReduceOp::Sum,
+                              AllReduceAlgo::Configured, device());
+    }
     update(step, *m_opt, ps.params().data(), ps.grads().data());
     return out;
   }
@@ -47,6 +53,7 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
   explicit DataParallelBucketed(RankContext& ctx)
       : ReplicaStrategy(ctx), m_opt(makeOptimizer(m_model->params().numel())) {
     planBuckets();
+    compute().makeMarks(int(m_buckets.size()));
     // Under MPI the communication thread needs MPI_THREAD_SERIALIZED; without it the buckets
     // are all-reduced on the rank's own thread as backward completes them (no overlap).
     m_inline = std::string(ctx.comm->backend()) == "mpi" && !mpiCallsFromAnyThread();
@@ -115,10 +122,13 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
       if (m_buckets[i].lowestUnit == unit && m_inline) {
         float* grads = m_model->params().grads().data();
         const Bucket& b = m_buckets[i];
-        m_ctx.comm->allReduce(grads + b.begin, grads + b.begin, b.end - b.begin);
+        compute().sync();
+        m_ctx.comm->allReduce(grads + b.begin, grads + b.begin, b.end - b.begin, ReduceOp::Sum,
+                              AllReduceAlgo::Configured, device());
         std::lock_guard lock(m_mutex);
         ++m_done;
       } else if (m_buckets[i].lowestUnit == unit) {
+        compute().mark(int(i));  // the bucket's gradients are final once the stream gets here
         {
           std::lock_guard lock(m_mutex);
           m_queue.push_back(i);
@@ -129,6 +139,12 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
 
   void commLoop() {
     float* grads = m_model->params().grads().data();
+    try {
+      compute().makeCurrent();  // this thread's device calls go to the rank's GPU
+    } catch (...) {
+      std::lock_guard lock(m_mutex);
+      m_error = std::current_exception();
+    }
     while (true) {
       size_t i;
       {
@@ -140,7 +156,9 @@ class DataParallelBucketed final : public ReplicaStrategy, private UnitHooks {
       }
       try {
         const Bucket& b = m_buckets[i];
-        m_overlapComm->allReduce(grads + b.begin, grads + b.begin, b.end - b.begin);
+        compute().waitMark(int(i));
+        m_overlapComm->allReduce(grads + b.begin, grads + b.begin, b.end - b.begin, ReduceOp::Sum,
+                                 AllReduceAlgo::Configured, device());
       } catch (...) {
         std::lock_guard lock(m_mutex);
         m_error = std::current_exception();

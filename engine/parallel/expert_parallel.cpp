@@ -53,7 +53,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
           ProcessGrid::coordsOf(m_grid->shape(), m_grid->ep().worldRankOf(q)).dp);
     // Every rank builds its shard of the model the serial run would build from the same seed.
     m_model = std::make_unique<Moe>(moeShape(*ctx.config, *ctx.data), ctx.config->seed, ctx.memory,
-                                    ExpertPlacement{m_grid->shape().ep, c.ep});
+                                    ExpertPlacement{m_grid->shape().ep, c.ep}, ctx.compute);
     OptimizerHyper hyper;
     hyper.lr = float(ctx.config->lr);
     m_opt = std::make_unique<Optimizer>(optimizerKind(ctx.config->optimizer), hyper,

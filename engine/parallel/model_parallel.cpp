@@ -50,7 +50,7 @@ class ModelParallel final : public Strategy {
     const int P = c.pp, s = at.pp, L = c.layers;
     const int b0 = int(shardBegin(s, P, L)), b1 = int(shardBegin(s + 1, P, L));
     MlpShard shard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1};
-    m_model = std::make_unique<Mlp>(m_shape, c.seed, ctx.memory, shard);
+    m_model = std::make_unique<Mlp>(m_shape, c.seed, ctx.memory, shard, true, ctx.compute);
     m_stage =
         std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, ctx.memory, ctx.spans);
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
@@ -104,7 +104,8 @@ class ModelParallel final : public Strategy {
       m_model->copySlices(m_evalBuffer.data(), true, m_grid.coords().tp == 0);
     m_ctx.comm->reduce(m_evalBuffer.data(), m_evalBuffer.data(), P, 0);
     if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
-    m_eval = std::make_unique<Mlp>(m_shape, m_ctx.config->seed, m_ctx.memory, MlpShard{}, false);
+    m_eval = std::make_unique<Mlp>(m_shape, m_ctx.config->seed, m_ctx.memory, MlpShard{}, false,
+                                   m_ctx.compute);
     std::memcpy(m_eval->params().params().data(), m_evalBuffer.data(), sizeof(float) * size_t(P));
     return *m_eval;
   }

@@ -10,11 +10,12 @@ namespace paralab {
 namespace {
 
 // Records a Forward / Backward span around each unit and calls the strategy's hooks between
-// them, so communication done in hooks is not counted as compute.
+// them, so communication done in hooks is not counted as compute. Spans of the rank's Compute:
+// on a GPU, CUDA events around the unit's kernels.
 class SpanningHooks : public UnitHooks {
  public:
-  SpanningHooks(SpanRecorder* spans, int64_t step, UnitHooks* inner)
-      : m_spans(spans), m_step(step), m_inner(inner) {}
+  SpanningHooks(Compute& compute, SpanRecorder* spans, int64_t step, UnitHooks* inner)
+      : m_compute(compute), m_spans(spans), m_step(step), m_inner(inner) {}
   void beforeForward(int u) override {
     if (m_inner) m_inner->beforeForward(u);
     open(SpanKind::Forward);
@@ -33,20 +34,25 @@ class SpanningHooks : public UnitHooks {
   }
 
  private:
-  void open(SpanKind k) { m_open = Span{k, nowNs(), 0, 0, k == SpanKind::Forward ? "forward" : "backward", m_step}; }
-  void close() {
-    m_open.endNs = nowNs();
-    if (m_spans) m_spans->record(m_open);
+  void open(SpanKind k) {
+    m_open =
+        m_compute.openSpan(m_spans, k, m_step, k == SpanKind::Forward ? "forward" : "backward");
   }
+  void close() { m_compute.closeSpan(m_open); }
+  Compute& m_compute;
   SpanRecorder* m_spans;
   int64_t m_step;
   UnitHooks* m_inner;
-  Span m_open;
+  Compute::OpenSpan m_open;
 };
 
 }  // namespace
 
 ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx) {
+  if (!m_ctx.compute) {
+    m_ownCompute = Compute::cpu();
+    m_ctx.compute = m_ownCompute.get();
+  }
   MlpShape shape;
   shape.input = ctx.data->inputDim;
   shape.classes = ctx.data->classes;
@@ -54,7 +60,8 @@ ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx) {
   shape.layers = ctx.config->layers;
   // Every rank builds the same initial model from the same seed: replicas start equal
   // without a broadcast.
-  m_model = std::make_unique<Mlp>(shape, ctx.config->seed, ctx.memory);
+  m_model =
+      std::make_unique<Mlp>(shape, ctx.config->seed, ctx.memory, MlpShard{}, true, m_ctx.compute);
 }
 
 int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch) {
@@ -74,7 +81,7 @@ int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch
 }
 
 double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks) {
-  SpanningHooks spanning(m_ctx.spans, step + 1, hooks);
+  SpanningHooks spanning(compute(), m_ctx.spans, step + 1, hooks);
   const double loss =
       m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice, m_globalBatch, &spanning);
   if (m_model->params().grads().data()) m_model->params().zeroGrads();
@@ -87,7 +94,7 @@ std::unique_ptr<Optimizer> ReplicaStrategy::makeOptimizer(int64_t numel) const {
   hyper.lr = float(m_ctx.config->lr);
   m_optimizerFloats += numel;
   return std::make_unique<Optimizer>(optimizerKind(m_ctx.config->optimizer), hyper, numel,
-                                     m_ctx.memory);
+                                     m_ctx.memory, m_ctx.compute);
 }
 
 RankHoldings ReplicaStrategy::holdings() const {
@@ -119,7 +126,7 @@ RankHoldings ReplicaStrategy::holdings() const {
 }
 
 void ReplicaStrategy::update(int64_t step, Optimizer& opt, float* params, const float* grads) {
-  ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
+  ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
   opt.step(params, grads);
 }
 
@@ -137,11 +144,14 @@ void ReplicaStrategy::saveState(TrainingState& state) {
   if (!opt) Strategy::saveState(state);
   if (m_ctx.rank != 0) return;  // every replica holds the same (rank 0's is the one kept)
   const int64_t P = m_model->params().numel();
-  state.params.assign(fullParams(), fullParams() + P);
-  state.optM.clear();
-  state.optV.clear();
-  if (opt->momentOne()) state.optM.assign(opt->momentOne(), opt->momentOne() + P);
-  if (opt->momentTwo()) state.optV.assign(opt->momentTwo(), opt->momentTwo() + P);
+  // Copied back to the host from wherever they live (Compute::download: memcpy on the CPU).
+  auto take = [&](const float* from, std::vector<float>& to) {
+    to.assign(from ? size_t(P) : 0, 0.f);
+    if (from) compute().download(to.data(), from, P);
+  };
+  take(fullParams(), state.params);
+  take(opt->momentOne(), state.optM);
+  take(opt->momentTwo(), state.optV);
   state.optimizerSteps = opt->steps();
 }
 
@@ -152,11 +162,12 @@ void ReplicaStrategy::loadState(const TrainingState& state) {
   if (int64_t(state.params.size()) != P)
     throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
                              " parameters, this model " + std::to_string(P));
-  std::copy(state.params.begin(), state.params.end(), fullParams());
+  compute().upload(fullParams(), state.params.data(), P);
   if (opt->momentOne() && int64_t(state.optM.size()) == P)
-    std::copy(state.optM.begin(), state.optM.end(), opt->momentOne());
+    compute().upload(opt->momentOne(), state.optM.data(), P);
   if (opt->momentTwo() && int64_t(state.optV.size()) == P)
-    std::copy(state.optV.begin(), state.optV.end(), opt->momentTwo());
+    compute().upload(opt->momentTwo(), state.optV.data(), P);
+  compute().sync();  // the caller's vectors may go once this returns
   opt->setSteps(state.optimizerSteps);
 }
 

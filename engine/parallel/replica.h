@@ -1,10 +1,12 @@
 // ReplicaStrategy: what every data-parallel strategy shares — a model replica on this rank,
 // this rank's slice of the global batch, forward and backward with a span per unit, and the
-// optimizer. Subclasses add the collectives. See engine/parallel/data_parallel.cpp.
+// optimizer, all on the rank's Compute (its device and GEMM). Subclasses add the collectives.
+// See engine/parallel/data_parallel.cpp.
 #pragma once
 #include <memory>
 #include <vector>
 
+#include "device/compute.h"
 #include "optim/optimizer.h"
 #include "parallel/strategy.h"
 
@@ -37,7 +39,13 @@ class ReplicaStrategy : public Strategy {
   virtual float* fullParams() { return m_model->params().params().data(); }
   // One optimizer update in an Optimizer span.
   void update(int64_t step, Optimizer& opt, float* params, const float* grads);
+  // Where this rank's buffers live and its math runs (ctx.compute, or the CPU's vendor GEMM).
+  Compute& compute() { return *m_ctx.compute; }
+  // The device of this rank's buffers, as collectives take it. Call compute().sync() before a
+  // collective: the communicator reads and writes them from its own stream.
+  Device device() const { return m_ctx.compute->device(); }
 
+  std::unique_ptr<Compute> m_ownCompute;  // when the context brought none
   RankContext m_ctx;
   std::unique_ptr<Mlp> m_model;
   int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)

@@ -18,9 +18,11 @@
 namespace paralab {
 
 class Communicator;
+class Compute;
 
 // What one rank is given: its communicator (the world), its memory and span recorders, the
-// run's configuration and the data set (shared, read-only).
+// run's configuration, the data set (shared, read-only) and where its math runs (its device and
+// --kernel's GEMM; null: the CPU with the vendor GEMM).
 struct RankContext {
   int rank = 0;
   int worldSize = 1;
@@ -29,6 +31,7 @@ struct RankContext {
   SpanRecorder* spans = nullptr;
   const RunConfig* config = nullptr;
   const Dataset* data = nullptr;
+  Compute* compute = nullptr;
 };
 
 // What one rank reports about one step (values only; the trainer adds times, traffic, memory).
@@ -84,11 +87,15 @@ struct StrategyInfo {
   const char* summary;  // one line, shown in --help and the window's tooltip
   bool equalsSerial;    // synchronous: must reproduce the serial loss trajectory
   bool threadOnly;      // needs ranks that share memory (Hogwild)
+  bool onCuda;          // runs with --device cuda (model, optimizer and collectives on the GPU)
   std::unique_ptr<Strategy> (*make)(RankContext& ctx);
 };
 const std::vector<StrategyInfo>& strategyTable();
 // The entry for config.strategy (with --zero picking the ZeRO variants of "sync"); throws
 // ConfigError naming the allowed values.
 const StrategyInfo& strategyFor(const RunConfig& config);
+// With --device cuda: why this run cannot go on the GPU yet ("device: ..." naming what can), or
+// nothing. Part of RunConfig::validate().
+std::optional<std::string> cudaRefusal(const RunConfig& config);
 
 }  // namespace paralab

@@ -15,6 +15,8 @@
 // Bytes sent per rank per step, fp32: stages 1-2: 2(N-1)/N x 4P (= the ring all-reduce);
 // stage 3: 3(N-1)/N x 4P (1.5x: the paper's 3 Psi vs 2 Psi). Model states per rank with Adam
 // (bytes): 16P serial; stage 1: 8P + 8P/N; stage 2: 4P + 12P/N; stage 3: 16P/N.
+// With --device cuda every buffer here is device memory of the rank's Compute; each collective
+// waits for the rank's stream first (Compute::sync), since the communicator uses its own.
 #include "parallel/zero.h"
 
 #include <algorithm>
@@ -50,22 +52,23 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
     ParamSet& ps = m_model->params();
     const int64_t full = m_layout.paddedNumel, shard = m_layout.shardNumel;
     // Model states as this stage keeps them (Params / Grads categories: what ZeRO shards).
-    m_params = Tensor({m_stage < 3 ? full : shard}, MemCategory::Params, ctx.memory);
-    m_grads = Tensor({m_stage < 2 ? full : shard}, MemCategory::Grads, ctx.memory);
+    m_params = compute().tensor({m_stage < 3 ? full : shard}, MemCategory::Params, ctx.memory);
+    m_grads = compute().tensor({m_stage < 2 ? full : shard}, MemCategory::Grads, ctx.memory);
     // Every rank built the same initial model from the seed; keep this stage's part of it.
     const float* flat = ps.params().data();
     for (const ZeroLayout::Unit& u : m_layout.units) {
       if (m_stage < 3) {
-        std::memcpy(m_params.data() + u.paddedBegin, flat + u.begin, sizeof(float) * size_t(u.len));
+        compute().copy(m_params.data() + u.paddedBegin, flat + u.begin, u.len);
       } else {
         const int64_t from = int64_t(m_ctx.rank) * u.chunk;  // the real floats of chunk r
         const int64_t n = std::clamp<int64_t>(u.len - from, 0, u.chunk);
         if (n > 0)  // a tiny unit's last chunks may be padding only
-          std::memcpy(m_params.data() + u.shardBegin, flat + u.begin + from,
-                      sizeof(float) * size_t(n));
+          compute().copy(m_params.data() + u.shardBegin, flat + u.begin + from, n);
       }
     }
-    ps.releaseFlat();  // the model's own flat buffers go: 8P bytes fewer
+    // The model's own flat buffers go: 8P bytes fewer (on a GPU the copies above are queued
+    // ahead of any reuse of that memory, on the same stream).
+    ps.releaseFlat();
     for (int i = 0; i < int(m_layout.units.size()); ++i) {
       bindResting(i);
       // Optimizer state for the owned chunk only: 8 bytes per owned float with Adam.
@@ -79,27 +82,33 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
     if (m_stage == 1) m_grads.zero();  // stages 2-3 zero each unit's staging buffer instead
     out.lossSum = forwardBackward(step, this);  // stages 2-3 reduce-scatter in afterBackward
     Communicator& comm = *m_ctx.comm;
-    if (m_stage == 1)
+    if (m_stage == 1) {
+      compute().sync();
       for (const ZeroLayout::Unit& u : m_layout.units)  // in place: chunk r gets the sum
-        comm.reduceScatter(m_grads.data() + u.paddedBegin, ownedGrads(u), u.chunk);
+        comm.reduceScatter(m_grads.data() + u.paddedBegin, ownedGrads(u), u.chunk, ReduceOp::Sum,
+                           device());
+    }
     {
-      ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
+      ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
       for (size_t i = 0; i < m_layout.units.size(); ++i)
         m_opts[i]->step(ownedParams(m_layout.units[i]), ownedGrads(m_layout.units[i]));
     }
-    if (m_stage < 3)  // every rank gets the updated chunks of the others (in place)
+    if (m_stage < 3) {  // every rank gets the updated chunks of the others (in place)
+      compute().sync();
       for (const ZeroLayout::Unit& u : m_layout.units)
-        comm.allGather(ownedParams(u), m_params.data() + u.paddedBegin, u.chunk);
+        comm.allGather(ownedParams(u), m_params.data() + u.paddedBegin, u.chunk, device());
+    }
     return out;
   }
 
   // Stage 3: collective, every rank gathers the whole model (Comm memory until endEval).
   Mlp& beginEval() override {
     if (m_stage < 3) return *m_model;
-    m_evalParams = Tensor({m_layout.paddedNumel}, MemCategory::Comm, m_ctx.memory);
+    m_evalParams = compute().tensor({m_layout.paddedNumel}, MemCategory::Comm, m_ctx.memory);
+    compute().sync();
     for (int i = 0; i < int(m_layout.units.size()); ++i) {
       const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
-      m_ctx.comm->allGather(ownedParams(u), m_evalParams.data() + u.paddedBegin, u.chunk);
+      m_ctx.comm->allGather(ownedParams(u), m_evalParams.data() + u.paddedBegin, u.chunk, device());
       m_model->params().bindUnit(i, m_evalParams.data() + u.paddedBegin, nullptr);
     }
     return *m_model;
@@ -122,18 +131,20 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
       state.optV.assign(first.momentTwo() ? size_t(P) : 0, 0.f);
       state.optimizerSteps = first.steps();
     }
-    std::vector<float> full(size_t(m_layout.paddedNumel));
+    // Gathered on the rank's device, copied back to the host by the root.
+    Tensor full = compute().tensor({m_layout.paddedNumel}, MemCategory::Comm, m_ctx.memory);
+    compute().sync();
     auto gather = [&](auto ownedOf, std::vector<float>& out) {
       for (size_t i = 0; i < m_layout.units.size(); ++i) {
         const ZeroLayout::Unit& u = m_layout.units[i];
-        m_ctx.comm->allGather(ownedOf(i), full.data() + u.paddedBegin, u.chunk);
-        if (root) std::copy_n(full.data() + u.paddedBegin, u.len, out.begin() + u.begin);
+        m_ctx.comm->allGather(ownedOf(i), full.data() + u.paddedBegin, u.chunk, device());
+        if (root) compute().download(out.data() + u.begin, full.data() + u.paddedBegin, u.len);
       }
     };
     if (m_stage < 3) {
       if (root)
         for (const ZeroLayout::Unit& u : m_layout.units)
-          std::copy_n(m_params.data() + u.paddedBegin, u.len, state.params.begin() + u.begin);
+          compute().download(state.params.data() + u.begin, m_params.data() + u.paddedBegin, u.len);
     } else {
       gather([&](size_t i) { return ownedParams(m_layout.units[i]); }, state.params);
     }
@@ -150,16 +161,17 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
       const int64_t from = int64_t(m_ctx.rank) * u.chunk;
       const int64_t n = std::clamp<int64_t>(u.len - from, 0, u.chunk);
       auto take = [&](const std::vector<float>& src, float* dst) {
-        if (dst && !src.empty() && n > 0) std::copy_n(src.begin() + u.begin + from, n, dst);
+        if (dst && !src.empty() && n > 0) compute().upload(dst, src.data() + u.begin + from, n);
       };
       if (m_stage < 3)
-        std::copy_n(state.params.begin() + u.begin, u.len, m_params.data() + u.paddedBegin);
+        compute().upload(m_params.data() + u.paddedBegin, state.params.data() + u.begin, u.len);
       else
         take(state.params, ownedParams(u));
       take(state.optM, m_opts[i]->momentOne());
       take(state.optV, m_opts[i]->momentTwo());
       m_opts[i]->setSteps(state.optimizerSteps);
     }
+    compute().sync();
   }
 
   // The replica's list, with what this stage shards replaced by the owned chunk of each unit
@@ -197,7 +209,7 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
     const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
     // The unit's full gradient lives only while backward computes it: transient, so Comm.
     // Zero-filled on allocation: backward accumulates into it.
-    m_staging = Tensor({u.padded}, MemCategory::Comm, m_ctx.memory);
+    m_staging = compute().tensor({u.padded}, MemCategory::Comm, m_ctx.memory);
     float* params = m_stage == 3 ? gather(i) : m_params.data() + u.paddedBegin;
     m_model->params().bindUnit(i, params, m_staging.data());
   }
@@ -205,15 +217,17 @@ class Zero final : public ReplicaStrategy, private UnitHooks {
     if (m_stage < 2) return;
     const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
     // Rank r keeps the sum over ranks of chunk r: (N-1)/N x 4 x padded bytes sent.
-    m_ctx.comm->reduceScatter(m_staging.data(), ownedGrads(u), u.chunk);
+    compute().sync();
+    m_ctx.comm->reduceScatter(m_staging.data(), ownedGrads(u), u.chunk, ReduceOp::Sum, device());
     release(i);
   }
 
   // Stage 3: the unit's whole parameters from every rank's chunk, (N-1)/N x 4 x padded bytes.
   float* gather(int i) {
     const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
-    m_gathered = Tensor({u.padded}, MemCategory::Comm, m_ctx.memory);
-    m_ctx.comm->allGather(ownedParams(u), m_gathered.data(), u.chunk);
+    m_gathered = compute().tensor({u.padded}, MemCategory::Comm, m_ctx.memory);
+    compute().sync();  // the owned chunk's update and the buffer's zero fill are done
+    m_ctx.comm->allGather(ownedParams(u), m_gathered.data(), u.chunk, device());
     return m_gathered.data();
   }
   // Back to what the unit holds between uses; transient buffers freed.

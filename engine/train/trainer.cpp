@@ -14,8 +14,9 @@
 
 #include "comm/communicator.h"
 #include "cpu/gemm.h"
-#include "parallel/pipeline.h"
+#include "device/compute.h"
 #include "model/moe.h"
+#include "parallel/pipeline.h"
 
 namespace paralab {
 
@@ -25,6 +26,8 @@ struct Trainer::Rank {
   int rank = 0;
   MemoryTracker memory;
   SpanRecorder spans;
+  // Before the strategy: its tensors go back to the compute's allocator, so it outlives them.
+  std::unique_ptr<Compute> compute;
   std::unique_ptr<Strategy> strategy;
   Communicator* comm = nullptr;
   RankStep result;
@@ -97,7 +100,9 @@ void Trainer::build(const RunConfig& config) {
     SpanRecorder* spans = config.instrument ? &r.spans : nullptr;
     r.comm->setSpanRecorder(spans);
     r.comm->setMemoryTracker(&r.memory);
-    RankContext ctx{r.rank, config.ranks, r.comm, &r.memory, spans, &m_config, m_data.get()};
+    r.compute = Compute::forRank(config, r.rank);
+    RankContext ctx{r.rank, config.ranks, r.comm,       &r.memory,
+                    spans,  &m_config,    m_data.get(), r.compute.get()};
     r.strategy = strategyFor(config).make(ctx);
     return;
   }
@@ -143,7 +148,9 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
     SpanRecorder* spans = m_config.instrument ? &r.spans : nullptr;
     comm.setSpanRecorder(spans);
     comm.setMemoryTracker(&r.memory);
-    RankContext ctx{r.rank, m_config.ranks, &comm, &r.memory, spans, &m_config, m_data.get()};
+    r.compute = Compute::forRank(m_config, r.rank);  // on this thread: its GPU becomes current
+    RankContext ctx{r.rank, m_config.ranks, &comm,        &r.memory,
+                    spans,  &m_config,      m_data.get(), r.compute.get()};
     r.strategy = strategyFor(m_config).make(ctx);  // collective for some strategies
     uint64_t seen;
     {
@@ -178,15 +185,19 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
     comm.abort(e.what());  // the others' collectives end instead of waiting for this rank
   }
   r.strategy.reset();  // strategies with threads of their own stop them here, on every rank
+  r.compute.reset();   // on the rank's thread, its GPU current
 }
 
 void Trainer::execute(Rank& r, Command c) {
+  r.compute->makeCurrent();  // one local rank runs on whichever thread calls the trainer
   if (c == Command::Step) {
     r.comm->setStep(m_step + 1);
     r.memory.resetPeaks();
     r.comm->accounting().take();  // traffic since the last step belongs to no step
+    r.compute->beginStep();
     r.startNs = nowNs();
     r.result = r.strategy->step(m_step, m_batch);
+    r.compute->endStep();  // the step is over when its GPU work is; its spans are recorded
     r.endNs = nowNs();
     r.traffic = r.comm->accounting().take();
   } else if (c == Command::Eval) {
@@ -265,6 +276,7 @@ int64_t Trainer::parameterCount() const {
 int Trainer::rankOfLocal(int i) const { return m_ranks.at(size_t(i))->rank; }
 const SpanRecorder& Trainer::spans(int local) const { return m_ranks.at(size_t(local))->spans; }
 const MemoryTracker& Trainer::memory(int local) const { return m_ranks.at(size_t(local))->memory; }
+const Compute& Trainer::compute(int local) const { return *m_ranks.at(size_t(local))->compute; }
 Strategy& Trainer::strategy(int local) { return *m_ranks.at(size_t(local))->strategy; }
 const CommTraffic& Trainer::lastTraffic(int local) const { return m_ranks.at(size_t(local))->traffic; }
 

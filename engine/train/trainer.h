@@ -17,6 +17,7 @@
 namespace paralab {
 
 class Communicator;
+class Compute;
 class ThreadWorld;
 
 class Trainer {
@@ -52,6 +53,8 @@ class Trainer {
   // Per local rank.
   const SpanRecorder& spans(int local = 0) const;
   const MemoryTracker& memory(int local = 0) const;
+  // Where local rank `local` computes: its device (GPU rank mod G) and --kernel's GEMM.
+  const Compute& compute(int local = 0) const;
   Strategy& strategy(int local = 0);
   // The traffic of local rank `local` in the last step: per peer, per op and group.
   const CommTraffic& lastTraffic(int local = 0) const;

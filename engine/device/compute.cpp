@@ -1,0 +1,303 @@
+// A rank's device and kernels (see compute.h). Every CPU/GPU branch of the training step is here.
+// See tests/engine/tst_kernel_choice.cpp and tst_cuda_training.cpp.
+#include "device/compute.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "config.h"
+#include "cpu/gemm.h"
+#include "cpu/layers.h"
+#include "cpu/optim.h"
+#include "cuda/gemm.h"
+#include "cuda/layers.h"
+#include "device/gpu_runtime.h"
+#include "memory/device_allocator.h"
+
+namespace paralab {
+
+using namespace kernels;
+
+// [SECTION] Making one
+
+std::unique_ptr<Compute> Compute::cpu(const std::string& kernel) {
+  std::unique_ptr<Compute> c(new Compute);
+  c->m_kernel = kernel;
+  c->m_gemmCpu = gemm_find(kernel);
+  if (!c->m_gemmCpu) throw std::invalid_argument("kernel: '" + kernel + "' is not a cpu GEMM");
+  return c;
+}
+
+std::unique_ptr<Compute> Compute::cuda(int gpu, const std::string& kernel,
+                                       const std::vector<int>& peers) {
+  std::unique_ptr<Compute> c(new Compute);
+  c->m_kernel = kernel;
+  c->m_gemmGpu = gemm_cuda_find(kernel.c_str());
+  if (!c->m_gemmGpu) throw std::invalid_argument("kernel: '" + kernel + "' is not a cuda GEMM");
+  gpu::setDevice(gpu);
+  for (int p : peers) gpu::enablePeerAccess(p);
+  c->m_gpu = gpu;
+  c->m_stream = gpu::streamCreate();
+  c->m_alloc = std::make_unique<DeviceAllocator>(gpu, c->m_stream);
+  c->m_scratch = Tensor({4}, MemCategory::Workspace, nullptr, c->m_alloc.get());  // 16 bytes
+  return c;
+}
+
+std::unique_ptr<Compute> Compute::forRank(const RunConfig& config, int rank) {
+  if (config.device != "cuda") return cpu(config.kernel);
+  const int gpus = gpu::deviceCount();
+  if (gpus == 0) throw std::runtime_error("device: cuda is not available here");
+  // Rank r on GPU r mod G. Thread ranks on different GPUs read each other's buffers in
+  // ThreadComm's device path, so each rank's GPU needs access to the others' memory.
+  std::vector<int> peers;
+  for (int q = 0; q < std::min(config.ranks, gpus); ++q)
+    if (q != rank % gpus) peers.push_back(q);
+  if (config.backend != "thread") peers.clear();
+  return cuda(rank % gpus, config.kernel, peers);
+}
+
+const Compute& Compute::host() {
+  static const std::unique_ptr<Compute> c = cpu("vendor");  // immutable: nothing to share
+  return *c;
+}
+
+Compute::~Compute() {
+  if (!onGpu()) return;
+  try {
+    gpu::setDevice(m_gpu);  // possibly another thread than the rank's
+    gpu::streamSync(m_stream);
+  } catch (...) {  // after a CUDA failure there is nothing left to wait for
+  }
+  for (void* e : m_events) gpu::eventDestroy(e);
+  for (void* e : m_marks) gpu::eventDestroy(e);
+  gpu::eventDestroy(m_refEvent);
+  m_scratch = Tensor();
+  m_alloc.reset();  // every tensor of the rank is gone by now (Trainer::Rank's order)
+  gpu::streamDestroy(m_stream);
+}
+
+void Compute::makeCurrent() const {
+  if (onGpu()) gpu::setDevice(m_gpu);
+}
+
+// [SECTION] Memory
+
+Tensor Compute::tensor(Shape shape, MemCategory category, MemoryTracker* tracker) const {
+  return Tensor(std::move(shape), category, tracker, m_alloc.get());
+}
+
+void Compute::upload(float* dst, const float* src, int64_t count) const {
+  if (onGpu())
+    gpu::copyAsync(dst, src, count * 4, m_stream);
+  else if (count > 0 && dst != src)
+    std::memcpy(dst, src, size_t(count) * 4);
+}
+
+void Compute::uploadInts(int* dst, const int* src, int64_t count) const {
+  static_assert(sizeof(int) == 4);
+  upload(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(src), count);
+}
+
+void Compute::download(float* dst, const float* src, int64_t count) const {
+  if (!onGpu()) return upload(dst, src, count);
+  gpu::copyAsync(dst, src, count * 4, m_stream);
+  gpu::streamSync(m_stream);
+}
+
+void Compute::copy(float* dst, const float* src, int64_t count) const { upload(dst, src, count); }
+
+void Compute::zero(float* p, int64_t count) const {
+  if (onGpu())
+    gpu::memsetAsync(p, count * 4, m_stream);
+  else if (count > 0)
+    std::memset(p, 0, size_t(count) * 4);
+}
+
+void Compute::sync() const {
+  if (onGpu()) gpu::streamSync(m_stream);
+}
+
+void Compute::makeMarks(int n) {
+  if (!onGpu()) return;
+  while (int(m_marks.size()) < n) m_marks.push_back(gpu::eventCreate(false));
+}
+
+void Compute::mark(int i) {
+  if (onGpu()) gpu::eventRecord(m_marks.at(size_t(i)), m_stream);
+}
+
+void Compute::waitMark(int i) const {
+  if (onGpu()) gpu::eventSync(m_marks.at(size_t(i)));
+}
+
+// [SECTION] Math
+
+void Compute::gemm(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                   int lda, const float* B, int ldb, float beta, float* C, int ldc) const {
+  if (onGpu())
+    m_gemmGpu(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, m_stream);
+  else
+    m_gemmCpu(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void Compute::biasAdd(float* y, const float* b, int rows, int cols) const {
+  if (onGpu())
+    bias_add_cuda(y, b, rows, cols, m_stream);
+  else
+    bias_add(y, b, rows, cols);
+}
+
+void Compute::biasBackward(float* db, const float* dy, int rows, int cols) const {
+  if (onGpu())
+    bias_backward_cuda(db, dy, rows, cols, m_stream);
+  else
+    bias_backward(db, dy, rows, cols);
+}
+
+void Compute::gelu(float* y, const float* x, long n) const {
+  if (onGpu())
+    gelu_forward_cuda(y, x, n, m_stream);
+  else
+    gelu_forward(y, x, n);
+}
+
+void Compute::geluBackward(float* dx, const float* x, const float* dy, long n) const {
+  if (onGpu())
+    gelu_backward_cuda(dx, x, dy, n, m_stream);
+  else
+    gelu_backward(dx, x, dy, n);
+}
+
+void Compute::residualAdd(float* y, const float* x, long n) const {
+  if (onGpu()) return residual_add_cuda(y, x, n, m_stream);
+  for (long i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void Compute::layerNorm(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                        const float* beta, int rows, int cols) const {
+  if (onGpu())
+    layernorm_forward_cuda(y, mean, rstd, x, gamma, beta, rows, cols, 1e-5f, m_stream);
+  else
+    layernorm_forward(y, mean, rstd, x, gamma, beta, rows, cols);
+}
+
+void Compute::layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy,
+                                const float* x, const float* mean, const float* rstd,
+                                const float* gamma, int rows, int cols) const {
+  if (onGpu())
+    layernorm_backward_cuda(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, m_stream);
+  else
+    layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+}
+
+double Compute::softmaxXent(float* dlogits, const float* logits, const int* labels, int rows,
+                            int classes, double normalizer, int* correct) const {
+  if (!onGpu()) {
+    if (correct) *correct = count_correct(logits, labels, rows, classes);
+    return softmax_xent(dlogits, logits, labels, rows, classes, normalizer);
+  }
+  // The scratch's first 8 bytes hold the loss (a double), the next 4 the hit count.
+  auto* loss = reinterpret_cast<double*>(m_scratch.data());
+  auto* hits = reinterpret_cast<int*>(m_scratch.data() + 2);
+  softmax_xent_cuda(dlogits, loss, hits, logits, labels, rows, classes, normalizer, m_stream);
+  float back[4];
+  download(back, m_scratch.data(), 3);
+  double sum;
+  std::memcpy(&sum, back, sizeof sum);
+  if (correct) std::memcpy(correct, back + 2, sizeof(int));
+  return sum;
+}
+
+int Compute::countCorrect(const float* logits, const int* labels, int rows, int classes,
+                          float* scratch) const {
+  if (!onGpu()) return count_correct(logits, labels, rows, classes);
+  int correct = 0;
+  softmaxXent(scratch, logits, labels, rows, classes, 1.0, &correct);
+  return correct;
+}
+
+void Compute::sgd(float* p, const float* g, long n, float lr) const {
+  if (onGpu())
+    sgd_update_cuda(p, g, n, lr, m_stream);
+  else
+    sgd_update(p, g, n, lr);
+}
+
+void Compute::momentum(float* p, float* v, const float* g, long n, float lr, float mu) const {
+  if (onGpu())
+    momentum_update_cuda(p, v, g, n, lr, mu, m_stream);
+  else
+    momentum_update(p, v, g, n, lr, mu);
+}
+
+void Compute::adam(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
+                   float beta2, float eps, long t) const {
+  if (onGpu())
+    adam_update_cuda(p, m, v, g, n, lr, beta1, beta2, eps, t, m_stream);
+  else
+    adam_update(p, m, v, g, n, lr, beta1, beta2, eps, t);
+}
+
+// [SECTION] Spans
+
+int Compute::nextEvent() {
+  if (m_usedEvents == int(m_events.size())) m_events.push_back(gpu::eventCreate(true));
+  return m_usedEvents++;
+}
+
+Compute::OpenSpan Compute::openSpan(SpanRecorder* rec, SpanKind kind, int64_t step,
+                                    const char* op) {
+  OpenSpan s{rec, Span{kind, 0, 0, 0, op, step}, -1};
+  if (!rec) return s;
+  if (!onGpu() || !m_inStep) {  // the CPU, or a GPU outside beginStep/endStep: host clock
+    s.span.startNs = nowNs();
+    return s;
+  }
+  s.event = nextEvent();
+  gpu::eventRecord(m_events[size_t(s.event)], m_stream);
+  return s;
+}
+
+void Compute::closeSpan(OpenSpan& s) {
+  if (!s.rec) return;
+  if (s.event < 0) {
+    if (onGpu()) sync();  // host-clocked GPU span: the work must be done to be timed
+    s.span.endNs = nowNs();
+    s.rec->record(s.span);
+  } else {
+    const int end = nextEvent();
+    gpu::eventRecord(m_events[size_t(end)], m_stream);
+    m_pending.push_back({s.rec, s.span, s.event, end});
+  }
+  s.rec = nullptr;
+}
+
+void Compute::beginStep() {
+  if (!onGpu()) return;
+  if (!m_refEvent) m_refEvent = gpu::eventCreate(true);
+  gpu::streamSync(m_stream);
+  gpu::eventRecord(m_refEvent, m_stream);
+  m_refNs = nowNs();
+  m_usedEvents = 0;
+  m_pending.clear();
+  m_inStep = true;
+}
+
+void Compute::endStep() {
+  if (!onGpu()) return;
+  m_inStep = false;
+  gpu::streamSync(m_stream);
+  for (Pending& p : m_pending) {
+    auto at = [&](int e) {
+      return m_refNs + int64_t(double(gpu::eventElapsedMs(m_refEvent, m_events[size_t(e)])) * 1e6);
+    };
+    p.span.startNs = at(p.start);
+    p.span.endNs = at(p.end);
+    p.rec->record(p.span);
+  }
+  m_pending.clear();
+  m_usedEvents = 0;
+}
+
+}  // namespace paralab

@@ -1,0 +1,153 @@
+// Compute: where one rank's math runs and with what — the CPU, or one GPU with the rank's own
+// stream and caching allocator — and the GEMM that --kernel chose from the CPU or CUDA ladder
+// (cpu/gemm.h, cuda/gemm.h). The layers, the optimizer and the data-parallel strategies go
+// through it for every GEMM, elementwise op, copy and compute span, so this file is the one
+// place where CPU and GPU part ways. One per rank (Trainer::Rank owns it), shared with nothing.
+// See tests/engine/tst_kernel_choice.cpp and tst_cuda_training.cpp.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "metrics/span_recorder.h"
+#include "tensor.h"
+
+namespace paralab {
+
+struct RunConfig;
+
+class Compute {
+ public:
+  // The CPU with GEMM `kernel` of the CPU ladder; throws std::invalid_argument for an unknown one.
+  static std::unique_ptr<Compute> cpu(const std::string& kernel = "vendor");
+  // GPU `gpu`, made current on the calling thread (the rank's own), with a stream and a caching
+  // allocator of its own and GEMM `kernel` of the CUDA ladder. `peers`: other GPUs whose memory
+  // this rank's collectives read (thread ranks spread over several GPUs).
+  static std::unique_ptr<Compute> cuda(int gpu, const std::string& kernel,
+                                       const std::vector<int>& peers = {});
+  // What `config` gives world rank `rank`: --device and --kernel; with G GPUs, GPU rank mod G.
+  // Call it on the rank's thread.
+  static std::unique_ptr<Compute> forRank(const RunConfig& config, int rank);
+  // The CPU with the vendor GEMM, for models built without a Compute (tools, unit tests).
+  static const Compute& host();
+  ~Compute();
+  Compute(const Compute&) = delete;
+  Compute& operator=(const Compute&) = delete;
+
+  Device device() const { return m_gpu >= 0 ? Device::Cuda : Device::Cpu; }
+  bool onGpu() const { return m_gpu >= 0; }
+  int gpu() const { return m_gpu; }  // -1 on the CPU
+  void* stream() const { return m_stream; }
+  const std::string& kernel() const { return m_kernel; }
+  // Makes this rank's GPU current on the calling thread (e.g. a strategy's comm thread).
+  void makeCurrent() const;
+
+  // [SECTION] Memory on this device. On the GPU every copy is enqueued on the rank's stream.
+  Tensor tensor(Shape shape, MemCategory category, MemoryTracker* tracker) const;
+  void upload(float* dst, const float* src, int64_t count) const;  // host -> here
+  void uploadInts(int* dst, const int* src, int64_t count) const;
+  void download(float* dst, const float* src, int64_t count) const;  // here -> host, done on return
+  void copy(float* dst, const float* src, int64_t count) const;      // here -> here
+  void zero(float* p, int64_t count) const;
+  // Waits for the rank's queued work: before a collective reads or writes its buffers from the
+  // communicator's own stream (ThreadComm and NcclComm sync theirs before they return).
+  void sync() const;
+  // Marks: points in the rank's stream that another thread can wait for (the bucketed
+  // all-reduce's communication thread waits for a bucket's gradients, not for the whole
+  // backward). Make them before that thread starts; nothing to do on the CPU.
+  void makeMarks(int n);
+  void mark(int i);            // GPU: records mark i after the work enqueued so far
+  void waitMark(int i) const;  // GPU: waits until that work is done
+
+  // [SECTION] The math of a step, as cpu/layers.h, cpu/optim.h and cuda/layers.h define it.
+  // Pointers are memory of this device.
+  void gemm(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
+            const float* B, int ldb, float beta, float* C, int ldc) const;
+  void biasAdd(float* y, const float* b, int rows, int cols) const;
+  void biasBackward(float* db, const float* dy, int rows, int cols) const;
+  void gelu(float* y, const float* x, long n) const;
+  void geluBackward(float* dx, const float* x, const float* dy, long n) const;  // dx may be dy
+  void residualAdd(float* y, const float* x, long n) const;                     // y += x
+  void layerNorm(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                 const float* beta, int rows, int cols) const;
+  void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                         const float* mean, const float* rstd, const float* gamma, int rows,
+                         int cols) const;
+  // Returns the sum of the rows' losses and writes dlogits (/ normalizer); on the GPU this waits
+  // for the step so far (the loss is copied back). `correct` (may be null): arg-max hits.
+  double softmaxXent(float* dlogits, const float* logits, const int* labels, int rows, int classes,
+                     double normalizer, int* correct = nullptr) const;
+  // Rows whose first arg-max is the label. GPU: through the loss kernel, whose gradient goes to
+  // `scratch` [rows, classes]; waits for the stream (the count is copied back).
+  int countCorrect(const float* logits, const int* labels, int rows, int classes,
+                   float* scratch) const;
+  void sgd(float* p, const float* g, long n, float lr) const;
+  void momentum(float* p, float* v, const float* g, long n, float lr, float mu) const;
+  void adam(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
+            float beta2, float eps, long t) const;
+
+  // [SECTION] Compute spans. On the CPU a span is the host clock around the work. On the GPU
+  // the host only enqueues, so a span's ends are CUDA events on the rank's stream, turned into
+  // the host clock at endStep() against a reference event taken at beginStep() with the host
+  // time (the stream idle then, so the two agree to microseconds). Comm spans keep the host
+  // clock: collectives wait for the stream first, so there both clocks tell the same time.
+  struct OpenSpan {
+    SpanRecorder* rec = nullptr;  // null: not recorded
+    Span span;
+    int event = -1;  // GPU: the start event
+  };
+  OpenSpan openSpan(SpanRecorder* rec, SpanKind kind, int64_t step, const char* op);
+  void closeSpan(OpenSpan& s);
+  // GPU: wait for the stream; take the reference / record the step's spans. Outside a step
+  // (evaluation) GPU spans are host-clocked, waiting for the stream at their end.
+  void beginStep();
+  void endStep();
+
+ private:
+  Compute() = default;
+  int nextEvent();
+
+  int m_gpu = -1;
+  std::string m_kernel;
+  void (*m_gemmCpu)(bool, bool, int, int, int, float, const float*, int, const float*, int, float,
+                    float*, int) = nullptr;
+  void (*m_gemmGpu)(bool, bool, int, int, int, float, const float*, int, const float*, int, float,
+                    float*, int, void*) = nullptr;
+  void* m_stream = nullptr;
+  std::unique_ptr<DeviceAllocator> m_alloc;
+  mutable Tensor m_scratch;  // GPU: the loss (double) and hit count (int) softmaxXent copies back
+  // GPU spans of the step in flight.
+  void* m_refEvent = nullptr;
+  int64_t m_refNs = 0;
+  bool m_inStep = false;
+  std::vector<void*> m_events;  // reused every step
+  int m_usedEvents = 0;
+  struct Pending {
+    SpanRecorder* rec;
+    Span span;
+    int start, end;
+  };
+  std::vector<Pending> m_pending;
+  std::vector<void*> m_marks;
+};
+
+// A compute span from construction to destruction (ScopedSpan for device work).
+class ComputeSpan {
+ public:
+  ComputeSpan(Compute& c, SpanRecorder* rec, SpanKind kind, int64_t step, const char* op = "")
+      : m_c(c), m_open(c.openSpan(rec, kind, step, op)) {}
+  ~ComputeSpan() {
+    try {
+      m_c.closeSpan(m_open);
+    } catch (...) {  // a CUDA failure: the rank's next call reports it
+    }
+  }
+  ComputeSpan(const ComputeSpan&) = delete;
+  ComputeSpan& operator=(const ComputeSpan&) = delete;
+
+ private:
+  Compute& m_c;
+  Compute::OpenSpan m_open;
+};
+
+}  // namespace paralab
