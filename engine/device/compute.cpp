@@ -10,6 +10,7 @@
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
 #include "cpu/optim.h"
+#include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/layers.h"
 #include "device/gpu_runtime.h"
@@ -46,7 +47,7 @@ std::unique_ptr<Compute> Compute::cuda(int gpu, const std::string& kernel,
 
 std::unique_ptr<Compute> Compute::forRank(const RunConfig& config, int rank) {
   if (config.device != "cuda") return cpu(config.kernel);
-  const int gpus = gpu::deviceCount();
+  const int gpus = cuda_query_devices().count;
   if (gpus == 0) throw std::runtime_error("device: cuda is not available here");
   // Rank r on GPU r mod G. Thread ranks on different GPUs read each other's buffers in
   // ThreadComm's device path, so each rank's GPU needs access to the others' memory.

@@ -13,15 +13,6 @@ namespace paralab::gpu {
 static cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 static cudaEvent_t asEvent(void* e) { return static_cast<cudaEvent_t>(e); }
 
-int deviceCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // no driver or no GPU: not an error to keep
-    return 0;
-  }
-  return n;
-}
-
 void setDevice(int gpu) { PARALAB_CUDA_CHECK(cudaSetDevice(gpu)); }
 
 int currentDevice() {
@@ -115,7 +106,6 @@ namespace paralab::gpu {
 
 [[noreturn]] static void none() { throw std::runtime_error("built without CUDA"); }
 
-int deviceCount() { return 0; }
 void setDevice(int) { none(); }
 int currentDevice() { none(); }
 void enablePeerAccess(int) { none(); }

@@ -1,13 +1,13 @@
 // The few CUDA runtime calls the engine makes itself (device, stream, memory, events), each
 // checked: a failure throws std::runtime_error naming the call and CUDA's message. Built
-// without CUDA, every call throws "built without CUDA" (deviceCount() answers 0).
+// without CUDA, every call throws "built without CUDA" (how many GPUs there are is
+// kernels::cuda_query_devices()'s to say).
 // See tests/engine/tst_cuda_training.cpp (skipped without a GPU).
 #pragma once
 #include <cstdint>
 
 namespace paralab::gpu {
 
-int deviceCount();        // 0 without a driver, a GPU or CUDA in the build
 void setDevice(int gpu);  // makes `gpu` current on the calling thread
 int currentDevice();
 // Lets kernels on the current device read and write `peer`'s memory (ranks on two GPUs of one

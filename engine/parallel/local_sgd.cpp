@@ -1,8 +1,10 @@
 // Local SGD (`--strategy local-sgd --sync-every H`; Stich 2019, "Local SGD converges fast and
 // communicates little"; Lin et al. 2020, "Don't use large mini-batches, use local SGD"): each
 // rank trains its own replica on its slice of the global batch, and every H steps the ranks
-// average their parameters with one all-reduce. See tests/engine/tst_async_strategies.cpp.
-#include <cstring>
+// average their parameters with one all-reduce. Runs with --device cuda too (the average on the
+// GPU; the spread's distances on the host, from copies made on averaging steps only).
+// See tests/engine/tst_async_strategies.cpp and tst_cuda_training.cpp.
+#include <vector>
 
 #include "comm/communicator.h"
 #include "parallel/model_spread.h"
@@ -31,7 +33,7 @@ class LocalSgd final : public ReplicaStrategy {
       : ReplicaStrategy(ctx), m_opt(makeOptimizer(m_model->params().numel())),
         m_every(ctx.config->syncEvery) {
     if (m_ctx.worldSize > 1)
-      m_mean = Tensor({m_model->params().numel()}, MemCategory::Workspace, ctx.memory);
+      m_mean = compute().tensor({m_model->params().numel()}, MemCategory::Workspace, ctx.memory);
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
@@ -44,14 +46,25 @@ class LocalSgd final : public ReplicaStrategy {
     update(step, *m_opt, params, ps.grads().data());  // alone: no communication
     if (m_ctx.worldSize > 1 && (step + 1) % m_every == 0) {
       const int64_t P = ps.numel();
-      m_ctx.comm->allReduce(params, m_mean.data(), P, ReduceOp::Avg);  // the round's average
-      out.spread = spreadFromMean(*m_ctx.comm, params, m_mean.data(), P);
-      std::memcpy(params, m_mean.data(), size_t(P) * sizeof(float));
+      compute().sync();  // the update is done
+      m_ctx.comm->allReduce(params, m_mean.data(), P, ReduceOp::Avg, AllReduceAlgo::Configured,
+                            device());  // the round's average
+      out.spread = spread(params, P);
+      compute().copy(params, m_mean.data(), P);
     }
     return out;
   }
 
  private:
+  // spreadFromMean sums on the host: on a GPU it gets copies of both vectors.
+  double spread(const float* params, int64_t P) {
+    if (!compute().onGpu()) return spreadFromMean(*m_ctx.comm, params, m_mean.data(), P);
+    std::vector<float> mine(static_cast<size_t>(P)), mean(static_cast<size_t>(P));
+    compute().download(mine.data(), params, P);
+    compute().download(mean.data(), m_mean.data(), P);
+    return spreadFromMean(*m_ctx.comm, mine.data(), mean.data(), P);
+  }
+
   // Live reconfiguration carries rank 0's model and optimizer state.
   Optimizer* fullOptimizer() override { return m_opt.get(); }
   std::unique_ptr<Optimizer> m_opt;  // this rank's own, never averaged
