@@ -10,6 +10,7 @@
 //     sums differ from the serial GEMM's only in order (cuBLAS may also pick another
 //     algorithm for the half batch).
 //   * Local SGD averaging every step reproduces it too (the average is an all-reduce on the GPU).
+//   * Live reconfiguration moves the state off and onto the GPU (CUDA -> CUDA ZeRO-3 -> CPU).
 //   * Per-rank device memory, from the tracking allocator, is the model-state formula: 16P
 //     bytes with Adam (4P params, 4P grads, 8P moments), and ZeRO-3's 16 bytes per owned float.
 // Every GPU row skips without a GPU; the refusals of what does not run on cuda yet are checked
@@ -178,6 +179,36 @@ class TstCudaTraining : public QObject {
     }
   }
 
+  // Live reconfiguration through the serial layout copies the state off and onto the GPU:
+  // CUDA serial -> CUDA ZeRO-3 x2 -> CPU serial continues the uninterrupted CUDA run.
+  void reshardingAcrossDevicesContinues() {
+    SKIP_WITHOUT_GPU();
+    RunConfig gpu = baseConfig();
+    gpu.device = "cuda";
+    gpu.optimizer = "adam";
+    gpu.lr = 0.002;
+    const int per = 6;
+    const std::vector<double> ref = trajectory(gpu, 3 * per);
+    RunConfig zero3 = gpu, cpu = gpu;
+    zero3.ranks = 2;
+    zero3.zero = 3;
+    cpu.device = "cpu";
+    cpu.kernel = "vendor";
+    std::vector<double> got;
+    auto t = std::make_unique<Trainer>(gpu);
+    for (const RunConfig* next : std::vector<const RunConfig*>{&zero3, &cpu, nullptr}) {
+      for (int s = 0; s < per; ++s) got.push_back(t->step().loss);
+      if (!next) break;
+      const TrainingState state = t->saveState();
+      t = std::make_unique<Trainer>(*next);
+      t->loadState(state);
+    }
+    const double worst = compare(got, ref, 1e-4);
+    qInfo("cuda -> cuda ZeRO-3 x2 -> cpu vs uninterrupted cuda: worst relative difference %.3g",
+          worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+  }
+
   // The tracking allocator's figures are the model-state formula, on every rank.
   void deviceMemoryIsTheFormula_data() {
     QTest::addColumn<int>("ranks");
@@ -228,8 +259,12 @@ class TstCudaTraining : public QObject {
     QTest::addColumn<QString>("backend");
     QTest::addColumn<QString>("expected");  // empty: allowed
     const QString allowed = "(allowed on cuda: sync, zero-1, zero-2, zero-3, local-sgd)";
-    QTest::newRow("sync") << "sync" << 1 << "mlp" << "thread" << "";
-    QTest::newRow("local-sgd") << "local-sgd" << 1 << "mlp" << "thread" << "";
+    QTest::newRow("sync") << "sync" << 1 << "mlp"
+                          << "thread"
+                          << "";
+    QTest::newRow("local-sgd") << "local-sgd" << 1 << "mlp"
+                               << "thread"
+                               << "";
     for (const char* s : {"ps-sync", "ps-async", "hogwild", "gossip"})
       QTest::newRow(s)
           << s << 1 << "mlp"
