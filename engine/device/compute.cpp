@@ -13,6 +13,7 @@
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/layers.h"
+#include "cuda/reduce.h"
 #include "device/gpu_runtime.h"
 #include "memory/device_allocator.h"
 
@@ -173,6 +174,16 @@ void Compute::geluBackward(float* dx, const float* x, const float* dy, long n) c
 void Compute::residualAdd(float* y, const float* x, long n) const {
   if (onGpu()) return residual_add_cuda(y, x, n, m_stream);
   for (long i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void Compute::average(float* dst, const float* const* srcs, int n, int64_t count) const {
+  if (onGpu()) return reduce_device(dst, srcs, n, count, DeviceReduce::Sum, float(n), m_stream);
+  const float scale = 1.0f / float(n);
+  for (int64_t i = 0; i < count; ++i) {
+    float acc = srcs[0][i];
+    for (int k = 1; k < n; ++k) acc += srcs[k][i];
+    dst[i] = scale * acc;
+  }
 }
 
 void Compute::layerNorm(float* y, float* mean, float* rstd, const float* x, const float* gamma,

@@ -1,7 +1,9 @@
 // Gossip, decentralised SGD (`--strategy gossip --topology ring|random`; Lian et al. 2017,
 // "Can decentralized algorithms outperform centralized algorithms?", D-PSGD): no global
 // all-reduce; every step each rank averages its parameters with its neighbours' only, then
-// applies its own gradient. See tests/engine/tst_async_strategies.cpp.
+// applies its own gradient. With --device cuda the parameters, the neighbours' copies and the
+// mixing stay on the GPU (send/recv with Device::Cuda after the rank's stream is done).
+// See tests/engine/tst_async_strategies.cpp and tst_cuda_training.cpp.
 #include <algorithm>
 #include <numeric>
 
@@ -39,9 +41,10 @@ class Gossip final : public ReplicaStrategy {
     if (m_ctx.worldSize > 1) {
       // Collective: every rank splits, the measurement gets its own group name.
       m_spreadComm = m_ctx.comm->split(0, m_ctx.rank, "spread");
-      m_left = Tensor({P}, MemCategory::Comm, ctx.memory);
-      if (m_ring && m_ctx.worldSize > 2) m_right = Tensor({P}, MemCategory::Comm, ctx.memory);
-      m_mean = Tensor({P}, MemCategory::Workspace, ctx.memory);
+      m_left = compute().tensor({P}, MemCategory::Comm, ctx.memory);
+      if (m_ring && m_ctx.worldSize > 2)
+        m_right = compute().tensor({P}, MemCategory::Comm, ctx.memory);
+      m_mean = compute().tensor({P}, MemCategory::Workspace, ctx.memory);
     }
   }
 
@@ -54,13 +57,16 @@ class Gossip final : public ReplicaStrategy {
     float* x = ps.params().data();
     const int64_t P = ps.numel();
     if (m_ctx.worldSize > 1) {
+      compute().sync();  // x is final (last step's update) before it is sent
       if (m_ring) mixRing(x, P);
       else mixRandom(step, x, P);
     }
     update(step, *m_opt, x, ps.grads().data());
     if (m_ctx.worldSize > 1) {
-      m_spreadComm->allReduce(x, m_mean.data(), P, ReduceOp::Avg);
-      out.spread = spreadFromMean(*m_spreadComm, x, m_mean.data(), P);
+      compute().sync();
+      m_spreadComm->allReduce(x, m_mean.data(), P, ReduceOp::Avg, AllReduceAlgo::Configured,
+                              device());
+      out.spread = spreadFromMean(*m_spreadComm, compute(), x, m_mean.data(), P);
     }
     return out;
   }
@@ -77,23 +83,25 @@ class Gossip final : public ReplicaStrategy {
     float* fromLeft = m_left.data();
     if (n == 2) {  // one neighbour, on both sides
       exchange(x, fromLeft, P, right);
-      for (int64_t i = 0; i < P; ++i) x[i] = 0.5f * (x[i] + fromLeft[i]);
+      const float* both[] = {x, fromLeft};
+      compute().average(x, both, 2, P);
       return;
     }
     float* fromRight = m_right.data();
+    const Device d = device();
     if (me % 2 == 0) {
-      c.send(x, P, right);
-      c.recv(fromLeft, P, left);
-      c.send(x, P, left);
-      c.recv(fromRight, P, right);
+      c.send(x, P, right, d);
+      c.recv(fromLeft, P, left, d);
+      c.send(x, P, left, d);
+      c.recv(fromRight, P, right, d);
     } else {
-      c.recv(fromLeft, P, left);
-      c.send(x, P, right);
-      c.recv(fromRight, P, right);
-      c.send(x, P, left);
+      c.recv(fromLeft, P, left, d);
+      c.send(x, P, right, d);
+      c.recv(fromRight, P, right, d);
+      c.send(x, P, left, d);
     }
-    const float third = 1.0f / 3.0f;
-    for (int64_t i = 0; i < P; ++i) x[i] = third * (fromLeft[i] + x[i] + fromRight[i]);
+    const float* three[] = {fromLeft, x, fromRight};
+    compute().average(x, three, 3, P);
   }
 
   // This step's partner from a random perfect matching, then x <- (x + partner's) / 2.
@@ -109,19 +117,19 @@ class Gossip final : public ReplicaStrategy {
     if ((at ^ 1) >= n) return;  // N odd: the last one sits this step out
     const int partner = perm[size_t(at ^ 1)];
     exchange(x, m_left.data(), P, partner);
-    const float* other = m_left.data();
-    for (int64_t i = 0; i < P; ++i) x[i] = 0.5f * (x[i] + other[i]);
+    const float* both[] = {x, m_left.data()};
+    compute().average(x, both, 2, P);
   }
 
   // Swap P floats with one peer: the lower rank sends first (no cycle under MpiComm).
   void exchange(const float* mine, float* theirs, int64_t P, int peer) {
     Communicator& c = *m_ctx.comm;
     if (m_ctx.rank < peer) {
-      c.send(mine, P, peer);
-      c.recv(theirs, P, peer);
+      c.send(mine, P, peer, device());
+      c.recv(theirs, P, peer, device());
     } else {
-      c.recv(theirs, P, peer);
-      c.send(mine, P, peer);
+      c.recv(theirs, P, peer, device());
+      c.send(mine, P, peer, device());
     }
   }
 

@@ -4,8 +4,6 @@
 // average their parameters with one all-reduce. Runs with --device cuda too (the average on the
 // GPU; the spread's distances on the host, from copies made on averaging steps only).
 // See tests/engine/tst_async_strategies.cpp and tst_cuda_training.cpp.
-#include <vector>
-
 #include "comm/communicator.h"
 #include "parallel/model_spread.h"
 #include "parallel/replica.h"
@@ -49,22 +47,13 @@ class LocalSgd final : public ReplicaStrategy {
       compute().sync();  // the update is done
       m_ctx.comm->allReduce(params, m_mean.data(), P, ReduceOp::Avg, AllReduceAlgo::Configured,
                             device());  // the round's average
-      out.spread = spread(params, P);
+      out.spread = spreadFromMean(*m_ctx.comm, compute(), params, m_mean.data(), P);
       compute().copy(params, m_mean.data(), P);
     }
     return out;
   }
 
  private:
-  // spreadFromMean sums on the host: on a GPU it gets copies of both vectors.
-  double spread(const float* params, int64_t P) {
-    if (!compute().onGpu()) return spreadFromMean(*m_ctx.comm, params, m_mean.data(), P);
-    std::vector<float> mine(static_cast<size_t>(P)), mean(static_cast<size_t>(P));
-    compute().download(mine.data(), params, P);
-    compute().download(mean.data(), m_mean.data(), P);
-    return spreadFromMean(*m_ctx.comm, mine.data(), mean.data(), P);
-  }
-
   // Live reconfiguration carries rank 0's model and optimizer state.
   Optimizer* fullOptimizer() override { return m_opt.get(); }
   std::unique_ptr<Optimizer> m_opt;  // this rank's own, never averaged

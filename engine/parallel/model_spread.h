@@ -6,8 +6,10 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "comm/communicator.h"
+#include "device/compute.h"
 
 namespace paralab {
 
@@ -23,6 +25,17 @@ inline double spreadFromMean(Communicator& comm, const float* params, const floa
   float mine = float(std::sqrt(sum));
   comm.allReduce(&mine, &mine, 1, ReduceOp::Max);
   return double(mine);
+}
+
+// The same for vectors in the memory of `compute`'s device: on a GPU both are copied to the host
+// first (2 x 4P bytes over PCIe, on the steps that report a spread).
+inline double spreadFromMean(Communicator& comm, const Compute& compute, const float* params,
+                             const float* mean, int64_t count) {
+  if (!compute.onGpu()) return spreadFromMean(comm, params, mean, count);
+  std::vector<float> p(static_cast<size_t>(count)), m(static_cast<size_t>(count));
+  compute.download(p.data(), params, count);
+  compute.download(m.data(), mean, count);
+  return spreadFromMean(comm, p.data(), m.data(), count);
 }
 
 }  // namespace paralab

@@ -36,7 +36,7 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, false, makePsAsync},
       {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, false, makeHogwild},
       {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, true, makeLocalSgd},
-      {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, false, makeGossip},
+      {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, true, makeGossip},
       {"model-parallel", "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism on the dp axis", true, false, false, makeModelParallel},
       {"moe", "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by all-to-all; dp on the rest", true, false, false, makeExpertParallel},
   };

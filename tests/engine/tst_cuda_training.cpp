@@ -9,7 +9,8 @@
 //     (ThreadComm's device path) reproduce the CUDA serial run: 1e-4, as on the CPU the ranks'
 //     sums differ from the serial GEMM's only in order (cuBLAS may also pick another
 //     algorithm for the half batch).
-//   * Local SGD averaging every step reproduces it too (the average is an all-reduce on the GPU).
+//   * Local SGD averaging every step reproduces it too (the average is an all-reduce on the GPU),
+//     and local SGD and gossip (ring, random) follow their CPU runs (1e-4).
 //   * Live reconfiguration moves the state off and onto the GPU (CUDA -> CUDA ZeRO-3 -> CPU).
 //   * Per-rank device memory, from the tracking allocator, is the model-state formula: 16P
 //     bytes with Adam (4P params, 4P grads, 8P moments), and ZeRO-3's 16 bytes per owned float.
@@ -179,6 +180,46 @@ class TstCudaTraining : public QObject {
     }
   }
 
+  // The decentralised strategies run the same algorithm on the GPU as on the CPU: the same
+  // trajectory up to fp32 summation order (1e-4, as serialMatchesCpu).
+  void decentralisedMatchesCpu_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<QString>("topology");
+    QTest::addColumn<int>("syncEvery");
+    QTest::newRow("local-sgd N=2 H=2") << "local-sgd" << 2 << "ring" << 2;
+    QTest::newRow("gossip ring N=2") << "gossip" << 2 << "ring" << 1;
+    QTest::newRow("gossip ring N=3") << "gossip" << 3 << "ring" << 1;
+    QTest::newRow("gossip random N=4") << "gossip" << 4 << "random" << 1;
+  }
+  void decentralisedMatchesCpu() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, strategy);
+    QFETCH(int, ranks);
+    QFETCH(QString, topology);
+    QFETCH(int, syncEvery);
+    RunConfig cpu = baseConfig();
+    cpu.strategy = strategy.toStdString();
+    cpu.ranks = ranks;
+    cpu.topology = topology.toStdString();
+    cpu.syncEvery = syncEvery;
+    RunConfig gpu = cpu;
+    gpu.device = "cuda";
+    Trainer a(cpu), b(gpu);
+    std::vector<double> ref, got;
+    for (int s = 0; s < 20; ++s) {
+      ref.push_back(a.step().loss);
+      const StepMetrics m = b.step();
+      got.push_back(m.loss);
+      if (s % syncEvery == syncEvery - 1)
+        QVERIFY2(m.spread && std::isfinite(*m.spread), "no spread on an averaging step");
+    }
+    const double worst = compare(got, ref, 1e-4);
+    qInfo("cuda %s vs cpu: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
+          worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+  }
+
   // Live reconfiguration through the serial layout copies the state off and onto the GPU:
   // CUDA serial -> CUDA ZeRO-3 x2 -> CPU serial continues the uninterrupted CUDA run.
   void reshardingAcrossDevicesContinues() {
@@ -258,14 +299,17 @@ class TstCudaTraining : public QObject {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("backend");
     QTest::addColumn<QString>("expected");  // empty: allowed
-    const QString allowed = "(allowed on cuda: sync, zero-1, zero-2, zero-3, local-sgd)";
+    const QString allowed = "(allowed on cuda: sync, zero-1, zero-2, zero-3, local-sgd, gossip)";
     QTest::newRow("sync") << "sync" << 1 << "mlp"
                           << "thread"
                           << "";
     QTest::newRow("local-sgd") << "local-sgd" << 1 << "mlp"
                                << "thread"
                                << "";
-    for (const char* s : {"ps-sync", "ps-async", "hogwild", "gossip"})
+    QTest::newRow("gossip") << "gossip" << 1 << "mlp"
+                            << "thread"
+                            << "";
+    for (const char* s : {"ps-sync", "ps-async", "hogwild"})
       QTest::newRow(s)
           << s << 1 << "mlp"
           << "thread"
