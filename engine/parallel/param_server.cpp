@@ -14,39 +14,58 @@ namespace paralab {
 
 namespace {
 
-// [SECTION] Live reconfiguration, for both kinds: server k holds the authoritative shard k of
-// the parameters and its optimizer state; each is broadcast from its server (counted) into
-// the serial layout on every rank, and loading hands each server its shard back.
-void saveServerShards(RankContext& ctx, int servers, float* params, int64_t P, Optimizer* opt,
-                      TrainingState& state) {
-  Communicator& comm = *ctx.comm;
-  const bool hasM = ctx.config->optimizer != "sgd", hasV = ctx.config->optimizer == "adam";
-  std::vector<float> m(hasM ? size_t(P) : 0), v(hasV ? size_t(P) : 0);
-  for (int k = 0; k < servers; ++k) {
-    const int64_t b = shardBegin(k, servers, P), n = shardLen(k, servers, P);
-    comm.broadcast(params + b, n, k);
-    if (ctx.rank == k && hasM) std::copy_n(opt->momentOne(), n, m.begin() + b);
-    if (ctx.rank == k && hasV) std::copy_n(opt->momentTwo(), n, v.begin() + b);
-    if (hasM) comm.broadcast(m.data() + b, n, k);
-    if (hasV) comm.broadcast(v.data() + b, n, k);
+// [SECTION] What both kinds share: S servers on the first S ranks, each with the optimizer
+// state of its shard, and live reconfiguration. Server k holds the authoritative shard k of
+// the parameters and its optimizer state; saving broadcasts each from its server (counted)
+// into the serial layout on every rank, and loading hands each server its shard back.
+class ParamServerBase : public ReplicaStrategy {
+ public:
+  explicit ParamServerBase(RankContext& ctx)
+      : ReplicaStrategy(ctx), m_servers(ctx.config->servers) {
+    const int64_t P = m_model->params().numel();
+    if (m_ctx.rank < m_servers) m_opt = makeOptimizer(shardLen(m_ctx.rank, m_servers, P));
   }
-  if (ctx.rank != 0) return;
-  state.params.assign(params, params + P);
-  state.optM = std::move(m);
-  state.optV = std::move(v);
-  state.optimizerSteps = opt ? opt->steps() : 0;  // rank 0 is always a server
-}
 
-void loadServerShards(RankContext& ctx, int servers, float* params, int64_t P, Optimizer* opt,
-                      const TrainingState& state) {
-  if (int64_t(state.params.size()) != P) throw std::runtime_error("the saved state does not fit this model");
-  std::copy(state.params.begin(), state.params.end(), params);
-  if (!opt) return;  // a worker only
-  const int64_t b = shardBegin(ctx.rank, servers, P), n = shardLen(ctx.rank, servers, P);
-  if (opt->momentOne() && !state.optM.empty()) std::copy_n(state.optM.begin() + b, n, opt->momentOne());
-  if (opt->momentTwo() && !state.optV.empty()) std::copy_n(state.optV.begin() + b, n, opt->momentTwo());
-  opt->setSteps(state.optimizerSteps);
-}
+  void saveState(TrainingState& state) override {
+    Communicator& comm = *m_ctx.comm;
+    float* params = m_model->params().params().data();
+    const int64_t P = m_model->params().numel();
+    const bool hasM = m_ctx.config->optimizer != "sgd", hasV = m_ctx.config->optimizer == "adam";
+    std::vector<float> m(hasM ? size_t(P) : 0), v(hasV ? size_t(P) : 0);
+    for (int k = 0; k < m_servers; ++k) {
+      const int64_t b = shardBegin(k, m_servers, P), n = shardLen(k, m_servers, P);
+      comm.broadcast(params + b, n, k);
+      if (m_ctx.rank == k && hasM) std::copy_n(m_opt->momentOne(), n, m.begin() + b);
+      if (m_ctx.rank == k && hasV) std::copy_n(m_opt->momentTwo(), n, v.begin() + b);
+      if (hasM) comm.broadcast(m.data() + b, n, k);
+      if (hasV) comm.broadcast(v.data() + b, n, k);
+    }
+    if (m_ctx.rank != 0) return;
+    state.params.assign(params, params + P);
+    state.optM = std::move(m);
+    state.optV = std::move(v);
+    state.optimizerSteps = m_opt ? m_opt->steps() : 0;  // rank 0 is always a server
+  }
+
+  void loadState(const TrainingState& state) override {
+    float* params = m_model->params().params().data();
+    const int64_t P = m_model->params().numel();
+    if (int64_t(state.params.size()) != P)
+      throw std::runtime_error("the saved state does not fit this model");
+    std::copy(state.params.begin(), state.params.end(), params);
+    if (!m_opt) return;  // a worker only
+    const int64_t b = shardBegin(m_ctx.rank, m_servers, P), n = shardLen(m_ctx.rank, m_servers, P);
+    if (m_opt->momentOne() && !state.optM.empty())
+      std::copy_n(state.optM.begin() + b, n, m_opt->momentOne());
+    if (m_opt->momentTwo() && !state.optV.empty())
+      std::copy_n(state.optV.begin() + b, n, m_opt->momentTwo());
+    m_opt->setSteps(state.optimizerSteps);
+  }
+
+ protected:
+  int m_servers;
+  std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
+};
 
 // [SECTION] ps-sync: per shard, reduce the gradients onto its server, update there, broadcast
 // the fresh shard. The same sum and the same update as the serial run: equals serial.
@@ -54,12 +73,9 @@ void loadServerShards(RankContext& ctx, int servers, float* params, int64_t P, O
 // worker r sends 4 P_k bytes of gradient to each server k != r and receives 4 P_k bytes of
 // parameters back; server k also receives (N-1) gradient shards and sends (N-1) parameter
 // shards of 4 P_k bytes. Memory: optimizer state only on servers, P_k of it on server k.
-class ParamServerSync final : public ReplicaStrategy {
+class ParamServerSync final : public ParamServerBase {
  public:
-  explicit ParamServerSync(RankContext& ctx) : ReplicaStrategy(ctx), m_servers(ctx.config->servers) {
-    const int64_t P = m_model->params().numel();
-    if (m_ctx.rank < m_servers) m_opt = makeOptimizer(shardLen(m_ctx.rank, m_servers, P));
-  }
+  using ParamServerBase::ParamServerBase;
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
@@ -69,26 +85,15 @@ class ParamServerSync final : public ReplicaStrategy {
     float* params = ps.params().data();
     float* grads = ps.grads().data();
     for (int k = 0; k < m_servers; ++k) {
-      const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
-      m_ctx.comm->reduce(grads + b, grads + b, n, k);  // push: shard k's gradients summed on server k
+      const int64_t b = shardBegin(k, m_servers, ps.numel()),
+                    n = shardLen(k, m_servers, ps.numel());
+      m_ctx.comm->reduce(grads + b, grads + b, n,
+                         k);  // push: shard k's gradients summed on server k
       if (m_ctx.rank == k) update(step, *m_opt, params + b, grads + b);
       m_ctx.comm->broadcast(params + b, n, k);  // pull: every worker gets the updated shard
     }
     return out;
   }
-
-  void saveState(TrainingState& state) override {
-    ParamSet& ps = m_model->params();
-    saveServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
-  }
-  void loadState(const TrainingState& state) override {
-    ParamSet& ps = m_model->params();
-    loadServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
-  }
-
- private:
-  int m_servers;
-  std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
 };
 
 // [SECTION] ps-async: each push is applied alone, at once, and answered with the fresh shard.
@@ -123,12 +128,10 @@ class ParamServerSync final : public ReplicaStrategy {
 // 4 (P_k + 1) back; server k receives (N-1) x 4 P_k and sends (N-1) x 4 (P_k + 1).
 constexpr int64_t kVersionModulo = int64_t(1) << 24;  // floats hold integers exactly below this
 
-class ParamServerAsync final : public ReplicaStrategy {
+class ParamServerAsync final : public ParamServerBase {
  public:
-  explicit ParamServerAsync(RankContext& ctx)
-      : ReplicaStrategy(ctx), m_servers(ctx.config->servers), m_have(size_t(m_servers), 0) {
+  explicit ParamServerAsync(RankContext& ctx) : ParamServerBase(ctx), m_have(size_t(m_servers), 0) {
     const int64_t P = m_model->params().numel();
-    if (m_ctx.rank < m_servers) m_opt = makeOptimizer(shardLen(m_ctx.rank, m_servers, P));
     int64_t largest = 0;
     for (int k = 0; k < m_servers; ++k) largest = std::max(largest, shardLen(k, m_servers, P));
     // One shard plus its version, for a push (received by a server) or a reply.
@@ -142,19 +145,9 @@ class ParamServerAsync final : public ReplicaStrategy {
     if (m_ctx.rank < m_servers) m_have[size_t(m_ctx.rank)] = m_version;
     out.lossSum = forwardBackward(step);
     double staleness = 0;
-    for (int k = 0; k < m_servers; ++k)
-      staleness += m_ctx.rank == k ? serve(step) : pushPull(k);
+    for (int k = 0; k < m_servers; ++k) staleness += m_ctx.rank == k ? serve(step) : pushPull(k);
     out.staleness = staleness / m_servers;
     return out;
-  }
-
-  void saveState(TrainingState& state) override {
-    ParamSet& ps = m_model->params();
-    saveServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
-  }
-  void loadState(const TrainingState& state) override {
-    ParamSet& ps = m_model->params();
-    loadServerShards(m_ctx, m_servers, ps.params().data(), ps.numel(), m_opt.get(), state);
   }
 
  private:
@@ -198,16 +191,18 @@ class ParamServerAsync final : public ReplicaStrategy {
     return own;
   }
 
-  int m_servers;
-  std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
-  int64_t m_version = 0;             // server: updates applied to its shard (mod 2^24)
-  std::vector<int64_t> m_have;       // per shard: the version this worker's copy holds
-  Tensor m_message;                  // a shard and its version, counted as comm memory
+  int64_t m_version = 0;        // server: updates applied to its shard (mod 2^24)
+  std::vector<int64_t> m_have;  // per shard: the version this worker's copy holds
+  Tensor m_message;             // a shard and its version, counted as comm memory
 };
 
 }  // namespace
 
-std::unique_ptr<Strategy> makePsSync(RankContext& ctx) { return std::make_unique<ParamServerSync>(ctx); }
-std::unique_ptr<Strategy> makePsAsync(RankContext& ctx) { return std::make_unique<ParamServerAsync>(ctx); }
+std::unique_ptr<Strategy> makePsSync(RankContext& ctx) {
+  return std::make_unique<ParamServerSync>(ctx);
+}
+std::unique_ptr<Strategy> makePsAsync(RankContext& ctx) {
+  return std::make_unique<ParamServerAsync>(ctx);
+}
 
 }  // namespace paralab
