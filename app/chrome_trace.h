@@ -1,6 +1,5 @@
-// Chrome trace JSON of the ranks' spans (the Trace Event Format: "X" complete events, pid =
-// rank, tid 0 compute / 1 communication, ts and dur in µs), which opens in Perfetto
-// (ui.perfetto.dev) and chrome://tracing. See tests/app/tst_charts.cpp (chromeTraceParses).
+// The window's Chrome trace export: engine/metrics/chrome_trace.h's JSON as bytes, and saved
+// to a file. See tests/app/tst_charts.cpp (chromeTraceParses).
 #pragma once
 #include <QByteArray>
 #include <QString>

@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include "comm/communicator.h"
 #include "config.h"
 #include "cpu/gemm.h"
+#include "metrics/chrome_trace.h"
 #include "platform.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
@@ -176,6 +179,10 @@ int main(int argc, char** argv) {
       "--latency-sweep", latencySweep,
       "batch=1,2,4,...,4096: time the model's forward pass (inference) at each batch "
       "size on one rank; prints ms per forward, samples/s and µs per sample");
+  std::string tracePath;
+  app.add_option("--trace", tracePath,
+                 "FILE: write the spans of every rank (the last steps' timeline) as Chrome trace "
+                 "JSON, for Perfetto or chrome://tracing (thread backend)");
   bool noInstrument = false;
   app.add_flag("--no-instrument", noInstrument, "Record no spans (to measure what they cost)");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
@@ -198,6 +205,15 @@ int main(int argc, char** argv) {
   const bool latency = latencyFlag->count() > 0;  // given, even as "" (an empty list)
   if (!sweep.empty() && latency)
     return fail("latency-sweep: runs alone (allowed: --sweep or --latency-sweep, not both)");
+  if (!tracePath.empty()) {
+    if (!sweep.empty() || latency) return fail("trace: records a training run (not a sweep)");
+    if (config.backend != "thread")
+      return fail(
+          "trace: needs --backend thread (under mpirun each process holds only its own "
+          "rank's spans)");
+    if (!config.instrument) return fail("trace: needs the spans that --no-instrument turns off");
+    if (!std::ofstream(tracePath)) return fail("trace: cannot write '" + tracePath + "'");
+  }
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
   if (latency) return runLatencySweepCommand(config, latencySweep, json);
 
@@ -244,6 +260,20 @@ int main(int argc, char** argv) {
       }
     }
     if (!root) return 0;
+    if (!tracePath.empty()) {
+      std::vector<std::vector<Span>> spans;
+      size_t count = 0;
+      for (int i = 0; i < trainer.localRankCount(); ++i) {
+        spans.push_back(trainer.spans(i).recent(SIZE_MAX));
+        count += spans.back().size();
+      }
+      std::ofstream out(tracePath);
+      out << chromeTrace(spans, config.link != "none" ? config.link : "").dump() << '\n';
+      if (!out) return fail("trace: cannot write '" + tracePath + "'");
+      if (!json)
+        std::printf("trace: %s (%zu spans of %d ranks)\n", tracePath.c_str(), count,
+                    trainer.localRankCount());
+    }
     const double samplesPerS = config.steps * double(config.globalBatch()) / (totalMs * 1e-3);
     nlohmann::json summary = {{"summary", true},
                               {"steps", config.steps},

@@ -5,6 +5,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSet>
+#include <QTemporaryDir>
 #include <QTemporaryFile>
 #include <QtTest>
 
@@ -36,6 +38,12 @@ class TstCli : public QObject {
         << QStringList{"--config", "/nonexistent.json"} << "/nonexistent.json";
     QTest::newRow("missing data dir")
         << QStringList{"--data-dir", "/nonexistent"} << "/nonexistent";
+    QTest::newRow("trace unwritable")
+        << QStringList{"--trace", "/nonexistent/t.json"} << "trace: cannot write";
+    QTest::newRow("trace without spans")
+        << QStringList{"--trace", "t.json", "--no-instrument"} << "trace:";
+    QTest::newRow("device") << QStringList{"--device", "tpu"} << "device:";
+    QTest::newRow("kernel") << QStringList{"--kernel", "fast"} << "kernel: 'fast'";
   }
   void badInput() {
     QFETCH(QStringList, args);
@@ -232,11 +240,33 @@ class TstCli : public QObject {
     QVERIFY2(!header.contains("sync"), qPrintable(header));
   }
 
+  // --trace writes a Chrome trace that parses, with every rank's spans as complete events.
+  void traceHasEveryRank() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("trace.json");
+    const Result r = run({"--dataset", "synthetic", "--hidden", "16", "--batch", "16", "--ranks",
+                          "3", "--steps", "2", "--eval-every", "0", "--trace", path});
+    QCOMPARE(r.code, 0);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray events = QJsonDocument::fromJson(f.readAll())["traceEvents"].toArray();
+    QSet<int> ranks;
+    bool comm = false;
+    for (const QJsonValue& e : events)
+      if (e["ph"].toString() == "X") {
+        ranks.insert(e["pid"].toInt());
+        comm = comm || e["cat"].toString() == "comm";
+        QVERIFY(e["dur"].toDouble() >= 0);
+      }
+    QCOMPARE(ranks, (QSet<int>{0, 1, 2}));
+    QVERIFY(comm);  // the gradient all-reduce of three ranks
+  }
+
   void helpListsTheFlags() {
     const Result r = run({"--help"});
     QCOMPARE(r.code, 0);
-    for (const char* f :
-         {"--model", "--hidden", "--batch", "--optimizer", "--json", "--config", "--latency-sweep"})
+    for (const char* f : {"--model", "--hidden", "--batch", "--optimizer", "--json", "--config",
+                          "--latency-sweep", "--trace", "--device", "--kernel"})
       QVERIFY2(r.out.contains(f), f);
   }
 };
