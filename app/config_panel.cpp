@@ -16,9 +16,8 @@
 #include <vector>
 
 #include "comm/link_model.h"
-#include "cpu/gemm.h"
-#include "cuda/device.h"
 #include "parallel/strategy.h"
+#include "session.h"
 
 namespace paralab {
 
@@ -95,9 +94,11 @@ void ConfigPanel::buildControls() {
       tr("Serial trains on one rank: the reference every parallel run is compared with. "
          "Parallel splits the work over several ranks (threads in this process), each running "
          "the same program on its own shard."));
-  m_device =
-      comboBox("device", {{tr("CPU"), "cpu"}, {tr("GPU"), "cuda"}},
-               tr("Where the ranks compute: the CPU (every core, OpenBLAS GEMMs) or a GPU."));
+  m_device = comboBox(
+      "device", {{tr("CPU"), "cpu"}, {tr("GPU (CUDA)"), "cuda"}},
+      tr("Where the ranks compute: the CPU, or GPUs (tensors in device memory, rank r on GPU "
+         "r mod G). The GEMM kernel list below follows the device."));
+  setItemEnabled(m_device, 0, true, tr("The ranks compute on this machine's CPU cores"));
   m_ranks = spinBox("ranks", 2, 64, 1,
                     tr("Ranks: how many workers train together (the world size). With strong "
                        "scaling each gets 1/N of the global batch."));
@@ -210,14 +211,12 @@ void ConfigPanel::buildControls() {
          "so step times show what a slower link does."));
   m_gemm = new QComboBox;
   m_gemm->setObjectName("gemmKernel");
-  for (const kernels::GemmKernel& k : kernels::gemm_kernels()) {
-    m_gemm->addItem(QString::fromLatin1(k.name), QString::fromLatin1(k.name));
-    m_gemm->setItemData(m_gemm->count() - 1, QString::fromUtf8(k.summary), Qt::ToolTipRole);
-  }
-  selectData(m_gemm, QString("vendor"));
   m_gemm->setToolTip(
-      tr("The matrix-multiply kernel of the training step, from the kernel ladder "
-         "(naive → SIMD → threaded → tiled → vendor)."));
+      tr("The matrix-multiply kernel of every layer's forward and backward pass, a rung of the "
+         "chosen device's ladder (CPU: naive → SIMD → threaded → tiled → OpenBLAS; GPU: naive → "
+         "coalesced → tiled → tensor cores → cuBLAS). Hover an entry for what it does; compare "
+         "their speed with `paralab-bench gemm`."));
+  fillGemm("cpu");
   // [Model, data, training]
   m_model = comboBox("model", {{tr("MLP"), "mlp"}, {tr("Mixture of experts"), "moe"}},
                      tr("MLP: residual blocks of LayerNorm → H→4H → GELU → 4H→H. Mixture of "
@@ -339,12 +338,6 @@ void ConfigPanel::buildControls() {
                                            {tr("Seed"), m_seed}}));
   layout->addStretch(1);
 
-  // The engine trains with the vendor GEMM; no run flag picks another rung yet, so the list
-  // is there to read (and to compare in paralab-bench gemm), not to choose.
-  setAvailable(m_gemm, false,
-               tr("The training step always uses the vendor GEMM (OpenBLAS): the engine has no "
-                  "flag to pick another rung for a run yet. Compare the rungs with "
-                  "`paralab-bench gemm`."));
   setItemEnabled(m_device, 1, false, tr("Looking for a GPU…"));
 }
 
@@ -370,6 +363,8 @@ RunConfig ConfigPanel::config() const {
   c.steps = m_steps->value();
   c.evalEvery = m_evalEvery->value();
   c.seed = uint64_t(m_seed->value());
+  c.device = dataOf(m_device);
+  c.kernel = dataOf(m_gemm);
   c.link = dataOf(m_link);
   c.scaling = dataOf(m_scaling);
   if (dataOf(m_execution) == "serial") {
@@ -425,6 +420,9 @@ void ConfigPanel::setConfig(const RunConfig& c) {
     selectData(m_schedule, c.schedule);
     m_ep->setValue(c.ep);
     selectData(m_link, c.link);
+    selectData(m_device, c.device);
+    fillGemm(dataOf(m_device));
+    selectData(m_gemm, c.kernel);
     selectData(m_model, c.model);
     m_hidden->setValue(c.hidden);
     m_layers->setValue(c.layers);
@@ -444,6 +442,7 @@ void ConfigPanel::setConfig(const RunConfig& c) {
 }
 
 void ConfigPanel::onChanged() {
+  fillGemm(dataOf(m_device));
   updateAvailability();
   showValidation();
   emit configChanged();
@@ -552,19 +551,27 @@ void ConfigPanel::setLiveHint(const QString& hint) {
 
 QString ConfigPanel::note() const { return m_note->isHidden() ? QString() : m_note->text(); }
 
-// [SECTION] Device: the CUDA runtime may take a moment to answer, so it is asked off the GUI
-// thread and the GPU entry stays disabled until (and, for now, after) it has.
+// [SECTION] Device and GEMM: the CUDA runtime may take a moment to answer, so it is asked off
+// the GUI thread and the GPU entry stays disabled until it has.
 
 void ConfigPanel::probeGpu() {
   m_gpuProbe = std::thread([this] {
-    const kernels::GpuInfo info = kernels::cuda_query_devices();
-    const QString reason =
-        info.count > 0
-            ? tr("%1 found, but the engine's GPU path is not built yet: runs train on the CPU")
-                  .arg(QString::fromStdString(info.firstName))
-            : tr("no usable GPU (%1)").arg(QString::fromStdString(info.reason));
+    const GpuAvailability gpus = gpuAvailability();
+    const QString name = QString::fromStdString(gpus.name);
+    const QString reason = gpus.count > 0
+                               ? QString()
+                               : tr("no usable GPU (%1)").arg(QString::fromStdString(gpus.reason));
     QMetaObject::invokeMethod(
-        this, [this, reason] { setGpuReason(reason); }, Qt::QueuedConnection);
+        this,
+        [this, name, count = gpus.count, reason] {
+          if (count > 0)
+            setItemEnabled(
+                m_device, 1, true,
+                tr("%n GPU(s): %1; rank r computes on GPU r mod %n", "", count).arg(name));
+          else
+            setGpuReason(reason);
+        },
+        Qt::QueuedConnection);
   });
 }
 
@@ -573,6 +580,26 @@ void ConfigPanel::setGpuReason(const QString& reason) {
   setItemEnabled(m_device, 1, false, reason);
   m_device->setToolTip(m_device->property(kBaseTip).toString() + "\n\n" +
                        tr("GPU not available: %1").arg(reason));
+  if (QFormLayout* form = m_formOf.value(m_device))
+    if (QWidget* label = form->labelForField(m_device)) label->setToolTip(m_device->toolTip());
+}
+
+// The GEMM list holds the ladder of `device` (the engine's registry), each entry's tooltip its
+// summary. Switching device keeps the kernel when the other ladder has one of that name (naive,
+// tiled, vendor), else picks vendor.
+void ConfigPanel::fillGemm(const std::string& device) {
+  if (device == m_gemmDevice) return;
+  const QSignalBlocker block(m_gemm);
+  const QString previous = m_gemm->currentData().toString();
+  m_gemm->clear();
+  for (const GemmChoice& k : gemmChoices(device)) {
+    const QString name = QString::fromStdString(k.name);
+    m_gemm->addItem(name, name);
+    m_gemm->setItemData(m_gemm->count() - 1, QString::fromStdString(k.summary), Qt::ToolTipRole);
+  }
+  m_gemmDevice = device;
+  selectData(m_gemm, QString("vendor"));
+  selectData(m_gemm, previous);
 }
 
 }  // namespace paralab

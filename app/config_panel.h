@@ -6,6 +6,7 @@
 #pragma once
 #include <QHash>
 #include <QWidget>
+#include <string>
 #include <thread>
 
 #include "config.h"
@@ -42,7 +43,7 @@ class ConfigPanel : public QWidget {
   // How changes reach a run in progress: the tooltip of every group and of the note.
   void setLiveHint(const QString& hint);
 
-  // Why the GPU choice is unavailable ("" until the probe has answered).
+  // Why the GPU choice is unavailable ("" until the probe has answered, and when a GPU is).
   QString gpuReason() const { return m_gpuReason; }
 
  signals:
@@ -55,6 +56,7 @@ class ConfigPanel : public QWidget {
   void showValidation();
   void probeGpu();
   void setGpuReason(const QString& reason);
+  void fillGemm(const std::string& device);
   // Enables `w` (and its label) or disables it with `reason` appended to its tooltip.
   void setAvailable(QWidget* w, bool available, const QString& reason = QString());
   void setRowShown(QWidget* w, bool shown);
@@ -84,6 +86,7 @@ class ConfigPanel : public QWidget {
   // Interconnect and kernels
   QComboBox* m_link;
   QComboBox* m_gemm;
+  std::string m_gemmDevice;  // whose ladder m_gemm lists
   // Model, data, training
   QComboBox* m_model;
   QSpinBox* m_hidden;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "capabilities.h"
 #include "config.h"
 #include "metrics/metrics.h"
 #include "metrics/span_recorder.h"

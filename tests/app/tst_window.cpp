@@ -1,10 +1,12 @@
 // The lab window, offscreen: every control sets the RunConfig field it names (strategies from
-// the engine's table, GPU and GEMM choices disabled with their reason), invalid settings are
+// the engine's table, the GPU choice disabled with its reason where none answers, GEMM kernels
+// from the chosen device's ladder), invalid settings are
 // explained inline with Start disabled, Start draws every chart, a live change of ranks keeps
 // the loss curve on the uninterrupted one, the sweep runs off the GUI thread, Export All and
 // the scripted export write every file in a form that parses, settings stay out of the user's
 // store. Saves window screenshots (light, dark, 1 and 8 ranks, a pipeline) under
 // <build>/screenshots/. Run: ctest -R tst_window --output-on-failure
+#include <QAbstractItemView>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -140,7 +142,7 @@ class TestWindow : public QObject {
   void initTestCase();
   void everyControlSetsItsField();
   void strategiesComeFromTheEngineTable();
-  void gpuAndGemmSayWhyNot();
+  void deviceAndGemmKernel();
   void invalidIsExplainedInline();
   void startDrawsEveryChart();
   void liveReconfigurationKeepsLossContinuous_data();
@@ -223,6 +225,8 @@ void TestWindow::everyControlSetsItsField() {
       {"topk", [&] { pick("model", "moe"); }, [&] { spin("topk")->setValue(2); },
        [](auto& c) { return c.topk == 2; }},
       {"link", none, [&] { pick("link", "pcie"); }, [](auto& c) { return c.link == "pcie"; }},
+      {"gemmKernel", none, [&] { pick("gemmKernel", "tiled"); },
+       [](auto& c) { return c.kernel == "tiled"; }},
       {"hidden", none, [&] { spin("hidden")->setValue(96); },
        [](auto& c) { return c.hidden == 96; }},
       {"layers", none, [&] { spin("layers")->setValue(5); }, [](auto& c) { return c.layers == 5; }},
@@ -292,19 +296,72 @@ void TestWindow::strategiesComeFromTheEngineTable() {
     QVERIFY2(link->itemText(link->findData(name)).contains("emulated"), name);
 }
 
-void TestWindow::gpuAndGemmSayWhyNot() {
+// The Device control offers the GPU only where one answers (else it says why), and the GEMM
+// list is the chosen device's ladder from the engine's registry, each entry explained; both
+// land in the RunConfig and come back from the remembered settings.
+void TestWindow::deviceAndGemmKernel() {
   ConfigPanel panel;
   auto* device = child<QComboBox>(&panel, "device");
-  QTRY_VERIFY_WITH_TIMEOUT(!panel.gpuReason().isEmpty(), 15000);
-  auto* model = qobject_cast<QStandardItemModel*>(device->model());
-  QVERIFY(!model->item(device->findData("cuda"))->isEnabled());
-  QVERIFY(model->item(device->findData("cuda"))->toolTip().contains(panel.gpuReason()));
-  QVERIFY(device->toolTip().contains(panel.gpuReason()));
-  QCOMPARE(device->currentData().toString(), QString("cpu"));
   auto* gemm = child<QComboBox>(&panel, "gemmKernel");
-  QVERIFY(!gemm->isEnabled());
-  QVERIFY(gemm->toolTip().contains("paralab-bench gemm"));
-  QCOMPARE(gemm->currentData().toString(), QString("vendor"));
+  QVERIFY(!device->toolTip().isEmpty() && !gemm->toolTip().isEmpty());
+  QCOMPARE(device->currentData().toString(), QString("cpu"));
+  const auto listed = [&] {
+    std::vector<std::string> names;
+    for (int i = 0; i < gemm->count(); ++i) {
+      names.push_back(gemm->itemData(i).toString().toStdString());
+      if (gemm->itemData(i, Qt::ToolTipRole).toString().isEmpty())
+        return std::vector<std::string>{};
+    }
+    return names;
+  };
+  const auto ladder = [](const char* dev) {
+    std::vector<std::string> names;
+    for (const GemmChoice& k : gemmChoices(dev)) names.push_back(k.name);
+    return names;
+  };
+  QCOMPARE(listed(), ladder("cpu"));
+  QVERIFY(gemm->isEnabled());
+  for (const GemmChoice& k : gemmChoices("cpu")) {
+    gemm->setCurrentIndex(gemm->findData(QString::fromStdString(k.name)));
+    QCOMPARE(panel.config().kernel, k.name);
+    QCOMPARE(panel.config().device, std::string("cpu"));
+    QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
+  }
+
+  QTRY_VERIFY_WITH_TIMEOUT(qobject_cast<QStandardItemModel*>(device->model())->item(1)->toolTip() !=
+                               "Looking for a GPU…",
+                           15000);
+  auto* model = qobject_cast<QStandardItemModel*>(device->model());
+  QStandardItem* gpu = model->item(device->findData("cuda"));
+  if (gpuAvailability().count == 0) {  // this machine: the choice is off and says why
+    QVERIFY(!gpu->isEnabled());
+    QVERIFY(!panel.gpuReason().isEmpty());
+    QVERIFY(gpu->toolTip().contains(panel.gpuReason()));
+    QVERIFY(device->toolTip().contains(panel.gpuReason()));
+  } else {  // a GPU: choosing it lists the CUDA ladder and sets the device
+    QVERIFY(gpu->isEnabled());
+    QVERIFY(!gpu->toolTip().isEmpty());
+    gemm->setCurrentIndex(gemm->findData("tiled"));
+    device->setCurrentIndex(device->findData("cuda"));
+    QCOMPARE(panel.config().device, std::string("cuda"));
+    QCOMPARE(listed(), ladder("cuda"));
+    QCOMPARE(panel.config().kernel, std::string("tiled"));  // a name both ladders have stays
+    gemm->setCurrentIndex(gemm->findData("tensor-core"));
+    QCOMPARE(panel.config().kernel, std::string("tensor-core"));
+    device->setCurrentIndex(device->findData("cpu"));
+    QCOMPARE(panel.config().kernel, std::string("vendor"));  // no CPU tensor-core rung
+  }
+
+  // Remembered like every other setting (the window saves config() as the last run settings).
+  RunConfig c = ConfigPanel::defaults();
+  c.kernel = "simd";
+  panel.setConfig(c);
+  Settings::setLastConfig(panel.config());
+  ConfigPanel again;
+  again.setConfig(*Settings::lastConfig());
+  QCOMPARE(child<QComboBox>(&again, "gemmKernel")->currentData().toString(), QString("simd"));
+  QCOMPARE(again.config().kernel, std::string("simd"));
+  QCOMPARE(again.config().device, std::string("cpu"));
 }
 
 void TestWindow::invalidIsExplainedInline() {
@@ -776,6 +833,28 @@ void TestWindow::screenshots() {
       w.chartHub()->dockOf(w.chartHub()->find<HoldingsMap>())->raise();
       QTest::qWait(150);
       QVERIFY(w.grab().save(screenshotDir() + "/window-holdings.png"));
+    }
+  }
+  // The run settings as the window lays them out, every group (the dock scrolls them): the
+  // Device and GEMM kernel rows among the rest, to look at for clipped or cramped controls.
+  {
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.configPanel()->gpuReason().isEmpty() || gpuAvailability().count > 0,
+                             15000);  // the GPU probe has answered
+    QTest::qWait(100);
+    QVERIFY(w.configPanel()->grab().save(screenshotDir() + "/config-panel.png"));
+    // The two lists open: the GPU entry greyed where there is none, the GEMM ladder.
+    for (const char* name : {"device", "gemmKernel"}) {
+      auto* box = child<QComboBox>(w.configPanel(), name);
+      box->showPopup();
+      QTest::qWait(100);
+      QVERIFY(box->view()->window()->grab().save(screenshotDir() + "/config-panel-" + name +
+                                                 "-list.png"));
+      box->hidePopup();
     }
   }
   // A finished sweep: its dock and the speedup chart in front; and the export dialog.

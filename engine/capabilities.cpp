@@ -1,0 +1,33 @@
+// The devices and GEMM kernels a run may choose (see capabilities.h), read from the kernel
+// registries that RunConfig::validateDevice() checks against. See tests/app/tst_window.cpp.
+#include "capabilities.h"
+
+#include <cctype>
+
+#include "cpu/gemm.h"
+#include "cuda/device.h"
+#include "cuda/gemm.h"
+
+namespace paralab {
+
+std::vector<GemmChoice> gemmChoices(const std::string& device) {
+  std::vector<GemmChoice> out;
+  if (device == "cpu")
+    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) out.push_back({k.name, k.summary});
+  else if (device == "cuda")
+    for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) {
+      // Say the precision where the summary does not (the tensor-core rungs round to TF32).
+      std::string summary = k.summary, lower = summary;
+      for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      if (lower.find(k.precision) == std::string::npos) summary += std::string(", ") + k.precision;
+      out.push_back({k.name, summary});
+    }
+  return out;
+}
+
+GpuAvailability gpuAvailability() {
+  const kernels::GpuInfo info = kernels::cuda_query_devices();
+  return {info.count, info.count > 0 ? info.firstName : "", info.count > 0 ? "" : info.reason};
+}
+
+}  // namespace paralab

@@ -1,0 +1,26 @@
+// What this build and machine offer a run: the devices and, per device, the GEMM kernels that
+// --device and --kernel accept. Front ends (the window's Device and GEMM controls) list these
+// instead of reaching into kernels/. See tests/app/tst_window.cpp (deviceAndKernelControls).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace paralab {
+
+struct GemmChoice {
+  std::string name;     // the --kernel value
+  std::string summary;  // one line: what the kernel does
+};
+
+// The GEMM ladder of `device` ("cpu" or "cuda"), slowest rung first; empty for another device.
+std::vector<GemmChoice> gemmChoices(const std::string& device);
+
+struct GpuAvailability {
+  int count = 0;       // usable GPUs
+  std::string name;    // the first one's name ("" when none)
+  std::string reason;  // why there is none ("" when count > 0)
+};
+// Asks the CUDA runtime (may take a moment the first time: call it off a GUI thread).
+GpuAvailability gpuAvailability();
+
+}  // namespace paralab
