@@ -54,7 +54,8 @@ Chart::Chart(const QString& stem, const QString& title, QWidget* parent)
   m_placeholder = new QCPItemText(this);
   m_placeholder->position->setType(QCPItemPosition::ptAxisRectRatio);
   m_placeholder->position->setCoords(0.5, 0.5);
-  m_placeholder->setText(tr("No data yet: press Start (F5) to train"));
+  m_placeholderText = tr("No data yet: press Start (F5) to train");
+  m_placeholder->setText(m_placeholderText);
 
   applyLook(palette());
 }
@@ -62,7 +63,8 @@ Chart::Chart(const QString& stem, const QString& title, QWidget* parent)
 // A hidden layout element still takes its row's height, so the subtitle leaves the layout
 // while it is empty.
 void Chart::setSubtitle(const QString& text) {
-  m_subtitleElement->setText(text);
+  m_subtitle = text;
+  fitSubtitle(width());
   const bool shown = m_subtitleElement->layout() != nullptr;
   if (!text.isEmpty() && !shown) {
     plotLayout()->insertRow(1);
@@ -75,7 +77,51 @@ void Chart::setSubtitle(const QString& text) {
   replot(rpQueuedReplot);
 }
 
-QString Chart::subtitle() const { return m_subtitleElement->text(); }
+namespace {
+
+// `text` in lines of at most `room` px: broken at the coarsest separator that makes it fit
+// (" · " between the parts of a run's description, then ", ", then spaces; a comma stays at
+// the end of its line), a single word wider than a line elided in its middle.
+QStringList wrapText(const QString& text, const QFontMetrics& fm, int room, int level = 0) {
+  static const QString seps[] = {QStringLiteral(" · "), QStringLiteral(", "), QStringLiteral(" ")};
+  if (fm.horizontalAdvance(text) <= room) return {text};
+  if (level == 3) return {fm.elidedText(text, Qt::ElideMiddle, room)};
+  const QString& sep = seps[level];
+  const QString keep = sep.trimmed() == "," ? QStringLiteral(",") : QString();
+  QStringList lines;
+  QString line;
+  for (const QString& part : text.split(sep, Qt::SkipEmptyParts)) {
+    if (line.isEmpty() || fm.horizontalAdvance(line + sep + part + keep) > room) {
+      if (!line.isEmpty()) lines << line + keep;
+      QStringList sub = wrapText(part, fm, room, level + 1);
+      line = sub.takeLast();
+      lines += sub;
+    } else {
+      line += sep + part;
+    }
+  }
+  if (!line.isEmpty()) lines << line;
+  return lines;
+}
+
+}  // namespace
+
+// Centred text wider than the chart would lose both ends, so it wraps to the chart's width;
+// the placeholder likewise, to the plot's (the chart less its axes' least margins).
+void Chart::fitSubtitle(int width) {
+  width = width > 0 ? width : 800;
+  const QString text =
+      wrapText(m_subtitle, QFontMetrics(m_subtitleElement->font()), std::max(80, width - 16))
+          .join('\n');
+  const QMargins axes = axisRect()->minimumMargins();
+  const QString placeholder = wrapText(m_placeholderText, QFontMetrics(m_placeholder->font()),
+                                       std::max(80, width - axes.left() - axes.right() - 16))
+                                  .join('\n');
+  if (text == m_subtitleElement->text() && placeholder == m_placeholder->text()) return;
+  m_subtitleElement->setText(text);
+  m_placeholder->setText(placeholder);
+  replot(rpQueuedReplot);
+}
 
 void Chart::styleAxis(QCPAxis* axis) {
   axis->setLabelPadding(8);
@@ -155,7 +201,10 @@ void Chart::applyLook(const QPalette& pal) {
 }
 
 void Chart::setPlaceholderVisible(bool visible) { m_placeholder->setVisible(visible); }
-void Chart::setPlaceholderText(const QString& text) { m_placeholder->setText(text); }
+void Chart::setPlaceholderText(const QString& text) {
+  m_placeholderText = text;
+  fitSubtitle(width());
+}
 
 void Chart::removeSeries(QCPGraph* graph) {
   for (int i = 0; i < graphCount(); ++i)
@@ -186,6 +235,7 @@ void Chart::fitLegend() {
 
 void Chart::resizeEvent(QResizeEvent* event) {
   QCustomPlot::resizeEvent(event);
+  fitSubtitle(width());
   fitLegend();
 }
 
@@ -244,6 +294,7 @@ void Chart::contextMenuEvent(QContextMenuEvent* event) {
 void Chart::changeEvent(QEvent* event) {
   if (event->type() == QEvent::PaletteChange || event->type() == QEvent::FontChange) {
     applyLook(palette());
+    fitSubtitle(width());  // another font measures the parts anew
     replot(rpQueuedReplot);
   }
   QCustomPlot::changeEvent(event);

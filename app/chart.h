@@ -19,9 +19,13 @@ class Chart : public QCustomPlot {
 
   const QString& stem() const { return m_stem; }  // export file names: <stem>.png, ...
   const QString& title() const { return m_title; }
-  // A second line under the title: what was run (model, data, batch, optimizer).
+  // A second line under the title: what was run (model, data, batch, optimizer). Parts
+  // separated by " · " wrap onto further lines where the chart is too narrow for one.
   void setSubtitle(const QString& text);
-  QString subtitle() const;
+  QString subtitle() const { return m_subtitle; }
+  // Lays the subtitle (and the empty plot's placeholder) out for a chart `width` px wide
+  // (resizing does it; exports, drawn at their own width, call it before and after).
+  void fitSubtitle(int width);
 
   // Replaces the plotted data with `history` and schedules a repaint.
   virtual void showHistory(const MetricHistory& history) = 0;
@@ -34,7 +38,7 @@ class Chart : public QCustomPlot {
   // Colours and fonts from `palette`; exports use printLook() whatever the screen shows,
   // then the chart goes back to its own palette().
   virtual void applyLook(const QPalette& palette);  // charts with more axes or labels extend it
-  static QPalette printLook();  // dark text on white, for figures in reports
+  static QPalette printLook();                      // dark text on white, for figures in reports
 
  signals:
   void activated(paralab::Chart* chart);        // clicked: the chart File > Export uses
@@ -67,6 +71,8 @@ class Chart : public QCustomPlot {
   void styleAxis(QCPAxis* axis);
 
   QString m_stem, m_title, m_keyColumn = "step";
+  QString m_subtitle;         // as set; m_subtitleElement shows it wrapped to the width
+  QString m_placeholderText;  // as set; m_placeholder shows it wrapped
   int m_legendColumns = 0;
   QStringList m_columns;  // CSV column of graph(i)
   QCPTextElement* m_titleElement = nullptr;

@@ -55,8 +55,10 @@ void paintChart(Chart& chart, QCPPainter& painter, QSizeF deviceSize, QSize size
   const int w = qRound(size.width() / scale), h = qRound(size.height() / scale);
   painter.scale(deviceSize.width() / w, deviceSize.height() / h);
   chart.applyLook(Chart::printLook());
+  chart.fitSubtitle(w);             // wrapped for the figure's width, not the dock's
   chart.toPainter(&painter, w, h);  // QCustomPlot draws the same primitives as on screen
   chart.applyLook(chart.palette());
+  chart.fitSubtitle(chart.width());
 }
 
 QString savePng(Chart& chart, const QString& path, QSize size) {

@@ -317,12 +317,15 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     QStringList to;
     for (size_t r = 0; r < h.lastStep.sentTo.size(); ++r)
       if (h.lastStep.sentTo[r] > 0) to << QString::number(r);
-    lines << (to.isEmpty()
-                  ? tr("sent nothing")
-                  : tr("%1 → %2").arg(formatBytes(double(h.lastStep.bytesSent)),
-                                      to.size() + 1 == int(holdings.size()) && to.size() > 2
-                                          ? tr("all")
-                                          : to.join(',')));
+    // Bytes and destinations on lines of their own: a column is narrow at 8 ranks, and "1,2"
+    // beside a byte count reads as a decimal.
+    if (to.isEmpty()) {
+      lines << tr("sent nothing");
+    } else {
+      lines << formatBytes(double(h.lastStep.bytesSent));
+      lines << tr("→ %1").arg(
+          to.size() + 1 == int(holdings.size()) && to.size() > 2 ? tr("all") : to.join(", "));
+    }
     xTicks->addTick(h.rank + 0.5, lines.join('\n'));
   }
   xAxis->setTicker(xTicks);

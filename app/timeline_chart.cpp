@@ -71,6 +71,14 @@ TimelineChart::TimelineChart(QWidget* parent)
     if (!m_settingRange) m_follow = false;  // the user zoomed or panned: hold still
   });
   setPlaceholderText(tr("No spans yet: press Start (F5) to train"));
+  // Room above rank 0 for the step labels: a line of text, in pixels, whatever the number of
+  // ranks (a fixed share of a rank row is too little at 8 ranks: the labels sat on the bars).
+  connect(this, &QCustomPlot::afterLayout, this, [this] {
+    if (m_rankRows == 0) return;
+    const double text = QFontMetrics(font()).height() + 2;
+    const double plot = std::max(2 * text, double(axisRect()->height()));
+    yAxis->setRange(-m_rankRows * text / (plot - text), m_rankRows);
+  });
   clear();
 }
 
@@ -85,6 +93,7 @@ void TimelineChart::clear() {
   m_settingRange = true;
   xAxis->setRange(0, 1);
   m_settingRange = false;
+  m_rankRows = 0;
   yAxis->setRange(-0.1, 1);
   yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   setPlaceholderVisible(true);
@@ -183,8 +192,8 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
   m_settingRange = true;
   xAxis->setRange(0, end > 0 ? end * 1.02 : 1);
   m_settingRange = false;
-  // Room above rank 0 for the step labels.
-  yAxis->setRange(-0.22, double(std::max<size_t>(spans.size(), 1)));
+  m_rankRows = int(std::max<size_t>(spans.size(), 1));  // the range follows at the next layout
+  yAxis->setRange(-0.22, m_rankRows);
   setPlaceholderVisible(m_bars.empty());
   replot(rpQueuedReplot);
 }

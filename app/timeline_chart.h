@@ -64,6 +64,7 @@ class TimelineChart : public Chart {
   QList<QCPAbstractItem*> m_marks;  // step boundaries and their labels
   bool m_follow = true;
   bool m_settingRange = false;  // our own range changes are not the user's zoom
+  int m_rankRows = 0;           // ranks drawn (0: none), for the room above rank 0
 };
 
 }  // namespace paralab

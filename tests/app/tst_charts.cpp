@@ -179,6 +179,7 @@ class TestCharts : public QObject {
   void lossOverlays();
   void holdingsMapDrawsTheSlices();
   void emptyHistoryClears();
+  void subtitleWrapsToTheWidth();
   void exportsDecode();
   void realRuns();
 };
@@ -614,6 +615,48 @@ void TestCharts::emptyHistoryClears() {
   memory.showSnapshot(s);
   memory.showSnapshot(Snapshot{});
   QVERIFY(memory.pointCount() > 0);
+}
+
+// A run's description is wider than a chart in a narrow dock: centred, it lost both ends. It
+// wraps at its " · " parts instead, every line within the chart, every part kept (a single part
+// too long for a whole line is elided in its middle, never cut at an edge).
+void TestCharts::subtitleWrapsToTheWidth() {
+  const QString run =
+      "measured · MLP H=128 L=4 · fashion-mnist · B=128 · sync · 4 ranks · tp 2 · pp 2 · "
+      "momentum lr 0.05 · link 10 GbE (emulated)";
+  TimelineChart chart;
+  chart.setSubtitle(run);
+  chart.show();  // a hidden widget gets its resize events only when shown
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  QCPTextElement* shown = nullptr;
+  for (QCPTextElement* e : chart.findChildren<QCPTextElement*>())
+    if (e->text().startsWith("measured")) shown = e;
+  QVERIFY(shown);
+  for (const int width : {1200, 640, 420, 340}) {
+    chart.resize(width, 400);
+    const QStringList lines = shown->text().split('\n');
+    const QFontMetrics fm(shown->font());
+    for (const QString& line : lines)
+      QVERIFY2(fm.horizontalAdvance(line) <= width - 16,
+               qPrintable(QString("%1 px: '%2' is wider").arg(width).arg(line)));
+    QCOMPARE(lines.join(" · "), run);  // broken only between parts: nothing lost
+    for (QCPItemText* t : chart.findChildren<QCPItemText*>())  // the empty plot's placeholder
+      if (t->visible())
+        for (const QString& line : t->text().split('\n'))
+          QVERIFY2(QFontMetrics(t->font()).horizontalAdvance(line) <= width - 16,
+                   qPrintable(QString("%1 px: '%2' is wider").arg(width).arg(line)));
+    QCOMPARE(chart.subtitle(), run);
+    if (width == 1200) QCOMPARE(lines.size(), 1);
+    if (width == 340) {
+      QVERIFY(lines.size() >= 3);
+      chart.replot();
+      QVERIFY(chart.grab().save(screenshotDir() + "/subtitle-340px.png"));
+    }
+  }
+  chart.setSubtitle("measured · " + QString("x").repeated(200));  // no break fits: elided
+  for (const QString& line : shown->text().split('\n'))
+    QVERIFY(QFontMetrics(shown->font()).horizontalAdvance(line) <= chart.width() - 16);
+  QVERIFY(shown->text().contains(QChar(0x2026)));
 }
 
 void TestCharts::exportsDecode() {
