@@ -116,6 +116,15 @@ std::string layoutText(const RunConfig& c) {
   return s;
 }
 
+// Where the math runs: the device and the --kernel GEMM, naming the BLAS when it is the vendor's.
+std::string gemmText(const RunConfig& c) {
+  std::string s = c.device + ", GEMM " + c.kernel;
+  if (c.device == "cpu" && c.kernel == "vendor")
+    s += std::string(" (") + kernels::vendor_blas_name() + ")";
+  if (c.device == "cuda" && c.kernel.rfind("vendor", 0) == 0) s += " (cuBLAS)";
+  return s;
+}
+
 int runLatencySweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> batches;
   try {
@@ -132,11 +141,14 @@ int runLatencySweepCommand(const RunConfig& config, const std::string& spec, boo
       std::cout << toJson(r, config).dump() << '\n';
       return 0;
     }
-    std::printf(
-        "Latency vs throughput: %s, H=%d, L=%d (%lld parameters), forward only, %s, "
-        "GEMM %s (%s), 1 thread\n",
-        config.model.c_str(), config.hidden, config.layers, (long long)r.parameterCount,
-        r.device.c_str(), r.kernel.c_str(), kernels::vendor_blas_name());
+    const std::string where =
+        r.device == "cpu"
+            ? gemmText(config) + ", " + std::to_string(r.threads) + " thread" +
+                  (r.threads == 1 ? "" : "s")
+            : gemmText(config) + " on " + r.gpu + ", batch copied from host memory each forward";
+    std::printf("Latency vs throughput: %s, H=%d, L=%d (%lld parameters), forward only, %s\n",
+                config.model.c_str(), config.hidden, config.layers, (long long)r.parameterCount,
+                where.c_str());
     std::printf("median of %d timed repeats after %d warm-up forwards, on %s test samples\n",
                 options.repeats, options.warmup, config.dataset.c_str());
     // "µs" is two bytes but one column, so that header is padded by hand to 12 columns.
@@ -236,10 +248,10 @@ int main(int argc, char** argv) {
     if (!json && root)
       std::printf(
           "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
-          "[%s], BLAS %s\n",
+          "[%s], %s\n",
           config.dataset.c_str(), config.hidden, config.layers, (long long)trainer.parameterCount(),
           config.globalBatch(), config.optimizer.c_str(), config.lr, config.ranks,
-          layoutText(config).c_str(), kernels::vendor_blas_name());
+          layoutText(config).c_str(), gemmText(config).c_str());
     if (!json && root && config.link != "none")
       std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
     double totalMs = 0, lastLoss = 0;

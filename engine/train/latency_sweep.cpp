@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "capabilities.h"
 #include "cpu/gemm.h"
 #include "data/dataset.h"
+#include "device/compute.h"
 #include "memory/memory_tracker.h"
 #include "model/mlp.h"
 #include "model/moe.h"
@@ -36,31 +38,34 @@ int parseSize(const std::string& item) {
   bad("'" + item + "' is not a batch size");
 }
 
-// One model of the configured kind behind one call: a forward over `batch` samples.
+// One model of the configured kind on rank 0's Compute (--device, --kernel) behind one call: a
+// forward over `batch` samples.
 class Forward {
  public:
-  Forward(const RunConfig& c, const Dataset& data) {
+  Forward(const RunConfig& c, const Dataset& data) : m_compute(Compute::forRank(c, 0)) {
     if (c.model == "moe") {
       MoeShape s;
       s.input = data.inputDim, s.classes = data.classes, s.hidden = c.hidden, s.layers = c.layers;
       s.experts = c.experts, s.topk = c.topk, s.capacityFactor = c.capacityFactor;
-      m_moe = std::make_unique<Moe>(s, c.seed, &m_memory);
+      m_moe = std::make_unique<Moe>(s, c.seed, &m_memory, ExpertPlacement{}, m_compute.get());
       m_params = s.parameterCount();
     } else {
       MlpShape s;
       s.input = data.inputDim, s.classes = data.classes, s.hidden = c.hidden, s.layers = c.layers;
-      m_mlp = std::make_unique<Mlp>(s, c.seed, &m_memory);
+      m_mlp = std::make_unique<Mlp>(s, c.seed, &m_memory, MlpShard{}, true, m_compute.get());
       m_params = s.parameterCount();
     }
   }
-  // countCorrect ends in an arg-max the host reads, so the forward has finished on any device
-  // when it returns: a host clock around it times the whole forward.
+  // countCorrect uploads the batch from host memory (on a GPU) and ends in an arg-max count the
+  // host reads, so the forward has finished on any device when it returns: a host clock around
+  // it times the whole forward, the input's trip to the device included.
   int operator()(const float* x, const int* labels, int batch) {
     return m_mlp ? m_mlp->countCorrect(x, labels, batch) : m_moe->countCorrect(x, labels, batch);
   }
   int64_t parameterCount() const { return m_params; }
 
  private:
+  std::unique_ptr<Compute> m_compute;
   MemoryTracker m_memory;
   std::unique_ptr<Mlp> m_mlp;
   std::unique_ptr<Moe> m_moe;
@@ -106,15 +111,9 @@ std::string latencySweepProblem(const RunConfig& c) {
   if (c.ranks != 1 || c.tp != 1 || c.pp != 1 || c.ep != 1 || c.dpDegree() != 1)
     return "latency-sweep: times one model on one rank (allowed: --ranks 1, no "
            "--dp/--tp/--pp/--ep)";
-  // The model's layers run on the CPU with the vendor GEMM so far: anything else would time
-  // that silently under another name.
-  if (c.device != "cpu")
-    return "latency-sweep: --device " + c.device +
-           " is not available yet: the model runs on the CPU only so far (allowed: --device cpu)";
-  if (c.kernel != "vendor")
-    return "latency-sweep: --kernel " + c.kernel +
-           " is not available yet: the model's layers use the vendor GEMM only so far (allowed: "
-           "--kernel vendor; compare the rungs with paralab-bench gemm)";
+  // The device, the kernel of its ladder, a GPU being there, and what runs on it (no MoE on
+  // cuda yet): as for training.
+  if (auto err = c.validateDevice()) return *err;
   return "";
 }
 
@@ -124,7 +123,14 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
   kernels::vendor_blas_set_threads(1);  // one rank is one worker, as in training
   const std::shared_ptr<const Dataset> data = loadDataset(c.dataset, c.dataDir, c.seed);
   Forward forward(c, *data);
-  LatencySweepResult r{c.device, c.kernel, c.model, forward.parameterCount(), {}};
+  LatencySweepResult r;
+  r.device = c.device, r.kernel = c.kernel, r.model = c.model;
+  r.parameterCount = forward.parameterCount();
+  // The CPU's threaded rungs spread one GEMM over the GEMM pool; the others run on this thread.
+  if (c.device == "cpu")
+    r.threads = c.kernel == "threaded" || c.kernel == "tiled" ? kernels::gemm_threads() : 1;
+  else
+    r.gpu = gpuAvailability().name;
 
   // The largest batch's inputs: test samples (inference sees held-out data), repeated when
   // the batch is larger than the test split. Every batch size reads from the start.
@@ -177,13 +183,18 @@ nlohmann::json toJson(const LatencySweepResult& r, const RunConfig& c) {
                     {"us_per_sample", p.usPerSample},
                     {"repeats", p.repeats},
                     {"forwards_per_repeat", p.forwardsPerRepeat}});
-  return {{"latency_sweep", true},
-          {"device", r.device},
-          {"kernel", r.kernel},
-          {"model", r.model},
-          {"parameters", r.parameterCount},
-          {"config", c.toJson()},
-          {"points", rows}};
+  nlohmann::json j = {{"latency_sweep", true},
+                      {"device", r.device},
+                      {"kernel", r.kernel},
+                      {"model", r.model},
+                      {"parameters", r.parameterCount},
+                      {"config", c.toJson()},
+                      {"points", rows}};
+  if (r.device == "cpu")
+    j["gemm_threads"] = r.threads;
+  else
+    j["gpu"] = r.gpu;
+  return j;
 }
 
 }  // namespace paralab

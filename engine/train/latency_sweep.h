@@ -23,6 +23,8 @@ struct LatencyPoint {
 
 struct LatencySweepResult {
   std::string device, kernel, model;
+  int threads = 0;  // cpu: threads one GEMM runs on (the threaded and tiled rungs use the pool)
+  std::string gpu;  // cuda: the GPU's name (the batch is copied to it from host memory each time)
   int64_t parameterCount = 0;
   std::vector<LatencyPoint> points;  // one per batch size, smallest first
 };
@@ -40,15 +42,17 @@ struct LatencySweepOptions {
 std::vector<int> parseLatencySweep(const std::string& spec);
 
 // Why `config` cannot be latency-swept ("" when it can): one model on one rank, on a device and
-// with a GEMM the model can run.
+// with a GEMM the model can run (RunConfig::validateDevice()).
 std::string latencySweepProblem(const RunConfig& config);
 
 // Builds the model of `config` (model, hidden, layers, experts, top-k; input and classes from
-// its dataset) and times Mlp/Moe::countCorrect on batches of the dataset's test samples.
+// its dataset) on rank 0's Compute (--device, --kernel) and times Mlp/Moe::countCorrect on
+// batches of the dataset's test samples, held in host memory as a server receives them.
 LatencySweepResult runLatencySweep(const RunConfig& config, const std::vector<int>& batches,
                                    const LatencySweepOptions& options = {});
 
-// One JSON object: device, kernel, model, parameters, the configuration, a row per batch size
+// One JSON object: device, kernel, model, parameters, gemm_threads (cpu) or gpu (cuda), the
+// configuration, a row per batch size
 // {batch, ms_per_forward, samples_per_s, us_per_sample, repeats, forwards_per_repeat}.
 nlohmann::json toJson(const LatencySweepResult& result, const RunConfig& config);
 
