@@ -31,7 +31,12 @@ Tensor::Tensor(Shape shape, MemCategory category, MemoryTracker* tracker, Device
   m_numel = numelOf(m_shape);
   if (alloc && m_numel > 0) {
     m_data = alloc->allocate(bytes());
-    gpu::memsetAsync(m_data, bytes(), alloc->stream());
+    try {
+      gpu::memsetAsync(m_data, bytes(), alloc->stream());
+    } catch (...) {
+      alloc->release(m_data, bytes());  // not yet ours: the destructor will not run
+      throw;
+    }
   } else if (m_numel > 0) {
     // 64-byte alignment: one cache line, and what AVX-512 loads like best.
     const size_t bytes = (static_cast<size_t>(m_numel) * sizeof(float) + 63) / 64 * 64;

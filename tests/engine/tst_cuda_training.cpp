@@ -12,6 +12,7 @@
 //   * Local SGD averaging every step reproduces it too (the average is an all-reduce on the GPU),
 //     and local SGD and gossip (ring, random) follow their CPU runs (1e-4).
 //   * Live reconfiguration moves the state off and onto the GPU (CUDA -> CUDA ZeRO-3 -> CPU).
+//   * The caching allocator reuses a freed block, zero-filled, and the tracker counts tensors.
 //   * Per-rank device memory, from the tracking allocator, is the model-state formula: 16P
 //     bytes with Adam (4P params, 4P grads, 8P moments), and ZeRO-3's 16 bytes per owned float.
 // Every GPU row skips without a GPU; the refusals of what does not run on cuda yet are checked
@@ -289,6 +290,31 @@ class TstCudaTraining : public QObject {
             (long long)(m[MemCategory::Params] + m[MemCategory::Grads] + m[MemCategory::Optimizer]),
             (long long)held);
     }
+  }
+
+  // The caching allocator hands a freed block out again, zero-filled like every new tensor, and
+  // the tracker counts what the tensors hold, freed or not.
+  void allocatorReusesZeroFilledBlocks() {
+    SKIP_WITHOUT_GPU();
+    const std::unique_ptr<Compute> c = Compute::cuda(0, "vendor");
+    MemoryTracker mem;
+    const int64_t n = 1000;
+    const std::vector<float> ones(size_t(n), 1.f);
+    const float* first = nullptr;
+    {
+      Tensor a = c->tensor({n}, MemCategory::Activations, &mem);
+      QCOMPARE(a.device(), Device::Cuda);
+      QCOMPARE(mem.snapshot()[MemCategory::Activations], 4 * n);
+      c->upload(a.data(), ones.data(), n);
+      first = a.data();
+    }
+    QCOMPARE(mem.snapshot()[MemCategory::Activations], int64_t(0));
+    QCOMPARE(mem.snapshot().peak[int(MemCategory::Activations)], 4 * n);
+    Tensor b = c->tensor({n}, MemCategory::Activations, &mem);
+    QCOMPARE(static_cast<const float*>(b.data()), first);  // the cached block, no cudaMalloc
+    std::vector<float> back(size_t(n), -1.f);
+    c->download(back.data(), b.data(), n);
+    for (float v : back) QCOMPARE(v, 0.f);
   }
 
   // What does not run on the GPU yet is refused in one line that names it and what does run;
