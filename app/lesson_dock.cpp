@@ -9,12 +9,14 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QSet>
 #include <QStackedWidget>
 #include <QTextBrowser>
@@ -35,6 +37,25 @@ QString number(double v) {
   if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale().toString(qint64(v));
   return QLocale().toString(v, 'g', 4);
 }
+// "ranks 1, hidden 256, batch 256": the experiment's settings by their flag names, in a line
+// that wraps (compact JSON has no spaces to break at and would hold the dock wide).
+QString experimentText(const QJsonObject& experiment) {
+  QStringList parts;
+  for (auto it = experiment.begin(); it != experiment.end(); ++it) {
+    const QJsonValue v = it.value();
+    QString shown =
+        v.isString()   ? v.toString()
+        : v.isDouble() ? QString::number(v.toDouble(), 'g', 12)
+        : v.isBool()
+            ? (v.toBool() ? "on" : "off")
+            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact))
+                  .mid(1)
+                  .chopped(1);
+    parts << it.key() + " " + shown;
+  }
+  return parts.join(", ");
+}
+
 }  // namespace
 
 LessonDock::LessonDock(const QStringList& capabilities, QWidget* parent)
@@ -73,7 +94,9 @@ void LessonDock::build() {
   connect(m_text, &QTextBrowser::highlighted, this, [this](const QUrl& url) {
     if (url.scheme() != "glossary") return QToolTip::hideText();
     if (const GlossaryTerm* t = m_glossary.find(url.path()))
-      QToolTip::showText(QCursor::pos(), "<b>" + t->term.toHtmlEscaped() + "</b><br>" + t->definition.toHtmlEscaped(), m_text);
+      QToolTip::showText(
+          QCursor::pos(),
+          "<b>" + t->term.toHtmlEscaped() + "</b><br>" + t->definition.toHtmlEscaped(), m_text);
   });
 
   auto* nav = new QHBoxLayout;
@@ -125,8 +148,10 @@ void LessonDock::build() {
     m_measured.reset();
     m_measureError.clear();
     refreshComparison();
-    if (s->sweep) emit runSweep(*c, s->sweep->ranks, s->sweep->steps, s->sweep->warmup);
-    else emit runExperiment(*c);
+    if (s->sweep)
+      emit runSweep(*c, s->sweep->ranks, s->sweep->steps, s->sweep->warmup);
+    else
+      emit runExperiment(*c);
   });
 
   auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
@@ -155,10 +180,18 @@ void LessonDock::build() {
   sv->addWidget(m_comparison);
   m_tools->addWidget(m_stepTools);
 
-  // Retrieval practice: filled per lesson.
+  // Retrieval practice: filled per lesson, in a scroll area (a lesson asks several questions,
+  // each with room for an answer: more than the dock's height shares with the text).
   m_retrievalPage = new QWidget;
   m_retrievalLayout = new QVBoxLayout(m_retrievalPage);
-  m_tools->addWidget(m_retrievalPage);
+  m_retrievalLayout->setContentsMargins(0, 0, 0, 0);
+  m_retrievalScroll = new QScrollArea;
+  m_retrievalScroll->setObjectName("lessonRetrieval");
+  m_retrievalScroll->setWidget(m_retrievalPage);
+  m_retrievalScroll->setWidgetResizable(true);
+  m_retrievalScroll->setFrameShape(QFrame::NoFrame);
+  m_retrievalScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_tools->addWidget(m_retrievalScroll);
 
   // Flashcards.
   m_cardsPage = new QWidget;
@@ -207,9 +240,10 @@ void LessonDock::fillLessonList() {
   for (const Lesson& l : m_lessons) {
     const LessonProgress p = m_progress.lesson(l.slug);
     const bool coming = !missingNeeds(l.needs, m_caps).isEmpty();
-    m_picker->addItem(QString("%1. %2%3%4")
-                          .arg(l.number)
-                          .arg(l.title, coming ? tr(" — coming") : QString(), p.completed ? " ✓" : ""));
+    m_picker->addItem(
+        QString("%1. %2%3%4")
+            .arg(l.number)
+            .arg(l.title, coming ? tr(" — coming") : QString(), p.completed ? " ✓" : ""));
   }
 }
 
@@ -243,7 +277,9 @@ void LessonDock::openLesson(int index) {
   const Lesson& l = m_lessons[index];
   QStringList why;
   for (const QString& n : missingNeeds(l.needs, m_caps)) why << describeMissing(n);
-  m_header->setText(tr("%1 minutes. %2").arg(l.minutes).arg(why.isEmpty() ? QString() : tr("Coming: ") + why.join("; ")));
+  m_header->setText(tr("%1 minutes. %2")
+                        .arg(l.minutes)
+                        .arg(why.isEmpty() ? QString() : tr("Coming: ") + why.join("; ")));
   // Retrieval practice widgets for this lesson.
   while (QLayoutItem* item = m_retrievalLayout->takeAt(0)) {
     delete item->widget();
@@ -251,27 +287,42 @@ void LessonDock::openLesson(int index) {
   }
   const LessonProgress p = m_progress.lesson(l.slug);
   for (int i = 0; i < l.retrieval.size(); ++i) {
-    auto* box = new QGroupBox(l.retrieval[i].q, m_retrievalPage);
+    // The question in a wrapping label: a QGroupBox title does not wrap, and a long question
+    // would hold the whole dock at its width.
+    auto* box = new QGroupBox(m_retrievalPage);
     auto* bv = new QVBoxLayout(box);
+    // Written over several lines in lesson.md; one paragraph here, wrapped to the dock.
+    auto* question =
+        new QLabel(QString("%1. %2").arg(i + 1).arg(l.retrieval[i].q.simplified()), box);
+    question->setObjectName("lessonQuestion");
+    question->setWordWrap(true);
+    question->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont bold = question->font();
+    bold.setBold(true);
+    question->setFont(bold);
+    bv->addWidget(question);
     auto* edit = new QPlainTextEdit(p.answers.value(i), box);
     edit->setPlaceholderText(tr("Write your answer first…"));
+    edit->setFixedHeight(4 * edit->fontMetrics().lineSpacing());  // a few lines; it scrolls
     auto* answer = new QLabel(box);
     answer->setWordWrap(true);
+    answer->hide();  // until revealed: an empty label would still take a line
     auto* reveal = new QPushButton(tr("Show the model answer"), box);
     reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
-    connect(edit, &QPlainTextEdit::textChanged, reveal, [edit, reveal] {
-      reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
-    });
-    const QString slug = l.slug, a = l.retrieval[i].a;
+    connect(edit, &QPlainTextEdit::textChanged, reveal,
+            [edit, reveal] { reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty()); });
+    const QString slug = l.slug, a = l.retrieval[i].a.simplified();
     connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
       m_progress.setAnswer(slug, i, edit->toPlainText());
       answer->setText(a);
+      answer->show();
     });
     bv->addWidget(edit);
     bv->addWidget(reveal);
     bv->addWidget(answer);
     m_retrievalLayout->addWidget(box);
   }
+  m_retrievalLayout->addStretch();
   openPage(std::min(p.stepReached, pageCount() - 1));
 }
 
@@ -290,7 +341,8 @@ QString LessonDock::linkedMarkdown(const QString& markdown) const {
   // [[term]] and [[term|words]] become links; then the first plain occurrence of every other
   // glossary term. A link's target is glossary:<term>; hovering it shows the definition.
   auto link = [](const QString& shown, const QString& term) {
-    return QString("[%1](glossary:%2)").arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
+    return QString("[%1](glossary:%2)")
+        .arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
   };
   static const QRegularExpression ref("\\[\\[([^\\]|]+)(?:\\|([^\\]]*))?\\]\\]");
   QString md;
@@ -315,7 +367,8 @@ QString LessonDock::linkedMarkdown(const QString& markdown) const {
     firsts << m;
   }
   for (int i = int(firsts.size()) - 1; i >= 0; --i)
-    md.replace(firsts[i].start, firsts[i].length, link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
+    md.replace(firsts[i].start, firsts[i].length,
+               link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
   return md;
 }
 
@@ -337,7 +390,7 @@ void LessonDock::showPage() {
     md = "### " + tr("Retrieval practice") + "\n\n" +
          tr("Answer each question in writing, then compare with the model answer.");
     m_pageLabel->setText(tr("Retrieval practice"));
-    m_tools->setCurrentWidget(m_retrievalPage);
+    m_tools->setCurrentWidget(m_retrievalScroll);
   } else {
     md = "### " + tr("Flashcards");
     m_pageLabel->setText(tr("Flashcards"));
@@ -348,6 +401,22 @@ void LessonDock::showPage() {
     m_cardRevealed = false;
     showFlashcards();
     m_tools->setCurrentWidget(m_cardsPage);
+  }
+  // Only the page shown asks for room: a stacked widget is otherwise as tall and wide as its
+  // largest page, and the step tools would stand in the retrieval page's height.
+  for (int i = 0; i < m_tools->count(); ++i) {
+    const auto policy =
+        i == m_tools->currentIndex() ? QSizePolicy::Preferred : QSizePolicy::Ignored;
+    m_tools->widget(i)->setSizePolicy(policy, policy);
+  }
+  m_tools->updateGeometry();
+  // Retrieval practice and flashcards are the page's work: they get most of the height, the
+  // text above holds only a heading and a line of instructions.
+  if (auto* column = qobject_cast<QBoxLayout*>(widget()->layout())) {
+    const bool practice =
+        m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage;
+    column->setStretchFactor(m_text, 1);
+    column->setStretchFactor(m_tools, practice ? 4 : 0);
   }
   m_text->setMarkdown(linkedMarkdown(md));
   m_prev->setEnabled(m_page > 0);
@@ -360,12 +429,12 @@ void LessonDock::showStepTools(const Step& s) {
   m_experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
   m_experimentLabel->setVisible(s.experiment.has_value());
   if (s.experiment)
-    m_experimentLabel->setText(QString::fromUtf8(QJsonDocument(*s.experiment).toJson(QJsonDocument::Compact)) +
+    m_experimentLabel->setText(experimentText(*s.experiment) +
                                (s.sweep ? tr("  — swept over %1 ranks").arg([&] {
-                                   QStringList r;
-                                   for (int n : s.sweep->ranks) r << QString::number(n);
-                                   return r.join(", ");
-                                 }())
+                                 QStringList r;
+                                 for (int n : s.sweep->ranks) r << QString::number(n);
+                                 return r.join(", ");
+                               }())
                                         : QString()));
   QString why;
   for (const QString& n : missing) why += describeMissing(n) + "\n";
@@ -377,14 +446,17 @@ void LessonDock::showStepTools(const Step& s) {
   m_run->setText(s.sweep ? tr("Run sweep") : tr("Run"));
   m_benchLabel->setVisible(s.bench.has_value());
   if (s.bench)
-    m_benchLabel->setText(tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
-                              .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
-                                   missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
+    m_benchLabel->setText(
+        tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
+            .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
+                 missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
   m_askLabel->parentWidget()->setVisible(s.prediction.has_value());
   if (s.prediction) {
-    m_askLabel->setText(s.prediction->ask + (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
+    m_askLabel->setText(s.prediction->ask +
+                        (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
     const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
-    m_predictionEdit->setText(saved.contains(m_page) ? QString::number(saved.value(m_page), 'g', 10) : QString());
+    m_predictionEdit->setText(saved.contains(m_page) ? QString::number(saved.value(m_page), 'g', 10)
+                                                     : QString());
   }
   refreshComparison();
 }
@@ -397,9 +469,7 @@ void LessonDock::lockPrediction() {
   refreshComparison();
 }
 
-void LessonDock::refreshComparison() {
-  m_comparison->setText(comparisonText());
-}
+void LessonDock::refreshComparison() { m_comparison->setText(comparisonText()); }
 
 QString LessonDock::comparisonText() const {
   const Step* s = currentStep();
@@ -410,20 +480,30 @@ QString LessonDock::comparisonText() const {
   const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
   QString error;
   const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
-  QString html = "<table>";
-  html += tr("<tr><td>Your prediction</td><td><b>%1</b>%2</td></tr>").arg(number(saved.value(m_page)), unit);
-  html += tr("<tr><td>Reference</td><td><b>%1</b>%2 &nbsp; <code>%3</code></td></tr>")
-              .arg(ref ? number(*ref) : error, unit, p.formula.toHtmlEscaped());
+  // Three rows, the values lined up; what each value comes from (the formula, the metric) in
+  // a smaller line under it, where a narrow dock can wrap it.
+  auto row = [](const QString& label, const QString& value, const QString& source) {
+    return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3</td></tr>")
+        .arg(label, value,
+             source.isEmpty() ? QString()
+                              : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>");
+  };
+  QString html = "<table cellspacing='0' cellpadding='2'>";
+  html += row(tr("Your prediction"), number(saved.value(m_page)) + unit, QString());
+  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula);
   if (s->compare) {
     const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
-    const QString measured = m_measured ? "<b>" + number(*m_measured) + "</b>" + cu
-                             : m_measureError.isEmpty() ? tr("run the experiment")
+    const QString measured = m_measured                 ? number(*m_measured) + cu
+                             : m_measureError.isEmpty() ? tr("— (run the experiment)")
                                                         : m_measureError.toHtmlEscaped();
-    html += tr("<tr><td>Measured</td><td>%1 &nbsp; <code>%2</code></td></tr>").arg(measured, s->compare->metric.toHtmlEscaped());
+    html += row(tr("Measured"), measured, s->compare->metric);
   }
   html += "</table>";
-  if (!p.reasoning.isEmpty()) html += "<p>" + p.reasoning.toHtmlEscaped() + "</p>";
-  if (s->compare && m_measured) html += "<p>" + s->compare->explain.toHtmlEscaped() + "</p>";
+  if (!p.reasoning.isEmpty())
+    html += tr("<p><b>Where the reference comes from:</b> %1</p>").arg(p.reasoning.toHtmlEscaped());
+  if (s->compare && m_measured)
+    html +=
+        tr("<p><b>Measured against reference:</b> %1</p>").arg(s->compare->explain.toHtmlEscaped());
   return html;
 }
 
@@ -454,7 +534,9 @@ void LessonDock::showFlashcards() {
   }
   for (const Card& c : l.cards)
     if (FlashcardDeck::cardId(l.slug, c.q) == m_dueCards.first()) {
-      m_cardText->setText(tr("%1 due\n\n").arg(m_dueCards.size()) + c.q + (m_cardRevealed ? "\n\n" + c.a : QString()));
+      // Line breaks of lesson.md's source are not the card's: each side is one paragraph.
+      m_cardText->setText(tr("%1 due\n\n").arg(m_dueCards.size()) + c.q.simplified() +
+                          (m_cardRevealed ? "\n\n" + c.a.simplified() : QString()));
       return;
     }
 }

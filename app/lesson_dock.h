@@ -17,6 +17,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QScrollArea;
 class QStackedWidget;
 class QTextBrowser;
 class QVBoxLayout;
@@ -111,6 +112,7 @@ class LessonDock : public QDockWidget {
   QLabel* m_comparison = nullptr;
   QLabel* m_benchLabel = nullptr;
   // Retrieval and cards.
+  QScrollArea* m_retrievalScroll = nullptr;  // holds m_retrievalPage
   QWidget* m_retrievalPage = nullptr;
   QVBoxLayout* m_retrievalLayout = nullptr;
   QWidget* m_cardsPage = nullptr;

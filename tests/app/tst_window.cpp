@@ -536,6 +536,18 @@ void TestWindow::lessonExperimentRunsAndReportsBack() {
   const QString text = dock->comparisonText();
   QVERIFY2(text.contains("easured"), qPrintable(text));
   qInfo("%s", qPrintable(text.simplified().left(300)));
+  // The step with its comparison, as a learner sees it: in the window, then in a dock narrowed
+  // to 380 px (the width a laptop screen leaves it beside two chart columns).
+  w.resize(1600, 1000);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  dock->raise();
+  QTest::qWait(150);
+  QVERIFY(w.grab().save(screenshotDir() + "/window-lesson-compare.png"));
+  w.resizeDocks({dock}, {380}, Qt::Horizontal);
+  QTest::qWait(150);
+  QVERIFY(dock->grab().save(screenshotDir() + "/lesson-compare-380px.png"));
+  QVERIFY2(dock->width() <= 400, qPrintable(QString("the dock stays %1 px wide").arg(dock->width())));
 }
 
 void TestWindow::sweepRunsOffTheGuiThread() {

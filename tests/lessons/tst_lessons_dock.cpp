@@ -1,7 +1,7 @@
 // The lessons panel, offscreen: every lesson loads, a step's experiment reaches the run controls
 // as a RunConfig, a locked-in prediction shows beside its reference and the measurement, lessons
-// the engine cannot run are "coming", glossary terms become hover links, progress and cards
-// survive a restart. Run: ctest -R tst_lessons_dock.
+// the engine cannot run are "coming", glossary terms become hover links, every page fits a
+// narrow dock, progress and cards survive a restart. Run: ctest -R tst_lessons_dock.
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
@@ -96,6 +96,26 @@ class TestLessonDock : public QObject {
     dock.openPage(3);  // the ring all-reduce
     const QString md = dock.findChild<QTextBrowser*>("lessonText")->toMarkdown();
     QVERIFY2(md.contains("glossary:ring%20all-reduce") && md.contains("glossary:reduce-scatter"), qPrintable(md));
+  }
+
+  // A dock beside the charts is ~380 px wide. Nothing on any page may hold it wider: retrieval
+  // questions wrap in labels (a QGroupBox title does not wrap), experiments wrap as text.
+  void everyPageFitsANarrowDock() {
+    LessonDock dock(m_caps, paths());
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    for (int l = 0; l < dock.lessons().size(); ++l) {
+      dock.openLesson(l);
+      for (int p = 0; p < dock.pageCount(); ++p) {
+        dock.openPage(p);
+        const int need = dock.minimumSizeHint().width();
+        QVERIFY2(need <= 380, qPrintable(QString("%1, page %2 needs %3 px")
+                                             .arg(dock.lessons()[l].slug).arg(p).arg(need)));
+      }
+      const auto questions = dock.findChildren<QLabel*>("lessonQuestion");
+      QCOMPARE(questions.size(), dock.lessons()[l].retrieval.size());
+      for (QLabel* q : questions) QVERIFY(q->wordWrap());
+    }
   }
 
   void progressAndCardsSurviveRestart() {
