@@ -89,12 +89,15 @@ void SpeedupChart::showSweep(const SweepResult& sweep) {
   std::sort(n.begin(), n.end());
   n.erase(std::unique(n.begin(), n.end()), n.end());
   for (double x : n) m_fit->addData(x, weak ? sweep.gustafson.speedup(x) : sweep.amdahl.speedup(x));
-  m_fit->setName(weak ? tr("Gustafson fit, serial s = %1, R² = %2 (reference)")
-                            .arg(sweep.gustafson.s, 0, 'f', 3)
-                            .arg(r2Text(sweep.gustafson.r2))
-                      : tr("Amdahl fit, parallel p = %1, R² = %2 (reference)")
-                            .arg(sweep.amdahl.p, 0, 'f', 3)
-                            .arg(r2Text(sweep.amdahl.r2)));
+  // A fraction outside 0..1 is said in the legend; the sweep panel and the summary say why.
+  const bool outside = !(weak ? sweep.gustafson.caveat() : sweep.amdahl.caveat()).empty();
+  m_fit->setName((weak ? tr("Gustafson fit, serial s = %1, R² = %2 (reference)")
+                             .arg(sweep.gustafson.s, 0, 'f', 3)
+                             .arg(r2Text(sweep.gustafson.r2))
+                       : tr("Amdahl fit, parallel p = %1, R² = %2 (reference)")
+                             .arg(sweep.amdahl.p, 0, 'f', 3)
+                             .arg(r2Text(sweep.amdahl.r2))) +
+                 (outside ? tr("; outside 0..1, the law does not describe this run") : QString()));
   m_measured->setName(sweep.cancelled ? tr("measured (sweep cancelled), labels: efficiency")
                                       : tr("measured, labels: efficiency S/N"));
   fitLegend();  // the names now carry the fit

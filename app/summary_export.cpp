@@ -208,6 +208,9 @@ void referenceSection(QStringList& md, const RunReport& r) {
                                 "sweep: p = %1, R² = %2")
                         .arg(num(r.sweep->amdahl.p, 3))
                         .arg(num(r.sweep->amdahl.r2, 3)));
+    const std::string why = r.sweep->scaling == "weak" ? r.sweep->gustafson.caveat()
+                                                        : r.sweep->amdahl.caveat();
+    if (!why.empty()) items.last() += ", " + QString::fromStdString(why) + ".";
   }
   if (items.isEmpty()) return;
   md << QObject::tr("## Reference formulas") << ""

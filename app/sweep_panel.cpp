@@ -166,6 +166,9 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
               : tr("Amdahl fit (reference): parallel fraction p = %1, R² = %2")
                     .arg(result.amdahl.p, 0, 'f', 3)
                     .arg(result.amdahl.r2, 0, 'f', 3);
+    const std::string why =
+        result.scaling == "weak" ? result.gustafson.caveat() : result.amdahl.caveat();
+    if (!why.empty()) fit += ", " + QString::fromStdString(why) + ".";
   }
   m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
                                       : tr("Done: %1 points. ").arg(result.points.size())) +

@@ -70,17 +70,18 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
       std::printf("%6d %10.2f %12.0f %8.2fx %10.0f%% %13.2fx\n", p.ranks, p.stepMs, p.samplesPerS,
                   p.speedup, 100 * p.efficiency,
                   r.scaling == "weak" ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
-    if (r.amdahl.p > 0)
+    if (const std::string why = r.amdahl.caveat(); !why.empty())
+      std::printf("Amdahl fit (reference): p = %.3f (R^2 = %.3f), %s\n", r.amdahl.p, r.amdahl.r2,
+                  why.c_str());
+    else
       std::printf(
           "Amdahl fit (reference): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at most "
           "%.1fx\n",
           r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
           r.amdahl.p < 1 ? 1 / (1 - r.amdahl.p) : INFINITY);
-    else
-      std::printf("Amdahl fit (reference): p = %.3f: more ranks made the step slower here\n",
-                  r.amdahl.p);
-    std::printf("Gustafson fit (reference): serial fraction s = %.3f (R^2 = %.3f)\n", r.gustafson.s,
-                r.gustafson.r2);
+    const std::string why = r.gustafson.caveat();
+    std::printf("Gustafson fit (reference): serial fraction s = %.3f (R^2 = %.3f)%s\n",
+                r.gustafson.s, r.gustafson.r2, why.empty() ? "" : (", " + why).c_str());
   } catch (const std::exception& e) {
     return fail(e.what());
   }

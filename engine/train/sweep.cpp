@@ -33,7 +33,20 @@ double slope(const std::vector<double>& x, const std::vector<double>& y) {
   return xx > 0 ? xy / xx : 0.0;
 }
 
+// A fitted fraction outside [0, 1] is no fraction of the work: the run did what the law leaves
+// out. `slower`: the direction in which it means more ranks slowed the work down.
+std::string fractionCaveat(double f, bool slower) {
+  if (!std::isfinite(f) || (f >= 0 && f <= 1)) return {};
+  return slower ? "outside 0..1: more ranks made the work slower here (communication and "
+                  "overheads, which the law leaves out, outweigh the split)"
+                : "outside 0..1: faster than ideal here (super-linear: each rank's share fits "
+                  "in cache, which the law leaves out)";
+}
+
 }  // namespace
+
+std::string AmdahlFit::caveat() const { return fractionCaveat(p, p < 0); }
+std::string GustafsonFit::caveat() const { return fractionCaveat(s, s > 1); }
 
 AmdahlFit fitAmdahl(const std::vector<int>& ranks, const std::vector<double>& speedups) {
   // 1/S - 1 = p (1/N - 1)

@@ -26,6 +26,8 @@ struct AmdahlFit {
   double p = 0;
   double r2 = 0;  // NaN when there are fewer than two distinct points
   double speedup(double n) const { return 1.0 / ((1.0 - p) + p / n); }
+  // Empty when 0 <= p <= 1; otherwise what a fraction outside it says about the run.
+  std::string caveat() const;
 };
 // Gustafson (1988): with the work grown with N, the scaled speedup is S(N) = N - s (N - 1),
 // s the serial fraction of the parallel run. Least squares on N - S (linear in s).
@@ -33,6 +35,7 @@ struct GustafsonFit {
   double s = 0;
   double r2 = 0;
   double speedup(double n) const { return n - s * (n - 1.0); }
+  std::string caveat() const;  // as AmdahlFit's, for s
 };
 
 AmdahlFit fitAmdahl(const std::vector<int>& ranks, const std::vector<double>& speedups);

@@ -37,6 +37,26 @@ class TstSweep : public QObject {
     QVERIFY(r.amdahl.r2 > 0.95 && r.amdahl.r2 <= 1.0);
   }
 
+  // A fitted fraction outside 0..1 is flagged, in the direction the run went; inside, nothing.
+  void fractionOutsideZeroToOneIsExplained() {
+    const std::vector<int> n = {1, 2, 4};
+    const SweepResult inside = analyseSweep("strong", n, {10.0, 6.0, 4.0}, 64);
+    QVERIFY(inside.amdahl.p > 0 && inside.amdahl.p < 1);
+    QVERIFY(inside.amdahl.caveat().empty());
+    // More ranks, slower steps: no parallel fraction can do that.
+    const SweepResult slower = analyseSweep("strong", n, {10.0, 12.0, 20.0}, 64);
+    QVERIFY(slower.amdahl.p < 0);
+    QVERIFY2(slower.amdahl.caveat().find("slower") != std::string::npos,
+             slower.amdahl.caveat().c_str());
+    // Better than ideal (super-linear): p > 1 for Amdahl, s < 0 for Gustafson.
+    const SweepResult superlinear = analyseSweep("strong", n, {10.0, 4.0, 2.0}, 64);
+    QVERIFY(superlinear.amdahl.p > 1);
+    QVERIFY(superlinear.amdahl.caveat().find("super-linear") != std::string::npos);
+    const SweepResult weakSlower = analyseSweep("weak", n, {10.0, 25.0, 60.0}, 64);
+    QVERIFY(weakSlower.gustafson.s > 1);
+    QVERIFY(weakSlower.gustafson.caveat().find("slower") != std::string::npos);
+  }
+
   void gustafsonRecoversS() {
     // Weak scaling: per-rank work fixed, serial fraction s = 0.1 of the parallel run:
     // scaled speedup N - 0.1 (N - 1) = N T1 / TN  =>  TN = N T1 / (N - 0.1 (N - 1)).
