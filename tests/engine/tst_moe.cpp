@@ -5,13 +5,13 @@
 // between ranks and ep degrees, and mpirun.
 // (Shazeer et al. 2017; Lepikhin et al. 2020; Fedus et al. 2021; Rajbhandari et al. 2022.)
 // Run: ctest -R tst_moe
-#include <QProcess>
 #include <QtTest>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "comm/communicator.h"
+#include "json_lines.h"
 #include "metrics/metrics.h"
 #include "model/moe.h"
 #include "parallel/holdings.h"
@@ -591,21 +591,10 @@ class TstMoe : public QObject {
                               "--eval-samples",
                               "300",
                               "--json"};
-    auto lines = [](const QString& program, const QStringList& a) {
-      QProcess p;
-      p.start(program, a);
-      if (!p.waitForFinished(240000)) p.kill();
-      std::vector<nlohmann::json> out;
-      for (const QByteArray& l : p.readAllStandardOutput().split('\n'))
-        if (!l.trimmed().isEmpty()) out.push_back(nlohmann::json::parse(l.toStdString()));
-      if (p.exitCode() != 0 || out.size() != 6)
-        qWarning("%s", p.readAllStandardError().constData());
-      return out;
-    };
-    const auto mpi =
-        lines(PARALAB_MPIEXEC,
-              QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + args);
-    const auto thr = lines(PARALAB_RUN, args);
+    const auto mpi = test::runJsonLines(
+        PARALAB_MPIEXEC,
+        QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + args, 6);
+    const auto thr = test::runJsonLines(PARALAB_RUN, args, 6);
     QCOMPARE(int(mpi.size()), 6);  // 5 steps and the summary
     QCOMPARE(int(thr.size()), 6);
     for (int s = 0; s < 5; ++s) {
