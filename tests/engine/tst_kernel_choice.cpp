@@ -11,6 +11,7 @@
 
 #include "cpu/gemm.h"
 #include "device/compute.h"
+#include "loss_trajectory.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -29,20 +30,6 @@ RunConfig baseConfig() {
   return c;
 }
 
-std::vector<double> trajectory(const RunConfig& c, int steps) {
-  Trainer t(c);
-  std::vector<double> losses;
-  for (int s = 0; s < steps; ++s) losses.push_back(t.step().loss);
-  return losses;
-}
-
-double worstRelDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-12, std::abs(b[i])));
-  return worst;
-}
-
 }  // namespace
 
 class TstKernelChoice : public QObject {
@@ -58,8 +45,9 @@ class TstKernelChoice : public QObject {
     const RunConfig vendor = baseConfig();
     RunConfig c = vendor;
     c.kernel = kernel.toStdString();
-    const std::vector<double> ref = trajectory(vendor, 20), got = trajectory(c, 20);
-    const double worst = worstRelDiff(got, ref);
+    const std::vector<double> ref = test::lossTrajectory(vendor, 20),
+                              got = test::lossTrajectory(c, 20);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
     qInfo("--kernel %s: worst relative loss difference from vendor over 20 steps %.3g",
           qPrintable(kernel), worst);
     QVERIFY2(got != ref, "bit for bit the vendor run: --kernel was ignored");
@@ -106,9 +94,10 @@ class TstKernelChoice : public QObject {
         QCOMPARE(t.compute(r).device(), Device::Cpu);
       }
     }
-    const std::vector<double> ref = trajectory(vendor, 5), got = trajectory(naive, 5);
+    const std::vector<double> ref = test::lossTrajectory(vendor, 5),
+                              got = test::lossTrajectory(naive, 5);
     QVERIFY2(got != ref, "the naive run is the vendor run bit for bit: --kernel was ignored");
-    const double worst = worstRelDiff(got, ref);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
     QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
   }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "json_lines.h"
+#include "loss_trajectory.h"
 #include "parallel/pipeline.h"
 #include "train/trainer.h"
 
@@ -64,13 +65,6 @@ RunConfig parse(const QString& spec) {
   }
   c.ranks = std::max(c.dp, 1) * c.tp * c.pp;
   return c;
-}
-
-std::vector<double> trajectory(const RunConfig& c, int steps) {
-  Trainer t(c);
-  std::vector<double> losses;
-  for (int s = 0; s < steps; ++s) losses.push_back(t.step().loss);
-  return losses;
 }
 
 int64_t opBytes(const CommTraffic& t, CommOp op, const std::string& group, int64_t* calls = nullptr,
@@ -153,17 +147,10 @@ class TstModelParallel : public QObject {
     serial.optimizer = parallel.optimizer;
     serial.lr = parallel.lr;
     const int steps = 30;
-    const std::vector<double> a = trajectory(serial, steps), b = trajectory(parallel, steps);
-    double worst = 0;
-    for (int s = 0; s < steps; ++s) {
-      const double rel = std::abs(a[s] - b[s]) / std::abs(a[s]);
-      worst = std::max(worst, rel);
-      QVERIFY2(rel <= 1e-5, qPrintable(QString("step %1: serial %2, parallel %3 (rel %4)")
-                                           .arg(s + 1)
-                                           .arg(a[s], 0, 'g', 10)
-                                           .arg(b[s], 0, 'g', 10)
-                                           .arg(rel)));
-    }
+    const std::vector<double> a = test::lossTrajectory(serial, steps),
+                              b = test::lossTrajectory(parallel, steps);
+    const double worst = test::worstRelativeDifference(b, a, 1e-5);
+    QVERIFY2(worst <= 1e-5, qPrintable(QString("parallel vs serial: relative %1").arg(worst)));
     QVERIFY2(a.back() < 0.9 * a.front(), "the run should learn");
     qInfo("%s: worst relative difference over %d steps: %.2e", qPrintable(spec), steps, worst);
   }
@@ -181,7 +168,7 @@ class TstModelParallel : public QObject {
     QFETCH(QStringList, layouts);
     const RunConfig serial = parse(layouts.back().contains("adam") ? "adam" : "");
     const int per = 6;
-    const std::vector<double> ref = trajectory(serial, per * int(layouts.size() + 1));
+    const std::vector<double> ref = test::lossTrajectory(serial, per * int(layouts.size() + 1));
     std::vector<double> got;
     auto trainer = std::make_unique<Trainer>(serial);
     for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);

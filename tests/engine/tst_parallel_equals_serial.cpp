@@ -5,6 +5,7 @@
 // Run: ctest -R tst_parallel_equals_serial
 #include <QtTest>
 
+#include "loss_trajectory.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -24,13 +25,6 @@ RunConfig baseConfig() {
   return c;
 }
 
-std::vector<double> trajectory(const RunConfig& c, int steps) {
-  Trainer t(c);
-  std::vector<double> losses;
-  for (int s = 0; s < steps; ++s) losses.push_back(t.step().loss);
-  return losses;
-}
-
 }  // namespace
 
 class TstParallelEqualsSerial : public QObject {
@@ -41,9 +35,9 @@ class TstParallelEqualsSerial : public QObject {
     QTest::addColumn<QString>("variant");  // dp-version, or zero stage as "zero-N"
     QTest::addColumn<QString>("optimizer");
     QTest::addColumn<int>("ranks");
-    const std::vector<std::pair<QString, QString>> kinds = {
-        {"sync", "naive"}, {"sync", "bucket"}, {"sync", "zero-1"}, {"sync", "zero-2"},
-        {"sync", "zero-3"}, {"ps-sync", ""}};
+    const std::vector<std::pair<QString, QString>> kinds = {{"sync", "naive"},  {"sync", "bucket"},
+                                                            {"sync", "zero-1"}, {"sync", "zero-2"},
+                                                            {"sync", "zero-3"}, {"ps-sync", ""}};
     for (const auto& [strategy, variant] : kinds) {
       for (int n : {2, 3, 4})
         QTest::addRow("%s %s N=%d", qPrintable(strategy), qPrintable(variant), n)
@@ -64,19 +58,17 @@ class TstParallelEqualsSerial : public QObject {
     RunConfig parallel = serial;
     parallel.ranks = ranks;
     parallel.strategy = strategy.toStdString();
-    if (variant.startsWith("zero-")) parallel.zero = variant.mid(5).toInt();
-    else if (!variant.isEmpty()) parallel.dpVersion = variant.toStdString();
+    if (variant.startsWith("zero-"))
+      parallel.zero = variant.mid(5).toInt();
+    else if (!variant.isEmpty())
+      parallel.dpVersion = variant.toStdString();
     parallel.servers = std::min(2, ranks);
     QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
     const int steps = 50;
-    const std::vector<double> a = trajectory(serial, steps), b = trajectory(parallel, steps);
-    double worst = 0;
-    for (int s = 0; s < steps; ++s) {
-      const double rel = std::abs(a[s] - b[s]) / std::abs(a[s]);
-      worst = std::max(worst, rel);
-      QVERIFY2(rel <= 1e-5, qPrintable(QString("step %1: serial %2, parallel %3 (rel %4)")
-                                          .arg(s + 1).arg(a[s], 0, 'g', 10).arg(b[s], 0, 'g', 10).arg(rel)));
-    }
+    const std::vector<double> a = test::lossTrajectory(serial, steps),
+                              b = test::lossTrajectory(parallel, steps);
+    const double worst = test::worstRelativeDifference(b, a, 1e-5);
+    QVERIFY2(worst <= 1e-5, qPrintable(QString("parallel vs serial: relative %1").arg(worst)));
     QVERIFY2(a.back() < 0.8 * a.front(), "the run should learn");
     qInfo("worst relative difference over %d steps: %.2e", steps, worst);
   }

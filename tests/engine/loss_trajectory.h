@@ -1,0 +1,37 @@
+// The engine tests' parallel-equals-serial check, in one place: a run's loss at every step, and
+// the worst step's relative difference from a reference run, each step over the tolerance
+// printed with both losses. Used by tst_parallel_equals_serial, tst_model_parallel,
+// tst_kernel_choice and tst_cuda_training.
+#pragma once
+#include <QtGlobal>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace paralab::test {
+
+// The loss of each of the first `steps` steps of a fresh run of `config`.
+inline std::vector<double> lossTrajectory(const RunConfig& config, int steps) {
+  Trainer t(config);
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) losses.push_back(t.step().loss);
+  return losses;
+}
+
+// max over steps of |got - ref| / |ref|; a step above `tolerance` is printed, so a failing
+// comparison has the steps where the runs part beside it.
+inline double worstRelativeDifference(const std::vector<double>& got,
+                                      const std::vector<double>& ref, double tolerance) {
+  double worst = 0;
+  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
+    const double rel = std::abs(got[i] - ref[i]) / std::max(1e-12, std::abs(ref[i]));
+    if (rel > tolerance)
+      qWarning("step %zu: %.10g vs reference %.10g (rel %.3g)", i + 1, got[i], ref[i], rel);
+    worst = std::max(worst, rel);
+  }
+  return got.size() == ref.size() ? worst : INFINITY;
+}
+
+}  // namespace paralab::test
