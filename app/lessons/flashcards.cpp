@@ -3,14 +3,12 @@
 
 #include <QCryptographicHash>
 #include <QDir>
-#include <QFile>
-#include <QFileInfo>
-#include <QJsonDocument>
 #include <QJsonObject>
-#include <QSaveFile>
 #include <QStandardPaths>
 #include <algorithm>
 #include <cmath>
+
+#include "learner_file.h"
 
 namespace paralab::lessons {
 
@@ -87,13 +85,7 @@ void FlashcardDeck::reset(const QString& id) {
 }
 
 void FlashcardDeck::load() {
-  QFile f(m_path);
-  if (!f.exists()) return;
-  if (!f.open(QIODevice::ReadOnly)) {
-    m_error = m_path + ": " + f.errorString();
-    return;
-  }
-  const QJsonObject cards = QJsonDocument::fromJson(f.readAll()).object().value("cards").toObject();
+  const QJsonObject cards = readLearnerFile(m_path, "cards", &m_error);
   for (auto it = cards.begin(); it != cards.end(); ++it) {
     const QJsonObject o = it.value().toObject();
     CardState s;
@@ -116,19 +108,7 @@ bool FlashcardDeck::save() {
                                        {"lapses", s.lapses},
                                        {"due", s.due.toUTC().toString(Qt::ISODate)}});
   }
-  QDir().mkpath(QFileInfo(m_path).absolutePath());
-  QSaveFile f(m_path);  // written whole or not at all
-  if (!f.open(QIODevice::WriteOnly)) {
-    m_error = m_path + ": " + f.errorString();
-    return false;
-  }
-  f.write(QJsonDocument(QJsonObject{{"version", 1}, {"cards", cards}}).toJson());
-  if (!f.commit()) {
-    m_error = m_path + ": " + f.errorString();
-    return false;
-  }
-  m_error.clear();
-  return true;
+  return writeLearnerFile(m_path, "cards", cards, &m_error);
 }
 
 }  // namespace paralab::lessons

@@ -2,13 +2,11 @@
 #include "progress.h"
 
 #include <QDir>
-#include <QFile>
-#include <QFileInfo>
-#include <QJsonDocument>
 #include <QJsonObject>
-#include <QSaveFile>
 #include <QStandardPaths>
 #include <algorithm>
+
+#include "learner_file.h"
 
 namespace paralab::lessons {
 
@@ -49,13 +47,7 @@ bool Progress::resetLesson(const QString& slug) {
 }
 
 void Progress::load() {
-  QFile f(m_path);
-  if (!f.exists()) return;
-  if (!f.open(QIODevice::ReadOnly)) {
-    m_error = m_path + ": " + f.errorString();
-    return;
-  }
-  const QJsonObject lessons = QJsonDocument::fromJson(f.readAll()).object().value("lessons").toObject();
+  const QJsonObject lessons = readLearnerFile(m_path, "lessons", &m_error);
   for (auto it = lessons.begin(); it != lessons.end(); ++it) {
     const QJsonObject o = it.value().toObject();
     LessonProgress p;
@@ -81,19 +73,7 @@ bool Progress::save() {
     if (p.completedAt.isValid()) o.insert("completed_at", p.completedAt.toUTC().toString(Qt::ISODate));
     lessons.insert(it.key(), o);
   }
-  QDir().mkpath(QFileInfo(m_path).absolutePath());
-  QSaveFile f(m_path);  // written whole or not at all: a crash never leaves half a file
-  if (!f.open(QIODevice::WriteOnly)) {
-    m_error = m_path + ": " + f.errorString();
-    return false;
-  }
-  f.write(QJsonDocument(QJsonObject{{"version", 1}, {"lessons", lessons}}).toJson());
-  if (!f.commit()) {
-    m_error = m_path + ": " + f.errorString();
-    return false;
-  }
-  m_error.clear();
-  return true;
+  return writeLearnerFile(m_path, "lessons", lessons, &m_error);
 }
 
 }  // namespace paralab::lessons

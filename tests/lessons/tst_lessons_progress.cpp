@@ -55,6 +55,28 @@ class TestProgress : public QObject {
     QVERIFY2(path.endsWith("/progress.json") && path.contains("ParaLabTest"), qPrintable(path));
   }
 
+  // A progress file that is not JSON (a crash elsewhere, a hand edit) is said and kept aside:
+  // the next write must not destroy what the learner had.
+  void unreadableFileIsKept() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("{\"lessons\": {\"02-amdahl\": {\"step_reached\": 3");  // cut off
+    }
+    Progress p(path);
+    QVERIFY2(p.error().contains("not JSON") && p.error().contains(".unreadable"),
+             qPrintable(p.error()));
+    QCOMPARE(p.lesson("02-amdahl").stepReached, 0);
+    QVERIFY(p.reachStep("01-serial-parallel", 1));
+    QVERIFY(p.error().isEmpty());
+    QFile kept(path + ".unreadable");
+    QVERIFY(kept.open(QIODevice::ReadOnly));
+    QVERIFY(kept.readAll().contains("\"step_reached\": 3"));
+    QCOMPARE(Progress(path).lesson("01-serial-parallel").stepReached, 1);
+  }
+
   void unwritableSaysWhy() {
     Progress p("/proc/no-such-dir/progress.json");
     QVERIFY(!p.reachStep("01-serial-parallel", 1));
