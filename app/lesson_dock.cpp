@@ -74,6 +74,7 @@ LessonDock::LessonDock(const QStringList& capabilities, const Paths& paths, QWid
   m_glossary = Glossary::load(paths.lessons + "/glossary.md", &m_errors);
   build();
   fillLessonList();
+  showProblems();
   if (!m_lessons.isEmpty()) openLesson(0);
 }
 
@@ -87,6 +88,12 @@ void LessonDock::build() {
   m_picker = new QComboBox(root);
   m_picker->setObjectName("lessonPicker");
   m_header = new QLabel(root);
+  m_problems = new QLabel(root);
+  m_problems->setObjectName("lessonProblems");
+  m_problems->setWordWrap(true);
+  m_problems->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_problems->setStyleSheet("color: #c0392b");
+  m_problems->hide();
   m_header->setWordWrap(true);
   m_text = new QTextBrowser(root);
   m_text->setObjectName("lessonText");
@@ -218,6 +225,7 @@ void LessonDock::build() {
   auto grade = [this](Grade g) {
     if (m_dueCards.isEmpty()) return;
     m_deck.review(m_dueCards.first(), g);
+    showProblems();
     nextCard();
   };
   connect(m_again, &QPushButton::clicked, this, [grade] { grade(Grade::Again); });
@@ -227,6 +235,7 @@ void LessonDock::build() {
 
   v->addWidget(m_picker);
   v->addWidget(m_header);
+  v->addWidget(m_problems);
   v->addWidget(m_text, 1);
   v->addWidget(m_tools);
   v->addLayout(nav);
@@ -314,6 +323,7 @@ void LessonDock::openLesson(int index) {
     const QString slug = l.slug, a = l.retrieval[i].a.simplified();
     connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
       m_progress.setAnswer(slug, i, edit->toPlainText());
+      showProblems();
       answer->setText(a);
       answer->show();
     });
@@ -334,6 +344,7 @@ void LessonDock::openPage(int page) {
   const Lesson& l = m_lessons[m_lesson];
   m_progress.reachStep(l.slug, m_page);
   if (m_page == pageCount() - 1) m_progress.complete(l.slug);
+  showProblems();
   showPage();
 }
 
@@ -466,7 +477,21 @@ void LessonDock::lockPrediction() {
   const double v = QLocale().toDouble(m_predictionEdit->text(), &ok);
   if (!ok) return;
   m_progress.setPrediction(m_lessons[m_lesson].slug, m_page, v);
+  showProblems();
   refreshComparison();
+}
+
+QStringList LessonDock::problems() const {
+  QStringList all = m_errors;
+  for (const QString& e : {m_progress.error(), m_deck.error()})
+    if (!e.isEmpty()) all << e;
+  return all;
+}
+
+void LessonDock::showProblems() {
+  const QStringList all = problems();
+  m_problems->setText(all.join('\n'));
+  m_problems->setVisible(!all.isEmpty());
 }
 
 void LessonDock::refreshComparison() { m_comparison->setText(comparisonText()); }

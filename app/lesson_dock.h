@@ -41,6 +41,9 @@ class LessonDock : public QDockWidget {
 
   const QList<lessons::Lesson>& lessons() const { return m_lessons; }
   QStringList loadErrors() const { return m_errors; }
+  // What could not be read or saved — lessons, glossary, progress, flashcards — a line each,
+  // shown above the lesson text while there is any (empty: all is well).
+  QStringList problems() const;
   int currentLesson() const { return m_lesson; }
   // Pages of the current lesson: 0 the introduction, 1..n its steps, then retrieval practice,
   // then flashcards.
@@ -77,6 +80,7 @@ class LessonDock : public QDockWidget {
   void showFlashcards();
   void nextCard();
   void lockPrediction();
+  void showProblems();
   void refreshComparison();
   QString linkedMarkdown(const QString& markdown) const;
   QStringList missingFor(const lessons::Step* step) const;
@@ -85,7 +89,8 @@ class LessonDock : public QDockWidget {
   QStringList m_caps;
   Paths m_paths;
   QList<lessons::Lesson> m_lessons;
-  QStringList m_errors;
+  QStringList m_errors;         // lessons and glossary, at load
+  QLabel* m_problems = nullptr;  // problems(), in the accent of a warning
   lessons::Glossary m_glossary;
   lessons::Progress m_progress;
   lessons::FlashcardDeck m_deck;

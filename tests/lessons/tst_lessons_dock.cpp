@@ -118,6 +118,24 @@ class TestLessonDock : public QObject {
     }
   }
 
+  // A progress file the dock cannot write is said in the dock, not swallowed; so is nothing
+  // when all is well.
+  void unsavedProgressIsSaid() {
+    {
+      LessonDock ok(m_caps, paths());
+      QVERIFY(ok.problems().isEmpty());
+      QVERIFY(ok.findChild<QLabel*>("lessonProblems")->isHidden());
+    }
+    LessonDock::Paths p = paths();
+    p.progress = "/proc/no-such-dir/progress.json";
+    LessonDock dock(m_caps, p);
+    dock.openPage(1);  // records the step reached: the write fails
+    QVERIFY2(dock.problems().join(' ').contains(p.progress), qPrintable(dock.problems().join(' ')));
+    auto* label = dock.findChild<QLabel*>("lessonProblems");
+    QVERIFY(!label->isHidden());
+    QVERIFY(label->text().contains(p.progress));
+  }
+
   void progressAndCardsSurviveRestart() {
     const int amdahl = [&] { LessonDock d(m_caps, paths()); return slugIndex(d, "02-amdahl"); }();
     int due = 0;
