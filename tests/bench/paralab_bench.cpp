@@ -1,5 +1,5 @@
 // paralab-bench: benchmark programs that print tables, each against a reference measured in
-// the same run. Try: paralab-bench step | gemm | dp | ep | mp | comm  [--json]
+// the same run. Try: paralab-bench step | gemm | teach | latency | dp | ep | mp | comm [--json]
 #include <cstdio>
 #include <cstring>
 
@@ -8,6 +8,7 @@
 int benchStep(int argc, char** argv);
 int benchGemm(int argc, char** argv);
 int benchTeach(int argc, char** argv);
+int benchLatency(int argc, char** argv);
 int benchDp(int argc, char** argv);
 int benchMp(int argc, char** argv);
 int benchEp(int argc, char** argv);
@@ -17,7 +18,8 @@ int benchComm(int argc, char** argv);
 
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
-  const char* usage = "usage: paralab-bench step|gemm|dp|ep|mp|comm [--json] [--help]\n";
+  const char* usage =
+      "usage: paralab-bench step|gemm|teach|latency|dp|ep|mp|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(what, "step")) return benchStep(argc - 1, argv + 1);
   if (!std::strcmp(what, "gemm")) return benchGemm(argc - 1, argv + 1);
   if (!std::strcmp(what, "teach")) return benchTeach(argc - 1, argv + 1);
+  if (!std::strcmp(what, "latency")) return benchLatency(argc - 1, argv + 1);
   if (!std::strcmp(what, "dp")) return benchDp(argc - 1, argv + 1);
   if (!std::strcmp(what, "mp")) return benchMp(argc - 1, argv + 1);
   if (!std::strcmp(what, "ep")) return benchEp(argc - 1, argv + 1);
@@ -37,6 +40,9 @@ int main(int argc, char** argv) {
     std::fputs(usage, stdout);
     return 0;
   }
-  std::fprintf(stderr, "paralab-bench: unknown benchmark '%s' (allowed: step, gemm, dp, ep, mp, comm)\n", what);
+  std::fprintf(stderr,
+               "paralab-bench: unknown benchmark '%s' (allowed: step, gemm, teach, latency, dp, "
+               "ep, mp, comm)\n",
+               what);
   return 2;
 }
