@@ -1,9 +1,11 @@
 // RunConfig validation and its JSON form (see config.h). See tests/engine/tst_config.cpp.
 #include "config.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"  // ncclAvailable, mpiLaunchSize
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -12,6 +14,26 @@
 #include "parallel/strategy.h"  // cudaRefusal
 
 namespace paralab {
+
+// NCCL refuses two ranks on one GPU (ncclCommInitAll / ncclCommInitRank fail), so --backend nccl
+// needs a GPU per rank on each machine: thread ranks all live in this process; under mpirun this
+// machine holds the processes mpirun placed here (its local size), each on GPU (local rank).
+static std::optional<std::string> ncclRanksProblem(const RunConfig& c, int gpus) {
+  if (c.backend != "nccl") return std::nullopt;
+  const auto n = [](int v) { return std::to_string(v); };
+  if (mpiLaunchSize() == 0) {
+    if (c.ranks > gpus)
+      return "backend: nccl runs one rank per GPU: " + n(c.ranks) + " ranks but " + n(gpus) +
+             " GPU(s) here (--backend thread shares a GPU between ranks)";
+    return std::nullopt;
+  }
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(var); v && *v && std::atoi(v) > gpus)
+      return "backend: nccl runs one process per GPU: mpirun started " + std::string(v) +
+             " processes on this machine but it has " + n(gpus) +
+             " GPU(s) (start at most that many per machine)";
+  return std::nullopt;
+}
 
 std::optional<std::string> RunConfig::validate() const {
   auto oneOf = [](const std::string& v, std::initializer_list<const char*> allowed) {
@@ -33,9 +55,15 @@ std::optional<std::string> RunConfig::validate() const {
   if (evalEvery < 0) return "eval-every: must be 0 (never) or a positive number of steps";
   if (evalSamples < 0) return "eval-samples: must be 0 (all) or a positive number of samples";
   if (ranks < 1 || ranks > 64) return "ranks: " + std::to_string(ranks) + " is out of range (allowed: 1..64)";
-  if (!oneOf(backend, {"thread", "mpi"})) return "backend: '" + backend + "' is not one of thread, mpi";
+  if (!oneOf(backend, {"thread", "mpi", "nccl"}))
+    return "backend: '" + backend + "' is not one of thread, mpi, nccl";
+  if (backend == "nccl" && device != "cuda")
+    return "backend: nccl moves GPU buffers; it needs --device cuda";
   if (!oneOf(allreduce, {"default", "ring", "naive"}))
     return "allreduce: '" + allreduce + "' is not one of default, ring, naive";
+  if (backend == "nccl" && allreduce != "default")
+    return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
+           allreduce + " lesson algorithm runs on --backend thread";
   if (!oneOf(link, {"none", "nvlink", "pcie", "infiniband", "ethernet"}))
     return "link: '" + link + "' is not one of none, nvlink, pcie, infiniband, ethernet";
   if (link != "none" && backend != "thread")
@@ -82,8 +110,13 @@ std::optional<std::string> RunConfig::validateDevice() const {
   }
   if (!known) return "kernel: '" + kernel + "' is not a " + device + " GEMM (allowed: " + names + ")";
   if (device == "cuda") {
+    if (backend == "nccl" && !ncclAvailable())
+      return std::string(
+          "backend: nccl is not in this build (ParaLab was built without NCCL; it "
+          "needs CUDA and libnccl-dev); --backend thread runs the ranks on the GPU");
     const kernels::GpuInfo gpus = kernels::cuda_query_devices();
     if (gpus.count == 0) return "device: cuda is not available here (" + gpus.reason + "); allowed: cpu";
+    if (auto err = ncclRanksProblem(*this, gpus.count)) return err;
     if (auto refused = cudaRefusal(*this)) return refused;
   }
   return std::nullopt;

@@ -35,7 +35,7 @@ struct RunConfig {
                                   //       cuda naive | coalesced | tiled | tensor-core | vendor
   // Ranks and how they talk.
   int ranks = 1;                     // world size (thread ranks, or the mpirun job's size)
-  std::string backend = "thread";    // thread | mpi
+  std::string backend = "thread";    // thread | mpi | nccl (one rank per GPU, needs cuda)
   std::string allreduce = "default"; // all-reduce algorithm: default | ring | naive
   std::string link = "none";         // emulated interconnect: none | nvlink | pcie | infiniband | ethernet
   double timeoutS = 60;              // a collective not finished by then aborts the run

@@ -10,6 +10,9 @@
 #include <QTemporaryFile>
 #include <QtTest>
 
+#include "comm/communicator.h"  // ncclAvailable
+#include "cuda/device.h"
+
 class TstCli : public QObject {
   Q_OBJECT
 
@@ -44,6 +47,16 @@ class TstCli : public QObject {
         << QStringList{"--trace", "t.json", "--no-instrument"} << "trace:";
     QTest::newRow("device") << QStringList{"--device", "tpu"} << "device:";
     QTest::newRow("kernel") << QStringList{"--kernel", "fast"} << "kernel: 'fast'";
+    QTest::newRow("nccl without cuda") << QStringList{"--backend", "nccl", "--dataset", "synthetic"}
+                                       << "backend: nccl moves GPU buffers; it needs --device cuda";
+    // One rank more than this machine has GPUs: no GPU (as in CI) is said first, else the count.
+    const int gpus = paralab::kernels::cuda_query_devices().count;
+    QTest::newRow("nccl on too few GPUs")
+        << QStringList{"--backend", "nccl",      "--device", "cuda",
+                       "--dataset", "synthetic", "--ranks",  QString::number(gpus + 1)}
+        << (!paralab::ncclAvailable() ? "backend: nccl is not in this build"
+            : gpus == 0               ? "device: cuda is not available here"
+                                      : "backend: nccl runs one rank per GPU");
   }
   void badInput() {
     QFETCH(QStringList, args);

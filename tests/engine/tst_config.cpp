@@ -5,6 +5,7 @@
 #include <QTemporaryFile>
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"  // ncclAvailable
 #include "config.h"
 #include "cpu/gemm.h"
 #include "cuda/device.h"
@@ -29,6 +30,10 @@ class TstConfig : public QObject {
     QTest::newRow("device") << R"({"device": "tpu"})" << "device: 'tpu' is not one of cpu, cuda";
     QTest::newRow("gpu kernel on cpu") << R"({"kernel": "tensor-core"})" << "kernel: 'tensor-core'";
     QTest::newRow("cpu kernel on cuda") << R"({"device": "cuda", "kernel": "simd"})" << "kernel: 'simd'";
+    QTest::newRow("backend") << R"({"backend": "gloo"})"
+                             << "backend: 'gloo' is not one of thread, mpi, nccl";
+    QTest::newRow("nccl on cpu") << R"({"backend": "nccl", "dataset": "synthetic"})"
+                                 << "backend: nccl moves GPU buffers; it needs --device cuda";
   }
   void badValuesNameTheField() {
     QFETCH(QString, json);
@@ -75,6 +80,39 @@ class TstConfig : public QObject {
                err->c_str());
       QVERIFY2(err->find(gpus.reason) != std::string::npos, err->c_str());
     }
+  }
+
+  // --backend nccl: one line for each way it cannot run. Which one a machine shows depends on
+  // its build and GPUs, so each row states the case it is in.
+  void ncclRefusals() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.device = "cuda";
+    c.backend = "nccl";
+    const auto gpus = kernels::cuda_query_devices();
+    const auto message = [&] { return QString::fromStdString(c.validate().value_or("")); };
+    if (!ncclAvailable()) {  // said before looking for a GPU
+      QVERIFY2(message().startsWith("backend: nccl is not in this build (ParaLab was built "
+                                    "without NCCL"),
+               qPrintable(message()));
+      return;
+    }
+    if (gpus.count == 0) {  // the GPU comes first; the nccl rows below need one
+      QVERIFY2(message().startsWith("device: cuda is not available here ("), qPrintable(message()));
+      QSKIP(qPrintable("no GPU here for the rank-count rows: " +
+                       QString::fromStdString(gpus.reason)));
+    }
+    c.ranks = gpus.count;  // a rank per GPU: valid
+    QVERIFY2(message().isEmpty(), qPrintable(message()));
+    c.ranks = gpus.count + 1;
+    QCOMPARE(message(), QString("backend: nccl runs one rank per GPU: %1 ranks but %2 GPU(s) here "
+                                "(--backend thread shares a GPU between ranks)")
+                            .arg(gpus.count + 1)
+                            .arg(gpus.count));
+    c.ranks = 1;
+    c.allreduce = "ring";
+    QVERIFY2(message().startsWith("allreduce: --backend nccl runs NCCL's own all-reduce"),
+             qPrintable(message()));
   }
 
   void everyCpuKernelValidates() {
