@@ -1,8 +1,9 @@
 // NcclComm: one rank per GPU through NCCL — in one process (ncclCommInitAll, a thread per GPU)
 // or a process per GPU under mpirun (ncclGetUniqueId on rank 0, MPI_Bcast, ncclCommInitRank).
-// Device buffers only; a host communicator beside it checks arguments, runs barriers and
-// gathers strings. Calls follow the NCCL user guide: one stream per rank, polled with
-// ncclCommGetAsyncError and ended with ncclCommAbort on error or timeout.
+// Device buffers (and host all-reduces, staged through the GPU); a host communicator beside
+// it checks arguments, runs barriers and gathers strings. Calls follow the NCCL user guide: one
+// stream per rank, polled with ncclCommGetAsyncError and ended with ncclCommAbort on error or
+// timeout.
 // See tests/engine/tst_comm_nccl.cpp (skips without enough GPUs).
 #include "comm/communicator.h"
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "comm/comm_thread.h"  // StagingBuffer
 #include "cuda/device.h"
 #include "metrics/span_recorder.h"
 #endif
@@ -97,10 +99,26 @@ class NcclComm final : public Communicator {
       throw CommError(std::string("nccl: all-reduce algorithm '") + commAlgoName(algo) +
                       "' is not offered: NCCL picks its own (ring or tree); the naive and ring "
                       "lessons run on the thread backend");
-    begin({CommOp::AllReduce, count, -1, static_cast<int>(op)}, device);
-    checkNccl(ncclAllReduce(send, recv, count, ncclFloat, ncclOp(op), m_comm, m_stream),
-              "ncclAllReduce");
-    wait();
+    begin({CommOp::AllReduce, count, -1, static_cast<int>(op)}, Device::Cuda);
+    if (device == Device::Cpu) {
+      // A host buffer (a strategy's scalar: the spread's all-reduce Max in local SGD and
+      // gossip) is staged through this rank's GPU, in place: copied in on the stream, reduced,
+      // and copied back once wait() saw the stream done (a pageable copy back would block on
+      // a hung collective where wait() aborts it).
+      float* staged = m_staging.get(count, memoryTracker(), Device::Cuda);
+      checkCuda(cudaMemcpyAsync(staged, send, count * 4, cudaMemcpyHostToDevice, m_stream),
+                "cudaMemcpyAsync");
+      checkNccl(ncclAllReduce(staged, staged, count, ncclFloat, ncclOp(op), m_comm, m_stream),
+                "ncclAllReduce");
+      wait();
+      checkCuda(cudaMemcpyAsync(recv, staged, count * 4, cudaMemcpyDeviceToHost, m_stream),
+                "cudaMemcpyAsync");
+      checkCuda(cudaStreamSynchronize(m_stream), "cudaStreamSynchronize");
+    } else {
+      checkNccl(ncclAllReduce(send, recv, count, ncclFloat, ncclOp(op), m_comm, m_stream),
+                "ncclAllReduce");
+      wait();
+    }
     countModelled(CommOp::AllReduce, count * 4);
   }
 
@@ -262,6 +280,7 @@ class NcclComm final : public Communicator {
   int m_device;
   std::unique_ptr<Communicator> m_host;
   cudaStream_t m_stream = nullptr;
+  StagingBuffer m_staging;  // host all-reduces pass through it (MemCategory::Comm)
 };
 
 std::unique_ptr<ThreadWorld> ThreadWorld::nccl(int ranks, CommOptions options) {
