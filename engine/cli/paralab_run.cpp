@@ -208,9 +208,11 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see --help)");
   }
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
+  // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
+  // alone runs thread ranks, one per GPU, in this process.
+  const bool mpiJob = config.backend == "mpi" || (config.backend == "nccl" && mpiLaunchSize() > 0);
   // Under mpirun the job's size is the world (before --dp/--tp/--pp imply one).
-  if (config.backend == "mpi" && config.ranks == 1 && mpiLaunchSize() > 0)
-    config.ranks = mpiLaunchSize();
+  if (mpiJob && config.ranks == 1 && mpiLaunchSize() > 0) config.ranks = mpiLaunchSize();
   config.deriveRanks();
   if (auto err = config.validate()) return fail(*err);
 
@@ -220,10 +222,10 @@ int main(int argc, char** argv) {
     return fail("latency-sweep: runs alone (allowed: --sweep or --latency-sweep, not both)");
   if (!tracePath.empty()) {
     if (!sweep.empty() || latency) return fail("trace: records a training run (not a sweep)");
-    if (config.backend != "thread")
+    if (mpiJob)
       return fail(
-          "trace: needs --backend thread (under mpirun each process holds only its own "
-          "rank's spans)");
+          "trace: needs thread ranks (--backend thread or nccl; under mpirun each process holds "
+          "only its own rank's spans)");
     if (!config.instrument) return fail("trace: needs the spans that --no-instrument turns off");
     if (!std::ofstream(tracePath)) return fail("trace: cannot write '" + tracePath + "'");
   }
@@ -232,13 +234,20 @@ int main(int argc, char** argv) {
 
   try {
     std::unique_ptr<Trainer> owned;
-    if (config.backend == "mpi") {
+    if (mpiJob) {
       if (!mpiAvailable())
         return fail("backend: this build has no MPI (install libopenmpi-dev and rebuild)");
       CommOptions options;
       options.algorithm = parseAllReduceAlgo(config.allreduce);
       options.timeoutSeconds = config.timeoutS;
-      auto world = makeMpiWorld(options);
+      // nccl: rank 0's NCCL id travels by MPI_Bcast; each process drives GPU (local rank).
+      auto world = config.backend == "nccl" ? makeNcclMpiWorld(options) : makeMpiWorld(options);
+      // The bucketed all-reduce checks each bucket's arguments over MPI from a thread of its own
+      // (data_parallel.cpp keeps it inline only for --backend mpi).
+      if (config.backend == "nccl" && !mpiCallsFromAnyThread())
+        return fail(
+            "backend: nccl under mpirun needs an MPI that takes calls from any thread "
+            "(MPI_THREAD_SERIALIZED); this one does not");
       if (config.ranks == 1) config.ranks = world->size();  // --ranks defaults to the job's size
       owned = std::make_unique<Trainer>(config, std::move(world));
     } else {

@@ -42,7 +42,9 @@ void addRunConfigOptions(CLI::App& app, RunConfig& config) {
   app.add_option("--aux-loss", config.auxLoss, "--model moe: load-balancing loss coefficient (0 = off)")
       ->capture_default_str();
   app.add_option("--ep", config.ep, "--model moe: expert-parallel degree (divides dp)")->capture_default_str();
-  app.add_option("--backend", config.backend, "thread (ranks as threads) | mpi (under mpirun)")
+  app.add_option("--backend", config.backend,
+                 "thread (ranks as threads) | mpi (under mpirun) | nccl (--device cuda, one rank "
+                 "per GPU: threads, or one process each under mpirun)")
       ->capture_default_str();
   app.add_option("--strategy", config.strategy,
                  "sync | ps-sync | ps-async | hogwild | local-sgd | gossip")->capture_default_str();

@@ -7,7 +7,8 @@
 //   2. Add a row below, and the --strategy value to RunConfig::validate (config.cpp). Its
 //      `onCuda` says whether it runs with --device cuda: every buffer it touches made through
 //      the rank's Compute (device/compute.h), its collectives given Device::Cuda after
-//      Compute::sync() (see data_parallel.cpp).
+//      Compute::sync() (see data_parallel.cpp). An onCuda row runs on --backend nccl too, so it
+//      calls only what NcclComm serves (comm_nccl.cpp; cudaRefusal below lists it).
 //   3. Ship with it: a test against the serial run on the same global batch and seed
 //      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
 //      its memory and traffic checked against the formula its lesson states, a lesson step.
@@ -54,10 +55,14 @@ static std::string rowName(const RunConfig& config) {
 
 std::optional<std::string> cudaRefusal(const RunConfig& config) {
   if (config.device != "cuda") return std::nullopt;
-  // MpiComm moves host buffers only; NCCL under mpirun is not wired into the trainer yet.
-  if (config.backend != "thread")
-    return "device: cuda runs thread ranks (--backend thread); --backend " + config.backend +
-           " moves host buffers only";
+  // GPU buffers travel through ThreadComm's device path (thread ranks, any number per GPU) or
+  // NcclComm (one rank per GPU: thread ranks of this process, or a process each under mpirun;
+  // RunConfig::validate counts the GPUs). MpiComm moves host buffers only. Every onCuda row
+  // runs on both: the collectives they call on device buffers (all-reduce, reduce-scatter,
+  // all-gather, send/recv, split) are NCCL's own, and NcclComm stages the one on a host buffer
+  // (the spread's all-reduce Max of local SGD and gossip) through the GPU.
+  if (config.backend == "mpi")
+    return "device: cuda needs --backend thread or nccl; --backend mpi moves host buffers only";
   std::string allowed;
   for (const StrategyInfo& s : strategyTable())
     if (s.onCuda) allowed += (allowed.empty() ? "" : ", ") + std::string(s.name);

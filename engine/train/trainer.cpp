@@ -66,9 +66,16 @@ Trainer::Trainer(const RunConfig& config)
     : m_config(checked(config)),
       m_data(loadDataset(config.dataset, config.dataDir, config.seed)),
       m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
-  if (config.backend != "thread")
-    throw ConfigError("backend: '" + config.backend + "' runs under mpirun (paralab-run --backend mpi)");
-  m_world = std::make_unique<ThreadWorld>(config.ranks, commOptions(config));
+  if (config.backend == "mpi")
+    throw ConfigError("backend: 'mpi' runs under mpirun (paralab-run --backend mpi)");
+  // --backend nccl: rank r drives GPU r (ncclCommInitAll over devices 0..ranks-1, the GPUs
+  // Compute::forRank gives ranks r < G; validate() saw ranks <= G). NCCL works on the
+  // communicator's stream, not the rank's: the strategies call Compute::sync() before each
+  // collective (the kernels that wrote its buffers are done) and NcclComm returns once its
+  // stream is done, so the rank's later kernels read the result. Both hand-overs are host waits.
+  m_world = config.backend == "nccl"
+                ? ThreadWorld::nccl(config.ranks, commOptions(config))
+                : std::make_unique<ThreadWorld>(config.ranks, commOptions(config));
   for (int r = 0; r < config.ranks; ++r) {
     m_ranks.push_back(std::make_unique<Rank>());
     m_ranks.back()->rank = r;

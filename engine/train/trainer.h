@@ -1,7 +1,8 @@
 // Trainer: one training run across its ranks — the data, a Strategy per rank, and the step
 // that drives them, with the per-rank times, traffic and memory of every step.
-// Ranks are threads of this process (--backend thread; the GUI's way) or, under mpirun,
-// this process is one rank (--backend mpi) and rank 0 gathers every rank's figures.
+// Ranks are threads of this process (--backend thread, the GUI's way; --backend nccl, one
+// thread per GPU) or, under mpirun, this process is one rank (--backend mpi, or nccl with a
+// GPU per process) and rank 0 gathers every rank's figures.
 // See tests/engine/tst_training.cpp, tst_parallel_equals_serial.cpp, `paralab-run --ranks 4`.
 #pragma once
 #include <memory>
@@ -22,10 +23,12 @@ class ThreadWorld;
 
 class Trainer {
  public:
-  // Thread ranks (config.ranks of them). Loads (or reuses) the data set and builds a strategy
-  // per rank; throws ConfigError / DataError / CommError with a one-line reason.
+  // Thread ranks (config.ranks of them), talking through ThreadComm or (--backend nccl) NCCL.
+  // Loads (or reuses) the data set and builds a strategy per rank; throws ConfigError /
+  // DataError / CommError with a one-line reason.
   explicit Trainer(const RunConfig& config);
-  // This process as one rank of `world` (an MPI job of config.ranks processes).
+  // This process as one rank of `world` (an MPI job of config.ranks processes: makeMpiWorld,
+  // or makeNcclMpiWorld for --backend nccl).
   Trainer(const RunConfig& config, std::unique_ptr<Communicator> world);
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -74,8 +77,8 @@ class Trainer {
   RunConfig m_config;
   std::shared_ptr<const Dataset> m_data;
   std::vector<std::unique_ptr<Rank>> m_ranks;
-  std::unique_ptr<ThreadWorld> m_world;        // thread backend
-  std::unique_ptr<Communicator> m_mpiWorld;    // MPI backend
+  std::unique_ptr<ThreadWorld> m_world;        // thread ranks (thread or nccl backend)
+  std::unique_ptr<Communicator> m_mpiWorld;    // a process per rank (mpi, or nccl under mpirun)
   struct Driver;                               // rank threads and their command channel
   std::unique_ptr<Driver> m_driver;
   BatchSampler m_sampler;

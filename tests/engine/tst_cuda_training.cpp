@@ -11,6 +11,8 @@
 //     algorithm for the half batch).
 //   * Local SGD averaging every step reproduces it too (the average is an all-reduce on the GPU),
 //     and local SGD and gossip (ring, random) follow their CPU runs (1e-4).
+//   * --backend nccl, a thread rank per GPU, follows --backend thread on the same GPUs (1e-5):
+//     serial, sync, ZeRO-1/2/3, local SGD and gossip; rows with more ranks than GPUs skip.
 //   * Live reconfiguration moves the state off and onto the GPU (CUDA -> CUDA ZeRO-3 -> CPU).
 //   * The caching allocator reuses a freed block, zero-filled, and the tracker counts tensors.
 //   * Per-rank device memory, from the tracking allocator, is the model-state formula: 16P
@@ -20,6 +22,7 @@
 #include <QtTest>
 #include <cmath>
 
+#include "comm/communicator.h"  // ncclAvailable
 #include "cuda/device.h"
 #include "device/compute.h"
 #include "model/mlp.h"
@@ -221,6 +224,58 @@ class TstCudaTraining : public QObject {
     QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
   }
 
+  // --backend nccl (one thread rank per GPU, collectives by NCCL on the communicator's stream)
+  // follows --backend thread (ThreadComm's device path) on the same GPUs: the same sums of two
+  // addends (a + b in either order has the same bits, and halving for the average is exact
+  // whether it comes before or after the sum), so 1e-5 leaves room only for cuBLAS choices.
+  void ncclMatchesThreads_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<QString>("variant");
+    QTest::newRow("serial N=1") << 1 << "bucket";
+    for (const char* v : {"naive", "bucket", "zero-1", "zero-2", "zero-3", "local-sgd", "gossip"})
+      QTest::addRow("%s N=2", v) << 2 << v;
+  }
+  void ncclMatchesThreads() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, ranks);
+    QFETCH(QString, variant);
+    if (!ncclAvailable()) QSKIP("built without NCCL");
+    const kernels::GpuInfo gpus = kernels::cuda_query_devices();
+    if (gpus.count < ranks)
+      QSKIP(qPrintable(QString("--backend nccl runs one rank per GPU: %1 ranks need %1 GPUs, "
+                               "found %2")
+                           .arg(ranks)
+                           .arg(gpus.count)));
+    RunConfig thread = baseConfig();
+    thread.device = "cuda";
+    thread.ranks = ranks;
+    thread.syncEvery = 2;  // local SGD averages on every 2nd step
+    if (variant.startsWith("zero-"))
+      thread.zero = variant.mid(5).toInt();
+    else if (variant == "local-sgd" || variant == "gossip")
+      thread.strategy = variant.toStdString();
+    else
+      thread.dpVersion = variant.toStdString();
+    RunConfig nccl = thread;
+    nccl.backend = "nccl";
+    Trainer a(thread), b(nccl);
+    std::vector<double> ref, got;
+    for (int s = 0; s < 20; ++s) {
+      ref.push_back(a.step().loss);
+      got.push_back(b.step().loss);
+      bool viaNccl = false;  // the step's collectives were NCCL's
+      for (const CommOpTotals& o : b.lastTraffic(0).ops)
+        viaNccl = viaNccl || o.algo == CommAlgo::Nccl;
+      const bool talks = ranks > 1 && (variant != "local-sgd" || s % 2 == 1);
+      QVERIFY2(viaNccl == talks,
+               qPrintable(QString("step %1: NCCL calls %2").arg(s + 1).arg(viaNccl)));
+    }
+    const double worst = compare(got, ref, 1e-5);
+    qInfo("nccl %s vs thread: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
+          worst);
+    QVERIFY2(worst <= 1e-5, qPrintable(QString("relative difference %1").arg(worst)));
+  }
+
   // Live reconfiguration through the serial layout copies the state off and onto the GPU:
   // CUDA serial -> CUDA ZeRO-3 x2 -> CPU serial continues the uninterrupted CUDA run.
   void reshardingAcrossDevicesContinues() {
@@ -349,8 +404,16 @@ class TstCudaTraining : public QObject {
                          << "device: --model moe does not run on cuda yet " + allowed;
     QTest::newRow("mpi") << "sync" << 1 << "mlp"
                          << "mpi"
-                         << "device: cuda runs thread ranks (--backend thread); --backend mpi "
-                            "moves host buffers only";
+                         << "device: cuda needs --backend thread or nccl; --backend mpi moves "
+                            "host buffers only";
+    // NCCL runs what runs on cuda, and refuses the same.
+    for (const char* s : {"sync", "local-sgd", "gossip"})
+      QTest::addRow("nccl %s", s) << s << 1 << "mlp"
+                                  << "nccl"
+                                  << "";
+    QTest::newRow("nccl ps-sync")
+        << "ps-sync" << 1 << "mlp"
+        << "nccl" << QString("device: --strategy ps-sync does not run on cuda yet %1").arg(allowed);
   }
   void refusalsNameWhatRuns() {
     QFETCH(QString, strategy);
@@ -367,7 +430,10 @@ class TstCudaTraining : public QObject {
     c.backend = backend.toStdString();
     const std::optional<std::string> why = cudaRefusal(c);
     QCOMPARE(QString::fromStdString(why.value_or("")), expected);
-    if (haveGpu() && !expected.isEmpty())  // what paralab-run prints before it exits with 2
+    // What paralab-run prints before it exits with 2 (nccl: once there is a GPU per rank).
+    const bool enoughGpus =
+        backend != "nccl" || (ncclAvailable() && kernels::cuda_query_devices().count >= c.ranks);
+    if (haveGpu() && enoughGpus && !expected.isEmpty())
       QCOMPARE(QString::fromStdString(c.validate().value_or("")), expected);
     c.device = "cpu";
     QVERIFY(!cudaRefusal(c));
