@@ -233,9 +233,11 @@ class ThreadWorld {
  public:
   // Host ranks (ThreadComm). Throws CommError for a bad option (an unknown link profile).
   ThreadWorld(int ranks, CommOptions options = {});
-  // One rank per GPU through NCCL in this process (ncclCommInitAll over devices 0..ranks-1);
-  // host buffers and barriers go through a ThreadComm beside it. Throws CommError when NCCL is
-  // not built in or there are fewer GPUs than ranks.
+  // One rank per GPU through NCCL in this process (ncclCommInitAll over devices 0..ranks-1).
+  // Collectives take device buffers; of host buffers only an all-reduce is served (staged
+  // through the GPU). A ThreadComm beside each rank carries barriers, splits, gatherToRoot and
+  // the argument checks. Throws CommError when NCCL is not built in or there are fewer GPUs
+  // than ranks.
   static std::unique_ptr<ThreadWorld> nccl(int ranks, CommOptions options = {});
   ~ThreadWorld();
   ThreadWorld(const ThreadWorld&) = delete;
