@@ -25,6 +25,7 @@
 #include "comm/communicator.h"  // ncclAvailable
 #include "cuda/device.h"
 #include "device/compute.h"
+#include "loss_trajectory.h"
 #include "model/mlp.h"
 #include "parallel/strategy.h"
 #include "parallel/zero.h"
@@ -45,24 +46,6 @@ RunConfig baseConfig() {
   c.optimizer = "momentum";
   c.bucketMb = 0.01;  // several buckets even for this small model
   return c;
-}
-
-std::vector<double> trajectory(const RunConfig& c, int steps) {
-  Trainer t(c);
-  std::vector<double> losses;
-  for (int s = 0; s < steps; ++s) losses.push_back(t.step().loss);
-  return losses;
-}
-
-// The worst step's relative difference, with the steps printed when it exceeds `tol`.
-double compare(const std::vector<double>& got, const std::vector<double>& ref, double tol) {
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double rel = std::abs(got[i] - ref[i]) / std::max(1e-12, std::abs(ref[i]));
-    if (rel > tol) qWarning("step %zu: %.9g vs %.9g (rel %.3g)", i + 1, got[i], ref[i], rel);
-    worst = std::max(worst, rel);
-  }
-  return worst;
 }
 
 bool haveGpu() { return kernels::cuda_query_devices().count > 0; }
@@ -92,8 +75,9 @@ class TstCudaTraining : public QObject {
     RunConfig gpu = cpu;
     gpu.device = "cuda";
     gpu.kernel = kernel.toStdString();
-    const std::vector<double> ref = trajectory(cpu, 20), got = trajectory(gpu, 20);
-    const double worst = compare(got, ref, tolerance);
+    const std::vector<double> ref = test::lossTrajectory(cpu, 20),
+                              got = test::lossTrajectory(gpu, 20);
+    const double worst = test::worstRelativeDifference(got, ref, tolerance);
     qInfo("cuda %s vs cpu vendor: worst relative loss difference over 20 steps %.3g",
           qPrintable(kernel), worst);
     QVERIFY2(worst <= tolerance, qPrintable(QString("relative difference %1").arg(worst)));
@@ -156,8 +140,9 @@ class TstCudaTraining : public QObject {
       dp.zero = variant.mid(5).toInt();
     else
       dp.dpVersion = variant.toStdString();
-    const std::vector<double> ref = trajectory(serial, 20), got = trajectory(dp, 20);
-    const double worst = compare(got, ref, 1e-4);
+    const std::vector<double> ref = test::lossTrajectory(serial, 20),
+                              got = test::lossTrajectory(dp, 20);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
     qInfo("cuda %s N=2 vs cuda serial: worst relative difference %.3g", qPrintable(variant), worst);
     QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
   }
@@ -218,7 +203,7 @@ class TstCudaTraining : public QObject {
       if (s % syncEvery == syncEvery - 1)
         QVERIFY2(m.spread && std::isfinite(*m.spread), "no spread on an averaging step");
     }
-    const double worst = compare(got, ref, 1e-4);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
     qInfo("cuda %s vs cpu: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
           worst);
     QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
@@ -270,7 +255,7 @@ class TstCudaTraining : public QObject {
       QVERIFY2(viaNccl == talks,
                qPrintable(QString("step %1: NCCL calls %2").arg(s + 1).arg(viaNccl)));
     }
-    const double worst = compare(got, ref, 1e-5);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
     qInfo("nccl %s vs thread: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
           worst);
     QVERIFY2(worst <= 1e-5, qPrintable(QString("relative difference %1").arg(worst)));
@@ -285,7 +270,7 @@ class TstCudaTraining : public QObject {
     gpu.optimizer = "adam";
     gpu.lr = 0.002;
     const int per = 6;
-    const std::vector<double> ref = trajectory(gpu, 3 * per);
+    const std::vector<double> ref = test::lossTrajectory(gpu, 3 * per);
     RunConfig zero3 = gpu, cpu = gpu;
     zero3.ranks = 2;
     zero3.zero = 3;
@@ -300,7 +285,7 @@ class TstCudaTraining : public QObject {
       t = std::make_unique<Trainer>(*next);
       t->loadState(state);
     }
-    const double worst = compare(got, ref, 1e-4);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
     qInfo("cuda -> cuda ZeRO-3 x2 -> cpu vs uninterrupted cuda: worst relative difference %.3g",
           worst);
     QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
