@@ -374,6 +374,10 @@ QString LessonDock::linkedMarkdown(const QString& markdown) const {
     // Inside a link made above ("[words](glossary:...)"): a '[' opened before it and not closed.
     if (md.lastIndexOf('[', m.start) > md.lastIndexOf(']', m.start)) continue;
     if (md.lastIndexOf("(glossary:", m.start) > md.lastIndexOf(')', m.start)) continue;
+    // Not in a heading (a link there would lose the heading's weight) nor in `code`.
+    const int lineStart = int(md.lastIndexOf('\n', m.start)) + 1;
+    if (md.mid(lineStart, 1) == "#") continue;
+    if (md.mid(lineStart, m.start - lineStart).count('`') % 2 == 1) continue;
     linked << m.term;
     firsts << m;
   }

@@ -2,6 +2,7 @@
 // as a RunConfig, a locked-in prediction shows beside its reference and the measurement, lessons
 // the engine cannot run are "coming", glossary terms become hover links, every page fits a
 // narrow dock, progress and cards survive a restart. Run: ctest -R tst_lessons_dock.
+#include <QDir>
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
@@ -77,8 +78,10 @@ class TestLessonDock : public QObject {
       points.append(QJsonObject{{"ranks", n}, {"speedup", s}});
     dock.showSweepResult(QJsonObject{{"points", points}});
     const QString text = dock.comparisonText();
-    QVERIFY2(text.contains("6.5") && text.contains("5.926") && text.contains("4.25"), qPrintable(text));
-    QVERIFY2(text.contains("Your machine sets the measured value"), qPrintable(text));  // the explanation
+    QVERIFY2(text.contains("6.5") && text.contains("5.926") && text.contains("4.25"),
+             qPrintable(text));
+    QVERIFY2(text.contains("Your machine sets the measured value"),
+             qPrintable(text));  // the explanation
   }
 
   void comingLessonsCannotRun() {
@@ -95,22 +98,42 @@ class TestLessonDock : public QObject {
     dock.openLesson(slugIndex(dock, "05-data-parallel"));
     dock.openPage(3);  // the ring all-reduce
     const QString md = dock.findChild<QTextBrowser*>("lessonText")->toMarkdown();
-    QVERIFY2(md.contains("glossary:ring%20all-reduce") && md.contains("glossary:reduce-scatter"), qPrintable(md));
+    QVERIFY2(md.contains("glossary:ring%20all-reduce") && md.contains("glossary:reduce-scatter"),
+             qPrintable(md));
+    // Headings keep their weight: no term inside one becomes a link (on any page).
+    for (int l = 0; l < dock.lessons().size(); ++l) {
+      dock.openLesson(l);
+      for (int p = 0; p < dock.pageCount(); ++p) {
+        dock.openPage(p);
+        const QString page = dock.findChild<QTextBrowser*>("lessonText")->toMarkdown();
+        for (const QString& line : page.split('\n'))
+          if (line.startsWith('#')) QVERIFY2(!line.contains("glossary:"), qPrintable(line));
+      }
+    }
   }
 
   // A dock beside the charts is ~380 px wide. Nothing on any page may hold it wider: retrieval
   // questions wrap in labels (a QGroupBox title does not wrap), experiments wrap as text.
+  // Every page is also saved at that width (build/screenshots/lessons/<slug>-<page>.png) to be
+  // looked at as a learner would.
   void everyPageFitsANarrowDock() {
     LessonDock dock(m_caps, paths());
+    dock.resize(380, 900);
     dock.show();
     QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
+    QDir().mkpath(shots);
     for (int l = 0; l < dock.lessons().size(); ++l) {
       dock.openLesson(l);
       for (int p = 0; p < dock.pageCount(); ++p) {
         dock.openPage(p);
         const int need = dock.minimumSizeHint().width();
-        QVERIFY2(need <= 380, qPrintable(QString("%1, page %2 needs %3 px")
-                                             .arg(dock.lessons()[l].slug).arg(p).arg(need)));
+        QVERIFY2(
+            need <= 380,
+            qPrintable(
+                QString("%1, page %2 needs %3 px").arg(dock.lessons()[l].slug).arg(p).arg(need)));
+        QVERIFY(dock.grab().save(
+            QString("%1/%2-%3.png").arg(shots, dock.lessons()[l].slug).arg(p, 2, 10, QChar('0'))));
       }
       const auto questions = dock.findChildren<QLabel*>("lessonQuestion");
       QCOMPARE(questions.size(), dock.lessons()[l].retrieval.size());
@@ -137,7 +160,10 @@ class TestLessonDock : public QObject {
   }
 
   void progressAndCardsSurviveRestart() {
-    const int amdahl = [&] { LessonDock d(m_caps, paths()); return slugIndex(d, "02-amdahl"); }();
+    const int amdahl = [&] {
+      LessonDock d(m_caps, paths());
+      return slugIndex(d, "02-amdahl");
+    }();
     int due = 0;
     {
       LessonDock dock(m_caps, paths());
