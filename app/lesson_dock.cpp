@@ -20,6 +20,7 @@
 #include <QSet>
 #include <QStackedWidget>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QToolTip>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -54,6 +55,22 @@ QString experimentText(const QJsonObject& experiment) {
     parts << it.key() + " " + shown;
   }
   return parts.join(", ");
+}
+
+// A question, answer or card of lesson.md as rich text: one paragraph (the source's line breaks
+// are not the text's), `code` in the code font, everything else escaped.
+QString paragraphHtml(const QString& text) {
+  static const QRegularExpression code("`([^`]+)`");
+  QString html;
+  int at = 0;
+  const QString one = text.simplified();
+  for (auto it = code.globalMatch(one); it.hasNext();) {
+    const auto m = it.next();
+    html += one.mid(at, m.capturedStart() - at).toHtmlEscaped() + "<code>" +
+            m.captured(1).toHtmlEscaped() + "</code>";
+    at = int(m.capturedEnd());
+  }
+  return html + one.mid(at).toHtmlEscaped();
 }
 
 }  // namespace
@@ -206,6 +223,7 @@ void LessonDock::build() {
   m_cardText = new QLabel(m_cardsPage);
   m_cardText->setObjectName("lessonCard");
   m_cardText->setWordWrap(true);
+  m_cardText->setTextFormat(Qt::RichText);
   auto* cb = new QHBoxLayout;
   m_show = new QPushButton(tr("Show answer"), m_cardsPage);
   m_again = new QPushButton(tr("Again"), m_cardsPage);
@@ -302,7 +320,8 @@ void LessonDock::openLesson(int index) {
     auto* bv = new QVBoxLayout(box);
     // Written over several lines in lesson.md; one paragraph here, wrapped to the dock.
     auto* question =
-        new QLabel(QString("%1. %2").arg(i + 1).arg(l.retrieval[i].q.simplified()), box);
+        new QLabel(QString("%1. %2").arg(i + 1).arg(paragraphHtml(l.retrieval[i].q)), box);
+    question->setTextFormat(Qt::RichText);
     question->setObjectName("lessonQuestion");
     question->setWordWrap(true);
     question->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -315,12 +334,13 @@ void LessonDock::openLesson(int index) {
     edit->setFixedHeight(4 * edit->fontMetrics().lineSpacing());  // a few lines; it scrolls
     auto* answer = new QLabel(box);
     answer->setWordWrap(true);
+    answer->setTextFormat(Qt::RichText);
     answer->hide();  // until revealed: an empty label would still take a line
     auto* reveal = new QPushButton(tr("Show the model answer"), box);
     reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
     connect(edit, &QPlainTextEdit::textChanged, reveal,
             [edit, reveal] { reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty()); });
-    const QString slug = l.slug, a = l.retrieval[i].a.simplified();
+    const QString slug = l.slug, a = paragraphHtml(l.retrieval[i].a);
     connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
       m_progress.setAnswer(slug, i, edit->toPlainText());
       showProblems();
@@ -434,8 +454,19 @@ void LessonDock::showPage() {
     column->setStretchFactor(m_tools, practice ? 4 : 0);
   }
   m_text->setMarkdown(linkedMarkdown(md));
+  // On those pages the text is as tall as its heading and instructions, no taller: the rest of
+  // the dock goes to the questions or the card.
+  if (m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage) {
+    QTextDocument* doc = m_text->document();
+    doc->setTextWidth(m_text->viewport()->width());
+    m_text->setMaximumHeight(int(std::ceil(doc->size().height())) + 2 * m_text->frameWidth() +
+                             m_text->fontMetrics().lineSpacing());
+  } else {
+    m_text->setMaximumHeight(QWIDGETSIZE_MAX);
+  }
   m_prev->setEnabled(m_page > 0);
   m_next->setEnabled(m_page < pageCount() - 1);
+  widget()->layout()->activate();  // the page's new proportions now, not at the next event
 }
 
 void LessonDock::showStepTools(const Step& s) {
@@ -563,9 +594,8 @@ void LessonDock::showFlashcards() {
   }
   for (const Card& c : l.cards)
     if (FlashcardDeck::cardId(l.slug, c.q) == m_dueCards.first()) {
-      // Line breaks of lesson.md's source are not the card's: each side is one paragraph.
-      m_cardText->setText(tr("%1 due\n\n").arg(m_dueCards.size()) + c.q.simplified() +
-                          (m_cardRevealed ? "\n\n" + c.a.simplified() : QString()));
+      m_cardText->setText(tr("%1 due").arg(m_dueCards.size()) + "<p>" + paragraphHtml(c.q) +
+                          (m_cardRevealed ? "<p>" + paragraphHtml(c.a) : QString()));
       return;
     }
 }

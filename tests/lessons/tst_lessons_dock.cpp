@@ -137,7 +137,11 @@ class TestLessonDock : public QObject {
       }
       const auto questions = dock.findChildren<QLabel*>("lessonQuestion");
       QCOMPARE(questions.size(), dock.lessons()[l].retrieval.size());
-      for (QLabel* q : questions) QVERIFY(q->wordWrap());
+      for (QLabel* q : questions) {
+        QVERIFY(q->wordWrap());
+        // `code` in lesson.md shows in the code font, not as backticks.
+        QVERIFY2(!q->text().contains('`'), qPrintable(q->text()));
+      }
     }
   }
 
