@@ -6,7 +6,6 @@
 #include <QComboBox>
 #include <QCursor>
 #include <QDoubleValidator>
-#include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
@@ -179,7 +178,7 @@ void LessonDock::build() {
   });
 
   auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
-  auto* pf = new QFormLayout(pred);
+  auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label
   m_askLabel = new QLabel(pred);
   m_askLabel->setWordWrap(true);
   m_predictionEdit = new QLineEdit(pred);
@@ -190,8 +189,8 @@ void LessonDock::build() {
   auto* pr = new QHBoxLayout;
   pr->addWidget(m_predictionEdit);
   pr->addWidget(m_lock);
-  pf->addRow(m_askLabel);
-  pf->addRow(pr);
+  pf->addWidget(m_askLabel);
+  pf->addLayout(pr);
   connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
   connect(m_predictionEdit, &QLineEdit::returnPressed, this, &LessonDock::lockPrediction);
 
@@ -467,6 +466,33 @@ void LessonDock::showPage() {
   m_prev->setEnabled(m_page > 0);
   m_next->setEnabled(m_page < pageCount() - 1);
   widget()->layout()->activate();  // the page's new proportions now, not at the next event
+  fitWrappedLabels();
+}
+
+void LessonDock::resizeEvent(QResizeEvent* event) {
+  QDockWidget::resizeEvent(event);
+  fitWrappedLabels();
+}
+
+// Qt's layouts size a word-wrapped label by a hint taken at some other width (the stack and the
+// group boxes pass on minimums, not heights at this width), which cuts the last lines of a step's
+// texts in a narrow dock. So each label, then each box, then the stack gets, as its minimum, the
+// height it needs at the width it has now; widths do not depend on these heights, so one pass
+// settles the page. tst_lessons_dock checks every page of every lesson at 380 px.
+void LessonDock::fitWrappedLabels() {
+  if (!widget() || !widget()->layout()) return;
+  for (QLabel* label : m_stepTools->findChildren<QLabel*>())
+    if (label->wordWrap())
+      label->setMinimumHeight(label->isVisible() ? label->heightForWidth(label->width()) : 0);
+  for (QGroupBox* box : m_stepTools->findChildren<QGroupBox*>()) {
+    box->layout()->invalidate();
+    box->setMinimumHeight(box->isVisible() ? box->layout()->totalHeightForWidth(box->width()) : 0);
+  }
+  m_stepTools->layout()->invalidate();
+  const bool step = m_tools->currentWidget() == m_stepTools;
+  m_tools->setMinimumHeight(step ? m_stepTools->layout()->totalHeightForWidth(m_tools->width())
+                                 : 0);
+  widget()->layout()->activate();
 }
 
 void LessonDock::showStepTools(const Step& s) {
@@ -529,7 +555,10 @@ void LessonDock::showProblems() {
   m_problems->setVisible(!all.isEmpty());
 }
 
-void LessonDock::refreshComparison() { m_comparison->setText(comparisonText()); }
+void LessonDock::refreshComparison() {
+  m_comparison->setText(comparisonText());
+  fitWrappedLabels();  // the comparison grows when the measurement arrives
+}
 
 QString LessonDock::comparisonText() const {
   const Step* s = currentStep();

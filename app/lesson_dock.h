@@ -71,7 +71,11 @@ class LessonDock : public QDockWidget {
   // Run a scaling sweep of `base` at these rank counts.
   void runSweep(const paralab::RunConfig& base, const QList<int>& ranks, int steps, int warmup);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  void fitWrappedLabels();
   void build();
   void fillLessonList();
   void showPage();

@@ -132,6 +132,20 @@ class TestLessonDock : public QObject {
             need <= 380,
             qPrintable(
                 QString("%1, page %2 needs %3 px").arg(dock.lessons()[l].slug).arg(p).arg(need)));
+        // No wrapped text is cut: each visible label is as tall as its lines need.
+        for (QLabel* label : dock.findChildren<QLabel*>())
+          if (label->isVisible() && label->wordWrap() && !label->text().isEmpty())
+            QVERIFY2(
+                label->height() >= label->heightForWidth(label->width()) &&
+                    label->parentWidget()->rect().contains(label->geometry()),
+                qPrintable(
+                    QString(
+                        "%1, page %2: '%3' has %4 of the %5 px it needs, or lies outside its box")
+                        .arg(dock.lessons()[l].slug)
+                        .arg(p)
+                        .arg(label->text().left(60))
+                        .arg(label->height())
+                        .arg(label->heightForWidth(label->width()))));
         QVERIFY(dock.grab().save(
             QString("%1/%2-%3.png").arg(shots, dock.lessons()[l].slug).arg(p, 2, 10, QChar('0'))));
       }
