@@ -1,7 +1,7 @@
 // The engine tests' parallel-equals-serial check, in one place: a run's loss at every step, and
 // the worst step's relative difference from a reference run, each step over the tolerance
-// printed with both losses. Used by tst_parallel_equals_serial, tst_model_parallel,
-// tst_kernel_choice and tst_cuda_training.
+// printed with both losses. Used by tst_parallel_equals_serial, tst_model_parallel, tst_moe,
+// tst_reconfigure, tst_kernel_choice and tst_cuda_training.
 #pragma once
 #include <QtGlobal>
 #include <algorithm>
