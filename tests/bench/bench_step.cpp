@@ -20,7 +20,8 @@ namespace {
 double gemmFlopsPerStep(int B, int H, int L) {
   const double b = B;
   auto lin = [&](double in, double out, bool dx) { return 2 * b * in * out * (dx ? 3 : 2); };
-  return lin(784, H, false) + L * (lin(H, 4.0 * H, true) + lin(4.0 * H, H, true)) + lin(H, 10, true);
+  return lin(784, H, false) + L * (lin(H, 4.0 * H, true) + lin(4.0 * H, H, true)) +
+         lin(H, 10, true);
 }
 
 // Runs the PyTorch reference script (with OPENBLAS_CORETYPE as given, or as ParaLab runs if
@@ -31,8 +32,7 @@ std::pair<double, std::string> runTorch(const RunConfig& c, int steps, int repea
   const std::string cmd = env + "/usr/bin/python3 " PARALAB_TORCH_STEP_SCRIPT " --hidden " +
                           std::to_string(c.hidden) + " --layers " + std::to_string(c.layers) +
                           " --batch " + std::to_string(c.batch) + " --steps " +
-                          std::to_string(steps) + " --repeats " + std::to_string(repeats) +
-                          " 2>&1";
+                          std::to_string(steps) + " --repeats " + std::to_string(repeats) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {0, "cannot start python3"};
   std::string out;
@@ -79,12 +79,14 @@ int benchStep(int argc, char** argv) {
   };
   // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
   measureOurs();
-  auto [torch, why] = noTorch ? std::pair<double, std::string>{0, "skipped"} : runTorch(c, steps, repeats);
+  auto [torch, why] =
+      noTorch ? std::pair<double, std::string>{0, "skipped"} : runTorch(c, steps, repeats);
   // PyTorch also as the environment had it, when ParaLab changed the OpenBLAS kernels.
   const char* inheritedEnv = std::getenv("PARALAB_INHERITED_OPENBLAS_CORETYPE");
   const std::string inherited = inheritedEnv ? inheritedEnv : "";
   double torchInherited = 0;
-  if (torch > 0 && !inherited.empty()) torchInherited = runTorch(c, steps, repeats, inherited).first;
+  if (torch > 0 && !inherited.empty())
+    torchInherited = runTorch(c, steps, repeats, inherited).first;
   measureOurs();
   const double ours = bench::median(rates);
   const double flops = gemmFlopsPerStep(c.batch, c.hidden, c.layers);
@@ -92,9 +94,13 @@ int benchStep(int argc, char** argv) {
   const double peak = bench::measuredFmaPeakGflops();
 
   if (json) {
-    nlohmann::json j = {{"bench", "step"}, {"hidden", c.hidden}, {"layers", c.layers},
-                        {"batch", c.batch}, {"paralab_samples_per_s", ours},
-                        {"paralab_gflops", gflops}, {"fma_peak_gflops", peak},
+    nlohmann::json j = {{"bench", "step"},
+                        {"hidden", c.hidden},
+                        {"layers", c.layers},
+                        {"batch", c.batch},
+                        {"paralab_samples_per_s", ours},
+                        {"paralab_gflops", gflops},
+                        {"fma_peak_gflops", peak},
                         {"blas", kernels::vendor_blas_name()}};
     if (torch > 0) j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch;
     if (torchInherited > 0)
@@ -103,25 +109,28 @@ int benchStep(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("Serial training step: MLP H=%d L=%d (%lld params), batch %d, SGD+momentum, 1 thread, %s\n",
-              c.hidden, c.layers, (long long)t.parameterCount(), c.batch,
-              c.dataset.c_str());
+  std::printf(
+      "Serial training step: MLP H=%d L=%d (%lld params), batch %d, SGD+momentum, 1 thread, %s\n",
+      c.hidden, c.layers, (long long)t.parameterCount(), c.batch, c.dataset.c_str());
   std::printf("BLAS: %s\nMedian of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
               repeats, steps);
-  std::printf("%-52s %12s %10s %10s %12s\n", "engine", "samples/s", "ms/step", "GFLOP/s", "% FMA peak");
+  std::printf("%-52s %12s %10s %10s %12s\n", "engine", "samples/s", "ms/step", "GFLOP/s",
+              "% FMA peak");
   std::printf("%-52s %12.0f %10.2f %10.1f %11.1f%%\n", "ParaLab", ours, 1e3 * c.batch / ours,
               gflops, 100 * gflops / peak);
   auto row = [&](const std::string& name, double rate) {
     const double g = rate / c.batch * flops * 1e-9;
-    std::printf("%-52s %12.0f %10.2f %10.1f %11.1f%%\n", name.c_str(), rate, 1e3 * c.batch / rate, g,
-                100 * g / peak);
+    std::printf("%-52s %12.0f %10.2f %10.1f %11.1f%%\n", name.c_str(), rate, 1e3 * c.batch / rate,
+                g, 100 * g / peak);
   };
   if (torch > 0) {
     row("PyTorch, same OpenBLAS kernels", torch);
-    if (torchInherited > 0) row("PyTorch, as inherited (OPENBLAS_CORETYPE=" + inherited + ")", torchInherited);
+    if (torchInherited > 0)
+      row("PyTorch, as inherited (OPENBLAS_CORETYPE=" + inherited + ")", torchInherited);
     std::printf("\nParaLab / PyTorch (same kernels): %.2fx samples/s\n", ours / torch);
     if (torchInherited > 0)
-      std::printf("ParaLab / PyTorch (environment as inherited): %.2fx samples/s\n", ours / torchInherited);
+      std::printf("ParaLab / PyTorch (environment as inherited): %.2fx samples/s\n",
+                  ours / torchInherited);
   } else {
     std::printf("%-22s %s\n", "PyTorch", why.c_str());
   }
