@@ -1,19 +1,36 @@
-// `paralab-bench step`: samples/s of the serial training step (MLP H=512, L=2, batch 256,
-// SGD with momentum, one thread), its GFLOP/s against the core's measured FMA peak, and
-// PyTorch's CPU build on the same model, batch and optimizer, measured in the same run.
+// `paralab-bench step`: samples/s of the serial training step (MLP H=512, L=2, SGD with
+// momentum). On the CPU (one thread): its GFLOP/s against the core's measured FMA peak, and
+// PyTorch's CPU build on the same model, batch and optimizer. With --device cuda: the step on the
+// GPU beside ParaLab's CPU step and PyTorch on the same GPU. Every reference is measured in the
+// same run. Try: paralab-bench step [--batch 256,4096] [--device cuda]
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "bench_common.h"
 #include "cpu/gemm.h"
+#include "cuda/device.h"
+#include "cuda/gemm.h"
 #include "train/trainer.h"
 
 using namespace paralab;
 
 namespace {
+
+struct Options {
+  int steps = 20, repeats = 5;
+  bool json = false, noTorch = false;
+};
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "paralab-bench step: %s\n", what.c_str());
+  return 2;
+}
 
 // FLOPs of the GEMMs in one training step: a Linear in->out on B rows costs 2·B·in·out
 // forward, the same again for dW, and again for dx (the input projection needs no dx).
@@ -24,76 +41,78 @@ double gemmFlopsPerStep(int B, int H, int L) {
          lin(H, 10, true);
 }
 
-// Runs the PyTorch reference script (with OPENBLAS_CORETYPE as given, or as ParaLab runs if
-// empty); returns its samples/s, or a reason why not.
-std::pair<double, std::string> runTorch(const RunConfig& c, int steps, int repeats,
-                                        const std::string& coretype = "") {
+// What the PyTorch reference script said: its samples/s and its whole JSON line, or why not.
+struct TorchRun {
+  double rate = 0;
+  std::string why;
+  nlohmann::json line;
+};
+
+// Runs the PyTorch reference script on c.device (with OPENBLAS_CORETYPE as given, or as ParaLab
+// runs if empty; `tf32`: the GPU's GEMMs may round to TF32).
+TorchRun runTorch(const RunConfig& c, int steps, int repeats, const std::string& coretype = "",
+                  bool tf32 = false) {
   const std::string env = coretype.empty() ? "" : "OPENBLAS_CORETYPE=" + coretype + " ";
-  const std::string cmd = env + "/usr/bin/python3 " PARALAB_TORCH_STEP_SCRIPT " --hidden " +
-                          std::to_string(c.hidden) + " --layers " + std::to_string(c.layers) +
-                          " --batch " + std::to_string(c.batch) + " --steps " +
-                          std::to_string(steps) + " --repeats " + std::to_string(repeats) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {0, "cannot start python3"};
+  std::string cmd = env + "/usr/bin/python3 " PARALAB_TORCH_STEP_SCRIPT " --hidden " +
+                    std::to_string(c.hidden) + " --layers " + std::to_string(c.layers) +
+                    " --batch " + std::to_string(c.batch) + " --steps " + std::to_string(steps) +
+                    " --repeats " + std::to_string(repeats);
+  if (c.device != "cpu") cmd += " --device " + c.device + (tf32 ? " --tf32" : "");
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {0, "cannot start python3", {}};
   std::string out;
   char buf[4096];
   while (fgets(buf, sizeof buf, p)) out += buf;
   const int rc = pclose(p);
   const size_t brace = out.rfind('{');
-  if (rc != 0 || brace == std::string::npos)
-    return {0, "PyTorch reference unavailable (install python3-torch: make bench does)"};
-  return {nlohmann::json::parse(out.substr(brace)).value("samples_per_s", 0.0), ""};
+  nlohmann::json j;
+  if (brace != std::string::npos) j = nlohmann::json::parse(out.substr(brace), nullptr, false);
+  if (j.is_object() && j.contains("not_run")) return {0, j.value("not_run", ""), j};
+  if (rc == 0 && j.is_object()) return {j.value("samples_per_s", 0.0), "", j};
+  if (c.device == "cpu")
+    return {0, "PyTorch reference unavailable (install python3-torch: make bench does)", {}};
+  // On the GPU the usual cause is a PyTorch without CUDA or none at all: its last words say so.
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  const std::string last = out.substr(out.find_last_of('\n') + 1);
+  return {0, last.empty() ? "the PyTorch script failed" : last, {}};
 }
 
-}  // namespace
+// Appends the samples/s of `repeats` repeats of `steps` steps each. A repeat's time is the sum
+// of the steps' own clocks (StepMetrics::stepMs), the same on either device: Trainer::step stops
+// its clock after Compute::endStep has waited for the rank's stream, so a GPU step's time holds
+// all of its kernels. (The loss read back inside the step waits only for the forward pass; the
+// backward pass and the optimizer are still queued then.)
+void measure(Trainer& t, int batch, int steps, int repeats, std::vector<double>& rates) {
+  for (int r = 0; r < repeats; ++r) {
+    double ms = 0;
+    for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
+    rates.push_back(double(steps) * batch / (ms * 1e-3));
+  }
+}
 
-int benchStep(int argc, char** argv) {
-  RunConfig c;
-  c.hidden = 512;
-  c.layers = 2;
-  c.batch = 256;
-  c.optimizer = "momentum";
-  c.evalEvery = 0;
-  int steps = 20, repeats = 5;
-  bool json = false, noTorch = false;
-  CLI::App app{"Serial training-step throughput vs PyTorch"};
-  app.add_option("--hidden", c.hidden)->capture_default_str();
-  app.add_option("--layers", c.layers)->capture_default_str();
-  app.add_option("--batch", c.batch)->capture_default_str();
-  app.add_option("--steps", steps, "Steps per timed repeat")->capture_default_str();
-  app.add_option("--repeats", repeats, "Repeats (the median is reported)")->capture_default_str();
-  app.add_flag("--json", json, "One JSON object instead of the table");
-  app.add_flag("--no-torch", noTorch, "Skip the PyTorch reference");
-  CLI11_PARSE(app, argc, argv);
-  c.dataset = missingFashionMnistFile(c.dataDir).empty() ? "fashion-mnist" : "synthetic";
+// [SECTION] --device cpu: ParaLab and PyTorch on one core, at one batch size.
 
+int stepCpu(const RunConfig& c, const Options& o) {
+  const int steps = o.steps, repeats = o.repeats;
   Trainer t(c);
   for (int i = 0; i < 5; ++i) t.step();  // warm-up: buffers allocated, caches warm
   std::vector<double> rates;
-  auto measureOurs = [&] {
-    for (int r = 0; r < repeats; ++r) {
-      double ms = 0;
-      for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
-      rates.push_back(steps * c.batch / (ms * 1e-3));
-    }
-  };
   // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
-  measureOurs();
-  auto [torch, why] =
-      noTorch ? std::pair<double, std::string>{0, "skipped"} : runTorch(c, steps, repeats);
+  measure(t, c.batch, steps, repeats, rates);
+  const TorchRun ref = o.noTorch ? TorchRun{0, "skipped", {}} : runTorch(c, steps, repeats);
+  const double torch = ref.rate;
   // PyTorch also as the environment had it, when ParaLab changed the OpenBLAS kernels.
   const char* inheritedEnv = std::getenv("PARALAB_INHERITED_OPENBLAS_CORETYPE");
   const std::string inherited = inheritedEnv ? inheritedEnv : "";
   double torchInherited = 0;
-  if (torch > 0 && !inherited.empty())
-    torchInherited = runTorch(c, steps, repeats, inherited).first;
-  measureOurs();
+  if (torch > 0 && !inherited.empty()) torchInherited = runTorch(c, steps, repeats, inherited).rate;
+  measure(t, c.batch, steps, repeats, rates);
   const double ours = bench::median(rates);
   const double flops = gemmFlopsPerStep(c.batch, c.hidden, c.layers);
   const double gflops = ours / c.batch * flops * 1e-9;
   const double peak = bench::measuredFmaPeakGflops();
 
-  if (json) {
+  if (o.json) {
     nlohmann::json j = {{"bench", "step"},
                         {"hidden", c.hidden},
                         {"layers", c.layers},
@@ -132,8 +151,192 @@ int benchStep(int argc, char** argv) {
       std::printf("ParaLab / PyTorch (environment as inherited): %.2fx samples/s\n",
                   ours / torchInherited);
   } else {
-    std::printf("%-22s %s\n", "PyTorch", why.c_str());
+    std::printf("%-22s %s\n", "PyTorch", ref.why.c_str());
   }
   std::printf("Core FMA peak (measured now): %.1f GFLOP/s\n", peak);
   return 0;
+}
+
+// [SECTION] --device cuda: ParaLab on the GPU, beside ParaLab's CPU step and PyTorch on the GPU.
+
+// A CPU repeat at a large batch would take seconds per step: it gets fewer steps, enough for
+// about this long (the median over repeats stays; a repeat is still many GEMMs long).
+constexpr double kCpuRepeatMs = 1000;
+
+// `cpu`: the CPU's step (one thread, OpenBLAS); `kernel`: the GPU's GEMM.
+int stepCuda(const RunConfig& cpu, const std::string& kernel, const std::vector<int>& batches,
+             const Options& o) {
+  RunConfig g = cpu;
+  g.device = "cuda";
+  g.kernel = kernel;
+  if (auto err = g.validateDevice()) {
+    if (err->rfind("kernel:", 0) == 0) return fail("--" + *err);
+    // The GPU's absence is the reason where there is none, whatever else the engine says.
+    const kernels::GpuInfo gpu = kernels::cuda_query_devices();
+    std::fprintf(stderr, "GPU: not run (%s)\n", (gpu.count == 0 ? gpu.reason : *err).c_str());
+    return 2;
+  }
+  const kernels::GpuInfo gpu = kernels::cuda_query_devices();
+  std::string summary, precision;
+  for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels)
+    if (g.kernel == k.name) summary = k.summary, precision = k.precision;
+  const bool tf32 = precision == "tf32";
+  const bool cublas = g.kernel.rfind("vendor", 0) == 0;
+  const std::string ourPrecision =
+      tf32     ? "TF32 inputs, fp32 accumulation"
+      : cublas ? "fp32 (cuBLAS CUBLAS_COMPUTE_32F in its default math mode: no TF32)"
+               : "fp32 (CUDA cores)";
+  std::string torchWhy = o.noTorch ? "--no-torch" : "";
+  int torchStoppedAt = 0;  // the batch where PyTorch first could not run, if it ran before
+
+  bool header = false;
+  for (int batch : batches) {
+    RunConfig cc = cpu, gc = g;
+    cc.batch = gc.batch = batch;
+    Trainer tg(gc), tc(cc);
+    for (int i = 0; i < 5; ++i) tg.step();  // warm-up: cuBLAS's handle, the caching allocator
+    double cpuMs = 0;
+    for (int i = 0; i < 5; ++i) cpuMs = tc.step().stepMs;
+    const int cpuSteps = std::clamp(int(kCpuRepeatMs / std::max(cpuMs, 1e-3)), 1, o.steps);
+    if (!header && !o.json) {
+      std::printf(
+          "Training step, GPU vs CPU: MLP H=%d L=%d (%lld params), SGD+momentum, %s, batch "
+          "copied from host memory each step\n",
+          g.hidden, g.layers, (long long)tg.parameterCount(), g.dataset.c_str());
+      std::printf("GPU: %s, GEMM %s (%s)\n", gpu.firstName.c_str(), g.kernel.c_str(),
+                  summary.c_str());
+      std::printf("CPU: ParaLab's serial step, 1 thread, GEMM vendor (%s)\n",
+                  kernels::vendor_blas_name());
+      std::printf(
+          "GEMM precision: ParaLab %s; PyTorch torch.backends.cuda.matmul.allow_tf32 = %s, set "
+          "to match\n",
+          ourPrecision.c_str(), tf32 ? "True" : "False");
+      std::printf(
+          "Median of %d repeats x %d steps (the CPU: fewer steps per repeat where %d would take "
+          "over %.0f s).\n\n",
+          o.repeats, o.steps, o.steps, kCpuRepeatMs * 1e-3);
+      std::printf("%6s %22s %21s %8s %22s %15s\n", "batch", "ParaLab cuda samples/s",
+                  "ParaLab cpu samples/s", "GPU/CPU", "PyTorch cuda samples/s", "ParaLab/PyTorch");
+      std::fflush(stdout);
+      header = true;
+    }
+    std::vector<double> gpuRates, cpuRates;
+    // ParaLab's repeats before and after PyTorch's, so a noisy neighbour hits both alike.
+    measure(tg, batch, o.steps, o.repeats, gpuRates);
+    measure(tc, batch, cpuSteps, o.repeats, cpuRates);
+    TorchRun ref;
+    if (torchWhy.empty()) {
+      ref = runTorch(gc, o.steps, o.repeats, "", tf32);
+      torchWhy = ref.why;  // a PyTorch that cannot run here will not at the next batch either
+      if (!torchWhy.empty() && batch != batches.front()) torchStoppedAt = batch;
+    }
+    measure(tg, batch, o.steps, o.repeats, gpuRates);
+    measure(tc, batch, cpuSteps, o.repeats, cpuRates);
+    const double ours = bench::median(gpuRates), onCpu = bench::median(cpuRates);
+    const double torch = ref.rate;
+
+    if (o.json) {
+      nlohmann::json j = {{"bench", "step"},
+                          {"device", "cuda"},
+                          {"batch", batch},
+                          {"hidden", g.hidden},
+                          {"layers", g.layers},
+                          {"parameters", tg.parameterCount()},
+                          {"dataset", g.dataset},
+                          {"gpu", gpu.firstName},
+                          {"kernel", g.kernel},
+                          {"gemm_precision", precision},
+                          {"paralab_cuda_samples_per_s", ours},
+                          {"paralab_cpu_samples_per_s", onCpu},
+                          {"gpu_over_cpu", ours / onCpu},
+                          {"cpu_steps_per_repeat", cpuSteps},
+                          {"blas", kernels::vendor_blas_name()}};
+      if (torch > 0) {
+        j["pytorch_cuda_samples_per_s"] = torch, j["ratio"] = ours / torch;
+        j["pytorch"] = ref.line.value("engine", "");
+        j["pytorch_allow_tf32"] = ref.line.value("allow_tf32", false);
+      } else {
+        j["pytorch_not_run"] = torchWhy;
+      }
+      std::printf("%s\n", j.dump().c_str());
+    } else if (torch > 0) {
+      std::printf("%6d %22.0f %21.0f %7.2fx %22.0f %14.2fx\n", batch, ours, onCpu, ours / onCpu,
+                  torch, ours / torch);
+    } else {
+      std::printf("%6d %22.0f %21.0f %7.2fx %22s %15s\n", batch, ours, onCpu, ours / onCpu, "-",
+                  "-");
+    }
+    std::fflush(stdout);
+  }
+  if (!o.json && !torchWhy.empty()) {
+    const std::string from = torchStoppedAt ? " from batch " + std::to_string(torchStoppedAt) : "";
+    std::printf("PyTorch on cuda: not run%s (%s)\n", from.c_str(), torchWhy.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int benchStep(int argc, char** argv) {
+  RunConfig c;
+  c.hidden = 512;
+  c.layers = 2;
+  c.optimizer = "momentum";
+  c.evalEvery = 0;
+  std::vector<int> batches = {256};
+  std::string device = "cpu", kernel = "vendor";
+  Options o;
+  CLI::App app{"Serial training-step throughput vs PyTorch, on the CPU or the GPU"};
+  app.add_option("--hidden", c.hidden)->capture_default_str();
+  app.add_option("--layers", c.layers)->capture_default_str();
+  app.add_option("--batch", batches, "Batch sizes, 1..65536: one, or a list (256,4096)")
+      ->check(CLI::Range(1, 65536))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--device", device, "cpu: ParaLab vs PyTorch on one core; cuda: on the GPU")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--kernel", kernel,
+                 "GEMM of the GPU's step (cuda naive, coalesced, tiled, tensor-core, vendor, "
+                 "vendor-tf32); the CPU's step always calls OpenBLAS, as PyTorch's CPU build does")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "Steps per timed repeat")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--repeats", o.repeats, "Repeats (the median is reported)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "One JSON object per batch size instead of the table");
+  app.add_flag("--no-torch", o.noTorch, "Skip the PyTorch reference");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see --help)");
+  }
+  c.dataset = missingFashionMnistFile(c.dataDir).empty() ? "fashion-mnist" : "synthetic";
+  if (device == "cpu" && kernel != "vendor")
+    return fail(
+        "--kernel: chooses the GPU's GEMM (with --device cuda); the CPU step calls "
+        "OpenBLAS (allowed with --device cpu: vendor)");
+  // The engine's own checks, named by their flags: --hidden, --layers, --batch.
+  for (int b : batches) {
+    c.batch = b;
+    if (auto err = c.validate()) return fail("--" + *err);
+  }
+
+  try {
+    if (device == "cuda") return stepCuda(c, kernel, batches, o);
+    int rc = 0;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (i > 0 && !o.json) std::printf("\n");
+      c.batch = batches[i];
+      rc |= stepCpu(c, o);
+    }
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paralab-bench step: %s\n", e.what());
+    return 1;
+  }
 }
