@@ -81,16 +81,17 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
   for (const Row& row : m_rows) layers[{row.op.op, row.op.group}] = nullptr;
   QCPBars* below = nullptr;
   int shade = 0;
-  std::string lastOp;
+  QColor lastBase;
   for (auto& [key, bars] : layers) {
     bars = new QCPBars(xAxis, yAxis);
     const OpTraffic named{key.first, key.second};
     bars->setName(layerName(named));
-    // A second group of the same op gets a lighter shade of its colour.
-    shade = key.first == lastOp ? shade + 1 : 0;
-    lastOp = key.first;
-    const QColor color =
-        chartcolors::commOpColor(QString::fromStdString(key.first)).lighter(100 + 25 * shade);
+    // Layers of one colour (a second group of an op; send beside recv) get lighter shades of
+    // it, so no two legend entries look alike.
+    const QColor base = chartcolors::commOpColor(QString::fromStdString(key.first));
+    shade = base == lastBase ? shade + 1 : 0;
+    lastBase = base;
+    const QColor color = base.lighter(100 + 25 * shade);
     bars->setBrush(color);
     bars->setPen(QPen(color.darker(130), 1));
     bars->setWidth(kBarWidth);
@@ -101,8 +102,9 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
   fitLegend();
   for (const Row& row : m_rows) {
     QCPBars* bars = layers[{row.op.op, row.op.group}];
-    bars->addData(row.rank + kSentOffset, double(row.op.bytesSent) / m_unit);
-    bars->addData(row.rank + kRecvOffset, double(row.op.bytesRecv) / m_unit);
+    // A zero is left out: an empty bar would still draw its outline, a line on the axis.
+    if (row.op.bytesSent) bars->addData(row.rank + kSentOffset, double(row.op.bytesSent) / m_unit);
+    if (row.op.bytesRecv) bars->addData(row.rank + kRecvOffset, double(row.op.bytesRecv) / m_unit);
   }
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (const RankMetrics& r : step.ranks) {
