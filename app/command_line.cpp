@@ -15,12 +15,7 @@ namespace paralab {
 
 namespace {
 
-constexpr int kBadInput = 2;
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "paralab: %s\n", message.c_str());
-  return kBadInput;
-}
+int fail(const std::string& message) { return badInput("paralab", message); }
 
 bool hasArgument(int argc, char** argv, std::initializer_list<const char*> names) {
   for (int i = 1; i < argc; ++i)
@@ -90,13 +85,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
                "Print the time from process start to the window's first paint, then exit");
   addRunConfigOptions(app, config);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return fail(std::string(e.what()) + " (see --help)");
-  }
+  if (const auto code = parseCommandLine(app, argc, argv, "paralab")) return *code;
   config.deriveRanks();
   // The benchmark's point is a busy machine: 8 thread ranks unless the ranks were given.
   if (out.benchFramesS > 0 && !hasArgument(argc, argv, {"--ranks"}) && config.ranks == 1 &&

@@ -25,12 +25,7 @@ using namespace paralab;
 
 namespace {
 
-constexpr int kBadInput = 2;
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "paralab-run: %s\n", message.c_str());
-  return kBadInput;
-}
+int fail(const std::string& message) { return badInput("paralab-run", message); }
 
 int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> ranks;
@@ -200,13 +195,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-instrument", noInstrument, "Record no spans (to measure what they cost)");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return fail(std::string(e.what()) + " (see --help)");
-  }
+  if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
   // alone runs thread ranks, one per GPU, in this process.

@@ -2,6 +2,7 @@
 // each flag's name, help and target field, over RunConfig (DESIGN.md §6).
 // See `paralab-run --help`, `paralab --help`, tests/engine/tst_cli.cpp.
 #pragma once
+#include <optional>
 #include <string>
 
 namespace CLI {
@@ -11,6 +12,16 @@ class App;
 namespace paralab {
 
 struct RunConfig;
+
+// Bad input's exit code in every ParaLab program (DESIGN.md §6).
+constexpr int kBadInputExit = 2;
+
+// "<program>: <message>" as one line on stderr; returns kBadInputExit.
+int badInput(const char* program, const std::string& message);
+
+// Parses the command line with the programs' contract: --help prints the help and gives 0; a
+// bad flag gives badInput(program, "<what CLI11 says> (see --help)"). nullopt: parsed, go on.
+std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv, const char* program);
 
 // Adds every RunConfig flag except --steps and --config (whose help differs per program).
 void addRunConfigOptions(CLI::App& app, RunConfig& config);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/run_options.h"
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -26,10 +27,7 @@ struct Side {
   LatencySweepResult result;
 };
 
-int fail(const std::string& what) {
-  std::fprintf(stderr, "paralab-bench latency: %s\n", what.c_str());
-  return 2;
-}
+int fail(const std::string& what) { return badInput("paralab-bench latency", what); }
 
 // "naive, simd, ..." on cpu and cuda, for --kernel's message.
 std::string kernelNames(bool cuda) {
@@ -106,13 +104,7 @@ int benchLatency(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_flag("--json", json, "One JSON object per batch size instead of the table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return fail(std::string(e.what()) + " (see --help)");
-  }
+  if (const auto code = parseCommandLine(app, argc, argv, "paralab-bench latency")) return *code;
 
   std::vector<int> batches;
   try {

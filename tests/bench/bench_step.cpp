@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "cli/run_options.h"
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -27,10 +28,7 @@ struct Options {
   bool json = false, noTorch = false;
 };
 
-int fail(const std::string& what) {
-  std::fprintf(stderr, "paralab-bench step: %s\n", what.c_str());
-  return 2;
-}
+int fail(const std::string& what) { return badInput("paralab-bench step", what); }
 
 // FLOPs of the GEMMs in one training step: a Linear in->out on B rows costs 2·B·in·out
 // forward, the same again for dW, and again for dx (the input projection needs no dx).
@@ -308,13 +306,7 @@ int benchStep(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", o.json, "One JSON object per batch size instead of the table");
   app.add_flag("--no-torch", o.noTorch, "Skip the PyTorch reference");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return fail(std::string(e.what()) + " (see --help)");
-  }
+  if (const auto code = parseCommandLine(app, argc, argv, "paralab-bench step")) return *code;
   c.dataset = missingFashionMnistFile(c.dataDir).empty() ? "fashion-mnist" : "synthetic";
   if (device == "cpu" && kernel != "vendor")
     return fail(
