@@ -12,6 +12,20 @@
 
 namespace paralab::test {
 
+// The tests' small run: synthetic data, SGD with momentum at lr 0.05, no evaluation, so a
+// trajectory of tens of steps takes milliseconds and still learns.
+inline RunConfig smallRun(int hidden, int layers, int batch) {
+  RunConfig c;
+  c.dataset = "synthetic";
+  c.hidden = hidden;
+  c.layers = layers;
+  c.batch = batch;
+  c.evalEvery = 0;
+  c.lr = 0.05;
+  c.optimizer = "momentum";
+  return c;
+}
+
 // The loss of each of the first `steps` steps of a fresh run of `config`.
 inline std::vector<double> lossTrajectory(const RunConfig& config, int steps) {
   Trainer t(config);

@@ -36,14 +36,7 @@ using namespace paralab;
 namespace {
 
 RunConfig baseConfig() {
-  RunConfig c;
-  c.dataset = "synthetic";
-  c.hidden = 64;
-  c.layers = 2;
-  c.batch = 64;
-  c.evalEvery = 0;
-  c.lr = 0.05;
-  c.optimizer = "momentum";
+  RunConfig c = test::smallRun(64, 2, 64);
   c.bucketMb = 0.01;  // several buckets even for this small model
   return c;
 }

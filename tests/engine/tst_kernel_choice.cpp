@@ -18,17 +18,7 @@ using namespace paralab;
 
 namespace {
 
-RunConfig baseConfig() {
-  RunConfig c;
-  c.dataset = "synthetic";
-  c.hidden = 32;
-  c.layers = 2;
-  c.batch = 32;
-  c.evalEvery = 0;
-  c.lr = 0.05;
-  c.optimizer = "momentum";
-  return c;
-}
+RunConfig baseConfig() { return test::smallRun(32, 2, 32); }
 
 }  // namespace
 

@@ -20,17 +20,7 @@ using namespace paralab;
 
 namespace {
 
-RunConfig baseConfig() {
-  RunConfig c;
-  c.dataset = "synthetic";
-  c.hidden = 32;
-  c.layers = 4;
-  c.batch = 48;
-  c.evalEvery = 0;
-  c.lr = 0.05;
-  c.optimizer = "momentum";
-  return c;
-}
+RunConfig baseConfig() { return test::smallRun(32, 4, 48); }
 
 // "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a configuration.
 RunConfig parse(const QString& spec) {

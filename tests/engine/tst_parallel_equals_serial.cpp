@@ -13,15 +13,8 @@ using namespace paralab;
 namespace {
 
 RunConfig baseConfig() {
-  RunConfig c;
-  c.dataset = "synthetic";
-  c.hidden = 32;
-  c.layers = 2;
-  c.batch = 50;  // uneven slices for 3 and 4 ranks
-  c.evalEvery = 0;
-  c.lr = 0.05;
-  c.optimizer = "momentum";
-  c.bucketMb = 0.01;  // several buckets even for this small model
+  RunConfig c = test::smallRun(32, 2, 50);  // batch 50: uneven slices for 3 and 4 ranks
+  c.bucketMb = 0.01;                        // several buckets even for this small model
   return c;
 }
 
