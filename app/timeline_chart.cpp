@@ -35,6 +35,35 @@ QString legendName(SpanKind k) {
   }
 }
 
+using Interval = std::pair<int64_t, int64_t>;
+
+// The union of `v` as sorted, disjoint intervals.
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const Interval& i : v)
+    if (!out.empty() && i.first <= out.back().second)
+      out.back().second = std::max(out.back().second, i.second);
+    else
+      out.push_back(i);
+  return out;
+}
+
+// The parts of `a` that no interval of `b` covers (both sorted and disjoint).
+std::vector<Interval> minus(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  size_t j = 0;
+  for (auto [start, end] : a) {
+    while (j < b.size() && b[j].second <= start) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < end; ++k) {
+      if (b[k].first > start) out.push_back({start, b[k].first});
+      start = std::max(start, b[k].second);
+    }
+    if (start < end) out.push_back({start, end});
+  }
+  return out;
+}
+
 }  // namespace
 
 TimelineChart::TimelineChart(QWidget* parent)
@@ -63,6 +92,13 @@ TimelineChart::TimelineChart(QWidget* parent)
     }
     m_layers[size_t(k)] = layer;
   }
+  // In the compute row, hatched in the communication colour: inside a transfer, nothing to
+  // compute. A pipeline's bubble shows as these (a stage waiting for its neighbour).
+  m_waitingLayer = new RectLayer(xAxis, yAxis);
+  m_waitingLayer->setName(tr("waiting on a transfer (bubble)"));
+  m_waitingLayer->setBrush(QBrush(chartcolors::spanColor(SpanKind::Comm), Qt::FDiagPattern));
+  m_waitingLayer->setPen(QPen(chartcolors::faint(chartcolors::spanColor(SpanKind::Comm)), 1));
+  m_waitingLayer->keepThin = false;
   setLegendColumns(3);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   axisRect()->setRangeDrag(Qt::Horizontal);
@@ -84,6 +120,8 @@ TimelineChart::TimelineChart(QWidget* parent)
 
 void TimelineChart::clear() {
   for (RectLayer* l : m_layers) l->rects.clear();
+  m_waitingLayer->rects.clear();
+  m_waiting.clear();
   for (QCPAbstractItem* item : m_marks) removeItem(item);
   m_marks.clear();
   m_bars.clear();
@@ -157,8 +195,18 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
         if (a > reach) m_bars.push_back({rank, SpanKind::Idle, ms(reach), ms(a), 0, {}, step});
         reach = std::max(reach, b);
       }
+      // Waiting: in a transfer (comm spans) and in no compute span.
+      std::vector<Interval> comm, compute;
+      for (const Span& sp : spans[r])
+        if (sp.step == step)
+          (sp.kind == SpanKind::Comm ? comm : compute).push_back({sp.startNs, sp.endNs});
+      for (const auto& [a, b] : minus(merged(comm), merged(compute)))
+        m_waiting.push_back({rank, SpanKind::Comm, ms(a), ms(b), 0, "waiting", step});
     }
   }
+  for (const Bar& b : m_waiting)
+    m_waitingLayer->rects.push_back(
+        {b.startMs, b.endMs, computeRow(b.rank).lower, computeRow(b.rank).upper});
   for (const Bar& b : m_bars) {
     const QCPRange row = b.kind == SpanKind::Comm ? commRow(b.rank) : computeRow(b.rank);
     m_layers[size_t(b.kind)]->rects.push_back({b.startMs, b.endMs, row.lower, row.upper});
@@ -210,6 +258,18 @@ QString TimelineChart::describeAt(double t, double row) const {
     if (distance <= bestDistance) best = &b, bestDistance = distance;
     if (distance == 0) break;
   }
+  // In the compute row with no span right there: inside a transfer, perhaps (before any
+  // nearby bar).
+  if (!best || bestDistance > 0)
+    for (const Bar& w : m_waiting)
+      if (computeRow(w.rank).contains(row) && t >= w.startMs && t <= w.endMs)
+        return tr("rank %1 · step %2\nwaiting on a transfer, nothing to compute (in a pipeline: "
+                  "the bubble)\n%3 ms (%4 → %5 ms)")
+            .arg(w.rank)
+            .arg(w.step)
+            .arg(w.endMs - w.startMs, 0, 'f', 3)
+            .arg(w.startMs, 0, 'f', 3)
+            .arg(w.endMs, 0, 'f', 3);
   if (!best) return {};
   const Bar& b = *best;
   QString what = QString::fromUtf8(spanKindName(b.kind).data());
@@ -231,8 +291,9 @@ bool TimelineChart::event(QEvent* e) {
         describeAt(xAxis->pixelToCoord(help->pos().x()), yAxis->pixelToCoord(help->pos().y()));
     if (text.isEmpty())
       text = tr("Measured spans of the last %1 steps. Communication runs in the thin row under "
-                "each rank, so where it sits under backward it overlapped; hatched: idle, as in "
-                "a pipeline bubble.\nDrag or wheel: pan and zoom time · double-click: follow "
+                "each rank, so where it sits under backward it overlapped. Hatched orange: waiting "
+                "in a transfer with nothing to compute, as in a pipeline bubble; hatched grey: "
+                "idle, no span at all.\nDrag or wheel: pan and zoom time · double-click: follow "
                 "the run again")
                  .arg(kSteps);
     QToolTip::showText(help->globalPos(), text, this);

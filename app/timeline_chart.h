@@ -42,6 +42,10 @@ class TimelineChart : public Chart {
     int64_t step = 0;
   };
   const std::vector<Bar>& bars() const { return m_bars; }
+  // Waiting bars, drawn hatched in the compute row: a rank inside a transfer with no compute span
+  // at the same time (a pipeline's bubble; an all-reduce not overlapped). Derived from the comm
+  // spans, so not in bars() nor the CSV; kind Comm, op "waiting".
+  const std::vector<Bar>& waiting() const { return m_waiting; }
   // What hovering at (time ms, row coordinate) shows, "" over no bar.
   QString describeAt(double timeMs, double row) const;
   // The row coordinates of a rank's compute row and of its thinner communication row.
@@ -58,6 +62,8 @@ class TimelineChart : public Chart {
 
   std::array<RectLayer*, 6> m_layers{};  // by SpanKind
   std::vector<Bar> m_bars;
+  std::vector<Bar> m_waiting;
+  RectLayer* m_waitingLayer = nullptr;
   std::vector<std::vector<Span>> m_spans;    // the spans drawn, per rank (for the trace)
   std::vector<std::vector<Span>> m_pending;  // newer spans held back while not following
   QString m_emulated;

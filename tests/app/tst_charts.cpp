@@ -431,6 +431,15 @@ void TestCharts::timelineDrawsEverySpan() {
       hover.contains("allreduce ring") && hover.contains("1.00 MiB") && hover.contains("3.500 ms"),
       qPrintable(hover));
   QVERIFY(chart.describeAt(5.0, TimelineChart::computeRow(0).center()).contains("backward"));
+  // Waiting: the all-reduce outlasts backward by 0.5 ms (7.0 -> 7.5) with nothing to compute,
+  // once per rank and step, hatched in the compute row and named on hover.
+  QCOMPARE(int(chart.waiting().size()), 2 * TimelineChart::kSteps);
+  for (const TimelineChart::Bar& w : chart.waiting())
+    QVERIFY2(qFuzzyCompare(w.endMs - w.startMs, 0.5),
+             qPrintable(QString::number(w.endMs - w.startMs)));
+  QCOMPARE(chart.waiting().front().startMs, 7.0);
+  const QString waitHover = chart.describeAt(7.25, TimelineChart::computeRow(0).center());
+  QVERIFY2(waitHover.contains("waiting"), qPrintable(waitHover));
   QCOMPARE(chart.pointCount(), int(chart.bars().size()));
   const QStringList csv = csvLines(chart);
   QCOMPARE(csv[0], QString("rank,row,kind,op,step,start_ms,end_ms,duration_ms,bytes"));
@@ -771,6 +780,13 @@ void TestCharts::realRuns() {
       QString("measured · pipeline, 4 stages, 4 micro-batches (%1)").arg(p.schedule.c_str()));
   pipeline.showSnapshot(pipe);
   saveScreenshot(pipeline, "timeline-pipeline");
+  // The bubble is visible: every stage spends time in a transfer with nothing to compute.
+  for (int r = 0; r < 4; ++r) {
+    double waited = 0;
+    for (const TimelineChart::Bar& w : pipeline.waiting())
+      if (w.rank == r) waited += w.endMs - w.startMs;
+    QVERIFY2(waited > 0, qPrintable(QString("stage %1 never waits").arg(r)));
+  }
   TrafficChart pipeTraffic;
   pipeTraffic.setSubtitle(pipeline.subtitle());
   pipeTraffic.showSnapshot(pipe);
