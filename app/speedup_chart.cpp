@@ -44,6 +44,8 @@ void SpeedupChart::clear() {
   for (QCPGraph* g : {m_measured, m_ideal, m_fit}) g->data()->clear();
   for (QCPItemText* t : m_labels) removeItem(t);
   m_labels.clear();
+  if (m_coresLine) removeItem(m_coresLine), removeItem(m_coresLabel);
+  m_coresLine = nullptr, m_coresLabel = nullptr;
   xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
   xAxis->setRange(0, 8.5);
   yAxis->setRange(0, 8.5);
@@ -100,6 +102,22 @@ void SpeedupChart::showSweep(const SweepResult& sweep) {
                  (outside ? tr("; outside 0..1, the law does not describe this run") : QString()));
   m_measured->setName(sweep.cancelled ? tr("measured (sweep cancelled), labels: efficiency")
                                       : tr("measured, labels: efficiency S/N"));
+  // Past the machine's cores, ranks take turns: mark where that starts.
+  if (!coresCaveat(sweep).empty()) {
+    m_coresLine = new QCPItemStraightLine(this);
+    m_coresLine->point1->setCoords(sweep.cores, 0);
+    m_coresLine->point2->setCoords(sweep.cores, 1);
+    m_coresLine->setPen(QPen(chartcolors::kReference, 1, Qt::DotLine));
+    m_coresLabel = new QCPItemText(this);
+    m_coresLabel->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    m_coresLabel->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_coresLabel->position->setCoords(sweep.cores, 0);
+    m_coresLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_coresLabel->setPadding(QMargins(4, 2, 0, 0));
+    m_coresLabel->setText(tr("%1 cores here: ranks beyond\ntake turns on them").arg(sweep.cores));
+    m_coresLabel->setColor(chartcolors::kReference);
+    m_coresLabel->setFont(legend->font());
+  }
   fitLegend();  // the names now carry the fit
   xAxis->setRange(0.5, maxN + 0.5);
   yAxis->setRange(0, std::max(maxN, maxS) * 1.12);

@@ -19,12 +19,17 @@ class SpeedupChart : public Chart {
   QCPGraph* measured() const { return m_measured; }
   QCPGraph* ideal() const { return m_ideal; }
   QCPGraph* fit() const { return m_fit; }  // Amdahl (strong) or Gustafson (weak)
+  // The dotted line at the machine's core count, drawn when the sweep went beyond it (ranks
+  // there took turns on the cores); nullptr otherwise.
+  QCPItemStraightLine* coresLine() const { return m_coresLine; }
 
  private:
   QCPGraph* m_measured;
   QCPGraph* m_ideal;
   QCPGraph* m_fit;
   QList<QCPItemText*> m_labels;  // efficiency beside each point
+  QCPItemStraightLine* m_coresLine = nullptr;
+  QCPItemText* m_coresLabel = nullptr;
 };
 
 }  // namespace paralab

@@ -169,6 +169,9 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
     const std::string why =
         result.scaling == "weak" ? result.gustafson.caveat() : result.amdahl.caveat();
     if (!why.empty()) fit += ", " + QString::fromStdString(why) + ".";
+    if (const std::string cores = coresCaveat(result); !cores.empty())
+      fit +=
+          (fit.endsWith('.') ? " " : ". ") + QString::fromStdString(cores).replace(0, 1, "R") + ".";
   }
   m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
                                       : tr("Done: %1 points. ").arg(result.points.size())) +

@@ -77,6 +77,8 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
     const std::string why = r.gustafson.caveat();
     std::printf("Gustafson fit (reference): serial fraction s = %.3f (R^2 = %.3f)%s\n",
                 r.gustafson.s, r.gustafson.r2, why.empty() ? "" : (", " + why).c_str());
+    if (const std::string cores = coresCaveat(r); !cores.empty())
+      std::printf("Note: %s.\n", cores.c_str());
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "train/trainer.h"
 
@@ -100,8 +101,17 @@ SweepResult analyseSweep(const std::string& scaling, const std::vector<int>& ran
   return r;
 }
 
+std::string coresCaveat(const SweepResult& r) {
+  int most = 0;
+  for (const SweepPoint& p : r.points) most = std::max(most, p.ranks);
+  if (r.cores <= 0 || most <= r.cores) return {};
+  return "ranks beyond this machine's " + std::to_string(r.cores) +
+         " cores took turns on them: those points measure sharing, not scaling";
+}
+
 SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, int warmup,
                      const std::function<bool(int, int)>& progress) {
+  const int cores = int(std::thread::hardware_concurrency());
   if (ranks.empty() || ranks.front() != 1) ranks.insert(ranks.begin(), 1);
   const int total = int(ranks.size()) * (steps + warmup);
   int done = 0;
@@ -123,6 +133,7 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
                                   : analyseSweep(base.scaling, measuredRanks, medians, base.batch);
         partial.scaling = base.scaling;
         partial.cancelled = true;
+        partial.cores = cores;
         return partial;
       }
     }
@@ -130,7 +141,9 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
     measuredRanks.push_back(n);
     medians.push_back(times[times.size() / 2]);
   }
-  return analyseSweep(base.scaling, measuredRanks, medians, base.batch);
+  SweepResult r = analyseSweep(base.scaling, measuredRanks, medians, base.batch);
+  r.cores = cores;
+  return r;
 }
 
 nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
@@ -143,9 +156,13 @@ nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
                       {"config", base.toJson()},
                       {"points", nlohmann::json::array()}};
   if (base.link != "none") j["emulated"] = base.link;
+  if (r.cores > 0) j["cores"] = r.cores;
   for (const SweepPoint& p : r.points)
-    j["points"].push_back({{"ranks", p.ranks}, {"step_ms", p.stepMs}, {"samples_per_s", p.samplesPerS},
-                           {"speedup", p.speedup}, {"efficiency", p.efficiency}});
+    j["points"].push_back({{"ranks", p.ranks},
+                           {"step_ms", p.stepMs},
+                           {"samples_per_s", p.samplesPerS},
+                           {"speedup", p.speedup},
+                           {"efficiency", p.efficiency}});
   return j;
 }
 

@@ -3,10 +3,9 @@
 // references). See tests/engine/tst_sweep.cpp and `paralab-run --sweep ranks=1,2,4,8`.
 #pragma once
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "config.h"
 
@@ -47,7 +46,12 @@ struct SweepResult {
   AmdahlFit amdahl;
   GustafsonFit gustafson;
   bool cancelled = false;
+  int cores = 0;  // hardware threads of the machine that ran it (0: not known)
 };
+
+// Empty unless the sweep ran more ranks than its machine has cores; then one sentence: those
+// ranks took turns on the cores, so their points measure sharing, not scaling.
+std::string coresCaveat(const SweepResult& result);
 
 // Computes speedups, efficiencies and both fits from measured (ranks, median step ms) pairs;
 // the first point must be the 1-rank baseline.

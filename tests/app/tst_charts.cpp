@@ -295,6 +295,18 @@ void TestCharts::speedupDrawsTheSweep() {
   QCOMPARE(valueAt(chart.ideal(), 8), 8.0);
   QVERIFY(chart.fit()->name().contains("Amdahl"));
   QVERIFY(chart.fit()->name().contains(QString::number(strong.amdahl.p, 'f', 3)));
+  // Ranks beyond the machine's cores are marked; within them, nothing is.
+  QVERIFY(!chart.coresLine());  // cores not known
+  SweepResult onTwoCores = strong;
+  onTwoCores.cores = 2;
+  chart.showSweep(onTwoCores);
+  QVERIFY(chart.coresLine());
+  QCOMPARE(chart.coresLine()->point1->coords().x(), 2.0);
+  SweepResult onEight = strong;
+  onEight.cores = 8;
+  chart.showSweep(onEight);
+  QVERIFY(!chart.coresLine());
+  chart.showSweep(strong);
   QVERIFY(chart.fit()->name().contains("R²"));
   QVERIFY(chart.fit()->name().contains("reference"));
   for (int i = 0; i < chart.fit()->dataCount(); ++i) {

@@ -2,6 +2,7 @@
 // timings, a real sweep measures every rank count, and cancelling stops it.
 // Run: ctest -R tst_sweep
 #include <QtTest>
+#include <thread>
 
 #include "train/sweep.h"
 
@@ -57,6 +58,16 @@ class TstSweep : public QObject {
     QVERIFY(weakSlower.gustafson.caveat().find("slower") != std::string::npos);
   }
 
+  // A sweep past the machine's cores says its last points measure sharing.
+  void coresCaveatOnlyBeyondTheCores() {
+    SweepResult r = analyseSweep("strong", {1, 2, 4}, {10.0, 6.0, 5.0}, 64);
+    QVERIFY(coresCaveat(r).empty());  // cores not known
+    r.cores = 4;
+    QVERIFY(coresCaveat(r).empty());
+    r.cores = 2;
+    QVERIFY2(coresCaveat(r).find("2 cores") != std::string::npos, coresCaveat(r).c_str());
+  }
+
   void gustafsonRecoversS() {
     // Weak scaling: per-rank work fixed, serial fraction s = 0.1 of the parallel run:
     // scaled speedup N - 0.1 (N - 1) = N T1 / TN  =>  TN = N T1 / (N - 0.1 (N - 1)).
@@ -97,6 +108,7 @@ class TstSweep : public QObject {
     QCOMPARE(r.points[1].ranks, 2);
     QVERIFY(r.points[1].stepMs > 0);
     QCOMPARE(calls, 8);
+    QCOMPARE(r.cores, int(std::thread::hardware_concurrency()));  // the machine it ran on
     const SweepResult cancelled = runSweep(c, {1, 2, 4}, 3, 1, [](int done, int) { return done < 6; });
     QVERIFY(cancelled.cancelled);
     QCOMPARE(cancelled.points.size(), size_t(1));  // only the baseline finished
