@@ -1,11 +1,10 @@
 // RunConfig validation and its JSON form (see config.h). See tests/engine/tst_config.cpp.
 #include "config.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "comm/communicator.h"  // ncclAvailable, mpiLaunchSize
+#include "comm/communicator.h"  // ncclAvailable, mpiLaunchSize, mpiLocalLaunchSize
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -27,11 +26,10 @@ static std::optional<std::string> ncclRanksProblem(const RunConfig& c, int gpus)
              " GPU(s) here (--backend thread shares a GPU between ranks)";
     return std::nullopt;
   }
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char* v = std::getenv(var); v && *v && std::atoi(v) > gpus)
-      return "backend: nccl runs one process per GPU: mpirun started " + std::string(v) +
-             " processes on this machine but it has " + n(gpus) +
-             " GPU(s) (start at most that many per machine)";
+  if (const int here = mpiLocalLaunchSize(); here > gpus)
+    return "backend: nccl runs one process per GPU: mpirun started " + n(here) +
+           " processes on this machine but it has " + n(gpus) +
+           " GPU(s) (start at most that many per machine)";
   return std::nullopt;
 }
 

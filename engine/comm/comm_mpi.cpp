@@ -6,6 +6,7 @@
 #include "comm/communicator.h"
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #ifdef PARALAB_HAVE_MPI
@@ -24,10 +25,20 @@
 
 namespace paralab {
 
-int mpiLaunchSize() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+// The first of `vars` the launcher set, as a number; `fallback` when none is set.
+static int launcherValue(std::initializer_list<const char*> vars, int fallback) {
+  for (const char* var : vars)
     if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
-  return 0;
+  return fallback;
+}
+
+int mpiLaunchSize() { return launcherValue({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}, 0); }
+int mpiLocalLaunchSize() {
+  return launcherValue({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
+}
+int mpiLocalRank(int fallback) {
+  return launcherValue({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"},
+                       fallback);
 }
 
 #ifndef PARALAB_HAVE_MPI

@@ -310,14 +310,8 @@ std::unique_ptr<Communicator> makeNcclMpiWorld(CommOptions options) {
   const int rank = host->rank(), n = host->size();
   const kernels::GpuInfo gpus = kernels::cuda_query_devices();
   if (gpus.count == 0) throw CommError("nccl: no GPU: " + gpus.reason);
-  // The GPU of this process: its rank on this node, as mpirun numbers them.
-  int local = rank;
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char* v = std::getenv(var); v && *v) {
-      local = std::atoi(v);
-      break;
-    }
-  const int device = local % gpus.count;
+  // The GPU of this process: its rank on this node, as mpirun numbers them (as Compute::forRank).
+  const int device = mpiLocalRank(rank) % gpus.count;
   // Rank 0 makes the id; the host communicator carries its 128 bytes to the others (a float
   // broadcast copies bytes unchanged). Set-up traffic: not part of any step.
   ncclUniqueId id{};

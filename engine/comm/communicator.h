@@ -263,6 +263,11 @@ bool mpiAvailable();  // built with MPI
 bool mpiCallsFromAnyThread();
 // Ranks in the job that launched this process (OMPI_COMM_WORLD_SIZE / PMI_SIZE), 0 if none.
 int mpiLaunchSize();
+// Of those, the ones on this machine (OMPI_COMM_WORLD_LOCAL_SIZE / MPI_LOCALNRANKS), 0 if not
+// said; and this process's number among them (`fallback` if not said). A process per GPU uses
+// GPU (local rank mod G).
+int mpiLocalLaunchSize();
+int mpiLocalRank(int fallback);
 // MPI_COMM_WORLD as a Communicator. Initialises MPI if needed (and finalises it at exit).
 // Throws CommError without MPI or with a link profile (emulation is ThreadComm's).
 std::unique_ptr<Communicator> makeMpiWorld(CommOptions options = {});
