@@ -92,7 +92,7 @@ void SpeedupChart::showSweep(const SweepResult& sweep) {
   n.erase(std::unique(n.begin(), n.end()), n.end());
   for (double x : n) m_fit->addData(x, weak ? sweep.gustafson.speedup(x) : sweep.amdahl.speedup(x));
   // A fraction outside 0..1 is said in the legend; the sweep panel and the summary say why.
-  const bool outside = !(weak ? sweep.gustafson.caveat() : sweep.amdahl.caveat()).empty();
+  const bool outside = !fitCaveat(sweep).empty();
   m_fit->setName((weak ? tr("Gustafson fit, serial s = %1, R² = %2 (reference)")
                              .arg(sweep.gustafson.s, 0, 'f', 3)
                              .arg(r2Text(sweep.gustafson.r2))

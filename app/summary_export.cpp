@@ -208,12 +208,8 @@ void referenceSection(QStringList& md, const RunReport& r) {
                                 "sweep: p = %1, R² = %2")
                         .arg(num(r.sweep->amdahl.p, 3))
                         .arg(num(r.sweep->amdahl.r2, 3)));
-    const std::string why =
-        r.sweep->scaling == "weak" ? r.sweep->gustafson.caveat() : r.sweep->amdahl.caveat();
-    if (!why.empty()) items.last() += ", " + QString::fromStdString(why) + ".";
-    if (const std::string cores = coresCaveat(*r.sweep); !cores.empty())
-      items.last() += (items.last().endsWith('.') ? " " : ". ") +
-                      QString::fromStdString(cores).replace(0, 1, "R") + ".";
+    if (const std::string notes = fitNotes(*r.sweep); !notes.empty())
+      items.last() += ". " + QString::fromStdString(notes);
   }
   if (items.isEmpty()) return;
   md << QObject::tr("## Reference formulas") << ""

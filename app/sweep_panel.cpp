@@ -166,12 +166,8 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
               : tr("Amdahl fit (reference): parallel fraction p = %1, R² = %2")
                     .arg(result.amdahl.p, 0, 'f', 3)
                     .arg(result.amdahl.r2, 0, 'f', 3);
-    const std::string why =
-        result.scaling == "weak" ? result.gustafson.caveat() : result.amdahl.caveat();
-    if (!why.empty()) fit += ", " + QString::fromStdString(why) + ".";
-    if (const std::string cores = coresCaveat(result); !cores.empty())
-      fit +=
-          (fit.endsWith('.') ? " " : ". ") + QString::fromStdString(cores).replace(0, 1, "R") + ".";
+    if (const std::string notes = fitNotes(result); !notes.empty())
+      fit += ". " + QString::fromStdString(notes);
   }
   m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
                                       : tr("Done: %1 points. ").arg(result.points.size())) +

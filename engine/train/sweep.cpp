@@ -2,6 +2,7 @@
 #include "train/sweep.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -107,6 +108,20 @@ std::string coresCaveat(const SweepResult& r) {
   if (r.cores <= 0 || most <= r.cores) return {};
   return "ranks beyond this machine's " + std::to_string(r.cores) +
          " cores took turns on them: those points measure sharing, not scaling";
+}
+
+std::string fitCaveat(const SweepResult& r) {
+  return r.scaling == "weak" ? r.gustafson.caveat() : r.amdahl.caveat();
+}
+
+std::string fitNotes(const SweepResult& r) {
+  std::string notes;
+  for (std::string s : {fitCaveat(r), coresCaveat(r)}) {
+    if (s.empty()) continue;
+    s[0] = char(std::toupper(static_cast<unsigned char>(s[0])));
+    notes += (notes.empty() ? "" : " ") + s + ".";
+  }
+  return notes;
 }
 
 SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, int warmup,

@@ -52,6 +52,11 @@ struct SweepResult {
 // Empty unless the sweep ran more ranks than its machine has cores; then one sentence: those
 // ranks took turns on the cores, so their points measure sharing, not scaling.
 std::string coresCaveat(const SweepResult& result);
+// The caveat of the law the sweep's scaling is fitted with (Amdahl strong, Gustafson weak).
+std::string fitCaveat(const SweepResult& result);
+// Both caveats as sentences to follow the fit where it is shown (sweep panel, summary):
+// "Outside 0..1: ... . Ranks beyond ... ." — "" when neither applies.
+std::string fitNotes(const SweepResult& result);
 
 // Computes speedups, efficiencies and both fits from measured (ranks, median step ms) pairs;
 // the first point must be the 1-rank baseline.

@@ -66,6 +66,10 @@ class TstSweep : public QObject {
     QVERIFY(coresCaveat(r).empty());
     r.cores = 2;
     QVERIFY2(coresCaveat(r).find("2 cores") != std::string::npos, coresCaveat(r).c_str());
+    // Shown after the fit as sentences: the cores alone here (p lies inside 0..1).
+    QVERIFY(fitCaveat(r).empty());
+    QCOMPARE(QString::fromStdString(fitNotes(r)),
+             "R" + QString::fromStdString(coresCaveat(r)).mid(1) + ".");
   }
 
   void gustafsonRecoversS() {
