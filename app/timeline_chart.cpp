@@ -183,23 +183,17 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
     for (const Span& sp : spans[r])
       m_bars.push_back({rank, sp.kind, ms(sp.startNs), ms(sp.endNs), sp.bytes,
                         QString::fromUtf8(sp.op ? sp.op : ""), sp.step});
-    // Idle: inside each step's window, the time no span of this rank covers.
+    // Inside each step's window: idle, the time no span of this rank covers; waiting, the time
+    // in a transfer (comm spans) and in no compute span.
     for (const auto& [step, window] : steps) {
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (const Span& sp : spans[r])
-        if (sp.step == step) busy.push_back({sp.startNs, sp.endNs});
-      std::sort(busy.begin(), busy.end());
-      int64_t reach = window.first;
-      busy.push_back({window.second, window.second});
-      for (const auto& [a, b] : busy) {
-        if (a > reach) m_bars.push_back({rank, SpanKind::Idle, ms(reach), ms(a), 0, {}, step});
-        reach = std::max(reach, b);
-      }
-      // Waiting: in a transfer (comm spans) and in no compute span.
       std::vector<Interval> comm, compute;
       for (const Span& sp : spans[r])
         if (sp.step == step)
           (sp.kind == SpanKind::Comm ? comm : compute).push_back({sp.startNs, sp.endNs});
+      std::vector<Interval> any = comm;
+      any.insert(any.end(), compute.begin(), compute.end());
+      for (const auto& [a, b] : minus({window}, merged(any)))
+        m_bars.push_back({rank, SpanKind::Idle, ms(a), ms(b), 0, {}, step});
       for (const auto& [a, b] : minus(merged(comm), merged(compute)))
         m_waiting.push_back({rank, SpanKind::Comm, ms(a), ms(b), 0, "waiting", step});
     }
