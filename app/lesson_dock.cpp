@@ -446,16 +446,15 @@ void LessonDock::showPage() {
   m_tools->updateGeometry();
   // Retrieval practice and flashcards are the page's work: they get most of the height, the
   // text above holds only a heading and a line of instructions.
+  const bool practice =
+      m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage;
   if (auto* column = qobject_cast<QBoxLayout*>(widget()->layout())) {
-    const bool practice =
-        m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage;
     column->setStretchFactor(m_text, 1);
     column->setStretchFactor(m_tools, practice ? 4 : 0);
   }
   m_text->setMarkdown(linkedMarkdown(md));
-  // On those pages the text is as tall as its heading and instructions, no taller: the rest of
-  // the dock goes to the questions or the card.
-  if (m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage) {
+  // On those pages the text is as tall as its heading and instructions, no taller.
+  if (practice) {
     QTextDocument* doc = m_text->document();
     doc->setTextWidth(m_text->viewport()->width());
     m_text->setMaximumHeight(int(std::ceil(doc->size().height())) + 2 * m_text->frameWidth() +
