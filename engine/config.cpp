@@ -90,23 +90,27 @@ std::optional<std::string> RunConfig::validate() const {
   return std::nullopt;
 }
 
+std::string gemmKernelNames(const std::string& device) {
+  std::string names;
+  const auto add = [&](const char* n) { names += (names.empty() ? "" : ", ") + std::string(n); };
+  if (device == "cpu")
+    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) add(k.name);
+  else if (device == "cuda")
+    for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) add(k.name);
+  return names;
+}
+
+bool isGemmKernel(const std::string& device, const std::string& kernel) {
+  return device == "cpu"    ? kernels::gemm_find(kernel) != nullptr
+         : device == "cuda" ? kernels::gemm_cuda_find(kernel.c_str()) != nullptr
+                            : false;
+}
+
 std::optional<std::string> RunConfig::validateDevice() const {
-  std::string names;  // the GEMM kernels of the chosen device, for the message
-  bool known = false;
-  if (device == "cpu") {
-    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) {
-      names += (names.empty() ? "" : ", ") + std::string(k.name);
-      known = known || kernel == k.name;
-    }
-  } else if (device == "cuda") {
-    for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) {
-      names += (names.empty() ? "" : ", ") + std::string(k.name);
-      known = known || kernel == k.name;
-    }
-  } else {
-    return "device: '" + device + "' is not one of cpu, cuda";
-  }
-  if (!known) return "kernel: '" + kernel + "' is not a " + device + " GEMM (allowed: " + names + ")";
+  if (device != "cpu" && device != "cuda") return "device: '" + device + "' is not one of cpu, cuda";
+  if (!isGemmKernel(device, kernel))
+    return "kernel: '" + kernel + "' is not a " + device + " GEMM (allowed: " +
+           gemmKernelNames(device) + ")";
   if (device == "cuda") {
     if (backend == "nccl" && !ncclAvailable())
       return std::string(

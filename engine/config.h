@@ -76,6 +76,11 @@ struct RunConfig {
   nlohmann::json toJson() const;
 };
 
+// The GEMM kernels `--kernel` offers on a device, "naive, simd, ..." in ladder order ("" for a
+// device that is neither cpu nor cuda); and whether `kernel` is one of them.
+std::string gemmKernelNames(const std::string& device);
+bool isGemmKernel(const std::string& device, const std::string& kernel);
+
 // Reads keys named like the flags ("hidden", "data-dir", ...) into `config`. Unknown keys and
 // wrong types throw ConfigError naming the key.
 void applyJson(RunConfig& config, const nlohmann::json& j);

@@ -29,22 +29,6 @@ struct Side {
 
 int fail(const std::string& what) { return badInput("paralab-bench latency", what); }
 
-// "naive, simd, ..." on cpu and cuda, for --kernel's message.
-std::string kernelNames(bool cuda) {
-  std::string names;
-  const auto add = [&](const char* n) { names += (names.empty() ? "" : ", ") + std::string(n); };
-  if (cuda)
-    for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) add(k.name);
-  else
-    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) add(k.name);
-  return names;
-}
-
-bool isKernelOf(const std::string& kernel, bool cuda) {
-  return cuda ? kernels::gemm_cuda_find(kernel.c_str()) != nullptr
-              : kernels::gemm_find(kernel) != nullptr;
-}
-
 // Why `c` cannot be swept here ("" when it can). Without a GPU, the GPU's absence is the reason,
 // whatever else the configuration says.
 std::string whyNot(const RunConfig& c) {
@@ -97,8 +81,8 @@ int benchLatency(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--kernel", base.kernel,
-                 "GEMM on both devices: cpu " + kernelNames(false) + "; cuda " + kernelNames(true) +
-                     " (a device without it says so)")
+                 "GEMM on both devices: cpu " + gemmKernelNames("cpu") + "; cuda " +
+                     gemmKernelNames("cuda") + " (a device without it says so)")
       ->capture_default_str();
   app.add_option("--repeats", options.repeats, "Timed repeats per batch size (median reported)")
       ->check(CLI::Range(1, 1000))
@@ -118,9 +102,9 @@ int benchLatency(int argc, char** argv) {
       why.erase(at + 9, 6);
     return fail("--batches: " + why);
   }
-  if (!isKernelOf(base.kernel, false) && !isKernelOf(base.kernel, true))
+  if (!isGemmKernel("cpu", base.kernel) && !isGemmKernel("cuda", base.kernel))
     return fail("--kernel: '" + base.kernel + "' is a GEMM of neither device (allowed: cpu " +
-                kernelNames(false) + "; cuda " + kernelNames(true) + ")");
+                gemmKernelNames("cpu") + "; cuda " + gemmKernelNames("cuda") + ")");
   base.dataset = missingFashionMnistFile(base.dataDir).empty() ? "fashion-mnist" : "synthetic";
 
   Side sides[2] = {{"CPU", base, "", {}}, {"GPU", base, "", {}}};
