@@ -295,8 +295,8 @@ int benchStep(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--kernel", kernel,
-                 "GEMM of the GPU's step (cuda naive, coalesced, tiled, tensor-core, vendor, "
-                 "vendor-tf32); the CPU's step always calls OpenBLAS, as PyTorch's CPU build does")
+                 "GEMM of the GPU's step (cuda " + gemmKernelNames("cuda") +
+                     "); the CPU's step always calls OpenBLAS, as PyTorch's CPU build does")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "Steps per timed repeat")
       ->check(CLI::Range(1, 100000))
