@@ -2,22 +2,48 @@
 // parallelizing stochastic gradient descent"): thread ranks train one shared model with no
 // locks. Each reads the shared parameters while others write them, and writes its update over
 // theirs. It converges; it does not reproduce the serial run. Thread backend only.
-// See tests/engine/tst_async_strategies.cpp.
+// With --device cuda the shared parameters are device memory on rank 0's GPU and each rank's
+// kernels read and write them from its own stream: the same race, between streams.
+// See tests/engine/tst_async_strategies.cpp and tst_cuda_training.cpp.
 #include <atomic>
 #include <map>
 #include <mutex>
 
 #include "comm/communicator.h"
+#include "device/gpu_runtime.h"
+#include "memory/device_allocator.h"
 #include "parallel/replica.h"
 
 namespace paralab {
 
 namespace {
 
-// The one parameter buffer all ranks of a run read and write.
+// The one parameter buffer all ranks of a run read and write. On the GPU it has an allocator
+// and a stream of its own (the stream only zero-fills it), not rank 0's: whichever rank lets go
+// of it last frees it, and rank 0's allocator may be gone by then.
 struct SharedModel {
-  Tensor params;                       // P floats, counted as rank 0's "params" memory
-  std::atomic<int64_t> updates{0};     // updates finished, by any rank
+  int gpu = -1;  // -1: host memory
+  void* stream = nullptr;
+  std::unique_ptr<DeviceAllocator> alloc;
+  Tensor params;                    // P floats, counted as rank 0's "params" memory
+  std::atomic<int64_t> updates{0};  // updates finished, by any rank
+
+  SharedModel(int64_t P, MemoryTracker* memory, int onGpu) : gpu(onGpu) {
+    if (gpu >= 0) {
+      gpu::setDevice(gpu);
+      stream = gpu::streamCreate();
+      alloc = std::make_unique<DeviceAllocator>(gpu, stream);
+    }
+    params = Tensor({P}, MemCategory::Params, memory, alloc.get());
+    if (stream) gpu::streamSync(stream);  // zero-filled before rank 0's stream copies into it
+  }
+  ~SharedModel() {
+    params = Tensor();
+    alloc.reset();  // waits for its stream, gives the memory back to the GPU
+    if (stream) gpu::streamDestroy(stream);
+  }
+  SharedModel(const SharedModel&) = delete;
+  SharedModel& operator=(const SharedModel&) = delete;
 };
 
 // How ranks find rank 0's SharedModel: rank 0 files it here under a fresh id and broadcasts
@@ -59,7 +85,9 @@ std::shared_ptr<SharedModel> lookUp(int id) {
 // Staleness (RankStep.staleness): other ranks' updates that finished between this rank's first
 // read of the parameters (its forward) and the end of its own update: how much the model moved
 // under it. Measured with one atomic counter; 0 when ranks take turns, up to N-1 and beyond
-// when they overlap. Traffic: none after the 4-byte broadcast at start.
+// when they overlap. Traffic: none after the 4-byte broadcast at start. On the GPU the host
+// only enqueues the step, so the rank waits for its stream after the update: the counter then
+// counts updates done, not queued (the step would wait for them at its end anyway).
 class Hogwild final : public ReplicaStrategy {
  public:
   explicit Hogwild(RankContext& ctx) : ReplicaStrategy(ctx) {
@@ -71,9 +99,9 @@ class Hogwild final : public ReplicaStrategy {
     const int64_t P = ps.numel();
     float id = 0;
     if (m_ctx.rank == 0) {
-      m_shared = std::make_shared<SharedModel>();
-      m_shared->params = Tensor({P}, MemCategory::Params, ctx.memory);
-      std::copy(ps.params().data(), ps.params().data() + P, m_shared->params.data());
+      m_shared = std::make_shared<SharedModel>(P, ctx.memory, compute().gpu());
+      compute().copy(m_shared->params.data(), ps.params().data(), P);
+      compute().sync();  // the others read it as soon as they have the id
       id = float(publish(m_shared));
     }
     m_ctx.comm->broadcast(&id, 1, 0);  // where the shared model is: its id
@@ -81,7 +109,7 @@ class Hogwild final : public ReplicaStrategy {
       throw std::runtime_error("hogwild: rank 0's shared model is gone (rank 0 stopped)");
     // Drop this rank's own parameter copy; keep a gradient buffer of its own.
     ps.releaseFlat();
-    m_grads = Tensor({P}, MemCategory::Grads, ctx.memory);
+    m_grads = compute().tensor({P}, MemCategory::Grads, ctx.memory);
     for (int u = 0; u < int(ps.units().size()); ++u) {
       const int64_t b = ps.units()[size_t(u)].begin;
       ps.bindUnit(u, m_shared->params.data() + b, m_grads.data() + b);
@@ -96,6 +124,7 @@ class Hogwild final : public ReplicaStrategy {
     const int64_t seen = m_shared->updates.load(std::memory_order_relaxed);
     out.lossSum = forwardBackward(step);
     update(step, *m_opt, m_shared->params.data(), m_grads.data());  // no lock
+    compute().sync();  // GPU: the update is done, not only queued
     const int64_t before = m_shared->updates.fetch_add(1, std::memory_order_relaxed);
     out.staleness = double(before - seen);
     return out;

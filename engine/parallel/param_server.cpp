@@ -2,9 +2,11 @@
 // distributed machine learning with the parameter server"): workers push gradients and pull
 // parameters. The flat parameter buffer is cut into S balanced contiguous shards; shard k and
 // its optimizer state live on rank k (servers colocated with the first S workers, as BytePS
-// does). See tests/engine/tst_parallel_equals_serial.cpp (ps-sync), tst_async_strategies.cpp.
+// does). With --device cuda shards, gradients and messages are device memory and every push and
+// pull passes Device::Cuda; the version number that rides with an async reply is the one float
+// copied between host and device. See tests/engine/tst_parallel_equals_serial.cpp (ps-sync),
+// tst_async_strategies.cpp and tst_cuda_training.cpp.
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "comm/communicator.h"
@@ -26,22 +28,32 @@ class ParamServerBase : public ReplicaStrategy {
     if (m_ctx.rank < m_servers) m_opt = makeOptimizer(shardLen(m_ctx.rank, m_servers, P));
   }
 
+  // Every shard and its optimizer state is broadcast from its server (device buffers on the
+  // GPU: the moments through a staging tensor), so every rank ends with the whole parameters.
   void saveState(TrainingState& state) override {
     Communicator& comm = *m_ctx.comm;
     float* params = m_model->params().params().data();
     const int64_t P = m_model->params().numel();
     const bool hasM = m_ctx.config->optimizer != "sgd", hasV = m_ctx.config->optimizer == "adam";
     std::vector<float> m(hasM ? size_t(P) : 0), v(hasV ? size_t(P) : 0);
+    Tensor staging = compute().tensor({largestShard()}, MemCategory::Comm, m_ctx.memory);
+    // Server k's moment shard (`mine`, null elsewhere) to every rank; rank 0 keeps it in `all`.
+    auto share = [&](const float* mine, std::vector<float>& all, int k, int64_t b, int64_t n) {
+      if (m_ctx.rank == k) compute().copy(staging.data(), mine, n);
+      compute().sync();
+      comm.broadcast(staging.data(), n, k, device());
+      if (m_ctx.rank == 0) compute().download(all.data() + b, staging.data(), n);
+    };
+    compute().sync();
     for (int k = 0; k < m_servers; ++k) {
       const int64_t b = shardBegin(k, m_servers, P), n = shardLen(k, m_servers, P);
-      comm.broadcast(params + b, n, k);
-      if (m_ctx.rank == k && hasM) std::copy_n(m_opt->momentOne(), n, m.begin() + b);
-      if (m_ctx.rank == k && hasV) std::copy_n(m_opt->momentTwo(), n, v.begin() + b);
-      if (hasM) comm.broadcast(m.data() + b, n, k);
-      if (hasV) comm.broadcast(v.data() + b, n, k);
+      comm.broadcast(params + b, n, k, device());
+      if (hasM) share(m_ctx.rank == k ? m_opt->momentOne() : nullptr, m, k, b, n);
+      if (hasV) share(m_ctx.rank == k ? m_opt->momentTwo() : nullptr, v, k, b, n);
     }
     if (m_ctx.rank != 0) return;
-    state.params.assign(params, params + P);
+    state.params.resize(size_t(P));
+    compute().download(state.params.data(), params, P);
     state.optM = std::move(m);
     state.optV = std::move(v);
     state.optimizerSteps = m_opt ? m_opt->steps() : 0;  // rank 0 is always a server
@@ -52,17 +64,27 @@ class ParamServerBase : public ReplicaStrategy {
     const int64_t P = m_model->params().numel();
     if (int64_t(state.params.size()) != P)
       throw std::runtime_error("the saved state does not fit this model");
-    std::copy(state.params.begin(), state.params.end(), params);
-    if (!m_opt) return;  // a worker only
-    const int64_t b = shardBegin(m_ctx.rank, m_servers, P), n = shardLen(m_ctx.rank, m_servers, P);
-    if (m_opt->momentOne() && !state.optM.empty())
-      std::copy_n(state.optM.begin() + b, n, m_opt->momentOne());
-    if (m_opt->momentTwo() && !state.optV.empty())
-      std::copy_n(state.optV.begin() + b, n, m_opt->momentTwo());
-    m_opt->setSteps(state.optimizerSteps);
+    compute().upload(params, state.params.data(), P);
+    if (m_opt) {  // a server: its shard's optimizer state
+      const int64_t b = shardBegin(m_ctx.rank, m_servers, P),
+                    n = shardLen(m_ctx.rank, m_servers, P);
+      if (m_opt->momentOne() && !state.optM.empty())
+        compute().upload(m_opt->momentOne(), state.optM.data() + b, n);
+      if (m_opt->momentTwo() && !state.optV.empty())
+        compute().upload(m_opt->momentTwo(), state.optV.data() + b, n);
+      m_opt->setSteps(state.optimizerSteps);
+    }
+    compute().sync();  // the caller's vectors may go once this returns
   }
 
  protected:
+  int64_t largestShard() const {
+    int64_t largest = 0;
+    for (int k = 0; k < m_servers; ++k)
+      largest = std::max(largest, shardLen(k, m_servers, m_model->params().numel()));
+    return largest;
+  }
+
   int m_servers;
   std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
 };
@@ -84,13 +106,17 @@ class ParamServerSync final : public ParamServerBase {
     ParamSet& ps = m_model->params();
     float* params = ps.params().data();
     float* grads = ps.grads().data();
+    compute().sync();  // backward's gradients are complete
     for (int k = 0; k < m_servers; ++k) {
       const int64_t b = shardBegin(k, m_servers, ps.numel()),
                     n = shardLen(k, m_servers, ps.numel());
-      m_ctx.comm->reduce(grads + b, grads + b, n,
-                         k);  // push: shard k's gradients summed on server k
-      if (m_ctx.rank == k) update(step, *m_opt, params + b, grads + b);
-      m_ctx.comm->broadcast(params + b, n, k);  // pull: every worker gets the updated shard
+      // push: shard k's gradients summed on server k
+      m_ctx.comm->reduce(grads + b, grads + b, n, k, ReduceOp::Sum, device());
+      if (m_ctx.rank == k) {
+        update(step, *m_opt, params + b, grads + b);
+        compute().sync();
+      }
+      m_ctx.comm->broadcast(params + b, n, k, device());  // pull: every worker gets the new shard
     }
     return out;
   }
@@ -131,11 +157,8 @@ constexpr int64_t kVersionModulo = int64_t(1) << 24;  // floats hold integers ex
 class ParamServerAsync final : public ParamServerBase {
  public:
   explicit ParamServerAsync(RankContext& ctx) : ParamServerBase(ctx), m_have(size_t(m_servers), 0) {
-    const int64_t P = m_model->params().numel();
-    int64_t largest = 0;
-    for (int k = 0; k < m_servers; ++k) largest = std::max(largest, shardLen(k, m_servers, P));
     // One shard plus its version, for a push (received by a server) or a reply.
-    m_message = Tensor({largest + 1}, MemCategory::Comm, ctx.memory);
+    m_message = compute().tensor({largestShard() + 1}, MemCategory::Comm, ctx.memory);
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
@@ -144,6 +167,7 @@ class ParamServerAsync final : public ParamServerBase {
     // A server computes on its own shard in place: the version it read is the current one.
     if (m_ctx.rank < m_servers) m_have[size_t(m_ctx.rank)] = m_version;
     out.lossSum = forwardBackward(step);
+    compute().sync();  // backward's gradients are complete before the first push
     double staleness = 0;
     for (int k = 0; k < m_servers; ++k) staleness += m_ctx.rank == k ? serve(step) : pushPull(k);
     out.staleness = staleness / m_servers;
@@ -156,10 +180,12 @@ class ParamServerAsync final : public ParamServerBase {
     ParamSet& ps = m_model->params();
     const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
     float* reply = m_message.data();
-    m_ctx.comm->send(ps.grads().data() + b, n, k);
-    m_ctx.comm->recv(reply, n + 1, k);
-    std::memcpy(ps.params().data() + b, reply, size_t(n) * sizeof(float));
-    const int64_t applied = int64_t(reply[n]);
+    m_ctx.comm->send(ps.grads().data() + b, n, k, device());
+    m_ctx.comm->recv(reply, n + 1, k, device());
+    compute().copy(ps.params().data() + b, reply, n);
+    float version = 0;
+    compute().download(&version, reply + n, 1);  // also: the copy above is done with `reply`
+    const int64_t applied = int64_t(version);
     const int64_t stale = (applied - m_have[size_t(k)] + kVersionModulo) % kVersionModulo;
     m_have[size_t(k)] = (applied + 1) % kVersionModulo;  // the shard now includes our update
     return double(stale);
@@ -181,12 +207,14 @@ class ParamServerAsync final : public ParamServerBase {
         m_version = (m_version + 1) % kVersionModulo;
         continue;
       }
-      m_ctx.comm->recv(message, n, w);  // worker w's gradient shard
+      m_ctx.comm->recv(message, n, w, device());  // worker w's gradient shard
       update(step, *m_opt, shard, message);
-      std::memcpy(message, shard, size_t(n) * sizeof(float));
-      message[n] = float(m_version);  // the version this push was applied to
+      compute().copy(message, shard, n);
+      const float version = float(m_version);  // the version this push was applied to
+      compute().upload(message + n, &version, 1);
+      compute().sync();  // the reply is complete before it is sent, and before the next recv
       m_version = (m_version + 1) % kVersionModulo;
-      m_ctx.comm->send(message, n + 1, w);
+      m_ctx.comm->send(message, n + 1, w, device());
     }
     return own;
   }

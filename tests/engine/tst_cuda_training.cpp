@@ -202,6 +202,88 @@ class TstCudaTraining : public QObject {
     QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
   }
 
+  // The parameter servers run the same algorithm on the GPU as on the CPU (ps-async serves its
+  // workers in a fixed order, so it is deterministic too): the same trajectory up to fp32
+  // summation order (1e-4), ps-sync also equal to the CUDA serial run, and ps-async's measured
+  // staleness (the version float that rides with each reply, copied off the GPU) equal to the
+  // round-robin formula of tst_async_strategies.
+  void parameterServersMatchCpu_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("servers");
+    QTest::newRow("ps-sync N=2 S=1") << "ps-sync" << 2 << 1;
+    QTest::newRow("ps-sync N=3 S=2") << "ps-sync" << 3 << 2;
+    QTest::newRow("ps-async N=2 S=1") << "ps-async" << 2 << 1;
+    QTest::newRow("ps-async N=3 S=2") << "ps-async" << 3 << 2;
+  }
+  void parameterServersMatchCpu() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, strategy);
+    QFETCH(int, ranks);
+    QFETCH(int, servers);
+    RunConfig cpu = baseConfig();
+    cpu.strategy = strategy.toStdString();
+    cpu.ranks = ranks;
+    cpu.servers = servers;
+    if (strategy == "ps-async") cpu.optimizer = "sgd";  // staleness is momentum enough
+    RunConfig gpu = cpu;
+    gpu.device = "cuda";
+    Trainer a(cpu), b(gpu);
+    std::vector<double> ref, got;
+    for (int s = 0; s < 20; ++s) {
+      ref.push_back(a.step().loss);
+      const StepMetrics m = b.step();
+      got.push_back(m.loss);
+      if (strategy != "ps-async") continue;
+      QVERIFY(m.staleness.has_value());
+      const double expect = s == 0 ? (ranks - 1) / 2.0
+                                   : ((servers - 1) / 2.0 + (ranks - 1) * (ranks - 1)) / ranks;
+      QCOMPARE(*m.staleness, expect);
+    }
+    double worst = test::worstRelativeDifference(got, ref, 1e-4);
+    qInfo("cuda %s vs cpu: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
+          worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    if (strategy != "ps-sync") return;
+    RunConfig serial = gpu;
+    serial.strategy = "sync";
+    serial.ranks = 1;
+    worst = test::worstRelativeDifference(got, test::lossTrajectory(serial, 20), 1e-4);
+    qInfo("cuda %s vs cuda serial: worst relative difference %.3g",
+          qPrintable(QTest::currentDataTag()), worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+  }
+
+  // Hogwild on the GPU: four thread ranks whose kernels read and write one parameter buffer on
+  // rank 0's GPU from four streams. Races by design, so no trajectory to match: it must learn
+  // (the serial run's mean loss over steps 41-60 is ~0.56 of its first; CPU Hogwild's ~0.45),
+  // report a staleness of 0..N-1, send nothing, and hold the parameters once, on rank 0.
+  void hogwildLearnsOnTheGpu() {
+    SKIP_WITHOUT_GPU();
+    RunConfig c = baseConfig();
+    c.device = "cuda";
+    c.strategy = "hogwild";
+    c.ranks = 4;
+    Trainer t(c);
+    double first = 0, lastAvg = 0;
+    for (int s = 0; s < 60; ++s) {
+      const StepMetrics m = t.step();
+      QVERIFY(std::isfinite(m.loss));
+      if (s == 0) first = m.loss;
+      if (s >= 40) lastAvg += m.loss / 20;
+      QVERIFY(m.staleness.has_value());
+      QVERIFY2(*m.staleness >= 0 && *m.staleness <= c.ranks - 1,
+               qPrintable(QString::number(*m.staleness)));
+      for (const RankMetrics& r : m.ranks) QCOMPARE(r.bytesSent, int64_t(0));
+    }
+    qInfo("cuda hogwild N=4: loss %.3f -> %.3f (mean of steps 41-60)", first, lastAvg);
+    QVERIFY2(lastAvg < 0.7 * first, qPrintable(QString("%1 -> %2").arg(first).arg(lastAvg)));
+    const int64_t P = t.parameterCount();
+    QCOMPARE(t.memory(0).snapshot()[MemCategory::Params], 4 * P);
+    for (int r = 1; r < c.ranks; ++r)
+      QCOMPARE(t.memory(r).snapshot()[MemCategory::Params], int64_t(0));
+  }
+
   // --backend nccl (one thread rank per GPU, collectives by NCCL on the communicator's stream)
   // follows --backend thread (ThreadComm's device path) on the same GPUs: the same sums of two
   // addends (a + b in either order has the same bits, and halving for the average is exact
@@ -210,7 +292,8 @@ class TstCudaTraining : public QObject {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<QString>("variant");
     QTest::newRow("serial N=1") << 1 << "bucket";
-    for (const char* v : {"naive", "bucket", "zero-1", "zero-2", "zero-3", "local-sgd", "gossip"})
+    for (const char* v : {"naive", "bucket", "zero-1", "zero-2", "zero-3", "local-sgd", "gossip",
+                          "ps-sync", "ps-async"})
       QTest::addRow("%s N=2", v) << 2 << v;
   }
   void ncclMatchesThreads() {
@@ -230,7 +313,7 @@ class TstCudaTraining : public QObject {
     thread.syncEvery = 2;  // local SGD averages on every 2nd step
     if (variant.startsWith("zero-"))
       thread.zero = variant.mid(5).toInt();
-    else if (variant == "local-sgd" || variant == "gossip")
+    else if (variant == "local-sgd" || variant == "gossip" || variant.startsWith("ps-"))
       thread.strategy = variant.toStdString();
     else
       thread.dpVersion = variant.toStdString();
@@ -358,21 +441,13 @@ class TstCudaTraining : public QObject {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("backend");
     QTest::addColumn<QString>("expected");  // empty: allowed
-    const QString allowed = "(allowed on cuda: sync, zero-1, zero-2, zero-3, local-sgd, gossip)";
-    QTest::newRow("sync") << "sync" << 1 << "mlp"
-                          << "thread"
-                          << "";
-    QTest::newRow("local-sgd") << "local-sgd" << 1 << "mlp"
-                               << "thread"
-                               << "";
-    QTest::newRow("gossip") << "gossip" << 1 << "mlp"
-                            << "thread"
-                            << "";
-    for (const char* s : {"ps-sync", "ps-async", "hogwild"})
-      QTest::newRow(s)
-          << s << 1 << "mlp"
-          << "thread"
-          << QString("device: --strategy %1 does not run on cuda yet %2").arg(s, allowed);
+    const QString allowed =
+        "(allowed on cuda: sync, zero-1, zero-2, zero-3, ps-sync, ps-async, hogwild, local-sgd, "
+        "gossip)";
+    for (const char* s : {"sync", "ps-sync", "ps-async", "hogwild", "local-sgd", "gossip"})
+      QTest::newRow(s) << s << 1 << "mlp"
+                       << "thread"
+                       << "";
     QTest::newRow("tp")
         << "sync" << 2 << "mlp"
         << "thread"
@@ -385,13 +460,10 @@ class TstCudaTraining : public QObject {
                          << "device: cuda needs --backend thread or nccl; --backend mpi moves "
                             "host buffers only";
     // NCCL runs what runs on cuda, and refuses the same.
-    for (const char* s : {"sync", "local-sgd", "gossip"})
+    for (const char* s : {"sync", "ps-sync", "ps-async", "local-sgd", "gossip"})
       QTest::addRow("nccl %s", s) << s << 1 << "mlp"
                                   << "nccl"
                                   << "";
-    QTest::newRow("nccl ps-sync")
-        << "ps-sync" << 1 << "mlp"
-        << "nccl" << QString("device: --strategy ps-sync does not run on cuda yet %1").arg(allowed);
   }
   void refusalsNameWhatRuns() {
     QFETCH(QString, strategy);
