@@ -10,6 +10,7 @@
 #include "config.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
+#include "cpu/moe.h"
 #include "cpu/optim.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -253,6 +254,35 @@ void Compute::adam(float* p, float* m, float* v, const float* g, long n, float l
     adam_update_cuda(p, m, v, g, n, lr, beta1, beta2, eps, t, m_stream);
   else
     adam_update(p, m, v, g, n, lr, beta1, beta2, eps, t);
+}
+
+void Compute::gatherRows(float* dst, const float* src, const int* index, long n, int cols) const {
+  if (onGpu())
+    gather_rows_cuda(dst, src, index, n, cols, m_stream);
+  else
+    gather_rows(dst, src, index, n, cols);
+}
+
+void Compute::scatterAddRows(float* dst, const float* src, const int* index, const float* scale,
+                             long n, int cols) const {
+  if (onGpu())
+    scatter_add_rows_cuda(dst, src, index, scale, n, cols, m_stream);
+  else
+    scatter_add_rows(dst, src, index, scale, n, cols);
+}
+
+void Compute::dotRows(float* out, const float* a, const int* index, const float* b, long n,
+                      int cols) const {
+  if (onGpu())
+    dot_rows_cuda(out, a, index, b, n, cols, m_stream);
+  else
+    dot_rows(out, a, index, b, n, cols);
+}
+
+void Compute::scaleRows(float* x, const float* scale, long n, int cols) const {
+  if (onGpu()) return scale_rows_cuda(x, scale, n, cols, m_stream);
+  for (long i = 0; i < n; ++i)
+    for (int c = 0; c < cols; ++c) x[i * cols + c] *= scale[i];
 }
 
 // [SECTION] Spans

@@ -88,6 +88,17 @@ class Compute {
   void momentum(float* p, float* v, const float* g, long n, float lr, float mu) const;
   void adam(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
             float beta2, float eps, long t) const;
+  // The MoE's token rows, as cpu/moe.h and cuda/layers.h define them; `index` and `scale` are
+  // memory of this device too. Gather: dst[i, :] = src[index[i], :] for i < n.
+  void gatherRows(float* dst, const float* src, const int* index, long n, int cols) const;
+  // dst[index[i], :] += scale[i] src[i, :] (scale null: 1). Rows meeting at one index add in
+  // order of i on the CPU, in any order on the GPU (atomics: the last bits may differ).
+  void scatterAddRows(float* dst, const float* src, const int* index, const float* scale, long n,
+                      int cols) const;
+  // out[i] = <a[index[i], :], b[i, :]>, summed in double.
+  void dotRows(float* out, const float* a, const int* index, const float* b, long n,
+               int cols) const;
+  void scaleRows(float* x, const float* scale, long n, int cols) const;  // x[i, :] *= scale[i]
 
   // [SECTION] Compute spans. On the CPU a span is the host clock around the work. On the GPU
   // the host only enqueues, so a span's ends are CUDA events on the rank's stream, turned into

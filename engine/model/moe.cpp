@@ -1,15 +1,21 @@
 // The mixture-of-experts MLP's forward and backward (see moe.h): routing, capacity, the rows
 // each expert runs, and the gradients back through the gates into the router.
-// See tests/engine/tst_moe.cpp (finite differences, serial = expert parallel).
+// Where it runs: everything heavy goes through the rank's Compute — LayerNorm, the router's and
+// the experts' GEMMs, the row gathers and gate-weighted scatter-adds, the all-to-alls of device
+// rows. The routing decisions (softmax, top-k, capacity, which row goes where) are small ([B, E]
+// numbers) and branchy, so they are made on the host, as on the CPU: on a GPU the router's
+// logits come back to the host, the plan is made there and its index arrays and gates go up;
+// backward brings the gates' gradients back, makes the router's [B, E] gradient on the host and
+// uploads it. A few KB each way per block, and the same routing code on both devices.
+// See tests/engine/tst_moe.cpp (finite differences, serial = expert parallel) and
+// tst_cuda_moe.cpp (the GPU against the CPU).
 #include "model/moe.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
-#include "cpu/layers.h"
 #include "cpu/moe.h"
 #include "device/compute.h"
 
@@ -63,6 +69,7 @@ Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPla
     : m_shape(shape),
       m_place(placement),
       m_tracker(tracker),
+      m_compute(compute ? compute : &Compute::host()),
       m_in((m_ps.beginUnit("in_proj"), Linear(m_ps, "in_proj", shape.input, shape.hidden))),
       m_cls([&]() -> Linear {
         if (placement.shards < 1 || shape.experts % placement.shards != 0)
@@ -82,9 +89,20 @@ Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPla
         m_ps.beginUnit("classifier");
         return Linear(m_ps, "classifier", shape.hidden, shape.classes);
       }()) {
-  if (compute && compute->onGpu())
-    throw std::logic_error("moe: the MoE model runs on the CPU only");
-  m_ps.allocate(tracker, compute);
+  m_ps.allocate(tracker, m_compute);
+  // Expert weights are summed over the expert's replicas, the rest over every replica.
+  for (const ParamRef& r : m_ps.refs()) {
+    auto& ranges = r.name.find(".expert") != std::string::npos ? m_expertRanges : m_denseRanges;
+    if (!ranges.empty() && ranges.back().second == r.offset)
+      ranges.back().second += r.numel();
+    else
+      ranges.push_back({r.offset, r.offset + r.numel()});
+  }
+  if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
+    Moe twin(shape, seed, nullptr, placement);
+    m_compute->upload(m_ps.params().data(), twin.m_ps.params().data(), m_ps.numel());
+    return;
+  }
   Rng rng(seed);
   m_in.init(rng);
   for (int l = 0; l < shape.layers; ++l) {
@@ -97,31 +115,67 @@ Moe::Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPla
     }
   }
   m_cls.init(rng);
-  // Expert weights are summed over the expert's replicas, the rest over every replica.
-  for (const ParamRef& r : m_ps.refs()) {
-    auto& ranges = r.name.find(".expert") != std::string::npos ? m_expertRanges : m_denseRanges;
-    if (!ranges.empty() && ranges.back().second == r.offset)
-      ranges.back().second += r.numel();
-    else
-      ranges.push_back({r.offset, r.offset + r.numel()});
-  }
 }
+
+bool Moe::onGpu() const { return m_compute->onGpu(); }
 
 void Moe::grow(Tensor& t, int64_t rows, int64_t cols, MemCategory category) {
   const int64_t need = std::max<int64_t>(1, rows) * cols;
   if (t.numel() >= need) return;
-  t = Tensor();                                        // free first: the peak stays honest
-  t = Tensor({need + need / 4}, category, m_tracker);  // headroom: routing varies step to step
+  t = Tensor();  // free first: the peak stays honest
+  // Headroom: routing varies step to step.
+  t = m_compute->tensor({need + need / 4}, category, m_tracker);
 }
+
+float* Moe::hostProbs(BlockActs& A) { return onGpu() ? A.probsHost.data() : A.probs.data(); }
+
+void Moe::uploadPlan(BlockActs& A) {
+  static_assert(sizeof(int) == sizeof(float));  // index arrays ride in float tensors' bytes
+  const int64_t S = int64_t(A.sendTok.size()), R = int64_t(A.perm.size());
+  grow(A.tokDev, S, 1, MemCategory::Activations);
+  grow(A.gateDev, S, 1, MemCategory::Activations);
+  grow(A.permDev, R, 1, MemCategory::Activations);
+  grow(A.unpermDev, R, 1, MemCategory::Activations);
+  // From pageable host memory: each copy has read its source when it returns (gpu_runtime.h).
+  m_compute->uploadInts(reinterpret_cast<int*>(A.tokDev.data()), A.sendTok.data(), S);
+  m_compute->upload(A.gateDev.data(), A.sendGate.data(), S);
+  m_compute->uploadInts(reinterpret_cast<int*>(A.permDev.data()), A.perm.data(), R);
+  m_compute->uploadInts(reinterpret_cast<int*>(A.unpermDev.data()), A.unperm.data(), R);
+}
+
+const int* Moe::labelsHere(const int* labels, int batch) {
+  if (!onGpu()) return labels;
+  int* here = reinterpret_cast<int*>(m_acts.labels.data());
+  m_compute->uploadInts(here, labels, batch);
+  return here;
+}
+
+namespace {
+
+// The plan's arrays where the row kernels read them: the host vectors on the CPU, their device
+// copies (Moe::uploadPlan) on a GPU.
+const int* onDevice(const std::vector<int>& host, Tensor& dev, bool gpu) {
+  return gpu ? reinterpret_cast<const int*>(dev.data()) : host.data();
+}
+const float* onDevice(const std::vector<float>& host, Tensor& dev, bool gpu) {
+  return gpu ? dev.data() : host.data();
+}
+
+}  // namespace
 
 void Moe::ensureCapacity(int batch) {
   if (batch <= m_acts.capacity) return;
   const int64_t B = batch, H = m_shape.hidden, E = m_shape.experts;
   m_acts = Acts{};
   m_acts.capacity = batch;
-  auto act = [&](Shape s) { return Tensor(std::move(s), MemCategory::Activations, m_tracker); };
-  auto work = [&](Shape s) { return Tensor(std::move(s), MemCategory::Workspace, m_tracker); };
+  auto act = [&](Shape s) {
+    return m_compute->tensor(std::move(s), MemCategory::Activations, m_tracker);
+  };
+  auto work = [&](Shape s) {
+    return m_compute->tensor(std::move(s), MemCategory::Workspace, m_tracker);
+  };
   m_acts.x = act({B, m_shape.input});
+  if (onGpu()) m_acts.labels = act({B});
   for (int l = 0; l <= m_shape.layers; ++l) m_acts.a.push_back(act({B, H}));
   m_acts.blocks.resize(size_t(m_shape.layers));
   for (BlockActs& A : m_acts.blocks) {
@@ -145,7 +199,7 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
   const ExpertTopology& topo = ex.topology();
   const int E = m_shape.experts, K = m_shape.topk, G = m_place.shards, El = localExperts();
   const int D = topo.tokenRanks, me = topo.tokenRank;
-  const float* p = A.probs.data();
+  const float* p = hostProbs(A);
   r.choice.assign(size_t(B) * K, 0);
   r.gate.assign(size_t(B) * K, 0.f);
   r.kept.assign(size_t(B) * K, 1);
@@ -212,17 +266,29 @@ void Moe::routeAndPlan(int l, int B, bool train, ExpertExchange& ex) {
 
 // [SECTION] Forward
 void Moe::blockForward(int l, int B, bool train, ExpertExchange& ex) {
+  const Compute& c = *m_compute;
   Block& b = m_blocks[size_t(l)];
   BlockActs& A = m_acts.blocks[size_t(l)];
-  const int H = m_shape.hidden;
+  const int H = m_shape.hidden, E = m_shape.experts;
+  const bool gpu = onGpu();
   const float* in = m_acts.a[size_t(l)].data();
   float* out = m_acts.a[size_t(l) + 1].data();
   if (B > 0) {
     b.ln.forward(in, A.ln.data(), A.mean.data(), A.rstd.data(), B);
-    b.router.forward(A.ln.data(), A.probs.data(), B);
-    softmax_rows(A.probs.data(), A.probs.data(), B, m_shape.experts);
+    b.router.forward(A.ln.data(), A.probs.data(), B);  // the logits
   }
+  if (gpu) {  // the logits to the host (this waits for the stream): routing is made there
+    A.probsHost.resize(size_t(B) * E);
+    c.download(A.probsHost.data(), A.probs.data(), int64_t(B) * E);
+  }
+  float* p = hostProbs(A);
+  if (B > 0) softmax_rows(p, p, B, E);
   routeAndPlan(l, B, train, ex);
+  if (gpu) uploadPlan(A);
+  const int* tok = onDevice(A.sendTok, A.tokDev, gpu);
+  const float* gate = onDevice(A.sendGate, A.gateDev, gpu);
+  const int* perm = onDevice(A.perm, A.permDev, gpu);
+  const int* unperm = onDevice(A.unperm, A.unpermDev, gpu);
   const long S = long(A.sendTok.size());
   long R = 0;
   for (int n : A.expertRows) R += n;
@@ -234,11 +300,11 @@ void Moe::blockForward(int l, int B, bool train, ExpertExchange& ex) {
   for (Tensor* t : {&m_acts.send, &m_acts.recv, &m_acts.rows})
     grow(*t, std::max(S, R), H, MemCategory::Workspace);
   if (local) {
-    gather_rows(A.xin.data(), A.ln.data(), A.sendTok.data(), S, H);
+    c.gatherRows(A.xin.data(), A.ln.data(), tok, S, H);
   } else {  // dispatch: my token rows to the experts' ranks
-    gather_rows(m_acts.send.data(), A.ln.data(), A.sendTok.data(), S, H);
+    c.gatherRows(m_acts.send.data(), A.ln.data(), tok, S, H);
     ex.exchangeRows(m_acts.send.data(), A.sendRows, m_acts.recv.data(), A.recvRows, H);
-    gather_rows(A.xin.data(), m_acts.recv.data(), A.perm.data(), R, H);
+    c.gatherRows(A.xin.data(), m_acts.recv.data(), perm, R, H);
   }
   float* y = local ? A.ycomb.data() : m_acts.rows.data();
   long off = 0;
@@ -247,23 +313,23 @@ void Moe::blockForward(int l, int B, bool train, ExpertExchange& ex) {
     if (n == 0) continue;
     Expert& x = b.experts[i];
     x.fc1.forward(A.xin.data() + off * H, A.h.data() + off * 4 * H, n);
-    gelu_forward(A.g.data() + off * 4 * H, A.h.data() + off * 4 * H, long(n) * 4 * H);
+    c.gelu(A.g.data() + off * 4 * H, A.h.data() + off * 4 * H, long(n) * 4 * H);
     x.fc2.forward(A.g.data() + off * 4 * H, y + off * H, n);
     off += n;
   }
   if (!local) {  // combine: the outputs back to their tokens' ranks
-    gather_rows(m_acts.recv.data(), y, A.unperm.data(), R, H);
+    c.gatherRows(m_acts.recv.data(), y, unperm, R, H);
     ex.exchangeRows(m_acts.recv.data(), A.recvRows, A.ycomb.data(), A.sendRows, H);
   }
-  std::memcpy(out, in, sizeof(float) * size_t(B) * H);  // x + sum_j gate_j expert_j(LN(x))
-  scatter_add_rows(out, A.ycomb.data(), A.sendTok.data(), A.sendGate.data(), S, H);
+  c.copy(out, in, int64_t(B) * H);  // x + sum_j gate_j expert_j(LN(x))
+  c.scatterAddRows(out, A.ycomb.data(), tok, gate, S, H);
 }
 
 void Moe::forwardTo(const float* x, int batch, bool train, UnitHooks* hooks, ExpertExchange& ex) {
   ensureCapacity(batch);
   const int last = numUnits() - 1, L = m_shape.layers;
   if (train) m_stats = MoeStats{std::vector<int64_t>(size_t(L) * m_shape.experts, 0)};
-  std::memcpy(m_acts.x.data(), x, sizeof(float) * size_t(batch) * m_shape.input);
+  m_compute->upload(m_acts.x.data(), x, int64_t(batch) * m_shape.input);
   if (hooks) hooks->beforeForward(0);
   if (batch > 0) m_in.forward(m_acts.x.data(), m_acts.a[0].data(), batch);
   if (hooks) hooks->afterForward(0);
@@ -288,37 +354,46 @@ double Moe::forwardLoss(const float* x, const int* labels, int batch, double nor
                         UnitHooks* hooks, ExpertExchange* exchange) {
   forwardTo(x, batch, true, hooks, orLocal(exchange, m_place));
   m_batch = batch;
-  return softmax_xent(m_acts.dlogits.data(), m_acts.logits.data(), labels, batch, m_shape.classes,
-                      normalizer);
+  return m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
+                                labelsHere(labels, batch), batch, m_shape.classes, normalizer);
 }
 
 int Moe::countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks,
                       ExpertExchange* exchange) {
   forwardTo(x, batch, false, hooks, orLocal(exchange, m_place));
-  return batch > 0 ? count_correct(m_acts.logits.data(), labels, batch, m_shape.classes) : 0;
+  if (batch == 0) return 0;
+  return m_compute->countCorrect(m_acts.logits.data(), labelsHere(labels, batch), batch,
+                                 m_shape.classes, m_acts.dlogits.data());
 }
 
 // [SECTION] Backward. `da` holds dLoss/d(block output) on entry and dLoss/d(block input) on exit.
 void Moe::blockBackward(int l, ExpertExchange& ex) {
+  const Compute& c = *m_compute;
   Block& b = m_blocks[size_t(l)];
   BlockActs& A = m_acts.blocks[size_t(l)];
   const int B = m_batch, H = m_shape.hidden, E = m_shape.experts, K = m_shape.topk;
   const long S = long(A.sendTok.size());
   long R = 0;
   for (int n : A.expertRows) R += n;
-  const bool local = m_place.shards == 1;
+  const bool local = m_place.shards == 1, gpu = onGpu();
+  const int* tok = onDevice(A.sendTok, A.tokDev, gpu);
+  const float* gate = onDevice(A.sendGate, A.gateDev, gpu);
+  const int* perm = onDevice(A.perm, A.permDev, gpu);
+  const int* unperm = onDevice(A.unperm, A.unpermDev, gpu);
   float* da = m_acts.da.data();
-  // out[t] = x[t] + sum_s gate_s y_s: dgate_s = <da[t], y_s>, dy_s = gate_s da[t].
+  // out[t] = x[t] + sum_s gate_s y_s: dgate_s = <da[t], y_s>, dy_s = gate_s da[t]. On a GPU
+  // dgate is made on the device and copied back only when the router needs it.
   std::vector<float> dgate(static_cast<size_t>(S));
-  dot_rows(dgate.data(), da, A.sendTok.data(), A.ycomb.data(), S, H);
+  if (gpu) grow(m_acts.dgate, S, 1, MemCategory::Workspace);
+  float* dgateHere = gpu ? m_acts.dgate.data() : dgate.data();
+  c.dotRows(dgateHere, da, tok, A.ycomb.data(), S, H);
   float* dsend = local ? m_acts.rows.data() : m_acts.send.data();
-  gather_rows(dsend, da, A.sendTok.data(), S, H);
-  for (long s = 0; s < S; ++s)
-    for (int c = 0; c < H; ++c) dsend[s * H + c] *= A.sendGate[size_t(s)];
+  c.gatherRows(dsend, da, tok, S, H);
+  c.scaleRows(dsend, gate, S, H);
   float* dy = m_acts.rows.data();  // expert-major output gradients
   if (!local) {                    // dispatch the output gradients to the experts' ranks
     ex.exchangeRows(dsend, A.sendRows, m_acts.recv.data(), A.recvRows, H);
-    gather_rows(dy, m_acts.recv.data(), A.perm.data(), R, H);
+    c.gatherRows(dy, m_acts.recv.data(), perm, R, H);
   }
   grow(m_acts.wide, R, 4 * H, MemCategory::Workspace);
   float* dg = m_acts.wide.data();
@@ -329,24 +404,27 @@ void Moe::blockBackward(int l, ExpertExchange& ex) {
     if (n == 0) continue;
     Expert& x = b.experts[i];
     x.fc2.backward(A.g.data() + off * 4 * H, dy + off * H, dg + off * 4 * H, n);
-    gelu_backward(dg + off * 4 * H, A.h.data() + off * 4 * H, dg + off * 4 * H, long(n) * 4 * H);
+    c.geluBackward(dg + off * 4 * H, A.h.data() + off * 4 * H, dg + off * 4 * H, long(n) * 4 * H);
     x.fc1.backward(A.xin.data() + off * H, dg + off * 4 * H, dx + off * H, n);
     off += n;
   }
   const float* dmine = dx;  // input gradients of my sent rows, in send order
   if (!local) {             // combine: the input gradients back to their tokens' ranks
-    gather_rows(m_acts.send.data(), dx, A.unperm.data(), R, H);
+    c.gatherRows(m_acts.send.data(), dx, unperm, R, H);
     ex.exchangeRows(m_acts.send.data(), A.recvRows, m_acts.rows.data(), A.sendRows, H);
     dmine = m_acts.rows.data();
   }
   float* dln = m_acts.dln.data();
-  std::fill(dln, dln + size_t(B) * H, 0.f);
-  scatter_add_rows(dln, dmine, A.sendTok.data(), static_cast<const float*>(nullptr), S, H);
-  // Gates -> router probabilities; dropped choices have dgate = 0 (but stay in k > 1's Z).
+  c.zero(dln, int64_t(B) * H);
+  c.scatterAddRows(dln, dmine, tok, nullptr, S, H);
+  // Gates -> router probabilities, on the host ([B, E]); dropped choices have dgate = 0 (but
+  // stay in k > 1's Z). On a GPU: dgate comes back (this waits for the stream), dprobs goes up.
+  if (gpu) c.download(dgate.data(), dgateHere, S);
   std::vector<float> dslot(size_t(B) * K, 0.f);
   for (long s = 0; s < S; ++s) dslot[size_t(A.sendSlot[size_t(s)])] = dgate[size_t(s)];
-  const float* p = A.probs.data();
-  float* dp = m_acts.dprobs.data();
+  const float* p = hostProbs(A);
+  if (gpu) m_acts.dprobsHost.resize(size_t(B) * E);
+  float* dp = gpu ? m_acts.dprobsHost.data() : m_acts.dprobs.data();
   std::fill(dp, dp + size_t(B) * E, 0.f);
   topk_gates_backward(dp, p, A.route.choice.data(), A.route.gate.data(), dslot.data(), B, E, K);
   if (m_shape.auxLoss > 0 && A.tokens > 0)  // d(alpha E sum_e f_e P_e)/dp_te = alpha E f_e / T
@@ -354,11 +432,11 @@ void Moe::blockBackward(int l, ExpertExchange& ex) {
       for (int e = 0; e < E; ++e)
         dp[size_t(t) * E + e] += float(m_shape.auxLoss * E * A.f[size_t(e)] / A.tokens);
   softmax_rows_backward(dp, p, dp, B, E);
-  b.router.backward(A.ln.data(), dp, m_acts.dtmp.data(), B);
-  const float* dr = m_acts.dtmp.data();
-  for (long i = 0; i < long(B) * H; ++i) dln[i] += dr[i];
+  c.upload(m_acts.dprobs.data(), dp, int64_t(B) * E);  // the CPU: the same buffer, no copy
+  b.router.backward(A.ln.data(), m_acts.dprobs.data(), m_acts.dtmp.data(), B);
+  c.residualAdd(dln, m_acts.dtmp.data(), long(B) * H);
   b.ln.backward(m_acts.a[size_t(l)].data(), A.mean.data(), A.rstd.data(), dln, dln, B);
-  for (long i = 0; i < long(B) * H; ++i) da[i] += dln[i];  // the residual passes da through
+  c.residualAdd(da, dln, long(B) * H);  // the residual passes da through
 }
 
 void Moe::backward(UnitHooks* hooks, ExpertExchange* exchange) {

@@ -3,7 +3,9 @@
 // capacity, the Switch load-balancing loss (Shazeer et al. 2017; Lepikhin et al. 2020, GShard;
 // Fedus et al. 2021, Switch). Experts may sit on other ranks (expert parallelism, Rajbhandari
 // et al. 2022, DeepSpeed-MoE): the model then moves token rows through an ExpertExchange,
-// written by engine/parallel/expert_parallel.cpp. See tests/engine/tst_moe.cpp.
+// written by engine/parallel/expert_parallel.cpp. The model runs on the rank's Compute, the CPU
+// or a GPU; the routing decisions are made on the host either way (moe.cpp says why).
+// See tests/engine/tst_moe.cpp and tst_cuda_moe.cpp.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -52,9 +54,11 @@ class ExpertExchange {
   virtual ~ExpertExchange() = default;
   virtual const ExpertTopology& topology() const = 0;
   // Every token rank's `n` routing counts: `all` gets tokenRanks blocks of n, in token order.
+  // Host memory (the routing plan is made on the host).
   virtual void gatherCounts(const float* mine, float* all, int n) = 0;
   // Rows of `width` floats: sendRows[q] rows to EP member q, recvRows[q] from it, packed in
-  // member order (send[q] on one rank is recv[that rank] on q).
+  // member order (send[q] on one rank is recv[that rank] on q). Memory of the model's device,
+  // written by work still queued on its stream: the exchange waits for it first.
   virtual void exchangeRows(const float* send, const std::vector<int64_t>& sendRows, float* recv,
                             const std::vector<int64_t>& recvRows, int width) = 0;
 };
@@ -78,8 +82,8 @@ struct BlockRouting {
 
 class Moe {
  public:
-  // `compute`: the CPU whose GEMM (--kernel) the model's Linear layers use (null: the vendor's).
-  // The MoE model runs on the CPU only.
+  // `compute`: where the model runs and with which GEMM (null: Compute::host()). x and labels
+  // of the calls below are host memory, uploaded per call on a GPU.
   Moe(const MoeShape& shape, uint64_t seed, MemoryTracker* tracker, ExpertPlacement placement = {},
       const Compute* compute = nullptr);
 
@@ -115,10 +119,16 @@ class Moe {
     std::vector<Expert> experts;  // the local ones, firstExpert() onwards
   };
   // A block's activations and its routing plan, kept for backward. Rows: B tokens of this
-  // rank, S token choices it sends out, R rows its experts receive.
+  // rank, S token choices it sends out, R rows its experts receive. Tensors are memory of the
+  // model's device, vectors host memory.
   struct BlockActs {
-    Tensor ln, mean, rstd, probs;  // [B, H], [B], [B], [B, E]
+    // [B, H], [B], [B], [B, E]; probs: the router's probabilities (CPU: the softmax in place),
+    // or its logits (GPU: the softmax runs on their host copy, probsHost).
+    Tensor ln, mean, rstd, probs;
     Tensor xin, h, g, ycomb;       // [R, H], [R, 4H], [R, 4H] expert side; [S, H] outputs back
+    std::vector<float> probsHost;  // GPU: [B, E] router probabilities on the host
+    // GPU: the plan's sendTok, sendGate, perm and unperm uploaded for the row kernels.
+    Tensor tokDev, gateDev, permDev, unpermDev;
     BlockRouting route;
     std::vector<int> sendTok;       // token of each sent row (expert order, then choice, token)
     std::vector<float> sendGate;    // its gate
@@ -138,9 +148,16 @@ class Moe {
     // Workspace, grown as the routing needs: rows in flight and gradients.
     Tensor send, recv, rows, wide;  // [rows, H] x 3, [rows, 4H]
     Tensor da, dln, dtmp, dprobs;   // [B, H] x 3, [B, E]
+    Tensor labels;                  // GPU: [B] int32 labels, kept in a float tensor's bytes
+    Tensor dgate;                   // GPU: [S] gate gradients, copied back for the router
+    std::vector<float> dprobsHost;  // GPU: [B, E] dprobs made on the host, then uploaded
   };
+  bool onGpu() const;
   void ensureCapacity(int batch);
   void grow(Tensor& t, int64_t rows, int64_t cols, MemCategory category);
+  float* hostProbs(BlockActs& A);  // the router's probabilities [B, E] where the host reads them
+  void uploadPlan(BlockActs& A);   // GPU: the plan's index arrays and gates to the device
+  const int* labelsHere(const int* labels, int batch);  // on the model's device
   void forwardTo(const float* x, int batch, bool train, UnitHooks* hooks, ExpertExchange& ex);
   void blockForward(int l, int batch, bool train, ExpertExchange& ex);
   void blockBackward(int l, ExpertExchange& ex);
@@ -149,6 +166,7 @@ class Moe {
   MoeShape m_shape;
   ExpertPlacement m_place;
   MemoryTracker* m_tracker;
+  const Compute* m_compute;
   ParamSet m_ps;
   Linear m_in;
   std::vector<Block> m_blocks;

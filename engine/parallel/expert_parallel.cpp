@@ -9,12 +9,17 @@
 //                        input gradients back;
 //   after backward:      allReduce of the non-expert gradients over dp, and of the expert
 //                        gradients over expert-dp (the replicas of one expert, one per group).
-// With G = 1 and one rank this is the serial MoE, the reference. See tests/engine/tst_moe.cpp,
+// With G = 1 and one rank this is the serial MoE, the reference. With --device cuda the model,
+// its gradients and the optimizer state are device memory: the rows' all-to-alls and the
+// gradients' all-reduces move device buffers after Compute::sync(), and the routing counts (host
+// numbers) travel through a small device buffer, since NCCL moves device memory only.
+// See tests/engine/tst_moe.cpp, tst_cuda_moe.cpp,
 // `paralab-run --model moe --ranks 4 --ep 2 --topk 2` and `paralab-bench ep`.
 #include <algorithm>
 #include <stdexcept>
 
 #include "comm/communicator.h"
+#include "device/compute.h"
 #include "model/moe.h"
 #include "optim/optimizer.h"
 #include "parallel/holdings.h"
@@ -44,6 +49,10 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
       : m_ctx(ctx),
         m_grid(std::make_unique<ProcessGrid>(
             GridShape{ctx.config->dpDegree(), 1, 1, ctx.config->ep}, *ctx.comm)) {
+    if (!m_ctx.compute) {
+      m_ownCompute = Compute::cpu();
+      m_ctx.compute = m_ownCompute.get();
+    }
     const GridCoords& c = m_grid->coords();
     m_topo.tokenRanks = m_grid->dp().size();
     m_topo.tokenRank = c.dp;
@@ -53,11 +62,11 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
           ProcessGrid::coordsOf(m_grid->shape(), m_grid->ep().worldRankOf(q)).dp);
     // Every rank builds its shard of the model the serial run would build from the same seed.
     m_model = std::make_unique<Moe>(moeShape(*ctx.config, *ctx.data), ctx.config->seed, ctx.memory,
-                                    ExpertPlacement{m_grid->shape().ep, c.ep}, ctx.compute);
+                                    ExpertPlacement{m_grid->shape().ep, c.ep}, m_ctx.compute);
     OptimizerHyper hyper;
     hyper.lr = float(ctx.config->lr);
     m_opt = std::make_unique<Optimizer>(optimizerKind(ctx.config->optimizer), hyper,
-                                        m_model->params().numel(), ctx.memory);
+                                        m_model->params().numel(), ctx.memory, m_ctx.compute);
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
@@ -71,12 +80,13 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     m_model->backward(this, this);
     // Data parallelism: non-expert weights have dp replicas, each expert dp/ep (expert-dp).
     float* g = ps.grads().data();
+    if (m_grid->dp().size() > 1 || m_grid->expertDp().size() > 1) compute().sync();  // backward
     if (m_grid->dp().size() > 1)
-      for (auto [b, e] : m_model->denseRanges()) m_grid->dp().allReduce(g + b, g + b, e - b);
+      for (auto [b, e] : m_model->denseRanges()) allReduce(m_grid->dp(), g + b, e - b);
     if (m_grid->expertDp().size() > 1)
-      for (auto [b, e] : m_model->expertRanges()) m_grid->expertDp().allReduce(g + b, g + b, e - b);
+      for (auto [b, e] : m_model->expertRanges()) allReduce(m_grid->expertDp(), g + b, e - b);
     {
-      ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, m_step, "optimizer");
+      ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, m_step, "optimizer");
       m_opt->step(ps.params().data(), g);
     }
     const MoeStats& st = m_model->stats();
@@ -122,17 +132,32 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   // weights, the first replica of each expert shard (expert-dp rank 0) its experts, everyone
   // else zeros, summed onto rank 0 (x + 0 is exact, so the state is the bits each rank holds).
   // Load: every rank copies its dense weights and its experts out of the serial layout.
+  // On a GPU the serial layout is assembled and summed in device memory, and rank 0 downloads
+  // it; loading uploads each segment.
   void saveState(TrainingState& state) override {
     const int64_t P = m_model->shape().parameterCount();
     const bool root = m_ctx.rank == 0;
     const bool dense = root, experts = m_grid->expertDp().rank() == 0;
+    Compute& c = compute();
     auto gatherToRoot = [&](const float* local, std::vector<float>& out) {
-      std::vector<float> whole(size_t(P), 0.f);
+      std::vector<float> host;
+      Tensor dev;  // a GPU: the serial layout in device memory, zero-filled
+      if (c.onGpu())
+        dev = c.tensor({P}, MemCategory::Comm, m_ctx.memory);
+      else
+        host.assign(size_t(P), 0.f);
+      float* whole = c.onGpu() ? dev.data() : host.data();
       for (const Segment& s : serialSegments())
-        if (s.expert ? experts : dense)
-          std::copy_n(local + s.local, s.len, &whole[size_t(s.whole)]);
-      m_ctx.comm->reduce(whole.data(), whole.data(), P, 0);
-      if (root) out = std::move(whole);
+        if (s.expert ? experts : dense) c.copy(whole + s.whole, local + s.local, s.len);
+      c.sync();
+      m_ctx.comm->reduce(whole, whole, P, 0, ReduceOp::Sum, device());
+      if (!root) return;
+      if (!c.onGpu()) {
+        out = std::move(host);
+        return;
+      }
+      out.resize(size_t(P));
+      c.download(out.data(), whole, P);
     };
     gatherToRoot(m_model->params().params().data(), state.params);
     if (m_opt->momentOne()) gatherToRoot(m_opt->momentOne(), state.optM);
@@ -147,11 +172,12 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     auto take = [&](const std::vector<float>& whole, float* local) {
       if (!local || int64_t(whole.size()) != P) return;
       for (const Segment& s : serialSegments())
-        std::copy_n(&whole[size_t(s.whole)], s.len, local + s.local);
+        compute().upload(local + s.local, &whole[size_t(s.whole)], s.len);
     };
     take(state.params, m_model->params().params().data());
     take(state.optM, m_opt->momentOne());
     take(state.optV, m_opt->momentTwo());
+    compute().sync();  // the caller's vectors may go once this returns
     m_opt->setSteps(state.optimizerSteps);
   }
 
@@ -218,15 +244,36 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     return out;
   }
 
+  // Where this rank's buffers live and its math runs; collectives take its device, after
+  // compute().sync() (the communicator reads and writes them from its own stream).
+  Compute& compute() { return *m_ctx.compute; }
+  Device device() const { return m_ctx.compute->device(); }
+  void allReduce(Communicator& comm, float* g, int64_t count) {
+    comm.allReduce(g, g, count, ReduceOp::Sum, AllReduceAlgo::Configured, device());
+  }
+
   // [SECTION] The collectives of the MoE layer (ExpertExchange), outside the compute spans.
   const ExpertTopology& topology() const override { return m_topo; }
 
   void gatherCounts(const float* mine, float* all, int n) override {
     Paused p(*this);
-    if (m_grid->dp().size() == 1)
+    Communicator& dp = m_grid->dp();
+    if (dp.size() == 1) {
       std::copy_n(mine, n, all);
-    else
-      m_grid->dp().allGather(mine, all, n);
+    } else if (!compute().onGpu()) {
+      dp.allGather(mine, all, n);
+    } else {  // host numbers via a device buffer [mine | everyone's]: NCCL moves no host memory
+      const int64_t need = int64_t(n) * (1 + dp.size());
+      if (m_counts.numel() < need) {
+        m_counts = Tensor();
+        m_counts = compute().tensor({need}, MemCategory::Comm, m_ctx.memory);
+      }
+      float* d = m_counts.data();
+      compute().upload(d, mine, n);
+      compute().sync();
+      dp.allGather(d, d + n, n, Device::Cuda);
+      compute().download(all, d + n, int64_t(n) * dp.size());
+    }
   }
 
   void exchangeRows(const float* send, const std::vector<int64_t>& sendRows, float* recv,
@@ -235,34 +282,41 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     std::vector<int64_t> sc(sendRows), rc(recvRows);
     for (int64_t& v : sc) v *= width;
     for (int64_t& v : rc) v *= width;
-    m_grid->ep().allToAllv(send, sc, recv, rc);
+    compute().sync();  // the rows to send are written
+    m_grid->ep().allToAllv(send, sc, recv, rc, device());
   }
 
   // [SECTION] Forward / backward spans per unit (UnitHooks), paused around collectives so
-  // that compute_ms holds no communication.
+  // that compute_ms holds no communication. Spans of the rank's Compute: on a GPU, CUDA events
+  // around the unit's kernels.
   void beforeForward(int) override { open(SpanKind::Forward); }
   void afterForward(int) override { close(); }
   void beforeBackward(int) override { open(SpanKind::Backward); }
   void afterBackward(int) override { close(); }
   void open(SpanKind k) {
-    m_span = Span{k, nowNs(), 0, 0, k == SpanKind::Forward ? "forward" : "backward", m_step};
+    m_kind = k;
+    m_span =
+        compute().openSpan(m_ctx.spans, k, m_step, k == SpanKind::Forward ? "forward" : "backward");
     m_open = true;
   }
   void close() {
     if (!m_open) return;
-    m_span.endNs = nowNs();
-    if (m_ctx.spans) m_ctx.spans->record(m_span);
+    compute().closeSpan(m_span);
     m_open = false;
   }
   struct Paused {
     explicit Paused(ExpertParallel& s) : self(s), was(s.m_open) { self.close(); }
     ~Paused() {
-      if (was) self.open(self.m_span.kind);
+      try {
+        if (was) self.open(self.m_kind);
+      } catch (...) {  // a CUDA failure: the rank's next call reports it
+      }
     }
     ExpertParallel& self;
     bool was;
   };
 
+  std::unique_ptr<Compute> m_ownCompute;  // when the context brought none
   RankContext m_ctx;
   std::unique_ptr<ProcessGrid> m_grid;
   ExpertTopology m_topo;
@@ -272,7 +326,9 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   std::vector<int> m_labels;
   int m_slice = 0;
   int64_t m_step = 0;
-  Span m_span;
+  Tensor m_counts;  // a GPU: the routing counts' staging buffer
+  Compute::OpenSpan m_span;
+  SpanKind m_kind = SpanKind::Forward;
   bool m_open = false;
 };
 

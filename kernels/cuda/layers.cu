@@ -1,5 +1,6 @@
 // The training step's non-GEMM math on the GPU (see layers.h): elementwise kernels with
-// grid-stride loops, one warp per row for LayerNorm and softmax, column sums in fixed order.
+// grid-stride loops, one warp per row for LayerNorm, softmax and the MoE's row dots, column
+// sums in fixed order.
 // See tests/kernels/tst_cuda_kernels.cpp (each against kernels/cpu on the same inputs).
 #include <cmath>
 
@@ -219,6 +220,25 @@ __global__ void scatter_add_rows_kernel(float* dst, const float* src, const int*
   }
 }
 
+// One warp per row: lanes stride over the columns, each summing in double, then a butterfly of
+// doubles (the CPU sums the same products in column order, also in double).
+__global__ void dot_rows_kernel(float* out, const float* a, const int* index, const float* b,
+                                long n, int cols) {
+  const long row = blockIdx.x * long(blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= n) return;  // whole warps leave together: the shuffles below see all 32 lanes
+  const float* ar = a + long(index[row]) * cols;
+  const float* br = b + row * cols;
+  double s = 0;
+  for (int c = lane; c < cols; c += 32) s += double(ar[c]) * double(br[c]);
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
+  if (lane == 0) out[row] = float(s);
+}
+
+__global__ void scale_rows_kernel(float* x, const float* scale, long n, int cols) {
+  PARALAB_GRID_STRIDE(e, n * cols) x[e] *= scale[e / cols];
+}
+
 }  // namespace
 
 // [SECTION] Launchers
@@ -294,6 +314,17 @@ void scatter_add_rows_cuda(float* dst, const float* src, const int* index, const
   if (n > 0 && cols > 0)
     PARALAB_LAUNCH(scatter_add_rows_kernel, blocksFor(n * cols), kThreads, stream, dst, src,
                    index, scale, n, cols);
+}
+void dot_rows_cuda(float* out, const float* a, const int* index, const float* b, long n, int cols,
+                   void* stream) {
+  if (n <= 0) return;
+  constexpr long kRowsPerBlock = kThreads / 32;
+  const long blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
+  PARALAB_LAUNCH(dot_rows_kernel, unsigned(blocks), kThreads, stream, out, a, index, b, n, cols);
+}
+void scale_rows_cuda(float* x, const float* scale, long n, int cols, void* stream) {
+  if (n > 0 && cols > 0)
+    PARALAB_LAUNCH(scale_rows_kernel, blocksFor(n * cols), kThreads, stream, x, scale, n, cols);
 }
 
 }  // namespace paralab::kernels

@@ -1,7 +1,7 @@
 // The rest of the training step on the GPU, float, device pointers, row-major [rows, cols]:
 // the same formulas as cpu/layers.h and cpu/optim.h, plus the residual add and the MoE row
-// gather/scatter. Every launcher enqueues on `stream` (a cudaStream_t; nullptr: the default
-// stream), returns without waiting, and throws std::runtime_error on a CUDA error.
+// gather/scatter, dot and scale. Every launcher enqueues on `stream` (a cudaStream_t; nullptr: the
+// default stream), returns without waiting, and throws std::runtime_error on a CUDA error.
 // Reductions run in a fixed order, so results repeat bit for bit (scatter_add_rows_cuda with
 // repeated indices excepted, see there). See tests/kernels/tst_cuda_kernels.cpp.
 #pragma once
@@ -55,5 +55,10 @@ void gather_rows_cuda(float* dst, const float* src, const int* index, long n, in
 // sums may differ from run to run in the last bits.
 void scatter_add_rows_cuda(float* dst, const float* src, const int* index, const float* scale,
                            long n, int cols, void* stream = nullptr);
+// The MoE backward's row math, as cpu/moe.h: out[i] = <a[index[i], :], b[i, :]> for i < n,
+// accumulated in double (one warp per row), and x[i, :] *= scale[i] for i < n.
+void dot_rows_cuda(float* out, const float* a, const int* index, const float* b, long n, int cols,
+                   void* stream = nullptr);
+void scale_rows_cuda(float* x, const float* scale, long n, int cols, void* stream = nullptr);
 
 }  // namespace paralab::kernels

@@ -44,5 +44,9 @@ void scatter_add_rows_cuda(float*, const float*, const int*, const float*, long,
                            void*) {
   noCuda("scatter_add_rows_cuda");
 }
+void dot_rows_cuda(float*, const float*, const int*, const float*, long, int, void*) {
+  noCuda("dot_rows_cuda");
+}
+void scale_rows_cuda(float*, const float*, long, int, void*) { noCuda("scale_rows_cuda"); }
 
 }  // namespace paralab::kernels

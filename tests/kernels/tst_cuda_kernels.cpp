@@ -1,8 +1,8 @@
 // Every GPU kernel against the CPU: the GEMM ladder (fp32 and TF32 bounds, see
-// gemm_reference.h), the training step's layers, the optimizers, the MoE gather/scatter, and
-// the teaching experiments (which must run and measure; their ratios are printed, not
-// asserted). Built only with CUDA; each GPU test skips when no GPU is present.
-// Run: ctest -R tst_cuda_kernels --output-on-failure
+// gemm_reference.h), the training step's layers, the optimizers, the MoE's row gather,
+// scatter-add, dot and scale, and the teaching experiments (which must run and measure; their
+// ratios are printed, not asserted). Built only with CUDA; each GPU test skips when no GPU is
+// present. Run: ctest -R tst_cuda_kernels --output-on-failure
 #include <QtTest>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu/layers.h"
+#include "cpu/moe.h"
 #include "cpu/optim.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
@@ -82,6 +83,7 @@ class TstCudaKernels : public QObject {
   void softmaxCrossEntropy();
   void optimizers();
   void gatherScatter();
+  void rowDotAndScale();
   void teachingExperiments();
 };
 
@@ -337,6 +339,29 @@ void TstCudaKernels::gatherScatter() {
     // Up to 4 rows meet per destination, added in any order: a few fp32 roundings.
     expectNear(dAcc.get(), acc, 1e-6, 1e-6, "scatter_add_rows");
   }
+}
+
+// The MoE backward's dgate (row dots against gathered rows, summed in double on both sides) and
+// dsend (rows scaled by their gates) against kernels/cpu.
+void TstCudaKernels::rowDotAndScale() {
+  REQUIRE_GPU();
+  const int srcRows = 50, rows = 173, cols = 37;  // cols not a multiple of the warp
+  const std::vector<float> a = randomVec(size_t(srcRows) * cols, 15),
+                           b = randomVec(size_t(rows) * cols, 16), w = randomVec(rows, 17);
+  std::vector<int> index(rows);
+  for (int r = 0; r < rows; ++r) index[r] = (r * 17 + 3) % srcRows;
+  std::vector<float> dots(rows);
+  dot_rows(dots.data(), a.data(), index.data(), b.data(), rows, cols);
+  Dev<float> dA(a), dB(b), dOut(zeros(rows)), dW(w);
+  Dev<int> dIndex(index);
+  dot_rows_cuda(dOut.p, dA.p, dIndex.p, dB.p, rows, cols);
+  // Double sums of the same products in another order: equal once rounded to float, or 1 ulp.
+  expectNear(dOut.get(), dots, 1e-7, 1e-7, "dot_rows");
+  std::vector<float> scaled = b;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) scaled[size_t(r) * cols + c] *= w[r];
+  scale_rows_cuda(dB.p, dW.p, rows, cols);
+  expectNear(dB.get(), scaled, 0, 0, "scale_rows");  // one product each: exact
 }
 
 void TstCudaKernels::teachingExperiments() {
