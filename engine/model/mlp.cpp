@@ -38,8 +38,6 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const Mlp
       m_shard(resolved(shape, shard)),
       m_tracker(tracker),
       m_compute(compute ? compute : &Compute::host()) {
-  if (m_compute->onGpu() && !whole())
-    throw std::logic_error("Mlp: tensor-parallel and pipeline shards run on the CPU only");
   const int H = shape.hidden, L = shape.layers;
   const int F = 4 * H / m_shard.tpSize;  // fc1 outputs (= fc2 inputs) on this rank
   // Units are declared in the order of the forward pass, so the flat buffer follows it
@@ -94,7 +92,15 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const Mlp
       }
     m_slices.push_back(s);
   }
-  if (initialise) copySlices(full.m_ps.params().data(), false);
+  if (!initialise) return;
+  if (!m_compute->onGpu()) {
+    copySlices(full.m_ps.params().data(), false);
+    return;
+  }
+  std::vector<float> mine(size_t(m_ps.numel()));  // on a GPU: cut on the host, then uploaded
+  copySlices(full.m_ps.params().data(), false, true, mine.data());
+  m_compute->upload(m_ps.params().data(), mine.data(), m_ps.numel());
+  m_compute->sync();  // `mine` goes when this returns
 }
 
 bool Mlp::whole() const {
@@ -102,7 +108,8 @@ bool Mlp::whole() const {
 }
 
 void Mlp::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo, float* shardFlat) {
-  if (m_compute->onGpu()) throw std::logic_error("Mlp::copySlices works on host buffers");
+  if (m_compute->onGpu() && !shardFlat)
+    throw std::logic_error("Mlp::copySlices works on host buffers: on a GPU pass shardFlat");
   for (int i = 0; i < int(m_slices.size()); ++i) {
     const ParamSlice& s = m_slices[size_t(i)];
     float* mine = shardFlat ? shardFlat + m_ps.ref(i).offset : m_ps.param(i);

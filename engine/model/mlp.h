@@ -59,7 +59,7 @@ class Mlp {
   // Every shard draws the whole model from the seed and keeps its part, so any layout starts
   // from the serial model's weights. initialise = false leaves the weights zero (a model whose
   // buffers are about to be filled, e.g. for evaluation). `compute`: where it runs and with
-  // which GEMM (null: Compute::host()); a GPU holds whole models only.
+  // which GEMM (null: Compute::host()).
   Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard = {},
       bool initialise = true, const Compute* compute = nullptr);
 
@@ -97,7 +97,8 @@ class Mlp {
   // Copies each weight's slice between this model and `wholeFlat`, a buffer laid out like the
   // whole model's flat parameters: toWhole writes this shard's values into it (weights held
   // whole only when `replicatedToo`), else reads them from it. `shardFlat`: a buffer laid out
-  // like this shard's flat parameters (optimizer moments) instead of the parameters.
+  // like this shard's flat parameters (optimizer moments) instead of the parameters. Host
+  // buffers only: on a GPU pass a host `shardFlat` (the parameters downloaded, say).
   void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true,
                   float* shardFlat = nullptr);
 

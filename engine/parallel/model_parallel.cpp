@@ -17,11 +17,16 @@
 //   4. the optimizer on what the rank holds.
 // The loss: each micro-batch's loss is computed on the last stage, counted by its tp rank 0
 // only (the others computed the same numbers), so the trainer's sum counts each sample once.
+// With --device cuda the shard's parameters, gradients, optimizer state, activations and
+// messages are device memory of the rank's Compute; the batch rows stay on the host and are
+// uploaded per micro-batch. Every collective and send/recv is given that device and waits for
+// the rank's stream first (ready()): the communicator works on its own stream.
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "comm/communicator.h"
+#include "device/compute.h"
 #include "optim/optimizer.h"
 #include "parallel/pipeline.h"
 #include "parallel/process_grid.h"
@@ -39,6 +44,10 @@ class ModelParallel final : public Strategy {
       : m_ctx(ctx),
         m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp}, *ctx.comm),
         m_micros(ctx.config->microbatches) {
+    if (!m_ctx.compute) {
+      m_ownCompute = Compute::cpu();
+      m_ctx.compute = m_ownCompute.get();
+    }
     const RunConfig& c = *ctx.config;
     const GridCoords& at = m_grid.coords();
     m_shape.input = ctx.data->inputDim;
@@ -49,10 +58,12 @@ class ModelParallel final : public Strategy {
     // the last (units: 0 = in_proj, 1..L = blocks, L+1 = classifier).
     const int P = c.pp, s = at.pp, L = c.layers;
     const int b0 = int(shardBegin(s, P, L)), b1 = int(shardBegin(s + 1, P, L));
-    MlpShard shard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1};
-    m_model = std::make_unique<Mlp>(m_shape, c.seed, ctx.memory, shard, true, ctx.compute);
-    m_stage =
-        std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, ctx.memory, ctx.spans);
+    // This rank's shard, on its device (Mlp draws the whole model on the host, keeps the slices).
+    m_model = std::make_unique<Mlp>(
+        m_shape, c.seed, ctx.memory,
+        MlpShard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1}, true, &compute());
+    m_stage = std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, compute(),
+                                                    ctx.memory, ctx.spans);
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
     // Data parallelism's share of the optimizer: ZeRO-1 chunks over dp, or every unit whole.
     const int D = m_grid.shape().dp;
@@ -62,20 +73,19 @@ class ModelParallel final : public Strategy {
     hyper.lr = float(c.lr);
     ParamSet& ps = m_model->params();
     if (m_zero1) {  // padded buffers so every unit cuts into D equal chunks (zero.h)
-      m_params = Tensor({m_layout->paddedNumel}, MemCategory::Params, ctx.memory);
-      m_grads = Tensor({m_layout->paddedNumel}, MemCategory::Grads, ctx.memory);
+      m_params = compute().tensor({m_layout->paddedNumel}, MemCategory::Params, ctx.memory);
+      m_grads = compute().tensor({m_layout->paddedNumel}, MemCategory::Grads, ctx.memory);
       for (const ZeroLayout::Unit& u : m_layout->units)
-        std::memcpy(m_params.data() + u.paddedBegin, ps.params().data() + u.begin,
-                    sizeof(float) * size_t(u.len));
-      ps.releaseFlat();
+        compute().copy(m_params.data() + u.paddedBegin, ps.params().data() + u.begin, u.len);
+      ps.releaseFlat();  // on a GPU the copies are queued ahead of any reuse of that memory
       for (int i = 0; i < int(m_layout->units.size()); ++i) {
         const ZeroLayout::Unit& u = m_layout->units[size_t(i)];
         ps.bindUnit(i, m_params.data() + u.paddedBegin, m_grads.data() + u.paddedBegin);
       }
     }
     for (const ZeroLayout::Unit& u : m_layout->units)
-      m_opts.push_back(
-          std::make_unique<Optimizer>(optimizerKind(c.optimizer), hyper, u.chunk, ctx.memory));
+      m_opts.push_back(std::make_unique<Optimizer>(optimizerKind(c.optimizer), hyper, u.chunk,
+                                                   ctx.memory, &compute()));
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
@@ -95,18 +105,16 @@ class ModelParallel final : public Strategy {
     return out;
   }
 
-  // Collective over the world: every dp-0 rank writes its slices of the whole model (replicated
-  // weights from tp rank 0 only, so each float comes from one rank), summed onto rank 0.
+  // Collective over the world: the whole model on rank 0 (sumSlicesToRoot), run there on the
+  // rank's device.
   Mlp& beginEval() override {
     const int64_t P = m_model->wholeNumel();
-    m_evalBuffer = Tensor({P}, MemCategory::Comm, m_ctx.memory);
-    if (m_grid.coords().dp == 0)
-      m_model->copySlices(m_evalBuffer.data(), true, m_grid.coords().tp == 0);
-    m_ctx.comm->reduce(m_evalBuffer.data(), m_evalBuffer.data(), P, 0);
+    m_evalBuffer = compute().tensor({P}, MemCategory::Comm, m_ctx.memory);
+    sumSlicesToRoot(hostShardParams(), m_evalBuffer);
     if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
     m_eval = std::make_unique<Mlp>(m_shape, m_ctx.config->seed, m_ctx.memory, MlpShard{}, false,
-                                   m_ctx.compute);
-    std::memcpy(m_eval->params().params().data(), m_evalBuffer.data(), sizeof(float) * size_t(P));
+                                   &compute());
+    compute().copy(m_eval->params().params().data(), m_evalBuffer.data(), P);
     return *m_eval;
   }
   void endEval() override {
@@ -117,24 +125,22 @@ class ModelParallel final : public Strategy {
   RankHoldings holdings() const override;
 
   // Live reconfiguration. Save, collective over the world: the slices of the parameters and
-  // optimizer moments (ZeRO-1: all-gathered over dp first) written into the serial layout by
-  // the dp-0 ranks, summed onto rank 0 as in beginEval. Load: every rank takes its slices.
+  // optimizer moments (ZeRO-1: all-gathered over dp first) summed onto rank 0 in the serial
+  // layout as in beginEval, and copied back to the host there. Load: every rank takes its
+  // slices from the host state and copies them to its device.
   void saveState(TrainingState& state) override {
     const int64_t P = m_model->wholeNumel();
-    const bool root = m_ctx.rank == 0, writer = m_grid.coords().dp == 0;
-    const bool replicated = m_grid.coords().tp == 0;
-    auto gatherToRoot = [&](float* shardFlat, std::vector<float>& out) {
-      std::vector<float> whole(size_t(P), 0.f);
-      if (writer) m_model->copySlices(whole.data(), true, replicated, shardFlat);
-      m_ctx.comm->reduce(whole.data(), whole.data(), P, 0);
-      if (root) out = std::move(whole);
+    const bool root = m_ctx.rank == 0;
+    Tensor sum = compute().tensor({P}, MemCategory::Comm, m_ctx.memory);
+    auto gatherToRoot = [&](const std::vector<float>& shardFlat, std::vector<float>& out) {
+      sumSlicesToRoot(shardFlat, sum);
+      if (!root) return;
+      out.assign(size_t(P), 0.f);
+      compute().download(out.data(), sum.data(), P);
     };
-    gatherToRoot(nullptr, state.params);
-    for (int k = 0; k < 2; ++k) {
-      if (!moment(0, k)) continue;
-      std::vector<float> shard = shardMoments(k);
-      gatherToRoot(shard.data(), k == 0 ? state.optM : state.optV);
-    }
+    gatherToRoot(hostShardParams(), state.params);
+    for (int k = 0; k < 2; ++k)
+      if (moment(0, k)) gatherToRoot(shardMoments(k), k == 0 ? state.optM : state.optV);
     if (root) state.optimizerSteps = m_opts.front()->steps();
   }
   void loadState(const TrainingState& state) override {
@@ -142,40 +148,84 @@ class ModelParallel final : public Strategy {
     if (int64_t(state.params.size()) != P)
       throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
                                " parameters, this model " + std::to_string(P));
-    m_model->copySlices(const_cast<float*>(state.params.data()), false);
+    std::vector<float> shard(size_t(m_model->params().numel()));
+    m_model->copySlices(const_cast<float*>(state.params.data()), false, true, shard.data());
+    ParamSet& ps = m_model->params();
+    for (const ParamUnit& u : ps.units())  // wherever each unit is bound (ZeRO-1: padded)
+      compute().upload(ps.param(u.firstRef), shard.data() + u.begin, u.numel());
     const int d = m_zero1 ? m_grid.coords().dp : 0;
     for (int k = 0; k < 2; ++k) {
       const std::vector<float>& from = k == 0 ? state.optM : state.optV;
       if (!moment(0, k) || int64_t(from.size()) != P) continue;
-      std::vector<float> shard(size_t(m_model->params().numel()));
+      compute().sync();  // `shard` is refilled below: the uploads from it are done
       m_model->copySlices(const_cast<float*>(from.data()), false, true, shard.data());
       for (size_t i = 0; i < m_layout->units.size(); ++i) {  // this rank's chunk of each unit
         const ZeroLayout::Unit& u = m_layout->units[i];
         const int64_t at = d * u.chunk, n = std::clamp<int64_t>(u.len - at, 0, u.chunk);
-        std::copy_n(shard.begin() + u.begin + at, n, moment(i, k));
+        if (n > 0) compute().upload(moment(i, k), shard.data() + u.begin + at, n);
       }
     }
+    compute().sync();  // `shard` goes when this returns
     for (auto& opt : m_opts) opt->setSteps(state.optimizerSteps);
   }
 
  private:
+  Compute& compute() { return *m_ctx.compute; }
+  // The device of this rank's buffers, as collectives take it.
+  Device device() const { return m_ctx.compute->device(); }
+  // Before a collective or send/recv on this rank's buffers: the kernels that wrote them are
+  // done and none still reads what the communicator, on its own stream, is about to write
+  // (a pooled buffer's last backward, a new tensor's zero fill). Nothing to wait for on a CPU.
+  void ready() { compute().sync(); }
+
+  // The shard's parameters on the host, laid out like its flat buffer (Mlp::copySlices'
+  // shardFlat), copied from wherever each unit is bound (ZeRO-1: the padded buffer).
+  std::vector<float> hostShardParams() {
+    ParamSet& ps = m_model->params();
+    std::vector<float> host(size_t(ps.numel()));
+    for (const ParamUnit& u : ps.units())
+      compute().download(host.data() + u.begin, ps.param(u.firstRef), u.numel());
+    return host;
+  }
+
+  // Collective over the world: `sum` (P floats of this rank's device) gets, on rank 0, the whole
+  // model's flat layout of `shardFlat` (host, laid out like the shard's parameters): every dp-0
+  // rank writes its slices (replicated weights from tp rank 0 only, so each float comes from
+  // one rank and the sum is a copy), the others zeros.
+  void sumSlicesToRoot(const std::vector<float>& shardFlat, Tensor& sum) {
+    const int64_t P = m_model->wholeNumel();
+    std::vector<float> whole(size_t(P), 0.f);
+    if (m_grid.coords().dp == 0)
+      m_model->copySlices(whole.data(), true, m_grid.coords().tp == 0,
+                          const_cast<float*>(shardFlat.data()));
+    compute().upload(sum.data(), whole.data(), P);
+    ready();
+    m_ctx.comm->reduce(sum.data(), sum.data(), P, 0, ReduceOp::Sum, device());
+  }
+
   // Optimizer moment k (0: momentum / Adam's m, 1: Adam's v) of unit i, or null.
   float* moment(size_t i, int k) const {
     return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo();
   }
-  // Moment k of every unit laid out like the shard's flat parameters (ZeRO-1: the dp ranks'
-  // chunks all-gathered).
+  // Moment k of every unit on the host, laid out like the shard's flat parameters (ZeRO-1: the
+  // dp ranks' chunks all-gathered on the device first; collective over dp).
   std::vector<float> shardMoments(int k) {
     std::vector<float> shard(size_t(m_model->params().numel()));
+    Tensor full;  // ZeRO-1: one unit's moment, every chunk (Comm)
+    if (m_zero1) {
+      int64_t most = 0;
+      for (const ZeroLayout::Unit& u : m_layout->units) most = std::max(most, u.padded);
+      full = compute().tensor({most}, MemCategory::Comm, m_ctx.memory);
+    }
     for (size_t i = 0; i < m_layout->units.size(); ++i) {
       const ZeroLayout::Unit& u = m_layout->units[i];
       if (!m_zero1) {
-        std::copy_n(moment(i, k), u.len, shard.begin() + u.begin);
+        compute().download(shard.data() + u.begin, moment(i, k), u.len);
         continue;
       }
-      std::vector<float> full(size_t(u.padded));
-      m_grid.dp().allGather(moment(i, k), full.data(), u.chunk);
-      std::copy_n(full.begin(), u.len, shard.begin() + u.begin);
+      ready();
+      m_grid.dp().allGather(moment(i, k), full.data(), u.chunk, device());
+      compute().download(shard.data() + u.begin, full.data(), u.len);
     }
     return shard;
   }
@@ -223,8 +273,8 @@ class ModelParallel final : public Strategy {
     const int64_t most =
         m_stage->boundaryFloats((m_slice + m_micros - 1) / m_micros);  // largest chunk
     if (m_dOut.numel() < most) {
-      m_dOut = Tensor({most}, MemCategory::Workspace, m_ctx.memory);
-      m_dIn = Tensor({most}, MemCategory::Workspace, m_ctx.memory);
+      m_dOut = compute().tensor({most}, MemCategory::Workspace, m_ctx.memory);
+      m_dIn = compute().tensor({most}, MemCategory::Workspace, m_ctx.memory);
     }
     for (const PipeStep& p : m_schedule) {
       const int m = p.micro, rows = microRows(m);
@@ -233,7 +283,8 @@ class ModelParallel final : public Strategy {
       switch (p.action) {
         case PipeAction::RecvAct:
           acts = acquire(m, rows);
-          pp.recv(m_stage->input(*acts), n, s - 1);
+          ready();
+          pp.recv(m_stage->input(*acts), n, s - 1, device());
           break;
         case PipeAction::Forward: {
           if (!acts) acts = acquire(m, rows);
@@ -244,17 +295,20 @@ class ModelParallel final : public Strategy {
           break;
         }
         case PipeAction::SendAct:
-          pp.send(m_stage->output(*acts), n, s + 1);
+          ready();
+          pp.send(m_stage->output(*acts), n, s + 1, device());
           break;
         case PipeAction::RecvGrad:
-          pp.recv(m_dOut.data(), n, s + 1);
+          ready();  // the last backward has read m_dOut
+          pp.recv(m_dOut.data(), n, s + 1, device());
           break;
         case PipeAction::Backward:
           m_stage->backward(step, *acts, m_dOut.data(), m_dIn.data());
           m_pool.push_back(std::move(acts));  // 1F1B reuses it for the next forward; GPipe holds M
           break;
         case PipeAction::SendGrad:
-          pp.send(m_dIn.data(), n, s - 1);
+          ready();
+          pp.send(m_dIn.data(), n, s - 1, device());
           break;
       }
     }
@@ -271,21 +325,27 @@ class ModelParallel final : public Strategy {
       if (m_zero1) {
         float* grads = m_grads.data() + u.paddedBegin;
         float* owned = m_params.data() + u.paddedBegin + d * u.chunk;
-        dp.reduceScatter(grads, grads + d * u.chunk, u.chunk);  // in place: chunk d gets the sum
+        ready();  // in place: chunk d gets the sum
+        dp.reduceScatter(grads, grads + d * u.chunk, u.chunk, ReduceOp::Sum, device());
         {
-          ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
+          ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
           m_opts[i]->step(owned, grads + d * u.chunk);
         }
-        dp.allGather(owned, m_params.data() + u.paddedBegin, u.chunk);  // in place
+        ready();
+        dp.allGather(owned, m_params.data() + u.paddedBegin, u.chunk, device());  // in place
       } else {
         float* grads = ps.grads().data() + u.begin;
-        if (dp.size() > 1) dp.allReduce(grads, grads, u.len);
-        ScopedSpan s(m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
+        if (dp.size() > 1) {
+          ready();
+          dp.allReduce(grads, grads, u.len, ReduceOp::Sum, AllReduceAlgo::Configured, device());
+        }
+        ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
         m_opts[i]->step(ps.params().data() + u.begin, grads);
       }
     }
   }
 
+  std::unique_ptr<Compute> m_ownCompute;  // when the context brought none; outlives the rest
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
   int m_micros;
@@ -298,9 +358,9 @@ class ModelParallel final : public Strategy {
   Tensor m_params, m_grads;                        // ZeRO-1: padded copies the model is bound to
   std::vector<std::unique_ptr<Optimizer>> m_opts;  // per unit: its owned chunk
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
-  std::vector<float> m_x;
-  std::vector<int> m_labels;
-  Tensor m_dOut, m_dIn;                            // boundary gradients (Workspace)
+  std::vector<float> m_x;     // host: this dp replica's input rows, uploaded per micro-batch
+  std::vector<int> m_labels;  // host: their labels
+  Tensor m_dOut, m_dIn;       // boundary gradients (Workspace)
   std::vector<std::unique_ptr<MicroActs>> m_pool;  // activation buffers not in use
   std::unique_ptr<Mlp> m_eval;
   Tensor m_evalBuffer;
@@ -348,8 +408,7 @@ RankHoldings ModelParallel::holdings() const {
         {"global batch (labels)", HoldingKind::Batch, 0, begin, begin + len, B, len, 1, len * 4});
   // The residual stream rows of each micro-batch this rank keeps (SP: its 1/T of them), and
   // the bytes of one micro-batch's buffers (sized for the largest).
-  const int64_t microBytes =
-      m_stage->allocate(0, int((len + m_micros - 1) / m_micros), nullptr)->bytes;
+  const int64_t microBytes = m_stage->microBytes(int((len + m_micros - 1) / m_micros));
   for (int m = 0; m < m_micros; ++m) {
     const int rows = int(shardLen(m, m_micros, len));
     const MicroRows r = m_stage->rowsOf(rows);

@@ -30,30 +30,35 @@
 //   exchange: every rank has the whole, identical gradient and keeps its rows). LayerNorm
 //   weights now see only the rank's rows: their gradients are partial, and one all-reduce per
 //   block per step (2H floats) sums them over the group, as Megatron does.
+// With --device cuda every buffer here is device memory of the rank's Compute and every
+// kernel goes on its stream; each collective waits for that stream first (ready()), since the
+// communicator reads and writes from its own, and returns once its own is done.
 #include "parallel/tensor_parallel.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "comm/communicator.h"
-#include "cpu/layers.h"
+#include "device/compute.h"
 #include "parallel/pipeline.h"
 
 namespace paralab {
 
-using kernels::bias_add;
-
-TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp,
+TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, Compute& compute,
                                          MemoryTracker* memory, SpanRecorder* spans)
     : m_model(shard),
       m_tp(tp),
       m_sp(sp && tp.size() > 1),
+      m_compute(compute),
       m_T(tp.size()),
       m_H(shard.shape().hidden),
       m_F(4 * shard.shape().hidden / tp.size()),
       m_memory(memory),
       m_spans(spans) {}
+
+void TensorParallelStage::ready() const { m_compute.sync(); }
+
+Device TensorParallelStage::device() const { return m_compute.device(); }
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
   MicroRows r{rows, rows, rows, 0};
@@ -71,15 +76,25 @@ bool TensorParallelStage::reportsLoss() const {
 
 std::unique_ptr<MicroActs> TensorParallelStage::allocate(int micro, int rows,
                                                          MemoryTracker* memory) const {
+  return layout(micro, rows, [&](Shape s) {
+    return m_compute.tensor(std::move(s), MemCategory::Activations, memory);
+  });
+}
+
+int64_t TensorParallelStage::microBytes(int rows) const {
+  return layout(0, rows, [](const Shape&) { return Tensor(); })->bytes;
+}
+
+std::unique_ptr<MicroActs> TensorParallelStage::layout(
+    int micro, int rows, const std::function<Tensor(Shape)>& make) const {
   auto m = std::make_unique<MicroActs>();
   m->micro = micro;
   m->r = rowsOf(rows);
   m->capacity = rows;
   const int64_t full = m->r.full, local = m->r.local, H = m_H, F = m_F;
   auto act = [&](Shape s) {
-    Tensor t(std::move(s), MemCategory::Activations, memory);
-    m->bytes += t.bytes();
-    return t;
+    m->bytes += numelOf(s) * int64_t(sizeof(float));
+    return make(std::move(s));
   };
   const MlpShape& shape = m_model.shape();
   if (m_model.hasUnit(0)) m->x = act({rows, shape.input});
@@ -96,7 +111,8 @@ std::unique_ptr<MicroActs> TensorParallelStage::allocate(int micro, int rows,
     if (m_sp) m->aFull = act({full, H});
     m->logits = act({rows, shape.classes});
     m->dlogits = act({rows, shape.classes});
-    m->labels.resize(size_t(rows));
+    // The loss kernel reads labels on the device; the CPU reads the caller's host labels.
+    if (m_compute.onGpu()) m->labels = act({rows});
   }
   return m;
 }
@@ -110,7 +126,9 @@ void TensorParallelStage::reuse(MicroActs& m, int micro, int rows) const {
 void TensorParallelStage::ensureScratch(const MicroRows& r) {
   if (r.full <= m_capacity) return;
   const int64_t full = r.full, local = m_sp ? full / m_T : full;
-  auto work = [&](Shape s) { return Tensor(std::move(s), MemCategory::Workspace, m_memory); };
+  auto work = [&](Shape s) {
+    return m_compute.tensor(std::move(s), MemCategory::Workspace, m_memory);
+  };
   for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dh, &m_y})
     *t = Tensor();  // free first: an honest peak
   m_dA = work({local, m_H});
@@ -132,27 +150,32 @@ double TensorParallelStage::forward(int64_t step, MicroActs& m, const float* x, 
   const MlpShape& shape = m_model.shape();
   const MicroRows& r = m.r;
   if (m_model.hasUnit(0)) {
-    ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-    std::memcpy(m.x.data(), x, sizeof(float) * size_t(r.rows) * size_t(shape.input));
+    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    m_compute.upload(m.x.data(), x, int64_t(r.rows) * shape.input);
     // SP: only this rank's rows of the residual stream (rows past the micro-batch stay zero).
     const int real = std::clamp(r.rows - r.first, 0, r.local);
     if (real > 0)
       m_model.inProj().forward(m.x.data() + int64_t(r.first) * shape.input, m.a[0].data(), real);
-    std::fill(m.a[0].data() + int64_t(real) * m_H, m.a[0].data() + int64_t(r.local) * m_H, 0.f);
+    m_compute.zero(m.a[0].data() + int64_t(real) * m_H, int64_t(r.local - real) * m_H);
   }
   const int blocks = m_model.endBlock() - m_model.firstBlock();
   for (int j = 0; j < blocks; ++j) blockForward(step, j, m);
   if (!m_model.hasUnit(shape.layers + 1)) return 0;
   const float* in = m.a.back().data();
   if (m_sp) {  // SP ends: every rank gets every row for the replicated classifier
-    m_tp.allGather(m.a.back().data(), m.aFull.data(), int64_t(r.local) * m_H);
+    ready();
+    m_tp.allGather(m.a.back().data(), m.aFull.data(), int64_t(r.local) * m_H, device());
     in = m.aFull.data();
   }
-  ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-  std::copy(labels, labels + r.rows, m.labels.begin());
+  ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+  const int* here = labels;
+  if (m_compute.onGpu()) {
+    m_compute.uploadInts(reinterpret_cast<int*>(m.labels.data()), labels, r.rows);
+    here = reinterpret_cast<const int*>(m.labels.data());
+  }
   m_model.classifier().forward(in, m.logits.data(), r.rows);
-  return kernels::softmax_xent(m.dlogits.data(), m.logits.data(), m.labels.data(), r.rows,
-                               shape.classes, normalizer);
+  return m_compute.softmaxXent(m.dlogits.data(), m.logits.data(), here, r.rows, shape.classes,
+                               normalizer);
 }
 
 void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
@@ -161,28 +184,33 @@ void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
   const int64_t H = m_H;
   float* out = m.a[size_t(j) + 1].data();
   {
-    ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
     // SP: the rank's rows of the LayerNorm output land in its block of the gathered buffer.
     b.ln.forward(m.a[size_t(j)].data(), m.ln[size_t(j)].data() + r.first * H,
                  m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), r.local);
   }
-  if (m_sp)  // all-gather (in place): fc1 needs every row
-    m_tp.allGather(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r.local * H);
+  if (m_sp) {  // all-gather (in place): fc1 needs every row
+    ready();
+    m_tp.allGather(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r.local * H,
+                   device());
+  }
   {
-    ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
     b.fc1.forward(m.ln[size_t(j)].data(), m.h[size_t(j)].data(), r.full);  // column-parallel
-    kernels::gelu_forward(m.g[size_t(j)].data(), m.h[size_t(j)].data(), long(r.full) * m_F);
+    m_compute.gelu(m.g[size_t(j)].data(), m.h[size_t(j)].data(), long(r.full) * m_F);
     // Row-parallel: this rank's partial sum of fc2's output, bias not yet added.
     b.fc2.forward(m.g[size_t(j)].data(), m_sp ? m_y.data() : out, r.full, false);
   }
-  if (m_sp)  // reduce-scatter: the sum, and only this rank's rows of it
-    m_tp.reduceScatter(m_y.data(), out, r.local * H);
-  else if (m_T > 1)  // all-reduce: the sum, on every rank
-    m_tp.allReduce(out, out, r.local * H);
-  ScopedSpan s(m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-  bias_add(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
-  const float* in = m.a[size_t(j)].data();
-  for (int64_t i = 0; i < r.local * H; ++i) out[i] += in[i];  // residual
+  if (m_sp) {  // reduce-scatter: the sum, and only this rank's rows of it
+    ready();
+    m_tp.reduceScatter(m_y.data(), out, r.local * H, ReduceOp::Sum, device());
+  } else if (m_T > 1) {  // all-reduce: the sum, on every rank
+    ready();
+    m_tp.allReduce(out, out, r.local * H, ReduceOp::Sum, AllReduceAlgo::Configured, device());
+  }
+  ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+  m_compute.biasAdd(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
+  m_compute.residualAdd(out, m.a[size_t(j)].data(), long(r.local * H));
 }
 
 // [SECTION] Backward
@@ -193,30 +221,31 @@ void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut
   const int64_t H = m_H, localFloats = r.local * H;
   float* dA = m_dA.data();  // dLoss / d(residual stream), this rank's rows
   if (m_model.hasUnit(shape.layers + 1)) {
-    ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
     if (m_sp) {
       // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
-      std::fill(m_dFull.data(), m_dFull.data() + r.full * H, 0.f);  // padding rows: zero
+      m_compute.zero(m_dFull.data(), r.full * H);  // padding rows: zero
       m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
-      std::memcpy(dA, m_dFull.data() + r.first * H, sizeof(float) * size_t(localFloats));
+      m_compute.copy(dA, m_dFull.data() + r.first * H, localFloats);
     } else {
       m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
     }
   } else {
-    std::memcpy(dA, dOut, sizeof(float) * size_t(localFloats));
+    m_compute.copy(dA, dOut, localFloats);
   }
   const int blocks = m_model.endBlock() - m_model.firstBlock();
   for (int j = blocks - 1; j >= 0; --j) blockBackward(step, j, m, dA);
   if (!m_model.hasUnit(0)) {
-    std::memcpy(dIn, dA, sizeof(float) * size_t(localFloats));
+    m_compute.copy(dIn, dA, localFloats);
     return;
   }
   const float* dA0 = dA;
   if (m_sp) {  // SP begins: the input projection's whole gradient needs every row's
-    m_tp.allGather(dA, m_dFull.data(), localFloats);
+    ready();
+    m_tp.allGather(dA, m_dFull.data(), localFloats, device());
     dA0 = m_dFull.data();
   }
-  ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
   m_model.inProj().backward(m.x.data(), dA0, nullptr, r.rows);
 }
 
@@ -226,38 +255,41 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MicroActs& m, float
   const int64_t H = m_H;
   const float* dY = dA;  // gradient of the block output, every row fc2 saw
   if (m_sp) {            // all-gather: fc2's backward needs every row's
-    m_tp.allGather(dA, m_dFull.data(), r.local * H);
+    ready();
+    m_tp.allGather(dA, m_dFull.data(), r.local * H, device());
     dY = m_dFull.data();
   }
   {
-    ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
     // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
     b.fc2.backward(m.g[size_t(j)].data(), dY, m_dh.data(), r.full);
-    kernels::gelu_backward(m_dh.data(), m.h[size_t(j)].data(), m_dh.data(), long(r.full) * m_F);
+    m_compute.geluBackward(m_dh.data(), m.h[size_t(j)].data(), m_dh.data(), long(r.full) * m_F);
     // Partial: this rank's columns' share of the LayerNorm output's gradient.
     b.fc1.backward(m.ln[size_t(j)].data(), m_dh.data(), m_dln.data(), r.full);
   }
   float* dln = m_dln.data();
   if (m_sp) {  // reduce-scatter: the sum, this rank's rows
-    m_tp.reduceScatter(m_dln.data(), m_dtmp.data(), r.local * H);
+    ready();
+    m_tp.reduceScatter(m_dln.data(), m_dtmp.data(), r.local * H, ReduceOp::Sum, device());
     dln = m_dtmp.data();
   } else if (m_T > 1) {  // all-reduce: the sum, on every rank
-    m_tp.allReduce(dln, dln, r.local * H);
+    ready();
+    m_tp.allReduce(dln, dln, r.local * H, ReduceOp::Sum, AllReduceAlgo::Configured, device());
   }
-  ScopedSpan s(m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
   b.ln.backward(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), dln,
                 m_dtmp.data(), r.local);
-  const float* branch = m_dtmp.data();
-  for (int64_t i = 0; i < r.local * H; ++i) dA[i] += branch[i];
+  m_compute.residualAdd(dA, m_dtmp.data(), long(r.local * H));
 }
 
 void TensorParallelStage::finishBackward() {
   if (!m_sp) return;
   // SP: each rank's LayerNorm gradients cover its rows only; sum them (gamma and beta are
   // adjacent: 2H floats per block).
+  ready();
   for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l) {
     float* g = m_model.params().grad(m_model.block(l).ln.gammaRef());
-    m_tp.allReduce(g, g, 2 * int64_t(m_H));
+    m_tp.allReduce(g, g, 2 * int64_t(m_H), ReduceOp::Sum, AllReduceAlgo::Configured, device());
   }
 }
 

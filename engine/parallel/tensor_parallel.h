@@ -1,8 +1,11 @@
 // One pipeline stage's units run one micro-batch at a time, each block's FFN split over the
 // tensor-parallel group (Megatron-LM, Shoeybi et al. 2019), optionally with sequence
-// parallelism (Korthikanti et al. 2022). The collectives are in tensor_parallel.cpp; the
-// strategy that drives stages is model_parallel.cpp. See tests/engine/tst_model_parallel.cpp.
+// parallelism (Korthikanti et al. 2022), on the rank's Compute: the CPU, or its GPU with every
+// buffer in device memory. The collectives are in tensor_parallel.cpp; the strategy that drives
+// stages is model_parallel.cpp. See tests/engine/tst_model_parallel.cpp and
+// tst_cuda_model_parallel.cpp.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -12,6 +15,7 @@
 namespace paralab {
 
 class Communicator;
+class Compute;
 
 // Rows of one micro-batch as one rank sees them.
 struct MicroRows {
@@ -23,13 +27,14 @@ struct MicroRows {
   int first = 0;  // SP: the first of them within the micro-batch (tp rank x local); else 0
 };
 
-// What one micro-batch leaves on a stage between its forward and its backward (Activations).
+// What one micro-batch leaves on a stage between its forward and its backward (Activations),
+// in the memory of the rank's Compute.
 struct MicroActs {
   int micro = 0;  // its index in the step (span labels)
   MicroRows r;    // the rows in use (the buffers may hold more: sized for the largest micro-batch)
-  int capacity = 0;         // samples the buffers were allocated for
-  Tensor x;                 // first stage: the input rows [rows, D]
-  std::vector<int> labels;  // last stage
+  int capacity = 0;  // samples the buffers were allocated for
+  Tensor x;          // first stage: the input rows [rows, D]
+  Tensor labels;     // last stage, GPU only: [rows] int32 labels, kept in a float tensor's bytes
   // The residual stream into each block of the stage and out of the last [local, H].
   std::vector<Tensor> a;
   // Per block: the LayerNorm output, fc1's input [full, H] (SP: all-gathered).
@@ -44,13 +49,17 @@ struct MicroActs {
 class TensorParallelStage {
  public:
   // `tp`: this rank's tensor-parallel group (size 1: no tensor parallelism, the plain stage).
-  TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, MemoryTracker* memory,
-                      SpanRecorder* spans);
+  // `compute`: where the shard's parameters live and its math runs; every buffer here is made
+  // by it, and the group's collectives are given its device.
+  TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, Compute& compute,
+                      MemoryTracker* memory, SpanRecorder* spans);
 
   MicroRows rowsOf(int rows) const;
   // The activation buffers of micro-batch `micro`, of `rows` samples (counted as Activations
   // by `memory`, which may be null).
   std::unique_ptr<MicroActs> allocate(int micro, int rows, MemoryTracker* memory) const;
+  // The bytes allocate() would take for `rows` samples, without allocating (holdings).
+  int64_t microBytes(int rows) const;
   // Puts buffers allocated for at least `rows` samples to use for micro-batch `micro`.
   void reuse(MicroActs& m, int micro, int rows) const;
   // Floats in one message to or from a neighbouring stage: the residual stream rows this rank
@@ -60,11 +69,15 @@ class TensorParallelStage {
   float* output(MicroActs& m) const { return m.a.back().data(); }  // sent on (not last stage)
 
   // Forward of the stage's units on one micro-batch. x: its input rows (first stage), labels
-  // (last stage). Returns the sum of the per-sample losses on the last stage, else 0; gradients
-  // are scaled by 1 / normalizer (the global batch, so micro-batches and dp ranks add up).
+  // (last stage), both host memory (uploaded on a GPU). Returns the sum of the per-sample
+  // losses on the last stage, else 0; gradients are scaled by 1 / normalizer (the global
+  // batch, so micro-batches and dp ranks add up). On a GPU the last stage waits for its stream
+  // (the loss is copied back).
   double forward(int64_t step, MicroActs& m, const float* x, const int* labels, double normalizer);
   // Accumulates (+=) the weight gradients. dOut: gradient of the stage output [local, H] (not
   // on the last stage); dIn: written with the gradient of the stage input (not on the first).
+  // Both are memory of the rank's Compute; on a GPU dIn is written on its stream (sync before
+  // sending it).
   void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn);
   // After the last micro-batch's backward. SP: sums the LayerNorm gradients over the group.
   void finishBackward();
@@ -74,10 +87,19 @@ class TensorParallelStage {
   void blockForward(int64_t step, int j, MicroActs& m);
   void blockBackward(int64_t step, int j, MicroActs& m, float* dA);
   void ensureScratch(const MicroRows& r);
+  // The buffers of one micro-batch of `rows` samples, each made by `make` (one layout for
+  // allocate() and microBytes()).
+  std::unique_ptr<MicroActs> layout(int micro, int rows,
+                                    const std::function<Tensor(Shape)>& make) const;
+  // Before a collective on the stage's buffers: the kernels that wrote them are done, and none
+  // still reads what the communicator (on its own stream) is about to write. Nothing on the CPU.
+  void ready() const;
+  Device device() const;  // of the stage's buffers, as collectives take it
 
   Mlp& m_model;
   Communicator& m_tp;
   bool m_sp;
+  Compute& m_compute;
   int m_T, m_H, m_F;  // tp degree, hidden width, fc1 outputs per rank (4H / T)
   MemoryTracker* m_memory;
   SpanRecorder* m_spans;

@@ -1,0 +1,173 @@
+// Tensor, sequence and pipeline parallelism with --device cuda: thread ranks sharing one GPU,
+// every shard's parameters, gradients, optimizer state, activations and messages in device
+// memory, collectives through ThreadComm's device path.
+//   * tp 2, tp 2 + sp, pp 2 (GPipe, 1F1B), tp 2 x pp 2 and dp 2 x tp 2 reproduce the CUDA serial
+//     loss trajectory over 20 steps within 1e-4 relative. On the CPU these layouts match serial
+//     to 1e-5 (tst_model_parallel.cpp): the ranks sum the same products in another order (fc2's
+//     partial sums, micro-batch accumulation). On the GPU cuBLAS may also pick another
+//     algorithm for each shard's narrower GEMMs and the device reduction sums in its own order,
+//     ~1e-7 per operation, compounding over the steps: 1e-4, as tst_cuda_training.cpp allows
+//     data parallelism on the GPU.
+//   * Each rank's tracking allocator sees its activations on the GPU: per pipeline stage, the
+//     schedule's micro-batches in flight times one micro-batch's buffers.
+//   * Evaluation gathers the shards onto rank 0's GPU and agrees with the serial run's.
+//   * Live reconfiguration moves the state off and onto the GPU through the serial layout:
+//     CUDA serial -> CUDA tp 2 -> CUDA dp 2 x pp 2 ZeRO-1 -> CPU serial continues the
+//     uninterrupted CUDA run (1e-4).
+// Every row skips without a GPU. Run: ctest -R tst_cuda_model_parallel -V
+#include <QtTest>
+#include <cmath>
+
+#include "cuda/device.h"
+#include "device/compute.h"
+#include "loss_trajectory.h"
+#include "parallel/pipeline.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                         \
+  do {                                                                                             \
+    const kernels::GpuInfo gpus = kernels::cuda_query_devices();                                   \
+    if (gpus.count == 0) QSKIP(qPrintable("no GPU here: " + QString::fromStdString(gpus.reason))); \
+  } while (0)
+
+RunConfig baseConfig() {
+  RunConfig c = test::smallRun(32, 4, 48);
+  c.device = "cuda";
+  return c;
+}
+
+// "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a CUDA configuration (the words of
+// tst_model_parallel.cpp); ranks = dp x tp x pp.
+RunConfig parse(const QString& spec) {
+  RunConfig c = baseConfig();
+  for (const QString& w : spec.split(' ', Qt::SkipEmptyParts)) {
+    if (w.startsWith("dp"))
+      c.dp = w.mid(2).toInt();
+    else if (w.startsWith("tp"))
+      c.tp = w.mid(2).toInt();
+    else if (w.startsWith("pp"))
+      c.pp = w.mid(2).toInt();
+    else if (w.startsWith("M"))
+      c.microbatches = w.mid(1).toInt();
+    else if (w.startsWith("B"))
+      c.batch = w.mid(1).toInt();
+    else if (w == "sp")
+      c.sp = true;
+    else if (w == "gpipe" || w == "1f1b")
+      c.schedule = w.toStdString();
+    else if (w == "zero1")
+      c.zero = 1;
+    else if (w == "adam")
+      c.optimizer = "adam", c.lr = 0.002;
+    else if (w == "cpu")
+      c.device = "cpu";
+    else
+      qFatal("bad spec word %s", qPrintable(w));
+  }
+  c.ranks = std::max(c.dp, 1) * c.tp * c.pp;
+  return c;
+}
+
+}  // namespace
+
+class TstCudaModelParallel : public QObject {
+  Q_OBJECT
+ private slots:
+  void matchesCudaSerial_data() {
+    QTest::addColumn<QString>("spec");
+    for (const char* s :
+         {"tp2", "tp2 sp", "pp2 gpipe M3", "pp2 1f1b M4", "tp2 pp2 1f1b M2", "dp2 tp2"})
+      QTest::newRow(s) << QString(s);
+    QTest::newRow("dp2 tp2 sp zero1 adam") << "dp2 tp2 sp zero1 adam";
+  }
+  void matchesCudaSerial() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, spec);
+    const RunConfig parallel = parse(spec);
+    RunConfig serial = baseConfig();
+    serial.optimizer = parallel.optimizer;
+    serial.lr = parallel.lr;
+    const int steps = 20;
+    const std::vector<double> ref = test::lossTrajectory(serial, steps),
+                              got = test::lossTrajectory(parallel, steps);
+    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
+    qInfo("cuda %s vs cuda serial: worst relative difference over %d steps %.3g", qPrintable(spec),
+          steps, worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    QVERIFY2(ref.back() < 0.9 * ref.front(), "the run should learn");
+  }
+
+  // The tracking allocator counts each stage's micro-batch buffers on the GPU: with k
+  // micro-batches in flight (GPipe M, 1F1B at most P - stage), k times one micro-batch's bytes.
+  void activationsOnTheGpu() {
+    SKIP_WITHOUT_GPU();
+    const int M = 4;
+    const RunConfig c = parse("tp2 pp2 gpipe M4 B64");
+    Trainer t(c);
+    t.step();
+    t.step();
+    const std::vector<RankHoldings> held = t.holdings();
+    for (int r = 0; r < t.localRankCount(); ++r) {
+      QVERIFY(t.compute(r).onGpu());
+      int64_t micro = 0;
+      for (const HeldSlice& h : held[size_t(r)].items)
+        if (h.kind == HoldingKind::Activations) micro = h.bytes;  // every micro-batch: 16 rows
+      const int stage = held[size_t(r)].coords.pp;
+      const int k = peakInFlight(pipelineSchedule(c.schedule, stage, c.pp, M));
+      const MemorySnapshot mem = t.memory(r).snapshot();
+      const int64_t got = mem.peak[int(MemCategory::Activations)];
+      QVERIFY2(got > 0, "no activation memory counted on the GPU");
+      QCOMPARE(got, k * micro);
+      QVERIFY(mem[MemCategory::Params] > 0 && mem[MemCategory::Grads] > 0);
+      qInfo("rank %d (stage %d): activations %lld bytes = %d x %lld on the GPU", r, stage,
+            (long long)got, k, (long long)micro);
+    }
+  }
+
+  // Evaluation: the dp-0 ranks' slices summed onto rank 0's GPU make the whole model there; its
+  // accuracy is the CUDA serial run's.
+  void evaluationMatchesCudaSerial() {
+    SKIP_WITHOUT_GPU();
+    Trainer a(baseConfig()), b(parse("tp2 pp2 1f1b M2"));
+    for (int s = 0; s < 10; ++s) a.step(), b.step();
+    const double accSerial = a.evaluate(1000), accParallel = b.evaluate(1000);
+    qInfo("test accuracy after 10 steps: cuda serial %.4f, cuda tp2 x pp2 %.4f", accSerial,
+          accParallel);
+    QVERIFY2(std::abs(accSerial - accParallel) <= 0.005,
+             qPrintable(QString("%1 vs %2").arg(accSerial).arg(accParallel)));
+  }
+
+  // Live reconfiguration through the serial layout, parameters and Adam moments copied off and
+  // onto the GPU: CUDA serial -> CUDA tp 2 -> CUDA dp 2 x pp 2 ZeRO-1 -> CPU serial continues
+  // the uninterrupted CUDA run.
+  void reshardingAcrossDevicesContinues() {
+    SKIP_WITHOUT_GPU();
+    const RunConfig serial = parse("adam");
+    const std::vector<RunConfig> next = {parse("tp2 adam"), parse("dp2 pp2 zero1 M2 adam"),
+                                         parse("adam cpu")};
+    const int per = 6;
+    const std::vector<double> ref = test::lossTrajectory(serial, per * int(next.size() + 1));
+    std::vector<double> got;
+    auto t = std::make_unique<Trainer>(serial);
+    for (int s = 0; s < per; ++s) got.push_back(t->step().loss);
+    for (const RunConfig& c : next) {
+      const TrainingState state = t->saveState();
+      t = std::make_unique<Trainer>(c);
+      t->loadState(state);
+      for (int s = 0; s < per; ++s) got.push_back(t->step().loss);
+    }
+    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
+    qInfo(
+        "cuda -> cuda tp2 -> cuda dp2 pp2 zero1 -> cpu vs uninterrupted cuda: worst relative "
+        "difference %.3g",
+        worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TstCudaModelParallel)
+#include "tst_cuda_model_parallel.moc"
