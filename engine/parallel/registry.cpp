@@ -4,11 +4,11 @@
 //   1. Write engine/parallel/<name>.cpp with a Strategy subclass (start from ReplicaStrategy
 //      in replica.h for data-parallel kinds) and a `make...` function; every collective it
 //      issues is visible in that file.
-//   2. Add a row below, and the --strategy value to RunConfig::validate (config.cpp). Its
-//      `onCuda` says whether it runs with --device cuda: every buffer it touches made through
-//      the rank's Compute (device/compute.h), its collectives given Device::Cuda after
-//      Compute::sync() (see data_parallel.cpp). An onCuda row runs on --backend nccl too, so it
-//      calls only what NcclComm serves (comm_nccl.cpp; cudaRefusal below lists it).
+//   2. Add a row below, and the --strategy value to RunConfig::validate (config.cpp). Every
+//      strategy runs with --device cuda: every buffer it touches made through the rank's
+//      Compute (device/compute.h), its collectives given the buffers' Device after
+//      Compute::sync() (see data_parallel.cpp). It runs on --backend nccl too, so it calls
+//      only what NcclComm serves (comm_nccl.cpp; cudaRefusal below lists it).
 //   3. Ship with it: a test against the serial run on the same global batch and seed
 //      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
 //      its memory and traffic checked against the formula its lesson states, a lesson step.
@@ -29,17 +29,17 @@ std::unique_ptr<Strategy> makeExpertParallel(RankContext& ctx);  // expert_paral
 const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {
       {"sync", "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with overlap)",
-       true, false, true, makeDataParallel},
-      {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true, false, true, makeZero1},
-      {"zero-2", "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)", true, false, true, makeZero2},
-      {"zero-3", "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use", true, false, true, makeZero3},
-      {"ps-sync", "Parameter server, synchronous: gradient shards reduced onto their servers, updated, broadcast back", true, false, true, makePsSync},
-      {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, true, makePsAsync},
-      {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, true, makeHogwild},
-      {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, true, makeLocalSgd},
-      {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, true, makeGossip},
-      {"model-parallel", "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism on the dp axis", true, false, false, makeModelParallel},
-      {"moe", "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by all-to-all; dp on the rest", true, false, false, makeExpertParallel},
+       true, false, makeDataParallel},
+      {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true, false, makeZero1},
+      {"zero-2", "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)", true, false, makeZero2},
+      {"zero-3", "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use", true, false, makeZero3},
+      {"ps-sync", "Parameter server, synchronous: gradient shards reduced onto their servers, updated, broadcast back", true, false, makePsSync},
+      {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, makePsAsync},
+      {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, makeHogwild},
+      {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, makeLocalSgd},
+      {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, makeGossip},
+      {"model-parallel", "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism on the dp axis", true, false, makeModelParallel},
+      {"moe", "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by all-to-all; dp on the rest", true, false, makeExpertParallel},
   };
   return table;
 }
@@ -57,23 +57,13 @@ std::optional<std::string> cudaRefusal(const RunConfig& config) {
   if (config.device != "cuda") return std::nullopt;
   // GPU buffers travel through ThreadComm's device path (thread ranks, any number per GPU) or
   // NcclComm (one rank per GPU: thread ranks of this process, or a process each under mpirun;
-  // RunConfig::validate counts the GPUs). MpiComm moves host buffers only. Every onCuda row
-  // runs on both: the collectives they call on device buffers (all-reduce, reduce-scatter,
-  // all-gather, send/recv, split) are NCCL's own, and NcclComm stages the one on a host buffer
-  // (the spread's all-reduce Max of local SGD and gossip) through the GPU.
+  // RunConfig::validate counts the GPUs). MpiComm moves host buffers only. Every strategy runs
+  // on both: the collectives they call on device buffers (all-reduce, reduce-scatter,
+  // all-gather, broadcast, reduce, all-to-all(v), send/recv, split) are NCCL's own, and NcclComm
+  // stages the one on a host buffer (the spread's all-reduce Max of local SGD and gossip)
+  // through the GPU.
   if (config.backend == "mpi")
     return "device: cuda needs --backend thread or nccl; --backend mpi moves host buffers only";
-  std::string allowed;
-  for (const StrategyInfo& s : strategyTable())
-    if (s.onCuda) allowed += (allowed.empty() ? "" : ", ") + std::string(s.name);
-  const std::string name = rowName(config);
-  for (const StrategyInfo& s : strategyTable())
-    if (name == s.name && !s.onCuda) {
-      const std::string what = name == "moe"              ? "--model moe"
-                               : name == "model-parallel" ? "tensor/pipeline parallelism (--tp, --pp)"
-                                                          : "--strategy " + name;
-      return "device: " + what + " does not run on cuda yet (allowed on cuda: " + allowed + ")";
-    }
   return std::nullopt;
 }
 

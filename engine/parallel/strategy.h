@@ -87,15 +87,14 @@ struct StrategyInfo {
   const char* summary;  // one line, shown in --help and the window's tooltip
   bool equalsSerial;    // synchronous: must reproduce the serial loss trajectory
   bool threadOnly;      // needs ranks that share memory (Hogwild)
-  bool onCuda;          // runs with --device cuda (model, optimizer and collectives on the GPU)
   std::unique_ptr<Strategy> (*make)(RankContext& ctx);
 };
 const std::vector<StrategyInfo>& strategyTable();
 // The entry for config.strategy (with --zero picking the ZeRO variants of "sync"); throws
 // ConfigError naming the allowed values.
 const StrategyInfo& strategyFor(const RunConfig& config);
-// With --device cuda: why this run cannot go on the GPU yet ("device: ..." naming what can), or
-// nothing. Part of RunConfig::validate().
+// With --device cuda: why this run cannot go on the GPU (its backend moves host buffers only),
+// or nothing. Part of RunConfig::validate().
 std::optional<std::string> cudaRefusal(const RunConfig& config);
 
 }  // namespace paralab

@@ -11,14 +11,18 @@
 //     algorithm for the half batch).
 //   * Local SGD averaging every step reproduces it too (the average is an all-reduce on the GPU),
 //     and local SGD and gossip (ring, random) follow their CPU runs (1e-4).
+//   * The parameter servers follow their CPU runs (1e-4; ps-sync also the CUDA serial run) and
+//     ps-async's staleness is the round-robin formula; Hogwild's four racing streams learn.
 //   * --backend nccl, a thread rank per GPU, follows --backend thread on the same GPUs (1e-5):
-//     serial, sync, ZeRO-1/2/3, local SGD and gossip; rows with more ranks than GPUs skip.
+//     serial, sync, ZeRO-1/2/3, local SGD, gossip and the parameter servers; rows with more
+//     ranks than GPUs skip.
 //   * Live reconfiguration moves the state off and onto the GPU (CUDA -> CUDA ZeRO-3 -> CPU).
 //   * The caching allocator reuses a freed block, zero-filled, and the tracker counts tensors.
 //   * Per-rank device memory, from the tracking allocator, is the model-state formula: 16P
 //     bytes with Adam (4P params, 4P grads, 8P moments), and ZeRO-3's 16 bytes per owned float.
-// Every GPU row skips without a GPU; the refusals of what does not run on cuda yet are checked
-// everywhere. Run: ctest -R tst_cuda_training -V
+// Every GPU row skips without a GPU; what cuda refuses (the mpi backend) is checked everywhere.
+// The model-parallel family and the MoE on the GPU: tst_cuda_model_parallel, tst_cuda_moe.
+// Run: ctest -R tst_cuda_training -V
 #include <QtTest>
 #include <cmath>
 
@@ -433,37 +437,25 @@ class TstCudaTraining : public QObject {
     for (float v : back) QCOMPARE(v, 0.f);
   }
 
-  // What does not run on the GPU yet is refused in one line that names it and what does run;
-  // no GPU needed (cudaRefusal is part of RunConfig::validate once a GPU is found).
+  // Every strategy runs on the GPU, over ThreadComm's device path or NCCL; --backend mpi, which
+  // moves host buffers only, is refused in one line. No GPU needed (cudaRefusal is part of
+  // RunConfig::validate once a GPU is found).
   void refusalsNameWhatRuns_data() {
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<int>("tp");
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("backend");
     QTest::addColumn<QString>("expected");  // empty: allowed
-    const QString allowed =
-        "(allowed on cuda: sync, zero-1, zero-2, zero-3, ps-sync, ps-async, hogwild, local-sgd, "
-        "gossip)";
-    for (const char* s : {"sync", "ps-sync", "ps-async", "hogwild", "local-sgd", "gossip"})
-      QTest::newRow(s) << s << 1 << "mlp"
-                       << "thread"
-                       << "";
-    QTest::newRow("tp")
-        << "sync" << 2 << "mlp"
-        << "thread"
-        << "device: tensor/pipeline parallelism (--tp, --pp) does not run on cuda yet " + allowed;
-    QTest::newRow("moe") << "sync" << 1 << "moe"
-                         << "thread"
-                         << "device: --model moe does not run on cuda yet " + allowed;
+    for (const char* backend : {"thread", "nccl"}) {
+      for (const char* s : {"sync", "ps-sync", "ps-async", "hogwild", "local-sgd", "gossip"})
+        QTest::addRow("%s %s", backend, s) << s << 1 << "mlp" << backend << "";
+      QTest::addRow("%s tp", backend) << "sync" << 2 << "mlp" << backend << "";
+      QTest::addRow("%s moe", backend) << "sync" << 1 << "moe" << backend << "";
+    }
     QTest::newRow("mpi") << "sync" << 1 << "mlp"
                          << "mpi"
                          << "device: cuda needs --backend thread or nccl; --backend mpi moves "
                             "host buffers only";
-    // NCCL runs what runs on cuda, and refuses the same.
-    for (const char* s : {"sync", "ps-sync", "ps-async", "local-sgd", "gossip"})
-      QTest::addRow("nccl %s", s) << s << 1 << "mlp"
-                                  << "nccl"
-                                  << "";
   }
   void refusalsNameWhatRuns() {
     QFETCH(QString, strategy);
