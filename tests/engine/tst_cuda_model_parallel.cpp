@@ -18,8 +18,9 @@
 #include <QtTest>
 #include <cmath>
 
-#include "cuda/device.h"
+#include "cuda_skip.h"
 #include "device/compute.h"
+#include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "parallel/pipeline.h"
 #include "train/trainer.h"
@@ -28,49 +29,14 @@ using namespace paralab;
 
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                         \
-  do {                                                                                             \
-    const kernels::GpuInfo gpus = kernels::cuda_query_devices();                                   \
-    if (gpus.count == 0) QSKIP(qPrintable("no GPU here: " + QString::fromStdString(gpus.reason))); \
-  } while (0)
-
 RunConfig baseConfig() {
   RunConfig c = test::smallRun(32, 4, 48);
   c.device = "cuda";
   return c;
 }
 
-// "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a CUDA configuration (the words of
-// tst_model_parallel.cpp); ranks = dp x tp x pp.
-RunConfig parse(const QString& spec) {
-  RunConfig c = baseConfig();
-  for (const QString& w : spec.split(' ', Qt::SkipEmptyParts)) {
-    if (w.startsWith("dp"))
-      c.dp = w.mid(2).toInt();
-    else if (w.startsWith("tp"))
-      c.tp = w.mid(2).toInt();
-    else if (w.startsWith("pp"))
-      c.pp = w.mid(2).toInt();
-    else if (w.startsWith("M"))
-      c.microbatches = w.mid(1).toInt();
-    else if (w.startsWith("B"))
-      c.batch = w.mid(1).toInt();
-    else if (w == "sp")
-      c.sp = true;
-    else if (w == "gpipe" || w == "1f1b")
-      c.schedule = w.toStdString();
-    else if (w == "zero1")
-      c.zero = 1;
-    else if (w == "adam")
-      c.optimizer = "adam", c.lr = 0.002;
-    else if (w == "cpu")
-      c.device = "cpu";
-    else
-      qFatal("bad spec word %s", qPrintable(w));
-  }
-  c.ranks = std::max(c.dp, 1) * c.tp * c.pp;
-  return c;
-}
+// "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a CUDA configuration ("cpu": on the CPU).
+RunConfig parse(const QString& spec) { return test::withLayout(baseConfig(), spec); }
 
 }  // namespace
 

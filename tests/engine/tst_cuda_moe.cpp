@@ -19,34 +19,19 @@
 #include <cmath>
 
 #include "comm/communicator.h"  // ncclAvailable
-#include "cuda/device.h"
+#include "cuda_skip.h"
 #include "device/compute.h"
 #include "loss_trajectory.h"
 #include "model/moe.h"
+#include "moe_runs.h"
 #include "train/trainer.h"
 
 using namespace paralab;
 
 namespace {
 
-// tst_moe.cpp's run: H = 32, 2 blocks of 4 experts, a global batch of 48.
-RunConfig moeConfig(int ranks, int ep, int topk) {
-  RunConfig c = test::smallRun(32, 2, 48);
-  c.model = "moe";
-  c.experts = 4;
-  c.topk = topk;
-  c.capacityFactor = 4.0;  // C = T k: nothing is dropped unless a row asks for it
-  c.ranks = ranks;
-  c.ep = ep;
-  return c;
-}
-
-std::vector<StepMetrics> run(const RunConfig& c, int steps) {
-  Trainer t(c);
-  std::vector<StepMetrics> out;
-  for (int s = 0; s < steps; ++s) out.push_back(t.step());
-  return out;
-}
+using test::moeConfig;  // tst_moe.cpp's run (moe_runs.h)
+std::vector<StepMetrics> run(const RunConfig& c, int steps) { return test::runSteps(c, steps); }
 
 std::vector<double> losses(const std::vector<StepMetrics>& ms) {
   std::vector<double> out;
@@ -72,12 +57,6 @@ void compareRuns(const std::vector<StepMetrics>& got, const std::vector<StepMetr
                               .arg(*ref[s].auxLoss)));
   }
 }
-
-#define SKIP_WITHOUT_GPU()                                                                         \
-  do {                                                                                             \
-    const kernels::GpuInfo gpus = kernels::cuda_query_devices();                                   \
-    if (gpus.count == 0) QSKIP(qPrintable("no GPU here: " + QString::fromStdString(gpus.reason))); \
-  } while (0)
 
 }  // namespace
 
@@ -240,11 +219,7 @@ class TstCudaMoe : public QObject {
     c.device = "cuda";
     Trainer t(c);
     const StepMetrics m = t.step();
-    MoeShape s;
-    s.hidden = c.hidden, s.layers = c.layers, s.experts = c.experts;
-    const int64_t expert = s.expertParameterCount();
-    const int64_t dense = s.parameterCount() - int64_t(c.layers) * c.experts * expert;
-    const int64_t held = dense + int64_t(c.layers) * (c.experts / ep) * expert;
+    const auto [expert, dense, held] = test::moeHeld(c, ep);
     for (const RankMetrics& r : m.ranks) {
       QCOMPARE(r.mem[MemCategory::Params], 4 * held);
       QCOMPARE(r.mem[MemCategory::Grads], 4 * held);

@@ -27,7 +27,7 @@
 #include <cmath>
 
 #include "comm/communicator.h"  // ncclAvailable
-#include "cuda/device.h"
+#include "cuda_skip.h"
 #include "device/compute.h"
 #include "loss_trajectory.h"
 #include "model/mlp.h"
@@ -47,11 +47,6 @@ RunConfig baseConfig() {
 
 bool haveGpu() { return kernels::cuda_query_devices().count > 0; }
 
-#define SKIP_WITHOUT_GPU()                                                                         \
-  do {                                                                                             \
-    const kernels::GpuInfo gpus = kernels::cuda_query_devices();                                   \
-    if (gpus.count == 0) QSKIP(qPrintable("no GPU here: " + QString::fromStdString(gpus.reason))); \
-  } while (0)
 
 }  // namespace
 

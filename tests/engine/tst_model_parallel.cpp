@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "json_lines.h"
+#include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "parallel/pipeline.h"
 #include "train/trainer.h"
@@ -22,40 +23,8 @@ namespace {
 
 RunConfig baseConfig() { return test::smallRun(32, 4, 48); }
 
-// "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a configuration.
-RunConfig parse(const QString& spec) {
-  RunConfig c = baseConfig();
-  for (const QString& w : spec.split(' ', Qt::SkipEmptyParts)) {
-    if (w.startsWith("dp"))
-      c.dp = w.mid(2).toInt();
-    else if (w.startsWith("tp"))
-      c.tp = w.mid(2).toInt();
-    else if (w.startsWith("pp"))
-      c.pp = w.mid(2).toInt();
-    else if (w.startsWith("M"))
-      c.microbatches = w.mid(1).toInt();
-    else if (w.startsWith("B"))
-      c.batch = w.mid(1).toInt();
-    else if (w.startsWith("L"))
-      c.layers = w.mid(1).toInt();
-    else if (w.startsWith("H"))
-      c.hidden = w.mid(1).toInt();
-    else if (w == "sp")
-      c.sp = true;
-    else if (w == "gpipe" || w == "1f1b")
-      c.schedule = w.toStdString();
-    else if (w == "zero1")
-      c.zero = 1;
-    else if (w == "ring")
-      c.allreduce = "ring";
-    else if (w == "adam")
-      c.optimizer = "adam", c.lr = 0.002;
-    else
-      qFatal("bad spec word %s", qPrintable(w));
-  }
-  c.ranks = std::max(c.dp, 1) * c.tp * c.pp;
-  return c;
-}
+// "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a configuration (layout_spec.h).
+RunConfig parse(const QString& spec) { return test::withLayout(baseConfig(), spec); }
 
 int64_t opBytes(const CommTraffic& t, CommOp op, const std::string& group, int64_t* calls = nullptr,
                 int64_t* sent = nullptr) {

@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "json_lines.h"
 #include "loss_trajectory.h"
+#include "moe_runs.h"
 #include "metrics/metrics.h"
 #include "model/moe.h"
 #include "parallel/holdings.h"
@@ -23,30 +24,8 @@ using namespace paralab;
 
 namespace {
 
-RunConfig moeConfig(int ranks, int ep, int topk) {
-  RunConfig c;
-  c.model = "moe";
-  c.dataset = "synthetic";
-  c.hidden = 32;
-  c.layers = 2;
-  c.batch = 48;
-  c.experts = 4;
-  c.topk = topk;
-  c.capacityFactor = 4.0;  // C = T k: no expert can overflow, nothing is dropped
-  c.evalEvery = 0;
-  c.lr = 0.05;
-  c.optimizer = "momentum";
-  c.ranks = ranks;
-  c.ep = ep;
-  return c;
-}
-
-std::vector<StepMetrics> run(const RunConfig& c, int steps) {
-  Trainer t(c);
-  std::vector<StepMetrics> out;
-  for (int s = 0; s < steps; ++s) out.push_back(t.step());
-  return out;
-}
+using test::moeConfig;
+std::vector<StepMetrics> run(const RunConfig& c, int steps) { return test::runSteps(c, steps); }
 
 // Over steps [from, end): max_e / mean_e of the expert loads (summed over blocks and steps),
 // and the mean number of dropped token choices per step.
@@ -430,11 +409,7 @@ class TstMoe : public QObject {
     const RunConfig c = moeConfig(ranks, ep, 2);
     Trainer t(c);
     const StepMetrics m = t.step();
-    MoeShape s;
-    s.hidden = c.hidden, s.layers = c.layers, s.experts = c.experts;
-    const int64_t expert = s.expertParameterCount();
-    const int64_t dense = s.parameterCount() - int64_t(c.layers) * c.experts * expert;
-    const int64_t held = dense + int64_t(c.layers) * (c.experts / ep) * expert;
+    const auto [expert, dense, held] = test::moeHeld(c, ep);
     for (const RankMetrics& r : m.ranks) {
       QCOMPARE(r.mem[MemCategory::Params], 4 * held);
       QCOMPARE(r.mem[MemCategory::Grads], 4 * held);
