@@ -164,7 +164,9 @@ const float* onDevice(const std::vector<float>& host, Tensor& dev, bool gpu) {
 }  // namespace
 
 void Moe::ensureCapacity(int batch) {
-  if (batch <= m_acts.capacity) return;
+  // Built once even for an empty batch: a rank with no rows of an evaluation chunk still runs
+  // every block (its collectives) over zero rows.
+  if (batch <= m_acts.capacity && !m_acts.blocks.empty()) return;
   const int64_t B = batch, H = m_shape.hidden, E = m_shape.experts;
   m_acts = Acts{};
   m_acts.capacity = batch;

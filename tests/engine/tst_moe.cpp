@@ -395,6 +395,16 @@ class TstMoe : public QObject {
 
   // Model states per rank: the dense weights whole, E/ep experts per block (momentum: 12 bytes
   // per parameter held, params + grads + optimizer).
+  // Evaluation before any step: rank 0 classifies while the other ranks take part with no
+  // rows of their own (they build their buffers for zero rows); the same fresh model, so the
+  // same accuracy as the serial MoE's.
+  void evaluationBeforeTheFirstStep() {
+    Trainer serial(moeConfig(1, 1, 2)), spread(moeConfig(4, 2, 2));
+    const double a = serial.evaluate(200), b = spread.evaluate(200);
+    qInfo("accuracy of the untrained model: serial %.3f, ep 2 x dp 2 %.3f", a, b);
+    QCOMPARE(b, a);
+  }
+
   void modelStatesMatchFormula_data() {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<int>("ep");
