@@ -118,6 +118,8 @@ std::optional<std::string> RunConfig::validateDevice() const {
           "needs CUDA and libnccl-dev); --backend thread runs the ranks on the GPU");
     const kernels::GpuInfo gpus = kernels::cuda_query_devices();
     if (gpus.count == 0) return "device: cuda is not available here (" + gpus.reason + "); allowed: cpu";
+    if (gpus.emulated && backend == "nccl")
+      return std::string("backend: nccl needs real GPUs; this program's GPU is emulated (allowed: thread)");
     if (auto err = ncclRanksProblem(*this, gpus.count)) return err;
     if (auto refused = cudaRefusal(*this)) return refused;
   }

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "device/gpu_runtime.h"
+#include "cuda/runtime.h"
 #include "memory/device_allocator.h"
 
 namespace paralab {

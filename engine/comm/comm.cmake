@@ -1,7 +1,7 @@
-# Sources of engine/comm, added to paralab_engine (included from engine/CMakeLists.txt).
+# Sources of engine/comm, added to paralab_engine_objects (included from engine/CMakeLists.txt).
 # ThreadComm is always built; MpiComm and NcclComm when OpenMPI / NCCL were found (their
 # factories throw a clear CommError otherwise).
-target_sources(paralab_engine PRIVATE
+target_sources(paralab_engine_objects PRIVATE
   comm/communicator.cpp
   comm/comm_accounting.cpp
   comm/link_model.cpp
@@ -14,10 +14,10 @@ target_sources(paralab_engine PRIVATE
 set_source_files_properties(comm/link_model.cpp PROPERTIES
   COMPILE_DEFINITIONS PARALAB_RESOURCES_DIR="${PROJECT_SOURCE_DIR}/resources")
 if(PARALAB_HAVE_MPI)
-  target_link_libraries(paralab_engine PUBLIC MPI::MPI_CXX)
-  target_compile_definitions(paralab_engine PUBLIC PARALAB_HAVE_MPI=1)
+  target_link_libraries(paralab_engine_objects PUBLIC MPI::MPI_CXX)
+  target_compile_definitions(paralab_engine_objects PUBLIC PARALAB_HAVE_MPI=1)
 endif()
 if(PARALAB_HAVE_NCCL)
-  target_link_libraries(paralab_engine PUBLIC paralab::nccl)
-  target_compile_definitions(paralab_engine PUBLIC PARALAB_HAVE_NCCL=1)
+  target_link_libraries(paralab_engine_objects PUBLIC paralab::nccl CUDA::cudart)  # comm_nccl.cpp calls both
+  target_compile_definitions(paralab_engine_objects PUBLIC PARALAB_HAVE_NCCL=1)
 endif()

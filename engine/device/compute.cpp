@@ -16,7 +16,7 @@
 #include "cuda/gemm.h"
 #include "cuda/layers.h"
 #include "cuda/reduce.h"
-#include "device/gpu_runtime.h"
+#include "cuda/runtime.h"
 #include "memory/device_allocator.h"
 
 namespace paralab {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device/gpu_runtime.h"
+#include "cuda/runtime.h"
 
 namespace paralab {
 

@@ -136,7 +136,7 @@ void Moe::uploadPlan(BlockActs& A) {
   grow(A.gateDev, S, 1, MemCategory::Activations);
   grow(A.permDev, R, 1, MemCategory::Activations);
   grow(A.unpermDev, R, 1, MemCategory::Activations);
-  // From pageable host memory: each copy has read its source when it returns (gpu_runtime.h).
+  // From pageable host memory: each copy has read its source when it returns (cuda/runtime.h).
   m_compute->uploadInts(reinterpret_cast<int*>(A.tokDev.data()), A.sendTok.data(), S);
   m_compute->upload(A.gateDev.data(), A.sendGate.data(), S);
   m_compute->uploadInts(reinterpret_cast<int*>(A.permDev.data()), A.perm.data(), R);

@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "comm/communicator.h"
-#include "device/gpu_runtime.h"
+#include "cuda/runtime.h"
 #include "memory/device_allocator.h"
 #include "parallel/replica.h"
 

@@ -10,6 +10,7 @@ struct GpuInfo {
   int count = 0;           // usable GPUs
   std::string reason;      // why count is 0 ("no CUDA driver", "no GPU", "built without CUDA")
   std::string firstName;   // e.g. "NVIDIA H100 80GB HBM3"
+  bool emulated = false;   // the host emulation of the test programs (cuda/emulated.h)
 };
 
 GpuInfo cuda_query_devices();

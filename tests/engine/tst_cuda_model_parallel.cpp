@@ -14,7 +14,8 @@
 //   * Live reconfiguration moves the state off and onto the GPU through the serial layout:
 //     CUDA serial -> CUDA tp 2 -> CUDA dp 2 x pp 2 ZeRO-1 -> CPU serial continues the
 //     uninterrupted CUDA run (1e-4).
-// Every row skips without a GPU. Run: ctest -R tst_cuda_model_parallel -V
+// Every row skips without a GPU; tst_cuda_model_parallel_emulated runs them all on the emulated GPU
+// (kernels/cuda/emulated.h; NCCL rows skip there). Run: ctest -R tst_cuda_model_parallel -V
 #include <QtTest>
 #include <cmath>
 

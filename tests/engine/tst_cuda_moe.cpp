@@ -14,7 +14,8 @@
 //     are CUDA events inside the step.
 //   * Per-rank device memory is the model-state formula of tst_moe.cpp (the tracker counts the
 //     GPU tensors), and live reconfiguration moves the state between GPU and CPU layouts.
-// Every row skips without a GPU. Run: ctest -R tst_cuda_moe -V
+// Every row skips without a GPU; tst_cuda_moe_emulated runs them all on the emulated GPU
+// (kernels/cuda/emulated.h; NCCL rows skip there). Run: ctest -R tst_cuda_moe -V
 #include <QtTest>
 #include <cmath>
 
@@ -145,6 +146,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, ep);
     QFETCH(int, topk);
     if (!ncclAvailable()) QSKIP("built without NCCL");
+    SKIP_ON_EMULATED_GPU();
     const kernels::GpuInfo gpus = kernels::cuda_query_devices();
     if (gpus.count < ranks)
       QSKIP(qPrintable(QString("--backend nccl runs one rank per GPU: %1 ranks need %1 GPUs, "

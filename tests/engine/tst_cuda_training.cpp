@@ -20,7 +20,8 @@
 //   * The caching allocator reuses a freed block, zero-filled, and the tracker counts tensors.
 //   * Per-rank device memory, from the tracking allocator, is the model-state formula: 16P
 //     bytes with Adam (4P params, 4P grads, 8P moments), and ZeRO-3's 16 bytes per owned float.
-// Every GPU row skips without a GPU; what cuda refuses (the mpi backend) is checked everywhere.
+// Every GPU row skips without a GPU; tst_cuda_training_emulated runs them on the emulated GPU
+// (kernels/cuda/emulated.h; NCCL rows skip there). What cuda refuses is checked everywhere.
 // The model-parallel family and the MoE on the GPU: tst_cuda_model_parallel, tst_cuda_moe.
 // Run: ctest -R tst_cuda_training -V
 #include <QtTest>
@@ -247,6 +248,7 @@ class TstCudaTraining : public QObject {
     RunConfig serial = gpu;
     serial.strategy = "sync";
     serial.ranks = 1;
+    serial.servers = 1;
     worst = test::worstRelativeDifference(got, test::lossTrajectory(serial, 20), 1e-4);
     qInfo("cuda %s vs cuda serial: worst relative difference %.3g",
           qPrintable(QTest::currentDataTag()), worst);
@@ -300,6 +302,7 @@ class TstCudaTraining : public QObject {
     QFETCH(int, ranks);
     QFETCH(QString, variant);
     if (!ncclAvailable()) QSKIP("built without NCCL");
+    SKIP_ON_EMULATED_GPU();
     const kernels::GpuInfo gpus = kernels::cuda_query_devices();
     if (gpus.count < ranks)
       QSKIP(qPrintable(QString("--backend nccl runs one rank per GPU: %1 ranks need %1 GPUs, "
@@ -469,7 +472,8 @@ class TstCudaTraining : public QObject {
     QCOMPARE(QString::fromStdString(why.value_or("")), expected);
     // What paralab-run prints before it exits with 2 (nccl: once there is a GPU per rank).
     const bool enoughGpus =
-        backend != "nccl" || (ncclAvailable() && kernels::cuda_query_devices().count >= c.ranks);
+        backend != "nccl" || (ncclAvailable() && kernels::cuda_query_devices().count >= c.ranks &&
+                              !kernels::cuda_query_devices().emulated);
     if (haveGpu() && enoughGpus && !expected.isEmpty())
       QCOMPARE(QString::fromStdString(c.validate().value_or("")), expected);
     c.device = "cpu";

@@ -1,6 +1,6 @@
-// The engine's CUDA runtime calls (see gpu_runtime.h), or their "built without CUDA" stand-ins.
+// The CUDA runtime calls the engine makes (see runtime.h), or their "built without CUDA" stand-ins.
 // See tests/engine/tst_cuda_training.cpp.
-#include "device/gpu_runtime.h"
+#include "cuda/runtime.h"
 
 #include <stdexcept>
 #include <string>
