@@ -257,7 +257,8 @@ class TstCudaTraining : public QObject {
 
   // Hogwild on the GPU: four thread ranks whose kernels read and write one parameter buffer on
   // rank 0's GPU from four streams. Races by design, so no trajectory to match: it must learn
-  // (the serial run's mean loss over steps 41-60 is ~0.56 of its first; CPU Hogwild's ~0.45),
+  // (mean loss over steps 41-60 below 0.7 of the first; on the emulated GPU 0.36-0.60 over 80
+  // runs, also with four at once on 2 cores),
   // report a staleness of 0..N-1, send nothing, and hold the parameters once, on rank 0.
   void hogwildLearnsOnTheGpu() {
     SKIP_WITHOUT_GPU();
@@ -265,6 +266,10 @@ class TstCudaTraining : public QObject {
     c.device = "cuda";
     c.strategy = "hogwild";
     c.ranks = 4;
+    // Plain SGD: with four racing momentum buffers a loaded machine's bursty interleaving can
+    // stall the run (staleness acts as extra momentum, Mitliagkas et al. 2016).
+    c.optimizer = "sgd";
+    c.lr = 0.1;
     Trainer t(c);
     double first = 0, lastAvg = 0;
     for (int s = 0; s < 60; ++s) {
