@@ -34,6 +34,7 @@
 #include "model/mlp.h"
 #include "parallel/strategy.h"
 #include "parallel/zero.h"
+#include "train/latency_sweep.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -438,6 +439,38 @@ class TstCudaTraining : public QObject {
     std::vector<float> back(size_t(n), -1.f);
     c->download(back.data(), b.data(), n);
     for (float v : back) QCOMPARE(v, 0.f);
+  }
+
+  // --latency-sweep on the GPU: one row per batch size, smallest first, each a positive median
+  // time whose throughput and per-sample cost follow from it, for the MLP and the MoE.
+  void latencySweepOnTheGpu_data() {
+    QTest::addColumn<QString>("model");
+    QTest::newRow("mlp") << "mlp";
+    QTest::newRow("moe") << "moe";
+  }
+  void latencySweepOnTheGpu() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, model);
+    RunConfig c = baseConfig();
+    c.device = "cuda";
+    c.model = model.toStdString();
+    QCOMPARE(QString::fromStdString(latencySweepProblem(c)), QString());
+    LatencySweepOptions quick;
+    quick.warmup = 1;
+    quick.repeats = 3;
+    quick.minRepeatMs = 0.5;
+    const LatencySweepResult r = runLatencySweep(c, {1, 8, 64}, quick);
+    QCOMPARE(QString::fromStdString(r.device), QString("cuda"));
+    QVERIFY(!r.gpu.empty());
+    QCOMPARE(int(r.points.size()), 3);
+    const int batches[] = {1, 8, 64};
+    for (size_t i = 0; i < r.points.size(); ++i) {
+      const LatencyPoint& p = r.points[i];
+      QCOMPARE(p.batch, batches[i]);
+      QVERIFY2(p.msPerForward > 0, qPrintable(QString::number(p.msPerForward)));
+      QVERIFY(std::abs(p.samplesPerS - p.batch / p.msPerForward * 1e3) <= 1e-6 * p.samplesPerS);
+      QVERIFY(std::abs(p.usPerSample - p.msPerForward * 1e3 / p.batch) <= 1e-6 * p.usPerSample);
+    }
   }
 
   // Every strategy runs on the GPU, over ThreadComm's device path or NCCL; --backend mpi, which
