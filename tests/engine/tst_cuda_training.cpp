@@ -49,7 +49,6 @@ RunConfig baseConfig() {
 
 bool haveGpu() { return kernels::cuda_query_devices().count > 0; }
 
-
 }  // namespace
 
 class TstCudaTraining : public QObject {
@@ -237,8 +236,8 @@ class TstCudaTraining : public QObject {
       got.push_back(m.loss);
       if (strategy != "ps-async") continue;
       QVERIFY(m.staleness.has_value());
-      const double expect = s == 0 ? (ranks - 1) / 2.0
-                                   : ((servers - 1) / 2.0 + (ranks - 1) * (ranks - 1)) / ranks;
+      const double expect =
+          s == 0 ? (ranks - 1) / 2.0 : ((servers - 1) / 2.0 + (ranks - 1) * (ranks - 1)) / ranks;
       QCOMPARE(*m.staleness, expect);
     }
     double worst = test::worstRelativeDifference(got, ref, 1e-4);
