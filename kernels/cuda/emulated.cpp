@@ -66,8 +66,9 @@ int64_t nowNs() {
       .count();
 }
 
-// Runs the stream's queue until it is empty (work queued meanwhile by the running work is
-// run too). Exceptions from the work propagate to the waiting host, as a CUDA error would.
+// Runs the stream's queue until it is empty, holding its lock (work never launches work, and a
+// launch from another thread waits its turn). An exception from the work propagates to the
+// waiting host, as a CUDA error would.
 void drain(Stream* s) {
   std::lock_guard lock(s->mutex);
   while (!s->queue.empty()) {
