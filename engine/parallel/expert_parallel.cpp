@@ -49,10 +49,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
       : m_ctx(ctx),
         m_grid(std::make_unique<ProcessGrid>(
             GridShape{ctx.config->dpDegree(), 1, 1, ctx.config->ep}, *ctx.comm)) {
-    if (!m_ctx.compute) {
-      m_ownCompute = Compute::cpu();
-      m_ctx.compute = m_ownCompute.get();
-    }
+    ensureCompute(m_ctx, m_ownCompute);
     const GridCoords& c = m_grid->coords();
     m_topo.tokenRanks = m_grid->dp().size();
     m_topo.tokenRank = c.dp;

@@ -44,10 +44,7 @@ class ModelParallel final : public Strategy {
       : m_ctx(ctx),
         m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp}, *ctx.comm),
         m_micros(ctx.config->microbatches) {
-    if (!m_ctx.compute) {
-      m_ownCompute = Compute::cpu();
-      m_ctx.compute = m_ownCompute.get();
-    }
+    ensureCompute(m_ctx, m_ownCompute);
     const RunConfig& c = *ctx.config;
     const GridCoords& at = m_grid.coords();
     m_shape.input = ctx.data->inputDim;

@@ -13,6 +13,8 @@
 //      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
 //      its memory and traffic checked against the formula its lesson states, a lesson step.
 #include "parallel/strategy.h"
+
+#include "device/compute.h"
 #include "parallel/zero.h"
 
 namespace paralab {
@@ -25,6 +27,12 @@ std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);   // local_sgd.cpp
 std::unique_ptr<Strategy> makeGossip(RankContext& ctx);     // gossip.cpp
 std::unique_ptr<Strategy> makeModelParallel(RankContext& ctx);  // model_parallel.cpp
 std::unique_ptr<Strategy> makeExpertParallel(RankContext& ctx);  // expert_parallel.cpp
+
+void ensureCompute(RankContext& ctx, std::unique_ptr<Compute>& own) {
+  if (ctx.compute) return;
+  own = Compute::cpu();
+  ctx.compute = own.get();
+}
 
 const std::vector<StrategyInfo>& strategyTable() {
   static const std::vector<StrategyInfo> table = {

@@ -49,10 +49,7 @@ class SpanningHooks : public UnitHooks {
 }  // namespace
 
 ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx) {
-  if (!m_ctx.compute) {
-    m_ownCompute = Compute::cpu();
-    m_ctx.compute = m_ownCompute.get();
-  }
+  ensureCompute(m_ctx, m_ownCompute);
   MlpShape shape;
   shape.input = ctx.data->inputDim;
   shape.classes = ctx.data->classes;

@@ -34,6 +34,10 @@ struct RankContext {
   Compute* compute = nullptr;
 };
 
+// Gives a context without a Compute (one built by hand in a test) the CPU with the vendor
+// GEMM, made into `own`, which the strategy keeps and declares before anything it allocates.
+void ensureCompute(RankContext& ctx, std::unique_ptr<Compute>& own);
+
 // What one rank reports about one step (values only; the trainer adds times, traffic, memory).
 struct RankStep {
   double lossSum = 0;  // sum of per-sample losses over this rank's samples
