@@ -3,6 +3,7 @@
 #pragma once
 #include <QtTest>
 
+#include "comm/communicator.h"  // ncclAvailable
 #include "cuda/device.h"
 
 #define SKIP_WITHOUT_GPU()                                                                         \
@@ -11,8 +12,24 @@
     if (gpus.count == 0) QSKIP(qPrintable("no GPU here: " + QString::fromStdString(gpus.reason))); \
   } while (0)
 
-// NCCL moves real device memory only: its rows skip on the emulated GPU (cuda/emulated.h).
-#define SKIP_ON_EMULATED_GPU()                                                              \
-  do {                                                                                      \
-    if (paralab::kernels::cuda_query_devices().emulated) QSKIP("the GPU here is emulated"); \
+namespace paralab::test {
+
+// Why `ranks` NCCL ranks (one per GPU) cannot run here, or "" when they can.
+inline QString ncclSkipReason(int ranks) {
+  if (!paralab::ncclAvailable()) return "built without NCCL";
+  const paralab::kernels::GpuInfo gpus = paralab::kernels::cuda_query_devices();
+  if (gpus.emulated) return "NCCL needs real GPUs; the GPU here is emulated";
+  if (gpus.count < ranks)
+    return QString("--backend nccl runs one rank per GPU: %1 ranks need %1 GPUs, found %2")
+        .arg(ranks)
+        .arg(gpus.count);
+  return {};
+}
+
+}  // namespace paralab::test
+
+#define SKIP_WITHOUT_NCCL_GPUS(ranks)                                             \
+  do {                                                                            \
+    if (const QString why = paralab::test::ncclSkipReason(ranks); !why.isEmpty()) \
+      QSKIP(qPrintable(why));                                                     \
   } while (0)

@@ -3,6 +3,7 @@
 // printed with both losses. Used by tst_parallel_equals_serial, tst_model_parallel, tst_moe,
 // tst_reconfigure, tst_kernel_choice and tst_cuda_training.
 #pragma once
+#include <QString>
 #include <QtGlobal>
 #include <algorithm>
 #include <cmath>
@@ -49,3 +50,16 @@ inline double worstRelativeDifference(const std::vector<double>& got,
 }
 
 }  // namespace paralab::test
+
+// In a test function: every step of `got` within `tolerance` relative of `ref`. The worst step
+// is logged under `what` (a QString or C string), and a failure names it. (A macro: QVERIFY2
+// returns from the test function.)
+#define VERIFY_TRAJECTORIES_AGREE(got, ref, tolerance, what)                                   \
+  do {                                                                                         \
+    const double worst_ = paralab::test::worstRelativeDifference(got, ref, tolerance);         \
+    const QString what_ = QString(what);                                                       \
+    qInfo("%s: worst relative loss difference %.3g (tolerance %g)", qPrintable(what_), worst_, \
+          double(tolerance));                                                                  \
+    QVERIFY2(worst_ <= (tolerance),                                                            \
+             qPrintable(QString("%1: relative difference %2").arg(what_).arg(worst_)));        \
+  } while (0)

@@ -61,10 +61,7 @@ class TstCudaModelParallel : public QObject {
     const int steps = 20;
     const std::vector<double> ref = test::lossTrajectory(serial, steps),
                               got = test::lossTrajectory(parallel, steps);
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo("cuda %s vs cuda serial: worst relative difference over %d steps %.3g", qPrintable(spec),
-          steps, worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, "cuda " + spec + " vs cuda serial");
     QVERIFY2(ref.back() < 0.9 * ref.front(), "the run should learn");
   }
 
@@ -127,12 +124,8 @@ class TstCudaModelParallel : public QObject {
       t->loadState(state);
       for (int s = 0; s < per; ++s) got.push_back(t->step().loss);
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo(
-        "cuda -> cuda tp2 -> cuda dp2 pp2 zero1 -> cpu vs uninterrupted cuda: worst relative "
-        "difference %.3g",
-        worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(
+        got, ref, 1e-4, "cuda -> cuda tp2 -> cuda dp2 pp2 zero1 -> cpu vs uninterrupted cuda");
   }
 };
 

@@ -43,9 +43,7 @@ std::vector<double> losses(const std::vector<StepMetrics>& ms) {
 // The loss within `tolerance` relative at every step, and the routing figures equal.
 void compareRuns(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& ref,
                  double tolerance, const char* what) {
-  const double worst = test::worstRelativeDifference(losses(got), losses(ref), tolerance);
-  qInfo("%s: worst relative loss difference over %zu steps %.3g", what, ref.size(), worst);
-  QVERIFY2(worst <= tolerance, qPrintable(QString("relative difference %1").arg(worst)));
+  VERIFY_TRAJECTORIES_AGREE(losses(got), losses(ref), tolerance, what);
   for (size_t s = 0; s < ref.size(); ++s) {
     QVERIFY2(got[s].expertTokens == ref[s].expertTokens,
              qPrintable(QString("step %1: token choices per expert differ").arg(s + 1)));
@@ -145,14 +143,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, ranks);
     QFETCH(int, ep);
     QFETCH(int, topk);
-    if (!ncclAvailable()) QSKIP("built without NCCL");
-    SKIP_ON_EMULATED_GPU();
-    const kernels::GpuInfo gpus = kernels::cuda_query_devices();
-    if (gpus.count < ranks)
-      QSKIP(qPrintable(QString("--backend nccl runs one rank per GPU: %1 ranks need %1 GPUs, "
-                               "found %2")
-                           .arg(ranks)
-                           .arg(gpus.count)));
+    SKIP_WITHOUT_NCCL_GPUS(ranks);
     RunConfig thread = moeConfig(ranks, ep, topk);
     thread.device = "cuda";
     RunConfig nccl = thread;
@@ -264,9 +255,8 @@ class TstCudaMoe : public QObject {
       QCOMPARE(back.optimizerSteps, state.optimizerSteps);
       for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo("cuda -> cuda ep2 x2 -> cpu ep2 x4 -> cuda vs uninterrupted cuda: worst %.3g", worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("against the uninterrupted run: %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4,
+                              "cuda -> cuda ep2 x2 -> cpu ep2 x4 -> cuda vs uninterrupted cuda");
   }
 };
 

@@ -70,10 +70,7 @@ class TstCudaTraining : public QObject {
     gpu.kernel = kernel.toStdString();
     const std::vector<double> ref = test::lossTrajectory(cpu, 20),
                               got = test::lossTrajectory(gpu, 20);
-    const double worst = test::worstRelativeDifference(got, ref, tolerance);
-    qInfo("cuda %s vs cpu vendor: worst relative loss difference over 20 steps %.3g",
-          qPrintable(kernel), worst);
-    QVERIFY2(worst <= tolerance, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, tolerance, "cuda " + kernel + " vs cpu vendor");
   }
 
   // Evaluation (forward, arg-max on the GPU, the count copied back) agrees with the CPU's,
@@ -135,9 +132,7 @@ class TstCudaTraining : public QObject {
       dp.dpVersion = variant.toStdString();
     const std::vector<double> ref = test::lossTrajectory(serial, 20),
                               got = test::lossTrajectory(dp, 20);
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo("cuda %s N=2 vs cuda serial: worst relative difference %.3g", qPrintable(variant), worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, "cuda " + variant + " N=2 vs cuda serial");
   }
 
   // Local SGD with H = 1 and equal slices is synchronous SGD with momentum (both linear in the
@@ -196,10 +191,8 @@ class TstCudaTraining : public QObject {
       if (s % syncEvery == syncEvery - 1)
         QVERIFY2(m.spread && std::isfinite(*m.spread), "no spread on an averaging step");
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo("cuda %s vs cpu: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
-          worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4,
+                              QString("cuda %1 vs cpu").arg(QTest::currentDataTag()));
   }
 
   // The parameter servers run the same algorithm on the GPU as on the CPU (ps-async serves its
@@ -240,19 +233,15 @@ class TstCudaTraining : public QObject {
           s == 0 ? (ranks - 1) / 2.0 : ((servers - 1) / 2.0 + (ranks - 1) * (ranks - 1)) / ranks;
       QCOMPARE(*m.staleness, expect);
     }
-    double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo("cuda %s vs cpu: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
-          worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4,
+                              QString("cuda %1 vs cpu").arg(QTest::currentDataTag()));
     if (strategy != "ps-sync") return;
     RunConfig serial = gpu;
     serial.strategy = "sync";
     serial.ranks = 1;
     serial.servers = 1;
-    worst = test::worstRelativeDifference(got, test::lossTrajectory(serial, 20), 1e-4);
-    qInfo("cuda %s vs cuda serial: worst relative difference %.3g",
-          qPrintable(QTest::currentDataTag()), worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, test::lossTrajectory(serial, 20), 1e-4,
+                              QString("cuda %1 vs cuda serial").arg(QTest::currentDataTag()));
   }
 
   // Hogwild on the GPU: four thread ranks whose kernels read and write one parameter buffer on
@@ -306,14 +295,7 @@ class TstCudaTraining : public QObject {
     SKIP_WITHOUT_GPU();
     QFETCH(int, ranks);
     QFETCH(QString, variant);
-    if (!ncclAvailable()) QSKIP("built without NCCL");
-    SKIP_ON_EMULATED_GPU();
-    const kernels::GpuInfo gpus = kernels::cuda_query_devices();
-    if (gpus.count < ranks)
-      QSKIP(qPrintable(QString("--backend nccl runs one rank per GPU: %1 ranks need %1 GPUs, "
-                               "found %2")
-                           .arg(ranks)
-                           .arg(gpus.count)));
+    SKIP_WITHOUT_NCCL_GPUS(ranks);
     RunConfig thread = baseConfig();
     thread.device = "cuda";
     thread.ranks = ranks;
@@ -338,10 +320,8 @@ class TstCudaTraining : public QObject {
       QVERIFY2(viaNccl == talks,
                qPrintable(QString("step %1: NCCL calls %2").arg(s + 1).arg(viaNccl)));
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
-    qInfo("nccl %s vs thread: worst relative difference %.3g", qPrintable(QTest::currentDataTag()),
-          worst);
-    QVERIFY2(worst <= 1e-5, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-5,
+                              QString("nccl %1 vs thread").arg(QTest::currentDataTag()));
   }
 
   // Live reconfiguration through the serial layout copies the state off and onto the GPU:
@@ -368,10 +348,8 @@ class TstCudaTraining : public QObject {
       t = std::make_unique<Trainer>(*next);
       t->loadState(state);
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    qInfo("cuda -> cuda ZeRO-3 x2 -> cpu vs uninterrupted cuda: worst relative difference %.3g",
-          worst);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4,
+                              "cuda -> cuda ZeRO-3 x2 -> cpu vs uninterrupted cuda");
   }
 
   // The tracking allocator's figures are the model-state formula, on every rank.
@@ -508,9 +486,7 @@ class TstCudaTraining : public QObject {
     const std::optional<std::string> why = cudaRefusal(c);
     QCOMPARE(QString::fromStdString(why.value_or("")), expected);
     // What paralab-run prints before it exits with 2 (nccl: once there is a GPU per rank).
-    const bool enoughGpus =
-        backend != "nccl" || (ncclAvailable() && kernels::cuda_query_devices().count >= c.ranks &&
-                              !kernels::cuda_query_devices().emulated);
+    const bool enoughGpus = backend != "nccl" || test::ncclSkipReason(c.ranks).isEmpty();
     if (haveGpu() && enoughGpus && !expected.isEmpty())
       QCOMPARE(QString::fromStdString(c.validate().value_or("")), expected);
     c.device = "cpu";

@@ -37,11 +37,8 @@ class TstKernelChoice : public QObject {
     c.kernel = kernel.toStdString();
     const std::vector<double> ref = test::lossTrajectory(vendor, 20),
                               got = test::lossTrajectory(c, 20);
-    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
-    qInfo("--kernel %s: worst relative loss difference from vendor over 20 steps %.3g",
-          qPrintable(kernel), worst);
     QVERIFY2(got != ref, "bit for bit the vendor run: --kernel was ignored");
-    QVERIFY2(worst <= 1e-5, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-5, "--kernel " + kernel + " vs vendor");
   }
 
   // Every strategy family hands --kernel to each of its ranks, and the ranks' layers use it:
@@ -87,8 +84,7 @@ class TstKernelChoice : public QObject {
     const std::vector<double> ref = test::lossTrajectory(vendor, 5),
                               got = test::lossTrajectory(naive, 5);
     QVERIFY2(got != ref, "the naive run is the vendor run bit for bit: --kernel was ignored");
-    const double worst = test::worstRelativeDifference(got, ref, 1e-4);
-    QVERIFY2(worst <= 1e-4, qPrintable(QString("relative difference %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, QTest::currentDataTag());
   }
 
   // Compute::cpu refuses a name the registry does not know, rather than falling back.

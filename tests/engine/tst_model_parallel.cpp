@@ -108,10 +108,8 @@ class TstModelParallel : public QObject {
     const int steps = 30;
     const std::vector<double> a = test::lossTrajectory(serial, steps),
                               b = test::lossTrajectory(parallel, steps);
-    const double worst = test::worstRelativeDifference(b, a, 1e-5);
-    QVERIFY2(worst <= 1e-5, qPrintable(QString("parallel vs serial: relative %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(b, a, 1e-5, spec + " vs serial");
     QVERIFY2(a.back() < 0.9 * a.front(), "the run should learn");
-    qInfo("%s: worst relative difference over %d steps: %.2e", qPrintable(spec), steps, worst);
   }
 
   // Live reconfiguration into and out of model-parallel layouts continues the uninterrupted
@@ -137,8 +135,7 @@ class TstModelParallel : public QObject {
       trainer->loadState(state);
       for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
-    QVERIFY2(worst <= 1e-5, qPrintable(QString("against the uninterrupted run: %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-5, "against the uninterrupted run");
   }
 
   // [SECTION] Tensor parallelism: exactly the all-reduces Megatron's pairing implies, 2 per

@@ -510,8 +510,7 @@ class TstMoe : public QObject {
       QCOMPARE(back.optimizerSteps, state.optimizerSteps);
       for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
-    QVERIFY2(worst <= 1e-5, qPrintable(QString("against the uninterrupted run: %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-5, "against the uninterrupted run");
     QVERIFY2(ref.back() < 0.8 * ref.front(), "the run should learn");
   }
 

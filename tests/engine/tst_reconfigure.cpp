@@ -69,8 +69,7 @@ class TstReconfigure : public QObject {
       trainer->loadState(state);
       for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
     }
-    const double worst = test::worstRelativeDifference(got, ref, 1e-5);
-    QVERIFY2(worst <= 1e-5, qPrintable(QString("against the uninterrupted run: %1").arg(worst)));
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-5, "against the uninterrupted run");
   }
 
   void sessionReconfiguresWhileRunning() {
