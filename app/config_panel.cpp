@@ -233,10 +233,11 @@ void ConfigPanel::buildControls() {
   m_topk = spinBox("topk", 1, 256, 1, tr("Experts each token is routed to (top-k of the router)."));
   m_dataset = comboBox(
       "dataset",
-      {{tr("Fashion-MNIST"), "fashion-mnist"}, {tr("Synthetic (teacher network)"), "synthetic"}},
+      {{tr("Fashion-MNIST"), "fashion-mnist"}, {tr("Synthetic (Gaussian blobs)"), "synthetic"}},
       tr("Training data. Fashion-MNIST: 60 000 clothing images of 28×28 pixels in "
-         "10 classes. Synthetic: Gaussian inputs labelled by a fixed random "
-         "network, generated in memory (nothing to install, quick to start)."));
+         "10 classes. Synthetic: 10 overlapping Gaussian blobs seen through a fixed "
+         "random projection as 784 pixels, generated in memory (nothing to install, quick "
+         "to start)."));
   m_batch = spinBox("batch", 1, 65536, 32,
                     tr("Batch B: samples per step, summed over all ranks with strong scaling "
                        "(per rank with weak). Larger batches raise samples/s until the machine "

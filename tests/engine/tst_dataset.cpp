@@ -64,7 +64,7 @@ class TstDataset : public QObject {
     QVERIFY(a.trainX == b.trainX && a.trainY == b.trainY);
     QVERIFY(makeSynthetic(4, 1000, 100).trainY != a.trainY);
     std::set<int> classes(a.trainY.begin(), a.trainY.end());
-    QVERIFY2(classes.size() >= 5, "the teacher should use most classes");
+    QVERIFY2(classes.size() >= 5, "the samples should cover most classes");
   }
 
   void samplerCoversAnEpochWithoutRepeats() {
