@@ -73,9 +73,13 @@ QString savePng(Chart& chart, const QString& path, QSize size) {
   return image.save(path, "PNG") ? QString() : cannotWrite(path);
 }
 
-// A page exactly the figure's size (px at 96 dpi = 0.75 pt), no margins.
+// A page exactly the figure's size (px at 96 dpi = 0.75 pt), no margins. The writer works at
+// 96 dpi, the screen's, as the PNG and SVG do: fonts are sized in points against the device's
+// resolution, so at QPdfWriter's default 1200 dpi every glyph came out 12.5 times too tall
+// once the painter scaled the figure to the page.
 QString savePdf(Chart& chart, const QString& path, QSize size) {
   QPdfWriter pdf(path);
+  pdf.setResolution(96);
   pdf.setCreator("ParaLab");
   pdf.setTitle(chart.title());
   const QPageSize page(QSizeF(size) * 0.75, QPageSize::Point, QString(), QPageSize::ExactMatch);

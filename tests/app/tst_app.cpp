@@ -25,6 +25,7 @@
 #include "config_panel.h"
 #include "main_window.h"
 #include "metric_history.h"
+#include "rendered_text.h"
 
 using namespace paralab;
 
@@ -54,6 +55,47 @@ QString writeConfigFile(const QTemporaryDir& dir, const QByteArray& json) {
   QFile f(path);
   if (f.open(QIODevice::WriteOnly)) f.write(json);
   return path;
+}
+
+// The text of an exported chart as a reader sees it, against the chart's fonts: every word of
+// the PDF page (as Poppler lays it out) inside the page and as tall as the chart's fonts drawn
+// at the figure's scale (exports keep the screen's proportions: an 800 px wide chart's text
+// scaled to the figure's width), never more than 30 pt; the SVG's text at the same sizes.
+// "" or what is wrong, naming the file and the word.
+QString checkExportedText(const Chart& chart, const QString& pdf, const QString& svg, QSize size) {
+  const double scale = std::max(1.0, size.width() / 800.0);  // chart_export.cpp's kLogicalWidth
+  const double base = chart.font().pointSizeF();
+  // Fonts in points at 96 dpi scaled by `scale`, then 0.75 pt per px on the page: pt × scale.
+  const double largest = (base + 3) * scale, smallest = std::max(base - 0.5, 7.0) * scale;
+  const test::RenderedPage page = test::renderPdfWords(pdf);
+  if (!page.error.isEmpty()) return page.error;
+  if (page.words.size() < 5) return QString("%1: only %2 words on the page").arg(pdf).arg(page.words.size());
+  const QRectF inside = QRectF(QPointF(0, 0), page.size).adjusted(-0.5, -0.5, 0.5, 0.5);
+  for (const test::RenderedWord& w : page.words) {
+    const double h = w.letterHeight();  // a vertical axis label's letters stand sideways
+    // A word's box is its font's ascent to descent, about 1.2 times the font's size.
+    if (h > 30 || h > 1.35 * largest || h < 0.8 * smallest)
+      return QString("%1: '%2' is %3 pt tall (fonts here: %4..%5 pt, at most 30)")
+          .arg(pdf, w.text).arg(h, 0, 'f', 1).arg(smallest, 0, 'f', 1).arg(largest, 0, 'f', 1);
+    if (!inside.contains(w.box))
+      return QString("%1: '%2' at (%3, %4)–(%5, %6) is off the %7 × %8 pt page")
+          .arg(pdf, w.text)
+          .arg(w.box.left(), 0, 'f', 0).arg(w.box.top(), 0, 'f', 0)
+          .arg(w.box.right(), 0, 'f', 0).arg(w.box.bottom(), 0, 'f', 0)
+          .arg(page.size.width(), 0, 'f', 0).arg(page.size.height(), 0, 'f', 0);
+  }
+  QString error;
+  const QList<test::SvgText> texts = test::svgTexts(svg, &error);
+  if (!error.isEmpty()) return svg + ": " + error;
+  if (texts.size() < 3) return QString("%1: only %2 texts").arg(svg).arg(texts.size());
+  // The SVG's units are the figure's px (96 dpi): a font of p pt is p × 96/72 px before scaling.
+  for (const test::SvgText& t : texts) {
+    const double pt = t.size * 72 / 96;
+    if (pt > 1.05 * largest || pt < 0.95 * smallest)
+      return QString("%1: '%2' is drawn at %3 pt (fonts here: %4..%5 pt)")
+          .arg(svg, t.text).arg(pt, 0, 'f', 1).arg(smallest, 0, 'f', 1).arg(largest, 0, 'f', 1);
+  }
+  return {};
 }
 
 }  // namespace
@@ -251,9 +293,9 @@ void TestApp::exportFormats() {
     QCOMPARE(png.size(), size);
     QCOMPARE(png.pixelColor(2, 2), QColor(Qt::white));
 
-    QFile pdf(stem + ".pdf");
-    QVERIFY(pdf.open(QIODevice::ReadOnly));
-    QVERIFY(pdf.read(5).startsWith("%PDF"));
+    // Rendered as a reader sees it: every word inside the page at the chart's font sizes.
+    const QString text = checkExportedText(*chart, stem + ".pdf", stem + ".svg", size);
+    QVERIFY2(text.isEmpty(), qPrintable(text));
 
     QFile svgFile(stem + ".svg");
     QVERIFY(svgFile.open(QIODevice::ReadOnly));
@@ -293,8 +335,8 @@ void TestApp::scriptedExport() {
   QTemporaryDir dir;
   QVERIFY(dir.isValid());
   const QString config = writeConfigFile(
-      dir, R"({"dataset": "synthetic", "hidden": 32, "layers": 1, "batch": 32, "eval-every": 10,
-               "eval-samples": 256})");
+      dir, R"({"dataset": "synthetic", "hidden": 32, "layers": 2, "batch": 32, "eval-every": 10,
+               "eval-samples": 256, "ranks": 4})");
   const QString out = dir.filePath("charts");
   QProcess p;
   p.start(PARALAB_APP_EXE, {"--steps", "40", "--export", out, "--config", config});
@@ -307,8 +349,6 @@ void TestApp::scriptedExport() {
     QImage png(base + ".png");
     QVERIFY2(!png.isNull(), qPrintable(base));
     QCOMPARE(png.size(), kDefaultExportSize);
-    QFile pdf(base + ".pdf");
-    QVERIFY(pdf.open(QIODevice::ReadOnly) && pdf.read(4) == "%PDF");
     QFile svgFile(base + ".svg");
     QVERIFY(svgFile.open(QIODevice::ReadOnly));
     QXmlStreamReader svg(&svgFile);
@@ -318,6 +358,14 @@ void TestApp::scriptedExport() {
     QCOMPARE(csv.size(), 41);  // header + 40 steps
   }
   QVERIFY(QFile::exists(out + "/run-config.json"));
+  // Every chart's PDF and SVG of the 4-rank run, as a reader sees them (the charts' fonts are
+  // the application's default, as in the program).
+  MainWindow w;
+  for (Chart* chart : w.charts()) {
+    const QString base = out + '/' + chart->stem();
+    const QString text = checkExportedText(*chart, base + ".pdf", base + ".svg", kDefaultExportSize);
+    QVERIFY2(text.isEmpty(), qPrintable(text));
+  }
 }
 
 void TestApp::badInputExits2_data() {
