@@ -9,6 +9,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
@@ -379,21 +380,41 @@ RunConfig ConfigPanel::config() const {
     c.servers = 1;
     return c;
   }
+  const Applies a = applies();
   c.ranks = m_ranks->value();
-  c.strategy = dataOf(m_strategy);
-  c.zero = m_zero->currentData().toInt();
+  c.strategy = a.strategy ? dataOf(m_strategy) : "sync";
+  c.zero = a.zero ? m_zero->currentData().toInt() : 0;
   c.dpVersion = dataOf(m_dpVersion);
-  c.servers = m_servers->value();
+  c.servers = c.strategy == "ps-sync" || c.strategy == "ps-async" ? m_servers->value() : 1;
   c.syncEvery = m_syncEvery->value();
   c.topology = dataOf(m_topology);
-  c.dp = m_dp->value();
-  c.tp = m_tp->value();
-  c.sp = m_sp->isChecked();
-  c.pp = m_pp->value();
-  c.microbatches = m_microbatches->value();
+  c.dp = a.dp ? m_dp->value() : 0;
+  c.tp = a.tp;
+  c.sp = a.sp && m_sp->isChecked();
+  c.pp = a.pp;
+  c.microbatches = a.pipeline ? m_microbatches->value() : 1;
   c.schedule = dataOf(m_schedule);
-  c.ep = m_ep->value();
+  c.ep = a.ep ? m_ep->value() : 1;
   return c;
+}
+
+ConfigPanel::Applies ConfigPanel::applies() const {
+  Applies a;
+  a.parallel = dataOf(m_execution) == "parallel";
+  a.moe = dataOf(m_model) == "moe";
+  const bool sync = dataOf(m_strategy) == "sync";
+  // Tensor and pipeline parallelism apply to sync only; the strategy can be chosen while they
+  // are not in use. Deciding tp and pp first keeps the two from locking each other.
+  a.modelParallel = a.parallel && m_hasModelParallel && sync && !a.moe;
+  a.tp = a.modelParallel ? m_tp->value() : 1;
+  a.pp = a.modelParallel ? m_pp->value() : 1;
+  a.strategy = a.parallel && !a.moe && a.tp == 1 && a.pp == 1;
+  a.zero = a.parallel && !a.moe && (sync || !a.strategy);
+  a.sp = a.modelParallel && a.tp > 1;
+  a.pipeline = a.modelParallel && a.pp > 1;
+  a.ep = a.parallel && m_hasMoe && a.moe;
+  a.dp = a.parallel && (m_hasModelParallel || m_hasMoe);
+  return a;
 }
 
 void ConfigPanel::setConfig(const RunConfig& c) {
@@ -469,22 +490,23 @@ void ConfigPanel::setRowShown(QWidget* w, bool shown) {
 }
 
 void ConfigPanel::updateAvailability() {
-  const bool parallel = dataOf(m_execution) == "parallel";
-  const bool moe = dataOf(m_model) == "moe";
-  const std::string strategy = dataOf(m_strategy);
+  const Applies a = applies();
+  const bool parallel = a.parallel, moe = a.moe;
+  const std::string strategy = a.strategy ? dataOf(m_strategy) : "sync";
   const bool sync = strategy == "sync";
-  const bool modelParallel = m_tp->value() > 1 || m_pp->value() > 1;
   const QString serialWhy = tr("serial execution trains on one rank (choose Parallel)");
 
   setAvailable(m_ranks, parallel, serialWhy);
-  setAvailable(m_strategy, parallel && !moe && !modelParallel,
+  setAvailable(m_strategy, a.strategy,
                !parallel ? serialWhy
                : moe     ? tr("a mixture of experts trains with synchronous data parallelism")
-                         : tr("tensor and pipeline parallelism compose with sync only"));
-  setAvailable(m_zero, parallel && sync && !moe,
+                         : tr("tensor and pipeline parallelism compose with sync only (set tp "
+                              "and pp to 1 to choose another strategy)"));
+  setAvailable(m_zero, a.zero,
                !parallel ? serialWhy
                : moe     ? tr("a mixture of experts trains without ZeRO")
-                         : tr("ZeRO shards synchronous data parallelism (strategy sync)"));
+                         : tr("ZeRO shards synchronous data parallelism (strategy sync); the "
+                              "run uses ZeRO 0"));
   setAvailable(m_scaling, parallel, serialWhy);
   setRowShown(m_dpVersion, parallel && sync && m_zero->currentData().toInt() == 0);
   setRowShown(m_servers, parallel && (strategy == "ps-sync" || strategy == "ps-async"));
@@ -494,23 +516,23 @@ void ConfigPanel::updateAvailability() {
 
   // Model parallelism lights up with the engine's "model-parallel" and "moe" table rows.
   const QString noMp = tr("the engine has no tensor or pipeline parallelism yet");
-  const bool mpOk = parallel && m_hasModelParallel && sync && !moe;
+  const bool mpOk = a.modelParallel;
   const QString mpWhy = !m_hasModelParallel ? noMp
                         : !parallel         ? serialWhy
                         : moe ? tr("a mixture of experts composes with data and expert "
                                    "parallelism only")
                               : tr("tensor and pipeline parallelism compose with strategy sync");
-  setAvailable(m_dp, parallel && (m_hasModelParallel || m_hasMoe), serialWhy);
+  setAvailable(m_dp, a.dp, serialWhy);
   setAvailable(m_tp, mpOk, mpWhy);
   setAvailable(m_pp, mpOk, mpWhy);
   setAvailable(
-      m_sp, mpOk && m_tp->value() > 1,
+      m_sp, a.sp,
       mpOk ? tr("sequence parallelism splits the tensor-parallel group's work (tp ≥ 2)") : mpWhy);
   const QString ppWhy =
       mpOk ? tr("micro-batches and schedules belong to a pipeline (pp ≥ 2)") : mpWhy;
-  setAvailable(m_microbatches, mpOk && m_pp->value() > 1, ppWhy);
-  setAvailable(m_schedule, mpOk && m_pp->value() > 1, ppWhy);
-  setAvailable(m_ep, parallel && m_hasMoe && moe,
+  setAvailable(m_microbatches, a.pipeline, ppWhy);
+  setAvailable(m_schedule, a.pipeline, ppWhy);
+  setAvailable(m_ep, a.ep,
                !m_hasMoe   ? tr("the engine has no expert parallelism yet")
                : !parallel ? serialWhy
                            : tr("expert parallelism spreads the experts of a mixture-of-experts "
@@ -532,9 +554,22 @@ void ConfigPanel::showValidation() {
   m_problem->setStyleSheet(dark ? "color: #ff8a80;" : "color: #c62828;");
 }
 
+// validate()'s line in the panel's words: the field it names becomes the control's label
+// ("ZeRO stage: …" for "zero: …") and flags lose their dashes ("--strategy sync" reads
+// "strategy sync"), so the learner knows which control to change.
 QString ConfigPanel::problem() const {
   const auto err = config().validate();
-  return err ? QString::fromStdString(*err) : QString();
+  if (!err) return {};
+  QString text = QString::fromStdString(*err);
+  text.replace(QRegularExpression("--([a-z][a-z-]*)"), "\\1");
+  const int colon = text.indexOf(": ");
+  if (colon <= 0) return text;
+  const QString key = text.left(colon);
+  auto* control = findChild<QWidget*>(key == "kernel" ? QString("gemmKernel") : key);
+  QFormLayout* form = control ? m_formOf.value(control) : nullptr;
+  auto* label = form ? qobject_cast<QLabel*>(form->labelForField(control)) : nullptr;
+  if (!label) return text;
+  return label->text().remove('&').trimmed() + text.mid(colon);
 }
 
 void ConfigPanel::setNote(const QString& note, bool warning) {

@@ -50,6 +50,16 @@ class ConfigPanel : public QWidget {
   void configChanged();
 
  private:
+  // Which of the parallelism controls apply to the settings shown. One answer for both what
+  // is enabled and what config() reads: a disabled control gives its neutral value (ZeRO 0,
+  // tp 1, strategy sync ...), so a setting the learner cannot reach never blocks a run.
+  struct Applies {
+    bool parallel = false, moe = false;
+    bool strategy = false, zero = false, modelParallel = false;  // tp and pp
+    bool sp = false, pipeline = false, ep = false, dp = false;
+    int tp = 1, pp = 1;  // as applied
+  };
+  Applies applies() const;
   void buildControls();
   void onChanged();
   void updateAvailability();
