@@ -29,6 +29,10 @@ class Chart : public QCustomPlot {
 
   // Replaces the plotted data with `history` and schedules a repaint.
   virtual void showHistory(const MetricHistory& history) = 0;
+  // Whether the chart draws the run shown (its history and snapshots) and so takes that run's
+  // subtitle and is cleared with it. A chart of something else (a scaling sweep) keeps its
+  // data and its own subtitle when runs start, change or are reset.
+  virtual bool followsRun() const { return true; }
   // One row per x value of any series: "<key column>,<series columns...>", empty cells
   // where a series has no point. Exactly the points drawn. Charts that draw bars, maps or
   // spans write their own table.

@@ -154,13 +154,26 @@ void ChartHub::clear() {
   m_snapshot = Snapshot();
   m_hasSnapshot = false;
   for (Entry& e : m_entries) {
+    if (!e.chart->followsRun()) continue;  // a sweep is not the run: it stays as it is
     if (e.clear) e.clear();
     feed(e);  // an empty history: every chart shows its placeholder
   }
 }
 
+void ChartHub::raiseRunCharts() {
+  for (const Entry& covering : m_entries) {
+    if (covering.chart->followsRun() || !isInView(covering.chart)) continue;
+    for (const Entry& e : m_entries)
+      if (e.cell == covering.cell && e.chart->followsRun()) {
+        e.dock->raise();
+        break;
+      }
+  }
+}
+
 void ChartHub::setSubtitle(const QString& text) {
-  for (const Entry& e : m_entries) e.chart->setSubtitle(text);
+  for (const Entry& e : m_entries)
+    if (e.chart->followsRun()) e.chart->setSubtitle(text);
 }
 
 }  // namespace paralab

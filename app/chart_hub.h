@@ -69,8 +69,12 @@ class ChartHub : public QObject {
   void show(const MetricHistory& history, const Snapshot& snapshot);
   // Every chart, visible or not, draws what it was last given (before an export).
   void refreshAll();
-  void clear();  // no run shown
+  void clear();  // no run shown (charts that do not follow the run keep what they show)
+  // The run's description under every chart that follows the run (Chart::followsRun).
   void setSubtitle(const QString& text);
+  // Where a chart that does not follow the run (the sweep) covers its cell, the cell's first
+  // chart of the run comes to the front.
+  void raiseRunCharts();
   // Charts draw into buffers of the screen's pixel ratio; after a move to a screen of another
   // ratio (a laptop and a 4K monitor) they redraw at the new one, staying crisp.
   void syncPixelRatio();

@@ -86,12 +86,13 @@ void LossChart::clearOverlays() {
   finishUpdate();
 }
 
-QString LossChart::runLabel(const RunConfig& c) {
+QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
   QStringList parts;
-  if (c.ranks <= 1) {
+  if (c.ranks <= 1 && withRanks) {
     parts << tr("serial");
   } else {
-    parts << QString::fromStdString(c.strategy) << tr("%1 ranks").arg(c.ranks);
+    parts << QString::fromStdString(c.strategy);
+    if (withRanks) parts << tr("%1 ranks").arg(c.ranks);
     if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
     if (c.tp > 1) parts << QString("tp %1").arg(c.tp);
     if (c.pp > 1) parts << QString("pp %1").arg(c.pp);

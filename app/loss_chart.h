@@ -22,7 +22,8 @@ class LossChart : public Chart {
   int overlayCount() const { return int(m_overlays.size()); }
   QCPGraph* overlay(int i) const { return m_overlays.at(i); }
   // A short name for a run's overlay: "serial", "sync · 4 ranks · ZeRO-2", "hogwild · 4 ranks".
-  static QString runLabel(const RunConfig& config);
+  // Without `withRanks` (a sweep, which varies them): "sync · ZeRO-2".
+  static QString runLabel(const RunConfig& config, bool withRanks = true);
 
  public slots:
   void clearOverlays();

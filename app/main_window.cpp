@@ -50,17 +50,31 @@ namespace {
 // ≤ 30 Hz: smooth to the eye, and the GUI thread stays mostly idle for the training threads.
 constexpr int kPollMs = 34;  // 29.4 Hz
 
-// The chart subtitle: what was run, short enough for a chart a third of the window wide, and
-// (DESIGN.md §5) whether any of it was emulated (runLabel says so). The seed and the rest are
-// in run-config.json beside every export.
-QString describe(const RunConfig& c) {
-  return QObject::tr("measured · %1 H=%2 L=%3 · %4 · B=%5 · %6")
+// The model and data of a run: "MLP H=128 L=2 · fashion-mnist · B=256".
+QString describeModel(const RunConfig& c) {
+  return QObject::tr("%1 H=%2 L=%3 · %4 · B=%5")
       .arg(c.model == "moe" ? QObject::tr("MoE") : QObject::tr("MLP"))
       .arg(c.hidden)
       .arg(c.layers)
       .arg(QString::fromStdString(c.dataset))
-      .arg(c.globalBatch())
-      .arg(LossChart::runLabel(c));
+      .arg(c.globalBatch());
+}
+
+// The chart subtitle: what was run, short enough for a chart a third of the window wide, and
+// (DESIGN.md §5) whether any of it was emulated (runLabel says so). The seed and the rest are
+// in run-config.json beside every export.
+QString describe(const RunConfig& c) {
+  return QObject::tr("measured · %1 · %2").arg(describeModel(c), LossChart::runLabel(c));
+}
+
+// The speedup chart's subtitle: the settings the sweep measured, at the rank counts it ran
+// (not the ranks of whatever run is shown beside it).
+QString describeSweep(const RunConfig& c, const SweepResult& r) {
+  QStringList ranks;
+  for (const SweepPoint& p : r.points) ranks << QString::number(p.ranks);
+  return QObject::tr("measured sweep · %1 scaling at ranks %2 · %3 · %4")
+      .arg(QString::fromStdString(r.scaling), ranks.join(", "), describeModel(c),
+           LossChart::runLabel(c, false));
 }
 
 bool isActive(RunState s) {
@@ -306,8 +320,19 @@ void MainWindow::createDocks() {
   dock->raise();
   connect(m_sweepPanel, &SweepPanel::sweepFinished, this, &MainWindow::showSweep);
   createLessonDock(dock);
-  connect(m_sweepPanel, &SweepPanel::runningChanged, this,
-          [this](bool running) { m_sweepAction->setEnabled(!running); });
+  // A sweep times steps: a training run beside it would share the cores and every point would
+  // measure the contention. The run is paused first, and nothing starts while a sweep measures.
+  m_sweepPanel->setBeforeRun([this] {
+    if (!m_showingRun || !(m_state == RunState::Running || m_state == RunState::Loading))
+      return QString();
+    pause();
+    return tr("The training run was paused so the sweep has the cores to itself; Resume (F5) "
+              "to go on training.");
+  });
+  connect(m_sweepPanel, &SweepPanel::runningChanged, this, [this](bool running) {
+    m_sweepAction->setEnabled(!running);
+    updateActions();
+  });
 }
 
 // The lessons beside the settings: a step's experiment goes to the settings panel (and the
@@ -327,6 +352,9 @@ void MainWindow::createLessonDock(QDockWidget* besides) {
                              8000);
   });
   connect(m_lessonDock, &LessonDock::runExperiment, this, [this](const RunConfig& c) {
+    if (m_sweepPanel->isRunning())
+      return showError(tr("A scaling sweep is measuring: run the lesson's experiment once it is "
+                          "done (or Cancel it)"));
     m_configPanel->setConfig(c);
     if (m_showingRun && isActive(m_state)) reset();
     if (startNewRun(false)) m_experimentRunId = m_runId;
@@ -398,6 +426,7 @@ void MainWindow::createStatusBar() {
 // [SECTION] Run commands: each returns at once; poll() shows what they did.
 
 void MainWindow::start() {
+  if (m_sweepPanel->isRunning()) return;  // updateActions says why
   if (m_showingRun && m_state == RunState::Paused) {
     m_session.resume();
     poll();
@@ -414,6 +443,7 @@ void MainWindow::pause() {
 }
 
 void MainWindow::step() {
+  if (m_sweepPanel->isRunning()) return;
   if (m_showingRun && isActive(m_state)) {
     m_session.stepOnce();
     poll();
@@ -434,8 +464,7 @@ void MainWindow::reset() {
   m_lastStep.reset();
   m_history.clear();
   m_hub->setSubtitle(QString());
-  m_hub->clear();
-  if (m_sweep) showSweep(*m_sweep);  // a sweep is not a run: Reset keeps it
+  m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
   updateActions();
   updateStatus();
   updateConfigNote();
@@ -465,8 +494,8 @@ bool MainWindow::startNewRun(bool paused) {
   m_lastStep.reset();
   m_history.clear();
   m_hub->clear();
-  if (m_sweep) showSweep(*m_sweep);
   m_hub->setSubtitle(describe(config));
+  m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
   m_pollTimer.start();
   poll();
   return true;
@@ -553,11 +582,19 @@ void MainWindow::updateActions() {
   const bool active = m_showingRun && isActive(m_state);
   const bool paused = m_showingRun && m_state == RunState::Paused;
   const bool valid = m_configPanel->isValid();
+  // While a sweep measures, training would share its cores: nothing starts or resumes.
+  const bool sweeping = m_sweepPanel->isRunning();
   // A new run needs settings that validate; the reason is shown under the panel's title.
-  m_start->setEnabled(paused || (!active && valid));
+  m_start->setEnabled(!sweeping && (paused || (!active && valid)));
   m_start->setText(paused ? tr("Re&sume") : tr("&Start"));
   m_pause->setEnabled(active && !paused);
-  m_step->setEnabled(active || valid);
+  m_step->setEnabled(!sweeping && (active || valid));
+  const QString why = tr("A scaling sweep is measuring: training beside it would share its cores "
+                         "(wait for it, or Cancel it in the Scaling sweep panel)");
+  for (QAction* a : {m_start, m_step}) {
+    if (!a->property("baseToolTip").isValid()) a->setProperty("baseToolTip", a->toolTip());
+    a->setToolTip(sweeping ? why : a->property("baseToolTip").toString());
+  }
   m_reset->setEnabled(m_showingRun);
 }
 
@@ -606,8 +643,8 @@ void MainWindow::showSweep(const SweepResult& result) {
     m_experimentSweepBase.reset();
   }
   if (auto* speedup = m_hub->find<SpeedupChart>()) {
-    speedup->showSweep(result);
-    if (QDockWidget* d = m_hub->dockOf(speedup)) d->raise();
+    speedup->showSweep(result, describeSweep(m_sweepPanel->sweptConfig(), result));
+    if (QDockWidget* d = m_hub->dockOf(speedup)) d->raise();  // a new result: bring it forward
   }
 }
 

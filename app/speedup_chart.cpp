@@ -41,6 +41,7 @@ SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ra
 }
 
 void SpeedupChart::clear() {
+  setSubtitle(QString());
   for (QCPGraph* g : {m_measured, m_ideal, m_fit}) g->data()->clear();
   for (QCPItemText* t : m_labels) removeItem(t);
   m_labels.clear();
@@ -53,12 +54,11 @@ void SpeedupChart::clear() {
   replot(rpQueuedReplot);
 }
 
-void SpeedupChart::showHistory(const MetricHistory& history) {
-  if (history.isEmpty()) clear();
-}
+void SpeedupChart::showHistory(const MetricHistory&) {}
 
-void SpeedupChart::showSweep(const SweepResult& sweep) {
+void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) {
   clear();
+  setSubtitle(subtitle);
   if (sweep.points.empty()) return;
   const bool weak = sweep.scaling == "weak";
   setAxisLabel(yAxis,

@@ -11,9 +11,11 @@ class SpeedupChart : public Chart {
   Q_OBJECT
  public:
   explicit SpeedupChart(QWidget* parent = nullptr);
-  // Per-step history does not change a sweep; an empty history (a reset) clears it.
+  // Per-step history does not change a sweep, nor does a run's start or reset.
   void showHistory(const MetricHistory& history) override;
-  void showSweep(const SweepResult& sweep);
+  bool followsRun() const override { return false; }
+  // Draws `sweep`; `subtitle` describes the settings it measured (not the run shown).
+  void showSweep(const SweepResult& sweep, const QString& subtitle = QString());
   void clear();
 
   QCPGraph* measured() const { return m_measured; }

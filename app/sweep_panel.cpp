@@ -120,17 +120,29 @@ QString SweepPanel::run() {
       RunConfig c = base;
       c.ranks = n;
       if (auto err = c.validate()) {
-        why = tr("at %1 ranks: %2").arg(n).arg(QString::fromStdString(*err));
+        const QString e = QString::fromStdString(*err);
+        why = n == 1 ? tr("at 1 rank: %1").arg(e) : tr("at %1 ranks: %2").arg(n).arg(e);
         break;
       }
     }
   }
   if (!why.isEmpty()) {
-    m_status->setText(tr("Cannot sweep: %1").arg(why));
+    // Nothing of an earlier sweep stays on show as if it answered these settings.
+    m_table->setRowCount(0);
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    m_status->setText(tr("Cannot sweep: %1. Change the settings or the rank counts, then Run "
+                         "sweep again.")
+                          .arg(why));
     return why;
   }
+  m_beforeNote = m_beforeRun ? m_beforeRun() : QString();
+  const QString& before = m_beforeNote;
+  m_swept = base;
+  m_table->setRowCount(0);
   m_runner->start(base, ranks, m_steps->value(), m_warmup->value());
-  m_status->setText(tr("Measuring %1 scaling… (the window stays usable)")
+  m_status->setText((before.isEmpty() ? QString() : before + ' ') +
+                    tr("Measuring %1 scaling… (the window stays usable)")
                         .arg(QString::fromStdString(base.scaling)));
   m_progress->setRange(0, 0);  // busy until the first report
   m_runButton->setEnabled(false);
@@ -152,7 +164,8 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
   m_progress->setValue(error.isEmpty() && !result.cancelled ? 1 : 0);
   emit runningChanged(false);
   if (!error.isEmpty()) {
-    m_status->setText(tr("The sweep failed: %1").arg(error));
+    m_status->setText(tr("The sweep failed: %1").arg(error) +
+                      (m_beforeNote.isEmpty() ? QString() : "\n" + m_beforeNote));
     return;
   }
   m_result = result;
@@ -171,7 +184,7 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
   }
   m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
                                       : tr("Done: %1 points. ").arg(result.points.size())) +
-                    fit);
+                    fit + (m_beforeNote.isEmpty() ? QString() : "\n" + m_beforeNote));
   emit sweepFinished(result);
 }
 

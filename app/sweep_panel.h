@@ -32,6 +32,11 @@ class SweepPanel : public QWidget {
   void cancel();
   bool isRunning() const;
   const std::optional<SweepResult>& result() const { return m_result; }
+  // The settings the last sweep started measured (the panel's base at the time of Run).
+  const RunConfig& sweptConfig() const { return m_swept; }
+  // Called on the GUI thread just before a sweep starts, so the window can give the sweep the
+  // cores (pause a training run); what it returns is said in the panel's status line.
+  void setBeforeRun(std::function<QString()> hook) { m_beforeRun = std::move(hook); }
   // The rank counts asked for ("1, 2, 4, 8"); setRanks() for tests and --config.
   void setRanks(const QString& list);
   void setSteps(int steps, int warmup);
@@ -45,6 +50,9 @@ class SweepPanel : public QWidget {
   void showTable(const SweepResult& result);
 
   std::function<RunConfig()> m_baseConfig;
+  std::function<QString()> m_beforeRun;
+  RunConfig m_swept;
+  QString m_beforeNote;  // what m_beforeRun said, kept in the status after the sweep
   SweepRunner* m_runner;
   QLineEdit* m_ranks;
   QSpinBox* m_steps;

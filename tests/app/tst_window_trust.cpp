@@ -1,0 +1,255 @@
+// The window never shows a learner something other than what it says: each chart's subtitle is
+// the configuration of the data it holds (run A, sweep B, run C), a sweep never times steps
+// beside a training run, a sweep that cannot run clears what it would have replaced, and no
+// combination of the parallelism controls strands the learner behind a greyed-out setting.
+// Run: ctest -R tst_window_trust --output-on-failure
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFormLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTest>
+
+#include "chart_hub.h"
+#include "config_panel.h"
+#include "loss_chart.h"
+#include "main_window.h"
+#include "speedup_chart.h"
+#include "sweep_panel.h"
+
+using namespace paralab;
+
+namespace {
+
+RunConfig quickConfig(int steps, int ranks = 1, int hidden = 32) {
+  RunConfig c = ConfigPanel::defaults();
+  c.dataset = "synthetic";
+  c.hidden = hidden;
+  c.layers = 2;
+  c.batch = 64;
+  c.steps = steps;
+  c.evalEvery = 0;
+  c.ranks = ranks;
+  return c;
+}
+
+template <class W>
+W* child(QObject* parent, const char* name) {
+  return parent->findChild<W*>(name);
+}
+
+// Runs the window's settings to the end.
+bool runToEnd(MainWindow& w) {
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  return ended.wait(30000) && ended.at(0).at(0).toBool();
+}
+
+bool sweepToEnd(MainWindow& w, const QString& ranks) {
+  w.sweepPanel()->setRanks(ranks);
+  w.sweepPanel()->setSteps(4, 1);
+  w.sweepAction()->trigger();
+  if (!w.sweepPanel()->isRunning()) return false;
+  QSignalSpy done(w.sweepPanel(), &SweepPanel::runningChanged);
+  return done.wait(60000) && w.sweepPanel()->result().has_value();
+}
+
+// The control whose form label reads `text` ("ZeRO stage"), or nullptr.
+QWidget* controlLabelled(ConfigPanel* panel, const QString& text) {
+  for (QLabel* label : panel->findChildren<QLabel*>())
+    if (label->buddy() && label->text().remove('&').trimmed() == text) return label->buddy();
+  return nullptr;
+}
+
+}  // namespace
+
+class TestWindowTrust : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void chartsNameTheRunTheirDataCameFrom();
+  void sweepPausesATrainingRunFirst();
+  void sweepThatCannotRunClearsItsTable();
+  void noSettingStrandsTheLearner();
+};
+
+// Run A (H=32), sweep B (H=48, 1 and 2 ranks), run C (H=64, 2 ranks), Reset: each chart says
+// the settings of the data it draws, and a run brings its own charts to the front.
+void TestWindowTrust::chartsNameTheRunTheirDataCameFrom() {
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  auto* loss = w.chartHub()->find<LossChart>();
+  auto* speedup = w.chartHub()->find<SpeedupChart>();
+
+  w.configPanel()->setConfig(quickConfig(20, 1, 32));
+  QVERIFY(runToEnd(w));
+  QVERIFY2(loss->subtitle().contains("H=32"), qPrintable(loss->subtitle()));
+  QVERIFY(ChartHub::isInView(loss));
+
+  w.configPanel()->setConfig(quickConfig(20, 1, 48));
+  QVERIFY(sweepToEnd(w, "1, 2"));
+  QVERIFY2(speedup->subtitle().contains("H=48"), qPrintable(speedup->subtitle()));
+  QVERIFY2(speedup->subtitle().contains("ranks 1, 2"), qPrintable(speedup->subtitle()));
+  QVERIFY(ChartHub::isInView(speedup));  // a new sweep comes forward
+  QVERIFY2(loss->subtitle().contains("H=32"), qPrintable(loss->subtitle()));  // still run A's
+  const int sweepPoints = speedup->measured()->dataCount();
+  QCOMPARE(sweepPoints, 2);
+
+  w.configPanel()->setConfig(quickConfig(20, 2, 64));
+  QVERIFY(runToEnd(w));
+  QTest::qWait(50);
+  QVERIFY2(loss->subtitle().contains("H=64"), qPrintable(loss->subtitle()));
+  QVERIFY2(loss->subtitle().contains("2 ranks"), qPrintable(loss->subtitle()));
+  // The sweep keeps its own data and its own words; the run's charts are in front of it.
+  QVERIFY2(speedup->subtitle().contains("H=48"), qPrintable(speedup->subtitle()));
+  QVERIFY2(!speedup->subtitle().contains("H=64"), qPrintable(speedup->subtitle()));
+  QCOMPARE(speedup->measured()->dataCount(), sweepPoints);
+  QVERIFY(ChartHub::isInView(loss));
+  QVERIFY(!ChartHub::isInView(speedup));
+
+  w.resetAction()->trigger();
+  QVERIFY(loss->subtitle().isEmpty());
+  QVERIFY2(speedup->subtitle().contains("H=48"), qPrintable(speedup->subtitle()));
+  QCOMPARE(speedup->measured()->dataCount(), sweepPoints);
+  QVERIFY(ChartHub::isInView(loss));
+}
+
+// A sweep times steps; a run training beside it would halve what each measures. Starting a
+// sweep pauses the run and says so; nothing starts while the sweep measures.
+void TestWindowTrust::sweepPausesATrainingRunFirst() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(1000000));
+  w.startAction()->trigger();
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() > 5, 20000);
+  QCOMPARE(w.runState(), RunState::Running);
+
+  w.sweepPanel()->setRanks("1, 2");
+  w.sweepPanel()->setSteps(300, 1);
+  w.sweepAction()->trigger();
+  QVERIFY(w.sweepPanel()->isRunning());
+  QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
+  auto* status = child<QLabel>(w.sweepPanel(), "sweepStatus");
+  QVERIFY2(status->text().contains("paused"), qPrintable(status->text()));
+  // While it measures, the run cannot be resumed or stepped.
+  QVERIFY(!w.startAction()->isEnabled());
+  QVERIFY(!w.stepAction()->isEnabled());
+  QVERIFY(w.startAction()->toolTip().contains("sweep"));
+  const int64_t steps = w.history().stepsSeen();
+  w.start();  // a shortcut or a lesson cannot sneak past it either
+  QTest::qWait(200);
+  QCOMPARE(w.runState(), RunState::Paused);
+  QCOMPARE(w.history().stepsSeen(), steps);
+
+  QTRY_VERIFY_WITH_TIMEOUT(!w.sweepPanel()->isRunning(), 60000);
+  QVERIFY(w.startAction()->isEnabled());
+  QVERIFY(w.startAction()->text().remove('&').contains("Resume"));
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Running, 5000);
+  w.resetAction()->trigger();
+}
+
+// A sweep of settings that cannot run at one rank (tp × pp = 4) is refused in plain words and
+// leaves no earlier table or full progress bar behind as if it had measured.
+void TestWindowTrust::sweepThatCannotRunClearsItsTable() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(20));
+  QVERIFY(sweepToEnd(w, "1, 2"));
+  auto* table = child<QTableWidget>(w.sweepPanel(), "sweepTable");
+  auto* progress = child<QProgressBar>(w.sweepPanel(), "sweepProgress");
+  QCOMPARE(table->rowCount(), 2);
+  QCOMPARE(progress->value(), progress->maximum());
+
+  RunConfig c = quickConfig(20, 4);
+  c.tp = 2;
+  c.pp = 2;
+  w.configPanel()->setConfig(c);
+  QVERIFY(w.configPanel()->isValid());  // a fine run, but not at 1 rank
+  const QString why = w.sweepPanel()->run();
+  QVERIFY(!why.isEmpty());
+  QVERIFY(!w.sweepPanel()->isRunning());
+  QCOMPARE(table->rowCount(), 0);
+  QCOMPARE(progress->value(), 0);
+  const QString status = child<QLabel>(w.sweepPanel(), "sweepStatus")->text();
+  QVERIFY2(status.startsWith("Cannot sweep: at 1 rank:"), qPrintable(status));
+  QVERIFY2(status.contains("Change"), qPrintable(status));
+}
+
+// Every strategy × ZeRO stage × tp × pp the panel offers, picked in any order a learner might
+// (ZeRO and the degrees first, then the strategy, then every other strategy): the settings
+// run, or the line under the panel names a control the learner can reach and change.
+void TestWindowTrust::noSettingStrandsTheLearner() {
+  ConfigPanel panel;
+  RunConfig base = quickConfig(20, 4);
+  base.layers = 2;
+  panel.setConfig(base);
+  auto* strategy = child<QComboBox>(&panel, "strategy");
+  auto* zero = child<QComboBox>(&panel, "zero");
+  auto* tp = child<QSpinBox>(&panel, "tp");
+  auto* pp = child<QSpinBox>(&panel, "pp");
+  QVERIFY(strategy && zero && tp && pp);
+  QVERIFY(strategy->count() >= 5);
+
+  // "" when the settings shown run or say what to change with a control that can be changed.
+  auto stranded = [&](const QString& how) -> QString {
+    if (panel.isValid()) return {};
+    const QString problem = panel.problem();
+    QWidget* control = controlLabelled(&panel, problem.section(':', 0, 0));
+    if (!control) return how + ": the problem names no control: " + problem;
+    if (!control->isEnabled() || !control->isVisibleTo(&panel))
+      return how + ": the problem names a control that cannot be changed: " + problem;
+    return {};
+  };
+  auto pick = [](QComboBox* box, int i) {
+    if (box->isEnabled()) box->setCurrentIndex(i);
+  };
+  int combinations = 0, valid = 0;
+  for (int s = 0; s < strategy->count(); ++s)
+    for (int z = 0; z < zero->count(); ++z)
+      for (int t : {1, 2})
+        for (int p : {1, 2}) {
+          panel.setConfig(base);
+          pick(strategy, strategy->findData("sync"));
+          pick(zero, z);
+          if (tp->isEnabled()) tp->setValue(t);
+          if (pp->isEnabled()) pp->setValue(p);
+          pick(strategy, s);
+          const QString how = QString("strategy %1, ZeRO %2, tp %3, pp %4")
+                                  .arg(strategy->itemText(s))
+                                  .arg(z)
+                                  .arg(t)
+                                  .arg(p);
+          QString why = stranded(how);
+          QVERIFY2(why.isEmpty(), qPrintable(why));
+          ++combinations;
+          valid += panel.isValid();
+          // Switching away to any strategy offered never strands either.
+          for (int other = 0; other < strategy->count(); ++other) {
+            if (!strategy->isEnabled()) break;
+            strategy->setCurrentIndex(other);
+            why = stranded(how + " → " + strategy->itemText(other));
+            QVERIFY2(why.isEmpty(), qPrintable(why));
+          }
+        }
+  qInfo("%d combinations walked, %d run as picked", combinations, valid);
+
+  // The case a student met: ZeRO 2 with sync, then Hogwild. ZeRO greys out and the run goes.
+  panel.setConfig(base);
+  strategy->setCurrentIndex(strategy->findData("sync"));
+  zero->setCurrentIndex(zero->findData("2"));
+  strategy->setCurrentIndex(strategy->findData("hogwild"));
+  QVERIFY(!zero->isEnabled());
+  QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
+  QCOMPARE(panel.config().zero, 0);
+  QCOMPARE(panel.config().strategy, std::string("hogwild"));
+  // Back to sync, the stage the learner chose is there again.
+  strategy->setCurrentIndex(strategy->findData("sync"));
+  QCOMPARE(panel.config().zero, 2);
+}
+
+QTEST_MAIN(TestWindowTrust)
+#include "tst_window_trust.moc"
