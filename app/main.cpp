@@ -13,10 +13,10 @@
 #include <sstream>
 
 #include "command_line.h"
-#include "config_panel.h"
+#include "panels/config_panel.h"
 #include "main_window.h"
 #include "platform.h"
-#include "scripted_run.h"
+#include "export/scripted_run.h"
 #include "settings.h"
 #include "theme.h"
 

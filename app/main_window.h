@@ -10,10 +10,10 @@
 #include <QTimer>
 #include <optional>
 
-#include "metric_history.h"
+#include "charts/metric_history.h"
 #include "session.h"
 #include "settings.h"
-#include "summary_export.h"
+#include "export/summary_export.h"
 #include "train/sweep.h"
 
 class QAction;

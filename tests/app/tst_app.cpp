@@ -20,11 +20,11 @@
 #include <QToolBar>
 #include <QXmlStreamReader>
 
-#include "chart.h"
-#include "chart_export.h"
-#include "config_panel.h"
+#include "charts/chart.h"
+#include "export/chart_export.h"
+#include "panels/config_panel.h"
 #include "main_window.h"
-#include "metric_history.h"
+#include "charts/metric_history.h"
 #include "rendered_text.h"
 
 using namespace paralab;

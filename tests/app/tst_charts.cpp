@@ -18,19 +18,19 @@
 #include <set>
 #include <thread>
 
-#include "byte_units.h"
-#include "chart_export.h"
-#include "chrome_trace.h"
-#include "holdings_map.h"
-#include "latency_chart.h"
-#include "link_heatmap.h"
-#include "loss_chart.h"
-#include "memory_chart.h"
-#include "memory_reference.h"
-#include "metric_history.h"
-#include "speedup_chart.h"
-#include "timeline_chart.h"
-#include "traffic_chart.h"
+#include "charts/byte_units.h"
+#include "export/chart_export.h"
+#include "export/chrome_trace.h"
+#include "charts/holdings_map.h"
+#include "charts/latency_chart.h"
+#include "charts/link_heatmap.h"
+#include "charts/loss_chart.h"
+#include "charts/memory_chart.h"
+#include "charts/memory_reference.h"
+#include "charts/metric_history.h"
+#include "charts/speedup_chart.h"
+#include "charts/timeline_chart.h"
+#include "charts/traffic_chart.h"
 #include "train/trainer.h"
 
 using namespace paralab;

@@ -39,21 +39,21 @@
 #include <set>
 #include <thread>
 
-#include "chart.h"
-#include "chart_export.h"
-#include "chart_hub.h"
-#include "config_panel.h"
-#include "export_panel.h"
-#include "holdings_map.h"
-#include "lesson_dock.h"
-#include "loss_chart.h"
+#include "charts/chart.h"
+#include "export/chart_export.h"
+#include "charts/chart_hub.h"
+#include "panels/config_panel.h"
+#include "panels/export_panel.h"
+#include "charts/holdings_map.h"
+#include "panels/lesson_dock.h"
+#include "charts/loss_chart.h"
 #include "main_window.h"
 #include "parallel/strategy.h"
 #include "settings.h"
-#include "speedup_chart.h"
-#include "sweep_panel.h"
+#include "charts/speedup_chart.h"
+#include "panels/sweep_panel.h"
 #include "theme.h"
-#include "timeline_chart.h"
+#include "charts/timeline_chart.h"
 
 using namespace paralab;
 

@@ -13,12 +13,12 @@
 #include <QTableWidget>
 #include <QTest>
 
-#include "chart_hub.h"
-#include "config_panel.h"
-#include "loss_chart.h"
+#include "charts/chart_hub.h"
+#include "panels/config_panel.h"
+#include "charts/loss_chart.h"
 #include "main_window.h"
-#include "speedup_chart.h"
-#include "sweep_panel.h"
+#include "charts/speedup_chart.h"
+#include "panels/sweep_panel.h"
 
 using namespace paralab;
 

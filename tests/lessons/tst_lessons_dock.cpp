@@ -12,7 +12,7 @@
 #include <QTextBrowser>
 #include <QtTest>
 
-#include "lesson_dock.h"
+#include "panels/lesson_dock.h"
 
 using namespace paralab;
 

@@ -1,0 +1,90 @@
+// app/charts: every chart of the window (one class a file, each filling a Chart), the hub that
+// docks them and the bounded history they draw. Below: the base they all share.
+//
+// Chart: a QCustomPlot styled the ParaLab way (readable fonts, units on every axis, a legend,
+// margins, colours from the palette) that knows its export file name and writes its data as
+// CSV. LossChart and ThroughputChart fill it. See tests/app/tst_app.cpp (exportFormats).
+#pragma once
+#include <qcustomplot.h>
+
+#include <QString>
+#include <QStringList>
+#include <QTextStream>
+
+namespace paralab {
+
+class MetricHistory;
+
+class Chart : public QCustomPlot {
+  Q_OBJECT
+ public:
+  Chart(const QString& stem, const QString& title, QWidget* parent = nullptr);
+
+  const QString& stem() const { return m_stem; }  // export file names: <stem>.png, ...
+  const QString& title() const { return m_title; }
+  // A second line under the title: what was run (model, data, batch, optimizer). Parts
+  // separated by " · " wrap onto further lines where the chart is too narrow for one.
+  void setSubtitle(const QString& text);
+  QString subtitle() const { return m_subtitle; }
+  // Lays the subtitle (and the empty plot's placeholder) out for a chart `width` px wide
+  // (resizing does it; exports, drawn at their own width, call it before and after).
+  void fitSubtitle(int width);
+
+  // Replaces the plotted data with `history` and schedules a repaint.
+  virtual void showHistory(const MetricHistory& history) = 0;
+  // Whether the chart draws the run shown (its history and snapshots) and so takes that run's
+  // subtitle and is cleared with it. A chart of something else (a scaling sweep) keeps its
+  // data and its own subtitle when runs start, change or are reset.
+  virtual bool followsRun() const { return true; }
+  // One row per x value of any series: "<key column>,<series columns...>", empty cells
+  // where a series has no point. Exactly the points drawn. Charts that draw bars, maps or
+  // spans write their own table.
+  virtual void writeCsv(QTextStream& out) const;
+  virtual int pointCount() const;  // points over all series
+
+  // Colours and fonts from `palette`; exports use printLook() whatever the screen shows,
+  // then the chart goes back to its own palette().
+  virtual void applyLook(const QPalette& palette);  // charts with more axes or labels extend it
+  static QPalette printLook();                      // dark text on white, for figures in reports
+
+ signals:
+  void activated(paralab::Chart* chart);        // clicked: the chart File > Export uses
+  void exportRequested(paralab::Chart* chart);  // from its context menu
+
+ protected:
+  // A series: its legend name, its CSV column (with units) and the axis it is drawn against.
+  QCPGraph* addSeries(const QString& legendName, const QString& csvColumn, QCPAxis* valueAxis,
+                      const QColor& color, double width);
+  void setKeyColumn(const QString& column) { m_keyColumn = column; }
+  void setAxisLabel(QCPAxis* axis, const QString& label);
+  // Shown in the middle of the empty plot, hidden once there is data.
+  void setPlaceholderVisible(bool visible);
+  void setPlaceholderText(const QString& text);
+  // Removes a graph made by addSeries, with its CSV column.
+  void removeSeries(QCPGraph* graph);
+  void finishUpdate();  // rescales the step axis to the data and queues a replot
+  // The legend in as many columns as fit the chart's width, at most `maxColumns` (0: no
+  // limit): a narrow dock wraps it rather than cutting names off. fitLegend() after adding
+  // or removing entries; resizing calls it.
+  void setLegendColumns(int maxColumns);
+  void fitLegend();
+  void resizeEvent(QResizeEvent* event) override;
+
+  void mousePressEvent(QMouseEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void styleAxis(QCPAxis* axis);
+
+  QString m_stem, m_title, m_keyColumn = "step";
+  QString m_subtitle;         // as set; m_subtitleElement shows it wrapped to the width
+  QString m_placeholderText;  // as set; m_placeholder shows it wrapped
+  int m_legendColumns = 0;
+  QStringList m_columns;  // CSV column of graph(i)
+  QCPTextElement* m_titleElement = nullptr;
+  QCPTextElement* m_subtitleElement = nullptr;
+  QCPItemText* m_placeholder = nullptr;
+};
+
+}  // namespace paralab

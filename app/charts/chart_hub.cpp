@@ -1,0 +1,179 @@
+// ChartHub: chart docks and who gets redrawn when (see chart_hub.h).
+// See tests/app/tst_window.cpp (startDrawsEveryChart).
+#include "charts/chart_hub.h"
+
+#include <QDockWidget>
+#include <QMainWindow>
+#include <QMenu>
+
+namespace paralab {
+
+ChartHub::ChartHub(QMainWindow* window, QMenu* viewMenu)
+    : QObject(window), m_window(window), m_viewMenu(viewMenu) {
+  m_catchUp.setObjectName("chartCatchUpTimer");
+  m_catchUp.setSingleShot(true);
+  m_catchUp.setInterval(kSnapshotChartMs);
+  connect(&m_catchUp, &QTimer::timeout, this, &ChartHub::catchUp);
+}
+
+void ChartHub::addEntry(Entry e, int cell) {
+  auto* dock = new QDockWidget(e.chart->title(), m_window);
+  dock->setObjectName(e.chart->stem() + "Dock");  // saveState() keys the layout on it
+  dock->setWidget(e.chart);
+  dock->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
+                    QDockWidget::DockWidgetFloatable);
+  m_window->addDockWidget(Qt::RightDockWidgetArea, dock);
+  // Lines drawn as one polyline rather than segment by segment: with antialiasing, a replot
+  // of 2000 steps takes a few ms instead of tens (measured with --bench-frames). Vector
+  // exports are drawn segment by segment whatever this says.
+  e.chart->setPlottingHint(QCP::phFastPolylines, true);
+  QAction* toggle = dock->toggleViewAction();
+  toggle->setStatusTip(tr("Show or hide the “%1” chart").arg(e.chart->title()));
+  m_viewMenu->addAction(toggle);
+  e.dock = dock;
+  e.cell = std::clamp(cell, 0, 3);
+  Chart* chart = e.chart;
+  // A chart in a background tab or a closed dock is not redrawn on every poll: it catches up
+  // when it comes into view.
+  connect(dock, &QDockWidget::visibilityChanged, this, [this, chart](bool visible) {
+    if (!visible) return;
+    for (Entry& x : m_entries)
+      if (x.chart == chart && x.stale) feed(x);
+  });
+  m_entries.push_back(std::move(e));
+}
+
+void ChartHub::arrange() {
+  QDockWidget* anchor[4] = {};
+  for (const Entry& e : m_entries)
+    if (!anchor[e.cell]) anchor[e.cell] = e.dock;
+  // Missing cells borrow a neighbour, so a partial set still fills the area.
+  for (int c = 0; c < 4; ++c)
+    if (!anchor[c]) anchor[c] = anchor[c ^ 1] ? anchor[c ^ 1] : anchor[c ^ 2];
+  if (!anchor[0]) return;
+  if (anchor[1] != anchor[0]) m_window->splitDockWidget(anchor[0], anchor[1], Qt::Horizontal);
+  if (anchor[2] != anchor[0]) m_window->splitDockWidget(anchor[0], anchor[2], Qt::Vertical);
+  if (anchor[3] != anchor[1] && anchor[3] != anchor[2])
+    m_window->splitDockWidget(anchor[1], anchor[3], Qt::Vertical);
+  for (const Entry& e : m_entries)
+    if (e.dock != anchor[e.cell]) m_window->tabifyDockWidget(anchor[e.cell], e.dock);
+  for (QDockWidget* a : anchor) a->raise();  // the first chart of each cell in front
+}
+
+QList<Chart*> ChartHub::charts() const {
+  QList<Chart*> out;
+  for (const Entry& e : m_entries) out.push_back(e.chart);
+  return out;
+}
+
+QDockWidget* ChartHub::dockOf(const Chart* chart) const {
+  for (const Entry& e : m_entries)
+    if (e.chart == chart) return e.dock;
+  return nullptr;
+}
+
+// A dock in a background tab is not hidden, only covered: what counts is whether any of the
+// chart can be seen.
+bool ChartHub::isInView(const Chart* chart) {
+  return chart->isVisible() && !chart->visibleRegion().isEmpty();
+}
+
+void ChartHub::syncPixelRatio() {
+  for (const Entry& e : m_entries) {
+    const double ratio = e.chart->devicePixelRatioF();
+    if (e.chart->bufferDevicePixelRatio() != ratio) {
+      e.chart->setBufferDevicePixelRatio(ratio);
+      e.chart->replot(QCustomPlot::rpQueuedReplot);
+    }
+  }
+}
+
+void ChartHub::feed(Entry& e) {
+  static const MetricHistory empty;
+  e.fed.start();
+  e.chart->showHistory(m_history ? *m_history : empty);
+  if (m_hasSnapshot && e.showSnapshot) e.showSnapshot(m_snapshot);
+  e.stale = false;
+}
+
+void ChartHub::show(const MetricHistory& history, const Snapshot& snapshot) {
+  m_history = &history;
+  if (!snapshot.steps.empty()) {
+    // Everything the snapshot carries, but of its steps only the newest (what the per-rank
+    // charts draw); spans come with the snapshots that asked for them.
+    auto spans = snapshot.spans.empty() ? std::move(m_snapshot.spans) : snapshot.spans;
+    m_snapshot = snapshot;
+    m_snapshot.steps.erase(m_snapshot.steps.begin(), m_snapshot.steps.end() - 1);
+    m_snapshot.spans = std::move(spans);
+    m_hasSnapshot = true;
+  }
+  // A window not shown (scripted runs, tests) keeps every chart current: nothing is painted,
+  // and what is exported is what was fed.
+  const bool all = !m_window->isVisible();
+  // The per-step charts redraw on every poll. The last-step charts (memory, traffic, links,
+  // timeline, holdings) show one step at a time, which the eye cannot follow at 30 Hz
+  // anyway: each redraws at most every kSnapshotChartMs and only one of them per poll, so a
+  // frame's cost stays bounded however many are in view (--bench-frames).
+  bool snapshotChartFed = false;
+  for (Entry& e : m_entries) {
+    if (!all && !isInView(e.chart)) {
+      e.stale = true;
+      continue;
+    }
+    const bool due =
+        !e.showSnapshot || all ||
+        (!snapshotChartFed && (!e.fed.isValid() || e.fed.elapsed() >= kSnapshotChartMs));
+    if (due) {
+      snapshotChartFed |= bool(e.showSnapshot);
+      feed(e);
+    } else {
+      e.stale = true;
+      m_catchUp.start();  // drawn a moment later if no poll comes to do it (paused, finished)
+    }
+  }
+}
+
+void ChartHub::catchUp() {
+  bool more = false;
+  for (Entry& e : m_entries)
+    if (e.stale && isInView(e.chart)) {
+      if (!more)
+        feed(e);
+      else
+        m_catchUp.start();
+      more = true;
+    }
+}
+
+void ChartHub::refreshAll() {
+  for (Entry& e : m_entries) feed(e);
+}
+
+void ChartHub::clear() {
+  m_history = nullptr;
+  m_snapshot = Snapshot();
+  m_hasSnapshot = false;
+  for (Entry& e : m_entries) {
+    if (!e.chart->followsRun()) continue;  // a sweep is not the run: it stays as it is
+    if (e.clear) e.clear();
+    feed(e);  // an empty history: every chart shows its placeholder
+  }
+}
+
+void ChartHub::raiseRunCharts() {
+  for (const Entry& covering : m_entries) {
+    if (covering.chart->followsRun() || !isInView(covering.chart)) continue;
+    for (const Entry& e : m_entries)
+      if (e.cell == covering.cell && e.chart->followsRun()) {
+        e.dock->raise();
+        break;
+      }
+  }
+}
+
+void ChartHub::setSubtitle(const QString& text) {
+  for (const Entry& e : m_entries)
+    if (e.chart->followsRun()) e.chart->setSubtitle(text);
+}
+
+}  // namespace paralab

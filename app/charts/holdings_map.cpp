@@ -1,0 +1,373 @@
+// HoldingsMap: the ranks' holdings as slices of each layer (see holdings_map.h). The slices
+// are the strategies' own sharding metadata (engine/parallel/holdings.h), only laid end to end.
+// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices).
+#include "charts/holdings_map.h"
+
+#include <QHelpEvent>
+#include <QRegularExpression>
+#include <QToolTip>
+#include <algorithm>
+#include <map>
+
+#include "charts/byte_units.h"
+#include "charts/chart_colors.h"
+#include "charts/metric_history.h"
+#include "charts/rect_layer.h"
+
+namespace paralab {
+
+namespace {
+
+using Parts = std::vector<std::pair<double, double>>;
+
+const QString kBatch = QObject::tr("batch"), kActivations = QObject::tr("activations");
+
+QColor kindColor(HoldingKind k) {
+  switch (k) {
+    case HoldingKind::Params:
+      return chartcolors::memoryColor(MemCategory::Params);
+    case HoldingKind::Grads:
+      return chartcolors::memoryColor(MemCategory::Grads);
+    case HoldingKind::Optimizer:
+      return chartcolors::memoryColor(MemCategory::Optimizer);
+    case HoldingKind::Activations:
+      return chartcolors::memoryColor(MemCategory::Activations);
+    case HoldingKind::Batch:
+      return chartcolors::spanColor(SpanKind::Data);
+  }
+  return chartcolors::kGrey;
+}
+
+bool isFlat(const std::string& tensor) { return tensor.ends_with(" (flat)"); }
+
+// Elements of the whole tensor a named slice is part of.
+int64_t wholeElements(const HeldSlice& s) {
+  return s.dim == 0 ? s.total * s.cols : s.dim == 1 ? s.rows * s.total : s.rows * s.cols;
+}
+
+// [begin, end) of the slice as fractions of what it is a slice of.
+std::pair<double, double> fraction(const HeldSlice& s) {
+  if (s.dim < 0 || s.total <= 0) return {0, 1};
+  return {double(s.begin) / double(s.total), double(s.end) / double(s.total)};
+}
+
+// Model order: the input projection, each block followed by its experts, the classifier.
+double rowOrder(const QString& row) {
+  if (row == kBatch) return -2;
+  if (row == kActivations) return -1;
+  if (row == "in_proj") return 0;
+  if (row == "classifier") return 1e9;
+  static const QRegularExpression block("^block(\\d+)(?:\\.expert(\\d+))?$");
+  if (const auto m = block.match(row); m.hasMatch())
+    return 1 + m.captured(1).toDouble() * 1000 +
+           (m.captured(2).isEmpty() ? 0 : 1 + m.captured(2).toDouble());
+  return 2e9;
+}
+
+Parts merged(Parts p) {
+  std::sort(p.begin(), p.end());
+  Parts out;
+  for (const auto& [a, b] : p) {
+    if (!out.empty() && a <= out.back().second + 1e-12)
+      out.back().second = std::max(out.back().second, b);
+    else
+      out.push_back({a, b});
+  }
+  return out;
+}
+
+// The part of `base` (sorted intervals laid end to end) from fraction fa to fb of its length:
+// a flat buffer is the rank's own parameters flattened, so its slices fall on those.
+Parts within(const Parts& base, double fa, double fb) {
+  double length = 0;
+  for (const auto& [a, b] : base) length += b - a;
+  Parts out;
+  double at = 0;  // length of base before the current interval
+  for (const auto& [a, b] : base) {
+    const double lo = std::max(fa * length, at), hi = std::min(fb * length, at + (b - a));
+    if (hi > lo) out.push_back({a + (lo - at), a + (hi - at)});
+    at += b - a;
+  }
+  return out;
+}
+
+// Vertical place of a kind's bar in a row (rows grow downwards).
+QCPRange barRows(int row, HoldingKind k, bool layerRow) {
+  if (!layerRow) return {row + 0.22, row + 0.78};
+  const double top = k == HoldingKind::Params ? 0.08 : k == HoldingKind::Grads ? 0.37 : 0.66;
+  return {row + top, row + top + 0.26};
+}
+
+QString describe(const HeldSlice& s) {
+  const QString what = s.dim < 0 ? QObject::tr("whole")
+                                 : QObject::tr("%1 %2–%3 of %4")
+                                       .arg(s.dim == 0 ? QObject::tr("rows") : QObject::tr("cols"))
+                                       .arg(s.begin)
+                                       .arg(s.end)
+                                       .arg(s.total);
+  return QString("%1: %2, %3")
+      .arg(QString::fromStdString(s.tensor), what, formatBytes(double(s.bytes)));
+}
+
+}  // namespace
+
+QString HoldingsMap::rowOf(const std::string& tensor) {
+  std::string t = isFlat(tensor) ? tensor.substr(0, tensor.size() - 7) : tensor;
+  const QStringList parts = QString::fromStdString(t).split('.');
+  if (parts.size() > 1 && parts[1].startsWith("expert")) return parts[0] + '.' + parts[1];
+  return parts.value(0);
+}
+
+HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every rank holds"), parent) {
+  setKeyColumn("rank");
+  setAxisLabel(xAxis, QString());
+  xAxis->setVisible(true);
+  setAxisLabel(yAxis, tr("layer"));
+  yAxis->setRangeReversed(true);
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->grid()->setVisible(false);
+    a->setTickLength(0, 0);
+    a->setSubTicks(false);
+  }
+  m_outlines = new RectLayer(xAxis, yAxis);
+  m_outlines->setName(tr("not held (outline: the whole)"));
+  m_outlines->setPen(QPen(chartcolors::kReference, 1));
+  m_outlines->setBrush(Qt::NoBrush);
+  for (HoldingKind k : {HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer,
+                        HoldingKind::Activations, HoldingKind::Batch}) {
+    auto* layer = new RectLayer(xAxis, yAxis);
+    layer->setName(holdingKindName(k));
+    layer->setBrush(kindColor(k));
+    layer->setPen(Qt::NoPen);
+    m_layers[size_t(k)] = layer;
+  }
+  setLegendColumns(3);
+  setPlaceholderText(tr("No holdings yet: they come with the first step"));
+  clear();
+}
+
+void HoldingsMap::clear() {
+  for (RectLayer* l : m_layers) l->rects.clear();
+  m_outlines->rects.clear();
+  m_cells.clear();
+  m_rows.clear();
+  m_holdings.clear();
+  xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  xAxis->setRange(0, 1);
+  yAxis->setRange(0, 1);
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+void HoldingsMap::showHistory(const MetricHistory& history) {
+  if (history.isEmpty()) clear();
+}
+
+// [SECTION] Laying the slices out: each row's tensors end to end, each held slice a part.
+
+std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldings>& holdings) {
+  // Each layer's tensors end to end, in the order the engine lists them (its flattening
+  // order), at their whole size (from any rank's slice of them).
+  std::map<QString, std::vector<std::pair<std::string, int64_t>>> layout;
+  for (const RankHoldings& h : holdings)
+    for (const HeldSlice& s : h.items)
+      if ((s.kind == HoldingKind::Params || s.kind == HoldingKind::Grads) && !isFlat(s.tensor)) {
+        auto& tensors = layout[rowOf(s.tensor)];
+        if (std::none_of(tensors.begin(), tensors.end(),
+                         [&](const auto& t) { return t.first == s.tensor; }))
+          tensors.push_back({s.tensor, wholeElements(s)});
+      }
+  auto offsetOf = [&](const QString& row, const std::string& tensor, int64_t* whole) {
+    int64_t at = 0;
+    for (const auto& [name, n] : layout[row]) {
+      if (name == tensor) return *whole = n, at;
+      at += n;
+    }
+    return *whole = 0, at;
+  };
+  auto rowTotal = [&](const QString& row) {
+    int64_t n = 0;
+    for (const auto& [name, e] : layout[row]) n += e;
+    return n;
+  };
+
+  std::map<std::tuple<int, QString, int>, Cell> cells;
+  for (const RankHoldings& h : holdings) {
+    // What this rank holds of each layer's parameters, per layer and all in order: a flat
+    // buffer (ZeRO's chunks, optimizer state) is the rank's own parameters flattened, so its
+    // slices fall on those; one named after no layer ("model (flat)") spans all of them.
+    std::map<QString, Parts> named;
+    std::vector<std::pair<QString, std::pair<double, double>>> all;
+    for (const HeldSlice& s : h.items)
+      if (s.kind == HoldingKind::Params && !isFlat(s.tensor)) {
+        int64_t whole = 0;
+        const QString row = rowOf(s.tensor);
+        const double at = double(offsetOf(row, s.tensor, &whole));
+        const auto [a, b] = fraction(s);
+        named[row].push_back({at + a * whole, at + b * whole});
+        all.push_back({row, {at + a * whole, at + b * whole}});
+      }
+    for (auto& [row, parts] : named) parts = merged(parts);
+
+    for (const HeldSlice& s : h.items) {
+      const bool data = s.kind == HoldingKind::Batch || s.kind == HoldingKind::Activations;
+      const QString row =
+          data ? (s.kind == HoldingKind::Batch ? kBatch : kActivations) : rowOf(s.tensor);
+      const auto [a, b] = fraction(s);
+      auto cell = [&](const QString& r) -> Cell& {
+        Cell& c = cells[{h.rank, r, int(s.kind)}];
+        c.rank = h.rank, c.row = r, c.kind = s.kind;
+        if (c.items.isEmpty() || c.items.back() != describe(s)) c.items << describe(s);
+        return c;
+      };
+      const double total = double(rowTotal(row));
+      if (data) {
+        cell(row).parts.push_back({a, b});
+        cell(row).bytes += s.bytes;
+      } else if (isFlat(s.tensor) && total <= 0 && !all.empty()) {
+        Parts base;
+        for (const auto& [r, part] : all) base.push_back(part);
+        // Walk the rank's parameters in order, each piece back to its own layer.
+        double before = 0, length = 0;
+        for (const auto& p : base) length += p.second - p.first;
+        for (const auto& [r, part] : all) {
+          const double n = part.second - part.first;
+          const double lo = std::max(a * length, before), hi = std::min(b * length, before + n);
+          if (hi > lo) {
+            const double rt = double(rowTotal(r));
+            cell(r).parts.push_back(
+                {(part.first + lo - before) / rt, (part.first + hi - before) / rt});
+            cell(r).bytes +=
+                int64_t(double(s.bytes) * (hi - lo) / std::max(1e-12, (b - a) * length));
+          }
+          before += n;
+        }
+      } else if (total <= 0) {  // a layer nobody holds by name (ZeRO-3): the flat is the layer
+        cell(row).parts.push_back({a, b});
+        cell(row).bytes += s.bytes;
+      } else if (isFlat(s.tensor)) {
+        const Parts base = named.count(row) ? named[row] : Parts{{0.0, total}};
+        for (const auto& [lo, hi] : within(base, a, b))
+          cell(row).parts.push_back({lo / total, hi / total});
+        cell(row).bytes += s.bytes;
+      } else {
+        int64_t whole = 0;
+        const double at = double(offsetOf(row, s.tensor, &whole));
+        cell(row).parts.push_back({(at + a * whole) / total, (at + b * whole) / total});
+        cell(row).bytes += s.bytes;
+      }
+    }
+  }
+
+  std::vector<Cell> out;
+  for (auto& [key, c] : cells) {
+    c.parts = merged(c.parts);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// [SECTION] Drawing
+
+void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
+  clear();
+  if (holdings.empty()) return;
+  m_holdings = holdings;
+  m_cells = cellsOf(holdings);
+  for (const Cell& c : m_cells)
+    if (!m_rows.contains(c.row)) m_rows.push_back(c.row);
+  std::stable_sort(m_rows.begin(), m_rows.end(),
+                   [](const QString& a, const QString& b) { return rowOrder(a) < rowOrder(b); });
+
+  // Draw: the whole of every bar as an outline, the parts held filled.
+  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < m_rows.size(); ++i) yTicks->addTick(i + 0.5, m_rows[i]);
+  yAxis->setTicker(yTicks);
+  for (const Cell& c : m_cells) {
+    const int row = int(m_rows.indexOf(c.row));
+    const bool layerRow = c.row != kBatch && c.row != kActivations;
+    const QCPRange y = barRows(row, c.kind, layerRow);
+    const double x0 = c.rank + 0.08, w = 0.84;
+    for (const auto& [a, b] : c.parts)
+      m_layers[size_t(c.kind)]->rects.push_back({x0 + a * w, x0 + b * w, y.lower, y.upper});
+  }
+  for (const RankHoldings& h : holdings)
+    for (int i = 0; i < m_rows.size(); ++i) {
+      const bool layerRow = m_rows[i] != kBatch && m_rows[i] != kActivations;
+      for (HoldingKind k :
+           layerRow
+               ? std::vector{HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer}
+               : std::vector{m_rows[i] == kBatch ? HoldingKind::Batch : HoldingKind::Activations}) {
+        const QCPRange y = barRows(i, k, layerRow);
+        m_outlines->rects.push_back({h.rank + 0.08, h.rank + 0.92, y.lower, y.upper});
+      }
+    }
+
+  // Under each column: its groups and their sizes ("dp 4 · tp 2"), and the bytes it sent in
+  // the last step, to whom.
+  auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (const RankHoldings& h : holdings) {
+    QStringList lines{tr("rank %1").arg(h.rank)};
+    QStringList place;
+    for (const HeldGroup& g : h.groups)
+      if (g.worldRanks.size() > 1 && g.name != "world")
+        place << QString("%1 %2").arg(g.name.c_str()).arg(g.worldRanks.size());
+    lines << (place.isEmpty() ? tr("world %1").arg(holdings.size()) : place.join(" · "));
+    QStringList to;
+    for (size_t r = 0; r < h.lastStep.sentTo.size(); ++r)
+      if (h.lastStep.sentTo[r] > 0) to << QString::number(r);
+    // Bytes and destinations on lines of their own: a column is narrow at 8 ranks, and "1,2"
+    // beside a byte count reads as a decimal.
+    if (to.isEmpty()) {
+      lines << tr("sent nothing");
+    } else {
+      lines << formatBytes(double(h.lastStep.bytesSent));
+      lines << tr("→ %1").arg(
+          to.size() + 1 == int(holdings.size()) && to.size() > 2 ? tr("all") : to.join(", "));
+    }
+    xTicks->addTick(h.rank + 0.5, lines.join('\n'));
+  }
+  xAxis->setTicker(xTicks);
+  xAxis->setRange(0, double(holdings.size()));
+  yAxis->setRange(0, double(m_rows.size()));
+  setPlaceholderVisible(false);
+  replot(rpQueuedReplot);
+}
+
+bool HoldingsMap::event(QEvent* e) {
+  if (e->type() != QEvent::ToolTip) return Chart::event(e);
+  const QPoint pos = static_cast<QHelpEvent*>(e)->pos();
+  const double x = xAxis->pixelToCoord(pos.x()), y = yAxis->pixelToCoord(pos.y());
+  QString text =
+      tr("Each bar is the whole of a layer's parameters, gradients or optimizer state "
+         "(or of the batch); the filled part is what this rank holds.");
+  for (const Cell& c : m_cells) {
+    const int row = int(m_rows.indexOf(c.row));
+    const QCPRange ys = barRows(row, c.kind, c.row != kBatch && c.row != kActivations);
+    if (int(std::floor(x)) == c.rank && ys.contains(y)) {
+      QStringList lines = c.items.mid(0, 8);
+      if (c.items.size() > 8) lines << tr("… and %1 more").arg(c.items.size() - 8);
+      text = tr("rank %1 · %2 · %3 (%4)\n")
+                 .arg(c.rank)
+                 .arg(c.row, holdingKindName(c.kind), formatBytes(double(c.bytes))) +
+             lines.join('\n');
+    }
+  }
+  QToolTip::showText(static_cast<QHelpEvent*>(e)->globalPos(), text, this);
+  return true;
+}
+
+int HoldingsMap::pointCount() const { return int(m_cells.size()); }
+
+void HoldingsMap::writeCsv(QTextStream& out) const {
+  out << "rank,row,tensor,kind,dim,begin,end,total,rows,cols,bytes\n";
+  for (const RankHoldings& h : m_holdings)
+    for (const HeldSlice& s : h.items)
+      out << h.rank << ',' << rowOf(s.tensor) << ','
+          << QString::fromStdString(s.tensor).replace(',', ';') << ',' << holdingKindName(s.kind)
+          << ',' << s.dim << ',' << s.begin << ',' << s.end << ',' << s.total << ',' << s.rows
+          << ',' << s.cols << ',' << s.bytes << '\n';
+}
+
+}  // namespace paralab

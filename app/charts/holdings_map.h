@@ -1,0 +1,57 @@
+// HoldingsMap: what every rank holds, a column per rank and a row per layer (and per expert):
+// which part of each layer's parameters, gradients and optimizer state, which rows of the
+// batch and activations, and under each column whom it exchanged how much with last step.
+// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices) and screenshots/holdings*.png.
+#pragma once
+#include <QString>
+#include <array>
+#include <vector>
+
+#include "charts/chart.h"
+#include "parallel/holdings.h"
+
+namespace paralab {
+
+class RectLayer;
+
+class HoldingsMap : public Chart {
+  Q_OBJECT
+ public:
+  explicit HoldingsMap(QWidget* parent = nullptr);
+  void showHistory(const MetricHistory& history) override;  // an empty history clears
+  // The ranks' holdings between two steps (Trainer::holdings, as the session will pass them).
+  void showHoldings(const std::vector<RankHoldings>& holdings);
+  void clear();
+  void writeCsv(QTextStream& out) const override;  // the holdings drawn, one row per slice
+  int pointCount() const override;
+
+  // What one bar shows: the parts of a row (layer, or "batch" / "activations") a rank holds
+  // of one kind, as fractions [begin, end) of the whole row.
+  struct Cell {
+    int rank = 0;
+    QString row;
+    HoldingKind kind = HoldingKind::Params;
+    std::vector<std::pair<double, double>> parts;
+    int64_t bytes = 0;
+    QStringList items;  // the slices it is drawn from, described (the hover text)
+  };
+  const std::vector<Cell>& cells() const { return m_cells; }
+  const QStringList& rows() const { return m_rows; }
+  // The layer a tensor belongs to: "block0.fc1.weight" -> "block0", "block1 (flat)" ->
+  // "block1", "block0.expert2.fc1.weight" -> "block0.expert2".
+  static QString rowOf(const std::string& tensor);
+  // Every (rank, row, kind) bar with the parts held: the map's data, before any drawing.
+  static std::vector<Cell> cellsOf(const std::vector<RankHoldings>& holdings);
+
+ protected:
+  bool event(QEvent* event) override;  // hover: the slices under the pointer
+
+ private:
+  std::array<RectLayer*, 5> m_layers{};  // by HoldingKind
+  RectLayer* m_outlines = nullptr;       // the whole of each row, per rank
+  std::vector<Cell> m_cells;
+  QStringList m_rows;
+  std::vector<RankHoldings> m_holdings;  // as given, for the CSV
+};
+
+}  // namespace paralab

@@ -1,0 +1,91 @@
+// LatencyChart: the stacked breakdown of rank 0's step (see latency_chart.h). The parts are
+// the engine's (engine/metrics/metrics.h, lessons/reference/metrics.md); the stack only adds.
+// See tests/app/tst_charts.cpp (latencyStacksTheBreakdown).
+#include "charts/latency_chart.h"
+
+#include "charts/chart_colors.h"
+#include "charts/metric_history.h"
+
+namespace paralab {
+
+namespace {
+
+QCPGraph* band(QCPGraph* g, QCPGraph* below) {
+  QColor fill = g->pen().color();
+  fill.setAlpha(190);  // the grid shows through, the colour still reads on dark screens
+  g->setBrush(fill);
+  g->setChannelFillGraph(below);  // nothing below: filled down to zero
+  g->setAdaptiveSampling(false);  // a thinned band would no longer stack on its neighbour
+  return g;
+}
+
+}  // namespace
+
+LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"), parent) {
+  using namespace chartcolors;
+  setAxisLabel(xAxis, tr("step"));
+  setAxisLabel(yAxis, tr("time per step, rank 0 (ms)"));
+  yAxis->setRange(0, 10);
+  // Stacked in this order, each band filled down to the one before it: a band's thickness is
+  // its part, its top the running sum.
+  m_compute = band(addSeries(tr("compute (data + forward + backward)"), "compute_ms", yAxis,
+                             spanColor(SpanKind::Forward), 1),
+                   nullptr);
+  m_optimizer =
+      band(addSeries(tr("optimizer"), "optimizer_ms", yAxis, spanColor(SpanKind::Optimizer), 1),
+           m_compute);
+  m_comm = band(addSeries(tr("communication (overlap counted in full)"), "comm_ms", yAxis,
+                          spanColor(SpanKind::Comm), 1),
+                m_optimizer);
+  m_idle =
+      band(addSeries(tr("idle (no span)"), "idle_ms", yAxis, spanColor(SpanKind::Idle), 1), m_comm);
+  m_wall = addSeries(tr("step wall time"), "step_ms", yAxis, kRed, 1.6);
+  setLegendColumns(3);
+  setToolTip(
+      tr("<p>Rank 0's step, measured: compute = data + forward + backward spans, then "
+         "the optimizer, communication and idle (step time covered by no span) stacked "
+         "on top.</p><p>Communication that overlaps backward (bucketed all-reduce) is "
+         "drawn in full under communication, so the stack can rise above the step's "
+         "wall time (red line) by the overlapped time.</p>"
+         "<p>Definitions: lessons/reference/metrics.md.</p>"));
+  finishUpdate();
+}
+
+void LatencyChart::showHistory(const MetricHistory& history) {
+  Parts p;
+  for (const auto& r : history.rows()) {
+    p.step.push_back(r.step);
+    p.compute.push_back(r.dataMs + r.forwardMs + r.backwardMs);
+    p.optimizer.push_back(r.optimizerMs);
+    p.comm.push_back(r.commMs);
+    p.idle.push_back(r.idleMs);
+    p.wall.push_back(r.stepMs);
+  }
+  m_parts = p;
+  // The tops of the bands: running sums of the parts.
+  QVector<double> top = p.compute;
+  double maxTop = 0;
+  m_compute->setData(p.step, top, true);
+  for (auto [graph, part] :
+       {std::pair{m_optimizer, &p.optimizer}, {m_comm, &p.comm}, {m_idle, &p.idle}}) {
+    for (int i = 0; i < top.size(); ++i) top[i] += (*part)[i];
+    graph->setData(p.step, top, true);
+  }
+  for (int i = 0; i < top.size(); ++i) maxTop = std::max({maxTop, top[i], p.wall[i]});
+  m_wall->setData(p.step, p.wall, true);
+  yAxis->setRange(0, maxTop > 0 ? maxTop * 1.1 : 10);
+  finishUpdate();
+}
+
+void LatencyChart::writeCsv(QTextStream& out) const {
+  out << "step,compute_ms,optimizer_ms,comm_ms,idle_ms,step_ms\n";
+  for (int i = 0; i < m_parts.step.size(); ++i) {
+    out << QString::number(m_parts.step[i], 'g', 15);
+    for (const QVector<double>* v :
+         {&m_parts.compute, &m_parts.optimizer, &m_parts.comm, &m_parts.idle, &m_parts.wall})
+      out << ',' << QString::number((*v)[i], 'g', 10);
+    out << '\n';
+  }
+}
+
+}  // namespace paralab

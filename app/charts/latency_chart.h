@@ -1,0 +1,33 @@
+// LatencyChart: rank 0's step time over the run, stacked as compute (data + forward +
+// backward), optimizer, communication and idle, under the step's wall time.
+// See tests/app/tst_charts.cpp (latencyStacksTheBreakdown) and screenshots/latency.png.
+#pragma once
+#include <QVector>
+
+#include "charts/chart.h"
+
+namespace paralab {
+
+class LatencyChart : public Chart {
+  Q_OBJECT
+ public:
+  explicit LatencyChart(QWidget* parent = nullptr);
+  void showHistory(const MetricHistory& history) override;
+  void writeCsv(QTextStream& out) const override;  // the parts, not their running sums
+
+  // What is drawn, in ms per step, one entry per step kept by the history.
+  struct Parts {
+    QVector<double> step, compute, optimizer, comm, idle, wall;
+  };
+  const Parts& parts() const { return m_parts; }
+
+ private:
+  Parts m_parts;
+  QCPGraph* m_compute;
+  QCPGraph* m_optimizer;
+  QCPGraph* m_comm;
+  QCPGraph* m_idle;
+  QCPGraph* m_wall;
+};
+
+}  // namespace paralab

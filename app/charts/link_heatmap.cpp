@@ -1,0 +1,182 @@
+// LinkHeatmap: the N x N bytes of the last step (see link_heatmap.h); cells are sentTo as
+// the communicator counted it, divided into the colour scale's unit.
+// See tests/app/tst_charts.cpp (heatmapCellsAreSentTo).
+#include "charts/link_heatmap.h"
+
+#include <cmath>
+#include <limits>
+
+#include "charts/byte_units.h"
+#include "charts/chart_colors.h"
+#include "charts/metric_history.h"
+
+namespace paralab {
+
+namespace {
+
+constexpr int kMaxLabelledRanks = 8;  // more cells than that: the colour alone
+
+// Light for little, dark for much (ColorBrewer YlOrRd), communication's orange in the middle.
+QCPColorGradient bytesGradient() {
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor(255, 237, 160));
+  g.setColorStopAt(0.5, QColor(253, 141, 60));
+  g.setColorStopAt(1.0, QColor(165, 0, 38));
+  g.setNanHandling(QCPColorGradient::nhTransparent);  // no traffic: no colour
+  return g;
+}
+
+}  // namespace
+
+LinkHeatmap::LinkHeatmap(QWidget* parent)
+    : Chart("links", tr("Bytes per link, last step"), parent) {
+  setKeyColumn("from_rank");
+  setAxisLabel(xAxis, tr("to rank"));
+  setAxisLabel(yAxis, tr("from rank"));
+  yAxis->setRangeReversed(true);  // rank 0 on top, as a matrix is read
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->grid()->setVisible(false);
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    a->setTicker(ticker);
+    a->setSubTicks(false);
+  }
+  m_map = new QCPColorMap(xAxis, yAxis);
+  m_map->setInterpolate(false);
+  m_map->removeFromLegend();
+  legend->setVisible(false);
+  m_scale = new QCPColorScale(this);
+  plotLayout()->addElement(plotLayout()->rowCount() - 1, 1, m_scale);
+  plotLayout()->setColumnStretchFactor(1, 0.01);
+  m_scale->setType(QCPAxis::atRight);
+  m_scale->setBarWidth(14);
+  m_scale->axis()->setLabel(tr("bytes sent per step (B)"));
+  axisRect()->setMinimumMargins(QMargins(84, 8, 16, 8));  // the scale sits beside it
+  m_map->setColorScale(m_scale);  // the map takes the scale's gradient: set it there
+  m_scale->setGradient(bytesGradient());
+  // The scale's bar spans the plot's height exactly.
+  auto* group = new QCPMarginGroup(this);
+  axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  setToolTip(
+      tr("<p>Row: the rank that sent; column: the rank that received; colour and label: "
+         "bytes in the last step, as the communicator counted them. A ring all-reduce "
+         "lights the cells beside the diagonal, a parameter server its columns and rows, "
+         "a pipeline the next stage.</p>"));
+  applyLook(palette());
+  clear();
+}
+
+void LinkHeatmap::applyLook(const QPalette& pal) {
+  Chart::applyLook(pal);
+  if (!m_scale) return;  // Chart's constructor: the scale comes later
+  for (QCPItemStraightLine* l : m_lines) l->setPen(QPen(pal.color(QPalette::Base), 2));
+  QCPAxis* a = m_scale->axis();
+  {
+    const QCPAxis* from = yAxis;
+    a->setBasePen(from->basePen());
+    a->setTickPen(from->tickPen());
+    a->setSubTickPen(from->subTickPen());
+    a->setTickLabelColor(from->tickLabelColor());
+    a->setLabelColor(from->labelColor());
+    a->setTickLabelFont(from->tickLabelFont());
+    a->setLabelFont(from->labelFont());
+  }
+}
+
+void LinkHeatmap::clear() {
+  for (QCPItemText* t : m_labels) removeItem(t);
+  m_labels.clear();
+  for (QCPItemStraightLine* l : m_lines) removeItem(l);
+  m_lines.clear();
+  m_bytes.clear();
+  m_unit = 1;
+  m_map->data()->clear();
+  m_map->data()->setSize(1, 1);
+  m_map->data()->fill(std::numeric_limits<double>::quiet_NaN());
+  m_map->data()->setRange(QCPRange(0, 0), QCPRange(0, 0));
+  m_map->setDataRange(QCPRange(0, 1));
+  setPlaceholderText(tr("No data yet: press Start (F5) to train"));
+  xAxis->setRange(-0.5, 0.5);
+  yAxis->setRange(-0.5, 0.5);
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+void LinkHeatmap::showHistory(const MetricHistory& history) {
+  if (history.isEmpty()) clear();
+}
+
+void LinkHeatmap::showSnapshot(const Snapshot& s) {
+  if (s.steps.empty()) return;
+  const StepMetrics& step = s.steps.back();
+  clear();
+  const int n = int(step.ranks.size());
+  if (n == 0) return;
+  m_bytes.assign(size_t(n), std::vector<int64_t>(size_t(n), 0));
+  double maxBytes = 0;
+  for (const RankMetrics& r : step.ranks)
+    for (size_t to = 0; to < r.sentTo.size() && to < size_t(n) && r.rank < n; ++to) {
+      m_bytes[size_t(r.rank)][to] = r.sentTo[to];
+      maxBytes = std::max(maxBytes, double(r.sentTo[to]));
+    }
+  const ByteUnit unit = byteUnitFor(maxBytes);
+  m_unit = unit.bytes;
+  m_scale->axis()->setLabel(tr("bytes sent per step (%1)").arg(unit.name));
+
+  QCPColorMapData* data = m_map->data();
+  data->setSize(n, n);
+  data->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
+  QFont labelFont = legend->font();
+  if (n > 4) labelFont.setPointSizeF(labelFont.pointSizeF() - 1);
+  for (int from = 0; from < n; ++from)
+    for (int to = 0; to < n; ++to) {
+      const int64_t b = m_bytes[size_t(from)][size_t(to)];
+      data->setCell(to, from,
+                    b > 0 ? double(b) / m_unit : std::numeric_limits<double>::quiet_NaN());
+      if (b <= 0 || n > kMaxLabelledRanks) continue;
+      auto* label = new QCPItemText(this);
+      label->position->setCoords(to, from);
+      label->setText(formatBytes(double(b)));
+      label->setFont(labelFont);
+      // Dark text on the light end of the scale, white on the dark end.
+      label->setColor(double(b) / maxBytes > 0.55 ? Qt::white : Qt::black);
+      label->setClipToAxisRect(true);
+      m_labels.push_back(label);
+    }
+  // Lines between the cells, in the background's colour (applyLook), so equal neighbours
+  // still read as separate links.
+  for (int i = 1; i < n; ++i)
+    for (bool vertical : {true, false}) {
+      auto* line = new QCPItemStraightLine(this);
+      line->point1->setCoords(vertical ? i - 0.5 : 0, vertical ? 0 : i - 0.5);
+      line->point2->setCoords(vertical ? i - 0.5 : 1, vertical ? 1 : i - 0.5);
+      line->setPen(QPen(palette().color(QPalette::Base), 2));
+      m_lines.push_back(line);
+    }
+  m_map->setDataRange(QCPRange(0, maxBytes > 0 ? maxBytes / m_unit : 1));
+  xAxis->setRange(-0.5, n - 0.5);
+  yAxis->setRange(-0.5, n - 0.5);
+  setPlaceholderText(tr("No communication in the last step"));
+  setPlaceholderVisible(maxBytes == 0);
+  replot(rpQueuedReplot);
+}
+
+double LinkHeatmap::cell(int from, int to) const { return m_map->data()->cell(to, from); }
+
+int LinkHeatmap::pointCount() const { return int(m_bytes.size() * m_bytes.size()); }
+
+void LinkHeatmap::writeCsv(QTextStream& out) const {
+  out << "from_rank";
+  for (size_t to = 0; to < m_bytes.size(); ++to) out << ",to_rank_" << to << "_bytes";
+  out << '\n';
+  for (size_t from = 0; from < m_bytes.size(); ++from) {
+    out << from;
+    for (int64_t b : m_bytes[from]) out << ',' << b;
+    out << '\n';
+  }
+}
+
+}  // namespace paralab

@@ -1,0 +1,107 @@
+// LossChart: loss and test accuracy over steps, and earlier runs kept faded (see loss_chart.h).
+// See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
+#include "charts/loss_chart.h"
+
+#include "charts/chart_colors.h"
+#include "charts/metric_history.h"
+
+namespace paralab {
+
+LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), parent) {
+  setAxisLabel(xAxis, tr("step"));
+  setAxisLabel(yAxis, tr("loss (nats)"));
+  setAxisLabel(yAxis2, tr("test accuracy (%)"));
+  yAxis2->setTickLabels(true);
+  yAxis2->setRange(0, 100);
+  yAxis->setRange(0, 2.5);
+
+  m_loss = addSeries(tr("loss, each step"), "loss_nats", yAxis,
+                     chartcolors::faint(chartcolors::kBlue), 1);
+  m_lossMean = addSeries(tr("loss, mean of last %1 steps").arg(MetricHistory::kMeanWindow),
+                         QString("loss_mean%1_nats").arg(MetricHistory::kMeanWindow), yAxis,
+                         chartcolors::kBlue, 2.2);
+  m_accuracy =
+      addSeries(tr("test accuracy"), "test_accuracy_percent", yAxis2, chartcolors::kOrange, 1.8);
+  // Filled dots: each is one evaluation, and they read the same on light and dark screens.
+  m_accuracy->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssDisc, chartcolors::kOrange, chartcolors::kOrange, 6));
+  setLegendColumns(3);
+  finishUpdate();
+}
+
+void LossChart::showHistory(const MetricHistory& history) {
+  const auto& rows = history.rows();
+  QVector<double> steps, loss, lossMean;
+  steps.reserve(rows.size());
+  loss.reserve(rows.size());
+  lossMean.reserve(rows.size());
+  for (const auto& r : rows) {
+    steps.push_back(r.step);
+    loss.push_back(r.loss);
+    lossMean.push_back(r.lossMean);
+  }
+  m_loss->setData(steps, loss, true);
+  m_lossMean->setData(steps, lossMean, true);
+
+  QVector<double> accSteps, acc;
+  for (const auto& a : history.accuracy()) {
+    accSteps.push_back(a.step);
+    acc.push_back(a.percent);
+  }
+  m_accuracy->setData(accSteps, acc, true);
+  fitValueAxis();
+  finishUpdate();
+}
+
+// Loss is drawn from zero so that its fall reads as a fraction of where it started; the top
+// leaves room for the highest of this run's and the kept runs' values.
+void LossChart::fitValueAxis() {
+  double maxLoss = 0;
+  for (QCPGraph* g : QList<QCPGraph*>{m_loss} + m_overlays)
+    for (const QCPGraphData& d : *g->data()) maxLoss = std::max(maxLoss, d.value);
+  yAxis->setRange(0, maxLoss > 0 ? maxLoss * 1.08 : 2.5);
+}
+
+void LossChart::keepAsOverlay(const QString& label) {
+  if (m_lossMean->data()->isEmpty()) return;
+  if (m_overlays.size() >= kMaxOverlays) removeSeries(m_overlays.takeFirst());
+  // The mean, not every step: five noisy curves on top of each other would read as one smear.
+  const QColor color = chartcolors::overlayColor(m_kept++);
+  QString column = QString("loss_mean%1_nats [%2]").arg(MetricHistory::kMeanWindow).arg(label);
+  QCPGraph* g =
+      addSeries(tr("%1 (earlier run)").arg(label), column.replace(',', ';'), yAxis, color, 1.6);
+  g->data()->set(*m_lossMean->data());
+  g->setLayer("grid");  // under the run being trained, above the grid lines
+  m_overlays.push_back(g);
+  fitLegend();
+  fitValueAxis();
+  finishUpdate();
+}
+
+void LossChart::clearOverlays() {
+  for (QCPGraph* g : m_overlays) removeSeries(g);
+  m_overlays.clear();
+  fitLegend();
+  fitValueAxis();
+  finishUpdate();
+}
+
+QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
+  QStringList parts;
+  if (c.ranks <= 1 && withRanks) {
+    parts << tr("serial");
+  } else {
+    parts << QString::fromStdString(c.strategy);
+    if (withRanks) parts << tr("%1 ranks").arg(c.ranks);
+    if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
+    if (c.tp > 1) parts << QString("tp %1").arg(c.tp);
+    if (c.pp > 1) parts << QString("pp %1").arg(c.pp);
+    if (c.model == "moe" && c.ep > 1) parts << QString("ep %1").arg(c.ep);
+  }
+  if (c.model == "moe") parts << tr("MoE %1 experts").arg(c.experts);
+  parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);
+  if (c.link != "none") parts << tr("%1 (emulated)").arg(QString::fromStdString(c.link));
+  return parts.join(" · ");
+}
+
+}  // namespace paralab

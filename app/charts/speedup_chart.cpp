@@ -1,0 +1,128 @@
+// SpeedupChart: measured points, ideal line and fitted law of a sweep (see speedup_chart.h).
+// The fits are the engine's (engine/train/sweep.h); this only samples them for drawing.
+// See tests/app/tst_charts.cpp (speedupDrawsTheSweep).
+#include "charts/speedup_chart.h"
+
+#include <cmath>
+
+#include "charts/chart_colors.h"
+#include "charts/metric_history.h"
+
+namespace paralab {
+
+namespace {
+
+QString r2Text(double r2) {
+  return std::isfinite(r2) ? QString::number(r2, 'f', 3) : QObject::tr("n/a");
+}
+
+}  // namespace
+
+SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ranks"), parent) {
+  using namespace chartcolors;
+  setKeyColumn("ranks");
+  setAxisLabel(xAxis, tr("ranks (N)"));
+  setAxisLabel(yAxis, tr("speedup (×)"));
+  m_measured = addSeries(tr("measured"), "measured_speedup", yAxis, kBlue, 2);
+  m_measured->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, kBlue, kBlue, 8));
+  m_ideal = addSeries(tr("ideal S = N"), "ideal_speedup", yAxis, kReference, 1.4);
+  m_ideal->setPen(QPen(kReference, 1.4, Qt::DotLine));
+  m_fit = addSeries(tr("fit (reference)"), "fit_speedup_reference", yAxis, kRed, 1.6);
+  m_fit->setPen(QPen(kRed, 1.6, Qt::DashLine));
+  m_fit->setAdaptiveSampling(false);
+  setLegendColumns(3);
+  setPlaceholderText(tr("No sweep yet: a scaling sweep measures the run at 1, 2, 4, … ranks"));
+  setToolTip(
+      tr("<p>Speedup from the median step time of each rank count: strong scaling "
+         "T₁ / T<sub>N</sub> (same global batch), weak scaling N · T₁ / T<sub>N</sub> "
+         "(batch per rank fixed). The fitted law is a reference drawn through the "
+         "measured points, not a measurement.</p>"));
+  clear();
+}
+
+void SpeedupChart::clear() {
+  setSubtitle(QString());
+  for (QCPGraph* g : {m_measured, m_ideal, m_fit}) g->data()->clear();
+  for (QCPItemText* t : m_labels) removeItem(t);
+  m_labels.clear();
+  if (m_coresLine) removeItem(m_coresLine), removeItem(m_coresLabel);
+  m_coresLine = nullptr, m_coresLabel = nullptr;
+  xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
+  xAxis->setRange(0, 8.5);
+  yAxis->setRange(0, 8.5);
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+void SpeedupChart::showHistory(const MetricHistory&) {}
+
+void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) {
+  clear();
+  setSubtitle(subtitle);
+  if (sweep.points.empty()) return;
+  const bool weak = sweep.scaling == "weak";
+  setAxisLabel(yAxis,
+               weak ? tr("scaled speedup N·T(1) / T(N) (×)") : tr("speedup T(1) / T(N) (×)"));
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  double maxN = 1, maxS = 1;
+  for (const SweepPoint& p : sweep.points) {
+    m_measured->addData(p.ranks, p.speedup);
+    ticker->addTick(p.ranks, QString::number(p.ranks));
+    maxN = std::max(maxN, double(p.ranks));
+    maxS = std::max(maxS, p.speedup);
+    auto* label = new QCPItemText(this);
+    label->position->setCoords(p.ranks, p.speedup);
+    // Right of and below the point: clear of the ideal line, which runs above the points.
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    label->setPadding(QMargins(8, 6, 0, 0));
+    label->setText(tr("%1 %").arg(100 * p.efficiency, 0, 'f', 0));
+    label->setColor(chartcolors::kBlue);
+    label->setFont(legend->font());
+    m_labels.push_back(label);
+  }
+  xAxis->setTicker(ticker);
+  m_ideal->addData(1, 1);
+  m_ideal->addData(maxN, maxN);
+
+  // The law, sampled finely between the rank counts and exactly at each of them.
+  QVector<double> n;
+  for (int i = 0; i <= 120; ++i) n.push_back(1 + (maxN - 1) * i / 120.0);
+  for (const SweepPoint& p : sweep.points) n.push_back(p.ranks);
+  std::sort(n.begin(), n.end());
+  n.erase(std::unique(n.begin(), n.end()), n.end());
+  for (double x : n) m_fit->addData(x, weak ? sweep.gustafson.speedup(x) : sweep.amdahl.speedup(x));
+  // A fraction outside 0..1 is said in the legend; the sweep panel and the summary say why.
+  const bool outside = !fitCaveat(sweep).empty();
+  m_fit->setName((weak ? tr("Gustafson fit, serial s = %1, R² = %2 (reference)")
+                             .arg(sweep.gustafson.s, 0, 'f', 3)
+                             .arg(r2Text(sweep.gustafson.r2))
+                       : tr("Amdahl fit, parallel p = %1, R² = %2 (reference)")
+                             .arg(sweep.amdahl.p, 0, 'f', 3)
+                             .arg(r2Text(sweep.amdahl.r2))) +
+                 (outside ? tr("; outside 0..1, the law does not describe this run") : QString()));
+  m_measured->setName(sweep.cancelled ? tr("measured (sweep cancelled), labels: efficiency")
+                                      : tr("measured, labels: efficiency S/N"));
+  // Past the machine's cores, ranks take turns: mark where that starts.
+  if (!coresCaveat(sweep).empty()) {
+    m_coresLine = new QCPItemStraightLine(this);
+    m_coresLine->point1->setCoords(sweep.cores, 0);
+    m_coresLine->point2->setCoords(sweep.cores, 1);
+    m_coresLine->setPen(QPen(chartcolors::kReference, 1, Qt::DotLine));
+    m_coresLabel = new QCPItemText(this);
+    m_coresLabel->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    m_coresLabel->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_coresLabel->position->setCoords(sweep.cores, 0);
+    m_coresLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_coresLabel->setPadding(QMargins(4, 2, 0, 0));
+    m_coresLabel->setText(tr("%1 cores here: ranks beyond\ntake turns on them").arg(sweep.cores));
+    m_coresLabel->setColor(chartcolors::kReference);
+    m_coresLabel->setFont(legend->font());
+  }
+  fitLegend();  // the names now carry the fit
+  xAxis->setRange(0.5, maxN + 0.5);
+  yAxis->setRange(0, std::max(maxN, maxS) * 1.12);
+  setPlaceholderVisible(false);
+  replot(rpQueuedReplot);
+}
+
+}  // namespace paralab

@@ -1,0 +1,76 @@
+// TimelineChart: a Gantt chart of the last steps, a row per rank coloured by what it did
+// (data, forward, backward, optimizer, idle) with its communication in a thinner row under it,
+// so overlap and pipeline bubbles show. Drag and wheel pan and zoom time; hover names the span.
+// See tests/app/tst_charts.cpp (timelineDrawsEverySpan) and screenshots/timeline*.png.
+#pragma once
+#include <QString>
+#include <array>
+#include <vector>
+
+#include "charts/chart.h"
+#include "session.h"
+
+namespace paralab {
+
+class RectLayer;
+
+class TimelineChart : public Chart {
+  Q_OBJECT
+ public:
+  // Steps shown; ask the session for their spans: snapshot(from, TimelineChart::kSteps).
+  static constexpr int kSteps = 3;
+
+  explicit TimelineChart(QWidget* parent = nullptr);
+  void showHistory(const MetricHistory& history) override;  // an empty history clears
+  // The spans of the last kSteps steps in `snapshot` (none: left as it is). While the user
+  // has zoomed or panned, the view holds still; a double-click follows the run again.
+  void showSnapshot(const Snapshot& snapshot);
+  void clear();
+  void writeCsv(QTextStream& out) const override;
+  int pointCount() const override;
+  // The spans drawn as a Chrome trace (chrome_trace.h); "" or what failed.
+  QString writeChromeTrace(const QString& path) const;
+
+  // One drawn bar. Idle bars are not spans: the gaps no span of the rank covers inside a
+  // step (from the first span of any rank in that step to the last), as idle_ms counts them.
+  struct Bar {
+    int rank = 0;
+    SpanKind kind = SpanKind::Idle;
+    double startMs = 0, endMs = 0;  // from the first span drawn
+    int64_t bytes = 0;
+    QString op;
+    int64_t step = 0;
+  };
+  const std::vector<Bar>& bars() const { return m_bars; }
+  // Waiting bars, drawn hatched in the compute row: a rank inside a transfer with no compute span
+  // at the same time (a pipeline's bubble; an all-reduce not overlapped). Derived from the comm
+  // spans, so not in bars() nor the CSV; kind Comm, op "waiting".
+  const std::vector<Bar>& waiting() const { return m_waiting; }
+  // What hovering at (time ms, row coordinate) shows, "" over no bar.
+  QString describeAt(double timeMs, double row) const;
+  // The row coordinates of a rank's compute row and of its thinner communication row.
+  static QCPRange computeRow(int rank) { return {rank + 0.06, rank + 0.58}; }
+  static QCPRange commRow(int rank) { return {rank + 0.62, rank + 0.86}; }
+  bool following() const { return m_follow; }
+
+ protected:
+  bool event(QEvent* event) override;  // tooltips
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+
+ private:
+  void draw(std::vector<std::vector<Span>> spans);
+
+  std::array<RectLayer*, 6> m_layers{};  // by SpanKind
+  std::vector<Bar> m_bars;
+  std::vector<Bar> m_waiting;
+  RectLayer* m_waitingLayer = nullptr;
+  std::vector<std::vector<Span>> m_spans;    // the spans drawn, per rank (for the trace)
+  std::vector<std::vector<Span>> m_pending;  // newer spans held back while not following
+  QString m_emulated;
+  QList<QCPAbstractItem*> m_marks;  // step boundaries and their labels
+  bool m_follow = true;
+  bool m_settingRange = false;  // our own range changes are not the user's zoom
+  int m_rankRows = 0;           // ranks drawn (0: none), for the room above rank 0
+};
+
+}  // namespace paralab

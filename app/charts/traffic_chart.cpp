@@ -1,0 +1,137 @@
+// TrafficChart: per-rank bytes by op of the last step (see traffic_chart.h). The bytes are
+// the communicator's count (engine/comm/comm_accounting.h), split by RankMetrics::ops.
+// See tests/app/tst_charts.cpp (trafficBarsAreTheCountedBytes).
+#include "charts/traffic_chart.h"
+
+#include <map>
+
+#include "charts/byte_units.h"
+#include "charts/chart_colors.h"
+#include "charts/metric_history.h"
+
+namespace paralab {
+
+namespace {
+
+constexpr double kBarWidth = 0.38;
+
+QString layerName(const OpTraffic& o) {
+  const QString op = QString::fromStdString(o.op);
+  return o.group.empty() || o.group == "world" ? op : QString("%1 (%2)").arg(op, o.group.c_str());
+}
+
+}  // namespace
+
+TrafficChart::TrafficChart(QWidget* parent)
+    : Chart("traffic", tr("Traffic per rank, last step"), parent) {
+  setKeyColumn("rank");
+  setAxisLabel(xAxis, tr("rank"));
+  setAxisLabel(yAxis, tr("bytes per step (B)"));
+  xAxis->grid()->setVisible(false);
+  xAxis->setTickLength(0, 0);
+  setLegendColumns(4);
+  setToolTip(
+      tr("<p>Payload bytes the communicator moved for each rank in the last step, "
+         "counted by the algorithm actually run (a ring all-reduce sends 2(N−1)/N of "
+         "the buffer per rank), stacked by kind of call and communicator group. Left "
+         "bar: sent; right bar: received.</p>"));
+  clear();
+}
+
+void TrafficChart::clear() {
+  for (QCPBars* b : m_layers) removePlottable(b);
+  m_layers.clear();
+  m_rows.clear();
+  m_unit = 1;
+  setPlaceholderText(tr("No data yet: press Start (F5) to train"));
+  xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
+  xAxis->setRange(-0.6, 0.6);
+  yAxis->setRange(0, 1);
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+void TrafficChart::showHistory(const MetricHistory& history) {
+  if (history.isEmpty()) clear();
+}
+
+void TrafficChart::showSnapshot(const Snapshot& s) {
+  if (s.steps.empty()) return;
+  const StepMetrics& step = s.steps.back();
+  clear();
+  double maxBytes = 0;
+  for (const RankMetrics& r : step.ranks) {
+    int64_t sent = 0, recv = 0;
+    for (const OpTraffic& o : r.ops) {
+      m_rows.push_back({r.rank, o});
+      sent += o.bytesSent, recv += o.bytesRecv;
+    }
+    // Bytes the per-op split does not cover (an engine without it): one layer of their own.
+    if (sent != r.bytesSent || recv != r.bytesRecv)
+      m_rows.push_back(
+          {r.rank, {tr("other").toStdString(), "", 0, r.bytesSent - sent, r.bytesRecv - recv, 0}});
+    maxBytes = std::max({maxBytes, double(r.bytesSent), double(r.bytesRecv)});
+  }
+  const ByteUnit unit = byteUnitFor(maxBytes);
+  m_unit = unit.bytes;
+  setAxisLabel(yAxis, tr("bytes per step (%1)").arg(unit.name));
+
+  // One layer per (op, group), in a fixed order so every rank stacks them alike.
+  std::map<std::pair<std::string, std::string>, QCPBars*> layers;
+  for (const Row& row : m_rows) layers[{row.op.op, row.op.group}] = nullptr;
+  QCPBars* below = nullptr;
+  int shade = 0;
+  QColor lastBase;
+  for (auto& [key, bars] : layers) {
+    bars = new QCPBars(xAxis, yAxis);
+    const OpTraffic named{key.first, key.second};
+    bars->setName(layerName(named));
+    // Layers of one colour (a second group of an op; send beside recv) get lighter shades of
+    // it, so no two legend entries look alike.
+    const QColor base = chartcolors::commOpColor(QString::fromStdString(key.first));
+    shade = base == lastBase ? shade + 1 : 0;
+    lastBase = base;
+    const QColor color = base.lighter(100 + 25 * shade);
+    bars->setBrush(color);
+    bars->setPen(QPen(color.darker(130), 1));
+    bars->setWidth(kBarWidth);
+    if (below) bars->moveAbove(below);
+    below = bars;
+    m_layers.push_back(bars);
+  }
+  fitLegend();
+  for (const Row& row : m_rows) {
+    QCPBars* bars = layers[{row.op.op, row.op.group}];
+    // A zero is left out: an empty bar would still draw its outline, a line on the axis.
+    if (row.op.bytesSent) bars->addData(row.rank + kSentOffset, double(row.op.bytesSent) / m_unit);
+    if (row.op.bytesRecv) bars->addData(row.rank + kRecvOffset, double(row.op.bytesRecv) / m_unit);
+  }
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (const RankMetrics& r : step.ranks) {
+    ticker->addTick(r.rank + kSentOffset, tr("sent"));
+    ticker->addTick(r.rank + kRecvOffset, tr("recv"));
+    ticker->addTick(r.rank, tr("\nrank %1").arg(r.rank));
+  }
+  xAxis->setTicker(ticker);
+  xAxis->setRange(-0.6, double(step.ranks.size()) - 0.4);
+  yAxis->setRange(0, maxBytes > 0 ? maxBytes / m_unit * 1.12 : 1);
+  setPlaceholderText(tr("No communication in the last step"));
+  setPlaceholderVisible(maxBytes == 0);
+  replot(rpQueuedReplot);
+}
+
+int TrafficChart::pointCount() const {
+  int n = 0;
+  for (QCPBars* b : m_layers) n += b->dataCount();
+  return n;
+}
+
+void TrafficChart::writeCsv(QTextStream& out) const {
+  out << "rank,op,group,calls,bytes_sent,bytes_recv,ms\n";
+  for (const Row& r : m_rows)
+    out << r.rank << ',' << r.op.op.c_str() << ',' << r.op.group.c_str() << ',' << r.op.calls << ','
+        << r.op.bytesSent << ',' << r.op.bytesRecv << ',' << QString::number(r.op.ms, 'g', 10)
+        << '\n';
+}
+
+}  // namespace paralab

@@ -1,0 +1,37 @@
+// TrafficChart: bytes each rank sent and received in the last step, two bars per rank
+// stacked by kind of call and group (all-reduce over dp, all-gather over tp, send, ...), as
+// the communicator counted them. See tests/app/tst_charts.cpp (trafficBarsAreTheCountedBytes).
+#pragma once
+#include <vector>
+
+#include "charts/chart.h"
+#include "session.h"
+
+namespace paralab {
+
+class TrafficChart : public Chart {
+  Q_OBJECT
+ public:
+  explicit TrafficChart(QWidget* parent = nullptr);
+  void showHistory(const MetricHistory& history) override;  // an empty history clears
+  void showSnapshot(const Snapshot& snapshot);              // its last step; none: left as it is
+  void clear();
+  void writeCsv(QTextStream& out) const override;
+  int pointCount() const override;
+
+  double unitBytes() const { return m_unit; }
+  // One stack layer per (op, group): keys rank - 0.21 (sent) and rank + 0.21 (received).
+  const QList<QCPBars*>& layers() const { return m_layers; }
+  static constexpr double kSentOffset = -0.21, kRecvOffset = 0.21;
+
+ private:
+  struct Row {
+    int rank = 0;
+    OpTraffic op;
+  };
+  QList<QCPBars*> m_layers;
+  std::vector<Row> m_rows;  // what is drawn, one per (rank, op, group)
+  double m_unit = 1;
+};
+
+}  // namespace paralab

@@ -1,0 +1,164 @@
+// Scripted runs (see scripted_run.h): the same window, session and export code as interactive
+// use, so what coursework automation writes is what the window shows.
+// See tests/app/tst_app.cpp (scriptedExport) and tests/app/tst_window.cpp.
+#include "export/scripted_run.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QTimer>
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <vector>
+
+#include "charts/chart.h"
+#include "charts/chart_hub.h"
+#include "command_line.h"
+#include "panels/config_panel.h"
+#include "main_window.h"
+
+namespace paralab {
+
+namespace {
+
+void printLine(FILE* stream, const QString& text) {
+  std::fprintf(stream, "paralab: %s\n", text.toLocal8Bit().constData());
+  std::fflush(stream);
+}
+
+// CPU time of the calling thread, ms: the GUI thread's own work, without the time the
+// training threads had the cores.
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+}  // namespace
+
+int runScripted(MainWindow& window, const CommandLine& commandLine) {
+  const QString dir = commandLine.exportDir;  // made by parseCommandLine
+  QObject::connect(&window, &MainWindow::runEnded, &window, [&](bool ok, const QString& error) {
+    if (!ok) {
+      printLine(stderr, QObject::tr("run failed: %1").arg(error));
+      QApplication::exit(window.history().isEmpty() && window.runState() != RunState::Failed ? 2
+                                                                                             : 1);
+      return;
+    }
+    QStringList written;
+    if (const QString err = window.exportAllTo(dir, &written); !err.isEmpty()) {
+      printLine(stderr, err);
+      QApplication::exit(1);
+      return;
+    }
+    const auto& h = window.history();
+    printLine(stdout,
+              QObject::tr("%1 steps, final loss %2 nats, %3 samples/s; wrote %4 files to %5")
+                  .arg(h.stepsSeen())
+                  .arg(h.rows().isEmpty() ? 0.0 : h.rows().back().loss, 0, 'f', 4)
+                  .arg(h.recentSamplesPerS(), 0, 'f', 0)
+                  .arg(written.size())
+                  .arg(dir));
+    QApplication::exit(0);
+  });
+  window.configPanel()->setConfig(commandLine.config);
+  QTimer::singleShot(0, &window, &MainWindow::start);
+  return QApplication::exec();
+}
+
+int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
+  RunConfig config = commandLine.config;
+  config.steps = 0;  // trains for as long as the benchmark lasts
+  if (auto err = config.validate()) {
+    printLine(stderr, QString::fromStdString(*err));
+    return 2;
+  }
+  window.configPanel()->setConfig(config);
+  window.show();
+  // The window's own timer is replaced by one that times each frame; same interval.
+  auto* poll = window.findChild<QTimer*>("pollTimer");
+  const int intervalMs = poll->interval();
+  window.start();
+  poll->stop();
+  QObject::disconnect(poll, nullptr, &window, nullptr);
+
+  std::vector<double> frames, lateness, polls, cpu;
+  std::map<QString, std::pair<double, int>> replots;  // per chart: summed replot ms, count
+  for (Chart* c : window.charts())
+    QObject::connect(c, &QCustomPlot::afterReplot, &window, [&replots, c] {
+      auto& [ms, n] = replots[c->stem()];
+      ms += c->replotTime();
+      ++n;
+    });
+  QElapsedTimer total, sinceTick;
+  total.start();
+  sinceTick.start();
+  QTimer tick;
+  tick.setInterval(intervalMs);
+  tick.setTimerType(Qt::PreciseTimer);
+  QObject::connect(&tick, &QTimer::timeout, &window, [&] {
+    // How late this tick came: time the GUI thread was busy with something else.
+    lateness.push_back(std::max(0.0, sinceTick.nsecsElapsed() / 1e6 - intervalMs));
+    sinceTick.restart();
+    QElapsedTimer frame;
+    frame.start();
+    const double cpu0 = threadCpuMs();
+    window.poll();
+    polls.push_back(frame.nsecsElapsed() / 1e6);
+    // The charts queue their replots and repaints; run them now, inside the measurement.
+    QCoreApplication::sendPostedEvents();
+    for (Chart* c : window.charts())
+      if (ChartHub::isInView(c)) c->repaint();
+    frames.push_back(frame.nsecsElapsed() / 1e6);
+    cpu.push_back(threadCpuMs() - cpu0);
+    if (total.elapsed() >= qint64(commandLine.benchFramesS) * 1000) QApplication::exit(0);
+  });
+  tick.start();
+  QApplication::exec();
+  const RunConfig& c = window.runConfig();
+  int visible = 0;
+  for (Chart* ch : window.charts()) visible += ChartHub::isInView(ch);
+  printLine(stdout, QObject::tr("frame bench: %1 ranks (%2), %3 s, %4 frames at %5 ms, %6 visible "
+                                "charts, %7 steps trained (%8 samples/s)")
+                        .arg(c.ranks)
+                        .arg(QString::fromStdString(c.strategy))
+                        .arg(commandLine.benchFramesS)
+                        .arg(frames.size())
+                        .arg(intervalMs)
+                        .arg(visible)
+                        .arg(window.history().stepsSeen())
+                        .arg(window.history().recentSamplesPerS(), 0, 'f', 0));
+  printLine(stdout, QObject::tr("frame ms (poll + repaint of visible charts): median %1, p95 %2, "
+                                "worst %3; tick lateness ms: median %4, worst %5")
+                        .arg(percentile(frames, 0.5), 0, 'f', 2)
+                        .arg(percentile(frames, 0.95), 0, 'f', 2)
+                        .arg(percentile(frames, 1.0), 0, 'f', 2)
+                        .arg(percentile(lateness, 0.5), 0, 'f', 2)
+                        .arg(percentile(lateness, 1.0), 0, 'f', 2));
+  printLine(stdout, QObject::tr("GUI thread CPU per frame ms: median %1, p95 %2, worst %3 (the "
+                                "rest of a frame's wall time the cores were busy training)")
+                        .arg(percentile(cpu, 0.5), 0, 'f', 2)
+                        .arg(percentile(cpu, 0.95), 0, 'f', 2)
+                        .arg(percentile(cpu, 1.0), 0, 'f', 2));
+  QStringList perChart;
+  const double seconds = total.elapsed() / 1000.0;
+  for (const auto& [stem, r] : replots)
+    perChart << QString("%1 %2 ms × %3/s")
+                    .arg(stem)
+                    .arg(r.first / std::max(1, r.second), 0, 'f', 2)
+                    .arg(r.second / seconds, 0, 'f', 1);
+  printLine(stdout, QObject::tr("of which poll (copy + chart data) median %1 ms; replots: %2")
+                        .arg(percentile(polls, 0.5), 0, 'f', 2)
+                        .arg(perChart.join(", ")));
+  window.reset();
+  return 0;
+}
+
+}  // namespace paralab

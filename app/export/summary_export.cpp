@@ -1,0 +1,293 @@
+// The run summary in Markdown and HTML (see summary_export.h).
+// See tests/app/tst_window.cpp (exportAllWritesEverything).
+#include "export/summary_export.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QHash>
+#include <QLocale>
+#include <QSaveFile>
+#include <QTextDocument>
+
+#include "charts/byte_units.h"
+#include "comm/link_model.h"
+#include "charts/memory_reference.h"
+#include "parallel/strategy.h"
+
+namespace paralab {
+
+namespace {
+
+QString num(double v, int decimals) { return QLocale::c().toString(v, 'f', decimals); }
+QString count(int64_t v) { return QLocale().toString(qlonglong(v)); }
+QString str(const std::string& s) { return QString::fromStdString(s); }
+
+// "sync — Synchronous data parallel: ..." from the engine's table.
+QString strategyLine(const RunConfig& c) {
+  try {
+    const StrategyInfo& s = strategyFor(c);
+    return QString("%1 — %2").arg(QString::fromLatin1(s.name), QString::fromUtf8(s.summary));
+  } catch (const std::exception&) {
+    return str(c.strategy);
+  }
+}
+
+QString linkLine(const RunConfig& c) {
+  if (c.link == "none") return QObject::tr("none: thread ranks share memory (real copies)");
+  try {
+    const LinkProfile p = loadLinkProfile(c.link);
+    return QObject::tr(
+               "%1 (%2 µs, %3 GB/s per direction) — **emulated**: transfers are held "
+               "back to this speed")
+        .arg(str(p.title))
+        .arg(p.latencyUs)
+        .arg(p.bandwidthGBps);
+  } catch (const std::exception&) {
+    return QObject::tr("%1 — **emulated**").arg(str(c.link));
+  }
+}
+
+void settingsSection(QStringList& md, const RunReport& r) {
+  const RunConfig& c = r.config;
+  md << QObject::tr("## What was switched on") << "" << QObject::tr("| Setting | Value |")
+     << "|---|---|";
+  auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
+  row(QObject::tr("Execution"),
+      c.ranks > 1
+          ? QObject::tr("parallel, %1 ranks (%2 backend), CPU").arg(c.ranks).arg(str(c.backend))
+          : QObject::tr("serial, 1 rank, CPU"));
+  row(QObject::tr("Strategy"), strategyLine(c));
+  if (c.ranks > 1) {
+    row(QObject::tr("ZeRO stage"), QString::number(c.zero));
+    row(QObject::tr("Layout"),
+        QObject::tr("dp %1 × tp %2 × pp %3; ep %4; sequence parallel %5; %6 micro-batches, %7")
+            .arg(c.dpDegree())
+            .arg(c.tp)
+            .arg(c.pp)
+            .arg(c.ep)
+            .arg(c.sp ? QObject::tr("on") : QObject::tr("off"))
+            .arg(c.microbatches)
+            .arg(str(c.schedule)));
+    row(QObject::tr("Scaling"), c.scaling == "weak"
+                                    ? QObject::tr("weak: batch %1 per rank").arg(c.batch)
+                                    : QObject::tr("strong: global batch %1").arg(c.batch));
+  }
+  row(QObject::tr("Interconnect"), linkLine(c));
+  row(QObject::tr("Model"),
+      (c.model == "moe"
+           ? QObject::tr("mixture of experts (E = %1, top-%2), ").arg(c.experts).arg(c.topk)
+           : QObject::tr("MLP, ")) +
+          QObject::tr("H = %1, L = %2, P = %3 parameters")
+              .arg(c.hidden)
+              .arg(c.layers)
+              .arg(count(r.parameterCount)));
+  row(QObject::tr("Data"),
+      QObject::tr("%1, global batch %2").arg(str(c.dataset)).arg(c.globalBatch()));
+  row(QObject::tr("Training"),
+      QObject::tr("%1, lr %2, seed %3").arg(str(c.optimizer)).arg(c.lr).arg(c.seed));
+  md << "";
+  if (!r.changes.isEmpty()) {
+    md << QObject::tr(
+              "Changed while training (live reconfiguration, the same parameters and "
+              "optimizer state re-sharded):")
+       << "";
+    for (const QString& change : r.changes) md << "- " + change;
+    md << "";
+  }
+}
+
+void measuredSection(QStringList& md, const RunReport& r) {
+  md << QObject::tr("## Measured") << ""
+     << QObject::tr(
+            "Every number here was measured in this run (clocks, the per-rank tracking "
+            "allocator, the communicator's byte counts)%1.")
+            .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
+                                         : QString())
+     << "" << QObject::tr("| Metric | Value |") << "|---|---|";
+  auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
+  row(QObject::tr("Steps"), QObject::tr("%1 (%2)").arg(count(r.steps)).arg(r.state));
+  if (r.last) {
+    row(QObject::tr("Final loss"), QObject::tr("%1 nats (last step); %2 nats (mean of the last %3)")
+                                       .arg(num(r.last->loss, 4))
+                                       .arg(num(r.lossMean, 4))
+                                       .arg(r.window));
+  }
+  row(QObject::tr("Test accuracy"), r.accuracyPercent ? QObject::tr("%1 % (at step %2)")
+                                                            .arg(num(*r.accuracyPercent, 2))
+                                                            .arg(qlonglong(*r.accuracyStep))
+                                                      : QObject::tr("not evaluated"));
+  row(QObject::tr("Mean step time"),
+      QObject::tr("%1 ms (last %2 steps)").arg(num(r.meanStepMs, 3)).arg(r.window));
+  row(QObject::tr("Throughput"),
+      QObject::tr("%1 samples/s (last %2 steps)").arg(num(r.samplesPerS, 0)).arg(r.window));
+  if (r.last && r.last->bubble)
+    row(QObject::tr("Pipeline bubble"),
+        QObject::tr("%1 % of the pipeline's time idle").arg(num(100 * *r.last->bubble, 1)));
+  if (r.last && r.last->staleness)
+    row(QObject::tr("Staleness"), QObject::tr("%1 updates").arg(num(*r.last->staleness, 2)));
+  if (r.last && r.last->spread) row(QObject::tr("Spread"), num(*r.last->spread, 5));
+  md << "";
+
+  if (!r.last || r.last->ranks.empty()) return;
+  md << QObject::tr("### Per rank, last step") << ""
+     << QObject::tr(
+            "| Rank | compute ms | comm ms | idle ms | bytes sent | bytes received | "
+            "params | grads | optimizer | activations | comm buffers | workspace | peak |")
+     << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+  for (const RankMetrics& k : r.last->ranks) {
+    QStringList cells = {QString::number(k.rank),
+                         num(k.computeMs, 3),
+                         num(k.commMs, 3),
+                         num(k.idleMs, 3),
+                         formatBytes(double(k.bytesSent)),
+                         formatBytes(double(k.bytesRecv))};
+    for (int i = 0; i < kMemCategories; ++i) cells << formatBytes(double(k.mem.current[size_t(i)]));
+    cells << formatBytes(double(k.mem.peakTotal));
+    md << "| " + cells.join(" | ") + " |";
+  }
+  md << "";
+}
+
+void referenceSection(QStringList& md, const RunReport& r) {
+  const RunConfig& c = r.config;
+  const int64_t P = r.parameterCount;
+  QStringList items;
+  if (auto ref = modelStatesReference(c, P)) {
+    QString line = QObject::tr(
+                       "- **Model states per rank** (ZeRO stage %1, Rajbhandari et al. "
+                       "2020; fp32): %2 with P = %3, N = %4 → %5")
+                       .arg(c.zero)
+                       .arg(ref->formula)
+                       .arg(count(P))
+                       .arg(c.dpDegree())
+                       .arg(formatBytes(ref->total()));
+    if (r.last && !r.last->ranks.empty()) {
+      const MemorySnapshot& m = r.last->ranks.front().mem;
+      const double measured =
+          double(m[MemCategory::Params] + m[MemCategory::Grads] + m[MemCategory::Optimizer]);
+      line += QObject::tr("; measured on rank 0: %1").arg(formatBytes(measured));
+    }
+    items << line;
+  }
+  const int n = c.dpDegree();
+  if (c.ranks > 1 && c.strategy == "sync" && c.zero == 0 && c.model == "mlp" && c.tp == 1 &&
+      c.pp == 1 && P > 0) {
+    const bool naive = c.allreduce == "naive";
+    const double bytes = naive ? (n - 1) * 4.0 * double(P) : 2.0 * (n - 1) / n * 4.0 * double(P);
+    QString line = naive ? QObject::tr(
+                               "- **All-reduce traffic per rank** (naive, every rank "
+                               "sends its gradients to every other): (N − 1) · 4P = %1")
+                               .arg(formatBytes(bytes))
+                         : QObject::tr(
+                               "- **All-reduce traffic per rank** (ring / direct, "
+                               "reduce-scatter + all-gather): 2(N − 1)/N · 4P = %1")
+                               .arg(formatBytes(bytes));
+    if (r.last && !r.last->ranks.empty())
+      line += QObject::tr("; measured bytes sent by rank 0 in the last step: %1")
+                  .arg(formatBytes(double(r.last->ranks.front().bytesSent)));
+    items << line;
+  }
+  if (r.last && r.last->bubbleReference)
+    items << QObject::tr(
+                 "- **Pipeline bubble**: (P − 1)/(M + P − 1) with P = %1 stages, M = %2 "
+                 "micro-batches = %3 %%4")
+                 .arg(c.pp)
+                 .arg(c.microbatches)
+                 .arg(num(100 * *r.last->bubbleReference, 1))
+                 .arg(r.last->bubble
+                          ? QObject::tr("; measured %1 %").arg(num(100 * *r.last->bubble, 1))
+                          : QString());
+  if (r.sweep && r.sweep->points.size() >= 2) {
+    items << (r.sweep->scaling == "weak"
+                  ? QObject::tr("- **Gustafson's law** (scaled speedup S(N) = N − s(N − 1)), "
+                                "fitted to the sweep: s = %1, R² = %2")
+                        .arg(num(r.sweep->gustafson.s, 3))
+                        .arg(num(r.sweep->gustafson.r2, 3))
+                  : QObject::tr("- **Amdahl's law** (S(N) = 1 / ((1 − p) + p/N)), fitted to the "
+                                "sweep: p = %1, R² = %2")
+                        .arg(num(r.sweep->amdahl.p, 3))
+                        .arg(num(r.sweep->amdahl.r2, 3)));
+    if (const std::string notes = fitNotes(*r.sweep); !notes.empty())
+      items.last() += ". " + QString::fromStdString(notes);
+  }
+  if (items.isEmpty()) return;
+  md << QObject::tr("## Reference formulas") << ""
+     << QObject::tr(
+            "Theory drawn beside the measurement, labelled as reference (see "
+            "lessons/reference/metrics.md).")
+     << "" << items << "";
+}
+
+void sweepSection(QStringList& md, const RunReport& r) {
+  if (!r.sweep || r.sweep->points.empty()) return;
+  md << QObject::tr("## Scaling sweep (%1 scaling%2)")
+            .arg(str(r.sweep->scaling))
+            .arg(r.sweep->cancelled ? QObject::tr(", cancelled") : QString())
+     << "" << QObject::tr("| Ranks | step ms (median) | samples/s | speedup | efficiency |")
+     << "|---:|---:|---:|---:|---:|";
+  for (const SweepPoint& p : r.sweep->points)
+    md << QString("| %1 | %2 | %3 | %4 | %5 % |")
+              .arg(p.ranks)
+              .arg(num(p.stepMs, 3))
+              .arg(num(p.samplesPerS, 0))
+              .arg(num(p.speedup, 2))
+              .arg(num(100 * p.efficiency, 0));
+  md << "";
+}
+
+QString write(const QString& path, const QByteArray& data) {
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(data) < 0 || !file.commit())
+    return QObject::tr("cannot write '%1': %2").arg(path, file.errorString());
+  return {};
+}
+
+}  // namespace
+
+QString summaryMarkdown(const RunReport& r) {
+  QStringList md;
+  md << QObject::tr("# ParaLab run summary") << ""
+     << QObject::tr(
+            "Written %1 by ParaLab %2. Numbers are measured in this run unless marked "
+            "*reference* (a formula) or **emulated** (a modelled interconnect).")
+            .arg(QDateTime::currentDateTime().toString(Qt::ISODate))
+            .arg(QCoreApplication::applicationVersion())
+     << "";
+  settingsSection(md, r);
+  measuredSection(md, r);
+  referenceSection(md, r);
+  sweepSection(md, r);
+  if (!r.files.isEmpty()) {
+    // One line per name: "`loss` .png .pdf .svg .csv".
+    QStringList stems;
+    QHash<QString, QStringList> suffixes;
+    for (const QString& f : r.files) {
+      const QString stem = f.section('.', 0, 0), suffix = f.section('.', 1);
+      if (!suffixes.contains(stem)) stems << stem;
+      suffixes[stem] << '.' + suffix;
+    }
+    md << QObject::tr("## Files") << "";
+    for (const QString& stem : stems)
+      md << QString("- `%1` %2").arg(stem, suffixes[stem].join(' '));
+    md << "";
+  }
+  return md.join('\n');
+}
+
+QString writeSummary(const QString& dir, const RunReport& report, QStringList* written) {
+  const QString md = summaryMarkdown(report);
+  const QString mdPath = QDir(dir).filePath("summary.md");
+  if (QString err = write(mdPath, md.toUtf8()); !err.isEmpty()) return err;
+  if (written) written->push_back(mdPath);
+  // One text, two renderings: QTextDocument reads the Markdown and writes HTML.
+  QTextDocument doc;
+  doc.setMarkdown(md);
+  doc.setMetaInformation(QTextDocument::DocumentTitle, QObject::tr("ParaLab run summary"));
+  const QString htmlPath = QDir(dir).filePath("summary.html");
+  if (QString err = write(htmlPath, doc.toHtml().toUtf8()); !err.isEmpty()) return err;
+  if (written) written->push_back(htmlPath);
+  return {};
+}
+
+}  // namespace paralab

@@ -1,0 +1,637 @@
+// LessonDock: the lessons panel (see lesson_dock.h). Renders a lesson page by page with
+// QTextBrowser's Markdown, glossary terms as links whose definition shows on hover.
+// See tests/lessons/tst_lessons_dock.cpp.
+#include "panels/lesson_dock.h"
+
+#include <QComboBox>
+#include <QCursor>
+#include <QDoubleValidator>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QSet>
+#include <QStackedWidget>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <QToolTip>
+#include <QUrl>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "engine_bridge.h"
+
+namespace paralab {
+
+using namespace paralab::lessons;
+
+namespace {
+QString number(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "∞" : "—";
+  if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale().toString(qint64(v));
+  return QLocale().toString(v, 'g', 4);
+}
+// "ranks 1, hidden 256, batch 256": the experiment's settings by their flag names, in a line
+// that wraps (compact JSON has no spaces to break at and would hold the dock wide).
+QString experimentText(const QJsonObject& experiment) {
+  QStringList parts;
+  for (auto it = experiment.begin(); it != experiment.end(); ++it) {
+    const QJsonValue v = it.value();
+    QString shown =
+        v.isString()   ? v.toString()
+        : v.isDouble() ? QString::number(v.toDouble(), 'g', 12)
+        : v.isBool()
+            ? (v.toBool() ? "on" : "off")
+            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact))
+                  .mid(1)
+                  .chopped(1);
+    parts << it.key() + " " + shown;
+  }
+  return parts.join(", ");
+}
+
+// A question, answer or card of lesson.md as rich text: one paragraph (the source's line breaks
+// are not the text's), `code` in the code font, everything else escaped.
+QString paragraphHtml(const QString& text) {
+  static const QRegularExpression code("`([^`]+)`");
+  QString html;
+  int at = 0;
+  const QString one = text.simplified();
+  for (auto it = code.globalMatch(one); it.hasNext();) {
+    const auto m = it.next();
+    html += one.mid(at, m.capturedStart() - at).toHtmlEscaped() + "<code>" +
+            m.captured(1).toHtmlEscaped() + "</code>";
+    at = int(m.capturedEnd());
+  }
+  return html + one.mid(at).toHtmlEscaped();
+}
+
+}  // namespace
+
+LessonDock::LessonDock(const QStringList& capabilities, QWidget* parent)
+    : LessonDock(capabilities, Paths{}, parent) {}
+
+LessonDock::LessonDock(const QStringList& capabilities, const Paths& paths, QWidget* parent)
+    : QDockWidget(tr("Lessons"), parent),
+      m_caps(capabilities),
+      m_paths(paths),
+      m_progress(paths.progress),
+      m_deck(paths.flashcards) {
+  setObjectName("lessonDock");
+  const LibraryResult lib = loadLessons(paths.lessons);
+  m_lessons = lib.lessons;
+  m_errors = lib.errors;
+  m_glossary = Glossary::load(paths.lessons + "/glossary.md", &m_errors);
+  build();
+  fillLessonList();
+  showProblems();
+  if (!m_lessons.isEmpty()) openLesson(0);
+}
+
+LessonDock::~LessonDock() = default;
+
+// [SECTION] Layout.
+
+void LessonDock::build() {
+  auto* root = new QWidget(this);
+  auto* v = new QVBoxLayout(root);
+  m_picker = new QComboBox(root);
+  m_picker->setObjectName("lessonPicker");
+  m_header = new QLabel(root);
+  m_problems = new QLabel(root);
+  m_problems->setObjectName("lessonProblems");
+  m_problems->setWordWrap(true);
+  m_problems->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_problems->setStyleSheet("color: #c0392b");
+  m_problems->hide();
+  m_header->setWordWrap(true);
+  m_text = new QTextBrowser(root);
+  m_text->setObjectName("lessonText");
+  m_text->setOpenLinks(false);
+  connect(m_text, &QTextBrowser::highlighted, this, [this](const QUrl& url) {
+    if (url.scheme() != "glossary") return QToolTip::hideText();
+    if (const GlossaryTerm* t = m_glossary.find(url.path()))
+      QToolTip::showText(
+          QCursor::pos(),
+          "<b>" + t->term.toHtmlEscaped() + "</b><br>" + t->definition.toHtmlEscaped(), m_text);
+  });
+
+  auto* nav = new QHBoxLayout;
+  m_prev = new QPushButton(tr("◀ Back"), root);
+  m_next = new QPushButton(tr("Next ▶"), root);
+  m_pageLabel = new QLabel(root);
+  nav->addWidget(m_prev);
+  nav->addStretch();
+  nav->addWidget(m_pageLabel);
+  nav->addStretch();
+  nav->addWidget(m_next);
+  connect(m_prev, &QPushButton::clicked, this, [this] { openPage(m_page - 1); });
+  connect(m_next, &QPushButton::clicked, this, [this] { openPage(m_page + 1); });
+
+  m_tools = new QStackedWidget(root);
+  m_tools->addWidget(new QWidget);  // nothing to do on this page
+
+  // Step tools: experiment, prediction, comparison, benchmark.
+  m_stepTools = new QWidget;
+  auto* sv = new QVBoxLayout(m_stepTools);
+  sv->setContentsMargins(0, 0, 0, 0);
+  auto* exp = new QGroupBox(tr("Experiment"), m_stepTools);
+  auto* ev = new QVBoxLayout(exp);
+  m_experimentLabel = new QLabel(exp);
+  m_experimentLabel->setWordWrap(true);
+  m_experimentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* eb = new QHBoxLayout;
+  m_apply = new QPushButton(tr("Apply to controls"), exp);
+  m_run = new QPushButton(tr("Run"), exp);
+  m_apply->setObjectName("lessonApply");
+  m_run->setObjectName("lessonRun");
+  eb->addWidget(m_apply);
+  eb->addWidget(m_run);
+  ev->addWidget(m_experimentLabel);
+  ev->addLayout(eb);
+  m_benchLabel = new QLabel(exp);
+  m_benchLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_benchLabel->setWordWrap(true);
+  ev->addWidget(m_benchLabel);
+  connect(m_apply, &QPushButton::clicked, this, [this] {
+    QString error;
+    if (const auto c = stepConfig(&error)) emit applyExperiment(*c);
+  });
+  connect(m_run, &QPushButton::clicked, this, [this] {
+    QString error;
+    const auto c = stepConfig(&error);
+    const Step* s = currentStep();
+    if (!c || !s) return;
+    m_measured.reset();
+    m_measureError.clear();
+    refreshComparison();
+    if (s->sweep)
+      emit runSweep(*c, s->sweep->ranks, s->sweep->steps, s->sweep->warmup);
+    else
+      emit runExperiment(*c);
+  });
+
+  auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
+  auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label
+  m_askLabel = new QLabel(pred);
+  m_askLabel->setWordWrap(true);
+  m_predictionEdit = new QLineEdit(pred);
+  m_predictionEdit->setObjectName("lessonPrediction");
+  m_predictionEdit->setValidator(new QDoubleValidator(m_predictionEdit));
+  m_lock = new QPushButton(tr("Lock in"), pred);
+  m_lock->setObjectName("lessonLock");
+  auto* pr = new QHBoxLayout;
+  pr->addWidget(m_predictionEdit);
+  pr->addWidget(m_lock);
+  pf->addWidget(m_askLabel);
+  pf->addLayout(pr);
+  connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
+  connect(m_predictionEdit, &QLineEdit::returnPressed, this, &LessonDock::lockPrediction);
+
+  m_comparison = new QLabel(m_stepTools);
+  m_comparison->setObjectName("lessonComparison");
+  m_comparison->setWordWrap(true);
+  m_comparison->setTextFormat(Qt::RichText);
+  sv->addWidget(exp);
+  sv->addWidget(pred);
+  sv->addWidget(m_comparison);
+  m_tools->addWidget(m_stepTools);
+
+  // Retrieval practice: filled per lesson, in a scroll area (a lesson asks several questions,
+  // each with room for an answer: more than the dock's height shares with the text).
+  m_retrievalPage = new QWidget;
+  m_retrievalLayout = new QVBoxLayout(m_retrievalPage);
+  m_retrievalLayout->setContentsMargins(0, 0, 0, 0);
+  m_retrievalScroll = new QScrollArea;
+  m_retrievalScroll->setObjectName("lessonRetrieval");
+  m_retrievalScroll->setWidget(m_retrievalPage);
+  m_retrievalScroll->setWidgetResizable(true);
+  m_retrievalScroll->setFrameShape(QFrame::NoFrame);
+  m_retrievalScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_tools->addWidget(m_retrievalScroll);
+
+  // Flashcards.
+  m_cardsPage = new QWidget;
+  auto* cv = new QVBoxLayout(m_cardsPage);
+  m_cardText = new QLabel(m_cardsPage);
+  m_cardText->setObjectName("lessonCard");
+  m_cardText->setWordWrap(true);
+  m_cardText->setTextFormat(Qt::RichText);
+  auto* cb = new QHBoxLayout;
+  m_show = new QPushButton(tr("Show answer"), m_cardsPage);
+  m_again = new QPushButton(tr("Again"), m_cardsPage);
+  m_hard = new QPushButton(tr("Hard"), m_cardsPage);
+  m_good = new QPushButton(tr("Good"), m_cardsPage);
+  m_again->setToolTip(tr("Start this card over: you will see it again in 10 minutes"));
+  m_hard->setToolTip(tr("Halve its interval"));
+  m_good->setToolTip(tr("Grow its interval (1 day, 6 days, then × its ease)"));
+  for (QPushButton* b : {m_show, m_again, m_hard, m_good}) cb->addWidget(b);
+  cv->addWidget(m_cardText);
+  cv->addLayout(cb);
+  cv->addStretch();
+  connect(m_show, &QPushButton::clicked, this, [this] {
+    m_cardRevealed = true;
+    showFlashcards();
+  });
+  auto grade = [this](Grade g) {
+    if (m_dueCards.isEmpty()) return;
+    m_deck.review(m_dueCards.first(), g);
+    showProblems();
+    nextCard();
+  };
+  connect(m_again, &QPushButton::clicked, this, [grade] { grade(Grade::Again); });
+  connect(m_hard, &QPushButton::clicked, this, [grade] { grade(Grade::Hard); });
+  connect(m_good, &QPushButton::clicked, this, [grade] { grade(Grade::Good); });
+  m_tools->addWidget(m_cardsPage);
+
+  v->addWidget(m_picker);
+  v->addWidget(m_header);
+  v->addWidget(m_problems);
+  v->addWidget(m_text, 1);
+  v->addWidget(m_tools);
+  v->addLayout(nav);
+  setWidget(root);
+  connect(m_picker, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i != m_lesson) openLesson(i);
+  });
+}
+
+void LessonDock::fillLessonList() {
+  for (const Lesson& l : m_lessons) {
+    const LessonProgress p = m_progress.lesson(l.slug);
+    const bool coming = !missingNeeds(l.needs, m_caps).isEmpty();
+    m_picker->addItem(
+        QString("%1. %2%3%4")
+            .arg(l.number)
+            .arg(l.title, coming ? tr(" — coming") : QString(), p.completed ? " ✓" : ""));
+  }
+}
+
+int LessonDock::pageCount() const {
+  return m_lesson < 0 ? 0 : int(m_lessons[m_lesson].steps.size()) + 3;
+}
+
+const Step* LessonDock::currentStep() const {
+  if (m_lesson < 0 || m_page < 1 || m_page > m_lessons[m_lesson].steps.size()) return nullptr;
+  return &m_lessons[m_lesson].steps[m_page - 1];
+}
+
+QStringList LessonDock::missingFor(const Step* step) const {
+  QStringList needs = m_lessons[m_lesson].needs;
+  if (step) needs << step->needs;
+  return missingNeeds(needs, m_caps);
+}
+
+std::optional<RunConfig> LessonDock::stepConfig(QString* error) const {
+  const Step* s = currentStep();
+  if (!s || !s->experiment || !missingFor(s).isEmpty()) return std::nullopt;
+  return configFromExperiment(*s->experiment, error);
+}
+
+// [SECTION] Pages.
+
+void LessonDock::openLesson(int index) {
+  if (index < 0 || index >= m_lessons.size()) return;
+  m_lesson = index;
+  m_picker->setCurrentIndex(index);
+  const Lesson& l = m_lessons[index];
+  QStringList why;
+  for (const QString& n : missingNeeds(l.needs, m_caps)) why << describeMissing(n);
+  m_header->setText(tr("%1 minutes. %2")
+                        .arg(l.minutes)
+                        .arg(why.isEmpty() ? QString() : tr("Coming: ") + why.join("; ")));
+  // Retrieval practice widgets for this lesson.
+  while (QLayoutItem* item = m_retrievalLayout->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  const LessonProgress p = m_progress.lesson(l.slug);
+  for (int i = 0; i < l.retrieval.size(); ++i) {
+    // The question in a wrapping label: a QGroupBox title does not wrap, and a long question
+    // would hold the whole dock at its width.
+    auto* box = new QGroupBox(m_retrievalPage);
+    auto* bv = new QVBoxLayout(box);
+    // Written over several lines in lesson.md; one paragraph here, wrapped to the dock.
+    auto* question =
+        new QLabel(QString("%1. %2").arg(i + 1).arg(paragraphHtml(l.retrieval[i].q)), box);
+    question->setTextFormat(Qt::RichText);
+    question->setObjectName("lessonQuestion");
+    question->setWordWrap(true);
+    question->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont bold = question->font();
+    bold.setBold(true);
+    question->setFont(bold);
+    bv->addWidget(question);
+    auto* edit = new QPlainTextEdit(p.answers.value(i), box);
+    edit->setPlaceholderText(tr("Write your answer first…"));
+    edit->setFixedHeight(4 * edit->fontMetrics().lineSpacing());  // a few lines; it scrolls
+    auto* answer = new QLabel(box);
+    answer->setWordWrap(true);
+    answer->setTextFormat(Qt::RichText);
+    answer->hide();  // until revealed: an empty label would still take a line
+    auto* reveal = new QPushButton(tr("Show the model answer"), box);
+    reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
+    connect(edit, &QPlainTextEdit::textChanged, reveal,
+            [edit, reveal] { reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty()); });
+    const QString slug = l.slug, a = paragraphHtml(l.retrieval[i].a);
+    connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
+      m_progress.setAnswer(slug, i, edit->toPlainText());
+      showProblems();
+      answer->setText(a);
+      answer->show();
+    });
+    bv->addWidget(edit);
+    bv->addWidget(reveal);
+    bv->addWidget(answer);
+    m_retrievalLayout->addWidget(box);
+  }
+  m_retrievalLayout->addStretch();
+  openPage(std::min(p.stepReached, pageCount() - 1));
+}
+
+void LessonDock::openPage(int page) {
+  if (m_lesson < 0) return;
+  m_page = std::clamp(page, 0, pageCount() - 1);
+  m_measured.reset();
+  m_measureError.clear();
+  const Lesson& l = m_lessons[m_lesson];
+  m_progress.reachStep(l.slug, m_page);
+  if (m_page == pageCount() - 1) m_progress.complete(l.slug);
+  showProblems();
+  showPage();
+}
+
+QString LessonDock::linkedMarkdown(const QString& markdown) const {
+  // [[term]] and [[term|words]] become links; then the first plain occurrence of every other
+  // glossary term. A link's target is glossary:<term>; hovering it shows the definition.
+  auto link = [](const QString& shown, const QString& term) {
+    return QString("[%1](glossary:%2)")
+        .arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
+  };
+  static const QRegularExpression ref("\\[\\[([^\\]|]+)(?:\\|([^\\]]*))?\\]\\]");
+  QString md;
+  QSet<QString> linked;
+  int at = 0;
+  for (auto it = ref.globalMatch(markdown); it.hasNext();) {
+    const auto m = it.next();
+    const GlossaryTerm* t = m_glossary.find(m.captured(1));
+    const QString shown = m.captured(2).isEmpty() ? m.captured(1) : m.captured(2);
+    md += markdown.mid(at, m.capturedStart() - at) + (t ? link(shown, t->term) : shown);
+    if (t) linked << t->term;
+    at = int(m.capturedEnd());
+  }
+  md += markdown.mid(at);
+  QList<TermMatch> firsts;
+  for (const TermMatch& m : m_glossary.findIn(md)) {
+    if (linked.contains(m.term)) continue;
+    // Inside a link made above ("[words](glossary:...)"): a '[' opened before it and not closed.
+    if (md.lastIndexOf('[', m.start) > md.lastIndexOf(']', m.start)) continue;
+    if (md.lastIndexOf("(glossary:", m.start) > md.lastIndexOf(')', m.start)) continue;
+    // Not in a heading (a link there would lose the heading's weight) nor in `code`.
+    const int lineStart = int(md.lastIndexOf('\n', m.start)) + 1;
+    if (md.mid(lineStart, 1) == "#") continue;
+    if (md.mid(lineStart, m.start - lineStart).count('`') % 2 == 1) continue;
+    linked << m.term;
+    firsts << m;
+  }
+  for (int i = int(firsts.size()) - 1; i >= 0; --i)
+    md.replace(firsts[i].start, firsts[i].length,
+               link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
+  return md;
+}
+
+void LessonDock::showPage() {
+  const Lesson& l = m_lessons[m_lesson];
+  const int steps = int(l.steps.size());
+  QString md;
+  if (m_page == 0) {
+    md = "## " + l.title + "\n\n**" + tr("You will be able to:") + "**\n\n";
+    for (const QString& o : l.objectives) md += "- " + o + "\n";
+    md += "\n" + l.intro;
+    m_pageLabel->setText(tr("Introduction"));
+    m_tools->setCurrentIndex(0);
+  } else if (const Step* s = currentStep()) {
+    md = "### " + tr("Step %1: %2").arg(m_page).arg(s->title) + "\n\n" + s->markdown;
+    m_pageLabel->setText(tr("Step %1 of %2").arg(m_page).arg(steps));
+    showStepTools(*s);
+  } else if (m_page == steps + 1) {
+    md = "### " + tr("Retrieval practice") + "\n\n" +
+         tr("Answer each question in writing, then compare with the model answer.");
+    m_pageLabel->setText(tr("Retrieval practice"));
+    m_tools->setCurrentWidget(m_retrievalScroll);
+  } else {
+    md = "### " + tr("Flashcards");
+    m_pageLabel->setText(tr("Flashcards"));
+    m_dueCards.clear();
+    QStringList ids;
+    for (const Card& c : l.cards) ids << FlashcardDeck::cardId(l.slug, c.q);
+    m_dueCards = m_deck.due(ids);
+    m_cardRevealed = false;
+    showFlashcards();
+    m_tools->setCurrentWidget(m_cardsPage);
+  }
+  // Only the page shown asks for room: a stacked widget is otherwise as tall and wide as its
+  // largest page, and the step tools would stand in the retrieval page's height.
+  for (int i = 0; i < m_tools->count(); ++i) {
+    const auto policy =
+        i == m_tools->currentIndex() ? QSizePolicy::Preferred : QSizePolicy::Ignored;
+    m_tools->widget(i)->setSizePolicy(policy, policy);
+  }
+  m_tools->updateGeometry();
+  // Retrieval practice and flashcards are the page's work: they get most of the height, the
+  // text above holds only a heading and a line of instructions.
+  const bool practice =
+      m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage;
+  if (auto* column = qobject_cast<QBoxLayout*>(widget()->layout())) {
+    column->setStretchFactor(m_text, 1);
+    column->setStretchFactor(m_tools, practice ? 4 : 0);
+  }
+  m_text->setMarkdown(linkedMarkdown(md));
+  // On those pages the text is as tall as its heading and instructions, no taller.
+  if (practice) {
+    QTextDocument* doc = m_text->document();
+    doc->setTextWidth(m_text->viewport()->width());
+    m_text->setMaximumHeight(int(std::ceil(doc->size().height())) + 2 * m_text->frameWidth() +
+                             m_text->fontMetrics().lineSpacing());
+  } else {
+    m_text->setMaximumHeight(QWIDGETSIZE_MAX);
+  }
+  m_prev->setEnabled(m_page > 0);
+  m_next->setEnabled(m_page < pageCount() - 1);
+  widget()->layout()->activate();  // the page's new proportions now, not at the next event
+  fitWrappedLabels();
+}
+
+void LessonDock::resizeEvent(QResizeEvent* event) {
+  QDockWidget::resizeEvent(event);
+  fitWrappedLabels();
+}
+
+// Qt's layouts size a word-wrapped label by a hint taken at some other width (the stack and the
+// group boxes pass on minimums, not heights at this width), which cuts the last lines of a step's
+// texts in a narrow dock. So each label, then each box, then the stack gets, as its minimum, the
+// height it needs at the width it has now; widths do not depend on these heights, so one pass
+// settles the page. tst_lessons_dock checks every page of every lesson at 380 px.
+void LessonDock::fitWrappedLabels() {
+  if (!widget() || !widget()->layout()) return;
+  for (QLabel* label : m_stepTools->findChildren<QLabel*>())
+    if (label->wordWrap())
+      label->setMinimumHeight(label->isVisible() ? label->heightForWidth(label->width()) : 0);
+  for (QGroupBox* box : m_stepTools->findChildren<QGroupBox*>()) {
+    box->layout()->invalidate();
+    box->setMinimumHeight(box->isVisible() ? box->layout()->totalHeightForWidth(box->width()) : 0);
+  }
+  m_stepTools->layout()->invalidate();
+  const bool step = m_tools->currentWidget() == m_stepTools;
+  m_tools->setMinimumHeight(step ? m_stepTools->layout()->totalHeightForWidth(m_tools->width())
+                                 : 0);
+  widget()->layout()->activate();
+}
+
+void LessonDock::showStepTools(const Step& s) {
+  const QStringList missing = missingFor(&s);
+  m_tools->setCurrentWidget(m_stepTools);
+  m_experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
+  m_experimentLabel->setVisible(s.experiment.has_value());
+  if (s.experiment)
+    m_experimentLabel->setText(experimentText(*s.experiment) +
+                               (s.sweep ? tr("  — swept over %1 ranks").arg([&] {
+                                 QStringList r;
+                                 for (int n : s.sweep->ranks) r << QString::number(n);
+                                 return r.join(", ");
+                               }())
+                                        : QString()));
+  QString why;
+  for (const QString& n : missing) why += describeMissing(n) + "\n";
+  for (QPushButton* b : {m_apply, m_run}) {
+    b->setVisible(s.experiment.has_value());
+    b->setEnabled(missing.isEmpty());
+    b->setToolTip(why.trimmed());
+  }
+  m_run->setText(s.sweep ? tr("Run sweep") : tr("Run"));
+  m_benchLabel->setVisible(s.bench.has_value());
+  if (s.bench)
+    m_benchLabel->setText(
+        tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
+            .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
+                 missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
+  m_askLabel->parentWidget()->setVisible(s.prediction.has_value());
+  if (s.prediction) {
+    m_askLabel->setText(s.prediction->ask +
+                        (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
+    const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
+    m_predictionEdit->setText(saved.contains(m_page) ? QString::number(saved.value(m_page), 'g', 10)
+                                                     : QString());
+  }
+  refreshComparison();
+}
+
+void LessonDock::lockPrediction() {
+  bool ok = false;
+  const double v = QLocale().toDouble(m_predictionEdit->text(), &ok);
+  if (!ok) return;
+  m_progress.setPrediction(m_lessons[m_lesson].slug, m_page, v);
+  showProblems();
+  refreshComparison();
+}
+
+QStringList LessonDock::problems() const {
+  QStringList all = m_errors;
+  for (const QString& e : {m_progress.error(), m_deck.error()})
+    if (!e.isEmpty()) all << e;
+  return all;
+}
+
+void LessonDock::showProblems() {
+  const QStringList all = problems();
+  m_problems->setText(all.join('\n'));
+  m_problems->setVisible(!all.isEmpty());
+}
+
+void LessonDock::refreshComparison() {
+  m_comparison->setText(comparisonText());
+  fitWrappedLabels();  // the comparison grows when the measurement arrives
+}
+
+QString LessonDock::comparisonText() const {
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return {};
+  const Prediction& p = *s->prediction;
+  const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
+  if (!saved.contains(m_page)) return tr("Lock in your prediction to see the reference.");
+  const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
+  QString error;
+  const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
+  // Three rows, the values lined up; what each value comes from (the formula, the metric) in
+  // a smaller line under it, where a narrow dock can wrap it.
+  auto row = [](const QString& label, const QString& value, const QString& source) {
+    return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3</td></tr>")
+        .arg(label, value,
+             source.isEmpty() ? QString()
+                              : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>");
+  };
+  QString html = "<table cellspacing='0' cellpadding='2'>";
+  html += row(tr("Your prediction"), number(saved.value(m_page)) + unit, QString());
+  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula);
+  if (s->compare) {
+    const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
+    const QString measured = m_measured                 ? number(*m_measured) + cu
+                             : m_measureError.isEmpty() ? tr("— (run the experiment)")
+                                                        : m_measureError.toHtmlEscaped();
+    html += row(tr("Measured"), measured, s->compare->metric);
+  }
+  html += "</table>";
+  if (!p.reasoning.isEmpty())
+    html += tr("<p><b>Where the reference comes from:</b> %1</p>").arg(p.reasoning.toHtmlEscaped());
+  if (s->compare && m_measured)
+    html +=
+        tr("<p><b>Measured against reference:</b> %1</p>").arg(s->compare->explain.toHtmlEscaped());
+  return html;
+}
+
+void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
+  const Step* s = currentStep();
+  if (!s || !s->compare || s->sweep) return;
+  m_measured = measuredValue(*s->compare, steps, &m_measureError);
+  refreshComparison();
+}
+
+void LessonDock::showSweepResult(const QJsonObject& sweep) {
+  const Step* s = currentStep();
+  if (!s || !s->compare || !s->sweep) return;
+  m_measured = measuredValue(*s->compare, sweep, &m_measureError);
+  refreshComparison();
+}
+
+// [SECTION] Flashcards.
+
+void LessonDock::showFlashcards() {
+  const Lesson& l = m_lessons[m_lesson];
+  const bool any = !m_dueCards.isEmpty();
+  for (QPushButton* b : {m_again, m_hard, m_good}) b->setVisible(any && m_cardRevealed);
+  m_show->setVisible(any && !m_cardRevealed);
+  if (!any) {
+    m_cardText->setText(tr("No cards of this lesson are due. Come back tomorrow."));
+    return;
+  }
+  for (const Card& c : l.cards)
+    if (FlashcardDeck::cardId(l.slug, c.q) == m_dueCards.first()) {
+      m_cardText->setText(tr("%1 due").arg(m_dueCards.size()) + "<p>" + paragraphHtml(c.q) +
+                          (m_cardRevealed ? "<p>" + paragraphHtml(c.a) : QString()));
+      return;
+    }
+}
+
+void LessonDock::nextCard() {
+  m_dueCards.removeFirst();
+  m_cardRevealed = false;
+  showFlashcards();
+}
+
+}  // namespace paralab

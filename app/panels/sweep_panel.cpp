@@ -1,0 +1,207 @@
+// SweepPanel: settings, progress and table of a scaling sweep (see sweep_panel.h).
+// See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
+#include "panels/sweep_panel.h"
+
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "sweep_runner.h"
+
+namespace paralab {
+
+SweepPanel::SweepPanel(std::function<RunConfig()> baseConfig, QWidget* parent)
+    : QWidget(parent), m_baseConfig(std::move(baseConfig)), m_runner(new SweepRunner(this)) {
+  m_ranks = new QLineEdit("1, 2, 4, 8");
+  m_ranks->setObjectName("sweepRanks");
+  m_ranks->setToolTip(
+      tr("Rank counts to measure, separated by commas. The 1-rank run is the "
+         "baseline every speedup is measured against (added when missing)."));
+  m_steps = new QSpinBox;
+  m_steps->setObjectName("sweepSteps");
+  m_steps->setRange(1, 10000);
+  m_steps->setValue(20);
+  m_steps->setToolTip(
+      tr("Steps timed at each rank count; the median step time is used, so one "
+         "slow step (a page fault, another program) does not skew the point."));
+  m_warmup = new QSpinBox;
+  m_warmup->setObjectName("sweepWarmup");
+  m_warmup->setRange(0, 1000);
+  m_warmup->setValue(3);
+  m_warmup->setToolTip(
+      tr("Steps run first at each rank count and not timed (caches, thread "
+         "start-up, first allocations)."));
+  m_runButton = new QPushButton(tr("Run sweep"));
+  m_runButton->setObjectName("sweepRun");
+  m_runButton->setToolTip(
+      tr("Train the current settings at each rank count in the background "
+         "and draw the speedup chart; the window stays usable"));
+  m_cancelButton = new QPushButton(tr("Cancel"));
+  m_cancelButton->setObjectName("sweepCancel");
+  m_cancelButton->setToolTip(tr("Stop after the step in flight; the points finished are kept"));
+  m_cancelButton->setEnabled(false);
+  m_progress = new QProgressBar;
+  m_progress->setObjectName("sweepProgress");
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  m_progress->setToolTip(tr("Steps done of all the sweep's steps (warm-up included)"));
+  m_status = new QLabel;
+  m_status->setObjectName("sweepStatus");
+  m_status->setWordWrap(true);
+  m_table = new QTableWidget(0, 5);
+  m_table->setObjectName("sweepTable");
+  m_table->setHorizontalHeaderLabels(
+      {tr("ranks"), tr("step ms"), tr("samples/s"), tr("speedup"), tr("efficiency")});
+  m_table->verticalHeader()->setVisible(false);
+  m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->setToolTip(
+      tr("Measured: median step time at each rank count. Speedup T1/TN (strong) "
+         "or N·T1/TN (weak, scaled); efficiency = speedup / N."));
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("Ranks"), m_ranks);
+  form->addRow(tr("Timed steps"), m_steps);
+  form->addRow(tr("Warm-up steps"), m_warmup);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(m_runButton);
+  buttons->addWidget(m_cancelButton);
+  buttons->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addLayout(buttons);
+  layout->addWidget(m_progress);
+  layout->addWidget(m_status);
+  layout->addWidget(m_table, 1);
+
+  connect(m_runButton, &QPushButton::clicked, this, [this] { run(); });
+  connect(m_cancelButton, &QPushButton::clicked, this, &SweepPanel::cancel);
+  connect(m_runner, &SweepRunner::progress, this, [this](int done, int total) {
+    m_progress->setRange(0, total);
+    m_progress->setValue(done);
+  });
+  connect(m_runner, &SweepRunner::finished, this, &SweepPanel::onFinished);
+}
+
+bool SweepPanel::isRunning() const { return m_runner->isRunning(); }
+
+void SweepPanel::setRanks(const QString& list) { m_ranks->setText(list); }
+
+void SweepPanel::setSteps(int steps, int warmup) {
+  m_steps->setValue(steps);
+  m_warmup->setValue(warmup);
+}
+
+QString SweepPanel::run() {
+  if (isRunning()) return tr("a sweep is running");
+  // The engine's own parser, so the panel accepts exactly what --sweep does.
+  std::vector<int> ranks;
+  QString why;
+  try {
+    QString spec = m_ranks->text();
+    spec.remove(' ');
+    ranks = parseSweep("ranks=" + spec.toStdString());
+  } catch (const std::exception& e) {
+    why = QString::fromStdString(e.what());
+  }
+  const RunConfig base = m_baseConfig();
+  if (why.isEmpty()) {
+    std::vector<int> all = ranks;
+    if (all.empty() || all.front() != 1) all.insert(all.begin(), 1);
+    for (int n : all) {  // every point must be a valid run, said before any is started
+      RunConfig c = base;
+      c.ranks = n;
+      if (auto err = c.validate()) {
+        const QString e = QString::fromStdString(*err);
+        why = n == 1 ? tr("at 1 rank: %1").arg(e) : tr("at %1 ranks: %2").arg(n).arg(e);
+        break;
+      }
+    }
+  }
+  if (!why.isEmpty()) {
+    // Nothing of an earlier sweep stays on show as if it answered these settings.
+    m_table->setRowCount(0);
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    m_status->setText(tr("Cannot sweep: %1. Change the settings or the rank counts, then Run "
+                         "sweep again.")
+                          .arg(why));
+    return why;
+  }
+  m_beforeNote = m_beforeRun ? m_beforeRun() : QString();
+  const QString& before = m_beforeNote;
+  m_swept = base;
+  m_table->setRowCount(0);
+  m_runner->start(base, ranks, m_steps->value(), m_warmup->value());
+  m_status->setText((before.isEmpty() ? QString() : before + ' ') +
+                    tr("Measuring %1 scaling… (the window stays usable)")
+                        .arg(QString::fromStdString(base.scaling)));
+  m_progress->setRange(0, 0);  // busy until the first report
+  m_runButton->setEnabled(false);
+  m_cancelButton->setEnabled(true);
+  emit runningChanged(true);
+  return {};
+}
+
+void SweepPanel::cancel() {
+  if (!isRunning()) return;
+  m_runner->cancel();
+  m_status->setText(tr("Cancelling after the step in flight…"));
+}
+
+void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
+  m_runButton->setEnabled(true);
+  m_cancelButton->setEnabled(false);
+  m_progress->setRange(0, 1);
+  m_progress->setValue(error.isEmpty() && !result.cancelled ? 1 : 0);
+  emit runningChanged(false);
+  if (!error.isEmpty()) {
+    m_status->setText(tr("The sweep failed: %1").arg(error) +
+                      (m_beforeNote.isEmpty() ? QString() : "\n" + m_beforeNote));
+    return;
+  }
+  m_result = result;
+  showTable(result);
+  QString fit;
+  if (result.points.size() >= 2) {
+    fit = result.scaling == "weak"
+              ? tr("Gustafson fit (reference): serial fraction s = %1, R² = %2")
+                    .arg(result.gustafson.s, 0, 'f', 3)
+                    .arg(result.gustafson.r2, 0, 'f', 3)
+              : tr("Amdahl fit (reference): parallel fraction p = %1, R² = %2")
+                    .arg(result.amdahl.p, 0, 'f', 3)
+                    .arg(result.amdahl.r2, 0, 'f', 3);
+    if (const std::string notes = fitNotes(result); !notes.empty())
+      fit += ". " + QString::fromStdString(notes);
+  }
+  m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
+                                      : tr("Done: %1 points. ").arg(result.points.size())) +
+                    fit + (m_beforeNote.isEmpty() ? QString() : "\n" + m_beforeNote));
+  emit sweepFinished(result);
+}
+
+void SweepPanel::showTable(const SweepResult& result) {
+  m_table->setRowCount(int(result.points.size()));
+  for (int i = 0; i < int(result.points.size()); ++i) {
+    const SweepPoint& p = result.points[size_t(i)];
+    const QStringList cells = {QString::number(p.ranks), QString::number(p.stepMs, 'f', 2),
+                               QLocale().toString(p.samplesPerS, 'f', 0),
+                               QString::number(p.speedup, 'f', 2),
+                               QString("%1 %").arg(100 * p.efficiency, 0, 'f', 0)};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      m_table->setItem(i, c, item);
+    }
+  }
+}
+
+}  // namespace paralab
