@@ -625,7 +625,8 @@ void MainWindow::updateConfigNote() {
                                 : QString());
 }
 
-void MainWindow::showError(const QString& message) { statusBar()->showMessage(message, 15000); }
+// Until the next message: a learner who looked away still reads what went wrong.
+void MainWindow::showError(const QString& message) { statusBar()->showMessage(message); }
 
 // [SECTION] Scaling sweep
 
@@ -650,24 +651,30 @@ void MainWindow::showSweep(const SweepResult& result) {
 
 // [SECTION] Files: export, settings
 
+// Where exports go is said until the next message: a learner looks for the files later.
 void MainWindow::exportCurrentChart() {
   m_hub->refreshAll();
+  QDir().mkpath(Settings::exportDir());  // the dialog opens where the files will go
   ExportPanel panel(m_currentChart, Settings::exportDir(), this);
   if (panel.exec() != QDialog::Accepted) return;
   const QString err = panel.exportNow();
-  Settings::setExportDir(QFileInfo(panel.path()).absolutePath());
-  statusBar()->showMessage(err.isEmpty() ? tr("Wrote %1").arg(panel.path()) : err, 10000);
+  if (err.isEmpty()) Settings::setExportDir(QFileInfo(panel.path()).absolutePath());
+  statusBar()->showMessage(
+      err.isEmpty() ? tr("Wrote %1").arg(QDir::toNativeSeparators(panel.path())) : err);
 }
 
 void MainWindow::exportAllCharts() {
+  QDir().mkpath(Settings::exportDir());
   const QString dir =
       QFileDialog::getExistingDirectory(this, tr("Export All to Folder"), Settings::exportDir());
   if (dir.isEmpty()) return;
-  Settings::setExportDir(dir);
   QStringList written;
   const QString err = exportAllTo(dir, &written);
-  statusBar()->showMessage(
-      err.isEmpty() ? tr("Wrote %1 files to %2").arg(written.size()).arg(dir) : err, 10000);
+  if (err.isEmpty()) Settings::setExportDir(dir);
+  statusBar()->showMessage(err.isEmpty() ? tr("Wrote %1 files to %2")
+                                               .arg(written.size())
+                                               .arg(QDir::toNativeSeparators(dir))
+                                         : err);
 }
 
 RunReport MainWindow::report() const {
@@ -741,9 +748,10 @@ void MainWindow::openConfig() {
 }
 
 void MainWindow::saveConfig() {
-  const QString path = QFileDialog::getSaveFileName(
+  const QString chosen = QFileDialog::getSaveFileName(
       this, tr("Save Run Settings"), "paralab-run.json", tr("JSON settings (*.json)"));
-  if (path.isEmpty()) return;
+  if (chosen.isEmpty()) return;
+  const QString path = Settings::withJsonSuffix(chosen);
   QSaveFile file(path);
   const std::string text = m_configPanel->config().toJson().dump(2) + "\n";
   if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
@@ -751,7 +759,7 @@ void MainWindow::saveConfig() {
     showError(tr("cannot write '%1': %2").arg(path, file.errorString()));
     return;
   }
-  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
 }
 
 // [SECTION] Window state and theme

@@ -3,6 +3,7 @@
 #include "settings.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QSettings>
 #include <QStandardPaths>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,10 @@ QString Settings::exportDir() {
   return open()
       ->value("export/dir", QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
       .toString();
+}
+
+QString Settings::withJsonSuffix(const QString& path) {
+  return QFileInfo(path).suffix().isEmpty() ? path + ".json" : path;
 }
 
 void Settings::setExportDir(const QString& dir) { open()->setValue("export/dir", dir); }

@@ -29,6 +29,8 @@ class Settings {
   static Theme theme();
   static void setTheme(Theme theme);
   static QString exportDir();  // the folder exports were last written to (else Documents)
+  // A settings file name as saved: "run" becomes "run.json" (a name with a suffix is kept).
+  static QString withJsonSuffix(const QString& path);
   static void setExportDir(const QString& dir);
   static QByteArray windowGeometry();
   static QByteArray windowState();

@@ -121,6 +121,9 @@ QString saveCsv(const Chart& chart, const QString& path) {
 }  // namespace
 
 QString exportChart(Chart& chart, const QString& path, ExportFormat format, QSize size) {
+  // The first export of a new account goes to a Documents folder that may not exist yet.
+  if (const QString dir = QFileInfo(path).absolutePath(); !QDir().mkpath(dir))
+    return QObject::tr("export: cannot create folder '%1'").arg(dir);
   switch (format) {
     case ExportFormat::Png:
       return savePng(chart, path, size);

@@ -24,7 +24,8 @@ QString exportSuffix(ExportFormat format);
 // Size of an export in pixels (PNG) or points (PDF, SVG): a 16:10 figure that fits a page.
 inline constexpr QSize kDefaultExportSize{1200, 750};
 
-// Writes `chart` to `path` in `format`; returns "" or one line saying what failed.
+// Writes `chart` to `path` in `format`, creating its folder when needed; returns "" or one line
+// saying what failed.
 QString exportChart(Chart& chart, const QString& path, ExportFormat format,
                     QSize size = kDefaultExportSize);
 // Writes every chart in every format into `dir` (<stem>.png, .pdf, .svg, .csv), creating the

@@ -5,6 +5,8 @@
 // Run: ctest -R tst_window_trust --output-on-failure
 #include <QComboBox>
 #include <QDockWidget>
+#include <QFileInfo>
+#include <QTemporaryDir>
 #include <QFormLayout>
 #include <QLabel>
 #include <QProgressBar>
@@ -14,8 +16,11 @@
 #include <QTest>
 
 #include "charts/chart_hub.h"
-#include "panels/config_panel.h"
 #include "charts/loss_chart.h"
+#include "export/chart_export.h"
+#include "panels/config_panel.h"
+#include "panels/export_panel.h"
+#include "settings.h"
 #include "main_window.h"
 #include "charts/speedup_chart.h"
 #include "panels/sweep_panel.h"
@@ -74,6 +79,7 @@ class TestWindowTrust : public QObject {
   void sweepPausesATrainingRunFirst();
   void sweepThatCannotRunClearsItsTable();
   void noSettingStrandsTheLearner();
+  void exportsCreateTheirFolder();
 };
 
 // Run A (H=32), sweep B (H=48, 1 and 2 ranks), run C (H=64, 2 ranks), Reset: each chart says
@@ -249,6 +255,29 @@ void TestWindowTrust::noSettingStrandsTheLearner() {
   // Back to sync, the stage the learner chose is there again.
   strategy->setCurrentIndex(strategy->findData("sync"));
   QCOMPARE(panel.config().zero, 2);
+}
+
+// A first export on a new account goes to a Documents folder that does not exist yet; a
+// settings file saved as "run" is "run.json".
+void TestWindowTrust::exportsCreateTheirFolder() {
+  QTemporaryDir dir;
+  MainWindow w;
+  const QString nested = dir.filePath("Documents/ParaLab/figures/loss.png");
+  QCOMPARE(exportChart(*w.charts().first(), nested, ExportFormat::Png), QString());
+  QVERIFY(QFileInfo(nested).size() > 0);
+  const QString pdf = dir.filePath("other/loss.pdf");
+  QCOMPARE(ExportPanel::exportChartAt(*w.charts().first(), pdf, ExportFormat::Pdf, QSize(800, 500), 96),
+           QString());
+  QVERIFY(QFileInfo(pdf).size() > 0);
+  // A place that cannot be a folder is said, naming it.
+  const QString blocked = dir.filePath("file");
+  QFile(blocked).open(QIODevice::WriteOnly);
+  const QString err = exportChart(*w.charts().first(), blocked + "/loss.png", ExportFormat::Png);
+  QVERIFY2(err.contains(blocked), qPrintable(err));
+
+  QCOMPARE(Settings::withJsonSuffix("/tmp/run"), QString("/tmp/run.json"));
+  QCOMPARE(Settings::withJsonSuffix("/tmp/run.json"), QString("/tmp/run.json"));
+  QCOMPARE(Settings::withJsonSuffix("/tmp/run.cfg"), QString("/tmp/run.cfg"));
 }
 
 QTEST_MAIN(TestWindowTrust)
