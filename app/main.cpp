@@ -13,10 +13,10 @@
 #include <sstream>
 
 #include "command_line.h"
-#include "panels/config_panel.h"
-#include "main_window.h"
-#include "platform.h"
 #include "export/scripted_run.h"
+#include "main_window.h"
+#include "panels/config_panel.h"
+#include "platform.h"
 #include "settings.h"
 #include "theme.h"
 

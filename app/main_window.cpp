@@ -21,24 +21,24 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "export/chart_export.h"
 #include "charts/chart_hub.h"
-#include "export/chrome_trace.h"
-#include "panels/config_panel.h"
-#include "engine_bridge.h"
-#include "panels/export_panel.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
-#include "panels/lesson_dock.h"
 #include "charts/link_heatmap.h"
 #include "charts/loss_chart.h"
 #include "charts/memory_chart.h"
 #include "charts/speedup_chart.h"
-#include "panels/sweep_panel.h"
-#include "theme.h"
 #include "charts/throughput_chart.h"
 #include "charts/timeline_chart.h"
 #include "charts/traffic_chart.h"
+#include "engine_bridge.h"
+#include "export/chart_export.h"
+#include "export/chrome_trace.h"
+#include "panels/config_panel.h"
+#include "panels/export_panel.h"
+#include "panels/lesson_dock.h"
+#include "panels/sweep_panel.h"
+#include "theme.h"
 
 // Resources of a static library are registered by hand (outside any namespace).
 static void initParalabResources() { Q_INIT_RESOURCE(paralab); }

@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "charts/metric_history.h"
+#include "export/summary_export.h"
 #include "session.h"
 #include "settings.h"
-#include "export/summary_export.h"
 #include "train/sweep.h"
 
 class QAction;

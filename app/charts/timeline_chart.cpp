@@ -11,9 +11,9 @@
 
 #include "charts/byte_units.h"
 #include "charts/chart_colors.h"
-#include "export/chrome_trace.h"
 #include "charts/metric_history.h"
 #include "charts/rect_layer.h"
+#include "export/chrome_trace.h"
 
 namespace paralab {
 

@@ -15,8 +15,8 @@
 #include "charts/chart.h"
 #include "charts/chart_hub.h"
 #include "command_line.h"
-#include "panels/config_panel.h"
 #include "main_window.h"
+#include "panels/config_panel.h"
 
 namespace paralab {
 

@@ -11,8 +11,8 @@
 #include <QTextDocument>
 
 #include "charts/byte_units.h"
-#include "comm/link_model.h"
 #include "charts/memory_reference.h"
+#include "comm/link_model.h"
 #include "parallel/strategy.h"
 
 namespace paralab {

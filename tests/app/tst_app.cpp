@@ -21,10 +21,10 @@
 #include <QXmlStreamReader>
 
 #include "charts/chart.h"
-#include "export/chart_export.h"
-#include "panels/config_panel.h"
-#include "main_window.h"
 #include "charts/metric_history.h"
+#include "export/chart_export.h"
+#include "main_window.h"
+#include "panels/config_panel.h"
 #include "rendered_text.h"
 
 using namespace paralab;

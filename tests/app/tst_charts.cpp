@@ -19,8 +19,6 @@
 #include <thread>
 
 #include "charts/byte_units.h"
-#include "export/chart_export.h"
-#include "export/chrome_trace.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
 #include "charts/link_heatmap.h"
@@ -31,6 +29,8 @@
 #include "charts/speedup_chart.h"
 #include "charts/timeline_chart.h"
 #include "charts/traffic_chart.h"
+#include "export/chart_export.h"
+#include "export/chrome_trace.h"
 #include "train/trainer.h"
 
 using namespace paralab;

@@ -40,20 +40,20 @@
 #include <thread>
 
 #include "charts/chart.h"
-#include "export/chart_export.h"
 #include "charts/chart_hub.h"
+#include "charts/holdings_map.h"
+#include "charts/loss_chart.h"
+#include "charts/speedup_chart.h"
+#include "charts/timeline_chart.h"
+#include "export/chart_export.h"
+#include "main_window.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
-#include "charts/holdings_map.h"
 #include "panels/lesson_dock.h"
-#include "charts/loss_chart.h"
-#include "main_window.h"
+#include "panels/sweep_panel.h"
 #include "parallel/strategy.h"
 #include "settings.h"
-#include "charts/speedup_chart.h"
-#include "panels/sweep_panel.h"
 #include "theme.h"
-#include "charts/timeline_chart.h"
 
 using namespace paralab;
 

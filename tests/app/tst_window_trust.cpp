@@ -17,13 +17,13 @@
 
 #include "charts/chart_hub.h"
 #include "charts/loss_chart.h"
+#include "charts/speedup_chart.h"
 #include "export/chart_export.h"
+#include "main_window.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
-#include "settings.h"
-#include "main_window.h"
-#include "charts/speedup_chart.h"
 #include "panels/sweep_panel.h"
+#include "settings.h"
 
 using namespace paralab;
 
