@@ -65,9 +65,6 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win")
       ->option_text("FILE");
-  app.add_option("--steps", config.steps,
-                 "Steps to run (0 = until stopped; --export needs 1 or more)")
-      ->capture_default_str();
   app.add_option(
          "--export", exportDir,
          "Run without a window, write every chart, the settings, trace and summary into DIR, exit")

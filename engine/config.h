@@ -1,66 +1,73 @@
 // RunConfig: everything one training run is made of, as the CLI, a JSON --config file and the
-// window set it. validate() names the first bad field and what is allowed.
-// See tests/engine/tst_config.cpp and `paralab-run --help`.
+// window set it. What each field means, its flag, range and help are in the settings table
+// (run_settings.cpp, described by schema.h); validate() names the first bad field and what is
+// allowed. See tests/engine/tst_config.cpp and `paralab-run --help`.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 
 #include <nlohmann/json_fwd.hpp>
 
 namespace paralab {
 
+// One setting's value, whatever its type (schema.h).
+using SettingValue = std::variant<bool, int64_t, double, std::string>;
+
 struct RunConfig {
-  // Model: MLP of residual blocks, input 784 -> hidden, `layers` blocks, classifier -> 10.
+  // One field per setting of the settings table (run_settings.cpp), which gives each its flag,
+  // range or choices and help; the defaults are these initialisers.
+  // The model and its data
   std::string model = "mlp";
   int layers = 2;
   int hidden = 128;
-  // Data.
-  std::string dataset = "fashion-mnist";  // fashion-mnist | synthetic
-  std::string dataDir = "/usr/share/datasets/fashion-mnist";
-  // Training.
-  int batch = 128;  // global batch, samples
-  int steps = 200;  // 0 = run until stopped
-  double lr = 0.05;
-  std::string optimizer = "momentum";  // sgd | momentum | adam
-  uint64_t seed = 1;
-  int evalEvery = 50;  // evaluate test accuracy every K steps (0 = never)
-  int evalSamples = 2000;  // test samples evaluated each time (0 = the whole test split)
-  bool instrument = true;  // record spans (the timeline); off only to measure their cost
-  // Where the math runs.
-  std::string device = "cpu";     // cpu | cuda (rank r uses GPU r mod G)
-  std::string kernel = "vendor";  // GEMM: cpu naive | simd | threaded | tiled | vendor;
-                                  //       cuda naive | coalesced | tiled | tensor-core | vendor
-  // Ranks and how they talk.
-  int ranks = 1;                     // world size (thread ranks, or the mpirun job's size)
-  std::string backend = "thread";    // thread | mpi | nccl (one rank per GPU, needs cuda)
-  std::string allreduce = "default"; // all-reduce algorithm: default | ring | naive
-  std::string link = "none";         // emulated interconnect: none | nvlink | pcie | infiniband | ethernet
-  double timeoutS = 60;              // a collective not finished by then aborts the run
-  // Data-parallel family.
-  std::string strategy = "sync";     // sync | ps-sync | ps-async | hogwild | local-sgd | gossip
-  std::string dpVersion = "bucket";  // sync: naive (all-reduce per tensor after backward) | bucket
-  double bucketMb = 0.25;            // sync bucket: gradient bucket size, MiB
-  int zero = 0;                      // sync: ZeRO stage 0 | 1 | 2 | 3
-  int servers = 1;                   // ps-*: parameter-server shards (hosted by the first ranks)
-  int syncEvery = 4;                 // local-sgd: average parameters every H steps
-  std::string topology = "ring";     // gossip: ring | random
-  std::string scaling = "strong";    // strong: --batch is global; weak: --batch is per rank
-  // Model-parallel family: world = dp x tp x pp (engine/parallel/process_grid.h).
-  int dp = 0;                        // data-parallel degree; 0 = ranks / (tp x pp)
-  int tp = 1;                        // tensor-parallel degree (Megatron FFN split)
-  int pp = 1;                        // pipeline stages
-  bool sp = false;                   // sequence parallelism (needs tp > 1)
-  int microbatches = 1;              // pipeline micro-batches per step
-  std::string schedule = "1f1b";     // pipeline schedule: gpipe | 1f1b
-  // Mixture of experts (--model moe): each block's FFN becomes E experts behind a router.
   int experts = 4;
   int topk = 1;
-  double capacityFactor = 1.25;      // expert capacity = factor x tokens x topk / experts
-  double auxLoss = 0.0;              // Switch Transformer load-balancing loss coefficient
-  int ep = 1;                        // expert-parallel degree (divides dp)
+  double capacityFactor = 1.25;
+  double auxLoss = 0.0;
+  std::string dataset = "fashion-mnist";
+  std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  int batch = 128;
+  // Training
+  int steps = 200;
+  double lr = 0.05;
+  std::string optimizer = "momentum";
+  uint64_t seed = 1;
+  int evalEvery = 50;
+  int evalSamples = 2000;
+  bool instrument = true;
+  // Where the math runs, how many ranks and how they talk
+  std::string device = "cpu";
+  std::string kernel = "vendor";
+  int ranks = 1;
+  std::string backend = "thread";
+  std::string allreduce = "default";
+  std::string link = "none";
+  double timeoutS = 60;
+  // The data-parallel family
+  std::string strategy = "sync";
+  std::string dpVersion = "bucket";
+  double bucketMb = 0.25;
+  int zero = 0;
+  int servers = 1;
+  int syncEvery = 4;
+  std::string topology = "ring";
+  std::string scaling = "strong";
+  // The model-parallel family: world = dp x tp x pp (parallel/process_grid.h); ep divides dp
+  int dp = 0;
+  int tp = 1;
+  int pp = 1;
+  bool sp = false;
+  int microbatches = 1;
+  std::string schedule = "1f1b";
+  int ep = 1;
+  // Settings a strategy declares for itself (its row's `settings`), by key; a setting at its
+  // default is absent.
+  std::map<std::string, SettingValue> extra;
 
   int dpDegree() const { return dp > 0 ? dp : ranks / (tp * pp); }
   // --dp/--tp/--pp given without --ranks: the world is their product.

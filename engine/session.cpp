@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "schema.h"
 #include "train/trainer.h"
 
 namespace paralab {
@@ -185,14 +186,11 @@ std::string Session::reconfigure(const RunConfig& config) {
   if (!run) return "reconfigure: no run to change (start one first)";
   std::lock_guard lock(run->mutex);
   const RunConfig& now = run->pending ? *run->pending : run->config;
-  // What defines the model and its data cannot change under a running training.
-  const std::pair<const char*, bool> fixed[] = {
-      {"model", config.model != now.model},         {"hidden", config.hidden != now.hidden},
-      {"layers", config.layers != now.layers},      {"dataset", config.dataset != now.dataset},
-      {"data-dir", config.dataDir != now.dataDir},  {"optimizer", config.optimizer != now.optimizer},
-      {"seed", config.seed != now.seed},            {"experts", config.experts != now.experts}};
-  for (const auto& [field, changed] : fixed)
-    if (changed) return std::string(field) + ": changing it needs a new run (Reset, then Start)";
+  // What defines the model and its data cannot change under a running training (the settings
+  // the table marks fixed per run).
+  for (const Setting& s : runSettings())
+    if (!s.live && s.get(config) != s.get(now))
+      return s.key + ": changing it needs a new run (Reset, then Start)";
   if (run->state == RunState::Finished || run->state == RunState::Failed)
     return "reconfigure: the run has ended (Start a new one)";
   run->pending = config;

@@ -178,7 +178,6 @@ int main(int argc, char** argv) {
   CLI::App app{"ParaLab headless engine: trains the MLP and prints per-step metrics."};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win");
-  app.add_option("--steps", config.steps, "Steps to run")->capture_default_str();
   addRunConfigOptions(app, config);
   std::string sweep;
   app.add_option("--sweep", sweep,
@@ -193,8 +192,6 @@ int main(int argc, char** argv) {
   app.add_option("--trace", tracePath,
                  "FILE: write the spans of every rank (the last steps' timeline) as Chrome trace "
                  "JSON, for Perfetto or chrome://tracing (thread backend)");
-  bool noInstrument = false;
-  app.add_flag("--no-instrument", noInstrument, "Record no spans (to measure what they cost)");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
@@ -207,7 +204,6 @@ int main(int argc, char** argv) {
   config.deriveRanks();
   if (auto err = config.validate()) return fail(*err);
 
-  if (noInstrument) config.instrument = false;
   const bool latency = latencyFlag->count() > 0;  // given, even as "" (an empty list)
   if (!sweep.empty() && latency)
     return fail("latency-sweep: runs alone (allowed: --sweep or --latency-sweep, not both)");

@@ -23,7 +23,8 @@ int badInput(const char* program, const std::string& message);
 // bad flag gives badInput(program, "<what CLI11 says> (see --help)"). nullopt: parsed, go on.
 std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv, const char* program);
 
-// Adds every RunConfig flag except --steps and --config (whose help differs per program).
+// Adds a flag for every setting of the schema (schema.h), writing into `config`; --config (read
+// before the other flags, see findConfigPath) is each program's own.
 void addRunConfigOptions(CLI::App& app, RunConfig& config);
 // The value of --config, looked up before the full parse so the file can supply defaults that
 // flags then override ("" when absent).

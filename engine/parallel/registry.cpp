@@ -4,7 +4,9 @@
 //   1. Write engine/parallel/<name>.cpp with a Strategy subclass (start from ReplicaStrategy
 //      in replica.h for data-parallel kinds) and a `make...` function; every collective it
 //      issues is visible in that file.
-//   2. Add a row below, and the --strategy value to RunConfig::validate (config.cpp). Every
+//   2. Add a row below: its name is the --strategy value; it lists the run settings it reads
+//      (`uses`) and declares its own (`settings`, see schema.h), which the command line, the
+//      --config file and the window's controls then offer. Every
 //      strategy runs with --device cuda: every buffer it touches made through the rank's
 //      Compute (device/compute.h), its collectives given the buffers' Device after
 //      Compute::sync() (see data_parallel.cpp). It runs on --backend nccl too, so it calls
@@ -12,20 +14,19 @@
 //   3. Ship with it: a test against the serial run on the same global batch and seed
 //      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
 //      its memory and traffic checked against the formula its lesson states, a lesson step.
-#include "parallel/strategy.h"
-
 #include "device/compute.h"
+#include "parallel/strategy.h"
 #include "parallel/zero.h"
 
 namespace paralab {
 
 std::unique_ptr<Strategy> makeDataParallel(RankContext& ctx);
-std::unique_ptr<Strategy> makePsSync(RankContext& ctx);     // param_server.cpp
-std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);    // param_server.cpp
-std::unique_ptr<Strategy> makeHogwild(RankContext& ctx);    // hogwild.cpp
-std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);   // local_sgd.cpp
-std::unique_ptr<Strategy> makeGossip(RankContext& ctx);     // gossip.cpp
-std::unique_ptr<Strategy> makeModelParallel(RankContext& ctx);  // model_parallel.cpp
+std::unique_ptr<Strategy> makePsSync(RankContext& ctx);          // param_server.cpp
+std::unique_ptr<Strategy> makePsAsync(RankContext& ctx);         // param_server.cpp
+std::unique_ptr<Strategy> makeHogwild(RankContext& ctx);         // hogwild.cpp
+std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);        // local_sgd.cpp
+std::unique_ptr<Strategy> makeGossip(RankContext& ctx);          // gossip.cpp
+std::unique_ptr<Strategy> makeModelParallel(RankContext& ctx);   // model_parallel.cpp
 std::unique_ptr<Strategy> makeExpertParallel(RankContext& ctx);  // expert_parallel.cpp
 
 void ensureCompute(RankContext& ctx, std::unique_ptr<Compute>& own) {
@@ -34,20 +35,106 @@ void ensureCompute(RankContext& ctx, std::unique_ptr<Compute>& own) {
   ctx.compute = own.get();
 }
 
+// [SECTION] What each row cannot run with, in words
+
+namespace {
+
+Setting::Why hogwildNeedsThreads(const RunConfig& c) {
+  if (c.backend == "thread") return std::nullopt;
+  return std::string("strategy: hogwild needs ranks that share memory (--backend thread)");
+}
+Setting::Why modelParallelNeedsSync(const RunConfig& c) {
+  if (c.strategy == "sync") return std::nullopt;
+  return std::string("strategy: tensor and pipeline parallelism compose with --strategy sync only");
+}
+Setting::Why moeLayout(const RunConfig& c) {
+  if (c.tp > 1 || c.pp > 1)
+    return std::string(
+        "model: --model moe composes with data and expert parallelism only (allowed: tp = pp = 1)");
+  if (c.strategy != "sync" || c.zero > 0)
+    return std::string(
+        "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)");
+  return std::nullopt;
+}
+
+}  // namespace
+
 const std::vector<StrategyInfo>& strategyTable() {
+  // Sync's data-parallel axis is where ZeRO, the gradient buckets and the model-parallel
+  // layouts live; the other strategies combine whole replicas their own way.
+  const std::vector<std::string> syncUses = {"zero", "dp-version", "bucket-mb", "tp", "pp"};
   static const std::vector<StrategyInfo> table = {
-      {"sync", "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with overlap)",
-       true, false, makeDataParallel},
-      {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true, false, makeZero1},
-      {"zero-2", "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)", true, false, makeZero2},
-      {"zero-3", "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use", true, false, makeZero3},
-      {"ps-sync", "Parameter server, synchronous: gradient shards reduced onto their servers, updated, broadcast back", true, false, makePsSync},
-      {"ps-async", "Parameter server, asynchronous: each worker's push applied at once and answered with the fresh shard (stale)", false, false, makePsAsync},
-      {"hogwild", "Hogwild!: thread ranks update one shared model with no locks (races by design)", false, true, makeHogwild},
-      {"local-sgd", "Local SGD: ranks train alone and average their parameters every --sync-every steps", false, false, makeLocalSgd},
-      {"gossip", "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only", false, false, makeGossip},
-      {"model-parallel", "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism on the dp axis", true, false, makeModelParallel},
-      {"moe", "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by all-to-all; dp on the rest", true, false, makeExpertParallel},
+      {"sync",
+       "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with "
+       "overlap)",
+       true, false, makeDataParallel, true, syncUses},
+      {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true,
+       false, makeZero1, false},
+      {"zero-2",
+       "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)",
+       true, false, makeZero2, false},
+      {"zero-3",
+       "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use",
+       true, false, makeZero3, false},
+      {"ps-sync",
+       "Parameter server, synchronous: gradient shards reduced onto their servers, updated, "
+       "broadcast back",
+       true,
+       false,
+       makePsSync,
+       true,
+       {"servers"}},
+      {"ps-async",
+       "Parameter server, asynchronous: each worker's push applied at once and answered with the "
+       "fresh shard (stale)",
+       false,
+       false,
+       makePsAsync,
+       true,
+       {"servers"}},
+      {"hogwild",
+       "Hogwild!: thread ranks update one shared model with no locks (races by design)",
+       false,
+       true,
+       makeHogwild,
+       true,
+       {},
+       {},
+       hogwildNeedsThreads},
+      {"local-sgd",
+       "Local SGD: ranks train alone and average their parameters every --sync-every steps",
+       false,
+       false,
+       makeLocalSgd,
+       true,
+       {"sync-every"}},
+      {"gossip",
+       "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only",
+       false,
+       false,
+       makeGossip,
+       true,
+       {"topology"}},
+      {"model-parallel",
+       "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism "
+       "on the dp axis",
+       true,
+       false,
+       makeModelParallel,
+       false,
+       {},
+       {},
+       modelParallelNeedsSync},
+      {"moe",
+       "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by "
+       "all-to-all; dp on the rest",
+       true,
+       false,
+       makeExpertParallel,
+       false,
+       {},
+       {},
+       moeLayout},
   };
   return table;
 }
@@ -55,10 +142,10 @@ const std::vector<StrategyInfo>& strategyTable() {
 // The table's row for a run: the model-parallel family composes with sync data parallelism on
 // the dp axis; the data-parallel family alone picks its row by --strategy (and --zero).
 static std::string rowName(const RunConfig& config) {
-  return config.model == "moe"              ? "moe"
-         : config.tp > 1 || config.pp > 1   ? "model-parallel"
-         : config.zero > 0                  ? "zero-" + std::to_string(config.zero)
-                                            : config.strategy;
+  return config.model == "moe"            ? "moe"
+         : config.tp > 1 || config.pp > 1 ? "model-parallel"
+         : config.zero > 0                ? "zero-" + std::to_string(config.zero)
+                                          : config.strategy;
 }
 
 std::optional<std::string> cudaRefusal(const RunConfig& config) {
@@ -80,7 +167,8 @@ const StrategyInfo& strategyFor(const RunConfig& config) {
   for (const StrategyInfo& s : strategyTable())
     if (name == s.name) return s;
   std::string allowed;
-  for (const StrategyInfo& s : strategyTable()) allowed += (allowed.empty() ? "" : ", ") + std::string(s.name);
+  for (const StrategyInfo& s : strategyTable())
+    allowed += (allowed.empty() ? "" : ", ") + std::string(s.name);
   throw ConfigError("strategy: '" + name + "' is not available (available: " + allowed + ")");
 }
 

@@ -13,6 +13,7 @@
 #include "metrics/span_recorder.h"
 #include "model/mlp.h"
 #include "parallel/holdings.h"
+#include "schema.h"
 #include "train/training_state.h"
 
 namespace paralab {
@@ -86,16 +87,33 @@ class Strategy {
 };
 
 // [SECTION] The strategy table (registry.cpp).
+//
+// "Strategy" names three things that belong together: a value of --strategy, its row here,
+// and the Strategy subclass the row makes. The rows without a --strategy value (byFlag false)
+// are the layouts other settings choose: ZeRO stages (--zero), tensor and pipeline
+// parallelism (--tp, --pp) and the mixture of experts (--model moe); each trains with sync
+// data parallelism on its data-parallel axis.
 struct StrategyInfo {
-  const char* name;     // the value of --strategy
+  const char* name;     // the value of --strategy (byFlag), else the layout's name
   const char* summary;  // one line, shown in --help and the window's tooltip
   bool equalsSerial;    // synchronous: must reproduce the serial loss trajectory
   bool threadOnly;      // needs ranks that share memory (Hogwild)
   std::unique_ptr<Strategy> (*make)(RankContext& ctx);
+  bool byFlag = true;   // a value of --strategy
+  // The settings of the schema (schema.h) this strategy reads besides the run's own ones:
+  // a setting listed by some rows applies only under those rows.
+  std::vector<std::string> uses = {};
+  // Settings this strategy declares for itself (schema.h extraSetting), kept in
+  // RunConfig::extra; they apply under this row only.
+  std::vector<Setting> settings = {};
+  // Why a configuration this row runs cannot run, as "setting: reason" (nullptr: any can).
+  // RunConfig::validate() asks it before anything else that involves several settings.
+  Setting::Why (*incompatible)(const RunConfig&) = nullptr;
 };
 const std::vector<StrategyInfo>& strategyTable();
-// The entry for config.strategy (with --zero picking the ZeRO variants of "sync"); throws
-// ConfigError naming the allowed values.
+// The row that runs `config`: the layout chosen by --model moe or tp x pp > 1, else the row of
+// --strategy (with --zero picking the ZeRO variants of "sync"); throws ConfigError naming the
+// allowed values.
 const StrategyInfo& strategyFor(const RunConfig& config);
 // With --device cuda: why this run cannot go on the GPU (its backend moves host buffers only),
 // or nothing. Part of RunConfig::validate().

@@ -189,7 +189,7 @@ void TestApp::controlsChangeConfig() {
       {"layers", [&] { spin("layers")->setValue(5); }, [](auto& c) { return c.layers == 5; }},
       {"batch", [&] { spin("batch")->setValue(512); }, [](auto& c) { return c.batch == 512; }},
       {"steps", [&] { spin("steps")->setValue(0); }, [](auto& c) { return c.steps == 0; }},
-      {"evalEvery", [&] { spin("evalEvery")->setValue(7); },
+      {"eval-every", [&] { spin("eval-every")->setValue(7); },
        [](auto& c) { return c.evalEvery == 7; }},
       {"seed", [&] { spin("seed")->setValue(42); }, [](auto& c) { return c.seed == 42u; }},
       {"lr", [&] { panel.findChild<QDoubleSpinBox*>("lr")->setValue(0.125); },

@@ -198,12 +198,12 @@ void TestWindow::everyControlSetsItsField() {
       {"strategy", parallel, [&] { pick("strategy", "gossip"); },
        [](auto& c) { return c.strategy == "gossip"; }},
       {"zero", parallel, [&] { pick("zero", "2"); }, [](auto& c) { return c.zero == 2; }},
-      {"dpVersion", parallel, [&] { pick("dpVersion", "naive"); },
+      {"dp-version", parallel, [&] { pick("dp-version", "naive"); },
        [](auto& c) { return c.dpVersion == "naive"; }},
       {"servers", [&] { parallel(), pick("strategy", "ps-sync"); },
        [&] { spin("servers")->setValue(2); }, [](auto& c) { return c.servers == 2; }},
-      {"syncEvery", [&] { parallel(), pick("strategy", "local-sgd"); },
-       [&] { spin("syncEvery")->setValue(9); }, [](auto& c) { return c.syncEvery == 9; }},
+      {"sync-every", [&] { parallel(), pick("strategy", "local-sgd"); },
+       [&] { spin("sync-every")->setValue(9); }, [](auto& c) { return c.syncEvery == 9; }},
       {"topology", [&] { parallel(), pick("strategy", "gossip"); },
        [&] { pick("topology", "random"); }, [](auto& c) { return c.topology == "random"; }},
       {"scaling", parallel, [&] { pick("scaling", "weak"); },
@@ -225,7 +225,7 @@ void TestWindow::everyControlSetsItsField() {
       {"topk", [&] { pick("model", "moe"); }, [&] { spin("topk")->setValue(2); },
        [](auto& c) { return c.topk == 2; }},
       {"link", none, [&] { pick("link", "pcie"); }, [](auto& c) { return c.link == "pcie"; }},
-      {"gemmKernel", none, [&] { pick("gemmKernel", "tiled"); },
+      {"kernel", none, [&] { pick("kernel", "tiled"); },
        [](auto& c) { return c.kernel == "tiled"; }},
       {"hidden", none, [&] { spin("hidden")->setValue(96); },
        [](auto& c) { return c.hidden == 96; }},
@@ -233,7 +233,7 @@ void TestWindow::everyControlSetsItsField() {
       {"batch", none, [&] { spin("batch")->setValue(512); },
        [](auto& c) { return c.batch == 512; }},
       {"steps", none, [&] { spin("steps")->setValue(0); }, [](auto& c) { return c.steps == 0; }},
-      {"evalEvery", none, [&] { spin("evalEvery")->setValue(7); },
+      {"eval-every", none, [&] { spin("eval-every")->setValue(7); },
        [](auto& c) { return c.evalEvery == 7; }},
       {"seed", none, [&] { spin("seed")->setValue(42); }, [](auto& c) { return c.seed == 42u; }},
       {"lr", none, [&] { child<QDoubleSpinBox>(&panel, "lr")->setValue(0.125); },
@@ -302,7 +302,7 @@ void TestWindow::strategiesComeFromTheEngineTable() {
 void TestWindow::deviceAndGemmKernel() {
   ConfigPanel panel;
   auto* device = child<QComboBox>(&panel, "device");
-  auto* gemm = child<QComboBox>(&panel, "gemmKernel");
+  auto* gemm = child<QComboBox>(&panel, "kernel");
   QVERIFY(!device->toolTip().isEmpty() && !gemm->toolTip().isEmpty());
   QCOMPARE(device->currentData().toString(), QString("cpu"));
   const auto listed = [&] {
@@ -359,7 +359,7 @@ void TestWindow::deviceAndGemmKernel() {
   Settings::setLastConfig(panel.config());
   ConfigPanel again;
   again.setConfig(*Settings::lastConfig());
-  QCOMPARE(child<QComboBox>(&again, "gemmKernel")->currentData().toString(), QString("simd"));
+  QCOMPARE(child<QComboBox>(&again, "kernel")->currentData().toString(), QString("simd"));
   QCOMPARE(again.config().kernel, std::string("simd"));
   QCOMPARE(again.config().device, std::string("cpu"));
 }
@@ -864,7 +864,7 @@ void TestWindow::screenshots() {
     QTest::qWait(100);
     QVERIFY(w.configPanel()->grab().save(screenshotDir() + "/config-panel.png"));
     // The two lists open: the GPU entry greyed where there is none, the GEMM ladder.
-    for (const char* name : {"device", "gemmKernel"}) {
+    for (const char* name : {"device", "kernel"}) {
       auto* box = child<QComboBox>(w.configPanel(), name);
       box->showPopup();
       QTest::qWait(100);

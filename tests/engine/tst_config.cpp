@@ -152,6 +152,53 @@ class TstConfig : public QObject {
       QVERIFY2(QString(e.what()).contains(f.fileName()) && QString(e.what()).contains("not valid JSON"), e.what());
     }
   }
+
+  // Whatever a --config path holds, the answer is one ConfigError naming what is wrong.
+  void configFilesThatAreNotSettings_data() {
+    QTest::addColumn<QByteArray>("content");
+    QTest::addColumn<QString>("needle");
+    QTest::newRow("key twice") << QByteArray(R"({"hidden": 64, "hidden": 32})") << "'hidden' is given twice";
+    QTest::newRow("object value") << QByteArray(R"({"hidden": {"a": 1}})") << "hidden: expected an integer, got an object";
+    QTest::newRow("list value") << QByteArray(R"({"lr": [0.1]})") << "lr: expected a number, got a list";
+    QTest::newRow("deep nesting") << QByteArray(100000, '[') << "config:";
+    QTest::newRow("invalid UTF-8") << QByteArray("{\"model\": \"ml\xff\"}") << "not valid JSON";
+    QTest::newRow("empty") << QByteArray() << "not valid JSON";
+    QTest::newRow("true for an integer") << QByteArray(R"({"ranks": true})") << "ranks: expected an integer, got true";
+  }
+  void configFilesThatAreNotSettings() {
+    QFETCH(QByteArray, content);
+    QFETCH(QString, needle);
+    QTemporaryFile f;
+    QVERIFY(f.open());
+    f.write(content);
+    f.close();
+    RunConfig c;
+    try {
+      applyJsonFile(c, f.fileName().toStdString());
+      QFAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString(e.what()).contains(needle), e.what());
+    }
+  }
+
+  void configPathsThatAreNotFiles() {
+    RunConfig c;
+    for (const std::string& path : {std::string("/"), std::string("/nonexistent/x.json")}) {
+      try {
+        applyJsonFile(c, path);
+        QFAIL("expected ConfigError");
+      } catch (const ConfigError& e) {
+        QVERIFY2(QString(e.what()).startsWith("config:") && QString(e.what()).contains(path.c_str()), e.what());
+      }
+    }
+    // A byte-order mark is not an error: editors write one.
+    QTemporaryFile f;
+    QVERIFY(f.open());
+    f.write("\xEF\xBB\xBF{\"hidden\": 48}");
+    f.close();
+    applyJsonFile(c, f.fileName().toStdString());
+    QCOMPARE(c.hidden, 48);
+  }
 };
 
 QTEST_GUILESS_MAIN(TstConfig)

@@ -1,0 +1,130 @@
+// The run settings, each described once: its flag (= JSON key), type, range or allowed values
+// (or a provider such as the strategy table), help, the window's label and group, and when it
+// applies. The default is RunConfig's. The command line (cli/run_options.cpp), --config JSON
+// and validation (config.cpp), live reconfiguration (session.cpp) and the window's controls
+// (app/panels/config_panel.cpp) are all made from this table. See tests/engine/tst_schema.cpp.
+#pragma once
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.h"
+
+namespace paralab {
+
+enum class SettingType { Switch, Integer, Real, Text };
+
+struct SettingChoice {
+  std::string value;    // as typed on the command line
+  std::string label;    // as the window lists it ("" = the value)
+  std::string summary;  // what it means: the entry's tooltip
+};
+
+struct Setting {
+  using Why = std::optional<std::string>;
+
+  std::string key;  // the flag without "--" and the JSON key: "hidden", "data-dir"
+  SettingType type = SettingType::Text;
+  std::string group;  // the window's group: "Model", "Parallelism", ...
+  std::string label;  // the window's label: "Hidden width H"
+  std::string help;   // one line: --help, and the first line of the window's tooltip
+  std::string more;   // the tooltip's explanation after that line ("" for none)
+  // Integer and Real: the allowed range, inclusive (minOpen: the minimum itself is not
+  // allowed); maxOf, when set, is a maximum that follows another setting, named maxName.
+  double min = 0, max = 0;
+  bool minOpen = false;
+  std::function<double(const RunConfig&)> maxOf;
+  std::string maxName;
+  std::string zeroMeans;  // Integer: what 0 stands for ("auto", "never", "until stopped")
+  std::string unit;       // after the value in the window: "steps", "MiB", "s"
+  int step = 1;           // the window's spin step
+  // Text: the allowed values (nullptr: any non-empty text). A provider, so tables the engine
+  // already has (strategies, link profiles, a device's GEMM ladder) are not copied here.
+  std::function<std::vector<SettingChoice>(const RunConfig&)> choices;
+  std::string choicesFollow;  // the setting the choices depend on ("device" for kernel)
+  std::string choiceNoun;     // "a ZeRO stage": "zero: 4 is not a ZeRO stage (allowed: ...)"
+  // Why the setting does not apply to a configuration (nullopt: it applies). It reads only
+  // settings earlier in the table, so one walk in table order settles every setting.
+  std::function<Why(const RunConfig&)> notApplicable;
+  bool parallelOnly = false;       // matters only with several ranks (the window's Serial mode)
+  bool live = true;                // may change under a running training (Session::reconfigure)
+  bool inWindow = true;            // the window's settings panel has a control for it
+  bool hideUnlessApplies = false;  // the window shows it only where it applies (servers)
+  // A parameter of a choice (--servers of a parameter server, --microbatches of a pipeline):
+  // where the choice is not made the value is kept and has no effect, as a --config file
+  // written for another strategy may hold it. Other settings are refused where they do not
+  // apply (ZeRO under gossip asks for something that cannot be).
+  bool ignoredWhereNotApplicable = false;
+  std::function<SettingValue(const RunConfig&)> get;
+  std::function<void(RunConfig&, const SettingValue&)> set;
+  double holdsMin = 0, holdsMax = 0;  // Integer: what the field's C++ type can hold
+
+  // [SECTION] Building a row of the table: field("hidden", &RunConfig::hidden).in(...)...
+  Setting& in(std::string groupName, std::string labelText);
+  Setting& describe(std::string line, std::string explanation = "");
+  Setting& range(double lo, double hi);
+  Setting& above(double lo, double hi);  // lo < value <= hi
+  Setting& upTo(std::string other, std::function<double(const RunConfig&)> maxOfOther);
+  Setting& zeroIs(std::string meaning);
+  Setting& units(std::string u, int spinStep = 1);
+  Setting& oneOf(std::vector<SettingChoice> fixed);
+  Setting& oneOf(std::function<std::vector<SettingChoice>(const RunConfig&)> provider,
+                 std::string follows = "");
+  Setting& withChoiceNoun(std::string noun);
+  Setting& appliesWhen(std::function<Why(const RunConfig&)> why);
+  Setting& onlyParallel();
+  Setting& fixedPerRun();  // changing it needs a new run
+  Setting& notInWindow();
+  // A parameter of a choice (ignoredWhereNotApplicable), by default shown only where it applies.
+  Setting& partOfAChoice(bool hiddenElsewhere = true);
+
+  // [SECTION] Reading and checking values
+  bool isDefault(const RunConfig& c) const { return get(c) == get(RunConfig{}); }
+  void reset(RunConfig& c) const { set(c, get(RunConfig{})); }
+  // The allowed values or range in words: "1..64", "mlp | moe", "0 < lr <= 10".
+  std::string allowedText(const RunConfig& c) const;
+  // Range or choices: "hidden: 0 is out of range (allowed: 1..8192)", or nothing.
+  Why check(const RunConfig& c) const;
+};
+
+// A member of RunConfig as a setting's value.
+template <class T>
+Setting field(std::string key, T RunConfig::*member);
+// A setting a strategy declares for itself, kept in RunConfig::extra under its key.
+Setting extraSetting(std::string key, SettingType type, SettingValue byDefault);
+
+// Every setting in table order (precedence): the run's own, then each strategy's.
+const std::vector<Setting>& runSettings();
+const Setting* findSetting(std::string_view key);
+// The window's group names, in the order the panel shows them.
+const std::vector<std::string>& settingGroups();
+
+// "an integer", "a number", "a string", "true or false".
+const char* typeWords(SettingType t);
+// "128", "0.05", "true", "mlp".
+std::string formatValue(const SettingValue& v);
+// A value typed on the command line; throws ConfigError naming the key and what is expected.
+SettingValue parseValue(const Setting& s, const std::string& text);
+// A value of a --config file; throws ConfigError naming the key when the JSON type is wrong.
+SettingValue fromJson(const Setting& s, const nlohmann::json& j);
+nlohmann::json toJson(const SettingValue& v);
+
+// Why the setting cannot be given the value it has in `c`: a value other than its default
+// where it does not apply ("zero: applies to --strategy sync (strategy is hogwild)"), unless
+// it is a parameter of a choice not made (ignoredWhereNotApplicable).
+Setting::Why inapplicable(const Setting& s, const RunConfig& c);
+
+// The settings as they take effect when a front end shows every control: each one that does
+// not apply (or, with `serial`, matters only with several ranks) is reset to its default,
+// walking the table in order, and why is kept for its control.
+struct SettingsInEffect {
+  RunConfig config;
+  std::vector<std::pair<std::string, std::string>> unavailable;  // key, why
+  const std::string* why(std::string_view key) const;
+};
+SettingsInEffect settingsInEffect(const RunConfig& shown, bool serial);
+
+}  // namespace paralab
