@@ -410,7 +410,12 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   StepMetrics m;
   m.step = m_step + 1;
   m.stepMs = ms(t1 - t0);
-  m.samplesPerS = m.stepMs > 0 ? m_config.globalBatch() / (m.stepMs * 1e-3) : 0;
+  // The samples the ranks processed: the global batch, except where a step is more than one
+  // batch (a federated round: every taking part client's local steps).
+  double samples = 0;
+  for (const nlohmann::json& f : figures) samples += f["samples"].get<double>();
+  if (samples <= 0) samples = m_config.globalBatch();
+  m.samplesPerS = m.stepMs > 0 ? samples / (m.stepMs * 1e-3) : 0;
   m.emulated = m_config.link == "none" ? "" : m_config.link;
   double lossSum = 0, staleness = 0, spread = 0;
   int stalenessRanks = 0;
@@ -465,7 +470,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     m.bubble = sum / double(bubble.size());
     m.bubbleReference = bubbleReference(m_config.pp, m_config.microbatches);
   }
-  m.loss = lossSum / m_config.globalBatch();
+  m.loss = lossSum / samples;
   return m;
 }
 
