@@ -28,6 +28,8 @@ std::unique_ptr<Strategy> makeLocalSgd(RankContext& ctx);        // local_sgd.cp
 std::unique_ptr<Strategy> makeGossip(RankContext& ctx);          // gossip.cpp
 std::unique_ptr<Strategy> makeModelParallel(RankContext& ctx);   // model_parallel.cpp
 std::unique_ptr<Strategy> makeExpertParallel(RankContext& ctx);  // expert_parallel.cpp
+std::unique_ptr<Strategy> makeFedAvg(RankContext& ctx);          // fedavg.cpp
+std::vector<Setting> fedAvgSettings();                           // fedavg.cpp
 
 void ensureCompute(RankContext& ctx, std::unique_ptr<Compute>& own) {
   if (ctx.compute) return;
@@ -115,6 +117,15 @@ const std::vector<StrategyInfo>& strategyTable() {
        makeGossip,
        true,
        {"topology"}},
+      {"fedavg",
+       "Federated averaging: simulated clients with label-skewed data train locally; the server "
+       "averages a sample of them each round",
+       false,
+       false,
+       makeFedAvg,
+       true,
+       {},
+       fedAvgSettings()},
       {"model-parallel",
        "Tensor (+ sequence) and pipeline parallelism (GPipe, 1F1B), composed with data parallelism "
        "on the dp axis",
