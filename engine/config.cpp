@@ -151,15 +151,13 @@ std::optional<std::string> RunConfig::validateLayout() const {
     if (auxLoss < 0) return "aux-loss: must be 0 or more";
     if (tp > 1 || pp > 1)
       return "model: --model moe composes with data and expert parallelism only (allowed: tp = pp = 1)";
-    if (strategy != "sync" || zero > 0)
-      return "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)";
+    if (strategy != "sync")
+      return "model: --model moe trains with --strategy sync (dp and ep are its axes)";
   } else if (ep > 1) {
     return "ep: expert parallelism needs --model moe";
   }
   if ((tp > 1 || pp > 1) && strategy != "sync")
     return "strategy: tensor and pipeline parallelism compose with --strategy sync only";
-  if ((tp > 1 || pp > 1) && zero > 1)
-    return "zero: with tensor or pipeline parallelism only ZeRO-1 is supported on the dp axis";
   return std::nullopt;
 }
 

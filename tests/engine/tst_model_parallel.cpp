@@ -391,7 +391,7 @@ class TstModelParallel : public QObject {
     QTest::newRow("schedule") << QStringList{"--pp", "2", "--schedule", "zigzag"} << "schedule:";
     QTest::newRow("dp x tp x pp vs ranks")
         << QStringList{"--ranks", "8", "--dp", "3", "--tp", "2"} << "ranks:";
-    QTest::newRow("zero 2 with tp") << QStringList{"--tp", "2", "--zero", "2"} << "zero:";
+    QTest::newRow("zero 4 with tp") << QStringList{"--tp", "2", "--zero", "4"} << "zero:";
   }
   void badLayoutsExit2() {
     QFETCH(QStringList, args);

@@ -522,7 +522,7 @@ class TstMoe : public QObject {
                            "(allowed: tp = pp = 1)";
     QTest::newRow("strategy")
         << "strategy"
-        << "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)";
+        << "model: --model moe trains with --strategy sync (dp and ep are its axes)";
     QTest::newRow("ep experts") << "ep"
                                 << "ep: 3 must divide the number of experts (4)";
     QTest::newRow("ep dp")
