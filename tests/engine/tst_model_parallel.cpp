@@ -73,7 +73,7 @@ class TstModelParallel : public QObject {
   // [SECTION] The serial trajectory, 30 steps, relative difference <= 1e-5 (the ranks sum the
   // same products in another order: fc2's partial sums, micro-batch accumulation), and the final
   // parameters within 1e-5 of the largest. Data parallelism on the dp axis with each of its
-  // gradient syncs (grad_sync.h): ZeRO-1, the naive and the bucketed all-reduce.
+  // gradient syncs (grad_sync.h): ZeRO-1/2/3, the naive and the bucketed all-reduce.
   void modelParallelMatchesSerial_data() {
     QTest::addColumn<QString>("spec");
     for (const char* s : {"tp2",
@@ -99,7 +99,7 @@ class TstModelParallel : public QObject {
                           "dp2 tp2 sp zero1",
                           "dp2 tp2 pp2 sp 1f1b M3 adam"})
       QTest::newRow(s) << QString(s);
-    for (const char* zero : {"zero1"})
+    for (const char* zero : {"zero1", "zero2", "zero3"})
       for (const char* layout : {"tp2", "pp2 M2", "tp2 pp2 1f1b M2", "dp2 tp2", "dp2 pp2 gpipe M3",
                                  "dp2 tp2 pp2 sp 1f1b M2", "dp2 tp2 sp adam"})
         QTest::newRow(qPrintable(QString("%1 %2").arg(layout, zero)))
@@ -418,6 +418,11 @@ class TstModelParallel : public QObject {
     QTest::newRow("tp4") << QStringList{"--tp", "4"};
     QTest::newRow("dp2 pp2 zero1 M2")
         << QStringList{"--dp", "2", "--pp", "2", "--zero", "1", "--microbatches", "2"};
+    // ZeRO-3 and the bucketed all-reduce on the dp axis (MPI: buckets inline, grad_sync.cpp).
+    QTest::newRow("dp2 tp2 zero3") << QStringList{"--dp", "2", "--tp", "2", "--zero", "3"};
+    QTest::newRow("dp2 pp2 1f1b M2 bucket")
+        << QStringList{"--dp",         "2",      "--pp",        "2",   "--microbatches", "2",
+                       "--dp-version", "bucket", "--bucket-mb", "0.02"};
   }
   void mpiRunMatchesThreads() {
 #if defined(PARALAB_MPIEXEC)
