@@ -108,15 +108,13 @@ std::optional<std::string> RunConfig::validateLayout() const {
   if (hidden % tp != 0) return "tp: " + n(tp) + " must divide the hidden width H = " + n(hidden);
   if (pp > layers)
     return "pp: " + n(pp) + " stages but only " + n(layers) + " blocks (allowed: pp <= layers)";
-  if (globalBatch() / dpDegree() < microbatches)
+  if ((tp > 1 || pp > 1) && globalBatch() / dpDegree() < microbatches)
     return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
            " samples each data-parallel rank gets per step";
   if (model == "moe") {
     if (experts % ep != 0)
       return "ep: " + n(ep) + " must divide the number of experts (" + n(experts) + ")";
   }
-  if ((tp > 1 || pp > 1) && zero > 1)
-    return "zero: with tensor or pipeline parallelism only ZeRO-1 is supported on the dp axis";
   return std::nullopt;
 }
 

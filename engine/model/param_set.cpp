@@ -41,10 +41,16 @@ void ParamSet::releaseFlat() {
 
 void ParamSet::bindUnit(int u, float* params, float* grads) {
   const ParamUnit& unit = m_units.at(size_t(u));
-  for (int i = unit.firstRef; i < unit.endRef; ++i) {
-    const int64_t within = m_refs[size_t(i)].offset - unit.begin;
-    m_paramPtr[size_t(i)] = params ? params + within : nullptr;
-    m_gradPtr[size_t(i)] = grads ? grads + within : nullptr;
+  bindRange(unit.begin, unit.end, params, grads);
+}
+
+void ParamSet::bindRange(int64_t begin, int64_t end, float* params, float* grads) {
+  for (size_t i = 0; i < m_refs.size(); ++i) {
+    const ParamRef& r = m_refs[i];
+    if (r.offset < begin || r.offset >= end) continue;
+    if (r.offset + r.numel() > end) throw std::logic_error("ParamSet::bindRange cuts a weight");
+    m_paramPtr[i] = params ? params + (r.offset - begin) : nullptr;
+    m_gradPtr[i] = grads ? grads + (r.offset - begin) : nullptr;
   }
 }
 

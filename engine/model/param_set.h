@@ -44,6 +44,8 @@ class ParamSet {
   // Points unit u's parameters and gradients at buffers laid out like the unit's range of the
   // flat buffer (either may be null: unbound). bindFlat() returns every unit to the flat buffers.
   void bindUnit(int u, float* params, float* grads);
+  // The same for the weights in [begin, end) of the flat layout (a range of whole weights).
+  void bindRange(int64_t begin, int64_t end, float* params, float* grads);
   void bindFlat();
 
   float* param(int i) { return m_paramPtr[size_t(i)]; }

@@ -1,17 +1,19 @@
 // Expert parallelism (--model moe --ep G, Lepikhin et al. 2020, GShard; Rajbhandari et al.
 // 2022, DeepSpeed-MoE): each MoE block's E experts are spread over an expert-parallel group of
 // G ranks (E/G each); a token's row travels to its experts' rank and back by all-to-all.
-// Every collective of the step is written in this file:
+// The collectives of the step (the MoE layer's are written in this file):
 //   per block, forward:  allGather of the routing counts over dp (k x E floats per rank: the
 //                        global capacity and both all-to-alls' row counts follow from them),
 //                        allToAllv dispatch (token rows), allToAllv combine (expert outputs);
 //   per block, backward: allToAllv of the output gradients to the experts, allToAllv of the
 //                        input gradients back;
-//   after backward:      allReduce of the non-expert gradients over dp, and of the expert
-//                        gradients over expert-dp (the replicas of one expert, one per group).
+//   data parallelism:    the rank's GradSync (grad_sync.cpp) sums the non-expert gradients over
+//                        dp and the expert gradients over expert-dp (the replicas of one expert,
+//                        one per group), as --zero and --dp-version say: all-reduce (naive or
+//                        bucketed with overlap) or ZeRO-1/2/3, each range over its own group.
 // With G = 1 and one rank this is the serial MoE, the reference. With --device cuda the model,
 // its gradients and the optimizer state are device memory: the rows' all-to-alls and the
-// gradients' all-reduces move device buffers after Compute::sync(), and the routing counts (host
+// gradients' sums move device buffers after Compute::sync(), and the routing counts (host
 // numbers) travel through a small device buffer, since NCCL moves device memory only.
 // See tests/engine/tst_moe.cpp, tst_cuda_moe.cpp,
 // `paralab-run --model moe --ranks 4 --ep 2 --topk 2` and `paralab-bench ep`.
@@ -21,7 +23,7 @@
 #include "comm/communicator.h"
 #include "device/compute.h"
 #include "model/moe.h"
-#include "optim/optimizer.h"
+#include "parallel/grad_sync.h"
 #include "parallel/holdings.h"
 #include "parallel/process_grid.h"
 #include "parallel/replica.h"  // shardBegin, shardLen
@@ -60,32 +62,28 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     // Every rank builds its shard of the model the serial run would build from the same seed.
     m_model = std::make_unique<Moe>(moeShape(*ctx.config, *ctx.data), ctx.config->seed, ctx.memory,
                                     ExpertPlacement{m_grid->shape().ep, c.ep}, m_ctx.compute);
-    OptimizerHyper hyper;
-    hyper.lr = float(ctx.config->lr);
-    m_opt = std::make_unique<Optimizer>(optimizerKind(ctx.config->optimizer), hyper,
-                                        m_model->params().numel(), ctx.memory, m_ctx.compute);
+    // Data parallelism: non-expert weights have dp replicas, each expert dp/ep (expert-dp).
+    std::vector<SyncRange> ranges;
+    for (auto [b, e] : m_model->denseRanges()) ranges.push_back({b, e, 0, ""});
+    for (auto [b, e] : m_model->expertRanges()) ranges.push_back({b, e, 1, ".experts"});
+    GradSyncSettings sync = GradSyncSettings::of(*ctx.config);
+    sync.callsDuringBackward = true;  // the all-to-alls of the rows
+    m_sync = std::make_unique<GradSync>(
+        m_model->params(),
+        std::vector<SyncGroup>{{&m_grid->dp(), "dp"}, {&m_grid->expertDp(), "expert-dp"}},
+        std::move(ranges), sync, compute(), ctx.memory, ctx.spans);
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     m_step = step + 1;
     RankStep out;
     out.samples = takeSlice(globalBatch);
-    ParamSet& ps = m_model->params();
+    m_sync->beginStep(step);
     out.lossSum = m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice,
                                        double(globalBatch.size()), this, this);
-    ps.zeroGrads();
-    m_model->backward(this, this);
-    // Data parallelism: non-expert weights have dp replicas, each expert dp/ep (expert-dp).
-    float* g = ps.grads().data();
-    if (m_grid->dp().size() > 1 || m_grid->expertDp().size() > 1) compute().sync();  // backward
-    if (m_grid->dp().size() > 1)
-      for (auto [b, e] : m_model->denseRanges()) allReduce(m_grid->dp(), g + b, e - b);
-    if (m_grid->expertDp().size() > 1)
-      for (auto [b, e] : m_model->expertRanges()) allReduce(m_grid->expertDp(), g + b, e - b);
-    {
-      ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, m_step, "optimizer");
-      m_opt->step(ps.params().data(), g);
-    }
+    m_model->backward(this, this);  // buckets and ZeRO-2/3 start as units finish
+    m_sync->reduce();
+    m_sync->update();
     const MoeStats& st = m_model->stats();
     out.expertTokens = st.routed;
     out.droppedTokens = st.dropped;
@@ -94,22 +92,14 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     return out;
   }
 
-  // Whole dense weights, the experts of this shard (their names say which), this dp slice.
+  // Whole dense weights and the experts of this shard (their names say which), or ZeRO's
+  // chunks of them (flat); this dp slice of the batch.
   RankHoldings holdings() const override {
     RankHoldings h;
     h.rank = m_ctx.rank;
     h.coords = m_grid->coords();
-    const ParamSet& ps = m_model->params();
-    for (const HoldingKind k : {HoldingKind::Params, HoldingKind::Grads})
-      for (const ParamRef& r : ps.refs()) {
-        const int64_t rows = r.shape.at(0), cols = r.numel() / rows;
-        h.items.push_back({r.name, k, -1, 0, rows, rows, rows, cols, r.numel() * 4});
-      }
-    const int slots = optimizerStateSlots(m_ctx.config->optimizer);
-    const int64_t P = ps.numel();
-    if (slots > 0)
-      h.items.push_back(
-          {"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
+    m_sync->addHoldings(h.items,
+                        [&](HoldingKind k) { addWholeTensors(h.items, m_model->params(), k); });
     const int64_t B = m_ctx.config->globalBatch(), D = m_grid->dp().size(), q = h.coords.dp;
     const int64_t begin = shardBegin(int(q), int(D), B), len = shardLen(int(q), int(D), B);
     h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
@@ -124,58 +114,25 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     return h;
   }
 
-  // Live reconfiguration through the serial layout (training_state.h), the experts of every
-  // block at their serial place. Save, collective over the world: world rank 0 writes the dense
-  // weights, the first replica of each expert shard (expert-dp rank 0) its experts, everyone
-  // else zeros, summed onto rank 0 (x + 0 is exact, so the state is the bits each rank holds).
-  // Load: every rank copies its dense weights and its experts out of the serial layout.
-  // On a GPU the serial layout is assembled and summed in device memory, and rank 0 downloads
-  // it; loading uploads each segment.
+  // Live reconfiguration through the serial layout (GradSync::save and load), the experts of
+  // every block at their serial place: world rank 0 gives the dense weights, the first replica
+  // of each expert shard (expert-dp rank 0) its experts (x + 0 is exact, so the saved state is
+  // the bits each rank holds); loading, every rank takes its dense weights and its experts.
   void saveState(TrainingState& state) override {
-    const int64_t P = m_model->shape().parameterCount();
-    const bool root = m_ctx.rank == 0;
-    const bool dense = root, experts = m_grid->expertDp().rank() == 0;
-    Compute& c = compute();
-    auto gatherToRoot = [&](const float* local, std::vector<float>& out) {
-      std::vector<float> host;
-      Tensor dev;  // a GPU: the serial layout in device memory, zero-filled
-      if (c.onGpu())
-        dev = c.tensor({P}, MemCategory::Comm, m_ctx.memory);
-      else
-        host.assign(size_t(P), 0.f);
-      float* whole = c.onGpu() ? dev.data() : host.data();
-      for (const Segment& s : serialSegments())
-        if (s.expert ? experts : dense) c.copy(whole + s.whole, local + s.local, s.len);
-      c.sync();
-      m_ctx.comm->reduce(whole, whole, P, 0, ReduceOp::Sum, device());
-      if (!root) return;
-      if (!c.onGpu()) {
-        out = std::move(host);
-        return;
-      }
-      out.resize(size_t(P));
-      c.download(out.data(), whole, P);
-    };
-    gatherToRoot(m_model->params().params().data(), state.params);
-    if (m_opt->momentOne()) gatherToRoot(m_opt->momentOne(), state.optM);
-    if (m_opt->momentTwo()) gatherToRoot(m_opt->momentTwo(), state.optV);
-    if (root) state.optimizerSteps = m_opt->steps();
+    const bool dense = m_ctx.rank == 0, experts = m_grid->expertDp().rank() == 0;
+    m_sync->save(state, *m_ctx.comm, m_model->shape().parameterCount(),
+                 [&](const std::vector<float>& local, std::vector<float>& serial) {
+                   for (const Segment& s : serialSegments())
+                     if (s.expert ? experts : dense)
+                       std::copy_n(&local[size_t(s.local)], s.len, &serial[size_t(s.whole)]);
+                 });
   }
   void loadState(const TrainingState& state) override {
-    const int64_t P = m_model->shape().parameterCount();
-    if (int64_t(state.params.size()) != P)
-      throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
-                               " parameters, this model " + std::to_string(P));
-    auto take = [&](const std::vector<float>& whole, float* local) {
-      if (!local || int64_t(whole.size()) != P) return;
-      for (const Segment& s : serialSegments())
-        compute().upload(local + s.local, &whole[size_t(s.whole)], s.len);
-    };
-    take(state.params, m_model->params().params().data());
-    take(state.optM, m_opt->momentOne());
-    take(state.optV, m_opt->momentTwo());
-    compute().sync();  // the caller's vectors may go once this returns
-    m_opt->setSteps(state.optimizerSteps);
+    m_sync->load(state, m_model->shape().parameterCount(),
+                 [&](const std::vector<float>& serial, std::vector<float>& local) {
+                   for (const Segment& s : serialSegments())
+                     std::copy_n(&serial[size_t(s.whole)], s.len, &local[size_t(s.local)]);
+                 });
   }
 
   Mlp& beginEval() override {
@@ -188,11 +145,13 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   std::optional<int64_t> countCorrect(int64_t n, int chunk) override {
     const Dataset& d = *m_ctx.data;
     int64_t correct = 0;
+    m_sync->gatherAll();  // ZeRO-3: the whole shard, gathered for the evaluation
     for (int64_t i = 0; i < n; i += chunk) {
       const int b = m_ctx.rank == 0 ? int(std::min<int64_t>(chunk, n - i)) : 0;
       correct += m_model->countCorrect(&d.testX[size_t(i) * d.inputDim], &d.testY[size_t(i)], b,
                                        nullptr, this);
     }
+    m_sync->releaseAll();
     return correct;
   }
 
@@ -245,9 +204,6 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   // compute().sync() (the communicator reads and writes them from its own stream).
   Compute& compute() { return *m_ctx.compute; }
   Device device() const { return m_ctx.compute->device(); }
-  void allReduce(Communicator& comm, float* g, int64_t count) {
-    comm.allReduce(g, g, count, ReduceOp::Sum, AllReduceAlgo::Configured, device());
-  }
 
   // [SECTION] The collectives of the MoE layer (ExpertExchange), outside the compute spans.
   const ExpertTopology& topology() const override { return m_topo; }
@@ -284,12 +240,24 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   }
 
   // [SECTION] Forward / backward spans per unit (UnitHooks), paused around collectives so
-  // that compute_ms holds no communication. Spans of the rank's Compute: on a GPU, CUDA events
-  // around the unit's kernels.
-  void beforeForward(int) override { open(SpanKind::Forward); }
-  void afterForward(int) override { close(); }
-  void beforeBackward(int) override { open(SpanKind::Backward); }
-  void afterBackward(int) override { close(); }
+  // that compute_ms holds no communication, and the GradSync's hooks outside them. Spans of
+  // the rank's Compute: on a GPU, CUDA events around the unit's kernels.
+  void beforeForward(int u) override {
+    m_sync->beforeForward(u);
+    open(SpanKind::Forward);
+  }
+  void afterForward(int u) override {
+    close();
+    m_sync->afterForward(u);
+  }
+  void beforeBackward(int u) override {
+    m_sync->beforeBackward(u);
+    open(SpanKind::Backward);
+  }
+  void afterBackward(int u) override {
+    close();
+    m_sync->afterBackward(u);
+  }
   void open(SpanKind k) {
     m_kind = k;
     m_span =
@@ -318,7 +286,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   std::unique_ptr<ProcessGrid> m_grid;
   ExpertTopology m_topo;
   std::unique_ptr<Moe> m_model;
-  std::unique_ptr<Optimizer> m_opt;
+  std::unique_ptr<GradSync> m_sync;  // the gradient sums, the optimizer, ZeRO's shards
   std::vector<float> m_x;
   std::vector<int> m_labels;
   int m_slice = 0;

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/param_set.h"
+
 namespace paralab {
 
 const char* holdingKindName(HoldingKind k) {
@@ -19,6 +21,13 @@ const char* holdingKindName(HoldingKind k) {
       return "batch";
   }
   return "?";
+}
+
+void addWholeTensors(std::vector<HeldSlice>& items, const ParamSet& ps, HoldingKind kind) {
+  for (const ParamRef& r : ps.refs()) {
+    const int64_t rows = r.shape.at(0), cols = r.numel() / rows;
+    items.push_back({r.name, kind, -1, 0, rows, rows, rows, cols, r.numel() * 4});
+  }
 }
 
 int optimizerStateSlots(const std::string& optimizer) {

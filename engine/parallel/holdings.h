@@ -13,6 +13,8 @@
 
 namespace paralab {
 
+class ParamSet;
+
 enum class HoldingKind : int { Params, Grads, Optimizer, Activations, Batch };
 const char* holdingKindName(
     HoldingKind k);  // "params", "grads", "optimizer", "activations", "batch"
@@ -46,6 +48,8 @@ struct RankHoldings {
 };
 
 nlohmann::json toJson(const RankHoldings& h);
+// Every weight of `ps` held whole, as `kind` (params or grads): one item per tensor.
+void addWholeTensors(std::vector<HeldSlice>& items, const ParamSet& ps, HoldingKind kind);
 // Floats of optimizer state per parameter (optimizer.h): sgd 0, momentum 1, adam 2.
 int optimizerStateSlots(const std::string& optimizer);
 

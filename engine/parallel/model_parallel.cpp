@@ -1,4 +1,4 @@
-// Model parallelism composed with data parallelism (`--dp D --tp T --pp P [--sp] [--zero 1]`):
+// Model parallelism composed with data parallelism (`--dp D --tp T --pp P [--sp] [--zero Z]`):
 // every rank holds one pipeline stage's slice of the model, tensor-parallel within the stage,
 // and runs its dp replica's slice of the global batch through the stage in micro-batches.
 // Try: paralab-run --dp 2 --tp 2 --pp 2 --layers 4 --microbatches 4 --json
@@ -9,12 +9,13 @@
 //   1. the pipeline schedule (pipeline.cpp) over micro-batches, with point-to-point send/recv
 //      to the neighbouring stages on the pp group, and the tensor-parallel exchanges inside
 //      each stage's forward and backward on the tp group (tensor_parallel.cpp);
-//   2. SP only: one all-reduce of each block's LayerNorm gradients over tp;
-//   3. data parallelism over the dp group, per unit of the stage: one all-reduce of its
-//      gradients, or with ZeRO-1 (Rajbhandari et al. 2020) a reduce-scatter, the update of the
-//      owned chunk and an all-gather of the parameters (2(D-1)/D x 4 bytes per parameter of
-//      the rank's slice either way);
-//   4. the optimizer on what the rank holds.
+//   2. data parallelism over the dp group: the stage's gradients summed by the rank's GradSync
+//      (grad_sync.cpp) as --zero and --dp-version say: all-reduce (naive, or buckets started
+//      during the last micro-batch's backward), or ZeRO-1/2/3's reduce-scatter (stages 2-3 per
+//      unit and micro-batch during backward, stage 3 gathering each unit before it runs);
+//   3. SP only: one all-reduce of each block's LayerNorm gradients over tp (where the rank
+//      holds their sum over dp: all of them, or with ZeRO its owned chunk's share);
+//   4. the optimizer on what the rank holds (ZeRO-1/2: the parameters all-gathered after it).
 // The loss: each micro-batch's loss is computed on the last stage, counted by its tp rank 0
 // only (the others computed the same numbers), so the trainer's sum counts each sample once.
 // With --device cuda the shard's parameters, gradients, optimizer state, activations and
@@ -27,12 +28,11 @@
 
 #include "comm/communicator.h"
 #include "device/compute.h"
-#include "optim/optimizer.h"
+#include "parallel/grad_sync.h"
 #include "parallel/pipeline.h"
 #include "parallel/process_grid.h"
 #include "parallel/replica.h"  // shardBegin, shardLen
 #include "parallel/tensor_parallel.h"
-#include "parallel/zero.h"
 
 namespace paralab {
 
@@ -62,38 +62,21 @@ class ModelParallel final : public Strategy {
     m_stage = std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, compute(),
                                                     ctx.memory, ctx.spans);
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
-    // Data parallelism's share of the optimizer: ZeRO-1 chunks over dp, or every unit whole.
-    const int D = m_grid.shape().dp;
-    m_zero1 = c.zero == 1 && D > 1;
-    m_layout = std::make_unique<ZeroLayout>(m_model->params(), m_zero1 ? D : 1);
-    OptimizerHyper hyper;
-    hyper.lr = float(c.lr);
-    ParamSet& ps = m_model->params();
-    if (m_zero1) {  // padded buffers so every unit cuts into D equal chunks (zero.h)
-      m_params = compute().tensor({m_layout->paddedNumel}, MemCategory::Params, ctx.memory);
-      m_grads = compute().tensor({m_layout->paddedNumel}, MemCategory::Grads, ctx.memory);
-      for (const ZeroLayout::Unit& u : m_layout->units)
-        compute().copy(m_params.data() + u.paddedBegin, ps.params().data() + u.begin, u.len);
-      ps.releaseFlat();  // on a GPU the copies are queued ahead of any reuse of that memory
-      for (int i = 0; i < int(m_layout->units.size()); ++i) {
-        const ZeroLayout::Unit& u = m_layout->units[size_t(i)];
-        ps.bindUnit(i, m_params.data() + u.paddedBegin, m_grads.data() + u.paddedBegin);
-      }
-    }
-    for (const ZeroLayout::Unit& u : m_layout->units)
-      m_opts.push_back(std::make_unique<Optimizer>(optimizerKind(c.optimizer), hyper, u.chunk,
-                                                   ctx.memory, &compute()));
+    // Data parallelism: the stage's weights have a replica on every rank of the dp group.
+    GradSyncSettings sync = GradSyncSettings::of(c);
+    sync.callsDuringBackward = true;  // tp exchanges and pp messages
+    m_sync = std::make_unique<GradSync>(
+        m_model->params(), std::vector<SyncGroup>{{&m_grid.dp(), "dp"}}, std::vector<SyncRange>{},
+        sync, compute(), ctx.memory, ctx.spans);
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     takeSlice(step, globalBatch);
-    if (m_zero1)
-      m_grads.zero();
-    else
-      m_model->params().zeroGrads();
-    const double loss = runSchedule(step);  // 1.
-    m_stage->finishBackward();              // 2.
-    syncAndUpdate(step);                    // 3. and 4.
+    m_sync->beginStep(step, m_micros);      // each unit's backward runs once per micro-batch
+    const double loss = runSchedule(step);  // 1. (and 2. begun: buckets, ZeRO-2/3)
+    m_sync->reduce();                       // 2.
+    m_stage->finishBackward(*m_sync);       // 3.
+    m_sync->update();                       // 4.
     RankStep out;
     if (m_stage->reportsLoss()) {
       out.lossSum = loss;
@@ -102,12 +85,14 @@ class ModelParallel final : public Strategy {
     return out;
   }
 
-  // Collective over the world: the whole model on rank 0 (sumSlicesToRoot), run there on the
+  // Collective over the world: the whole model on rank 0 (GradSync::sumToRoot), run there on the
   // rank's device.
   Mlp& beginEval() override {
     const int64_t P = m_model->wholeNumel();
     m_evalBuffer = compute().tensor({P}, MemCategory::Comm, m_ctx.memory);
-    sumSlicesToRoot(hostShardParams(), m_evalBuffer);
+    m_sync->sumToRoot(
+        *m_ctx.comm, m_sync->hostParams(),
+        [this](const auto& local, auto& serial) { toSerial(local, serial); }, m_evalBuffer);
     if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
     m_eval = std::make_unique<Mlp>(m_shape, m_ctx.config->seed, m_ctx.memory, MlpShard{}, false,
                                    &compute());
@@ -121,49 +106,18 @@ class ModelParallel final : public Strategy {
 
   RankHoldings holdings() const override;
 
-  // Live reconfiguration. Save, collective over the world: the slices of the parameters and
-  // optimizer moments (ZeRO-1: all-gathered over dp first) summed onto rank 0 in the serial
-  // layout as in beginEval, and copied back to the host there. Load: every rank takes its
-  // slices from the host state and copies them to its device.
+  // Live reconfiguration through the serial layout (GradSync::save and load): each shard's
+  // slices, from dp replica 0 (replicated weights from tp rank 0 only).
   void saveState(TrainingState& state) override {
-    const int64_t P = m_model->wholeNumel();
-    const bool root = m_ctx.rank == 0;
-    Tensor sum = compute().tensor({P}, MemCategory::Comm, m_ctx.memory);
-    auto gatherToRoot = [&](const std::vector<float>& shardFlat, std::vector<float>& out) {
-      sumSlicesToRoot(shardFlat, sum);
-      if (!root) return;
-      out.assign(size_t(P), 0.f);
-      compute().download(out.data(), sum.data(), P);
-    };
-    gatherToRoot(hostShardParams(), state.params);
-    for (int k = 0; k < 2; ++k)
-      if (moment(0, k)) gatherToRoot(shardMoments(k), k == 0 ? state.optM : state.optV);
-    if (root) state.optimizerSteps = m_opts.front()->steps();
+    m_sync->save(state, *m_ctx.comm, m_model->wholeNumel(),
+                 [this](const auto& local, auto& serial) { toSerial(local, serial); });
   }
   void loadState(const TrainingState& state) override {
-    const int64_t P = m_model->wholeNumel();
-    if (int64_t(state.params.size()) != P)
-      throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
-                               " parameters, this model " + std::to_string(P));
-    std::vector<float> shard(size_t(m_model->params().numel()));
-    m_model->copySlices(const_cast<float*>(state.params.data()), false, true, shard.data());
-    ParamSet& ps = m_model->params();
-    for (const ParamUnit& u : ps.units())  // wherever each unit is bound (ZeRO-1: padded)
-      compute().upload(ps.param(u.firstRef), shard.data() + u.begin, u.numel());
-    const int d = m_zero1 ? m_grid.coords().dp : 0;
-    for (int k = 0; k < 2; ++k) {
-      const std::vector<float>& from = k == 0 ? state.optM : state.optV;
-      if (!moment(0, k) || int64_t(from.size()) != P) continue;
-      compute().sync();  // `shard` is refilled below: the uploads from it are done
-      m_model->copySlices(const_cast<float*>(from.data()), false, true, shard.data());
-      for (size_t i = 0; i < m_layout->units.size(); ++i) {  // this rank's chunk of each unit
-        const ZeroLayout::Unit& u = m_layout->units[i];
-        const int64_t at = d * u.chunk, n = std::clamp<int64_t>(u.len - at, 0, u.chunk);
-        if (n > 0) compute().upload(moment(i, k), shard.data() + u.begin + at, n);
-      }
-    }
-    compute().sync();  // `shard` goes when this returns
-    for (auto& opt : m_opts) opt->setSteps(state.optimizerSteps);
+    m_sync->load(state, m_model->wholeNumel(),
+                 [&](const std::vector<float>& serial, std::vector<float>& local) {
+                   m_model->copySlices(const_cast<float*>(serial.data()), false, true,
+                                       local.data());
+                 });
   }
 
  private:
@@ -175,56 +129,12 @@ class ModelParallel final : public Strategy {
   // (a pooled buffer's last backward, a new tensor's zero fill). Nothing to wait for on a CPU.
   void ready() { compute().sync(); }
 
-  // The shard's parameters on the host, laid out like its flat buffer (Mlp::copySlices'
-  // shardFlat), copied from wherever each unit is bound (ZeRO-1: the padded buffer).
-  std::vector<float> hostShardParams() {
-    ParamSet& ps = m_model->params();
-    std::vector<float> host(size_t(ps.numel()));
-    for (const ParamUnit& u : ps.units())
-      compute().download(host.data() + u.begin, ps.param(u.firstRef), u.numel());
-    return host;
-  }
-
-  // Collective over the world: `sum` (P floats of this rank's device) gets, on rank 0, the whole
-  // model's flat layout of `shardFlat` (host, laid out like the shard's parameters): every dp-0
-  // rank writes its slices (replicated weights from tp rank 0 only, so each float comes from
-  // one rank and the sum is a copy), the others zeros.
-  void sumSlicesToRoot(const std::vector<float>& shardFlat, Tensor& sum) {
-    const int64_t P = m_model->wholeNumel();
-    std::vector<float> whole(size_t(P), 0.f);
+  // The whole model's flat layout of `local` (laid out like the shard's parameters), from the
+  // dp-0 ranks (replicated weights from tp rank 0 only, so each float comes from one rank).
+  void toSerial(const std::vector<float>& local, std::vector<float>& serial) {
     if (m_grid.coords().dp == 0)
-      m_model->copySlices(whole.data(), true, m_grid.coords().tp == 0,
-                          const_cast<float*>(shardFlat.data()));
-    compute().upload(sum.data(), whole.data(), P);
-    ready();
-    m_ctx.comm->reduce(sum.data(), sum.data(), P, 0, ReduceOp::Sum, device());
-  }
-
-  // Optimizer moment k (0: momentum / Adam's m, 1: Adam's v) of unit i, or null.
-  float* moment(size_t i, int k) const {
-    return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo();
-  }
-  // Moment k of every unit on the host, laid out like the shard's flat parameters (ZeRO-1: the
-  // dp ranks' chunks all-gathered on the device first; collective over dp).
-  std::vector<float> shardMoments(int k) {
-    std::vector<float> shard(size_t(m_model->params().numel()));
-    Tensor full;  // ZeRO-1: one unit's moment, every chunk (Comm)
-    if (m_zero1) {
-      int64_t most = 0;
-      for (const ZeroLayout::Unit& u : m_layout->units) most = std::max(most, u.padded);
-      full = compute().tensor({most}, MemCategory::Comm, m_ctx.memory);
-    }
-    for (size_t i = 0; i < m_layout->units.size(); ++i) {
-      const ZeroLayout::Unit& u = m_layout->units[i];
-      if (!m_zero1) {
-        compute().download(shard.data() + u.begin, moment(i, k), u.len);
-        continue;
-      }
-      ready();
-      m_grid.dp().allGather(moment(i, k), full.data(), u.chunk, device());
-      compute().download(shard.data() + u.begin, full.data(), u.len);
-    }
-    return shard;
+      m_model->copySlices(serial.data(), true, m_grid.coords().tp == 0,
+                          const_cast<float*>(local.data()));
   }
 
   // This dp replica's slice of the global batch; micro-batch m is chunk m of it.
@@ -288,7 +198,7 @@ class ModelParallel final : public Strategy {
           const int at = microBegin(m);
           loss += m_stage->forward(step, *acts,
                                    m_x.empty() ? nullptr : &m_x[size_t(at) * m_shape.input],
-                                   &m_labels[size_t(at)], m_globalBatch);
+                                   &m_labels[size_t(at)], m_globalBatch, m_sync.get());
           break;
         }
         case PipeAction::SendAct:
@@ -300,7 +210,7 @@ class ModelParallel final : public Strategy {
           pp.recv(m_dOut.data(), n, s + 1, device());
           break;
         case PipeAction::Backward:
-          m_stage->backward(step, *acts, m_dOut.data(), m_dIn.data());
+          m_stage->backward(step, *acts, m_dOut.data(), m_dIn.data(), m_sync.get());
           m_pool.push_back(std::move(acts));  // 1F1B reuses it for the next forward; GPipe holds M
           break;
         case PipeAction::SendGrad:
@@ -312,36 +222,6 @@ class ModelParallel final : public Strategy {
     return loss;
   }
 
-  // 3. and 4. Gradients summed over the dp replicas of this slice, then the update.
-  void syncAndUpdate(int64_t step) {
-    Communicator& dp = m_grid.dp();
-    ParamSet& ps = m_model->params();
-    const int d = m_grid.coords().dp;
-    for (size_t i = 0; i < m_layout->units.size(); ++i) {
-      const ZeroLayout::Unit& u = m_layout->units[i];
-      if (m_zero1) {
-        float* grads = m_grads.data() + u.paddedBegin;
-        float* owned = m_params.data() + u.paddedBegin + d * u.chunk;
-        ready();  // in place: chunk d gets the sum
-        dp.reduceScatter(grads, grads + d * u.chunk, u.chunk, ReduceOp::Sum, device());
-        {
-          ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
-          m_opts[i]->step(owned, grads + d * u.chunk);
-        }
-        ready();
-        dp.allGather(owned, m_params.data() + u.paddedBegin, u.chunk, device());  // in place
-      } else {
-        float* grads = ps.grads().data() + u.begin;
-        if (dp.size() > 1) {
-          ready();
-          dp.allReduce(grads, grads, u.len, ReduceOp::Sum, AllReduceAlgo::Configured, device());
-        }
-        ComputeSpan s(compute(), m_ctx.spans, SpanKind::Optimizer, step + 1, "optimizer");
-        m_opts[i]->step(ps.params().data() + u.begin, grads);
-      }
-    }
-  }
-
   std::unique_ptr<Compute> m_ownCompute;  // when the context brought none; outlives the rest
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
@@ -350,10 +230,7 @@ class ModelParallel final : public Strategy {
   std::unique_ptr<Mlp> m_model;  // this rank's shard: its stage's units, its tp slice
   std::unique_ptr<TensorParallelStage> m_stage;
   std::vector<PipeStep> m_schedule;
-  bool m_zero1 = false;
-  std::unique_ptr<ZeroLayout> m_layout;            // over dp (ZeRO-1) or one rank (whole units)
-  Tensor m_params, m_grads;                        // ZeRO-1: padded copies the model is bound to
-  std::vector<std::unique_ptr<Optimizer>> m_opts;  // per unit: its owned chunk
+  std::unique_ptr<GradSync> m_sync;  // over dp: the gradient sum, the optimizer, ZeRO's shards
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
   std::vector<float> m_x;     // host: this dp replica's input rows, uploaded per micro-batch
   std::vector<int> m_labels;  // host: their labels
@@ -375,8 +252,9 @@ RankHoldings ModelParallel::holdings() const {
     for (int i = 0; i < comm->size(); ++i) g.worldRanks.push_back(comm->worldRankOf(i));
     h.groups.push_back(g);
   }
+  // The weights as this rank's slices of the whole model's (ZeRO: the chunks instead, flat).
   const ParamSet& ps = m_model->params();
-  for (const HoldingKind k : {HoldingKind::Params, HoldingKind::Grads})
+  m_sync->addHoldings(h.items, [&](HoldingKind k) {
     for (int i = 0; i < int(ps.refs().size()); ++i) {
       const ParamRef& r = ps.ref(i);
       const ParamSlice& s = m_model->sliceOf(i);
@@ -385,14 +263,7 @@ RankHoldings ModelParallel::holdings() const {
       h.items.push_back({r.name, k, s.dim, s.dim < 0 ? 0 : s.begin, s.dim < 0 ? total : s.end,
                          total, rows, cols, r.numel() * 4});
     }
-  const int slots = optimizerStateSlots(m_ctx.config->optimizer);
-  const int d = m_zero1 ? m_grid.coords().dp : 0;
-  for (size_t i = 0; slots > 0 && i < m_layout->units.size(); ++i) {
-    const ZeroLayout::Unit& u = m_layout->units[i];
-    const int64_t begin = std::min(u.len, d * u.chunk), end = std::min(u.len, begin + u.chunk);
-    h.items.push_back({ps.units()[i].name + " (flat)", HoldingKind::Optimizer, m_zero1 ? 0 : -1,
-                       begin, end, u.len, u.chunk, slots, u.chunk * slots * 4});
-  }
+  });
   const int64_t B = m_globalBatch > 0 ? m_globalBatch : m_ctx.config->globalBatch();
   const int D = m_grid.shape().dp;
   const int64_t begin = shardBegin(m_grid.coords().dp, D, B),

@@ -9,7 +9,7 @@
 //      --config file and the window's controls then offer. Every
 //      strategy runs with --device cuda: every buffer it touches made through the rank's
 //      Compute (device/compute.h), its collectives given the buffers' Device after
-//      Compute::sync() (see data_parallel.cpp). It runs on --backend nccl too, so it calls
+//      Compute::sync() (see grad_sync.cpp). It runs on --backend nccl too, so it calls
 //      only what NcclComm serves (comm_nccl.cpp; cudaRefusal below lists it).
 //   3. Ship with it: a test against the serial run on the same global batch and seed
 //      (tests/engine/tst_parallel_equals_serial.cpp, or a convergence test if asynchronous),
@@ -53,9 +53,8 @@ Setting::Why moeLayout(const RunConfig& c) {
   if (c.tp > 1 || c.pp > 1)
     return std::string(
         "model: --model moe composes with data and expert parallelism only (allowed: tp = pp = 1)");
-  if (c.strategy != "sync" || c.zero > 0)
-    return std::string(
-        "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)");
+  if (c.strategy != "sync")
+    return std::string("model: --model moe trains with --strategy sync (dp and ep are its axes)");
   return std::nullopt;
 }
 

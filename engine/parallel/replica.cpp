@@ -77,11 +77,11 @@ int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch
   return m_slice;
 }
 
-double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks) {
+double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zeroGrads) {
   SpanningHooks spanning(compute(), m_ctx.spans, step + 1, hooks);
   const double loss =
       m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice, m_globalBatch, &spanning);
-  if (m_model->params().grads().data()) m_model->params().zeroGrads();
+  if (zeroGrads && m_model->params().grads().data()) m_model->params().zeroGrads();
   m_model->backward(&spanning);
   return loss;
 }
@@ -94,20 +94,21 @@ std::unique_ptr<Optimizer> ReplicaStrategy::makeOptimizer(int64_t numel) const {
                                      m_ctx.memory, m_ctx.compute);
 }
 
+void ReplicaStrategy::addModelStates(std::vector<HeldSlice>& items) const {
+  const ParamSet& ps = m_model->params();
+  for (const HoldingKind k : {HoldingKind::Params, HoldingKind::Grads})
+    addWholeTensors(items, ps, k);
+  const int slots = optimizerStateSlots(m_ctx.config->optimizer);
+  const int64_t P = ps.numel();
+  if (slots > 0 && m_optimizerFloats == P)
+    items.push_back({"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
+}
+
 RankHoldings ReplicaStrategy::holdings() const {
   RankHoldings h;
   h.rank = m_ctx.rank;
   h.coords.dp = m_ctx.rank;
-  const ParamSet& ps = m_model->params();
-  for (const HoldingKind k : {HoldingKind::Params, HoldingKind::Grads})
-    for (const ParamRef& r : ps.refs()) {
-      const int64_t rows = r.shape.at(0), cols = r.numel() / rows;
-      h.items.push_back({r.name, k, -1, 0, rows, rows, rows, cols, r.numel() * 4});
-    }
-  const int slots = optimizerStateSlots(m_ctx.config->optimizer);
-  const int64_t P = ps.numel();
-  if (slots > 0 && m_optimizerFloats == P)
-    h.items.push_back({"model (flat)", HoldingKind::Optimizer, -1, 0, P, P, P, slots, P * slots * 4});
+  addModelStates(h.items);
   const int64_t B = m_ctx.config->globalBatch();
   const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, B),
                 len = shardLen(m_ctx.rank, m_ctx.worldSize, B);

@@ -15,8 +15,7 @@ namespace paralab {
 class ReplicaStrategy : public Strategy {
  public:
   Mlp& beginEval() override { return *m_model; }
-  // The whole model (params, grads, the optimizer state made by makeOptimizer when it covers
-  // the whole model) and this rank's slice of the batch; sharding subclasses override.
+  // The model states (addModelStates) and this rank's slice of the batch and its activations.
   RankHoldings holdings() const override;
   // A replica with one optimizer over the whole model: copies them (rank 0 saves).
   void saveState(TrainingState& state) override;
@@ -29,8 +28,13 @@ class ReplicaStrategy : public Strategy {
   // buffers; returns its size. A Data span.
   int takeSlice(int64_t step, const std::vector<int>& globalBatch);
   // Forward (with the loss) and backward of the slice, a span per unit; hooks run between
-  // units, outside the compute spans. Gradients are zeroed first. Returns the loss sum.
-  double forwardBackward(int64_t step, UnitHooks* hooks = nullptr);
+  // units, outside the compute spans. Gradients are zeroed first unless the hooks' owner does
+  // it (`zeroGrads` false). Returns the loss sum.
+  double forwardBackward(int64_t step, UnitHooks* hooks = nullptr, bool zeroGrads = true);
+  // What holdings() lists of the parameters, gradients and optimizer state: the whole model,
+  // and the optimizer state made by makeOptimizer when it covers the whole model. Sharding
+  // subclasses override.
+  virtual void addModelStates(std::vector<HeldSlice>& items) const;
   // An optimizer over `numel` parameters (the rank's shard, or all of them).
   std::unique_ptr<Optimizer> makeOptimizer(int64_t numel) const;
   // The optimizer over the whole flat buffer, for saveState/loadState (null: the subclass

@@ -29,7 +29,8 @@
 //   last stage all-gathers the residual for the classifier (b x H; its backward needs no
 //   exchange: every rank has the whole, identical gradient and keeps its rows). LayerNorm
 //   weights now see only the rank's rows: their gradients are partial, and one all-reduce per
-//   block per step (2H floats) sums them over the group, as Megatron does.
+//   block per step (2H floats, or with ZeRO on dp the part of them the rank owns) sums them
+//   over the group, as Megatron does.
 // With --device cuda every buffer here is device memory of the rank's Compute and every
 // kernel goes on its stream; each collective waits for that stream first (ready()), since the
 // communicator reads and writes from its own, and returns once its own is done.
@@ -40,6 +41,7 @@
 
 #include "comm/communicator.h"
 #include "device/compute.h"
+#include "parallel/grad_sync.h"
 #include "parallel/pipeline.h"
 
 namespace paralab {
@@ -145,21 +147,30 @@ void TensorParallelStage::ensureScratch(const MicroRows& r) {
 // [SECTION] Forward
 
 double TensorParallelStage::forward(int64_t step, MicroActs& m, const float* x, const int* labels,
-                                    double normalizer) {
+                                    double normalizer, UnitHooks* hooks) {
   ensureScratch(m.r);
   const MlpShape& shape = m_model.shape();
   const MicroRows& r = m.r;
   if (m_model.hasUnit(0)) {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-    m_compute.upload(m.x.data(), x, int64_t(r.rows) * shape.input);
-    // SP: only this rank's rows of the residual stream (rows past the micro-batch stay zero).
-    const int real = std::clamp(r.rows - r.first, 0, r.local);
-    if (real > 0)
-      m_model.inProj().forward(m.x.data() + int64_t(r.first) * shape.input, m.a[0].data(), real);
-    m_compute.zero(m.a[0].data() + int64_t(real) * m_H, int64_t(r.local - real) * m_H);
+    if (hooks) hooks->beforeForward(unitOf(0));
+    {
+      ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+      m_compute.upload(m.x.data(), x, int64_t(r.rows) * shape.input);
+      // SP: only this rank's rows of the residual stream (rows past the micro-batch stay zero).
+      const int real = std::clamp(r.rows - r.first, 0, r.local);
+      if (real > 0)
+        m_model.inProj().forward(m.x.data() + int64_t(r.first) * shape.input, m.a[0].data(), real);
+      m_compute.zero(m.a[0].data() + int64_t(real) * m_H, int64_t(r.local - real) * m_H);
+    }
+    if (hooks) hooks->afterForward(unitOf(0));
   }
   const int blocks = m_model.endBlock() - m_model.firstBlock();
-  for (int j = 0; j < blocks; ++j) blockForward(step, j, m);
+  for (int j = 0; j < blocks; ++j) {
+    const int unit = unitOf(m_model.firstBlock() + j + 1);
+    if (hooks) hooks->beforeForward(unit);
+    blockForward(step, j, m);
+    if (hooks) hooks->afterForward(unit);
+  }
   if (!m_model.hasUnit(shape.layers + 1)) return 0;
   const float* in = m.a.back().data();
   if (m_sp) {  // SP ends: every rank gets every row for the replicated classifier
@@ -167,15 +178,21 @@ double TensorParallelStage::forward(int64_t step, MicroActs& m, const float* x, 
     m_tp.allGather(m.a.back().data(), m.aFull.data(), int64_t(r.local) * m_H, device());
     in = m.aFull.data();
   }
-  ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-  const int* here = labels;
-  if (m_compute.onGpu()) {
-    m_compute.uploadInts(reinterpret_cast<int*>(m.labels.data()), labels, r.rows);
-    here = reinterpret_cast<const int*>(m.labels.data());
+  if (hooks) hooks->beforeForward(unitOf(shape.layers + 1));
+  double loss = 0;
+  {
+    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
+    const int* here = labels;
+    if (m_compute.onGpu()) {
+      m_compute.uploadInts(reinterpret_cast<int*>(m.labels.data()), labels, r.rows);
+      here = reinterpret_cast<const int*>(m.labels.data());
+    }
+    m_model.classifier().forward(in, m.logits.data(), r.rows);
+    loss = m_compute.softmaxXent(m.dlogits.data(), m.logits.data(), here, r.rows, shape.classes,
+                                 normalizer);
   }
-  m_model.classifier().forward(in, m.logits.data(), r.rows);
-  return m_compute.softmaxXent(m.dlogits.data(), m.logits.data(), here, r.rows, shape.classes,
-                               normalizer);
+  if (hooks) hooks->afterForward(unitOf(shape.layers + 1));
+  return loss;
 }
 
 void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
@@ -215,26 +232,37 @@ void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
 
 // [SECTION] Backward
 
-void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut, float* dIn) {
+void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                                   UnitHooks* hooks) {
   const MlpShape& shape = m_model.shape();
   const MicroRows& r = m.r;
   const int64_t H = m_H, localFloats = r.local * H;
   float* dA = m_dA.data();  // dLoss / d(residual stream), this rank's rows
   if (m_model.hasUnit(shape.layers + 1)) {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
-    if (m_sp) {
-      // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
-      m_compute.zero(m_dFull.data(), r.full * H);  // padding rows: zero
-      m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
-      m_compute.copy(dA, m_dFull.data() + r.first * H, localFloats);
-    } else {
-      m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
+    if (hooks) hooks->beforeBackward(unitOf(shape.layers + 1));
+    {
+      ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1,
+                    microSpanLabel(false, m.micro));
+      if (m_sp) {
+        // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
+        m_compute.zero(m_dFull.data(), r.full * H);  // padding rows: zero
+        m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
+        m_compute.copy(dA, m_dFull.data() + r.first * H, localFloats);
+      } else {
+        m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
+      }
     }
+    if (hooks) hooks->afterBackward(unitOf(shape.layers + 1));
   } else {
     m_compute.copy(dA, dOut, localFloats);
   }
   const int blocks = m_model.endBlock() - m_model.firstBlock();
-  for (int j = blocks - 1; j >= 0; --j) blockBackward(step, j, m, dA);
+  for (int j = blocks - 1; j >= 0; --j) {
+    const int unit = unitOf(m_model.firstBlock() + j + 1);
+    if (hooks) hooks->beforeBackward(unit);
+    blockBackward(step, j, m, dA);
+    if (hooks) hooks->afterBackward(unit);
+  }
   if (!m_model.hasUnit(0)) {
     m_compute.copy(dIn, dA, localFloats);
     return;
@@ -245,8 +273,12 @@ void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut
     m_tp.allGather(dA, m_dFull.data(), localFloats, device());
     dA0 = m_dFull.data();
   }
-  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
-  m_model.inProj().backward(m.x.data(), dA0, nullptr, r.rows);
+  if (hooks) hooks->beforeBackward(unitOf(0));
+  {
+    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+    m_model.inProj().backward(m.x.data(), dA0, nullptr, r.rows);
+  }
+  if (hooks) hooks->afterBackward(unitOf(0));
 }
 
 void TensorParallelStage::blockBackward(int64_t step, int j, MicroActs& m, float* dA) {
@@ -282,14 +314,17 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MicroActs& m, float
   m_compute.residualAdd(dA, m_dtmp.data(), long(r.local * H));
 }
 
-void TensorParallelStage::finishBackward() {
+void TensorParallelStage::finishBackward(GradSync& sync) {
   if (!m_sp) return;
   // SP: each rank's LayerNorm gradients cover its rows only; sum them (gamma and beta are
-  // adjacent: 2H floats per block).
+  // adjacent: 2H floats per block). Summing over tp after dp gives the same sum; the dp sync
+  // decides where the sums are (ZeRO: the owned chunk's share of them, the same on every tp
+  // rank, which holds the same layout).
   ready();
   for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l) {
-    float* g = m_model.params().grad(m_model.block(l).ln.gammaRef());
-    m_tp.allReduce(g, g, 2 * int64_t(m_H), ReduceOp::Sum, AllReduceAlgo::Configured, device());
+    const int64_t at = m_model.params().ref(m_model.block(l).ln.gammaRef()).offset;
+    for (const HeldGradients& g : sync.heldGradients(at, at + 2 * int64_t(m_H)))
+      m_tp.allReduce(g.grads, g.grads, g.count, ReduceOp::Sum, AllReduceAlgo::Configured, device());
   }
 }
 

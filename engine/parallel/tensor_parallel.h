@@ -16,6 +16,7 @@ namespace paralab {
 
 class Communicator;
 class Compute;
+class GradSync;
 
 // Rows of one micro-batch as one rank sees them.
 struct MicroRows {
@@ -72,18 +73,23 @@ class TensorParallelStage {
   // (last stage), both host memory (uploaded on a GPU). Returns the sum of the per-sample
   // losses on the last stage, else 0; gradients are scaled by 1 / normalizer (the global
   // batch, so micro-batches and dp ranks add up). On a GPU the last stage waits for its stream
-  // (the loss is copied back).
-  double forward(int64_t step, MicroActs& m, const float* x, const int* labels, double normalizer);
+  // (the loss is copied back). `hooks` run around each unit (the shard's ParamSet units),
+  // outside the compute spans: where data parallelism gathers or syncs (grad_sync.h).
+  double forward(int64_t step, MicroActs& m, const float* x, const int* labels, double normalizer,
+                 UnitHooks* hooks = nullptr);
   // Accumulates (+=) the weight gradients. dOut: gradient of the stage output [local, H] (not
   // on the last stage); dIn: written with the gradient of the stage input (not on the first).
   // Both are memory of the rank's Compute; on a GPU dIn is written on its stream (sync before
   // sending it).
-  void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn);
-  // After the last micro-batch's backward. SP: sums the LayerNorm gradients over the group.
-  void finishBackward();
+  void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                UnitHooks* hooks = nullptr);
+  // After the data-parallel sum of the step's gradients (GradSync::reduce). SP: sums the
+  // LayerNorm gradients over the group, where `sync` holds them.
+  void finishBackward(GradSync& sync);
   bool reportsLoss() const;  // the last stage's tp rank 0 (its tp partners compute the same loss)
 
  private:
+  int unitOf(int globalUnit) const { return globalUnit - m_model.shard().firstUnit; }
   void blockForward(int64_t step, int j, MicroActs& m);
   void blockBackward(int64_t step, int j, MicroActs& m, float* dA);
   void ensureScratch(const MicroRows& r);

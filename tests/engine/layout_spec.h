@@ -1,6 +1,6 @@
 // The model-parallel tests' layouts, written as words: "dp2 tp2 pp2 sp gpipe M3 zero1 adam" on
-// top of a base configuration; ranks = dp x tp x pp. Used by tst_model_parallel and
-// tst_cuda_model_parallel.
+// top of a base configuration ("naive" or "bucket0.02" set --dp-version and --bucket-mb);
+// ranks = dp x tp x pp. Used by tst_model_parallel, tst_cuda_model_parallel and tst_grad_sync.
 #pragma once
 #include <QString>
 #include <QtGlobal>
@@ -30,8 +30,12 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
       c.sp = true;
     else if (w == "gpipe" || w == "1f1b")
       c.schedule = w.toStdString();
-    else if (w == "zero1")
-      c.zero = 1;
+    else if (w.startsWith("zero"))
+      c.zero = w.mid(4).toInt();
+    else if (w == "naive")
+      c.dpVersion = "naive";
+    else if (w.startsWith("bucket"))  // "bucket0.02": buckets of 0.02 MiB
+      c.dpVersion = "bucket", c.bucketMb = w.size() > 6 ? w.mid(6).toDouble() : c.bucketMb;
     else if (w == "ring")
       c.allreduce = "ring";
     else if (w == "adam")

@@ -1,7 +1,8 @@
-// The engine tests' parallel-equals-serial check, in one place: a run's loss at every step, and
-// the worst step's relative difference from a reference run, each step over the tolerance
-// printed with both losses. Used by tst_parallel_equals_serial, tst_model_parallel, tst_moe,
-// tst_reconfigure, tst_kernel_choice and tst_cuda_training.
+// The engine tests' parallel-equals-serial check, in one place: a run's loss at every step and
+// its final parameters, the worst step's relative difference from a reference run (each step
+// over the tolerance printed with both losses) and the worst parameter's. Used by
+// tst_parallel_equals_serial, tst_grad_sync, tst_model_parallel, tst_moe, tst_reconfigure,
+// tst_kernel_choice and tst_cuda_training.
 #pragma once
 #include <QString>
 #include <QtGlobal>
@@ -35,6 +36,33 @@ inline std::vector<double> lossTrajectory(const RunConfig& config, int steps) {
   return losses;
 }
 
+// A run's loss at every step and its parameters after the last, in the serial layout
+// (Trainer::saveState gathers them from whatever shards the layout keeps).
+struct RunRecord {
+  std::vector<double> losses;
+  std::vector<float> params;
+};
+inline RunRecord recordRun(const RunConfig& config, int steps) {
+  Trainer t(config);
+  RunRecord r;
+  for (int s = 0; s < steps; ++s) r.losses.push_back(t.step().loss);
+  r.params = t.saveState().params;
+  return r;
+}
+
+// max_i |got_i - ref_i| / max_i |ref_i|: the largest parameter difference against the largest
+// parameter (a per-element ratio would divide by the weights that happen to be near zero).
+inline double worstParameterDifference(const std::vector<float>& got,
+                                       const std::vector<float>& ref) {
+  if (got.size() != ref.size() || ref.empty()) return INFINITY;
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff = std::max(diff, std::abs(double(got[i]) - double(ref[i])));
+    scale = std::max(scale, std::abs(double(ref[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
 // max over steps of |got - ref| / |ref|; a step above `tolerance` is printed, so a failing
 // comparison has the steps where the runs part beside it.
 inline double worstRelativeDifference(const std::vector<double>& got,
@@ -62,4 +90,16 @@ inline double worstRelativeDifference(const std::vector<double>& got,
           double(tolerance));                                                                  \
     QVERIFY2(worst_ <= (tolerance),                                                            \
              qPrintable(QString("%1: relative difference %2").arg(what_).arg(worst_)));        \
+  } while (0)
+
+// In a test function: the final parameters of `got` within `tolerance` of `ref`'s
+// (worstParameterDifference), logged under `what`.
+#define VERIFY_PARAMETERS_AGREE(got, ref, tolerance, what)                               \
+  do {                                                                                   \
+    const double worst_ = paralab::test::worstParameterDifference(got, ref);             \
+    const QString what_ = QString(what);                                                 \
+    qInfo("%s: worst parameter difference %.3g of the largest parameter (tolerance %g)", \
+          qPrintable(what_), worst_, double(tolerance));                                 \
+    QVERIFY2(worst_ <= (tolerance),                                                      \
+             qPrintable(QString("%1: parameters differ by %2").arg(what_).arg(worst_))); \
   } while (0)

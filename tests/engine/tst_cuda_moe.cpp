@@ -8,7 +8,8 @@
 //     runs (tst_moe.cpp's matchesSerial says why none does at this size).
 //   * Expert parallelism, ep 2 and dp 2 x ep 2, thread ranks sharing the one GPU (ThreadComm's
 //     device path), reproduces the CUDA serial run (1e-4; top-2 adds a token's two expert rows
-//     with atomics, in any order), with the same routing figures.
+//     with atomics, in any order), with the same routing figures; so do the other gradient
+//     syncs (naive all-reduce, ZeRO-1/2/3 with the experts sharded over expert-dp).
 //   * --backend nccl follows --backend thread (rows with more ranks than GPUs skip).
 //   * Evaluation (countCorrect on the GPU) agrees with the CPU's; forward and backward spans
 //     are CUDA events inside the step.
@@ -97,12 +98,18 @@ class TstCudaMoe : public QObject {
     QTest::addColumn<int>("ep");
     QTest::addColumn<int>("topk");
     QTest::addColumn<double>("capacity");
+    QTest::addColumn<int>("zero");  // the gradient sync: ZeRO stage, or 0 and --dp-version
+    QTest::addColumn<QString>("version");
     for (int k : {1, 2}) {
-      QTest::addRow("ep=2 dp=2 k=%d", k) << 2 << 2 << k << 4.0;
-      QTest::addRow("ep=2 dp=4 k=%d", k) << 4 << 2 << k << 4.0;
+      QTest::addRow("ep=2 dp=2 k=%d", k) << 2 << 2 << k << 4.0 << 0 << "bucket";
+      QTest::addRow("ep=2 dp=4 k=%d", k) << 4 << 2 << k << 4.0 << 0 << "bucket";
     }
-    QTest::newRow("ep=1 dp=2 k=2") << 2 << 1 << 2 << 4.0;
-    QTest::newRow("ep=2 dp=4 k=2 drops") << 4 << 2 << 2 << 0.75;
+    QTest::newRow("ep=1 dp=2 k=2") << 2 << 1 << 2 << 4.0 << 0 << "bucket";
+    QTest::newRow("ep=2 dp=4 k=2 drops") << 4 << 2 << 2 << 0.75 << 0 << "bucket";
+    QTest::newRow("ep=2 dp=4 k=2 naive") << 4 << 2 << 2 << 4.0 << 0 << "naive";
+    for (int zero : {1, 2, 3})
+      QTest::addRow("ep=2 dp=4 k=2 zero-%d", zero) << 4 << 2 << 2 << 4.0 << zero << "bucket";
+    QTest::newRow("ep=2 dp=2 k=1 zero-3") << 2 << 2 << 1 << 4.0 << 3 << "bucket";
   }
   void expertParallelMatchesCudaSerial() {
     SKIP_WITHOUT_GPU();
@@ -110,12 +117,16 @@ class TstCudaMoe : public QObject {
     QFETCH(int, ep);
     QFETCH(int, topk);
     QFETCH(double, capacity);
+    QFETCH(int, zero);
+    QFETCH(QString, version);
     RunConfig serial = moeConfig(1, 1, topk);
     serial.device = "cuda";
     serial.capacityFactor = capacity;
     RunConfig parallel = serial;
     parallel.ranks = ranks;
     parallel.ep = ep;
+    parallel.zero = zero;
+    parallel.dpVersion = version.toStdString();
     const auto ref = run(serial, 20), got = run(parallel, 20);
     compareRuns(got, ref, 1e-4,
                 qPrintable("cuda " + QString(QTest::currentDataTag()) + " vs cuda serial"));

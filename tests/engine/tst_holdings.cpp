@@ -9,6 +9,7 @@
 #include <set>
 
 #include "parallel/process_grid.h"
+#include "tiles.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -27,16 +28,7 @@ RunConfig config() {
   return c;
 }
 
-// Intervals [begin, end) must tile [0, total) exactly once.
-bool tiles(std::vector<std::pair<int64_t, int64_t>> parts, int64_t total) {
-  std::sort(parts.begin(), parts.end());
-  int64_t at = 0;
-  for (const auto& [a, b] : parts) {
-    if (a != at || b < a) return false;
-    at = b;
-  }
-  return at == total;
-}
+using test::tiles;
 
 }  // namespace
 

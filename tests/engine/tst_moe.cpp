@@ -522,7 +522,7 @@ class TstMoe : public QObject {
                            "(allowed: tp = pp = 1)";
     QTest::newRow("strategy")
         << "strategy"
-        << "model: --model moe trains with --strategy sync and no ZeRO (dp and ep are its axes)";
+        << "model: --model moe trains with --strategy sync (dp and ep are its axes)";
     QTest::newRow("ep experts") << "ep"
                                 << "ep: 3 must divide the number of experts (4)";
     QTest::newRow("ep dp")
@@ -541,10 +541,17 @@ class TstMoe : public QObject {
   }
 
   // [SECTION] Under MpiComm: mpirun -np 4 paralab-run --backend mpi --model moe --ep 2 prints the
-  // thread run's losses and token counts (CTest tst_moe_mpi).
+  // thread run's losses and token counts (CTest tst_moe_mpi), with the experts' gradients
+  // all-reduced over expert-dp or (ZeRO-3) sharded there.
+  void mpiRunMatchesThreads_data() {
+    QTest::addColumn<QStringList>("sync");
+    QTest::newRow("all-reduce") << QStringList{};
+    QTest::newRow("zero-3") << QStringList{"--zero", "3"};
+  }
   void mpiRunMatchesThreads() {
 #if defined(PARALAB_MPIEXEC) && defined(PARALAB_RUN)
     if (qEnvironmentVariableIsEmpty("PARALAB_MOE_MPI")) QSKIP("runs as the CTest tst_moe_mpi");
+    QFETCH(QStringList, sync);
     const QStringList args = {"--ranks",
                               "4",
                               "--model",
@@ -574,8 +581,9 @@ class TstMoe : public QObject {
                               "--json"};
     const auto mpi = test::runJsonLines(
         PARALAB_MPIEXEC,
-        QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + args, 6);
-    const auto thr = test::runJsonLines(PARALAB_RUN, args, 6);
+        QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + args + sync,
+        6);
+    const auto thr = test::runJsonLines(PARALAB_RUN, args + sync, 6);
     QCOMPARE(int(mpi.size()), 6);  // 5 steps and the summary
     QCOMPARE(int(thr.size()), 6);
     for (int s = 0; s < 5; ++s) {

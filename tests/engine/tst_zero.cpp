@@ -10,10 +10,14 @@
 #include "json_lines.h"
 #include "parallel/zero.h"
 #include "train/trainer.h"
+#include "zero_formula.h"
 
 using namespace paralab;
 
 namespace {
+
+using test::modelStates;
+const auto formulaBytes = test::zeroFormulaBytes;
 
 RunConfig zeroConfig(int stage, int ranks) {
   RunConfig c;
@@ -38,24 +42,6 @@ ZeroLayout layoutFor(const RunConfig& c) {
   s.layers = c.layers;
   Mlp model(s, c.seed, nullptr);
   return ZeroLayout(model.params(), c.ranks);
-}
-
-int64_t modelStates(const MemorySnapshot& m) {
-  return m[MemCategory::Params] + m[MemCategory::Grads] + m[MemCategory::Optimizer];
-}
-
-// The lesson's formula, bytes of params + grads + Adam state per rank, from P floats.
-double formulaBytes(int stage, int n, double p) {
-  switch (stage) {
-    case 0:
-      return 16 * p;
-    case 1:
-      return 4 * p + 4 * p + 8 * p / n;
-    case 2:
-      return 4 * p + 12 * p / n;
-    default:
-      return 16 * p / n;
-  }
 }
 
 }  // namespace

@@ -1,0 +1,553 @@
+// GradSync (see grad_sync.h): every collective of the data-parallel dimension, in the lesson's
+// words. N is the size of a unit's group, P the floats this rank holds; bytes sent per rank per
+// step, fp32, with the ring:
+//   naive, bucket: all-reduce (= reduce-scatter + all-gather), 2(N-1)/N x 4P (lessons/05). The
+//     bucketed version all-reduces each bucket on a communication thread as soon as backward has
+//     finished its units, while backward goes on with earlier ones (PyTorch DDP, Li et al. 2020):
+//     the timeline shows comm spans beside backward spans.
+//   ZeRO-1 (optimizer state; Rajbhandari et al. 2020): after backward each unit's gradients are
+//     reduce-scattered (rank r keeps the sum of chunk r), the rank updates its chunk, and the
+//     parameters are all-gathered: (N-1)/N x 4P each, 2(N-1)/N x 4P as the all-reduce.
+//   ZeRO-2 (+ gradients): a unit's gradients are made in a transient full-size buffer and
+//     reduce-scattered into the owned shard as soon as backward finishes the unit.
+//   ZeRO-3 (+ parameters; FSDP, Zhao et al. 2023): only the owned chunk of the parameters stays;
+//     each unit is all-gathered before its forward and again before its backward, and freed
+//     after each: 3(N-1)/N x 4P, 1.5x (the paper's 3 Psi against 2 Psi).
+//   With M micro-batches (a pipeline) each unit's backward runs M times: buckets start after the
+//   last; ZeRO-2 and -3 reduce-scatter every micro-batch's gradients and ZeRO-3 gathers the unit
+//   2M times, M x the traffic (why DeepSpeed pairs pipelines with ZeRO-1).
+// Model states per rank with Adam (bytes): 16P; stage 1: 8P + 8P/N; 2: 4P + 12P/N; 3: 16P/N.
+// With --device cuda every buffer is device memory of the rank's Compute; each collective waits
+// for the rank's stream first (Compute::sync), since the communicator works on its own.
+// See tests/engine/tst_grad_sync.cpp, tst_zero.cpp and tst_parallel_equals_serial.cpp.
+#include "parallel/grad_sync.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "comm/communicator.h"
+
+namespace paralab {
+
+GradSyncSettings GradSyncSettings::of(const RunConfig& c) {
+  return {c.zero, c.dpVersion, c.bucketMb, c.optimizer, c.lr, false};
+}
+
+namespace {
+
+std::vector<int> sizesOf(const std::vector<SyncGroup>& groups) {
+  std::vector<int> sizes;
+  for (const SyncGroup& g : groups) sizes.push_back(g.comm->size());
+  return sizes;
+}
+
+std::vector<SyncRange> orWhole(std::vector<SyncRange> ranges, const ParamSet& ps) {
+  if (ranges.empty()) ranges.push_back({0, ps.numel(), 0, ""});
+  return ranges;
+}
+
+}  // namespace
+
+GradSync::GradSync(ParamSet& ps, std::vector<SyncGroup> groups, std::vector<SyncRange> ranges,
+                   const GradSyncSettings& settings, Compute& compute, MemoryTracker* memory,
+                   SpanRecorder* spans)
+    : m_ps(ps),
+      m_groups(std::move(groups)),
+      m_settings(settings),
+      m_stage(settings.zero),
+      m_compute(compute),
+      m_memory(memory),
+      m_spans(spans),
+      m_layout(ps, orWhole(std::move(ranges), ps), sizesOf(m_groups)),
+      m_seen(ps.units().size(), 0) {
+  for (const SyncGroup& g : m_groups) m_rankIn.push_back(g.comm->rank());
+  OptimizerHyper hyper;
+  hyper.lr = float(settings.lr);
+  const OptimizerKind kind = optimizerKind(settings.optimizer);
+  if (m_stage == 0) {  // the ParamSet's flat buffers stay; one optimizer over them
+    m_opts.push_back(std::make_unique<Optimizer>(kind, hyper, ps.numel(), memory, &compute));
+    if (settings.dpVersion == "bucket") planBuckets();
+    return;
+  }
+  // Model states as this stage keeps them (Params / Grads: what ZeRO shards). Every rank built
+  // the same initial weights from the seed; keep this stage's part of them.
+  const int64_t full = m_layout.paddedNumel, shard = m_layout.shardNumel;
+  m_params = compute.tensor({m_stage < 3 ? full : shard}, MemCategory::Params, memory);
+  m_grads = compute.tensor({m_stage < 2 ? full : shard}, MemCategory::Grads, memory);
+  const float* flat = ps.params().data();
+  for (const ZeroLayout::Unit& u : m_layout.units) {
+    if (m_stage < 3) {
+      compute.copy(m_params.data() + u.paddedBegin, flat + u.begin, u.len);
+      continue;
+    }
+    const int64_t n = std::clamp<int64_t>(u.len - ownedFrom(u), 0, u.chunk);
+    if (n > 0)  // a tiny unit's last chunks may be padding only
+      compute.copy(m_params.data() + u.shardBegin, flat + u.begin + ownedFrom(u), n);
+  }
+  // The flat buffers go: 8P bytes fewer (on a GPU the copies above are queued ahead of any
+  // reuse of that memory, on the same stream).
+  ps.releaseFlat();
+  for (int m = 0; m < int(ps.units().size()); ++m) bindResting(m);
+  for (const ZeroLayout::Unit& u : m_layout.units)  // 8 bytes per owned float with Adam
+    m_opts.push_back(std::make_unique<Optimizer>(kind, hyper, u.chunk, memory, &compute));
+}
+
+GradSync::~GradSync() {
+  if (!m_thread.joinable()) return;
+  {
+    std::lock_guard lock(m_mutex);
+    m_quit = true;
+  }
+  m_cv.notify_all();
+  m_thread.join();
+}
+
+// [SECTION] A step
+
+void GradSync::beginStep(int64_t step, int backwardsPerUnit) {
+  m_step = step;
+  m_backwards = backwardsPerUnit;
+  std::fill(m_seen.begin(), m_seen.end(), 0);
+  {
+    std::lock_guard lock(m_mutex);
+    m_done = 0;
+  }
+  if (m_stage == 0) m_ps.zeroGrads();
+  if (m_stage == 1) m_grads.zero();  // stages 2-3: each unit's staging buffer starts at zero
+}
+
+void GradSync::beforeForward(int m) {
+  if (m_stage == 3) bindGathered(m, gatherUnit(m, m_gathered), nullptr);
+}
+
+void GradSync::afterForward(int m) {
+  if (m_stage < 3) return;
+  bindResting(m);
+  m_gathered = Tensor();
+}
+
+void GradSync::beforeBackward(int m) {
+  if (m_stage < 2) return;
+  // The unit's full gradients live only while backward makes them: transient, so Comm.
+  // Zero-filled on allocation: backward accumulates into them.
+  m_staging = m_compute.tensor({unitPadded(m)}, MemCategory::Comm, m_memory);
+  const int64_t base = m_layout.units[size_t(m_layout.firstUnit[size_t(m)])].paddedBegin;
+  bindGathered(m, m_stage == 3 ? gatherUnit(m, m_gathered) : m_params.data() + base,
+               m_staging.data());
+}
+
+void GradSync::afterBackward(int m) {
+  const int seen = ++m_seen[size_t(m)];
+  if (m_stage == 0) {
+    if (seen == m_backwards) startBuckets(m);
+    return;
+  }
+  if (m_stage < 2) return;
+  const int first = m_layout.firstUnit[size_t(m)], end = m_layout.firstUnit[size_t(m) + 1];
+  const int64_t base = m_layout.units[size_t(first)].paddedBegin;
+  m_compute.sync();  // backward's gradients are in the staging buffer
+  for (int i = first; i < end; ++i) {
+    const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
+    float* full = m_staging.data() + (u.paddedBegin - base);
+    // Rank r keeps the sum over its group of chunk r: (N-1)/N x 4 x padded bytes sent. Later
+    // micro-batches reduce-scatter in place and add their sum to the shard.
+    if (seen == 1) {
+      reduceScatter(u, full, ownedGrads(u));
+    } else {
+      float* mine = full + ownedFrom(u);
+      reduceScatter(u, full, mine);
+      m_compute.residualAdd(ownedGrads(u), mine, long(u.chunk));
+    }
+  }
+  bindResting(m);  // back to what the unit holds between uses; transient buffers freed
+  m_gathered = Tensor();
+  m_staging = Tensor();
+}
+
+void GradSync::reduce() {
+  if (m_stage == 0 && m_settings.dpVersion == "naive") {
+    m_compute.sync();  // backward's gradients are complete
+    for (const ZeroLayout::Unit& u : m_layout.units) {
+      Communicator& c = comm(u);
+      if (c.size() == 1) continue;
+      for (int i = 0; i < int(m_ps.refs().size()); ++i) {  // one all-reduce per tensor
+        const ParamRef& r = m_ps.ref(i);
+        if (r.offset >= u.begin && r.offset < u.begin + u.len)
+          c.allReduce(m_ps.grad(i), m_ps.grad(i), r.numel(), ReduceOp::Sum,
+                      AllReduceAlgo::Configured, device());
+      }
+    }
+  } else if (m_stage == 0 && !m_inline && !m_buckets.empty()) {
+    // Wait for the last bucket (the comm thread's spans cover this wait in the timeline).
+    std::unique_lock lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_done == int(m_buckets.size()) || m_error; });
+    if (m_error) std::rethrow_exception(m_error);
+  } else if (m_stage == 1) {
+    m_compute.sync();
+    for (const ZeroLayout::Unit& u : m_layout.units)  // in place: chunk r gets the sum
+      reduceScatter(u, m_grads.data() + u.paddedBegin, ownedGrads(u));
+  }
+  // Stages 2-3 reduce-scattered each unit as backward finished it.
+}
+
+std::vector<HeldGradients> GradSync::heldGradients(int64_t begin, int64_t end) {
+  std::vector<HeldGradients> out;
+  for (const ZeroLayout::Unit& u : m_layout.units) {
+    const int64_t from = m_stage == 0 ? u.begin : u.begin + ownedFrom(u);
+    const int64_t to = m_stage == 0 ? u.begin + u.len : std::min(u.begin + u.len, from + u.chunk);
+    const int64_t lo = std::max(begin, from), hi = std::min(end, to);
+    if (lo >= hi) continue;
+    float* at = m_stage == 0 ? m_ps.grads().data() + lo : ownedGrads(u) + (lo - from);
+    out.push_back({at, hi - lo});
+  }
+  return out;
+}
+
+void GradSync::update() {
+  {
+    ComputeSpan s(m_compute, m_spans, SpanKind::Optimizer, m_step + 1, "optimizer");
+    if (m_stage == 0)
+      m_opts.front()->step(m_ps.params().data(), m_ps.grads().data());
+    else
+      for (size_t i = 0; i < m_layout.units.size(); ++i)
+        m_opts[i]->step(ownedParams(m_layout.units[i]), ownedGrads(m_layout.units[i]));
+  }
+  if (m_stage == 1 || m_stage == 2) {  // every rank gets the others' updated chunks (in place)
+    m_compute.sync();
+    for (const ZeroLayout::Unit& u : m_layout.units)
+      allGather(u, ownedParams(u), m_params.data() + u.paddedBegin);
+  }
+}
+
+// [SECTION] The bucketed version: buckets, the communication thread
+
+// Per group, consecutive units from the last to the first (the order backward finishes them),
+// until a bucket holds at least --bucket-mb; adjacent ranges merge into one all-reduce.
+void GradSync::planBuckets() {
+  const int64_t target =
+      std::max<int64_t>(1, int64_t(m_settings.bucketMb * (1 << 20) / sizeof(float)));
+  std::vector<Bucket> open(m_groups.size());
+  std::vector<int64_t> floats(m_groups.size(), 0);
+  for (int m = int(m_ps.units().size()) - 1; m >= 0; --m) {
+    for (int i = m_layout.firstUnit[size_t(m) + 1] - 1; i >= m_layout.firstUnit[size_t(m)]; --i) {
+      const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
+      if (comm(u).size() == 1) continue;  // nothing to sum
+      Bucket& b = open[size_t(u.group)];
+      if (!b.ranges.empty() && b.ranges.back().first == u.begin + u.len)
+        b.ranges.back().first = u.begin;
+      else
+        b.ranges.push_back({u.begin, u.begin + u.len});
+      b.group = u.group;
+      b.lowestUnit = m;
+      floats[size_t(u.group)] += u.len;
+    }
+    for (size_t g = 0; g < open.size(); ++g)
+      if (!open[g].ranges.empty() && (floats[g] >= target || m == 0)) {
+        m_buckets.push_back(std::move(open[g]));
+        open[g] = Bucket{};
+        floats[g] = 0;
+      }
+  }
+  if (m_buckets.empty()) return;
+  m_compute.makeMarks(int(m_buckets.size()));
+  // The communication thread calls the backend while the rank's own thread may too. ThreadComm
+  // serves that. MPI needs MPI_THREAD_SERIALIZED and then one call at a time; NCCL would have
+  // kernels of two communicators in flight in an order the ranks do not agree on (the NCCL
+  // user guide warns that this can deadlock). So under MPI without it, and under MPI and NCCL
+  // when the rank's own thread communicates during backward, the buckets are all-reduced on
+  // the rank's own thread as backward completes them: the same sums, without the overlap.
+  const std::string backend = m_groups.front().comm->backend();
+  m_inline = backend != "thread" &&
+             (m_settings.callsDuringBackward || (backend == "mpi" && !mpiCallsFromAnyThread()));
+  if (m_inline) return;
+  // A communicator of its own per group for the communication thread (collective: every rank
+  // of the group splits), so its calls never interleave with the rank's other calls.
+  for (const SyncGroup& g : m_groups)
+    m_overlap.push_back(g.comm->size() > 1 ? g.comm->split(0, g.comm->rank(), g.name + "-overlap")
+                                           : nullptr);
+  m_thread = std::thread([this] { commLoop(); });
+}
+
+void GradSync::startBuckets(int m) {
+  for (size_t i = 0; i < m_buckets.size(); ++i) {
+    if (m_buckets[i].lowestUnit != m) continue;
+    if (m_inline) {
+      m_compute.sync();
+      allReduceBucket(*m_groups[size_t(m_buckets[i].group)].comm, m_buckets[i]);
+      continue;
+    }
+    m_compute.mark(int(i));  // the bucket's gradients are final once the stream gets here
+    {
+      std::lock_guard lock(m_mutex);
+      m_queue.push_back(i);
+    }
+    m_cv.notify_all();
+  }
+}
+
+void GradSync::allReduceBucket(Communicator& c, const Bucket& b) {
+  float* grads = m_ps.grads().data();
+  for (const auto& [begin, end] : b.ranges)
+    c.allReduce(grads + begin, grads + begin, end - begin, ReduceOp::Sum, AllReduceAlgo::Configured,
+                device());
+}
+
+void GradSync::commLoop() {
+  try {
+    m_compute.makeCurrent();  // this thread's device calls go to the rank's GPU
+  } catch (...) {
+    std::lock_guard lock(m_mutex);
+    m_error = std::current_exception();
+  }
+  while (true) {
+    size_t i;
+    {
+      std::unique_lock lock(m_mutex);
+      m_cv.wait(lock, [&] { return m_quit || !m_queue.empty(); });
+      if (m_quit) return;
+      i = m_queue.front();
+      m_queue.pop_front();
+    }
+    try {
+      m_compute.waitMark(int(i));
+      allReduceBucket(*m_overlap[size_t(m_buckets[i].group)], m_buckets[i]);
+    } catch (...) {
+      std::lock_guard lock(m_mutex);
+      m_error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(m_mutex);
+      ++m_done;
+    }
+    m_cv.notify_all();
+  }
+}
+
+// [SECTION] ZeRO's collectives on one unit, and where its pieces live
+
+Communicator& GradSync::comm(const ZeroLayout::Unit& u) const {
+  return *m_groups[size_t(u.group)].comm;
+}
+
+// Rank r of N keeps the sum of chunk r (a group of one keeps it all: a copy, no message).
+void GradSync::reduceScatter(const ZeroLayout::Unit& u, const float* full, float* owned) {
+  Communicator& c = comm(u);
+  if (c.size() > 1)
+    c.reduceScatter(full, owned, u.chunk, ReduceOp::Sum, device());
+  else if (owned != full)
+    m_compute.copy(owned, full, u.chunk);
+}
+
+// Every rank gets every chunk: chunk q from rank q.
+void GradSync::allGather(const ZeroLayout::Unit& u, const float* owned, float* full) {
+  Communicator& c = comm(u);
+  if (c.size() > 1)
+    c.allGather(owned, full, u.chunk, device());
+  else if (owned != full)
+    m_compute.copy(full, owned, u.chunk);
+}
+
+// Stage 3: model unit m's parameters from every rank's chunks into `into` (Comm), laid out
+// like its part of the padded buffer: (N-1)/N x 4 x padded bytes sent.
+float* GradSync::gatherUnit(int m, Tensor& into) {
+  into = m_compute.tensor({unitPadded(m)}, MemCategory::Comm, m_memory);
+  m_compute.sync();  // the owned chunks' update and the buffer's zero fill are done
+  const int first = m_layout.firstUnit[size_t(m)];
+  const int64_t base = m_layout.units[size_t(first)].paddedBegin;
+  for (int i = first; i < m_layout.firstUnit[size_t(m) + 1]; ++i) {
+    const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
+    allGather(u, ownedParams(u), into.data() + (u.paddedBegin - base));
+  }
+  return into.data();
+}
+
+// Stages 1-2: the padded parameters (stage 1 also gradients); stage 3: nothing (gathered on use).
+void GradSync::bindResting(int m) {
+  for (int i = m_layout.firstUnit[size_t(m)]; i < m_layout.firstUnit[size_t(m) + 1]; ++i) {
+    const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
+    m_ps.bindRange(u.begin, u.begin + u.len,
+                   m_stage < 3 ? m_params.data() + u.paddedBegin : nullptr,
+                   m_stage == 1 ? m_grads.data() + u.paddedBegin : nullptr);
+  }
+}
+
+// Model unit m's weights at `params` and `grads` (either may be null), buffers laid out like its
+// part of the padded buffer.
+void GradSync::bindGathered(int m, float* params, float* grads) {
+  const int first = m_layout.firstUnit[size_t(m)];
+  const int64_t base = m_layout.units[size_t(first)].paddedBegin;
+  for (int i = first; i < m_layout.firstUnit[size_t(m) + 1]; ++i) {
+    const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
+    const int64_t at = u.paddedBegin - base;
+    m_ps.bindRange(u.begin, u.begin + u.len, params ? params + at : nullptr,
+                   grads ? grads + at : nullptr);
+  }
+}
+
+int64_t GradSync::unitPadded(int m) const {
+  const ZeroLayout::Unit& first = m_layout.units[size_t(m_layout.firstUnit[size_t(m)])];
+  const ZeroLayout::Unit& last = m_layout.units[size_t(m_layout.firstUnit[size_t(m) + 1] - 1)];
+  return last.paddedBegin + last.padded - first.paddedBegin;
+}
+
+int64_t GradSync::ownedFrom(const ZeroLayout::Unit& u) const {
+  return int64_t(m_rankIn[size_t(u.group)]) * u.chunk;
+}
+
+// This rank's chunk of a unit: inside the full buffer (chunk r of the unit) or the shard.
+float* GradSync::ownedParams(const ZeroLayout::Unit& u) {
+  return m_stage < 3 ? m_params.data() + u.paddedBegin + ownedFrom(u)
+                     : m_params.data() + u.shardBegin;
+}
+float* GradSync::ownedGrads(const ZeroLayout::Unit& u) {
+  return m_stage < 2 ? m_grads.data() + u.paddedBegin + ownedFrom(u)
+                     : m_grads.data() + u.shardBegin;
+}
+
+float* GradSync::moment(size_t i, int k) const {
+  return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo();
+}
+
+// [SECTION] Evaluation and live reconfiguration
+
+void GradSync::gatherAll() {
+  if (m_stage < 3) return;
+  m_evalParams = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
+  m_compute.sync();
+  for (const ZeroLayout::Unit& u : m_layout.units) {
+    allGather(u, ownedParams(u), m_evalParams.data() + u.paddedBegin);
+    m_ps.bindRange(u.begin, u.begin + u.len, m_evalParams.data() + u.paddedBegin, nullptr);
+  }
+}
+
+void GradSync::releaseAll() {
+  if (m_stage < 3) return;
+  for (int m = 0; m < int(m_ps.units().size()); ++m) bindResting(m);
+  m_evalParams = Tensor();
+}
+
+std::vector<float> GradSync::hostParams() {
+  std::vector<float> host(size_t(m_layout.numel));
+  if (m_stage == 0) {
+    m_compute.download(host.data(), m_ps.params().data(), m_layout.numel);
+    return host;
+  }
+  Tensor full;  // stage 3: one unit gathered (Comm)
+  if (m_stage == 3) full = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
+  m_compute.sync();
+  for (const ZeroLayout::Unit& u : m_layout.units) {
+    const float* at = m_params.data() + u.paddedBegin;
+    if (m_stage == 3) {
+      allGather(u, ownedParams(u), full.data() + u.paddedBegin);
+      at = full.data() + u.paddedBegin;
+    }
+    m_compute.download(host.data() + u.begin, at, u.len);
+  }
+  return host;
+}
+
+std::vector<float> GradSync::hostMoment(int k) {
+  if (!moment(0, k)) return {};
+  std::vector<float> host(size_t(m_layout.numel));
+  if (m_stage == 0) {
+    m_compute.download(host.data(), moment(0, k), m_layout.numel);
+    return host;
+  }
+  // Each rank's chunk of each unit, all-gathered on the device and copied back.
+  Tensor full = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
+  m_compute.sync();
+  for (size_t i = 0; i < m_layout.units.size(); ++i) {
+    const ZeroLayout::Unit& u = m_layout.units[i];
+    allGather(u, moment(i, k), full.data() + u.paddedBegin);
+    m_compute.download(host.data() + u.begin, full.data() + u.paddedBegin, u.len);
+  }
+  return host;
+}
+
+void GradSync::sumToRoot(Communicator& world, const std::vector<float>& local,
+                         const ToSerial& toSerial, Tensor& sum) {
+  std::vector<float> serial(size_t(sum.numel()), 0.f);
+  toSerial(local, serial);
+  m_compute.upload(sum.data(), serial.data(), sum.numel());
+  m_compute.sync();
+  world.reduce(sum.data(), sum.data(), sum.numel(), 0, ReduceOp::Sum, device());
+}
+
+void GradSync::save(TrainingState& state, Communicator& world, int64_t serial,
+                    const ToSerial& toSerial) {
+  const bool root = world.rank() == 0;
+  Tensor sum = m_compute.tensor({serial}, MemCategory::Comm, m_memory);
+  auto toRoot = [&](const std::vector<float>& local, std::vector<float>& out) {
+    sumToRoot(world, local, toSerial, sum);
+    if (!root) return;
+    out.resize(size_t(serial));
+    m_compute.download(out.data(), sum.data(), serial);
+  };
+  toRoot(hostParams(), state.params);
+  for (int k = 0; k < 2; ++k)
+    if (const std::vector<float> m = hostMoment(k); !m.empty())
+      toRoot(m, k == 0 ? state.optM : state.optV);
+  if (root) state.optimizerSteps = m_opts.front()->steps();
+}
+
+void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial& fromSerial) {
+  if (int64_t(state.params.size()) != serial)
+    throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
+                             " parameters, this model " + std::to_string(serial));
+  const int64_t P = m_layout.numel;
+  std::vector<float> local[3];  // parameters, moment 1, moment 2, laid out like the flat buffer
+  const std::vector<float>* from[3] = {&state.params, &state.optM, &state.optV};
+  for (int k = 0; k < 3; ++k)
+    if (int64_t(from[k]->size()) == serial) {
+      local[k].resize(size_t(P));
+      fromSerial(*from[k], local[k]);
+    }
+  if (m_stage == 0) {
+    m_compute.upload(m_ps.params().data(), local[0].data(), P);
+    for (int k = 0; k < 2; ++k)
+      if (moment(0, k) && !local[k + 1].empty())
+        m_compute.upload(moment(0, k), local[k + 1].data(), P);
+  }
+  for (size_t i = 0; m_stage > 0 && i < m_layout.units.size(); ++i) {
+    const ZeroLayout::Unit& u = m_layout.units[i];
+    // This rank's chunk of the unit: its real floats (the padded tail stays zero).
+    const int64_t at = ownedFrom(u), n = std::clamp<int64_t>(u.len - at, 0, u.chunk);
+    auto take = [&](const std::vector<float>& src, float* dst) {
+      if (dst && !src.empty() && n > 0) m_compute.upload(dst, src.data() + u.begin + at, n);
+    };
+    if (m_stage < 3)
+      m_compute.upload(m_params.data() + u.paddedBegin, local[0].data() + u.begin, u.len);
+    else
+      take(local[0], ownedParams(u));
+    for (int k = 0; k < 2; ++k) take(local[k + 1], moment(i, k));
+  }
+  m_compute.sync();  // the host vectors go when this returns
+  for (auto& opt : m_opts) opt->setSteps(state.optimizerSteps);
+}
+
+// [SECTION] What this rank holds
+
+void GradSync::addHoldings(std::vector<HeldSlice>& items,
+                           const std::function<void(HoldingKind)>& tensors) const {
+  if (m_stage < 3) tensors(HoldingKind::Params);
+  if (m_stage < 2) tensors(HoldingKind::Grads);
+  const int slots = optimizerStateSlots(m_settings.optimizer);
+  for (const ZeroLayout::Unit& u : m_layout.units) {
+    const std::string name = u.name + " (flat)";
+    if (m_stage == 0) {
+      if (slots > 0)
+        items.push_back(
+            {name, HoldingKind::Optimizer, -1, 0, u.len, u.len, u.len, slots, u.len * slots * 4});
+      continue;
+    }
+    const int64_t begin = std::min(u.len, ownedFrom(u)), end = std::min(u.len, begin + u.chunk);
+    auto chunk = [&](HoldingKind k, int64_t cols) {
+      items.push_back({name, k, 0, begin, end, u.len, u.chunk, cols, u.chunk * cols * 4});
+    };
+    if (m_stage == 3) chunk(HoldingKind::Params, 1);
+    if (m_stage >= 2) chunk(HoldingKind::Grads, 1);
+    if (slots > 0) chunk(HoldingKind::Optimizer, slots);
+  }
+}
+
+}  // namespace paralab
