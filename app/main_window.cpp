@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QResizeEvent>
 #include <QSaveFile>
 #include <QScrollArea>
 #include <QStatusBar>
@@ -126,13 +127,57 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1440, 900);
 }
 
+// Qt gives the left column its share of what the window gains: made small and grown back, the
+// window would keep the column wide and the charts narrow. The column keeps the width it was
+// given (or dragged to); the docks are laid out to the new size after this event, so the
+// column is set right after.
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  QTimer::singleShot(0, this, [this] {
+    if (QDockWidget* column = leftColumn();
+        column && m_columnWidth > 0 && column->width() > m_columnWidth) {
+      // The chart columns take what the left column gives back, in their present proportion.
+      QList<QDockWidget*> docks{column};
+      QList<int> widths{m_columnWidth};
+      const int spare = column->width() - m_columnWidth;
+      int charts = 0;
+      for (const char* stem : {"loss", "throughput"})
+        if (QDockWidget* d = findChild<QDockWidget*>(QString(stem) + "Dock")) charts += d->width();
+      for (const char* stem : {"loss", "throughput"})
+        if (QDockWidget* d = findChild<QDockWidget*>(QString(stem) + "Dock"); d && charts > 0) {
+          docks << d;
+          widths << d->width() + spare * d->width() / charts;
+        }
+      resizeDocks(docks, widths, Qt::Horizontal);
+    }
+    m_windowWidth = width();  // from now on a column resize at this width is a drag
+    coverCharts();
+  });
+}
+
+// The dock in front in the left column (lessons, settings or sweep).
+QDockWidget* MainWindow::leftColumn() const {
+  for (QDockWidget* d : {static_cast<QDockWidget*>(m_lessonDock), m_configDock, m_sweepDock})
+    if (d && d->isVisible() && !d->visibleRegion().isEmpty() &&
+        dockWidgetArea(d) == Qt::LeftDockWidgetArea && !d->isFloating())
+      return d;
+  return nullptr;
+}
+
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
   m_hub->syncPixelRatio();
   if (QWindow* handle = windowHandle())
     connect(handle, &QWindow::screenChanged, m_hub, &ChartHub::syncPixelRatio,
             Qt::UniqueConnection);
-  if (m_sized || m_restoredLayout) return;
+  if (m_restoredLayout && !m_sized) {  // the column keeps the width the last session left
+    m_sized = true;
+    QTimer::singleShot(0, this, [this] {
+      if (QDockWidget* column = leftColumn()) m_columnWidth = column->width();
+      m_windowWidth = width();
+    });
+  }
+  if (m_sized) return;
   m_sized = true;
   // The settings column as narrow as its controls; the two chart columns share the rest.
   auto* config = findChild<QDockWidget*>("configDock");
@@ -146,6 +191,8 @@ void MainWindow::showEvent(QShowEvent* event) {
       widths << chartWidth;
     }
   resizeDocks(docks, widths, Qt::Horizontal);
+  m_columnWidth = settingsWidth;
+  m_windowWidth = width();
 }
 
 MainWindow::~MainWindow() = default;  // ~Session stops the run and joins its thread
@@ -254,6 +301,8 @@ void MainWindow::createMenus() {
   m_viewMenu->addSeparator();
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Welcome"), this, &MainWindow::showWelcome)
+      ->setStatusTip(tr("The first page again: start lesson 1, or play freely"));
   help->addAction(tr("&About ParaLab"), this, [this] {
     QMessageBox::about(this, tr("About ParaLab"),
                        tr("<b>ParaLab</b> %1<br>A lab for learning how neural-network training "
@@ -300,6 +349,7 @@ void MainWindow::createDocks() {
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* dock = new QDockWidget(tr("Run settings"));
+  m_configDock = dock;
   dock->setObjectName("configDock");
   dock->setWidget(scroll);
   dock->setMinimumWidth(m_configPanel->sizeHint().width() + 24);
@@ -309,17 +359,22 @@ void MainWindow::createDocks() {
          "re-sharded and training continues from the same step, the loss curve unbroken. "
          "Model, data, optimizer and seed need a new run (Reset, then Start).")
           .arg(kApplyDelayMs));
-  addPanel(dock, Qt::LeftDockWidgetArea);
 
   m_sweepPanel = new SweepPanel([this] { return m_configPanel->config(); });
   m_sweepDock = new QDockWidget(tr("Scaling sweep"));
   m_sweepDock->setObjectName("sweepDock");
   m_sweepDock->setWidget(m_sweepPanel);
-  addPanel(m_sweepDock, Qt::LeftDockWidgetArea);
-  tabifyDockWidget(dock, m_sweepDock);
-  dock->raise();
   connect(m_sweepPanel, &SweepPanel::sweepFinished, this, &MainWindow::showSweep);
-  createLessonDock(dock);
+  // The left column's tabs: Lessons first (where a learner begins), then the settings and the
+  // sweep; the lessons in front until the learner chooses otherwise (startAs).
+  createLessonDock();
+  addPanel(dock, Qt::LeftDockWidgetArea);
+  addPanel(m_sweepDock, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(m_lessonDock, dock);
+  tabifyDockWidget(dock, m_sweepDock);
+  m_lessonDock->raise();
+  for (QDockWidget* d : {static_cast<QDockWidget*>(m_lessonDock), dock, m_sweepDock})
+    d->installEventFilter(this);  // the learner dragging the column's edge (eventFilter)
   // A sweep times steps: a training run beside it would share the cores and every point would
   // measure the contention. The run is paused first, and nothing starts while a sweep measures.
   m_sweepPanel->setBeforeRun([this] {
@@ -332,53 +387,6 @@ void MainWindow::createDocks() {
   connect(m_sweepPanel, &SweepPanel::runningChanged, this, [this](bool running) {
     m_sweepAction->setEnabled(!running);
     updateActions();
-  });
-}
-
-// The lessons beside the settings: a step's experiment goes to the settings panel (and the
-// run or sweep it asks for), and the measured result comes back to its comparison.
-void MainWindow::createLessonDock(QDockWidget* besides) {
-  QStringList caps = lessons::engineCapabilities();
-  // A GPU is present is not the engine can train on it: no RunConfig field picks the device
-  // yet, so a GPU lesson stays "coming" (the Device control says the same).
-  caps.removeAll("device:cuda");
-  m_lessonDock = new LessonDock(caps, this);
-  addPanel(m_lessonDock, Qt::LeftDockWidgetArea);
-  tabifyDockWidget(besides, m_lessonDock);
-  besides->raise();
-  connect(m_lessonDock, &LessonDock::applyExperiment, this, [this](const RunConfig& c) {
-    m_configPanel->setConfig(c);
-    statusBar()->showMessage(tr("The lesson's settings are in Run settings: press Start (F5)"),
-                             8000);
-  });
-  connect(m_lessonDock, &LessonDock::runExperiment, this, [this](const RunConfig& c) {
-    if (m_sweepPanel->isRunning())
-      return showError(tr("A scaling sweep is measuring: run the lesson's experiment once it is "
-                          "done (or Cancel it)"));
-    m_configPanel->setConfig(c);
-    if (m_showingRun && isActive(m_state)) reset();
-    if (startNewRun(false)) m_experimentRunId = m_runId;
-  });
-  connect(m_lessonDock, &LessonDock::runSweep, this,
-          [this](const RunConfig& base, const QList<int>& ranks, int steps, int warmup) {
-            m_configPanel->setConfig(base);
-            QStringList list;
-            for (int n : ranks) list << QString::number(n);
-            m_sweepPanel->setRanks(list.join(", "));
-            m_sweepPanel->setSteps(steps, warmup);
-            m_experimentSweepBase = base;
-            runSweep();
-            if (!m_sweepPanel->isRunning()) m_experimentSweepBase.reset();
-          });
-  connect(this, &MainWindow::runEnded, this, [this](bool ok) {
-    if (!ok || m_experimentRunId != m_runId) return;
-    m_experimentRunId = -1;
-    // Every step the session kept, as paralab-run --json prints them.
-    const Snapshot s = m_session.snapshot(0);
-    QList<QJsonObject> steps;
-    steps.reserve(qsizetype(s.steps.size()));
-    for (const StepMetrics& m : s.steps) steps << lessons::stepJson(m);
-    m_lessonDock->showRunResult(steps);
   });
 }
 
@@ -424,6 +432,8 @@ void MainWindow::createStatusBar() {
 }
 
 // [SECTION] Run commands: each returns at once; poll() shows what they did.
+
+bool MainWindow::runInProgress() const { return m_showingRun && isActive(m_state); }
 
 void MainWindow::start() {
   if (m_sweepPanel->isRunning()) return;  // updateActions says why
@@ -778,9 +788,20 @@ void MainWindow::restoreSettings(bool keepConfig) {
   if (!keepConfig)
     if (auto c = Settings::lastConfig()) m_configPanel->setConfig(*c);
   m_persist = true;
+  // The way in chosen last time, or the welcome page until there is one.
+  if (const QString choice = Settings::startChoice(); choice.isEmpty())
+    showWelcome();
+  else
+    startAs(choice);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  // Ctrl+Q, the window's close button, the desktop's: a run in progress is not dropped unasked.
+  QStringList losses;
+  if (runInProgress())
+    losses << tr("%1 ends: runs are not kept when the window closes.").arg(runAtRisk());
+  if (m_sweepPanel->isRunning()) losses << tr("The scaling sweep measuring now is cancelled.");
+  if (!confirm(tr("Quit ParaLab?"), losses, tr("Quit"))) return event->ignore();
   if (m_persist) {
     Settings::setWindow(saveGeometry(), saveState());
     Settings::setLastConfig(m_configPanel->config());

@@ -2,8 +2,9 @@
 // scaling-sweep dock; toolbar Start / Pause / Step / Reset drive the engine's Session and a
 // ≤ 30 Hz timer copies new steps out of Session::snapshot() into the charts, so the window
 // never waits on training (DESIGN.md §1). Settings changed while training are applied to the
-// run after a short pause in typing (Session::reconfigure). See tests/app/tst_app.cpp,
-// tests/app/tst_window.cpp, or run `paralab`.
+// run after a short pause in typing (Session::reconfigure). A first start shows a welcome page
+// (main_window_lessons.cpp). See tests/app/tst_app.cpp, tests/app/tst_window.cpp,
+// tests/app/tst_window_trust.cpp, or run `paralab`.
 #pragma once
 #include <QList>
 #include <QMainWindow>
@@ -28,6 +29,7 @@ class ChartHub;
 class ConfigPanel;
 class LessonDock;
 class SweepPanel;
+class WelcomePage;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -65,6 +67,10 @@ class MainWindow : public QMainWindow {
   void setTheme(Theme theme);
   // Title bars on the docks (to drag, float, close them) or not (the tidy default).
   void setPanelsMovable(bool movable);
+  // The welcome page over the charts: restoreSettings() shows it until the learner has chosen
+  // a way in (remembered), Help > Welcome brings it back. Not modal.
+  void showWelcome();
+  WelcomePage* welcomePage() const { return m_welcome; }
 
   // Everything for coursework into `dir`: every chart as PNG, PDF, SVG and CSV, the run's
   // settings (run-config.json), the timeline as a Chrome trace (trace.json), and the summary
@@ -91,8 +97,10 @@ class MainWindow : public QMainWindow {
   void runEnded(bool ok, const QString& error);
 
  protected:
-  void closeEvent(QCloseEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;  // asks first while a run or sweep is open
   void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void createActions();
@@ -100,7 +108,18 @@ class MainWindow : public QMainWindow {
   void createCharts();
   void createDocks();
   void createStatusBar();
-  void createLessonDock(QDockWidget* besides);
+  void createLessonDock();
+  QDockWidget* leftColumn() const;
+  // [SECTION] main_window_lessons.cpp: the welcome, the lessons' runs, asking before a loss.
+  void startAs(const QString& choice);  // "lesson" or "free": that tab in front, remembered
+  void coverCharts();
+  bool runInProgress() const;  // a run shown that is loading, training or paused
+  QString runAtRisk() const;   // "The run shown (paused at step 40 of 100)" ("" none)
+  bool settingsAreTheLearners(const RunConfig& replacement) const;
+  // A question with what would be lost, one line each; true at once when nothing would be.
+  bool confirm(const QString& question, const QStringList& losses, const QString& yes);
+  bool mayReplaceWith(const RunConfig& lesson, bool newRun);
+  void useLessonSettings(const RunConfig& config);
   bool startNewRun(bool paused);
   void onConfigChanged();
   void noteRunConfig(const Snapshot& s);
@@ -130,14 +149,19 @@ class MainWindow : public QMainWindow {
   std::optional<SweepResult> m_sweep;
   bool m_sized = false, m_restoredLayout = false;  // the first show lays the columns out
   bool m_persist = false;  // save layout and settings on close: only after restoreSettings()
+  int m_columnWidth = 0;   // of the left column, kept when the window grows (resizeEvent)
+  int m_windowWidth = 0;   // at the last resize: a column resize at the same width is a drag
 
   ChartHub* m_hub = nullptr;
   ConfigPanel* m_configPanel = nullptr;
   SweepPanel* m_sweepPanel = nullptr;
   QDockWidget* m_sweepDock = nullptr;
+  QDockWidget* m_configDock = nullptr;
   LessonDock* m_lessonDock = nullptr;
   int64_t m_experimentRunId = -1;                  // a lesson step's run: its result goes back
   std::optional<RunConfig> m_experimentSweepBase;  // a lesson step's sweep: likewise
+  std::optional<RunConfig> m_lessonConfig;         // the settings a lesson last put on the panel
+  WelcomePage* m_welcome = nullptr;
   Chart* m_currentChart = nullptr;
   QMenu* m_viewMenu = nullptr;
   QActionGroup* m_themeGroup = nullptr;

@@ -73,6 +73,9 @@ QString Settings::withJsonSuffix(const QString& path) {
 
 void Settings::setExportDir(const QString& dir) { open()->setValue("export/dir", dir); }
 
+QString Settings::startChoice() { return open()->value("welcome/choice").toString(); }
+void Settings::setStartChoice(const QString& choice) { open()->setValue("welcome/choice", choice); }
+
 QByteArray Settings::windowGeometry() { return open()->value("window/geometry").toByteArray(); }
 QByteArray Settings::windowState() { return open()->value("window/state").toByteArray(); }
 

@@ -1,7 +1,7 @@
 // Settings: what the window remembers between sessions (layout, last run settings, theme,
-// export folder), in one QSettings file. Tests never touch a user's file: in Qt's test mode,
-// or with `paralab --settings FILE`, another file is used. See tests/app/tst_window.cpp
-// (settingsRoundTrip).
+// export folder, how the learner chose to begin), in one QSettings file. Tests never touch a
+// user's file: in Qt's test mode, or with `paralab --settings FILE`, another file is used.
+// See tests/app/tst_window.cpp (settingsRoundTrip).
 #pragma once
 #include <QByteArray>
 #include <QString>
@@ -32,6 +32,10 @@ class Settings {
   // A settings file name as saved: "run" becomes "run.json" (a name with a suffix is kept).
   static QString withJsonSuffix(const QString& path);
   static void setExportDir(const QString& dir);
+  // How the learner chose to begin on the welcome page ("lesson", "free"; "" not yet): the
+  // window opens that way from then on.
+  static QString startChoice();
+  static void setStartChoice(const QString& choice);
   static QByteArray windowGeometry();
   static QByteArray windowState();
   static void setWindow(const QByteArray& geometry, const QByteArray& state);

@@ -1,6 +1,7 @@
 // Flashcard scheduling and its JSON file (see flashcards.h). See tests/lessons/tst_lessons_flashcards.cpp.
 #include "flashcards.h"
 
+#include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDir>
 #include <QJsonObject>
@@ -77,6 +78,32 @@ QStringList FlashcardDeck::due(const QStringList& ids, const QDateTime& now) con
   QStringList r;
   for (const auto& p : out) r << p.second;
   return r;
+}
+
+QDateTime FlashcardDeck::nextDue(const QStringList& ids, const QDateTime& now) const {
+  QDateTime next;
+  for (const QString& id : ids) {
+    const QDateTime due = state(id).due;
+    if (due.isValid() && due > now && (!next.isValid() || due < next)) next = due;
+  }
+  return next;
+}
+
+QString waitText(const QDateTime& now, const QDateTime& when) {
+  const qint64 s = now.secsTo(when);
+  auto tr = [](const char* text, int n) {
+    return QCoreApplication::translate("paralab::lessons", text, nullptr, n);
+  };
+  if (s < 60 * 60) {
+    const int minutes = int(std::max<qint64>(1, (s + 59) / 60));
+    return minutes == 1 ? tr("in a minute", 1) : tr("in %n minutes", minutes);
+  }
+  if (s < kDaySeconds) {
+    const int hours = int((s + 3599) / 3600);
+    return hours == 1 ? tr("in an hour", 1) : tr("in %n hours", hours);
+  }
+  const int days = int((s + kDaySeconds - 1) / kDaySeconds);
+  return days == 1 ? tr("tomorrow", 1) : tr("in %n days", days);
 }
 
 void FlashcardDeck::reset(const QString& id) {

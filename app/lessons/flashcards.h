@@ -28,6 +28,10 @@ struct CardState {
 // Intervals are rounded to whole days from the second success on.
 CardState schedule(const CardState& before, Grade grade, const QDateTime& now);
 
+// How long from `now` until `when`, as a learner reads it: "in 10 minutes", "in 3 hours",
+// "tomorrow", "in 6 days" (rounded up: a card is never said to be due before it is).
+QString waitText(const QDateTime& now, const QDateTime& when);
+
 class FlashcardDeck {
  public:
   // Reads `path` if it exists (a missing file is an empty deck).
@@ -42,6 +46,10 @@ class FlashcardDeck {
   bool review(const QString& id, Grade grade, const QDateTime& now = QDateTime::currentDateTimeUtc());
   // Of `ids`, those due at `now` (never reviewed, or due at or before now), most overdue first.
   QStringList due(const QStringList& ids, const QDateTime& now = QDateTime::currentDateTimeUtc()) const;
+  // Of `ids`, when the first one not due at `now` falls due (an Again card: in 10 minutes);
+  // invalid when every card is due now.
+  QDateTime nextDue(const QStringList& ids,
+                    const QDateTime& now = QDateTime::currentDateTimeUtc()) const;
   void reset(const QString& id);  // forget one card (it becomes new)
 
   bool save();

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "formula.h"
+#include "train/sweep.h"
 
 namespace paralab::lessons {
 
@@ -562,7 +563,17 @@ std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& 
 }
 
 std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep, QString* error) {
-  return evalOn(Formula(c.metric), sweep, error);
+  const auto v = evalOn(Formula(c.metric), sweep, error);
+  // A fitted fraction outside 0..1 is no fraction of the work: said in the engine's words
+  // (AmdahlFit::caveat), never shown as a number to compare with a prediction.
+  const QString metric = c.metric.simplified();
+  std::string caveat;
+  if (v && metric == "amdahl_p") caveat = AmdahlFit{*v}.caveat();
+  if (v && metric == "gustafson_serial_fraction") caveat = GustafsonFit{*v}.caveat();
+  if (caveat.empty()) return v;
+  if (error)
+    *error = QString("no fit: the fitted value lies %1").arg(QString::fromStdString(caveat));
+  return std::nullopt;
 }
 
 QStringList glossaryReferences(const QString& markdown) {
@@ -570,6 +581,20 @@ QStringList glossaryReferences(const QString& markdown) {
   QStringList out;
   for (auto it = re.globalMatch(markdown); it.hasNext();) out << it.next().captured(1).trimmed();
   return out;
+}
+
+QString paragraphHtml(const QString& text) {
+  static const QRegularExpression code("`([^`]+)`");
+  QString html;
+  int at = 0;
+  const QString one = text.simplified();
+  for (auto it = code.globalMatch(one); it.hasNext();) {
+    const auto m = it.next();
+    html += one.mid(at, m.capturedStart() - at).toHtmlEscaped() + "<code>" +
+            m.captured(1).toHtmlEscaped() + "</code>";
+    at = int(m.capturedEnd());
+  }
+  return html + one.mid(at).toHtmlEscaped();
 }
 
 }  // namespace paralab::lessons

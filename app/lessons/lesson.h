@@ -120,7 +120,9 @@ QHash<QString, double> resolvedInputs(const Prediction& p, const QJsonObject& ex
 // "points[ranks=8].speedup" (an array element chosen by a field's value). Booleans count as 0/1.
 std::optional<double> metricAt(const QJsonObject& root, const QString& path);
 // The measured value of a comparison: over a run's step objects (each as `paralab-run --json`
-// prints it), among the steps that report the metric; or of a sweep's object.
+// prints it), among the steps that report the metric; or of a sweep's object, where a fitted
+// fraction (amdahl_p, gustafson_serial_fraction) outside 0..1 is no value: `error` starts
+// "no fit:" and says what it means instead.
 std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& steps,
                                     QString* error = nullptr);
 std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,
@@ -128,5 +130,8 @@ std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,
 
 // Glossary references written [[term]] or [[term|shown words]] in a text, in order.
 QStringList glossaryReferences(const QString& markdown);
+// A question, answer or card of lesson.md as rich text: one paragraph (the source's line breaks
+// are not the text's), `code` in the code font, everything else escaped.
+QString paragraphHtml(const QString& text);
 
 }  // namespace paralab::lessons

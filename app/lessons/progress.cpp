@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <QDir>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QStandardPaths>
 #include <algorithm>
@@ -31,8 +32,8 @@ bool Progress::complete(const QString& slug, const QDateTime& when) {
   return save();
 }
 
-bool Progress::setPrediction(const QString& slug, int step, double value) {
-  m_lessons[slug].predictions.insert(step, value);
+bool Progress::lockPrediction(const QString& slug, int step, double value) {
+  m_lessons[slug].predictions[step].append(value);
   return save();
 }
 
@@ -55,7 +56,14 @@ void Progress::load() {
     p.completed = o.value("completed").toBool();
     p.completedAt = QDateTime::fromString(o.value("completed_at").toString(), Qt::ISODate);
     const QJsonObject preds = o.value("predictions").toObject();
-    for (auto pi = preds.begin(); pi != preds.end(); ++pi) p.predictions.insert(pi.key().toInt(), pi.value().toDouble());
+    // A list of attempts; a single number is a file written before there could be more.
+    for (auto pi = preds.begin(); pi != preds.end(); ++pi) {
+      QList<double>& attempts = p.predictions[pi.key().toInt()];
+      if (pi.value().isArray())
+        for (const QJsonValue& v : pi.value().toArray()) attempts << v.toDouble();
+      else
+        attempts << pi.value().toDouble();
+    }
     const QJsonObject answers = o.value("answers").toObject();
     for (auto ai = answers.begin(); ai != answers.end(); ++ai) p.answers.insert(ai.key().toInt(), ai.value().toString());
     m_lessons.insert(it.key(), p);
@@ -67,7 +75,11 @@ bool Progress::save() {
   for (auto it = m_lessons.begin(); it != m_lessons.end(); ++it) {
     const LessonProgress& p = it.value();
     QJsonObject preds, answers;
-    for (auto pi = p.predictions.begin(); pi != p.predictions.end(); ++pi) preds.insert(QString::number(pi.key()), pi.value());
+    for (auto pi = p.predictions.begin(); pi != p.predictions.end(); ++pi) {
+      QJsonArray attempts;
+      for (double v : pi.value()) attempts.append(v);
+      preds.insert(QString::number(pi.key()), attempts);
+    }
     for (auto ai = p.answers.begin(); ai != p.answers.end(); ++ai) answers.insert(QString::number(ai.key()), ai.value());
     QJsonObject o{{"step_reached", p.stepReached}, {"completed", p.completed}, {"predictions", preds}, {"answers", answers}};
     if (p.completedAt.isValid()) o.insert("completed_at", p.completedAt.toUTC().toString(Qt::ISODate));

@@ -1,10 +1,11 @@
-// Progress: how far the learner got in each lesson (step reached, completion, their predictions
-// and written answers), kept per user in a JSON file (default: progress.json under
+// Progress: how far the learner got in each lesson (step reached, completion, their locked
+// predictions and written answers), kept per user in a JSON file (default: progress.json under
 // QStandardPaths::AppDataLocation) that is rewritten whole on every change.
 // See tests/lessons/tst_lessons_progress.cpp.
 #pragma once
 #include <QDateTime>
 #include <QHash>
+#include <QList>
 #include <QMap>
 #include <QString>
 
@@ -14,7 +15,9 @@ struct LessonProgress {
   int stepReached = 0;            // 0-based index of the furthest step opened
   bool completed = false;
   QDateTime completedAt;          // UTC, when first completed
-  QMap<int, double> predictions;  // step index -> the number the learner predicted
+  // Step index -> the predictions locked in there, in order: a locked one is never changed, a
+  // "try again" adds another (the learner sees how their guesses moved).
+  QMap<int, QList<double>> predictions;
   QMap<int, QString> answers;     // retrieval question index -> what the learner wrote
 };
 
@@ -28,7 +31,7 @@ class Progress {
   // Each records and writes the file; false when it cannot be written (error() says why).
   bool reachStep(const QString& slug, int step);  // keeps the furthest step
   bool complete(const QString& slug, const QDateTime& when = QDateTime::currentDateTimeUtc());
-  bool setPrediction(const QString& slug, int step, double value);
+  bool lockPrediction(const QString& slug, int step, double value);  // one more attempt
   bool setAnswer(const QString& slug, int question, const QString& text);
   bool resetLesson(const QString& slug);
 

@@ -5,7 +5,6 @@
 
 #include <QComboBox>
 #include <QCursor>
-#include <QDoubleValidator>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
@@ -16,6 +15,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSet>
 #include <QStackedWidget>
 #include <QTextBrowser>
@@ -26,12 +26,19 @@
 #include <cmath>
 
 #include "engine_bridge.h"
+#include "panels/flashcard_page.h"
+#include "typed_answer.h"
 
 namespace paralab {
 
 using namespace paralab::lessons;
 
 namespace {
+// Red that reads on the light and the dark palette alike (for what could not be read or saved).
+QString warningColor(const QPalette& palette) {
+  return palette.color(QPalette::Window).lightness() < 128 ? "#ff8a80" : "#c62828";
+}
+
 QString number(double v) {
   if (!std::isfinite(v)) return v > 0 ? "∞" : "—";
   if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale().toString(qint64(v));
@@ -54,22 +61,6 @@ QString experimentText(const QJsonObject& experiment) {
     parts << it.key() + " " + shown;
   }
   return parts.join(", ");
-}
-
-// A question, answer or card of lesson.md as rich text: one paragraph (the source's line breaks
-// are not the text's), `code` in the code font, everything else escaped.
-QString paragraphHtml(const QString& text) {
-  static const QRegularExpression code("`([^`]+)`");
-  QString html;
-  int at = 0;
-  const QString one = text.simplified();
-  for (auto it = code.globalMatch(one); it.hasNext();) {
-    const auto m = it.next();
-    html += one.mid(at, m.capturedStart() - at).toHtmlEscaped() + "<code>" +
-            m.captured(1).toHtmlEscaped() + "</code>";
-    at = int(m.capturedEnd());
-  }
-  return html + one.mid(at).toHtmlEscaped();
 }
 
 }  // namespace
@@ -108,7 +99,6 @@ void LessonDock::build() {
   m_problems->setObjectName("lessonProblems");
   m_problems->setWordWrap(true);
   m_problems->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_problems->setStyleSheet("color: #c0392b");
   m_problems->hide();
   m_header->setWordWrap(true);
   m_text = new QTextBrowser(root);
@@ -137,15 +127,50 @@ void LessonDock::build() {
   m_tools = new QStackedWidget(root);
   m_tools->addWidget(new QWidget);  // nothing to do on this page
 
-  // Step tools: experiment, prediction, comparison, benchmark.
+  // Step tools, from the top: the comparison (or what to do first), the prediction and its
+  // Lock in, the experiment and its Run. Whatever grows while a step is open (the comparison
+  // after a lock or a run, a line saying why an answer cannot be read) is above every button
+  // and grows upward into the text: the buttons stay under the pointer (tst_lessons_dock:
+  // buttonsStayPut).
   m_stepTools = new QWidget;
   auto* sv = new QVBoxLayout(m_stepTools);
   sv->setContentsMargins(0, 0, 0, 0);
+  m_comparison = new QLabel(m_stepTools);
+  m_comparison->setObjectName("lessonComparison");
+  m_comparison->setWordWrap(true);
+  m_comparison->setTextFormat(Qt::RichText);
+
+  auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
+  auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label
+  m_askLabel = new QLabel(pred);
+  m_askLabel->setWordWrap(true);
+  m_predictionEdit = new QLineEdit(pred);
+  m_predictionEdit->setObjectName("lessonPrediction");
+  m_lock = new QPushButton(tr("Lock in"), pred);
+  m_lock->setObjectName("lessonLock");
+  // As wide as its longer text, so "Lock in" becoming "Try again" moves nothing.
+  m_lock->setMinimumWidth(std::max(m_lock->sizeHint().width(), [&] {
+    QPushButton probe(tr("Try again"));
+    return probe.sizeHint().width();
+  }()));
+  auto* pr = new QHBoxLayout;
+  pr->addWidget(m_predictionEdit);
+  pr->addWidget(m_lock);
+  pf->addWidget(m_askLabel);
+  pf->addLayout(pr);
+  connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
+  connect(m_predictionEdit, &QLineEdit::returnPressed, this, [this] {
+    if (!m_predictionEdit->isReadOnly()) lockPrediction();
+  });
+
   auto* exp = new QGroupBox(tr("Experiment"), m_stepTools);
   auto* ev = new QVBoxLayout(exp);
   m_experimentLabel = new QLabel(exp);
   m_experimentLabel->setWordWrap(true);
   m_experimentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_benchLabel = new QLabel(exp);
+  m_benchLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_benchLabel->setWordWrap(true);
   auto* eb = new QHBoxLayout;
   m_apply = new QPushButton(tr("Apply to controls"), exp);
   m_run = new QPushButton(tr("Run"), exp);
@@ -154,20 +179,18 @@ void LessonDock::build() {
   eb->addWidget(m_apply);
   eb->addWidget(m_run);
   ev->addWidget(m_experimentLabel);
-  ev->addLayout(eb);
-  m_benchLabel = new QLabel(exp);
-  m_benchLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_benchLabel->setWordWrap(true);
   ev->addWidget(m_benchLabel);
+  ev->addLayout(eb);
   connect(m_apply, &QPushButton::clicked, this, [this] {
     QString error;
+    if (!predictionLocked()) return;
     if (const auto c = stepConfig(&error)) emit applyExperiment(*c);
   });
   connect(m_run, &QPushButton::clicked, this, [this] {
     QString error;
     const auto c = stepConfig(&error);
     const Step* s = currentStep();
-    if (!c || !s) return;
+    if (!c || !s || !predictionLocked()) return;
     m_measured.reset();
     m_measureError.clear();
     refreshComparison();
@@ -177,30 +200,10 @@ void LessonDock::build() {
       emit runExperiment(*c);
   });
 
-  auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
-  auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label
-  m_askLabel = new QLabel(pred);
-  m_askLabel->setWordWrap(true);
-  m_predictionEdit = new QLineEdit(pred);
-  m_predictionEdit->setObjectName("lessonPrediction");
-  m_predictionEdit->setValidator(new QDoubleValidator(m_predictionEdit));
-  m_lock = new QPushButton(tr("Lock in"), pred);
-  m_lock->setObjectName("lessonLock");
-  auto* pr = new QHBoxLayout;
-  pr->addWidget(m_predictionEdit);
-  pr->addWidget(m_lock);
-  pf->addWidget(m_askLabel);
-  pf->addLayout(pr);
-  connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
-  connect(m_predictionEdit, &QLineEdit::returnPressed, this, &LessonDock::lockPrediction);
-
-  m_comparison = new QLabel(m_stepTools);
-  m_comparison->setObjectName("lessonComparison");
-  m_comparison->setWordWrap(true);
-  m_comparison->setTextFormat(Qt::RichText);
-  sv->addWidget(exp);
-  sv->addWidget(pred);
+  sv->addStretch(1);  // room to spare goes above: the boxes keep to the foot of the page
   sv->addWidget(m_comparison);
+  sv->addWidget(pred);
+  sv->addWidget(exp);
   m_tools->addWidget(m_stepTools);
 
   // Retrieval practice: filled per lesson, in a scroll area (a lesson asks several questions,
@@ -217,38 +220,9 @@ void LessonDock::build() {
   m_tools->addWidget(m_retrievalScroll);
 
   // Flashcards.
-  m_cardsPage = new QWidget;
-  auto* cv = new QVBoxLayout(m_cardsPage);
-  m_cardText = new QLabel(m_cardsPage);
-  m_cardText->setObjectName("lessonCard");
-  m_cardText->setWordWrap(true);
-  m_cardText->setTextFormat(Qt::RichText);
-  auto* cb = new QHBoxLayout;
-  m_show = new QPushButton(tr("Show answer"), m_cardsPage);
-  m_again = new QPushButton(tr("Again"), m_cardsPage);
-  m_hard = new QPushButton(tr("Hard"), m_cardsPage);
-  m_good = new QPushButton(tr("Good"), m_cardsPage);
-  m_again->setToolTip(tr("Start this card over: you will see it again in 10 minutes"));
-  m_hard->setToolTip(tr("Halve its interval"));
-  m_good->setToolTip(tr("Grow its interval (1 day, 6 days, then × its ease)"));
-  for (QPushButton* b : {m_show, m_again, m_hard, m_good}) cb->addWidget(b);
-  cv->addWidget(m_cardText);
-  cv->addLayout(cb);
-  cv->addStretch();
-  connect(m_show, &QPushButton::clicked, this, [this] {
-    m_cardRevealed = true;
-    showFlashcards();
-  });
-  auto grade = [this](Grade g) {
-    if (m_dueCards.isEmpty()) return;
-    m_deck.review(m_dueCards.first(), g);
-    showProblems();
-    nextCard();
-  };
-  connect(m_again, &QPushButton::clicked, this, [grade] { grade(Grade::Again); });
-  connect(m_hard, &QPushButton::clicked, this, [grade] { grade(Grade::Hard); });
-  connect(m_good, &QPushButton::clicked, this, [grade] { grade(Grade::Good); });
-  m_tools->addWidget(m_cardsPage);
+  m_cards = new FlashcardPage(m_deck);
+  connect(m_cards, &FlashcardPage::reviewed, this, &LessonDock::showProblems);
+  m_tools->addWidget(m_cards);
 
   v->addWidget(m_picker);
   v->addWidget(m_header);
@@ -263,14 +237,22 @@ void LessonDock::build() {
 }
 
 void LessonDock::fillLessonList() {
-  for (const Lesson& l : m_lessons) {
-    const LessonProgress p = m_progress.lesson(l.slug);
-    const bool coming = !missingNeeds(l.needs, m_caps).isEmpty();
-    m_picker->addItem(
-        QString("%1. %2%3%4")
-            .arg(l.number)
-            .arg(l.title, coming ? tr(" — coming") : QString(), p.completed ? " ✓" : ""));
+  for (int i = 0; i < m_lessons.size(); ++i) {
+    m_picker->addItem(QString());
+    markCompleted(i);
   }
+}
+
+// The lesson's line in the picker: "2. Amdahl's law ✓" once finished, at once (not at the next
+// start of the window).
+void LessonDock::markCompleted(int i) {
+  const Lesson& l = m_lessons[i];
+  const bool coming = !missingNeeds(l.needs, m_caps).isEmpty();
+  const bool done = m_progress.lesson(l.slug).completed;
+  m_picker->setItemText(
+      i, QString("%1. %2%3%4")
+             .arg(l.number)
+             .arg(l.title, coming ? tr(" — coming") : QString(), done ? " ✓" : QString()));
 }
 
 int LessonDock::pageCount() const {
@@ -362,7 +344,12 @@ void LessonDock::openPage(int page) {
   m_measureError.clear();
   const Lesson& l = m_lessons[m_lesson];
   m_progress.reachStep(l.slug, m_page);
-  if (m_page == pageCount() - 1) m_progress.complete(l.slug);
+  m_retrying = false;
+  m_typingError.clear();
+  if (m_page == pageCount() - 1) {
+    m_progress.complete(l.slug);
+    markCompleted(m_lesson);
+  }
   showProblems();
   showPage();
 }
@@ -428,13 +415,8 @@ void LessonDock::showPage() {
   } else {
     md = "### " + tr("Flashcards");
     m_pageLabel->setText(tr("Flashcards"));
-    m_dueCards.clear();
-    QStringList ids;
-    for (const Card& c : l.cards) ids << FlashcardDeck::cardId(l.slug, c.q);
-    m_dueCards = m_deck.due(ids);
-    m_cardRevealed = false;
-    showFlashcards();
-    m_tools->setCurrentWidget(m_cardsPage);
+    m_cards->showLesson(l);
+    m_tools->setCurrentWidget(m_cards);
   }
   // Only the page shown asks for room: a stacked widget is otherwise as tall and wide as its
   // largest page, and the step tools would stand in the retrieval page's height.
@@ -447,12 +429,13 @@ void LessonDock::showPage() {
   // Retrieval practice and flashcards are the page's work: they get most of the height, the
   // text above holds only a heading and a line of instructions.
   const bool practice =
-      m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cardsPage;
+      m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cards;
   if (auto* column = qobject_cast<QBoxLayout*>(widget()->layout())) {
     column->setStretchFactor(m_text, 1);
     column->setStretchFactor(m_tools, practice ? 4 : 0);
   }
-  m_text->setMarkdown(linkedMarkdown(md));
+  m_markdown = linkedMarkdown(md);
+  m_text->setMarkdown(m_markdown);
   // On those pages the text is as tall as its heading and instructions, no taller.
   if (practice) {
     QTextDocument* doc = m_text->document();
@@ -471,6 +454,18 @@ void LessonDock::showPage() {
 void LessonDock::resizeEvent(QResizeEvent* event) {
   QDockWidget::resizeEvent(event);
   fitWrappedLabels();
+}
+
+// Markdown takes its link colour from the palette when it is laid out: a page shown before a
+// switch to the dark theme would keep the light theme's dark blue links on a near-black page.
+void LessonDock::changeEvent(QEvent* event) {
+  QDockWidget::changeEvent(event);
+  if (event->type() != QEvent::PaletteChange || !m_text) return;
+  const int at = m_text->verticalScrollBar()->value();
+  m_text->setMarkdown(m_markdown);
+  m_text->verticalScrollBar()->setValue(at);
+  showProblems();
+  refreshComparison();
 }
 
 // Qt's layouts size a word-wrapped label by a hint taken at some other width (the stack and the
@@ -509,11 +504,7 @@ void LessonDock::showStepTools(const Step& s) {
                                         : QString()));
   QString why;
   for (const QString& n : missing) why += describeMissing(n) + "\n";
-  for (QPushButton* b : {m_apply, m_run}) {
-    b->setVisible(s.experiment.has_value());
-    b->setEnabled(missing.isEmpty());
-    b->setToolTip(why.trimmed());
-  }
+  for (QPushButton* b : {m_apply, m_run}) b->setVisible(s.experiment.has_value());
   m_run->setText(s.sweep ? tr("Run sweep") : tr("Run"));
   m_benchLabel->setVisible(s.bench.has_value());
   if (s.bench)
@@ -525,19 +516,58 @@ void LessonDock::showStepTools(const Step& s) {
   if (s.prediction) {
     m_askLabel->setText(s.prediction->ask +
                         (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
-    const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
-    m_predictionEdit->setText(saved.contains(m_page) ? QString::number(saved.value(m_page), 'g', 10)
-                                                     : QString());
+    m_predictionEdit->setPlaceholderText(predictionHint(s.prediction->unit));
   }
+  updateRunButtons();
   refreshComparison();
 }
 
+bool LessonDock::predictionLocked() const {
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return true;
+  return !m_retrying && !m_progress.lesson(m_lessons[m_lesson].slug).predictions[m_page].isEmpty();
+}
+
+// A locked prediction stays as it was locked (read-only; "Try again" adds an attempt and keeps
+// this one); the experiment runs only once one is locked.
+void LessonDock::updateRunButtons() {
+  const Step* s = currentStep();
+  if (!s) return;
+  const QList<double> attempts =
+      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
+  const bool locked = predictionLocked();
+  m_predictionEdit->setReadOnly(locked && s->prediction);
+  if (s->prediction && locked) m_predictionEdit->setText(QString::number(attempts.last(), 'g', 10));
+  if (s->prediction && m_retrying && attempts.size() > 0 && !m_predictionEdit->hasFocus())
+    m_predictionEdit->setFocus();
+  m_lock->setText(locked ? tr("Try again") : tr("Lock in"));
+  m_lock->setToolTip(locked ? tr("Predict again: this prediction is kept beside the new one")
+                            : tr("Lock in your prediction: it cannot be changed afterwards"));
+  const QStringList missing = missingFor(s);
+  QString why;
+  for (const QString& n : missing) why += describeMissing(n) + "\n";
+  if (missing.isEmpty() && !locked)
+    why = tr("Lock in your prediction first: the experiment is there to test it");
+  for (QPushButton* b : {m_apply, m_run}) {
+    b->setEnabled(missing.isEmpty() && locked);
+    b->setToolTip(why.trimmed());
+  }
+}
+
 void LessonDock::lockPrediction() {
-  bool ok = false;
-  const double v = QLocale().toDouble(m_predictionEdit->text(), &ok);
-  if (!ok) return;
-  m_progress.setPrediction(m_lessons[m_lesson].slug, m_page, v);
-  showProblems();
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return;
+  const QString slug = m_lessons[m_lesson].slug;
+  if (predictionLocked()) {  // "Try again"
+    m_retrying = true;
+    m_predictionEdit->clear();
+  } else if (const auto v =
+                 readTypedAnswer(m_predictionEdit->text(), s->prediction->unit, &m_typingError)) {
+    m_progress.lockPrediction(slug, m_page, *v);
+    m_retrying = false;
+    showProblems();
+  }
+  updateRunButtons();
   refreshComparison();
 }
 
@@ -550,6 +580,7 @@ QStringList LessonDock::problems() const {
 
 void LessonDock::showProblems() {
   const QStringList all = problems();
+  m_problems->setStyleSheet("color: " + warningColor(palette()));
   m_problems->setText(all.join('\n'));
   m_problems->setVisible(!all.isEmpty());
 }
@@ -563,21 +594,36 @@ QString LessonDock::comparisonText() const {
   const Step* s = currentStep();
   if (!s || !s->prediction) return {};
   const Prediction& p = *s->prediction;
-  const auto saved = m_progress.lesson(m_lessons[m_lesson].slug).predictions;
-  if (!saved.contains(m_page)) return tr("Lock in your prediction to see the reference.");
+  const QList<double> attempts =
+      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
+  // Why the typed answer was not taken, in the warning's colour, above everything else here.
+  const QString typing = m_typingError.isEmpty()
+                             ? QString()
+                             : "<p style='color:" + warningColor(palette()) + "'>" +
+                                   m_typingError.toHtmlEscaped() + "</p>";
+  if (attempts.isEmpty())
+    return typing + tr("Lock in your prediction below: then the experiment runs and the "
+                       "reference shows.");
   const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
   QString error;
   const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
   // Three rows, the values lined up; what each value comes from (the formula, the metric) in
   // a smaller line under it, where a narrow dock can wrap it.
-  auto row = [](const QString& label, const QString& value, const QString& source) {
-    return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3</td></tr>")
+  auto row = [](const QString& label, const QString& value, const QString& source,
+                const QString& note = QString()) {
+    return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3%4</td></tr>")
         .arg(label, value,
              source.isEmpty() ? QString()
-                              : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>");
+                              : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>",
+             note.isEmpty() ? QString() : "<br><small>" + note.toHtmlEscaped() + "</small>");
   };
-  QString html = "<table cellspacing='0' cellpadding='2'>";
-  html += row(tr("Your prediction"), number(saved.value(m_page)) + unit, QString());
+  QString html = typing + "<table cellspacing='0' cellpadding='2'>";
+  // Every attempt, the first one first: a second guess never hides the first.
+  QStringList earlier;
+  for (int i = 0; i + 1 < attempts.size(); ++i) earlier << number(attempts[i]) + unit;
+  html += row(attempts.size() == 1 ? tr("Your prediction") : tr("Your predictions"),
+              number(attempts.last()) + unit, QString(),
+              earlier.isEmpty() ? QString() : tr("before: %1").arg(earlier.join(", ")));
   html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula);
   if (s->compare) {
     const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
@@ -607,31 +653,6 @@ void LessonDock::showSweepResult(const QJsonObject& sweep) {
   if (!s || !s->compare || !s->sweep) return;
   m_measured = measuredValue(*s->compare, sweep, &m_measureError);
   refreshComparison();
-}
-
-// [SECTION] Flashcards.
-
-void LessonDock::showFlashcards() {
-  const Lesson& l = m_lessons[m_lesson];
-  const bool any = !m_dueCards.isEmpty();
-  for (QPushButton* b : {m_again, m_hard, m_good}) b->setVisible(any && m_cardRevealed);
-  m_show->setVisible(any && !m_cardRevealed);
-  if (!any) {
-    m_cardText->setText(tr("No cards of this lesson are due. Come back tomorrow."));
-    return;
-  }
-  for (const Card& c : l.cards)
-    if (FlashcardDeck::cardId(l.slug, c.q) == m_dueCards.first()) {
-      m_cardText->setText(tr("%1 due").arg(m_dueCards.size()) + "<p>" + paragraphHtml(c.q) +
-                          (m_cardRevealed ? "<p>" + paragraphHtml(c.a) : QString()));
-      return;
-    }
-}
-
-void LessonDock::nextCard() {
-  m_dueCards.removeFirst();
-  m_cardRevealed = false;
-  showFlashcards();
 }
 
 }  // namespace paralab

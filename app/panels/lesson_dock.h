@@ -1,7 +1,7 @@
-// LessonDock: the lessons panel — steps with glossary hovers, a step's experiment sent to the run
-// controls, prediction vs reference vs measurement, retrieval practice and flashcards (progress
-// persists). The window adds it with addPanel() and wires its signals to the run.
-// See tests/lessons/tst_lessons_dock.cpp.
+// LessonDock: the lessons panel — steps with glossary hovers, a prediction locked in before the
+// step's experiment may run, the experiment sent to the run controls, prediction vs reference vs
+// measurement, retrieval practice and flashcards (progress persists). The window adds it with
+// addPanel() and wires its signals to the run. See tests/lessons/tst_lessons_dock.cpp.
 #pragma once
 #include <QDockWidget>
 #include <QJsonObject>
@@ -14,6 +14,7 @@
 #include "progress.h"
 
 class QComboBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -24,6 +25,8 @@ class QVBoxLayout;
 class QWidget;
 
 namespace paralab {
+
+class FlashcardPage;
 
 class LessonDock : public QDockWidget {
   Q_OBJECT
@@ -62,6 +65,9 @@ class LessonDock : public QDockWidget {
 
   // What the comparison shows now, as text (also for tests): prediction, reference, measured.
   QString comparisonText() const;
+  // Whether the current step's prediction is locked in (a step that asks none counts as
+  // locked): until it is, the step's experiment does not run.
+  bool predictionLocked() const;
 
  signals:
   // Put this configuration on the run controls (the learner then presses Start).
@@ -73,6 +79,7 @@ class LessonDock : public QDockWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  void changeEvent(QEvent* event) override;  // a new theme: the page is laid out in its colours
 
  private:
   void fitWrappedLabels();
@@ -80,10 +87,9 @@ class LessonDock : public QDockWidget {
   void fillLessonList();
   void showPage();
   void showStepTools(const lessons::Step& step);
-  void showRetrieval();
-  void showFlashcards();
-  void nextCard();
-  void lockPrediction();
+  void updateRunButtons();
+  void lockPrediction();  // or, once locked, "Try again": a new attempt beside the first
+  void markCompleted(int lesson);
   void showProblems();
   void refreshComparison();
   QString linkedMarkdown(const QString& markdown) const;
@@ -102,12 +108,13 @@ class LessonDock : public QDockWidget {
   int m_page = 0;
   std::optional<double> m_measured;  // of the current step's last run
   QString m_measureError;
-  QStringList m_dueCards;
-  bool m_cardRevealed = false;
+  QString m_typingError;    // why the prediction typed could not be read ("" none)
+  bool m_retrying = false;  // "Try again" pressed: a new attempt is being typed
 
   QComboBox* m_picker = nullptr;
   QLabel* m_header = nullptr;
   QTextBrowser* m_text = nullptr;
+  QString m_markdown;  // of the page shown, glossary links made
   QLabel* m_pageLabel = nullptr;
   QPushButton *m_prev = nullptr, *m_next = nullptr;
   QStackedWidget* m_tools = nullptr;
@@ -124,9 +131,7 @@ class LessonDock : public QDockWidget {
   QScrollArea* m_retrievalScroll = nullptr;  // holds m_retrievalPage
   QWidget* m_retrievalPage = nullptr;
   QVBoxLayout* m_retrievalLayout = nullptr;
-  QWidget* m_cardsPage = nullptr;
-  QLabel* m_cardText = nullptr;
-  QPushButton *m_show = nullptr, *m_again = nullptr, *m_hard = nullptr, *m_good = nullptr;
+  FlashcardPage* m_cards = nullptr;
 };
 
 }  // namespace paralab

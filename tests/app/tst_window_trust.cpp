@@ -2,18 +2,27 @@
 // the configuration of the data it holds (run A, sweep B, run C), a sweep never times steps
 // beside a training run, a sweep that cannot run clears what it would have replaced, and no
 // combination of the parallelism controls strands the learner behind a greyed-out setting.
-// Run: ctest -R tst_window_trust --output-on-failure
+// Nothing is lost unasked: a lesson's Run and Quit ask before they end a paused run or replace
+// the learner's settings. A first start opens on a welcome that offers a way in and remembers
+// it, the Lessons tab first. Run: ctest -R tst_window_trust --output-on-failure
+#include <QAbstractButton>
+#include <QApplication>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFileInfo>
-#include <QTemporaryDir>
 #include <QFormLayout>
 #include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabBar>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 
 #include "charts/chart_hub.h"
 #include "charts/loss_chart.h"
@@ -22,7 +31,9 @@
 #include "main_window.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
+#include "panels/lesson_dock.h"
 #include "panels/sweep_panel.h"
+#include "panels/welcome_page.h"
 #include "settings.h"
 
 using namespace paralab;
@@ -62,6 +73,44 @@ bool sweepToEnd(MainWindow& w, const QString& ranks) {
   return done.wait(60000) && w.sweepPanel()->result().has_value();
 }
 
+// The question the window asks next (a QMessageBox it runs modally), answered with the button
+// reading `button`: what it asked, and whether it asked at all.
+struct Question {
+  bool asked = false;
+  QString text, losses;
+};
+void answerNextQuestion(const QString& button, Question* seen) {
+  *seen = Question{};
+  QTimer::singleShot(0, [button, seen] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box) return;
+    seen->asked = true;
+    seen->text = box->text();
+    seen->losses = box->informativeText();
+    for (QAbstractButton* b : box->buttons())
+      if (b->text().remove('&') == button) return b->click();
+  });
+}
+
+// Opens lesson `slug` at its first step and locks a prediction there.
+void openFirstStep(LessonDock* dock, const QString& slug) {
+  for (int i = 0; i < dock->lessons().size(); ++i)
+    if (dock->lessons()[i].slug == slug) dock->openLesson(i);
+  dock->openPage(1);
+  if (!dock->predictionLocked()) {
+    dock->findChild<QLineEdit*>("lessonPrediction")->setText("2");
+    dock->findChild<QPushButton*>("lessonLock")->click();
+  }
+}
+
+// The tab bar of the dock group holding the dock titled `title`.
+QTabBar* tabBarWith(QMainWindow& w, const QString& title) {
+  for (QTabBar* bar : w.findChildren<QTabBar*>())
+    for (int i = 0; i < bar->count(); ++i)
+      if (bar->tabText(i) == title) return bar;
+  return nullptr;
+}
+
 // The control whose form label reads `text` ("ZeRO stage"), or nullptr.
 QWidget* controlLabelled(ConfigPanel* panel, const QString& text) {
   for (QLabel* label : panel->findChildren<QLabel*>())
@@ -75,12 +124,22 @@ class TestWindowTrust : public QObject {
   Q_OBJECT
 
  private slots:
+  void initTestCase();
   void chartsNameTheRunTheirDataCameFrom();
   void sweepPausesATrainingRunFirst();
   void sweepThatCannotRunClearsItsTable();
   void noSettingStrandsTheLearner();
   void exportsCreateTheirFolder();
+  void welcomeOffersAWayIn();
+  void lessonAsksBeforeReplacing();
+  void quitAsksWhileARunIsOpen();
 };
+
+void TestWindowTrust::initTestCase() {
+  // Settings, lesson progress and cards go to Qt's test locations, never a learner's.
+  QStandardPaths::setTestModeEnabled(true);
+  Settings::open()->clear();
+}
 
 // Run A (H=32), sweep B (H=48, 1 and 2 ranks), run C (H=64, 2 ranks), Reset: each chart says
 // the settings of the data it draws, and a run brings its own charts to the front.
@@ -278,6 +337,128 @@ void TestWindowTrust::exportsCreateTheirFolder() {
   QCOMPARE(Settings::withJsonSuffix("/tmp/run"), QString("/tmp/run.json"));
   QCOMPARE(Settings::withJsonSuffix("/tmp/run.json"), QString("/tmp/run.json"));
   QCOMPARE(Settings::withJsonSuffix("/tmp/run.cfg"), QString("/tmp/run.cfg"));
+}
+
+// The first start opens on a welcome over the charts, not modal, offering "Start lesson 1" and
+// "Free play"; the Lessons tab is the first of the left column and in front. The choice is
+// remembered: the next start opens that way, with no welcome.
+void TestWindowTrust::welcomeOffersAWayIn() {
+  Settings::setStartChoice(QString());
+  {
+    MainWindow w;
+    w.resize(1280, 720);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.restoreSettings(true);
+    QTest::qWait(50);
+    WelcomePage* welcome = w.welcomePage();
+    QVERIFY(welcome && welcome->isVisible());
+    QVERIFY(!QApplication::activeModalWidget());  // the rest of the window works
+    QTabBar* left = tabBarWith(w, "Lessons");
+    QVERIFY(left);
+    QCOMPARE(left->tabText(0), QString("Lessons"));
+    QCOMPARE(left->tabText(left->currentIndex()), QString("Lessons"));
+    // It covers the charts, not the lessons it points at.
+    const QRect lessons(w.lessonDock()->mapTo(&w, QPoint()), w.lessonDock()->size());
+    QVERIFY(!welcome->geometry().intersects(lessons));
+    QVERIFY(welcome->geometry().contains(
+        QRect(w.charts().first()->mapTo(&w, QPoint()), w.charts().first()->size())));
+    QVERIFY(welcome->findChild<QPushButton*>("welcome-free"));
+    welcome->findChild<QPushButton*>("welcome-lesson")->click();
+    QVERIFY(welcome->isHidden());
+    QCOMPARE(w.lessonDock()->currentLesson(), 0);
+    QCOMPARE(Settings::startChoice(), QString("lesson"));
+  }
+  {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.restoreSettings(true);
+    QVERIFY(!w.welcomePage() || w.welcomePage()->isHidden());
+    QTabBar* left = tabBarWith(w, "Lessons");
+    QCOMPARE(left->tabText(left->currentIndex()), QString("Lessons"));
+    w.showWelcome();  // Help > Welcome
+    w.welcomePage()->findChild<QPushButton*>("welcome-free")->click();
+    QCOMPARE(left->tabText(left->currentIndex()), QString("Run settings"));
+    QCOMPARE(Settings::startChoice(), QString("free"));
+  }
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.restoreSettings(true);
+  QTabBar* left = tabBarWith(w, "Lessons");
+  QCOMPARE(left->tabText(left->currentIndex()), QString("Run settings"));
+  Settings::setStartChoice(QString());
+}
+
+// A lesson's Run on top of a paused run of the learner's own settings asks first; Cancel keeps
+// both, yes replaces them. With nothing to lose it asks nothing.
+void TestWindowTrust::lessonAsksBeforeReplacing() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(1000000, 1, 40));
+  w.startAction()->trigger();
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() > 3, 20000);
+  w.pauseAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
+  const int64_t steps = w.history().stepsSeen();
+  openFirstStep(w.lessonDock(), "01-serial-parallel");
+  auto* run = w.lessonDock()->findChild<QPushButton*>("lessonRun");
+  QVERIFY(run->isEnabled());
+
+  Question q;
+  answerNextQuestion("Cancel", &q);
+  run->click();
+  QVERIFY(q.asked);
+  QVERIFY2(q.losses.contains("paused at step") && q.losses.contains("Your settings"),
+           qPrintable(q.losses));
+  QCOMPARE(w.runState(), RunState::Paused);  // nothing happened
+  QCOMPARE(w.history().stepsSeen(), steps);
+  QCOMPARE(w.configPanel()->config().hidden, 40);
+
+  answerNextQuestion("Run the lesson", &q);
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  run->click();
+  QVERIFY(q.asked);
+  QCOMPARE(w.configPanel()->config().hidden, 256);
+  QCOMPARE(w.runConfig().hidden, 256);
+  QVERIFY(ended.wait(60000));
+
+  // The lesson's own settings, no run in progress: nothing to lose, nothing asked.
+  answerNextQuestion("Cancel", &q);
+  run->click();
+  QTest::qWait(20);
+  QVERIFY(!q.asked);
+  QVERIFY(w.runState() == RunState::Loading || w.runState() == RunState::Running ||
+          w.runState() == RunState::Finished);
+  w.resetAction()->trigger();
+}
+
+// Quit (Ctrl+Q, the close button) with a paused run asks; Cancel keeps the window and the run.
+void TestWindowTrust::quitAsksWhileARunIsOpen() {
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  Question q;
+  w.configPanel()->setConfig(quickConfig(1000000));
+  w.startAction()->trigger();
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() > 3, 20000);
+  w.pauseAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(w.runState(), RunState::Paused, 5000);
+  answerNextQuestion("Cancel", &q);
+  QVERIFY(!w.close());
+  QVERIFY(q.asked);
+  QVERIFY2(q.losses.contains("paused at step"), qPrintable(q.losses));
+  QVERIFY(w.isVisible());
+  QCOMPARE(w.runState(), RunState::Paused);
+  answerNextQuestion("Quit", &q);
+  QVERIFY(w.close());
+  QVERIFY(q.asked);
+  // Nothing open: it closes without a word.
+  MainWindow idle;
+  idle.show();
+  answerNextQuestion("Cancel", &q);
+  QVERIFY(idle.close());
+  QVERIFY(!q.asked);
 }
 
 QTEST_MAIN(TestWindowTrust)

@@ -162,7 +162,9 @@ class TestLessons : public QObject {
       QCOMPARE(int(r.points.size()), int(s.sweep->ranks.size() + (s.sweep->ranks.first() == 1 ? 0 : 1)));
       if (s.compare) {
         const auto v = measuredValue(*s.compare, sweepJson(r, *config), &error);
-        QVERIFY2(v && std::isfinite(*v), qPrintable("compare '" + s.compare->metric + "': " + error));
+        // A fit outside 0..1 (one timed step on a busy machine) is said in words instead.
+        QVERIFY2((v && std::isfinite(*v)) || error.startsWith("no fit:"),
+                 qPrintable("compare '" + s.compare->metric + "': " + error));
       }
     } else {
       // 3 steps; more only where the compared metric first appears later (local SGD reports

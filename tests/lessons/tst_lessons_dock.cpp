@@ -1,7 +1,12 @@
 // The lessons panel, offscreen: every lesson loads, a step's experiment reaches the run controls
-// as a RunConfig, a locked-in prediction shows beside its reference and the measurement, lessons
-// the engine cannot run are "coming", glossary terms become hover links, every page fits a
-// narrow dock, progress and cards survive a restart. Run: ctest -R tst_lessons_dock.
+// as a RunConfig only once a prediction is locked in (and a locked one stays locked), "43%" reads
+// as 0.43, a locked-in prediction shows beside its reference and the measurement, buttons stay
+// put while a page changes, lessons the engine cannot run are "coming", glossary terms become
+// hover links in either theme, every page fits a narrow dock, a finished lesson is ticked at
+// once, the flashcards say when the next card is due, progress and cards survive a restart.
+// Run: ctest -R tst_lessons_dock.
+#include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QJsonArray>
 #include <QLabel>
@@ -9,10 +14,13 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QtTest>
 
 #include "panels/lesson_dock.h"
+#include "progress.h"
 
 using namespace paralab;
 
@@ -27,6 +35,17 @@ class TestLessonDock : public QObject {
     p.progress = m_dir.filePath("progress.json");
     p.flashcards = m_dir.filePath("flashcards.json");
     return p;
+  }
+  // Types `text` as the prediction and presses Lock in.
+  static void lock(LessonDock& d, const QString& text) {
+    auto* edit = d.findChild<QLineEdit*>("lessonPrediction");
+    QVERIFY(!edit->isReadOnly());
+    edit->setText(text);
+    d.findChild<QPushButton*>("lessonLock")->click();
+  }
+  // Where `w` is in its window: what the pointer aims at.
+  static QRect placeOf(const QWidget* w) {
+    return QRect(w->mapTo(w->window(), QPoint(0, 0)), w->size());
   }
   static int slugIndex(const LessonDock& d, const QString& slug) {
     for (int i = 0; i < d.lessons().size(); ++i)
@@ -50,6 +69,7 @@ class TestLessonDock : public QObject {
     QVERIFY(dock.currentStep() && dock.currentStep()->experiment);
     QSignalSpy applied(&dock, &LessonDock::applyExperiment);
     QSignalSpy ran(&dock, &LessonDock::runExperiment);
+    lock(dock, "600");
     dock.findChild<QPushButton*>("lessonApply")->click();
     dock.findChild<QPushButton*>("lessonRun")->click();
     QCOMPARE(applied.size(), 1);
@@ -110,6 +130,236 @@ class TestLessonDock : public QObject {
           if (line.startsWith('#')) QVERIFY2(!line.contains("glossary:"), qPrintable(line));
       }
     }
+  }
+
+  // "Lock in" locks: the experiment does not run before a prediction is locked; a locked
+  // prediction cannot be edited, survives a restart as locked, and "Try again" keeps both.
+  void lockedPredictionStaysLocked() {
+    const QString slug = "02-amdahl";
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    {
+      LessonDock dock(m_caps, p);
+      dock.openLesson(slugIndex(dock, slug));
+      dock.openPage(2);  // a sweep, with a prediction
+      QSignalSpy swept(&dock, &LessonDock::runSweep);
+      QSignalSpy applied(&dock, &LessonDock::applyExperiment);
+      auto* run = dock.findChild<QPushButton*>("lessonRun");
+      auto* apply = dock.findChild<QPushButton*>("lessonApply");
+      auto* edit = dock.findChild<QLineEdit*>("lessonPrediction");
+      auto* lockButton = dock.findChild<QPushButton*>("lessonLock");
+      QVERIFY(!dock.predictionLocked());
+      QVERIFY(!run->isEnabled() && !apply->isEnabled());
+      QVERIFY2(run->toolTip().contains("Lock in your prediction first"),
+               qPrintable(run->toolTip()));
+      emit run->clicked();  // even a click that reaches the button runs nothing
+      emit apply->clicked();
+      QCOMPARE(swept.size() + applied.size(), 0);
+      QVERIFY(dock.comparisonText().contains("Lock in your prediction"));
+
+      lock(dock, "6.5");
+      QVERIFY(dock.predictionLocked());
+      QVERIFY(edit->isReadOnly());
+      QVERIFY(run->isEnabled());
+      QCOMPARE(lockButton->text(), QString("Try again"));
+      // Typing into the locked field changes nothing, in the field or in the file.
+      edit->setFocus();
+      QTest::keyClicks(edit, "99");
+      QCOMPARE(edit->text(), QString("6.5"));
+      QCOMPARE(lessons::Progress(p.progress).lesson(slug).predictions.value(2),
+               QList<double>({6.5}));
+      run->click();
+      QCOMPARE(swept.size(), 1);
+
+      lockButton->click();  // Try again: a new attempt, the first one kept
+      QVERIFY(!edit->isReadOnly());
+      QVERIFY(edit->text().isEmpty());
+      QVERIFY(!run->isEnabled());  // the new attempt is locked before the next run
+      lock(dock, "5.9");
+      QCOMPARE(lessons::Progress(p.progress).lesson(slug).predictions.value(2),
+               QList<double>({6.5, 5.9}));
+      const QString text = dock.comparisonText();
+      QVERIFY2(text.contains("5.9") && text.contains("before: 6.5"), qPrintable(text));
+    }
+    LessonDock again(m_caps, p);
+    again.openLesson(slugIndex(again, slug));
+    again.openPage(2);
+    QVERIFY(again.predictionLocked());
+    QVERIFY(again.findChild<QLineEdit*>("lessonPrediction")->isReadOnly());
+    QCOMPARE(again.findChild<QLineEdit*>("lessonPrediction")->text(), QString("5.9"));
+  }
+
+  // The student's "43%" against a bubble of 3/7 = 0.4286: read as 0.43, and what cannot be
+  // read is said, not dropped.
+  void percentIsReadAsItSays() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    LessonDock dock(m_caps, p);
+    dock.openLesson(slugIndex(dock, "11-pipeline"));
+    int page = 0;
+    for (int p = 1; p < dock.pageCount() && !page; ++p) {
+      dock.openPage(p);
+      if (dock.currentStep() && dock.currentStep()->prediction &&
+          dock.currentStep()->prediction->expect == 0.43)
+        page = p;
+    }
+    QVERIFY(page > 0);
+    QVERIFY(dock.findChild<QLineEdit*>("lessonPrediction")->placeholderText().contains("43%"));
+    lock(dock, "about half");
+    QVERIFY(!dock.predictionLocked());
+    QVERIFY2(dock.comparisonText().contains("not a number"), qPrintable(dock.comparisonText()));
+    lock(dock, "43%");
+    QVERIFY(dock.predictionLocked());
+    const QString text = dock.comparisonText();
+    QVERIFY2(text.contains("<b>0.43</b>") && text.contains("0.4286"), qPrintable(text));
+    QVERIFY(!text.contains("not a number"));
+  }
+
+  // The buttons stay under the pointer while a step is open: when the prediction is locked,
+  // when the comparison grows with the measurement, when a line says why an answer cannot be
+  // read, when a line says progress cannot be saved.
+  void buttonsStayPut() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    LessonDock dock(m_caps, p);
+    dock.resize(380, 900);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    dock.openPage(2);
+    const QStringList names = {"lessonLock", "lessonRun", "lessonApply", "lessonPrediction"};
+    auto places = [&] {
+      QApplication::processEvents();
+      QStringList out;
+      for (const QString& n : names) {
+        const QRect r = placeOf(dock.findChild<QWidget*>(n));
+        out << QString("%1 %2,%3 %4x%5")
+                   .arg(n)
+                   .arg(r.x())
+                   .arg(r.y())
+                   .arg(r.width())
+                   .arg(r.height());
+      }
+      for (QPushButton* b : dock.findChildren<QPushButton*>())
+        if (b->text().contains("Back") || b->text().contains("Next"))
+          out << b->text() + " " + QString::number(placeOf(b).y());
+      return out;
+    };
+    const QStringList before = places();
+    lock(dock, "6.5");
+    QCOMPARE(places(), before);
+    QJsonArray points;
+    for (auto [n, sp] : {std::pair{1, 1.0}, {2, 1.8}, {4, 3.1}, {8, 4.25}})
+      points.append(QJsonObject{{"ranks", n}, {"speedup", sp}});
+    dock.showSweepResult(QJsonObject{{"points", points}});
+    QVERIFY(dock.comparisonText().contains("Measured against reference"));
+    QCOMPARE(places(), before);
+    dock.findChild<QPushButton*>("lessonLock")->click();  // Try again
+    lock(dock, "six-ish");
+    QVERIFY(dock.comparisonText().contains("not a number"));
+    QCOMPARE(places(), before);
+    // The progress file becomes a folder: the next save fails and the dock says so.
+    QFile::remove(p.progress);
+    QVERIFY(QDir().mkpath(p.progress));
+    lock(dock, "6");
+    QVERIFY(!dock.problems().isEmpty());
+    QVERIFY(dock.findChild<QLabel*>("lessonProblems")->isVisible());
+    QCOMPARE(places(), before);
+  }
+
+  // Flashcards: the buttons stay in one place from card to card, long card or short.
+  void flashcardButtonsStayPut() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.flashcards = dir.filePath("cards.json");
+    LessonDock dock(m_caps, p);
+    dock.resize(380, 900);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    dock.openLesson(slugIndex(dock, "05-data-parallel"));
+    dock.openPage(dock.pageCount() - 1);
+    auto* show = dock.findChild<QPushButton*>("cardShow");
+    auto* good = dock.findChild<QPushButton*>("cardGood");
+    QRect showAt, goodAt;
+    const int cards = dock.lessons()[dock.currentLesson()].cards.size();
+    QVERIFY(cards >= 2);
+    for (int i = 0; i < cards; ++i) {
+      QApplication::processEvents();
+      QVERIFY(show->isVisible());
+      if (i == 0) showAt = placeOf(show);
+      QCOMPARE(placeOf(show), showAt);
+      show->click();
+      QApplication::processEvents();
+      if (i == 0) goodAt = placeOf(good);
+      QCOMPARE(placeOf(good), goodAt);
+      good->click();
+    }
+  }
+
+  // When no card is due, the page says when the next one is: an Again card in ten minutes is
+  // not "come back tomorrow".
+  void reviewSaysWhenTheNextCardIsDue() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.flashcards = dir.filePath("cards.json");
+    LessonDock dock(m_caps, p);
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    dock.openPage(dock.pageCount() - 1);
+    auto* card = dock.findChild<QLabel*>("lessonCard");
+    const int cards = dock.lessons()[dock.currentLesson()].cards.size();
+    for (int i = 0; i < cards; ++i) {
+      dock.findChild<QPushButton*>("cardShow")->click();
+      dock.findChild<QPushButton*>(i == 0 ? "cardAgain" : "cardGood")->click();
+    }
+    QVERIFY2(
+        card->text().contains("due in 10 minutes") || card->text().contains("due in 9 minutes"),
+        qPrintable(card->text()));
+    QVERIFY(!card->text().contains("tomorrow"));
+  }
+
+  // A finished lesson's ✓ shows in the list at once, not after a restart.
+  void finishedLessonTicksAtOnce() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    LessonDock dock(m_caps, p);
+    const int l = slugIndex(dock, "03-gustafson");
+    auto* picker = dock.findChild<QComboBox*>("lessonPicker");
+    dock.openLesson(l);
+    QVERIFY(!picker->itemText(l).contains("✓"));
+    dock.openPage(dock.pageCount() - 1);
+    QVERIFY2(picker->itemText(l).endsWith("✓"), qPrintable(picker->itemText(l)));
+  }
+
+  // Glossary links take the palette's link colour when the theme changes under an open page
+  // (a page laid out in the light theme kept its dark blue on the dark theme's near-black).
+  void linksFollowTheTheme() {
+    LessonDock dock(m_caps, paths());
+    dock.openLesson(slugIndex(dock, "05-data-parallel"));
+    dock.openPage(3);
+    auto linkColours = [&] {
+      QSet<QRgb> out;
+      QTextDocument* doc = dock.findChild<QTextBrowser*>("lessonText")->document();
+      for (QTextBlock b = doc->begin(); b.isValid(); b = b.next())
+        for (auto it = b.begin(); !it.atEnd(); ++it)
+          if (it.fragment().charFormat().isAnchor())
+            out << it.fragment().charFormat().foreground().color().rgb();
+      return out;
+    };
+    QVERIFY(!linkColours().isEmpty());
+    const QPalette light = QApplication::palette();
+    QPalette dark = light;
+    dark.setColor(QPalette::Window, QColor(45, 45, 48));
+    dark.setColor(QPalette::Base, QColor(30, 30, 32));
+    dark.setColor(QPalette::Text, QColor(225, 225, 225));
+    dark.setColor(QPalette::Link, QColor(100, 170, 240));
+    QApplication::setPalette(dark);
+    QApplication::processEvents();  // the palette change reaches the widgets
+    QCOMPARE(linkColours(), QSet<QRgb>({QColor(100, 170, 240).rgb()}));
+    QApplication::setPalette(light);
   }
 
   // A dock beside the charts is ~380 px wide. Nothing on any page may hold it wider: retrieval

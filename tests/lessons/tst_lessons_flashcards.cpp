@@ -84,6 +84,26 @@ class TestFlashcards : public QObject {
     QCOMPARE(deck.due({a, c, d}, t0.addDays(2)), QStringList({d, c, a}));
   }
 
+  // After an Again the next card is ten minutes away, not "tomorrow": nextDue says when, and
+  // waitText says it as a learner reads it (rounded up, never sooner than it is).
+  void nextDueIsSaid() {
+    QTemporaryDir dir;
+    FlashcardDeck deck(dir.filePath("cards.json"));
+    const QString a = FlashcardDeck::cardId("02-amdahl", "a"),
+                  b = FlashcardDeck::cardId("02-amdahl", "b");
+    QVERIFY(!deck.nextDue({a, b}, t0).isValid());  // new cards: due now, nothing later
+    deck.review(a, Grade::Good, t0);
+    deck.review(b, Grade::Again, t0);
+    QCOMPARE(deck.nextDue({a, b}, t0), t0.addSecs(600));
+    QCOMPARE(waitText(t0, deck.nextDue({a, b}, t0)), QString("in 10 minutes"));
+    QCOMPARE(deck.nextDue({a, b}, t0.addSecs(601)), t0.addDays(1));  // b is due: a comes next
+    QCOMPARE(waitText(t0, t0.addSecs(30)), QString("in a minute"));
+    QCOMPARE(waitText(t0, t0.addSecs(9 * 60 + 1)), QString("in 10 minutes"));
+    QCOMPARE(waitText(t0, t0.addSecs(3 * 3600)), QString("in 3 hours"));
+    QCOMPARE(waitText(t0, t0.addDays(1)), QString("tomorrow"));
+    QCOMPARE(waitText(t0, t0.addDays(6)), QString("in 6 days"));
+  }
+
   void survivesRestart() {
     QTemporaryDir dir;
     const QString path = dir.filePath("sub/flashcards.json");

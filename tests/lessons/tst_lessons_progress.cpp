@@ -19,7 +19,8 @@ class TestProgress : public QObject {
       QCOMPARE(p.lesson("02-amdahl").stepReached, 0);
       QVERIFY(p.reachStep("02-amdahl", 3));
       QVERIFY(p.reachStep("02-amdahl", 1));  // going back keeps the furthest step
-      QVERIFY(p.setPrediction("02-amdahl", 2, 5.9));
+      QVERIFY(p.lockPrediction("02-amdahl", 2, 5.9));
+      QVERIFY(p.lockPrediction("02-amdahl", 2, 6.4));  // a second attempt keeps the first
       QVERIFY(p.setAnswer("02-amdahl", 0, "The serial part caps it: 1/(1-p)."));
       QVERIFY(p.reachStep("05-data-parallel", 2));
       QVERIFY(p.complete("01-serial-parallel", done));
@@ -29,7 +30,7 @@ class TestProgress : public QObject {
     const LessonProgress a = q.lesson("02-amdahl");
     QCOMPARE(a.stepReached, 3);
     QVERIFY(!a.completed);
-    QCOMPARE(a.predictions.value(2), 5.9);
+    QCOMPARE(a.predictions.value(2), QList<double>({5.9, 6.4}));
     QCOMPARE(a.answers.value(0), QString("The serial part caps it: 1/(1-p)."));
     QCOMPARE(q.lesson("05-data-parallel").stepReached, 2);
     const LessonProgress s = q.lesson("01-serial-parallel");
@@ -75,6 +76,21 @@ class TestProgress : public QObject {
     QVERIFY(kept.open(QIODevice::ReadOnly));
     QVERIFY(kept.readAll().contains("\"step_reached\": 3"));
     QCOMPARE(Progress(path).lesson("01-serial-parallel").stepReached, 1);
+  }
+
+  // A file from before predictions had attempts ("2": 5.9) reads as one attempt.
+  void singlePredictionIsOneAttempt() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(R"({"version": 1, "lessons": {"02-amdahl": {"predictions": {"2": 5.9}}}})");
+    }
+    Progress p(path);
+    QCOMPARE(p.lesson("02-amdahl").predictions.value(2), QList<double>({5.9}));
+    QVERIFY(p.lockPrediction("02-amdahl", 2, 7));
+    QCOMPARE(Progress(path).lesson("02-amdahl").predictions.value(2), QList<double>({5.9, 7.0}));
   }
 
   void unwritableSaysWhy() {
