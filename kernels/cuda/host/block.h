@@ -45,10 +45,10 @@ struct Thread {
   unsigned warp() const { return id / 32; }
 };
 
-enum class WarpOp : uint8_t { Syncwarp, Shfl, ShflUp, ShflDown, ShflXor };
+enum class WarpOp : uint8_t { Syncwarp, Shfl, ShflUp, ShflDown, ShflXor, Mma };
 inline const char* name(WarpOp op) {
-  constexpr const char* names[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync",
-                                   "__shfl_down_sync", "__shfl_xor_sync"};
+  constexpr const char* names[] = {"__syncwarp",       "__shfl_sync",     "__shfl_up_sync",
+                                   "__shfl_down_sync", "__shfl_xor_sync", "wmma::mma_sync"};
   return names[int(op)];
 }
 
@@ -182,8 +182,10 @@ inline void syncthreads() {
 }
 
 // A warp collective: every lane of `mask` offers `value` and receives the value of lane
-// `source` (its own where `source` is -1). The last lane to arrive hands out every result.
-inline uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t value, int source) {
+// `source` (its own where `source` is -1). The last lane to arrive hands out every result,
+// after doing the collective's work for the whole warp where there is some (`complete`).
+inline uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t value, int source,
+                             void (*complete)(const uint64_t (&values)[32]) = nullptr) {
   Thread& t = self();
   Block& b = *t.block;
   Warp& w = b.warps[t.warp()];
@@ -206,6 +208,7 @@ inline uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t value, int sourc
     suspend(t, Thread::State::AtWarp);
     return w.result[lane];
   }
+  if (complete) complete(w.value);
   const unsigned first = t.warp() * 32;  // the last to arrive: hand out, release, go on
   for (unsigned l = 0; l < 32; ++l) {
     if (!(mask >> l & 1)) continue;

@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -60,7 +61,7 @@ struct SharedSite {
   int rank = 0;
   size_t offset = 0;  // in the block's shared memory
   KernelInfo* kernel = nullptr;
-  std::once_flag placed;
+  std::atomic<bool> placed = false;
 
   // "As[1][31]" for the element at p.
   std::string element(const void* p, const Block& b) const {
@@ -277,12 +278,15 @@ class SharedVariable {
       return SharedView<A>(reinterpret_cast<T*>(b.shared + m_site.offset), &m_site,
                            b.dynamicShared / sizeof(T));
     } else {
-      std::call_once(m_site.placed, [&] {
+      if (!m_site.placed.load(std::memory_order_acquire)) {  // the kernel's first block
         std::lock_guard lock(b.kernel->mutex);
-        m_site.kernel = b.kernel;
-        m_site.offset = (b.kernel->staticShared + m_site.align - 1) / m_site.align * m_site.align;
-        b.kernel->staticShared = m_site.offset + kBytes;
-      });
+        if (!m_site.placed.load(std::memory_order_relaxed)) {
+          m_site.kernel = b.kernel;
+          m_site.offset = (b.kernel->staticShared + m_site.align - 1) / m_site.align * m_site.align;
+          b.kernel->staticShared = m_site.offset + kBytes;
+          m_site.placed.store(true, std::memory_order_release);
+        }
+      }
       if (m_site.kernel != b.kernel)
         fail(std::string("__shared__ ") + m_site.name + " of a __device__ function used by " +
              m_site.kernel->name + " too: the host layer places it for one kernel only");

@@ -3,11 +3,11 @@
 // Functions"), at the hardware's precision: __float_to_tf32 rounds to 10 mantissa bits (to
 // nearest, ties away from zero, as cvt.rna.tf32.f32), the multiply reads only those bits of its
 // operands, products are exact and summed in fp32.
-// Fragments: the element layout is unspecified, so code may only loop over x[num_elements].
-// Here each lane holds the whole A and B tiles (the hardware spreads them over the warp) and
-// its 8 elements of the 16 x 16 accumulator in the hardware's spread (PTX ISA, the mma.m16n8k8
-// fragment layout), so the lanes of a warp store different parts of C: a missing __syncwarp()
-// between a store_matrix_sync and another lane's read is a hazard the racecheck reports.
+// Fragments are spread over the warp's lanes as the hardware spreads them (PTX ISA, "Matrix
+// Fragments for mma.m16n8k8", .tf32; the 16 x 16 tile is two such 16 x 8 halves): a lane holds
+// 4 elements of A, 4 of B, 8 of C. So mma_sync is a warp collective (the last lane to arrive
+// multiplies for all 32), and the lanes of a warp store different parts of C: a missing
+// __syncwarp() before another lane reads them back is a hazard the racecheck reports.
 // See tests/kernels/tst_cuda_host.cpp.
 #pragma once
 #include <bit>
@@ -41,17 +41,17 @@ template <class Use, int M, int N, int K, class T, class Layout = void>
 struct fragment;
 
 template <class Layout>
-struct fragment<matrix_a, 16, 16, 8, precision::tf32, Layout> {  // A: 16 x 8, row r at x[8 r]
-  static constexpr int num_elements = 16 * 8;
+struct fragment<matrix_a, 16, 16, 8, precision::tf32, Layout> {  // this lane's 4 of A (16 x 8)
+  static constexpr int num_elements = 4;
   float x[num_elements];
 };
 template <class Layout>
-struct fragment<matrix_b, 16, 16, 8, precision::tf32, Layout> {  // B: 8 x 16, row r at x[16 r]
-  static constexpr int num_elements = 8 * 16;
+struct fragment<matrix_b, 16, 16, 8, precision::tf32, Layout> {  // this lane's 4 of B (8 x 16)
+  static constexpr int num_elements = 4;
   float x[num_elements];
 };
 template <>
-struct fragment<accumulator, 16, 16, 8, float> {  // this lane's 8 elements of C
+struct fragment<accumulator, 16, 16, 8, float> {  // this lane's 8 of C (16 x 16)
   static constexpr int num_elements = 8;
   float x[num_elements];
 };
@@ -59,16 +59,19 @@ using Accumulator = fragment<accumulator, 16, 16, 8, float>;
 
 namespace detail {
 
-// Element e of lane l's accumulator is C[row][col]: lanes 4g..4g+3 hold rows g and g + 8,
-// two neighbouring columns each in both 8-column halves.
-inline int row(unsigned lane, int e) { return int(lane / 4) + 8 * (e / 2 % 2); }
-inline int col(unsigned lane, int e) { return 8 * (e / 4) + 2 * int(lane % 4) + e % 2; }
-inline unsigned lane() { return ::paralab::cuda_host::self().lane(); }
-
-// The multiply reads the top 19 bits of an operand: the rest is dropped, not rounded.
-inline float operand(float x) {
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & ~0x1fffu);
+// Where element e of lane l lies in its tile: g = l / 4 is the lane's group, t = l % 4 its
+// place in the group. A: rows g, g + 8 of columns t, t + 4. B: rows t, t + 4 of columns g, g + 8.
+// C: rows g, g + 8, columns 2t, 2t + 1 of each 8-column half.
+struct Place {
+  int row, col;
+};
+inline Place inA(unsigned l, int e) { return {int(l / 4) + 8 * (e % 2), int(l % 4) + 4 * (e / 2)}; }
+inline Place inB(unsigned l, int e) { return {int(l % 4) + 4 * (e % 2), int(l / 4) + 8 * (e / 2)}; }
+inline Place inC(unsigned l, int e) {
+  return {int(l / 4) + 8 * (e / 2 % 2), 8 * (e / 4) + 2 * int(l % 4) + e % 2};
 }
+
+inline unsigned lane() { return ::paralab::cuda_host::self().lane(); }
 
 template <class P>
 const void* address(const P& p) {
@@ -88,44 +91,73 @@ void check(const char* call, const P& p, unsigned ldm) {
                                " is not a multiple of 4 floats");
 }
 
+// Element (r, c) of the tile at p with leading dimension ldm, stored by rows or by columns.
+template <class P>
+decltype(auto) at(P p, unsigned ldm, bool rowMajor, Place x) {
+  return p[rowMajor ? x.row * ldm + x.col : x.col * ldm + x.row];
+}
+
+// The multiply reads the top 19 bits of an operand: the rest is dropped, not rounded.
+inline float operand(float x) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & ~0x1fffu);
+}
+
+struct Operands {  // one lane's part of an mma_sync
+  float* d;
+  const float *a, *b, *c;
+};
+
+// D = A B + C for the whole warp, from the 32 lanes' parts: 8 exact products per element,
+// summed in fp32 in k order onto C.
+inline void multiply(const uint64_t (&lanes)[32]) {
+  float A[16][8], B[8][16], C[16][16];
+  for (unsigned l = 0; l < 32; ++l) {
+    const auto& o = *reinterpret_cast<const Operands*>(lanes[l]);
+    for (int e = 0; e < 4; ++e) {
+      A[inA(l, e).row][inA(l, e).col] = operand(o.a[e]);
+      B[inB(l, e).row][inB(l, e).col] = operand(o.b[e]);
+    }
+    for (int e = 0; e < 8; ++e) C[inC(l, e).row][inC(l, e).col] = o.c[e];
+  }
+  for (unsigned l = 0; l < 32; ++l)  // d may be c: C is read in full first
+    for (int e = 0; e < 8; ++e) {
+      const Place x = inC(l, e);
+      float sum = C[x.row][x.col];
+      for (int k = 0; k < 8; ++k) sum += A[x.row][k] * B[k][x.col];
+      reinterpret_cast<const Operands*>(lanes[l])->d[e] = sum;
+    }
+}
+
 }  // namespace detail
 
 template <class Layout, class P>
 void load_matrix_sync(fragment<matrix_a, 16, 16, 8, precision::tf32, Layout>& a, P p,
                       unsigned ldm) {
   detail::check("load_matrix_sync", p, ldm);
-  for (unsigned r = 0; r < 16; ++r)
-    for (unsigned c = 0; c < 8; ++c)
-      a.x[r * 8 + c] = std::is_same_v<Layout, row_major> ? p[r * ldm + c] : p[c * ldm + r];
+  for (int e = 0; e < a.num_elements; ++e)
+    a.x[e] = detail::at(p, ldm, std::is_same_v<Layout, row_major>, detail::inA(detail::lane(), e));
 }
 
 template <class Layout, class P>
 void load_matrix_sync(fragment<matrix_b, 16, 16, 8, precision::tf32, Layout>& b, P p,
                       unsigned ldm) {
   detail::check("load_matrix_sync", p, ldm);
-  for (unsigned r = 0; r < 8; ++r)
-    for (unsigned c = 0; c < 16; ++c)
-      b.x[r * 16 + c] = std::is_same_v<Layout, row_major> ? p[r * ldm + c] : p[c * ldm + r];
+  for (int e = 0; e < b.num_elements; ++e)
+    b.x[e] = detail::at(p, ldm, std::is_same_v<Layout, row_major>, detail::inB(detail::lane(), e));
 }
 
 template <class P>
-void load_matrix_sync(Accumulator& acc, P p, unsigned ldm, layout_t layout) {
+void load_matrix_sync(Accumulator& c, P p, unsigned ldm, layout_t layout) {
   detail::check("load_matrix_sync", p, ldm);
-  const unsigned l = detail::lane();
-  for (int e = 0; e < Accumulator::num_elements; ++e) {
-    const unsigned r = detail::row(l, e), c = detail::col(l, e);
-    acc.x[e] = layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
-  }
+  for (int e = 0; e < c.num_elements; ++e)
+    c.x[e] = detail::at(p, ldm, layout == mem_row_major, detail::inC(detail::lane(), e));
 }
 
 template <class P>
-void store_matrix_sync(P p, const Accumulator& acc, unsigned ldm, layout_t layout) {
+void store_matrix_sync(P p, const Accumulator& c, unsigned ldm, layout_t layout) {
   detail::check("store_matrix_sync", p, ldm);
-  const unsigned l = detail::lane();
-  for (int e = 0; e < Accumulator::num_elements; ++e) {
-    const unsigned r = detail::row(l, e), c = detail::col(l, e);
-    p[layout == mem_row_major ? r * ldm + c : c * ldm + r] = acc.x[e];
-  }
+  for (int e = 0; e < c.num_elements; ++e)
+    detail::at(p, ldm, layout == mem_row_major, detail::inC(detail::lane(), e)) = c.x[e];
 }
 
 template <class F>
@@ -133,19 +165,13 @@ void fill_fragment(F& f, float value) {
   for (float& v : f.x) v = value;
 }
 
-// d = a b + c for this lane's 8 elements (d may be c): 8 exact TF32 products each, summed in
-// fp32 in k order.
+// d = a b + c, a warp collective: every lane offers its parts, the last to arrive multiplies.
 template <class LA, class LB>
 void mma_sync(Accumulator& d, const fragment<matrix_a, 16, 16, 8, precision::tf32, LA>& a,
               const fragment<matrix_b, 16, 16, 8, precision::tf32, LB>& b, const Accumulator& c) {
-  const unsigned l = detail::lane();
-  for (int e = 0; e < Accumulator::num_elements; ++e) {
-    const int r = detail::row(l, e), col = detail::col(l, e);
-    float sum = c.x[e];
-    for (int k = 0; k < 8; ++k)
-      sum += detail::operand(a.x[r * 8 + k]) * detail::operand(b.x[k * 16 + col]);
-    d.x[e] = sum;
-  }
+  const detail::Operands mine{d.x, a.x, b.x, c.x};  // on this lane's stack until all return
+  ::paralab::cuda_host::warpExchange(::paralab::cuda_host::WarpOp::Mma, 0xffffffffu,
+                                     reinterpret_cast<uint64_t>(&mine), -1, detail::multiply);
 }
 
 }  // namespace nvcuda::wmma
