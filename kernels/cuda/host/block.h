@@ -85,7 +85,8 @@ struct Block {
   std::vector<Thread> threads;
   std::vector<Warp> warps;
   unsigned live = 0, atBarrier = 0;  // threads not returned; of them, waiting at __syncthreads()
-  unsigned started = 0;              // threads[0, started) have been started
+  unsigned started = 0;              // threads[0, started) have been started (and set up)
+  uint3 next{};                      // threadIdx of threads[started]
   std::vector<Thread*> released;     // let go by a barrier or a warp, to be resumed
   FiberStack* endedStack = nullptr;  // of a fibre that has run out of threads
   uint32_t epoch = 0;                // __syncthreads() completed
@@ -166,8 +167,8 @@ inline void release(Block& b, Thread& t) {
 
 inline void releaseBarrier(Block& b) {
   reportUninitialised(b);
-  for (Thread& t : b.threads)
-    if (t.state == Thread::State::AtBarrier) release(b, t);
+  for (unsigned id = 0; id < b.started; ++id)
+    if (b.threads[id].state == Thread::State::AtBarrier) release(b, b.threads[id]);
   b.atBarrier = 0;
   ++b.epoch;
 }

@@ -53,8 +53,8 @@ struct Runner {
   }
   void giveStack(FiberStack* s) { idle.push_back(s); }
   void reclaim(Block& b) {  // after a failure: every fibre's stack back, suspended or not
-    for (Thread& t : b.threads)
-      if (t.stack) giveStack(t.stack), t.stack = nullptr;
+    for (unsigned id = 0; id < b.started; ++id)
+      if (FiberStack*& s = b.threads[id].stack) giveStack(s), s = nullptr;
     t_self = nullptr;
   }
 };
@@ -164,6 +164,18 @@ inline void finish(Thread& t) {  // t has returned
   if (b.atBarrier && b.atBarrier == b.live) releaseBarrier(b);  // it counts as arrived
 }
 
+// The next thread not yet started, set up: threads start in the order of their ids.
+inline Thread& start(Block& b) {
+  Thread& t = b.threads[b.started];
+  t.id = b.started++;
+  t.idx = b.next;
+  t.block = &b;
+  t.state = Thread::State::Running;
+  t.stack = nullptr;
+  if (++b.next.x == b.dim.x && (b.next.x = 0, ++b.next.y == b.dim.y)) b.next.y = 0, ++b.next.z;
+  return t;
+}
+
 // A fibre runs threads one after another: when its thread returns it starts the next one not
 // yet started, so a block whose threads never wait runs on one fibre without a single switch.
 // When its thread waits, the fibre waits with it and the scheduler starts another.
@@ -181,7 +193,7 @@ inline void fibreMain(void* stack) {
     }
     t.stack = nullptr;
     if (b.error || b.started == b.threads.size()) break;
-    t_self = &b.threads[b.started++];
+    t_self = &start(b);
   }
   b.endedStack = static_cast<FiberStack*>(stack);
   Context ended;
@@ -192,7 +204,8 @@ inline std::string deadlock(const Block& b) {
   unsigned atBarrier = 0, atWarp = 0;
   const Thread* some = nullptr;
   std::string ops;
-  for (const Thread& t : b.threads) {
+  for (unsigned id = 0; id < b.started; ++id) {
+    const Thread& t = b.threads[id];
     if (t.state == Thread::State::AtBarrier) ++atBarrier, some = some ? some : &t;
     if (t.state == Thread::State::AtWarp) {
       ++atWarp;
@@ -223,17 +236,8 @@ inline void resume(Runner& r, Block& b, Thread& t, bool start) {
 
 inline void runBlock(Runner& r, Block& b) {
   const unsigned n = b.dim.x * b.dim.y * b.dim.z;
-  b.threads.resize(n);
-  uint3 idx{0, 0, 0};
-  for (unsigned id = 0; id < n; ++id) {  // x fastest, then y, then z
-    Thread& t = b.threads[id];
-    t.id = id;
-    t.idx = idx;
-    t.block = &b;
-    t.state = Thread::State::New;
-    t.stack = nullptr;
-    if (++idx.x == b.dim.x && (idx.x = 0, ++idx.y == b.dim.y)) idx.y = 0, ++idx.z;
-  }
+  b.threads.resize(n);  // each is set up when it starts (start())
+  b.next = {0, 0, 0};
   b.warps.resize((n + 31) / 32);
   for (unsigned w = 0; w < b.warps.size(); ++w) {
     const unsigned lanes = std::min(32u, n - 32 * w);
@@ -257,7 +261,7 @@ inline void runBlock(Runner& r, Block& b) {
       for (Thread* t : now) resume(r, b, *t, false);
       now.clear();
     } else if (b.started < n) {  // else the next thread not yet started, on a new fibre
-      resume(r, b, b.threads[b.started++], true);
+      resume(r, b, start(b), true);
     } else {
       const std::string why = deadlock(b);
       r.reclaim(b);

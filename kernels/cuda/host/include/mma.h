@@ -130,20 +130,13 @@ inline void multiply(const uint64_t (&lanes)[32]) {
 
 }  // namespace detail
 
-template <class Layout, class P>
-void load_matrix_sync(fragment<matrix_a, 16, 16, 8, precision::tf32, Layout>& a, P p,
-                      unsigned ldm) {
+template <class Use, class Layout, class P>  // A or B
+void load_matrix_sync(fragment<Use, 16, 16, 8, precision::tf32, Layout>& f, P p, unsigned ldm) {
   detail::check("load_matrix_sync", p, ldm);
-  for (int e = 0; e < a.num_elements; ++e)
-    a.x[e] = detail::at(p, ldm, std::is_same_v<Layout, row_major>, detail::inA(detail::lane(), e));
-}
-
-template <class Layout, class P>
-void load_matrix_sync(fragment<matrix_b, 16, 16, 8, precision::tf32, Layout>& b, P p,
-                      unsigned ldm) {
-  detail::check("load_matrix_sync", p, ldm);
-  for (int e = 0; e < b.num_elements; ++e)
-    b.x[e] = detail::at(p, ldm, std::is_same_v<Layout, row_major>, detail::inB(detail::lane(), e));
+  const unsigned l = detail::lane();
+  for (int e = 0; e < f.num_elements; ++e)
+    f.x[e] = detail::at(p, ldm, std::is_same_v<Layout, row_major>,
+                        std::is_same_v<Use, matrix_a> ? detail::inA(l, e) : detail::inB(l, e));
 }
 
 template <class P>
