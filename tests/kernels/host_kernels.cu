@@ -50,6 +50,15 @@ __global__ void half_warp_kernel(float* out, const float* in) {
   out[lane] = x;
 }
 
+// Each half-warp sums its 16 lanes under a mask of its own, both collectives at once.
+__global__ void halves_kernel(float* out, const float* in) {
+  const int lane = threadIdx.x;
+  const unsigned mask = lane < 16 ? 0x0000ffffu : 0xffff0000u;
+  float x = in[lane];
+  for (int o = 8; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
+  out[lane] = x;
+}
+
 // Groups of 8 lanes: up, down and broadcast stay inside the group.
 __global__ void width_kernel(int* out) {
   const int lane = threadIdx.x;
@@ -135,6 +144,7 @@ void host_warp_sums(float* out, const float* in, int n) {
   warp_sums_kernel<<<n / 64, 64>>>(out, in);
 }
 void host_half_warp(float* out, const float* in) { half_warp_kernel<<<1, 32>>>(out, in); }
+void host_halves(float* out, const float* in) { halves_kernel<<<1, 32>>>(out, in); }
 void host_width(int* out) { width_kernel<<<1, 32>>>(out); }
 void host_histogram(int* bins, const int* values, int n) {
   histogram_kernel<<<3, 128>>>(bins, values, n);

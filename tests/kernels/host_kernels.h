@@ -10,6 +10,7 @@ void host_indices(int* out, dim3 grid, dim3 block);       // 12 ints per thread:
 void host_reverse(float* data, int n, bool barrier);      // one block of n threads
 void host_warp_sums(float* out, const float* in, int n);  // out[2i]: xor sum, out[2i+1]: down
 void host_half_warp(float* out, const float* in);         // mask 0xffff
+void host_halves(float* out, const float* in);            // masks 0xffff, 0xffff0000 at once
 void host_width(int* out);                                // width 8: up 1, down 3, from lane 5
 void host_histogram(int* bins, const int* values, int n);
 void host_wmma(float* d, const float* a, const float* b, const float* c);

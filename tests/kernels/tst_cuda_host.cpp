@@ -124,6 +124,8 @@ class TstCudaHost : public QObject {
     test::host_half_warp(dOut.p, dIn.p);
     const std::vector<float> half = dOut.get();
     for (int l = 0; l < 32; ++l) QCOMPARE(half[size_t(l)], l < 16 ? 65535.f : in[size_t(l)]);
+    test::host_halves(dOut.p, dIn.p);
+    for (float v : dOut.get()) QCOMPARE(v, 65535.f);  // 1 + 2 + ... + 2^15 in each half
     Dev<int> w(std::vector<int>(96));
     test::host_width(w.p);
     const std::vector<int> got = w.get();

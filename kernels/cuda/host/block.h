@@ -52,16 +52,26 @@ inline const char* name(WarpOp op) {
   return names[int(op)];
 }
 
-// One collective in flight in a warp: the lanes that arrived, what they offer and want.
+// A warp's collectives in flight: lanes that named the same mask wait together; lanes of
+// disjoint masks (two half-warps, say) may wait in collectives of their own at the same time.
 struct Warp {
+  struct Group {
+    unsigned mask = 0, waiting = 0;  // the mask named; the lanes of it that have arrived
+    WarpOp op = WarpOp::Syncwarp;
+  };
   unsigned present = 0;  // lanes that exist and have not returned
-  unsigned waiting = 0;  // lanes waiting (bit per lane)
-  unsigned mask = 0;     // the mask they named
-  WarpOp op = WarpOp::Syncwarp;
+  Group groups[16];      // in flight: groups[0, busy)
+  unsigned busy = 0;
   uint16_t epoch = 0;   // __syncwarp()s completed: orders the warp's shared-memory accesses
   uint64_t value[32];   // what each lane offers (a float, int or double, as bits)
   int source[32];       // the lane whose value each lane receives (-1: its own)
   uint64_t result[32];  // handed out when the last lane of the mask arrives
+
+  const Group* waitingFor(unsigned lane) const {  // the collective awaiting `lane`, if any
+    for (unsigned g = 0; g < busy; ++g)
+      if (groups[g].mask >> lane & 1) return &groups[g];
+    return nullptr;
+  }
 };
 
 // One per kernel (per template instance): its name and where its __shared__ variables lie.
@@ -194,23 +204,26 @@ inline uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t value, int sourc
   if (!(mask & bit))
     fail(std::string(name(op)) + " with mask " + hex(mask) +
          ", which leaves out the calling lane " + std::to_string(lane));
-  if (w.waiting && (w.mask != mask || w.op != op))
-    fail(std::string(name(op)) + " (mask " + hex(mask) + ") while lanes of its warp wait in " +
-         name(w.op) + " (mask " + hex(w.mask) + "): the warp has diverged");
   if (mask & ~w.present)  // they would never arrive: a hang on a GPU
     fail(std::string(name(op)) + " with mask " + hex(mask) + " names lanes that " +
          "do not exist or have returned (" + hex(mask & ~w.present) + ")");
+  Warp::Group* g = nullptr;
+  for (unsigned k = 0; k < w.busy && !g; ++k)
+    if (w.groups[k].mask & mask) g = &w.groups[k];
+  if (g && (g->mask != mask || g->op != op))
+    fail(std::string(name(op)) + " (mask " + hex(mask) + ") while lanes of its warp wait in " +
+         name(g->op) + " (mask " + hex(g->mask) + "): the warp has diverged");
+  if (!g) g = &(w.groups[w.busy++] = {mask, 0, op});
   w.value[lane] = value;
   w.source[lane] = source;
-  w.waiting |= bit;
-  w.mask = mask;
-  w.op = op;
-  if (w.waiting != mask) {
+  g->waiting |= bit;
+  if (g->waiting != mask) {
     suspend(t, Thread::State::AtWarp);
     return w.result[lane];
   }
+  *g = w.groups[--w.busy];  // the last to arrive: the collective is done
   if (complete) complete(w.value);
-  const unsigned first = t.warp() * 32;  // the last to arrive: hand out, release, go on
+  const unsigned first = t.warp() * 32;  // hand out, release, go on
   for (unsigned l = 0; l < 32; ++l) {
     if (!(mask >> l & 1)) continue;
     const int s = w.source[l];
@@ -220,7 +233,6 @@ inline uint64_t warpExchange(WarpOp op, unsigned mask, uint64_t value, int sourc
     w.result[l] = w.value[s < 0 ? l : s];
     if (l != lane) release(b, b.threads[first + l]);
   }
-  w.waiting = 0;
   if (op == WarpOp::Syncwarp) ++w.epoch;
   return w.result[lane];
 }

@@ -157,9 +157,9 @@ inline void finish(Thread& t) {  // t has returned
   --b.live;
   Warp& w = b.warps[t.warp()];
   w.present &= ~(1u << t.lane());
-  if (!b.error && w.waiting && (w.mask >> t.lane() & 1))
+  if (const Warp::Group* g = w.waitingFor(t.lane()); g && !b.error)
     b.error = std::make_exception_ptr(
-        KernelError(where(t) + ": returned while lanes of its warp wait for it in " + name(w.op) +
+        KernelError(where(t) + ": returned while lanes of its warp wait for it in " + name(g->op) +
                     " (a hang on a GPU)"));
   if (b.atBarrier && b.atBarrier == b.live) releaseBarrier(b);  // it counts as arrived
 }
@@ -209,7 +209,7 @@ inline std::string deadlock(const Block& b) {
     if (t.state == Thread::State::AtBarrier) ++atBarrier, some = some ? some : &t;
     if (t.state == Thread::State::AtWarp) {
       ++atWarp;
-      const std::string op = name(b.warps[t.warp()].op);
+      const std::string op = name(b.warps[t.warp()].waitingFor(t.lane())->op);
       if (ops.find(op) == std::string::npos) ops += (ops.empty() ? "" : ", ") + op;
     }
   }
@@ -242,7 +242,7 @@ inline void runBlock(Runner& r, Block& b) {
   for (unsigned w = 0; w < b.warps.size(); ++w) {
     const unsigned lanes = std::min(32u, n - 32 * w);
     b.warps[w].present = lanes == 32 ? ~0u : (1u << lanes) - 1;
-    b.warps[w].waiting = 0;
+    b.warps[w].busy = 0;
     b.warps[w].epoch = 0;
   }
   b.live = n;
