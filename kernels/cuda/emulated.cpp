@@ -1,15 +1,18 @@
-// The emulated GPU (see emulated.h): device memory behind tagged addresses, streams as queues
-// that run when the host waits, and every CUDA launcher of cuda/*.h carried out by its CPU
-// counterpart on the untagged addresses. Built into paralab_kernels_emulated only.
+// The emulated GPU (see emulated.h): device memory behind tagged addresses and guard pages,
+// streams as queues that run when the host waits. The kernels are the .cu files themselves,
+// compiled as host C++ and run by the host execution layer (cuda/host/); this file gives that
+// layer its device. Built into paralab_kernels_emulated only.
 #include "cuda/emulated.h"
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -17,16 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "cpu/gemm.h"
-#include "cpu/layers.h"
-#include "cpu/moe.h"
-#include "cpu/optim.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
-#include "cuda/layers.h"
-#include "cuda/reduce.h"
+#include "cuda/host/block.h"
 #include "cuda/runtime.h"
-#include "cuda/teach.h"
 
 namespace paralab::kernels::emu {
 
@@ -88,12 +85,84 @@ void drainAll() {
 
 void* tag(void* p) { return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) | kTag); }
 
+// Device memory: each allocation ends where an inaccessible page begins, so a kernel that reads
+// or writes past its end faults at the first byte (cuda/host/grid.h names the thread). The
+// start is aligned as far as the size allows (to 256 bytes, as cudaMalloc's, when the size is
+// a multiple of 256), never more, so that the end can touch the guard page.
+struct Allocation {
+  char* mapping;  // the pages: data, then the guard
+  size_t pages;   // bytes mapped, guard included
+  size_t bytes;   // as asked for
+};
+constexpr size_t kPage = 4096;
+constexpr size_t kKeptBytes = size_t(256) << 20;  // freed mappings kept for reuse, at most
+std::mutex g_memory;
+std::map<std::uintptr_t, Allocation> g_allocations;  // by (untagged) start address
+std::multimap<size_t, char*> g_kept;                 // freed mappings by size, guard in place
+size_t g_keptBytes = 0;
+
+void* allocate(size_t bytes) {
+  const size_t data = (bytes + kPage - 1) / kPage * kPage, pages = data + kPage;
+  const size_t align = std::min<size_t>(256, bytes & (~bytes + 1));  // lowest set bit
+  std::lock_guard lock(g_memory);
+  char* mapping = nullptr;
+  if (const auto kept = g_kept.find(pages); kept != g_kept.end()) {  // no system call
+    mapping = kept->second;
+    g_keptBytes -= pages;
+    g_kept.erase(kept);
+  } else {
+    void* m = mmap(nullptr, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    mapping = static_cast<char*>(m);
+    mprotect(mapping + data, kPage, PROT_NONE);
+  }
+  char* start = mapping + (data - bytes) / align * align;
+  g_allocations[reinterpret_cast<std::uintptr_t>(start)] = {mapping, pages, bytes};
+  return start;
+}
+
+void release(void* start) {
+  std::lock_guard lock(g_memory);
+  const auto it = g_allocations.find(reinterpret_cast<std::uintptr_t>(start));
+  if (it == g_allocations.end())
+    throw std::runtime_error("emulated GPU: free of an address that no allocation starts at");
+  const Allocation a = it->second;
+  g_allocations.erase(it);
+  if (g_keptBytes + a.pages <= kKeptBytes) {
+    g_kept.emplace(a.pages, a.mapping);
+    g_keptBytes += a.pages;
+  } else {
+    munmap(a.mapping, a.pages);
+  }
+}
+
+// The allocation whose mapping holds `a` (its guard page included); g_memory held.
+const std::pair<const std::uintptr_t, Allocation>* allocationAround(std::uintptr_t a) {
+  auto it = g_allocations.upper_bound(a);
+  if (it == g_allocations.begin()) return nullptr;
+  --it;
+  const auto* m =
+      reinterpret_cast<std::uintptr_t>(it->second.mapping) <= a &&
+              a < reinterpret_cast<std::uintptr_t>(it->second.mapping) + it->second.pages
+          ? &*it
+          : nullptr;
+  return m;
+}
+
 }  // namespace
 
 void enqueue(void* stream, std::function<void()> work) {
   Stream* s = asStream(stream);
   std::lock_guard lock(s->mutex);
   s->queue.push_back(std::move(work));
+}
+
+void synchronize() { drainAll(); }
+
+bool idle(void* stream) {
+  Stream* s = asStream(stream);
+  std::lock_guard lock(s->mutex);
+  return s->queue.empty();
 }
 
 }  // namespace paralab::kernels::emu
@@ -133,15 +202,14 @@ void streamDestroy(void* stream) {
 void streamSync(void* stream) { drain(asStream(stream)); }
 
 void* malloc(int64_t bytes) {
-  const size_t size = (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 255) / 256 * 256;
-  void* p = std::aligned_alloc(256, size);
+  void* p = allocate(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
   return p ? tag(p) : nullptr;
 }
 
 void free(void* p) {
   if (!p) return;
   drainAll();  // cudaFree waits for the device: no queued work may still touch the block
-  std::free(host(p));
+  release(host(p));
 }
 
 void memsetAsync(void* p, int64_t bytes, void* stream) {
@@ -187,166 +255,65 @@ float eventElapsedMs(void* from, void* to) {
 
 }  // namespace paralab::gpu
 
-namespace paralab::kernels {
+// [SECTION] The device of the host execution layer (cuda/host/block.h)
 
-using namespace emu;
+namespace paralab::cuda_host {
+
+using namespace paralab::kernels::emu;
+
+void submit(cudaStream_t stream, std::function<void()> work) { enqueue(stream, std::move(work)); }
+
+// A device pointer loses its tag; a host pointer, which a GPU could not read either, gets one
+// that no host access survives (bit 63: a non-canonical address on x86-64).
+void* hostAddress(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (!p) return nullptr;
+  return reinterpret_cast<void*>(isDevice(p) ? a & ~kTag : a | std::uintptr_t(1) << 63);
+}
+
+bool isDeviceAddress(uint64_t word) {
+  if (!(word & kTag) || (word & ~kTag) >> 47) return false;
+  std::lock_guard lock(g_memory);
+  const auto* a = allocationAround(word & ~kTag);
+  return a && (word & ~kTag) <= a->first + a->second.bytes;
+}
+
+std::string describeAddress(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard lock(g_memory);
+  const auto* m = allocationAround(a);
+  if (!m) return "not in any device allocation";
+  const std::string size = "a " + std::to_string(m->second.bytes) + "-byte device allocation";
+  const std::uintptr_t end = m->first + m->second.bytes;
+  if (a >= end) return std::to_string(a - end) + " bytes past the end of " + size;
+  return std::to_string(m->first - a) + " bytes before the start of " + size;
+}
+
+}  // namespace paralab::cuda_host
+
+namespace paralab::kernels {
 
 GpuInfo cuda_query_devices() {
   GpuInfo g;
-  g.count = gpuCount();
-  g.firstName = "emulated GPU (host memory, deferred streams)";
+  g.count = emu::gpuCount();
+  g.firstName = "emulated GPU (the CUDA kernels executed on the host: correctness only, no speed)";
   g.emulated = true;
   return g;
 }
 
-// [SECTION] Reductions for ThreadComm's device path (cuda/reduce.h)
-
-void reduce_device(float* dst, const float* const* srcs, int nsrc, int64_t count, DeviceReduce op,
-                   float divisor, void* stream) {
-  if (count <= 0 || nsrc <= 0) return;
-  std::vector<const float*> from(srcs, srcs + nsrc);  // the caller's array may go
-  enqueue(stream, [=] {
-    float* out = host(dst);
-    for (int64_t i = 0; i < count; ++i) {  // in source order, as the kernel sums
-      float acc = host(from[0])[i];
-      for (int k = 1; k < nsrc; ++k)
-        acc = op == DeviceReduce::Max ? std::max(acc, host(from[size_t(k)])[i])
-                                      : acc + host(from[size_t(k)])[i];
-      out[i] = divisor != 1.0f ? acc / divisor : acc;
-    }
-  });
+// [SECTION] The vendor rung: cuBLAS is a library for real GPUs; the emulated one has none, and
+// says so rather than computing something else under its name.
+void gemm_cuda_vendor(bool, bool, int, int, int, float, const float*, int, const float*, int, float,
+                      float*, int, void*) {
+  throw std::runtime_error(
+      "gemm_cuda_vendor: cuBLAS needs a real GPU; the emulated GPU runs the ladder's own kernels "
+      "(naive, coalesced, tiled, tensor-core)");
 }
-
-void reduce_device_copy(void* dst, const void* src, int64_t bytes, void* stream) {
-  gpu::copyAsync(dst, src, bytes, stream);
-}
-void* reduce_stream_create() { return gpu::streamCreate(); }
-void reduce_stream_destroy(void* stream) { gpu::streamDestroy(stream); }
-void reduce_stream_sync(void* stream) { gpu::streamSync(stream); }
-bool reduce_stream_query(void* stream) {
-  Stream* s = asStream(stream);
-  std::lock_guard lock(s->mutex);
-  return s->queue.empty();
-}
-void* reduce_device_alloc(int64_t bytes) {
-  void* p = gpu::malloc(bytes);
-  if (!p) throw std::runtime_error("emulated GPU: out of host memory");
-  return p;
-}
-void reduce_device_free(void* p) { gpu::free(p); }
-int reduce_current_device() { return gpu::currentDevice(); }
-void reduce_set_device(int device) { gpu::setDevice(device); }
-
-// [SECTION] GEMM (cuda/gemm.h): every rung is OpenBLAS in fp32 on the untagged addresses.
-
-static void gemmEmulated(bool tA, bool tB, int M, int N, int K, float alpha, const float* A,
-                         int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                         void* stream) {
-  if (M <= 0 || N <= 0) return;
-  enqueue(stream, [=] {
-    gemm_vendor<float>(tA, tB, M, N, K, alpha, host(A), lda, host(B), ldb, beta, host(C), ldc);
-  });
-}
-
-#define PARALAB_EMULATED_GEMM(name)                                                      \
-  void name(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, \
-            const float* B, int ldb, float beta, float* C, int ldc, void* stream) {      \
-    gemmEmulated(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);          \
-  }
-PARALAB_EMULATED_GEMM(gemm_cuda_naive)
-PARALAB_EMULATED_GEMM(gemm_cuda_coalesced)
-PARALAB_EMULATED_GEMM(gemm_cuda_tiled)
-PARALAB_EMULATED_GEMM(gemm_cuda_tensor_core)
-PARALAB_EMULATED_GEMM(gemm_cuda_vendor)
-PARALAB_EMULATED_GEMM(gemm_cuda_vendor_tf32)
-#undef PARALAB_EMULATED_GEMM
-
-// [SECTION] The rest of the step (cuda/layers.h), each by its CPU counterpart.
-
-void bias_add_cuda(float* y, const float* b, int rows, int cols, void* stream) {
-  enqueue(stream, [=] { bias_add(host(y), host(b), rows, cols); });
-}
-void bias_backward_cuda(float* db, const float* dy, int rows, int cols, void* stream) {
-  enqueue(stream, [=] { bias_backward(host(db), host(dy), rows, cols); });
-}
-void gelu_forward_cuda(float* y, const float* x, long n, void* stream) {
-  enqueue(stream, [=] { gelu_forward(host(y), host(x), n); });
-}
-void gelu_backward_cuda(float* dx, const float* x, const float* dy, long n, void* stream) {
-  enqueue(stream, [=] { gelu_backward(host(dx), host(x), host(dy), n); });
-}
-void residual_add_cuda(float* y, const float* x, long n, void* stream) {
-  enqueue(stream, [=] {
-    float* out = host(y);
-    const float* in = host(x);
-    for (long i = 0; i < n; ++i) out[i] += in[i];
-  });
-}
-void layernorm_forward_cuda(float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                            const float* beta, int rows, int cols, float eps, void* stream) {
-  (void)eps;  // the CPU kernel's is the same 1e-5
-  enqueue(stream, [=] {
-    layernorm_forward(host(y), host(mean), host(rstd), host(x), host(gamma), host(beta), rows,
-                      cols);
-  });
-}
-void layernorm_backward_cuda(float* dx, float* dgamma, float* dbeta, const float* dy,
-                             const float* x, const float* mean, const float* rstd,
-                             const float* gamma, int rows, int cols, void* stream) {
-  enqueue(stream, [=] {
-    layernorm_backward(host(dx), host(dgamma), host(dbeta), host(dy), host(x), host(mean),
-                       host(rstd), host(gamma), rows, cols);
-  });
-}
-void softmax_xent_cuda(float* dlogits, double* lossSum, int* correct, const float* logits,
-                       const int* labels, int rows, int classes, double normalizer, void* stream) {
-  enqueue(stream, [=] {
-    *host(lossSum) =
-        softmax_xent(host(dlogits), host(logits), host(labels), rows, classes, normalizer);
-    if (correct) *host(correct) = count_correct(host(logits), host(labels), rows, classes);
-  });
-}
-void sgd_update_cuda(float* p, const float* g, long n, float lr, void* stream) {
-  enqueue(stream, [=] { sgd_update(host(p), host(g), n, lr); });
-}
-void momentum_update_cuda(float* p, float* v, const float* g, long n, float lr, float mu,
-                          void* stream) {
-  enqueue(stream, [=] { momentum_update(host(p), host(v), host(g), n, lr, mu); });
-}
-void adam_update_cuda(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
-                      float beta2, float eps, long t, void* stream) {
-  enqueue(stream,
-          [=] { adam_update(host(p), host(m), host(v), host(g), n, lr, beta1, beta2, eps, t); });
-}
-void gather_rows_cuda(float* dst, const float* src, const int* index, long n, int cols,
-                      void* stream) {
-  enqueue(stream, [=] { gather_rows(host(dst), host(src), host(index), n, cols); });
-}
-void scatter_add_rows_cuda(float* dst, const float* src, const int* index, const float* scale,
-                           long n, int cols, void* stream) {
-  enqueue(stream,
-          [=] { scatter_add_rows(host(dst), host(src), host(index), host(scale), n, cols); });
-}
-void dot_rows_cuda(float* out, const float* a, const int* index, const float* b, long n, int cols,
-                   void* stream) {
-  enqueue(stream, [=] { dot_rows(host(out), host(a), host(index), host(b), n, cols); });
-}
-void scale_rows_cuda(float* x, const float* scale, long n, int cols, void* stream) {
-  enqueue(stream, [=] {
-    float* rows = host(x);
-    const float* s = host(scale);
-    for (long i = 0; i < n; ++i)
-      for (int c = 0; c < cols; ++c) rows[i * cols + c] *= s[i];
-  });
-}
-
-// [SECTION] The teaching kernels time real hardware: not emulated.
-
-WarpDivergenceResult warp_divergence_experiment(long, int) {
-  throw std::runtime_error("warp divergence: needs a real GPU (this one is emulated)");
-}
-CoalescingResult coalescing_experiment(long, int, int) {
-  throw std::runtime_error("coalescing: needs a real GPU (this one is emulated)");
+void gemm_cuda_vendor_tf32(bool, bool, int, int, int, float, const float*, int, const float*, int,
+                           float, float*, int, void*) {
+  throw std::runtime_error(
+      "gemm_cuda_vendor_tf32: cuBLAS needs a real GPU; the emulated GPU runs the ladder's own "
+      "kernels (naive, coalesced, tiled, tensor-core)");
 }
 
 }  // namespace paralab::kernels

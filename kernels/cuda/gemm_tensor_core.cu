@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
 
   // Epilogue: a fragment's element layout is unspecified, so each warp stores one fragment at
   // a time to its own scratch tile and writes it out with alpha, beta and the edge checks.
-  float* scratch = Cs[warp];
+  const auto scratch = Cs[warp];  // float* (on the host, a checked view)
 #pragma unroll
   for (int fm = 0; fm < kFM; ++fm)
 #pragma unroll

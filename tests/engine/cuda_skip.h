@@ -3,7 +3,10 @@
 #pragma once
 #include <QtTest>
 
+#include <string>
+
 #include "comm/communicator.h"  // ncclAvailable
+#include "config.h"
 #include "cuda/device.h"
 
 #define SKIP_WITHOUT_GPU()                                                                         \
@@ -13,6 +16,17 @@
   } while (0)
 
 namespace paralab::test {
+
+// The GEMM of these suites' GPU runs: cuBLAS on a real GPU. The emulated GPU has none (its
+// vendor rungs refuse), so there the runs use the coalesced rung, the quickest of the ladder's
+// kernels when they execute on the host.
+inline std::string gpuGemm() {
+  return paralab::kernels::cuda_query_devices().emulated ? "coalesced" : "vendor";
+}
+inline void useGpu(RunConfig& c) {
+  c.device = "cuda";
+  c.kernel = gpuGemm();
+}
 
 // Why `ranks` NCCL ranks (one per GPU) cannot run here, or "" when they can.
 inline QString ncclSkipReason(int ranks) {

@@ -82,7 +82,7 @@ class TstCudaMoe : public QObject {
     cpu.capacityFactor = capacity;
     cpu.auxLoss = aux;
     RunConfig gpu = cpu;
-    gpu.device = "cuda";
+    test::useGpu(gpu);
     const auto ref = run(cpu, 20), got = run(gpu, 20);
     compareRuns(got, ref, 1e-4, qPrintable("cuda vs cpu " + QString(QTest::currentDataTag())));
     if (capacity < 1) {
@@ -120,7 +120,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, zero);
     QFETCH(QString, version);
     RunConfig serial = moeConfig(1, 1, topk);
-    serial.device = "cuda";
+    test::useGpu(serial);
     serial.capacityFactor = capacity;
     RunConfig parallel = serial;
     parallel.ranks = ranks;
@@ -156,7 +156,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, topk);
     SKIP_WITHOUT_NCCL_GPUS(ranks);
     RunConfig thread = moeConfig(ranks, ep, topk);
-    thread.device = "cuda";
+    test::useGpu(thread);
     RunConfig nccl = thread;
     nccl.backend = "nccl";
     const auto ref = run(thread, 20), got = run(nccl, 20);
@@ -177,7 +177,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, ep);
     const RunConfig cpu = moeConfig(ranks, ep, 2);
     RunConfig gpu = cpu;
-    gpu.device = "cuda";
+    test::useGpu(gpu);
     Trainer a(cpu), b(gpu);
     for (int r = 0; r < b.localRankCount(); ++r) QVERIFY(b.compute(r).onGpu());
     for (int s = 0; s < 10; ++s) a.step(), b.step();
@@ -220,7 +220,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, ranks);
     QFETCH(int, ep);
     RunConfig c = moeConfig(ranks, ep, 2);
-    c.device = "cuda";
+    test::useGpu(c);
     Trainer t(c);
     const StepMetrics m = t.step();
     const auto [expert, dense, held] = test::moeHeld(c, ep);
@@ -242,6 +242,7 @@ class TstCudaMoe : public QObject {
       c.optimizer = "adam";
       c.lr = 0.002;
       c.device = device;
+      if (c.device == "cuda") test::useGpu(c);
       return c;
     };
     const std::vector<RunConfig> next = {layout(2, 2, "cuda"), layout(4, 2, "cpu"),

@@ -1,0 +1,170 @@
+// What `#include <mma.h>` finds on the host: nvcuda::wmma for the shape the tensor-core rung
+// uses, TF32 m16n16k8 with fp32 accumulators (CUDA C++ Programming Guide, "Warp Matrix
+// Functions"), at the hardware's precision: __float_to_tf32 rounds to 10 mantissa bits (to
+// nearest, ties away from zero, as cvt.rna.tf32.f32), the multiply reads only those bits of its
+// operands, products are exact and summed in fp32.
+// Fragments are spread over the warp's lanes as the hardware spreads them (PTX ISA, "Matrix
+// Fragments for mma.m16n8k8", .tf32; the 16 x 16 tile is two such 16 x 8 halves): a lane holds
+// 4 elements of A, 4 of B, 8 of C. So mma_sync is a warp collective (the last lane to arrive
+// multiplies for all 32), and the lanes of a warp store different parts of C: a missing
+// __syncwarp() before another lane reads them back is a hazard the racecheck reports.
+// See tests/kernels/tst_cuda_host.cpp.
+#pragma once
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "cuda_runtime.h"
+
+namespace nvcuda::wmma {
+
+struct row_major {};
+struct col_major {};
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+namespace precision {
+struct tf32 {};
+}  // namespace precision
+enum layout_t { mem_row_major, mem_col_major };
+
+// fp32 -> TF32: keep the sign, the 8-bit exponent and 10 mantissa bits; the 13 bits below are
+// rounded off (adding half of the last kept bit carries into it: ties away from zero).
+inline float __float_to_tf32(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return x;  // infinity and NaN stay as they are
+  return std::bit_cast<float>((bits + 0x1000u) & ~0x1fffu);
+}
+
+template <class Use, int M, int N, int K, class T, class Layout = void>
+struct fragment;
+
+template <class Layout>
+struct fragment<matrix_a, 16, 16, 8, precision::tf32, Layout> {  // this lane's 4 of A (16 x 8)
+  static constexpr int num_elements = 4;
+  float x[num_elements];
+};
+template <class Layout>
+struct fragment<matrix_b, 16, 16, 8, precision::tf32, Layout> {  // this lane's 4 of B (8 x 16)
+  static constexpr int num_elements = 4;
+  float x[num_elements];
+};
+template <>
+struct fragment<accumulator, 16, 16, 8, float> {  // this lane's 8 of C (16 x 16)
+  static constexpr int num_elements = 8;
+  float x[num_elements];
+};
+using Accumulator = fragment<accumulator, 16, 16, 8, float>;
+
+namespace detail {
+
+// Where element e of lane l lies in its tile: g = l / 4 is the lane's group, t = l % 4 its
+// place in the group. A: rows g, g + 8 of columns t, t + 4. B: rows t, t + 4 of columns g, g + 8.
+// C: rows g, g + 8, columns 2t, 2t + 1 of each 8-column half.
+struct Place {
+  int row, col;
+};
+inline Place inA(unsigned l, int e) { return {int(l / 4) + 8 * (e % 2), int(l % 4) + 4 * (e / 2)}; }
+inline Place inB(unsigned l, int e) { return {int(l % 4) + 4 * (e % 2), int(l / 4) + 8 * (e / 2)}; }
+inline Place inC(unsigned l, int e) {
+  return {int(l / 4) + 8 * (e / 2 % 2), 8 * (e / 4) + 2 * int(l % 4) + e % 2};
+}
+
+inline unsigned lane() { return ::paralab::cuda_host::self().lane(); }
+
+template <class P>
+const void* address(const P& p) {
+  if constexpr (std::is_pointer_v<P>)
+    return p;
+  else
+    return p.get();
+}
+
+// WMMA's requirements: a 256-bit aligned pointer, ldm a multiple of 16 bytes.
+template <class P>
+void check(const char* call, const P& p, unsigned ldm) {
+  if (reinterpret_cast<uintptr_t>(address(p)) % 32)
+    ::paralab::cuda_host::fail(std::string(call) + ": the pointer is not 32-byte aligned");
+  if (ldm % 4)
+    ::paralab::cuda_host::fail(std::string(call) + ": ldm " + std::to_string(ldm) +
+                               " is not a multiple of 4 floats");
+}
+
+// Element (r, c) of the tile at p with leading dimension ldm, stored by rows or by columns.
+template <class P>
+decltype(auto) at(P p, unsigned ldm, bool rowMajor, Place x) {
+  return p[rowMajor ? x.row * ldm + x.col : x.col * ldm + x.row];
+}
+
+// The multiply reads the top 19 bits of an operand: the rest is dropped, not rounded.
+inline float operand(float x) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & ~0x1fffu);
+}
+
+struct Operands {  // one lane's part of an mma_sync
+  float* d;
+  const float *a, *b, *c;
+};
+
+// D = A B + C for the whole warp, from the 32 lanes' parts: 8 exact products per element,
+// summed in fp32 in k order onto C.
+inline void multiply(const uint64_t (&lanes)[32]) {
+  float A[16][8], B[8][16], C[16][16];
+  for (unsigned l = 0; l < 32; ++l) {
+    const auto& o = *reinterpret_cast<const Operands*>(lanes[l]);
+    for (int e = 0; e < 4; ++e) {
+      A[inA(l, e).row][inA(l, e).col] = operand(o.a[e]);
+      B[inB(l, e).row][inB(l, e).col] = operand(o.b[e]);
+    }
+    for (int e = 0; e < 8; ++e) C[inC(l, e).row][inC(l, e).col] = o.c[e];
+  }
+  for (unsigned l = 0; l < 32; ++l)  // d may be c: C is read in full first
+    for (int e = 0; e < 8; ++e) {
+      const Place x = inC(l, e);
+      float sum = C[x.row][x.col];
+      for (int k = 0; k < 8; ++k) sum += A[x.row][k] * B[k][x.col];
+      reinterpret_cast<const Operands*>(lanes[l])->d[e] = sum;
+    }
+}
+
+}  // namespace detail
+
+template <class Use, class Layout, class P>  // A or B
+void load_matrix_sync(fragment<Use, 16, 16, 8, precision::tf32, Layout>& f, P p, unsigned ldm) {
+  detail::check("load_matrix_sync", p, ldm);
+  const unsigned l = detail::lane();
+  for (int e = 0; e < f.num_elements; ++e)
+    f.x[e] = detail::at(p, ldm, std::is_same_v<Layout, row_major>,
+                        std::is_same_v<Use, matrix_a> ? detail::inA(l, e) : detail::inB(l, e));
+}
+
+template <class P>
+void load_matrix_sync(Accumulator& c, P p, unsigned ldm, layout_t layout) {
+  detail::check("load_matrix_sync", p, ldm);
+  for (int e = 0; e < c.num_elements; ++e)
+    c.x[e] = detail::at(p, ldm, layout == mem_row_major, detail::inC(detail::lane(), e));
+}
+
+template <class P>
+void store_matrix_sync(P p, const Accumulator& c, unsigned ldm, layout_t layout) {
+  detail::check("store_matrix_sync", p, ldm);
+  for (int e = 0; e < c.num_elements; ++e)
+    detail::at(p, ldm, layout == mem_row_major, detail::inC(detail::lane(), e)) = c.x[e];
+}
+
+template <class F>
+void fill_fragment(F& f, float value) {
+  for (float& v : f.x) v = value;
+}
+
+// d = a b + c, a warp collective: every lane offers its parts, the last to arrive multiplies.
+template <class LA, class LB>
+void mma_sync(Accumulator& d, const fragment<matrix_a, 16, 16, 8, precision::tf32, LA>& a,
+              const fragment<matrix_b, 16, 16, 8, precision::tf32, LB>& b, const Accumulator& c) {
+  const detail::Operands mine{d.x, a.x, b.x, c.x};  // on this lane's stack until all return
+  ::paralab::cuda_host::warpExchange(::paralab::cuda_host::WarpOp::Mma, 0xffffffffu,
+                                     reinterpret_cast<uint64_t>(&mine), -1, detail::multiply);
+}
+
+}  // namespace nvcuda::wmma
