@@ -20,7 +20,7 @@ using Why = Setting::Why;
 std::vector<SettingChoice> strategyChoices(const RunConfig&) {
   std::vector<SettingChoice> out;
   for (const StrategyInfo& s : strategyTable())
-    if (s.byFlag) out.push_back({s.name, s.name, s.summary});
+    if (s.chosenBy == ChosenBy::StrategyFlag) out.push_back({s.name, s.name, s.summary});
   return out;
 }
 
@@ -29,9 +29,8 @@ std::vector<SettingChoice> zeroChoices(const RunConfig&) {
   std::vector<SettingChoice> out = {
       {"0", "0: none", "Every rank holds all parameters, gradients and optimizer state"}};
   for (const StrategyInfo& s : strategyTable()) {
-    const std::string name = s.name;
-    if (name.rfind("zero-", 0) != 0) continue;
-    const std::string summary = s.summary, stage = name.substr(5);
+    if (s.chosenBy != ChosenBy::ZeroStage) continue;
+    const std::string name = s.name, summary = s.summary, stage = name.substr(5);  // "zero-N"
     out.push_back({stage, stage + ": " + summary.substr(0, summary.find(':')), summary});
   }
   return out;
@@ -82,7 +81,7 @@ std::vector<SettingChoice> kernelChoices(const RunConfig& c) {
 Why usedByStrategy(const RunConfig& c, const std::string& key) {
   std::string users;
   for (const StrategyInfo& s : strategyTable()) {
-    if (!s.byFlag || std::find(s.uses.begin(), s.uses.end(), key) == s.uses.end()) continue;
+    if (s.chosenBy != ChosenBy::StrategyFlag || std::find(s.uses.begin(), s.uses.end(), key) == s.uses.end()) continue;
     if (c.strategy == s.name) return std::nullopt;
     users += (users.empty() ? "" : ", ") + std::string(s.name);
   }
@@ -309,11 +308,11 @@ std::vector<Setting> coreSettings() {
   t.push_back(field("dp-version", &RunConfig::dpVersion)
                   .in(kParallelism, "Gradient sync")
                   .describe("How sync all-reduces the gradients",
-                            "naive: one all-reduce per gradient after backward. bucket: "
+                            "per-tensor: one all-reduce per gradient tensor after backward. bucket: "
                             "gradients grouped into buckets, each all-reduced while backward "
                             "goes on.")
                   .oneOf({{"bucket", "bucketed, overlapped", "Buckets all-reduced during backward"},
-                          {"naive", "naive, after backward",
+                          {"per-tensor", "per tensor, after backward",
                            "One all-reduce per gradient tensor once backward is done"}})
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (auto why = usedByStrategy(c, "dp-version")) return why;

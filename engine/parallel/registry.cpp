@@ -68,22 +68,22 @@ const std::vector<StrategyInfo>& strategyTable() {
       {"sync",
        "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with "
        "overlap)",
-       true, false, makeDataParallel, true, syncUses},
+       true, false, makeDataParallel, ChosenBy::StrategyFlag, syncUses},
       {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true,
-       false, makeZero1, false},
+       false, makeZero1, ChosenBy::ZeroStage},
       {"zero-2",
        "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)",
-       true, false, makeZero2, false},
+       true, false, makeZero2, ChosenBy::ZeroStage},
       {"zero-3",
        "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use",
-       true, false, makeZero3, false},
+       true, false, makeZero3, ChosenBy::ZeroStage},
       {"ps-sync",
        "Parameter server, synchronous: gradient shards reduced onto their servers, updated, "
        "broadcast back",
        true,
        false,
        makePsSync,
-       true,
+       ChosenBy::StrategyFlag,
        {"servers"}},
       {"ps-async",
        "Parameter server, asynchronous: each worker's push applied at once and answered with the "
@@ -91,14 +91,14 @@ const std::vector<StrategyInfo>& strategyTable() {
        false,
        false,
        makePsAsync,
-       true,
+       ChosenBy::StrategyFlag,
        {"servers"}},
       {"hogwild",
        "Hogwild!: thread ranks update one shared model with no locks (races by design)",
        false,
        true,
        makeHogwild,
-       true,
+       ChosenBy::StrategyFlag,
        {},
        {},
        hogwildNeedsThreads},
@@ -107,14 +107,14 @@ const std::vector<StrategyInfo>& strategyTable() {
        false,
        false,
        makeLocalSgd,
-       true,
+       ChosenBy::StrategyFlag,
        {"sync-every"}},
       {"gossip",
        "Gossip (decentralised SGD): each rank averages with its ring or random neighbours only",
        false,
        false,
        makeGossip,
-       true,
+       ChosenBy::StrategyFlag,
        {"topology"}},
       {"fedavg",
        "Federated averaging: simulated clients with label-skewed data train locally; the server "
@@ -122,7 +122,7 @@ const std::vector<StrategyInfo>& strategyTable() {
        false,
        false,
        makeFedAvg,
-       true,
+       ChosenBy::StrategyFlag,
        {},
        fedAvgSettings()},
       {"model-parallel",
@@ -131,7 +131,7 @@ const std::vector<StrategyInfo>& strategyTable() {
        true,
        false,
        makeModelParallel,
-       false,
+       ChosenBy::Layout,
        {},
        {},
        modelParallelNeedsSync},
@@ -141,7 +141,7 @@ const std::vector<StrategyInfo>& strategyTable() {
        true,
        false,
        makeExpertParallel,
-       false,
+       ChosenBy::Layout,
        {},
        {},
        moeLayout},
@@ -149,8 +149,8 @@ const std::vector<StrategyInfo>& strategyTable() {
   return table;
 }
 
-// The table's row for a run: the model-parallel family composes with sync data parallelism on
-// the dp axis; the data-parallel family alone picks its row by --strategy (and --zero).
+// The table's row for a run (ChosenBy): a layout first, as it composes with sync data
+// parallelism on its dp axis; else --strategy, with --zero picking sync's ZeRO rows.
 static std::string rowName(const RunConfig& config) {
   return config.model == "moe"            ? "moe"
          : config.tp > 1 || config.pp > 1 ? "model-parallel"

@@ -89,17 +89,22 @@ class Strategy {
 // [SECTION] The strategy table (registry.cpp).
 //
 // "Strategy" names three things that belong together: a value of --strategy, its row here,
-// and the Strategy subclass the row makes. The rows without a --strategy value (byFlag false)
-// are the layouts other settings choose: ZeRO stages (--zero), tensor and pipeline
-// parallelism (--tp, --pp) and the mixture of experts (--model moe); each trains with sync
-// data parallelism on its data-parallel axis.
+// and the Strategy subclass the row makes. Some rows are chosen by other settings instead
+// (ChosenBy): the ZeRO stages of sync (--zero), tensor and pipeline parallelism (--tp, --pp)
+// and the mixture of experts (--model moe); each trains with sync data parallelism on its
+// data-parallel axis.
+enum class ChosenBy {
+  StrategyFlag,  // --strategy NAME
+  ZeroStage,     // --strategy sync --zero N: the row "zero-N"
+  Layout,        // --tp / --pp above 1 ("model-parallel") or --model moe ("moe")
+};
 struct StrategyInfo {
-  const char* name;     // the value of --strategy (byFlag), else the layout's name
+  const char* name;     // the value of --strategy, or the row's name for the other choosers
   const char* summary;  // one line, shown in --help and the window's tooltip
   bool equalsSerial;    // synchronous: must reproduce the serial loss trajectory
   bool threadOnly;      // needs ranks that share memory (Hogwild)
   std::unique_ptr<Strategy> (*make)(RankContext& ctx);
-  bool byFlag = true;   // a value of --strategy
+  ChosenBy chosenBy = ChosenBy::StrategyFlag;
   // The settings of the schema (schema.h) this strategy reads besides the run's own ones:
   // a setting listed by some rows applies only under those rows.
   std::vector<std::string> uses = {};
