@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
       // nccl: rank 0's NCCL id travels by MPI_Bcast; each process drives GPU (local rank).
       auto world = config.backend == "nccl" ? makeNcclMpiWorld(options) : makeMpiWorld(options);
       // The bucketed all-reduce checks each bucket's arguments over MPI from a thread of its own
-      // (data_parallel.cpp keeps it inline only for --backend mpi).
+      // (grad_sync.cpp keeps it inline only for --backend mpi).
       if (config.backend == "nccl" && !mpiCallsFromAnyThread())
         return fail(
             "backend: nccl under mpirun needs an MPI that takes calls from any thread "

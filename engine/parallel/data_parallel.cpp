@@ -2,7 +2,7 @@
 // (or, with ZeRO, its shard of the model states), takes its slice of the global batch, and the
 // ranks sum their gradients before the same update — mini-batch SGD on the global batch,
 // whatever the number of ranks. The sum is the rank's GradSync over the world (grad_sync.cpp):
-//   naive  (`--dp-version naive`): after backward, one all-reduce per parameter tensor;
+//   per-tensor (`--dp-version per-tensor`): after backward, one all-reduce per parameter tensor;
 //   bucket (`--dp-version bucket`, default): buckets of --bucket-mb all-reduced on a
 //          communication thread while backward goes on (PyTorch DDP, Li et al. 2020);
 //   ZeRO-1/2/3 (Rajbhandari et al. 2020): optimizer state, gradients and parameters sharded

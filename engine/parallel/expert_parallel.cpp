@@ -9,7 +9,7 @@
 //                        input gradients back;
 //   data parallelism:    the rank's GradSync (grad_sync.cpp) sums the non-expert gradients over
 //                        dp and the expert gradients over expert-dp (the replicas of one expert,
-//                        one per group), as --zero and --dp-version say: all-reduce (naive or
+//                        one per group), as --zero and --dp-version say: all-reduce (per tensor or
 //                        bucketed with overlap) or ZeRO-1/2/3, each range over its own group.
 // With G = 1 and one rank this is the serial MoE, the reference. With --device cuda the model,
 // its gradients and the optimizer state are device memory: the rows' all-to-alls and the

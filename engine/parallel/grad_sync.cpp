@@ -165,7 +165,7 @@ void GradSync::afterBackward(int m) {
 }
 
 void GradSync::reduce() {
-  if (m_stage == 0 && m_settings.dpVersion == "naive") {
+  if (m_stage == 0 && m_settings.dpVersion == "per-tensor") {
     m_compute.sync();  // backward's gradients are complete
     for (const ZeroLayout::Unit& u : m_layout.units) {
       Communicator& c = comm(u);

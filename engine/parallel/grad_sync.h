@@ -2,7 +2,7 @@
 // Given the parameters a rank holds (the MLP, a tensor/pipeline shard of it, the MoE's dense
 // weights and its experts) and the group of replicas each range of them has, it sums the
 // gradients over those groups and owns the optimizer that then updates them:
-//   --zero 0 --dp-version naive: an all-reduce per tensor after backward;
+//   --zero 0 --dp-version per-tensor: an all-reduce per tensor after backward;
 //   --zero 0 --dp-version bucket: buckets of --bucket-mb all-reduced while backward goes on;
 //   --zero 1|2|3: ZeRO's reduce-scatter / all-gather, shards of the optimizer state, gradients
 //     and parameters (zero.h's layout; Rajbhandari et al. 2020).

@@ -10,7 +10,7 @@
 //      to the neighbouring stages on the pp group, and the tensor-parallel exchanges inside
 //      each stage's forward and backward on the tp group (tensor_parallel.cpp);
 //   2. data parallelism over the dp group: the stage's gradients summed by the rank's GradSync
-//      (grad_sync.cpp) as --zero and --dp-version say: all-reduce (naive, or buckets started
+//      (grad_sync.cpp) as --zero and --dp-version say: all-reduce (per tensor, or buckets started
 //      during the last micro-batch's backward), or ZeRO-1/2/3's reduce-scatter (stages 2-3 per
 //      unit and micro-batch during backward, stage 3 gathering each unit before it runs);
 //   3. SP only: one all-reduce of each block's LayerNorm gradients over tp (where the rank

@@ -1,5 +1,5 @@
 // The model-parallel tests' layouts, written as words: "dp2 tp2 pp2 sp gpipe M3 zero1 adam" on
-// top of a base configuration ("naive" or "bucket0.02" set --dp-version and --bucket-mb);
+// top of a base configuration ("per-tensor" or "bucket0.02" set --dp-version and --bucket-mb);
 // ranks = dp x tp x pp. Used by tst_model_parallel, tst_cuda_model_parallel and tst_grad_sync.
 #pragma once
 #include <QString>
@@ -32,8 +32,8 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
       c.schedule = w.toStdString();
     else if (w.startsWith("zero"))
       c.zero = w.mid(4).toInt();
-    else if (w == "naive")
-      c.dpVersion = "naive";
+    else if (w == "per-tensor")
+      c.dpVersion = "per-tensor";
     else if (w.startsWith("bucket"))  // "bucket0.02": buckets of 0.02 MiB
       c.dpVersion = "bucket", c.bucketMb = w.size() > 6 ? w.mid(6).toDouble() : c.bucketMb;
     else if (w == "ring")

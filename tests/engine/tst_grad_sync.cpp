@@ -1,5 +1,5 @@
 // One gradient synchronisation (engine/parallel/grad_sync.h) wherever there is a data-parallel
-// dimension: ZeRO-1/2/3 and the all-reduce (naive, bucketed with overlap) inside tensor x
+// dimension: ZeRO-1/2/3 and the all-reduce (per tensor, bucketed with overlap) inside tensor x
 // pipeline layouts and with the mixture of experts, each against the serial run on the same
 // global batch and seed (loss trajectory 1e-5 relative, and the final parameters); model states
 // per rank against the ZeRO formulas (and exactly, from the shard layout); ZeRO's dp traffic in
@@ -108,7 +108,7 @@ class TstGradSync : public QObject {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<QString>("sync");
     for (int ranks : {2, 4})
-      for (const char* sync : {"zero1", "zero2", "zero3", "naive", "bucket"})
+      for (const char* sync : {"zero1", "zero2", "zero3", "per-tensor", "bucket"})
         QTest::addRow("ep2 x%d %s", ranks, sync) << ranks << QString(sync);
   }
   void moeMatchesSerial() {
@@ -272,15 +272,16 @@ class TstGradSync : public QObject {
     QTest::addColumn<QStringList>("layouts");
     QTest::newRow("serial -> dp2 tp2 pp2 zero3 -> dp2 pp2 zero2 -> tp2 -> serial")
         << QStringList{"dp2 tp2 pp2 M2 zero3 adam", "dp2 pp2 M2 zero2 adam", "tp2 adam", "adam"};
-    QTest::newRow("moe: serial -> ep2 x4 zero3 -> ep2 x2 zero2 -> ep2 x4 naive -> serial")
-        << QStringList{"moe 4 zero3", "moe 2 zero2", "moe 4 naive", "moe 1 -"};
+    QTest::newRow("moe: serial -> ep2 x4 zero3 -> ep2 x2 zero2 -> ep2 x4 per-tensor -> serial")
+        << QStringList{"moe 4 zero3", "moe 2 zero2", "moe 4 per-tensor", "moe 1 -"};
   }
   void reconfigureContinuesTheTrajectory() {
     QFETCH(QStringList, layouts);
     auto configOf = [](const QString& spec) {
       if (!spec.startsWith("moe")) return parse(spec);
       const int ranks = spec.section(' ', 1, 1).toInt();
-      return moeRun(ranks, ranks > 1 ? 2 : 1, spec.section(' ', 2, 2).remove('-'), true);
+      const QString sync = spec.section(' ', 2, 2);  // "-": the defaults
+      return moeRun(ranks, ranks > 1 ? 2 : 1, sync == "-" ? QString() : sync, true);
     };
     const RunConfig first = configOf(layouts.back());
     const int per = 6;

@@ -73,7 +73,7 @@ class TstModelParallel : public QObject {
   // [SECTION] The serial trajectory, 30 steps, relative difference <= 1e-5 (the ranks sum the
   // same products in another order: fc2's partial sums, micro-batch accumulation), and the final
   // parameters within 1e-5 of the largest. Data parallelism on the dp axis with each of its
-  // gradient syncs (grad_sync.h): ZeRO-1/2/3, the naive and the bucketed all-reduce.
+  // gradient syncs (grad_sync.h): ZeRO-1/2/3, the per-tensor and the bucketed all-reduce.
   void modelParallelMatchesSerial_data() {
     QTest::addColumn<QString>("spec");
     for (const char* s : {"tp2",
@@ -104,7 +104,7 @@ class TstModelParallel : public QObject {
                                  "dp2 tp2 pp2 sp 1f1b M2", "dp2 tp2 sp adam"})
         QTest::newRow(qPrintable(QString("%1 %2").arg(layout, zero)))
             << QString("%1 %2").arg(layout, zero);
-    for (const char* version : {"naive", "bucket0.02"})
+    for (const char* version : {"per-tensor", "bucket0.02"})
       for (const char* layout : {"dp2 tp2", "dp2 pp2 gpipe M3", "dp2 tp2 pp2 sp 1f1b M2"})
         QTest::newRow(qPrintable(QString("%1 %2").arg(layout, version)))
             << QString("%1 %2").arg(layout, version);

@@ -29,7 +29,7 @@ class TstParallelEqualsSerial : public QObject {
     QTest::addColumn<QString>("variant");  // dp-version, or zero stage as "zero-N"
     QTest::addColumn<QString>("optimizer");
     QTest::addColumn<int>("ranks");
-    const std::vector<std::pair<QString, QString>> kinds = {{"sync", "naive"},  {"sync", "bucket"},
+    const std::vector<std::pair<QString, QString>> kinds = {{"sync", "per-tensor"},  {"sync", "bucket"},
                                                             {"sync", "zero-1"}, {"sync", "zero-2"},
                                                             {"sync", "zero-3"}, {"ps-sync", ""}};
     for (const auto& [strategy, variant] : kinds) {

@@ -91,9 +91,9 @@ class TstTraining : public QObject {
 
   void bucketedAllReduceOverlapsBackward() {
     // Bucketed data parallelism starts a bucket's all-reduce while backward goes on with
-    // earlier units: a comm span of the step overlaps a backward span in time. The naive
+    // earlier units: a comm span of the step overlaps a backward span in time. The per-tensor
     // version all-reduces only after backward: no overlap.
-    for (const char* version : {"bucket", "naive"}) {
+    for (const char* version : {"bucket", "per-tensor"}) {
       RunConfig c;
       c.dataset = "synthetic";
       c.hidden = 128;

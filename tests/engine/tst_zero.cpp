@@ -31,7 +31,7 @@ RunConfig zeroConfig(int stage, int ranks) {
   c.ranks = ranks;
   c.zero = stage;
   c.allreduce = "ring";
-  c.dpVersion = "naive";  // stage 0: one ring all-reduce per tensor, the textbook reference
+  c.dpVersion = "per-tensor";  // stage 0: one ring all-reduce per tensor, the textbook reference
   return c;
 }
 
