@@ -118,6 +118,8 @@ class TestApp : public QObject {
 
 void TestApp::initTestCase() {
   QStandardPaths::setTestModeEnabled(true);  // never a learner's settings (settings.h)
+  // Lesson progress too: a prediction locked by an earlier run of this test would stay locked.
+  QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
   // The light Fusion look, whatever the desktop says: the screenshots are of it.
   QApplication::setStyle("Fusion");
   QApplication::setPalette(QApplication::style()->standardPalette());

@@ -8,6 +8,7 @@
 #include <QAbstractButton>
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -139,6 +140,8 @@ void TestWindowTrust::initTestCase() {
   // Settings, lesson progress and cards go to Qt's test locations, never a learner's.
   QStandardPaths::setTestModeEnabled(true);
   Settings::open()->clear();
+  // Lesson progress too: a prediction locked by an earlier run of this test would stay locked.
+  QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
 }
 
 // Run A (H=32), sweep B (H=48, 1 and 2 ranks), run C (H=64, 2 ranks), Reset: each chart says

@@ -104,6 +104,7 @@ class TstCudaKernels : public QObject {
 void TstCudaKernels::initTestCase() {
   const GpuInfo gpu = cuda_query_devices();
   qInfo("device: %s", gpu.count ? gpu.firstName.c_str() : gpu.reason.c_str());
+  REQUIRE_GPU();  // the whole suite, reported as skipped (tests/CMakeLists.txt)
 }
 
 void TstCudaKernels::registryNamesTheLadder() {
