@@ -552,33 +552,11 @@ class TstMoe : public QObject {
 #if defined(PARALAB_MPIEXEC) && defined(PARALAB_RUN)
     if (qEnvironmentVariableIsEmpty("PARALAB_MOE_MPI")) QSKIP("runs as the CTest tst_moe_mpi");
     QFETCH(QStringList, sync);
-    const QStringList args = {"--ranks",
-                              "4",
-                              "--model",
-                              "moe",
-                              "--ep",
-                              "2",
-                              "--experts",
-                              "4",
-                              "--topk",
-                              "2",
-                              "--capacity-factor",
-                              "1.0",
-                              "--aux-loss",
-                              "0.01",
-                              "--dataset",
-                              "synthetic",
-                              "--hidden",
-                              "32",
-                              "--batch",
-                              "48",
-                              "--steps",
-                              "5",
-                              "--eval-every",
-                              "5",
-                              "--eval-samples",
-                              "300",
-                              "--json"};
+    const QStringList args =
+        QString("--ranks 4 --model moe --ep 2 --experts 4 --topk 2 --capacity-factor 1.0 "
+                "--aux-loss 0.01 --dataset synthetic --hidden 32 --batch 48 --steps 5 "
+                "--eval-every 5 --eval-samples 300 --json")
+            .split(' ');
     const auto mpi = test::runJsonLines(
         PARALAB_MPIEXEC,
         QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + args + sync,

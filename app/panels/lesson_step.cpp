@@ -1,0 +1,219 @@
+// LessonDock, a step's tools: its prediction (locked before the run), its experiment (applied
+// or run in the window) and the comparison of the prediction with the reference and the
+// measurement. The dock's layout and pages are in lesson_dock.cpp.
+// See tests/lessons/tst_lessons_dock.cpp and tst_lessons_typed_answer.cpp.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QStackedWidget>
+#include <cmath>
+
+#include "engine_bridge.h"
+#include "panels/lesson_dock.h"
+#include "typed_answer.h"
+
+namespace paralab {
+
+using namespace paralab::lessons;
+
+namespace {
+// Red that reads on the light and the dark palette alike (for what could not be read or saved).
+QString warningColor(const QPalette& palette) {
+  return palette.color(QPalette::Window).lightness() < 128 ? "#ff8a80" : "#c62828";
+}
+
+QString number(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "∞" : "—";
+  if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale().toString(qint64(v));
+  return QLocale().toString(v, 'g', 4);
+}
+// "ranks 1, hidden 256, batch 256": the experiment's settings by their flag names, in a line
+// that wraps (compact JSON has no spaces to break at and would hold the dock wide).
+QString experimentText(const QJsonObject& experiment) {
+  QStringList parts;
+  for (auto it = experiment.begin(); it != experiment.end(); ++it) {
+    const QJsonValue v = it.value();
+    QString shown =
+        v.isString()   ? v.toString()
+        : v.isDouble() ? QString::number(v.toDouble(), 'g', 12)
+        : v.isBool()
+            ? (v.toBool() ? "on" : "off")
+            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact))
+                  .mid(1)
+                  .chopped(1);
+    parts << it.key() + " " + shown;
+  }
+  return parts.join(", ");
+}
+
+}  // namespace
+
+void LessonDock::showStepTools(const Step& s) {
+  const QStringList missing = missingFor(&s);
+  m_tools->setCurrentWidget(m_stepTools);
+  m_experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
+  m_experimentLabel->setVisible(s.experiment.has_value());
+  if (s.experiment)
+    m_experimentLabel->setText(experimentText(*s.experiment) +
+                               (s.sweep ? tr("  — swept over %1 ranks").arg([&] {
+                                 QStringList r;
+                                 for (int n : s.sweep->ranks) r << QString::number(n);
+                                 return r.join(", ");
+                               }())
+                                        : QString()));
+  QString why;
+  for (const QString& n : missing) why += describeMissing(n) + "\n";
+  for (QPushButton* b : {m_apply, m_run}) b->setVisible(s.experiment.has_value());
+  m_run->setText(s.sweep ? tr("Run sweep") : tr("Run"));
+  m_benchLabel->setVisible(s.bench.has_value());
+  if (s.bench)
+    m_benchLabel->setText(
+        tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
+            .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
+                 missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
+  m_askLabel->parentWidget()->setVisible(s.prediction.has_value());
+  if (s.prediction) {
+    m_askLabel->setText(s.prediction->ask +
+                        (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
+    m_predictionEdit->setPlaceholderText(predictionHint(s.prediction->unit));
+  }
+  updateRunButtons();
+  refreshComparison();
+}
+
+bool LessonDock::predictionLocked() const {
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return true;
+  return !m_retrying && !m_progress.lesson(m_lessons[m_lesson].slug).predictions[m_page].isEmpty();
+}
+
+// A locked prediction stays as it was locked (read-only; "Try again" adds an attempt and keeps
+// this one); the experiment runs only once one is locked.
+void LessonDock::updateRunButtons() {
+  const Step* s = currentStep();
+  if (!s) return;
+  const QList<double> attempts =
+      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
+  const bool locked = predictionLocked();
+  m_predictionEdit->setReadOnly(locked && s->prediction);
+  if (s->prediction && locked) m_predictionEdit->setText(QString::number(attempts.last(), 'g', 10));
+  if (s->prediction && m_retrying && attempts.size() > 0 && !m_predictionEdit->hasFocus())
+    m_predictionEdit->setFocus();
+  m_lock->setText(locked ? tr("Try again") : tr("Lock in"));
+  m_lock->setToolTip(locked ? tr("Predict again: this prediction is kept beside the new one")
+                            : tr("Lock in your prediction: it cannot be changed afterwards"));
+  const QStringList missing = missingFor(s);
+  QString why;
+  for (const QString& n : missing) why += describeMissing(n) + "\n";
+  if (missing.isEmpty() && !locked)
+    why = tr("Lock in your prediction first: the experiment is there to test it");
+  for (QPushButton* b : {m_apply, m_run}) {
+    b->setEnabled(missing.isEmpty() && locked);
+    b->setToolTip(why.trimmed());
+  }
+}
+
+void LessonDock::lockPrediction() {
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return;
+  const QString slug = m_lessons[m_lesson].slug;
+  if (predictionLocked()) {  // "Try again"
+    m_retrying = true;
+    m_predictionEdit->clear();
+  } else if (const auto v =
+                 readTypedAnswer(m_predictionEdit->text(), s->prediction->unit, &m_typingError)) {
+    m_progress.lockPrediction(slug, m_page, *v);
+    m_retrying = false;
+    showProblems();
+  }
+  updateRunButtons();
+  refreshComparison();
+}
+
+QStringList LessonDock::problems() const {
+  QStringList all = m_errors;
+  for (const QString& e : {m_progress.error(), m_deck.error()})
+    if (!e.isEmpty()) all << e;
+  return all;
+}
+
+void LessonDock::showProblems() {
+  const QStringList all = problems();
+  m_problems->setStyleSheet("color: " + warningColor(palette()));
+  m_problems->setText(all.join('\n'));
+  m_problems->setVisible(!all.isEmpty());
+}
+
+void LessonDock::refreshComparison() {
+  m_comparison->setText(comparisonText());
+  fitWrappedLabels();  // the comparison grows when the measurement arrives
+}
+
+QString LessonDock::comparisonText() const {
+  const Step* s = currentStep();
+  if (!s || !s->prediction) return {};
+  const Prediction& p = *s->prediction;
+  const QList<double> attempts =
+      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
+  // Why the typed answer was not taken, in the warning's colour, above everything else here.
+  const QString typing = m_typingError.isEmpty()
+                             ? QString()
+                             : "<p style='color:" + warningColor(palette()) + "'>" +
+                                   m_typingError.toHtmlEscaped() + "</p>";
+  if (attempts.isEmpty())
+    return typing + tr("Lock in your prediction below: then the experiment runs and the "
+                       "reference shows.");
+  const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
+  QString error;
+  const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
+  // Three rows, the values lined up; what each value comes from (the formula, the metric) in
+  // a smaller line under it, where a narrow dock can wrap it.
+  auto row = [](const QString& label, const QString& value, const QString& source,
+                const QString& note = QString()) {
+    return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3%4</td></tr>")
+        .arg(label, value,
+             source.isEmpty() ? QString()
+                              : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>",
+             note.isEmpty() ? QString() : "<br><small>" + note.toHtmlEscaped() + "</small>");
+  };
+  QString html = typing + "<table cellspacing='0' cellpadding='2'>";
+  // Every attempt, the first one first: a second guess never hides the first.
+  QStringList earlier;
+  for (int i = 0; i + 1 < attempts.size(); ++i) earlier << number(attempts[i]) + unit;
+  html += row(attempts.size() == 1 ? tr("Your prediction") : tr("Your predictions"),
+              number(attempts.last()) + unit, QString(),
+              earlier.isEmpty() ? QString() : tr("before: %1").arg(earlier.join(", ")));
+  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula);
+  if (s->compare) {
+    const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
+    const QString measured = m_measured                 ? number(*m_measured) + cu
+                             : m_measureError.isEmpty() ? tr("— (run the experiment)")
+                                                        : m_measureError.toHtmlEscaped();
+    html += row(tr("Measured"), measured, s->compare->metric);
+  }
+  html += "</table>";
+  if (!p.reasoning.isEmpty())
+    html += tr("<p><b>Where the reference comes from:</b> %1</p>").arg(p.reasoning.toHtmlEscaped());
+  if (s->compare && m_measured)
+    html +=
+        tr("<p><b>Measured against reference:</b> %1</p>").arg(s->compare->explain.toHtmlEscaped());
+  return html;
+}
+
+void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
+  const Step* s = currentStep();
+  if (!s || !s->compare || s->sweep) return;
+  m_measured = measuredValue(*s->compare, steps, &m_measureError);
+  refreshComparison();
+}
+
+void LessonDock::showSweepResult(const QJsonObject& sweep) {
+  const Step* s = currentStep();
+  if (!s || !s->compare || !s->sweep) return;
+  m_measured = measuredValue(*s->compare, sweep, &m_measureError);
+  refreshComparison();
+}
+
+}  // namespace paralab
