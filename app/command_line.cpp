@@ -74,10 +74,16 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
                  "desktop's store")
       ->option_text("FILE");
   app.add_option("--bench-frames", out.benchFramesS,
-                 "Train (8 ranks unless --ranks says otherwise) for S seconds and print the "
-                 "GUI thread's frame times (poll + repaint of the visible charts), then exit")
+                 "With every chart in view and a scaling sweep drawn, train (8 ranks unless "
+                 "--ranks says otherwise) for S seconds; print the GUI thread's frame times "
+                 "(poll + repaint of the visible charts) and the window's memory, then exit")
       ->option_text("S")
-      ->check(CLI::Range(1, 3600));
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--reconfigure-every", out.reconfigureEveryS,
+                 "With --bench-frames: change a setting of the running training (ZeRO 0 <-> 1) "
+                 "every S seconds, as a learner would (scripts/soak.sh)")
+      ->option_text("S")
+      ->check(CLI::Range(1, 86400));
   app.add_flag("--measure-startup", out.measureStartup,
                "Print the time from process start to the window's first paint, then exit");
   addRunConfigOptions(app, config);
@@ -96,8 +102,11 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   out.configGiven = !configPath.empty();
   for (const CLI::Option* o : app.get_options())
     if (o->count() > 0 && o->get_name() != "--settings" && o->get_name() != "--bench-frames" &&
-        o->get_name() != "--measure-startup" && o->get_name() != "--export")
+        o->get_name() != "--reconfigure-every" && o->get_name() != "--measure-startup" &&
+        o->get_name() != "--export")
       out.configGiven = true;
+  if (out.reconfigureEveryS > 0 && out.benchFramesS == 0)
+    return fail("reconfigure-every: changes the run of --bench-frames S (allowed: with it)");
   if (out.scripted() && config.steps == 0)
     return fail("steps: --export needs a bounded run (allowed: 1 or more)");
   // A folder that cannot be made is bad input: say so now, not after minutes of training.

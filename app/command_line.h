@@ -17,6 +17,7 @@ struct CommandLine {
   QString exportDir;            // set: scripted run
   QString settingsFile;         // --settings FILE: remember the window's state there
   int benchFramesS = 0;         // --bench-frames S: time the GUI thread's frames for S seconds
+  int reconfigureEveryS = 0;    // --reconfigure-every S: with it, a live change every S seconds
   bool measureStartup = false;  // --measure-startup: print the time to the first paint, exit
   bool scripted() const { return !exportDir.isEmpty(); }
 };

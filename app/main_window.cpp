@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QResizeEvent>
 #include <QSaveFile>
 #include <QScrollArea>
@@ -418,6 +419,12 @@ void MainWindow::createStatusBar() {
     return l;
   };
   m_stateLabel = label("stateLabel", tr("State of the run"));
+  m_loadBar = new QProgressBar;
+  m_loadBar->setObjectName("loadProgress");
+  m_loadBar->setMaximumWidth(160);
+  m_loadBar->setTextVisible(false);
+  m_loadBar->hide();
+  statusBar()->addPermanentWidget(m_loadBar);
   m_stepLabel = label("stepLabel", tr("Steps done / steps of the run"));
   m_rateLabel =
       label("rateLabel", tr("Throughput: samples trained per second of wall time over the last %1 "
@@ -521,12 +528,22 @@ void MainWindow::poll() {
     m_history.clear();
     s = m_session.snapshot(0, TimelineChart::kSteps);
   }
+  // The steps go to the history (and its run file); the session need not keep them.
+  if (!s.steps.empty() && s.steps.front().step > m_history.lastStep() + 1)
+    showError(tr("Steps %1 to %2 were not recorded: the window fell behind the training")
+                  .arg(m_history.lastStep() + 1)
+                  .arg(s.steps.front().step - 1));
   for (const StepMetrics& m : s.steps) m_history.append(m);
+  if (!s.steps.empty()) m_history.flush();
   m_seen = s.stepsDone;
+  m_session.release(m_seen);
   m_parameterCount = s.parameterCount;
   if (!s.steps.empty()) m_lastStep = s.steps.back();
   noteRunConfig(s);
   if (!s.steps.empty()) m_hub->show(m_history, s);
+  if (const QString err = m_history.runFileError(); !err.isEmpty() && err != m_runFileError)
+    showError(m_runFileError = err);
+  m_loading = s.state == RunState::Loading ? s.loading : LoadProgress{};
 
   const RunState before = m_state;
   m_state = s.state;
@@ -579,8 +596,10 @@ void MainWindow::noteRunConfig(const Snapshot& s) {
   }
   const QString change = describeChange(m_runConfig, s.config);
   if (!change.isEmpty()) {
-    m_changes << tr("after step %1: %2").arg(s.stepsDone).arg(change);
-    m_liveNote = tr("Applied after step %1: %2").arg(s.stepsDone).arg(change);
+    // The step the engine applied it after, whatever steps have been taken since.
+    m_changes << tr("after step %1: %2").arg(s.configStep).arg(change);
+    m_history.addChange(s.configStep, change);
+    m_liveNote = tr("Applied after step %1: %2").arg(s.configStep).arg(change);
     m_liveNoteWarns = false;
     m_hub->setSubtitle(describe(s.config));
   }
@@ -610,7 +629,18 @@ void MainWindow::updateActions() {
 
 void MainWindow::updateStatus() {
   const RunState shown = m_showingRun ? m_state : RunState::Idle;
-  m_stateLabel->setText(tr("State: %1").arg(runStateName(shown)));
+  // Loading a large run takes a while: what it is doing, and how far, in words and a bar.
+  const bool loading = shown == RunState::Loading && !m_loading.stage.empty();
+  m_stateLabel->setText(loading ? tr("State: loading — %1 (%2 of %3)")
+                                      .arg(QString::fromStdString(m_loading.stage))
+                                      .arg(m_loading.done)
+                                      .arg(m_loading.total)
+                                : tr("State: %1").arg(runStateName(shown)));
+  m_loadBar->setVisible(loading);
+  if (loading) {
+    m_loadBar->setRange(0, int(m_loading.total));  // 0 of 0: busy, how far unknown
+    m_loadBar->setValue(int(m_loading.done));
+  }
   m_stateLabel->setStyleSheet(shown == RunState::Failed ? "color: #e53935;" : QString());
   m_stateLabel->setToolTip(shown == RunState::Failed ? m_runError : tr("State of the run"));
   const int64_t steps = m_history.stepsSeen();
@@ -696,7 +726,7 @@ RunReport MainWindow::report() const {
   r.parameterCount = m_parameterCount;
   r.last = m_lastStep;
   r.window = std::min<int>(MetricHistory::kMeanWindow, int(r.steps));
-  if (!m_history.isEmpty()) r.lossMean = m_history.rows().back().lossMean;
+  r.lossMean = m_history.recentLoss();
   if (!m_history.accuracy().isEmpty()) {
     r.accuracyStep = m_history.accuracy().back().step;
     r.accuracyPercent = m_history.accuracy().back().percent;
@@ -708,11 +738,8 @@ RunReport MainWindow::report() const {
 }
 
 QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize size) {
-  // The spans of the last steps and the newest per-rank numbers, for every chart shown or not.
-  if (m_showingRun && m_seen > 0) {
-    Snapshot s = m_session.snapshot(m_seen - 1, TimelineChart::kSteps);
-    if (s.runId == m_runId && !s.steps.empty()) m_hub->show(m_history, s);
-  }
+  // The steps taken since the last poll, then every chart drawn, shown or not.
+  poll();
   m_hub->refreshAll();
   QStringList files;
   if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size); !err.isEmpty())

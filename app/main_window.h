@@ -21,6 +21,7 @@ class QAction;
 class QActionGroup;
 class QLabel;
 class QMenu;
+class QProgressBar;
 
 namespace paralab {
 
@@ -144,6 +145,8 @@ class MainWindow : public QMainWindow {
   QString m_liveNote;  // what the last live change did ("" none)
   bool m_liveNoteWarns = false;
   QStringList m_changes;  // live reconfigurations of the run shown, for the summary
+  QString m_runFileError;  // said once in the status bar
+  LoadProgress m_loading;  // what the run does before its first step
   int64_t m_parameterCount = 0;
   std::optional<StepMetrics> m_lastStep;  // with its per-rank metrics, for the summary
   std::optional<SweepResult> m_sweep;
@@ -169,6 +172,7 @@ class MainWindow : public QMainWindow {
   QAction *m_start, *m_pause, *m_step, *m_reset, *m_sweepAction;
   QAction *m_exportChart, *m_exportAll;
   QLabel *m_stateLabel, *m_stepLabel, *m_rateLabel, *m_stepTimeLabel;
+  QProgressBar* m_loadBar;
 };
 
 }  // namespace paralab

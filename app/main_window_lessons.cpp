@@ -167,11 +167,11 @@ void MainWindow::createLessonDock() {
   connect(this, &MainWindow::runEnded, this, [this](bool ok) {
     if (!ok || m_experimentRunId != m_runId) return;
     m_experimentRunId = -1;
-    // Every step the session kept, as paralab-run --json prints them.
-    const Snapshot s = m_session.snapshot(0);
+    // Every step of the run, as paralab-run --json prints them: read back from its run file.
     QList<QJsonObject> steps;
-    steps.reserve(qsizetype(s.steps.size()));
-    for (const StepMetrics& m : s.steps) steps << lessons::stepJson(m);
+    const QString err = m_history.steps().forEach(
+        [&](const MetricHistory::Row&, const StepMetrics& m) { steps << lessons::stepJson(m); });
+    if (!err.isEmpty()) showError(err);
     m_lessonDock->showRunResult(steps);
   });
 }

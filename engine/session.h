@@ -20,6 +20,13 @@ namespace paralab {
 enum class RunState { Idle, Loading, Running, Paused, Finished, Failed };
 const char* runStateName(RunState s);
 
+// What a run is doing before its first step (state Loading): a stage in words and how far it
+// has gone, in the stage's own units ("building the ranks", 3 of 8); total 0 while unknown.
+struct LoadProgress {
+  std::string stage;
+  int64_t done = 0, total = 0;
+};
+
 // Values only: safe to keep, copy and paint from any thread.
 struct Snapshot {
   RunState state = RunState::Idle;
@@ -29,8 +36,10 @@ struct Snapshot {
   int64_t runId = 0;        // increments with every start()
   int64_t stepsDone = 0;
   int64_t parameterCount = 0;  // P of the model being trained (0 until it is built)
-  // Steps [from, stepsDone) as asked in snapshot(from); the session keeps the last
-  // kHistorySteps, so a caller that asks for older ones gets the oldest kept onwards.
+  int64_t configStep = 0;      // steps done when `config` took effect (0: from the start)
+  LoadProgress loading;        // while state == Loading
+  // Steps [from, stepsDone) as asked in snapshot(from), of those the session still keeps (see
+  // release()).
   std::vector<StepMetrics> steps;
   std::vector<std::vector<Span>> spans;  // per rank: spans of the last `spanSteps` steps
   // What every rank holds (the strategies' sharding) and what it sent in the last step; empty
@@ -40,6 +49,9 @@ struct Snapshot {
 
 class Session {
  public:
+  // Steps kept for snapshots at most (8 ranks: about 4 KB each). A caller that release()s what
+  // it has taken holds the session to the steps of one poll; the bound is for the others, and
+  // lets a poller that stalled for a few seconds still get every step.
   static constexpr int64_t kHistorySteps = 20000;
 
   Session();
@@ -65,6 +77,9 @@ class Session {
 
   // Steps from index `fromStep` (0-based) on, plus the spans of the last `spanSteps` steps.
   Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const;
+  // The caller has taken steps [0, `step`) of the current run: the session keeps them no more
+  // (later snapshots start after them), so its memory does not grow with the run.
+  void release(int64_t step);
 
  private:
   struct Run;

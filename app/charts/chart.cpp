@@ -3,8 +3,12 @@
 #include "charts/chart.h"
 
 #include <QMenu>
+#include <cmath>
 #include <map>
 #include <optional>
+
+#include "charts/change_markers.h"
+#include "charts/metric_history.h"
 
 namespace paralab {
 
@@ -59,6 +63,8 @@ Chart::Chart(const QString& stem, const QString& title, QWidget* parent)
 
   applyLook(palette());
 }
+
+Chart::~Chart() = default;
 
 // A hidden layout element still takes its row's height, so the subtitle leaves the layout
 // while it is empty.
@@ -198,6 +204,16 @@ void Chart::applyLook(const QPalette& pal) {
   legend->setBorderPen(Qt::NoPen);
   legend->setFont(tickFont);
   legend->setTextColor(text);
+  if (m_markers) m_markers->applyLook(text);
+}
+
+void Chart::showChanges(const MetricHistory& history) {
+  if (!m_markers) m_markers = std::make_unique<ChangeMarkers>(this);
+  if (m_markers->show(history.changes())) fitLegend();
+}
+
+QString Chart::csvNumber(double v) {
+  return std::isnan(v) ? QString() : QString::number(v, 'g', 10);
 }
 
 void Chart::setPlaceholderVisible(bool visible) { m_placeholder->setVisible(visible); }
@@ -270,10 +286,7 @@ void Chart::writeCsv(QTextStream& out) const {
   out << '\n';
   for (const auto& [key, values] : rows) {
     out << QString::number(key, 'g', 15);
-    for (const auto& v : values) {
-      out << ',';
-      if (v) out << QString::number(*v, 'g', 10);
-    }
+    for (const auto& v : values) out << ',' << (v ? csvNumber(*v) : QString());
     out << '\n';
   }
 }

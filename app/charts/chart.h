@@ -10,15 +10,18 @@
 #include <QString>
 #include <QStringList>
 #include <QTextStream>
+#include <memory>
 
 namespace paralab {
 
+class ChangeMarkers;
 class MetricHistory;
 
 class Chart : public QCustomPlot {
   Q_OBJECT
  public:
   Chart(const QString& stem, const QString& title, QWidget* parent = nullptr);
+  ~Chart() override;
 
   const QString& stem() const { return m_stem; }  // export file names: <stem>.png, ...
   const QString& title() const { return m_title; }
@@ -40,7 +43,13 @@ class Chart : public QCustomPlot {
   // where a series has no point. Exactly the points drawn. Charts that draw bars, maps or
   // spans write their own table.
   virtual void writeCsv(QTextStream& out) const;
+  // What went wrong in the last writeCsv() ("" nothing): a CSV that could not be complete.
+  const QString& csvError() const { return m_csvError; }
   virtual int pointCount() const;  // points over all series
+  // A value in a CSV cell: 10 significant digits, NaN (no value) an empty cell.
+  static QString csvNumber(double v);
+  // The run's live changes drawn on a chart over steps (null on the others).
+  const ChangeMarkers* changeMarkers() const { return m_markers.get(); }
 
   // Colours and fonts from `palette`; exports use printLook() whatever the screen shows,
   // then the chart goes back to its own palette().
@@ -56,6 +65,7 @@ class Chart : public QCustomPlot {
   QCPGraph* addSeries(const QString& legendName, const QString& csvColumn, QCPAxis* valueAxis,
                       const QColor& color, double width);
   void setKeyColumn(const QString& column) { m_keyColumn = column; }
+  void setCsvError(const QString& error) const { m_csvError = error; }
   void setAxisLabel(QCPAxis* axis, const QString& label);
   // Shown in the middle of the empty plot, hidden once there is data.
   void setPlaceholderVisible(bool visible);
@@ -63,6 +73,8 @@ class Chart : public QCustomPlot {
   // Removes a graph made by addSeries, with its CSV column.
   void removeSeries(QCPGraph* graph);
   void finishUpdate();  // rescales the step axis to the data and queues a replot
+  // Charts over steps: a marker with a legend entry at each live change of `history`'s run.
+  void showChanges(const MetricHistory& history);
   // The legend in as many columns as fit the chart's width, at most `maxColumns` (0: no
   // limit): a narrow dock wraps it rather than cutting names off. fitLegend() after adding
   // or removing entries; resizing calls it.
@@ -85,6 +97,8 @@ class Chart : public QCustomPlot {
   QCPTextElement* m_titleElement = nullptr;
   QCPTextElement* m_subtitleElement = nullptr;
   QCPItemText* m_placeholder = nullptr;
+  std::unique_ptr<ChangeMarkers> m_markers;  // made by the first showChanges()
+  mutable QString m_csvError;
 };
 
 }  // namespace paralab

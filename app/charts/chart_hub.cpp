@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QMainWindow>
 #include <QMenu>
+#include <limits>
 
 namespace paralab {
 
@@ -12,8 +13,8 @@ ChartHub::ChartHub(QMainWindow* window, QMenu* viewMenu)
     : QObject(window), m_window(window), m_viewMenu(viewMenu) {
   m_catchUp.setObjectName("chartCatchUpTimer");
   m_catchUp.setSingleShot(true);
-  m_catchUp.setInterval(kSnapshotChartMs);
-  connect(&m_catchUp, &QTimer::timeout, this, &ChartHub::catchUp);
+  m_catchUp.setInterval(kStepChartMs / 2);
+  connect(&m_catchUp, &QTimer::timeout, this, &ChartHub::feedOneDue);
 }
 
 void ChartHub::addEntry(Entry e, int cell) {
@@ -58,6 +59,22 @@ void ChartHub::arrange() {
   for (const Entry& e : m_entries)
     if (e.dock != anchor[e.cell]) m_window->tabifyDockWidget(anchor[e.cell], e.dock);
   for (QDockWidget* a : anchor) a->raise();  // the first chart of each cell in front
+}
+
+void ChartHub::showEveryChart(int columns) {
+  QList<QDockWidget*> docks;
+  for (const Entry& e : m_entries) {
+    e.dock->setFloating(false);
+    e.dock->show();
+    docks << e.dock;
+  }
+  if (docks.isEmpty()) return;
+  columns = std::clamp(columns, 1, int(docks.size()));
+  // The first row side by side, then each column's charts under its first one.
+  for (int c = 1; c < columns; ++c)
+    m_window->splitDockWidget(docks[c - 1], docks[c], Qt::Horizontal);
+  for (int i = columns; i < docks.size(); ++i)
+    m_window->splitDockWidget(docks[i - columns], docks[i], Qt::Vertical);
 }
 
 QList<Chart*> ChartHub::charts() const {
@@ -107,42 +124,30 @@ void ChartHub::show(const MetricHistory& history, const Snapshot& snapshot) {
     m_snapshot.spans = std::move(spans);
     m_hasSnapshot = true;
   }
+  for (Entry& e : m_entries) e.stale |= e.chart->followsRun();  // a new step to draw
   // A window not shown (scripted runs, tests) keeps every chart current: nothing is painted,
   // and what is exported is what was fed.
-  const bool all = !m_window->isVisible();
-  // The per-step charts redraw on every poll. The last-step charts (memory, traffic, links,
-  // timeline, holdings) show one step at a time, which the eye cannot follow at 30 Hz
-  // anyway: each redraws at most every kSnapshotChartMs and only one of them per poll, so a
-  // frame's cost stays bounded however many are in view (--bench-frames).
-  bool snapshotChartFed = false;
-  for (Entry& e : m_entries) {
-    if (!all && !isInView(e.chart)) {
-      e.stale = true;
-      continue;
-    }
-    const bool due =
-        !e.showSnapshot || all ||
-        (!snapshotChartFed && (!e.fed.isValid() || e.fed.elapsed() >= kSnapshotChartMs));
-    if (due) {
-      snapshotChartFed |= bool(e.showSnapshot);
-      feed(e);
-    } else {
-      e.stale = true;
-      m_catchUp.start();  // drawn a moment later if no poll comes to do it (paused, finished)
-    }
+  if (!m_window->isVisible()) {
+    for (Entry& e : m_entries) feed(e);
+    return;
   }
+  feedOneDue();
 }
 
-void ChartHub::catchUp() {
+void ChartHub::feedOneDue() {
+  Entry* next = nullptr;
+  qint64 longest = -1;
   bool more = false;
-  for (Entry& e : m_entries)
-    if (e.stale && isInView(e.chart)) {
-      if (!more)
-        feed(e);
-      else
-        m_catchUp.start();
-      more = true;
-    }
+  for (Entry& e : m_entries) {
+    if (!e.stale || !isInView(e.chart)) continue;
+    const qint64 waited = e.fed.isValid() ? e.fed.elapsed() : std::numeric_limits<qint64>::max();
+    more = true;
+    if (waited >= (e.showSnapshot ? kSnapshotChartMs : kStepChartMs) && waited > longest)
+      next = &e, longest = waited;
+  }
+  if (next) feed(*next);
+  // Drawn a moment later if no poll comes to do it (paused, finished).
+  if (more) m_catchUp.start();
 }
 
 void ChartHub::refreshAll() {

@@ -1,7 +1,8 @@
 // ChartHub: the window's charts, each in a dock (tabbed in a 2 × 2 grid, movable, listed in
-// View), fed from the run's history and snapshot. Only charts in view redraw: the per-step
-// ones on each poll, the last-step ones at most 5 Hz; a hidden one catches up when it is
-// shown, and all do before an export. See tests/app/tst_window.cpp (startDrawsEveryChart).
+// View), fed from the run's history and snapshot. Only charts in view redraw, one per poll
+// (the per-step ones at most 10 Hz, the last-step ones 5 Hz), so a frame costs one replot
+// however many are in view; a hidden one catches up when it is shown, and all do before an
+// export. See tests/app/tst_window.cpp (startDrawsEveryChart) and `paralab --bench-frames`.
 #pragma once
 #include <QElapsedTimer>
 #include <QList>
@@ -29,7 +30,8 @@ concept ShowsHoldings = requires(C* c, const S& s) {
 class ChartHub : public QObject {
   Q_OBJECT
  public:
-  // The charts of the last step redraw at most this often (5 Hz), one per poll.
+  // A chart over steps redraws at most this often (10 Hz), one of the last step 5 Hz.
+  static constexpr int kStepChartMs = 100;
   static constexpr int kSnapshotChartMs = 200;
 
   ChartHub(QMainWindow* window, QMenu* viewMenu);
@@ -54,6 +56,9 @@ class ChartHub : public QObject {
   // Lays the docks out as a 2 × 2 grid right of the dock area's other docks; call once
   // after every add().
   void arrange();
+  // Every chart in view at once, none in a tab behind another: a grid `columns` wide (a big
+  // screen; the frame benchmark's "every chart visible").
+  void showEveryChart(int columns = 3);
 
   QList<Chart*> charts() const;
   QDockWidget* dockOf(const Chart* chart) const;
@@ -95,7 +100,9 @@ class ChartHub : public QObject {
   };
   void addEntry(Entry e, int cell);
   void feed(Entry& e);
-  void catchUp();  // draws the charts in view that were passed over
+  // Draws the chart in view that has waited longest for its new data, once its interval has
+  // passed; the catch-up timer comes back for the others.
+  void feedOneDue();
 
   QMainWindow* m_window;
   QMenu* m_viewMenu;

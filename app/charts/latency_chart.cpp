@@ -4,7 +4,6 @@
 #include "charts/latency_chart.h"
 
 #include "charts/chart_colors.h"
-#include "charts/metric_history.h"
 
 namespace paralab {
 
@@ -25,6 +24,9 @@ LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"
   using namespace chartcolors;
   setAxisLabel(xAxis, tr("step"));
   setAxisLabel(yAxis, tr("time per step, rank 0 (ms)"));
+  // Bands of thousands of points filled with antialiasing took tens of ms a replot (measured
+  // with --bench-frames); their edges are lines, which stay antialiased.
+  setNotAntialiasedElements(QCP::aeFills);
   yAxis->setRange(0, 10);
   // Stacked in this order, each band filled down to the one before it: a band's thickness is
   // its part, its top the running sum.
@@ -73,19 +75,21 @@ void LatencyChart::showHistory(const MetricHistory& history) {
   }
   for (int i = 0; i < top.size(); ++i) maxTop = std::max({maxTop, top[i], p.wall[i]});
   m_wall->setData(p.step, p.wall, true);
+  m_steps = history.steps();
+  showChanges(history);
   yAxis->setRange(0, maxTop > 0 ? maxTop * 1.1 : 10);
   finishUpdate();
 }
 
 void LatencyChart::writeCsv(QTextStream& out) const {
   out << "step,compute_ms,optimizer_ms,comm_ms,idle_ms,step_ms\n";
-  for (int i = 0; i < m_parts.step.size(); ++i) {
-    out << QString::number(m_parts.step[i], 'g', 15);
-    for (const QVector<double>* v :
-         {&m_parts.compute, &m_parts.optimizer, &m_parts.comm, &m_parts.idle, &m_parts.wall})
-      out << ',' << QString::number((*v)[i], 'g', 10);
+  setCsvError(m_steps.forEach([&](const MetricHistory::Row& r, const StepMetrics&) {
+    out << qlonglong(r.step);
+    for (double v :
+         {r.dataMs + r.forwardMs + r.backwardMs, r.optimizerMs, r.commMs, r.idleMs, r.stepMs})
+      out << ',' << csvNumber(v);
     out << '\n';
-  }
+  }));
 }
 
 }  // namespace paralab

@@ -1,10 +1,12 @@
 // LatencyChart: rank 0's step time over the run, stacked as compute (data + forward +
-// backward), optimizer, communication and idle, under the step's wall time.
+// backward), optimizer, communication and idle, under the step's wall time; the run's live
+// changes marked.
 // See tests/app/tst_charts.cpp (latencyStacksTheBreakdown) and screenshots/latency.png.
 #pragma once
 #include <QVector>
 
 #include "charts/chart.h"
+#include "charts/metric_history.h"
 
 namespace paralab {
 
@@ -13,7 +15,8 @@ class LatencyChart : public Chart {
  public:
   explicit LatencyChart(QWidget* parent = nullptr);
   void showHistory(const MetricHistory& history) override;
-  void writeCsv(QTextStream& out) const override;  // the parts, not their running sums
+  // The parts, not their running sums, of every step of the run (its file).
+  void writeCsv(QTextStream& out) const override;
 
   // What is drawn, in ms per step, one entry per step kept by the history.
   struct Parts {
@@ -23,6 +26,7 @@ class LatencyChart : public Chart {
 
  private:
   Parts m_parts;
+  MetricHistory::Steps m_steps;
   QCPGraph* m_compute;
   QCPGraph* m_optimizer;
   QCPGraph* m_comm;

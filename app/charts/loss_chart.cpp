@@ -2,8 +2,9 @@
 // See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
 #include "charts/loss_chart.h"
 
+#include <limits>
+
 #include "charts/chart_colors.h"
-#include "charts/metric_history.h"
 
 namespace paralab {
 
@@ -31,17 +32,18 @@ LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), paren
 
 void LossChart::showHistory(const MetricHistory& history) {
   const auto& rows = history.rows();
-  QVector<double> steps, loss, lossMean;
+  QVector<double> steps, loss, meanSteps, lossMean;
   steps.reserve(rows.size());
   loss.reserve(rows.size());
-  lossMean.reserve(rows.size());
   for (const auto& r : rows) {
     steps.push_back(r.step);
     loss.push_back(r.loss);
-    lossMean.push_back(r.lossMean);
+    if (!std::isnan(r.lossMean)) meanSteps.push_back(r.step), lossMean.push_back(r.lossMean);
   }
   m_loss->setData(steps, loss, true);
-  m_lossMean->setData(steps, lossMean, true);
+  m_lossMean->setData(meanSteps, lossMean, true);
+  m_steps = history.steps();
+  showChanges(history);
 
   QVector<double> accSteps, acc;
   for (const auto& a : history.accuracy()) {
@@ -57,33 +59,81 @@ void LossChart::showHistory(const MetricHistory& history) {
 // leaves room for the highest of this run's and the kept runs' values.
 void LossChart::fitValueAxis() {
   double maxLoss = 0;
-  for (QCPGraph* g : QList<QCPGraph*>{m_loss} + m_overlays)
+  QList<QCPGraph*> graphs = {m_loss};
+  for (const Overlay& o : m_overlays) graphs << o.graph;
+  for (QCPGraph* g : graphs)
     for (const QCPGraphData& d : *g->data()) maxLoss = std::max(maxLoss, d.value);
   yAxis->setRange(0, maxLoss > 0 ? maxLoss * 1.08 : 2.5);
 }
 
 void LossChart::keepAsOverlay(const QString& label) {
   if (m_lossMean->data()->isEmpty()) return;
-  if (m_overlays.size() >= kMaxOverlays) removeSeries(m_overlays.takeFirst());
+  // The oldest goes, and its run file with it when nothing else shows that run.
+  if (m_overlays.size() >= kMaxOverlays) removeSeries(m_overlays.takeFirst().graph);
   // The mean, not every step: five noisy curves on top of each other would read as one smear.
   const QColor color = chartcolors::overlayColor(m_kept++);
   QString column = QString("loss_mean%1_nats [%2]").arg(MetricHistory::kMeanWindow).arg(label);
-  QCPGraph* g =
-      addSeries(tr("%1 (earlier run)").arg(label), column.replace(',', ';'), yAxis, color, 1.6);
+  column.replace(',', ';');
+  QCPGraph* g = addSeries(tr("%1 (earlier run)").arg(label), column, yAxis, color, 1.6);
   g->data()->set(*m_lossMean->data());
   g->setLayer("grid");  // under the run being trained, above the grid lines
-  m_overlays.push_back(g);
+  m_overlays.push_back({g, column, m_steps});
   fitLegend();
   fitValueAxis();
   finishUpdate();
 }
 
 void LossChart::clearOverlays() {
-  for (QCPGraph* g : m_overlays) removeSeries(g);
+  for (const Overlay& o : m_overlays) removeSeries(o.graph);
   m_overlays.clear();
   fitLegend();
   fitValueAxis();
   finishUpdate();
+}
+
+// Every step of the run shown, and beside it the kept runs' mean loss at the same step: those
+// are read whole (one number a step), the run shown streams past them.
+void LossChart::writeCsv(QTextStream& out) const {
+  const QString mean = QString("loss_mean%1_nats").arg(MetricHistory::kMeanWindow);
+  out << "step,loss_nats," << mean << ",test_accuracy_percent";
+  for (const Overlay& o : m_overlays) out << ',' << o.column;
+  out << '\n';
+  QString error;
+  std::vector<std::vector<std::pair<double, double>>> kept(size_t(m_overlays.size()));
+  for (size_t i = 0; i < kept.size() && error.isEmpty(); ++i)
+    error = m_overlays[int(i)].steps.forEach([&](const MetricHistory::Row& r, const StepMetrics&) {
+      kept[i].emplace_back(r.step, r.lossMean);
+    });
+  std::vector<size_t> next(kept.size(), 0);
+  // The kept runs' cells at `step` (empty where a run has none), each run moving past it.
+  const auto keptCells = [&](double step) {
+    for (size_t i = 0; i < kept.size(); ++i) {
+      out << ',';
+      if (next[i] < kept[i].size() && kept[i][next[i]].first == step)
+        out << csvNumber(kept[i][next[i]++].second);
+    }
+    out << '\n';
+  };
+  // Rows of steps the run shown does not have (a kept run that went further).
+  const auto keptOnlyBefore = [&](double step) {
+    for (;;) {
+      double first = step;
+      for (size_t i = 0; i < kept.size(); ++i)
+        if (next[i] < kept[i].size()) first = std::min(first, kept[i][next[i]].first);
+      if (first >= step) return;
+      out << qlonglong(first) << ",,,";
+      keptCells(first);
+    }
+  };
+  if (error.isEmpty())
+    error = m_steps.forEach([&](const MetricHistory::Row& r, const StepMetrics& m) {
+      keptOnlyBefore(r.step);
+      out << qlonglong(r.step) << ',' << csvNumber(r.loss) << ',' << csvNumber(r.lossMean) << ','
+          << (m.testAccuracy ? csvNumber(100.0 * *m.testAccuracy) : QString());
+      keptCells(r.step);
+    });
+  keptOnlyBefore(std::numeric_limits<double>::infinity());
+  setCsvError(error);
 }
 
 QString LossChart::runLabel(const RunConfig& c, bool withRanks) {

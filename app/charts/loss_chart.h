@@ -1,9 +1,12 @@
 // LossChart: training loss per step (nats) with its running mean, the test-accuracy points
 // on a second axis (%), and up to kMaxOverlays earlier runs' mean loss kept faded underneath
 // for comparison (serial against sync DP, Hogwild drifting ...), each named by its configuration.
+// The run's live changes are marked. Its CSV holds every step of the run and of the kept runs
+// (their run files), whatever is drawn.
 // See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
 #pragma once
 #include "charts/chart.h"
+#include "charts/metric_history.h"
 #include "config.h"
 
 namespace paralab {
@@ -15,12 +18,13 @@ class LossChart : public Chart {
 
   explicit LossChart(QWidget* parent = nullptr);
   void showHistory(const MetricHistory& history) override;
+  void writeCsv(QTextStream& out) const override;
 
   // Keeps the run now drawn (its mean loss) as a faded overlay named `label`; beyond
   // kMaxOverlays the oldest goes. Nothing is kept from a run without points.
   void keepAsOverlay(const QString& label);
   int overlayCount() const { return int(m_overlays.size()); }
-  QCPGraph* overlay(int i) const { return m_overlays.at(i); }
+  QCPGraph* overlay(int i) const { return m_overlays.at(i).graph; }
   // A short name for a run's overlay: "serial", "sync · 4 ranks · ZeRO-2", "hogwild · 4 ranks".
   // Without `withRanks` (a sweep, which varies them): "sync · ZeRO-2".
   static QString runLabel(const RunConfig& config, bool withRanks = true);
@@ -34,7 +38,14 @@ class LossChart : public Chart {
   QCPGraph* m_loss;
   QCPGraph* m_lossMean;
   QCPGraph* m_accuracy;
-  QList<QCPGraph*> m_overlays;  // oldest first
+  // An earlier run kept: its mean loss as drawn, and every step of it for the CSV.
+  struct Overlay {
+    QCPGraph* graph = nullptr;
+    QString column;  // CSV column
+    MetricHistory::Steps steps;
+  };
+  MetricHistory::Steps m_steps;
+  QList<Overlay> m_overlays;    // oldest first
   int m_kept = 0;               // overlays ever kept: picks the next colour
 };
 

@@ -1,17 +1,27 @@
-// MetricHistory: the window's bounded copy of a run's per-step metrics, the data every chart
-// draws and exports. Recent steps are kept at full resolution, older ones thinned, so a long
-// run stays smooth to plot. See tests/app/tst_app.cpp (historyStaysBounded).
+// MetricHistory: what the window holds of the run it shows. Every step goes to the run's file
+// (RunFile: every record, for the exports); in memory stays a bounded selection of measured
+// steps that keeps the curves' shape for drawing (Envelope), the last steps for the moving
+// means, the test-accuracy points and the live changes. Memory is the same after a hundred
+// steps or a million. See tests/app/tst_app.cpp (historyStaysBounded) and
+// tests/app/tst_run_data.cpp (longRunKeepsItsEarlyCurve).
 #pragma once
+#include <QString>
 #include <QVector>
+#include <cmath>
+#include <functional>
+#include <memory>
 
+#include "charts/envelope.h"
+#include "charts/run_file.h"
 #include "metrics/metrics.h"
 
 namespace paralab {
 
 class MetricHistory {
  public:
-  // One measured step, as the engine reported it, plus the mean of the last `kMeanWindow`
-  // steps (computed before thinning, so it is the same whatever has been dropped since).
+  // One measured step, as the engine reported it, plus the means over the last kMeanWindow
+  // steps (NaN until there are kMeanWindow steps: a mean of fewer would bend where the window
+  // fills).
   struct Row {
     double step = 0;
     double loss = 0;             // nats
@@ -26,31 +36,92 @@ class MetricHistory {
     double step = 0;
     double percent = 0;  // test accuracy, 100 * the engine's fraction
   };
+  // A live reconfiguration: applied after step `step`, changing what `text` says.
+  struct Change {
+    double step = 0;
+    QString text;
+  };
   static constexpr int kMeanWindow = 20;
 
-  explicit MetricHistory(int maxRows = 2000);
+  // The means of the last kMeanWindow steps, updated step by step: what fills Row's means,
+  // here and where the run file is read back (a CSV of every step).
+  class MovingMeans {
+   public:
+    Row add(const StepMetrics& m);  // the step's row, its means filled in
+    void clear() { m_window.clear(); }
+    bool isEmpty() const { return m_window.isEmpty(); }
+    // Over the last kMeanWindow steps or fewer (0 when empty).
+    double stepMs() const;
+    double samplesPerS() const;
+    double loss() const;
 
+   private:
+    QVector<Row> m_window;
+  };
+
+  // The run's every step, read back from its file up to the last one appended, each as its
+  // row (the moving means made again) with its record: what a chart over steps writes as CSV.
+  // A copy stays valid after the history moves on to another run (it shares the file).
+  class Steps {
+   public:
+    // "" or one line saying what could not be read.
+    QString forEach(const std::function<void(const Row&, const StepMetrics&)>& f) const;
+    bool isEmpty() const { return !m_file || m_last == 0; }
+
+   private:
+    friend class MetricHistory;
+    std::shared_ptr<const RunFile> m_file;
+    int64_t m_last = 0;
+  };
+
+  // At most `maxRows` rows and maxRows / 4 accuracy points are held, however long the run.
+  // The default draws a chart of any length with a few points per pixel column: about 300
+  // stretches, each its first, last and extreme rows.
+  explicit MetricHistory(int maxRows = 3200);
+
+  // A step of the run: written to the run file (made at the first step after clear()) and
+  // added to what is drawn.
   void append(const StepMetrics& m);
-  void clear();
+  // The steps appended so far onto the disk (the run file buffers them): after each batch.
+  void flush() {
+    if (m_file) m_file->flush();
+  }
+  void addChange(int64_t afterStep, const QString& text);
+  void clear();  // a new run: a new run file at its first step
 
-  const QVector<Row>& rows() const { return m_rows; }
-  const QVector<Accuracy>& accuracy() const { return m_accuracy; }
-  bool isEmpty() const { return m_rows.isEmpty(); }
-  int64_t stepsSeen() const { return m_stepsSeen; }  // every step appended, thinned or not
-  // Mean step time (ms) and samples/s over the last kMeanWindow steps (0 when empty).
-  double recentStepMs() const;
-  double recentSamplesPerS() const;
+  const QVector<Row>& rows() const { return m_rows.rows(); }
+  const QVector<Accuracy>& accuracy() const { return m_accuracy.rows(); }
+  const QVector<Change>& changes() const { return m_changes; }
+  bool isEmpty() const { return m_stepsSeen == 0; }
+  int64_t stepsSeen() const { return m_stepsSeen; }  // every step appended
+  int64_t lastStep() const { return m_lastStep; }
+  int maxRows() const { return m_maxRows; }
+  // Mean step time (ms), samples/s and loss over the last kMeanWindow steps, or fewer at the
+  // start of a run (0 when empty).
+  double recentStepMs() const { return m_means.stepMs(); }
+  double recentSamplesPerS() const { return m_means.samplesPerS(); }
+  double recentLoss() const { return m_means.loss(); }
+
+  Steps steps() const {
+    Steps s;
+    s.m_file = m_file, s.m_last = m_lastStep;
+    return s;
+  }
+  // The file of every step of the run, shared with whoever still shows it (an earlier run's
+  // overlay); null before the first step, or when it could not be made.
+  std::shared_ptr<const RunFile> runFile() const { return m_file; }
+  // Why the run file is missing or misses steps ("" when it holds every step appended).
+  QString runFileError() const { return m_file ? m_file->error() : m_fileError; }
 
  private:
-  template <typename T>
-  void thin(QVector<T>& v, int max);
-
   int m_maxRows;
-  QVector<Row> m_rows;
-  QVector<Accuracy> m_accuracy;
-  // The raw last kMeanWindow steps: the moving means must not see thinned data.
-  QVector<Row> m_window;
-  int64_t m_stepsSeen = 0;
+  Envelope<Row> m_rows;
+  Envelope<Accuracy> m_accuracy;
+  QVector<Change> m_changes;
+  MovingMeans m_means;
+  std::shared_ptr<RunFile> m_file;
+  QString m_fileError;  // RunFile::create's
+  int64_t m_stepsSeen = 0, m_lastStep = 0;
 };
 
 }  // namespace paralab

@@ -4,7 +4,6 @@
 #include "charts/throughput_chart.h"
 
 #include "charts/chart_colors.h"
-#include "charts/metric_history.h"
 
 namespace paralab {
 
@@ -27,17 +26,30 @@ void ThroughputChart::showHistory(const MetricHistory& history) {
   rate.reserve(rows.size());
   rateMean.reserve(rows.size());
   double maxRate = 0;
+  QVector<double> meanSteps;  // the mean from the step its window is full
   for (const auto& r : rows) {
     steps.push_back(r.step);
     rate.push_back(r.samplesPerS);
-    rateMean.push_back(r.samplesPerSMean);
+    if (!std::isnan(r.samplesPerSMean))
+      meanSteps.push_back(r.step), rateMean.push_back(r.samplesPerSMean);
     maxRate = std::max(maxRate, r.samplesPerS);
   }
   m_rate->setData(steps, rate, true);
-  m_rateMean->setData(steps, rateMean, true);
+  m_rateMean->setData(meanSteps, rateMean, true);
+  m_steps = history.steps();
+  showChanges(history);
   // From zero: a drop from 20k to 18k samples/s should look like 10 %, not like a cliff.
   yAxis->setRange(0, maxRate > 0 ? maxRate * 1.1 : 1000);
   finishUpdate();
+}
+
+void ThroughputChart::writeCsv(QTextStream& out) const {
+  out << "step,samples_per_s," << QString("samples_per_s_last%1").arg(MetricHistory::kMeanWindow)
+      << '\n';
+  setCsvError(m_steps.forEach([&](const MetricHistory::Row& r, const StepMetrics&) {
+    out << qlonglong(r.step) << ',' << csvNumber(r.samplesPerS) << ','
+        << csvNumber(r.samplesPerSMean) << '\n';
+  }));
 }
 
 }  // namespace paralab

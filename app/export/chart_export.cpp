@@ -114,6 +114,10 @@ QString saveCsv(const Chart& chart, const QString& path) {
   QTextStream out(&file);
   chart.writeCsv(out);
   out.flush();
+  if (!chart.csvError().isEmpty()) {
+    file.cancelWriting();
+    return cannotWrite(path, chart.csvError());
+  }
   if (!file.commit()) return cannotWrite(path, file.errorString());
   return {};
 }

@@ -3,10 +3,14 @@
 // See tests/app/tst_app.cpp (scriptedExport) and tests/app/tst_window.cpp.
 #include "export/scripted_run.h"
 
+#include <unistd.h>
+
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QTimer>
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -17,6 +21,7 @@
 #include "command_line.h"
 #include "main_window.h"
 #include "panels/config_panel.h"
+#include "panels/sweep_panel.h"
 
 namespace paralab {
 
@@ -73,6 +78,34 @@ int runScripted(MainWindow& window, const CommandLine& commandLine) {
   return QApplication::exec();
 }
 
+namespace {
+
+// Resident memory of this process, MB (/proc/self/statm: pages).
+double residentMb() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// A scaling sweep measured before the training starts (beside it, it would share the cores),
+// so the speedup chart has a sweep to draw; false when it could not run.
+bool sweepFirst(MainWindow& window) {
+  window.sweepPanel()->setRanks("1, 2, 4, 8");
+  window.sweepPanel()->setSteps(6, 2);
+  QEventLoop wait;
+  QObject::connect(window.sweepPanel(), &SweepPanel::runningChanged, &wait, [&](bool running) {
+    if (!running) wait.quit();
+  });
+  window.runSweep();
+  if (window.sweepPanel()->isRunning()) wait.exec();
+  return window.sweepPanel()->result().has_value();
+}
+
+}  // namespace
+
 int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
   RunConfig config = commandLine.config;
   config.steps = 0;  // trains for as long as the benchmark lasts
@@ -81,7 +114,10 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
     return 2;
   }
   window.configPanel()->setConfig(config);
+  window.resize(1920, 1080);
   window.show();
+  window.chartHub()->showEveryChart(3);
+  const bool swept = sweepFirst(window);
   // The window's own timer is replaced by one that times each frame; same interval.
   auto* poll = window.findChild<QTimer*>("pollTimer");
   const int intervalMs = poll->interval();
@@ -90,6 +126,7 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
   QObject::disconnect(poll, nullptr, &window, nullptr);
 
   std::vector<double> frames, lateness, polls, cpu;
+  std::vector<std::array<double, 3>> slowest;         // the 3 slowest frames: ms, at s, GUI CPU ms
   std::map<QString, std::pair<double, int>> replots;  // per chart: summed replot ms, count
   for (Chart* c : window.charts())
     QObject::connect(c, &QCustomPlot::afterReplot, &window, [&replots, c] {
@@ -97,9 +134,16 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
       ms += c->replotTime();
       ++n;
     });
-  QElapsedTimer total, sinceTick;
+  // Memory is read once the run has warmed up (its buffers, the charts' first full drawing) and
+  // at the end: what it grows by in between is what a longer session would keep adding.
+  const qint64 warmUpMs = std::min<qint64>(30000, qint64(commandLine.benchFramesS) * 100);
+  const double rssAtStart = residentMb();
+  double rssWarm = 0, rssPeak = 0;
+  QStringList changeTimes;  // s since the start, of each live change asked for
+  QElapsedTimer total, sinceTick, sinceChange;
   total.start();
   sinceTick.start();
+  sinceChange.start();
   QTimer tick;
   tick.setInterval(intervalMs);
   tick.setTimerType(Qt::PreciseTimer);
@@ -118,21 +162,39 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
       if (ChartHub::isInView(c)) c->repaint();
     frames.push_back(frame.nsecsElapsed() / 1e6);
     cpu.push_back(threadCpuMs() - cpu0);
+    slowest.push_back({frames.back(), total.elapsed() / 1000.0, cpu.back()});
+    std::sort(slowest.begin(), slowest.end(), std::greater<>());
+    if (slowest.size() > 3) slowest.pop_back();
+    if (rssWarm == 0 && total.elapsed() >= warmUpMs) rssWarm = residentMb();
+    rssPeak = std::max(rssPeak, residentMb());
+    // A live change of the running training, as a learner makes one: through the settings.
+    if (commandLine.reconfigureEveryS > 0 &&
+        sinceChange.elapsed() >= qint64(commandLine.reconfigureEveryS) * 1000) {
+      sinceChange.restart();
+      RunConfig c = window.configPanel()->config();
+      c.zero = c.zero == 0 ? 1 : 0;
+      window.configPanel()->setConfig(c);
+      changeTimes << QString::number(total.elapsed() / 1000.0, 'f', 1);
+    }
     if (total.elapsed() >= qint64(commandLine.benchFramesS) * 1000) QApplication::exit(0);
   });
   tick.start();
   QApplication::exec();
+  const double rssEnd = residentMb();
   const RunConfig& c = window.runConfig();
   int visible = 0;
   for (Chart* ch : window.charts()) visible += ChartHub::isInView(ch);
-  printLine(stdout, QObject::tr("frame bench: %1 ranks (%2), %3 s, %4 frames at %5 ms, %6 visible "
-                                "charts, %7 steps trained (%8 samples/s)")
+  printLine(stdout, QObject::tr("frame bench: %1 ranks (%2), %3 s, %4 frames at %5 ms, %6 of %7 "
+                                "charts visible, %8, %9 steps trained (%10 samples/s)")
                         .arg(c.ranks)
                         .arg(QString::fromStdString(c.strategy))
                         .arg(commandLine.benchFramesS)
                         .arg(frames.size())
                         .arg(intervalMs)
                         .arg(visible)
+                        .arg(window.charts().size())
+                        .arg(swept ? QObject::tr("a sweep at 1, 2, 4, 8 ranks drawn")
+                                   : QObject::tr("no sweep (it could not run)"))
                         .arg(window.history().stepsSeen())
                         .arg(window.history().recentSamplesPerS(), 0, 'f', 0));
   printLine(stdout, QObject::tr("frame ms (poll + repaint of visible charts): median %1, p95 %2, "
@@ -142,6 +204,13 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
                         .arg(percentile(frames, 1.0), 0, 'f', 2)
                         .arg(percentile(lateness, 0.5), 0, 'f', 2)
                         .arg(percentile(lateness, 1.0), 0, 'f', 2));
+  QStringList slow;
+  for (const auto& [ms, at, cpuMs] : slowest)
+    slow << QObject::tr("%1 ms at %2 s (GUI CPU %3 ms)")
+                .arg(ms, 0, 'f', 1)
+                .arg(at, 0, 'f', 1)
+                .arg(cpuMs, 0, 'f', 1);
+  printLine(stdout, QObject::tr("slowest frames: %1").arg(slow.join("; ")));
   printLine(stdout, QObject::tr("GUI thread CPU per frame ms: median %1, p95 %2, worst %3 (the "
                                 "rest of a frame's wall time the cores were busy training)")
                         .arg(percentile(cpu, 0.5), 0, 'f', 2)
@@ -157,6 +226,17 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
   printLine(stdout, QObject::tr("of which poll (copy + chart data) median %1 ms; replots: %2")
                         .arg(percentile(polls, 0.5), 0, 'f', 2)
                         .arg(perChart.join(", ")));
+  printLine(stdout,
+            QObject::tr("RSS MB: %1 at the start, %2 after %3 s (warm), %4 at the end "
+                        "(%5 % over the warm figure), peak %6; %7 live changes%8")
+                .arg(rssAtStart, 0, 'f', 1)
+                .arg(rssWarm, 0, 'f', 1)
+                .arg(warmUpMs / 1000)
+                .arg(rssEnd, 0, 'f', 1)
+                .arg(rssWarm > 0 ? 100.0 * (rssEnd - rssWarm) / rssWarm : 0.0, 0, 'f', 2)
+                .arg(rssPeak, 0, 'f', 1)
+                .arg(changeTimes.size())
+                .arg(changeTimes.isEmpty() ? QString() : " at " + changeTimes.join(", ") + " s"));
   window.reset();
   return 0;
 }

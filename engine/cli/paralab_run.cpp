@@ -284,7 +284,8 @@ int main(int argc, char** argv) {
                     trainer.localRankCount());
     }
     const double samplesPerS = config.steps * double(config.globalBatch()) / (totalMs * 1e-3);
-    nlohmann::json summary = {{"summary", true},
+    nlohmann::json summary = {{"schema", kMetricsSchema},
+                              {"summary", true},
                               {"steps", config.steps},
                               {"final_loss", lastLoss},
                               {"mean_step_ms", totalMs / config.steps},

@@ -69,17 +69,19 @@ std::string missingFashionMnistFile(const std::string& dir) {
   return "";
 }
 
-Dataset loadFashionMnist(const std::string& dir) {
+Dataset loadFashionMnist(const std::string& dir, const ProgressFn& progress) {
   if (const std::string missing = missingFashionMnistFile(dir); !missing.empty())
     throw DataError("Fashion-MNIST file not found: " + missing +
                     " (install dataset-fashion-mnist or pass --data-dir)");
   Dataset d;
   d.name = "fashion-mnist";
   auto path = [&](int i) { return (std::filesystem::path(dir) / kFiles[i]).string(); };
-  readIdx(path(0), true, &d.trainX, nullptr);
-  readIdx(path(1), false, nullptr, &d.trainY);
-  readIdx(path(2), true, &d.testX, nullptr);
-  readIdx(path(3), false, nullptr, &d.testY);
+  std::vector<float>* images[4] = {&d.trainX, nullptr, &d.testX, nullptr};
+  std::vector<int>* labels[4] = {nullptr, &d.trainY, nullptr, &d.testY};
+  for (int i = 0; i < 4; ++i) {
+    if (progress) progress(std::string("reading Fashion-MNIST: ") + kFiles[i], i, 4);
+    readIdx(path(i), images[i] != nullptr, images[i], labels[i]);
+  }
   if (d.trainX.size() != d.trainY.size() * 784 || d.testX.size() != d.testY.size() * 784)
     throw DataError("Fashion-MNIST in " + dir + ": image and label counts differ");
   return d;
@@ -121,19 +123,24 @@ Dataset makeSynthetic(uint64_t seed, int numTrain, int numTest) {
 }
 
 std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std::string& dir,
-                                           uint64_t seed) {
+                                           uint64_t seed, const ProgressFn& progress) {
   static std::mutex mutex;
-  static std::map<std::tuple<std::string, std::string, uint64_t>, std::shared_ptr<const Dataset>>
+  // Weak: a data set lives as long as a run uses it (a synthetic set per seed would otherwise
+  // add 32 MB for every seed tried), plus the last one loaded, ready for the next run.
+  static std::map<std::tuple<std::string, std::string, uint64_t>, std::weak_ptr<const Dataset>>
       cache;
+  static std::shared_ptr<const Dataset> last;
   // Fashion-MNIST does not depend on the seed; the synthetic set does not depend on the dir.
   const auto key = dataset == "synthetic" ? std::make_tuple(dataset, std::string(), seed)
                                           : std::make_tuple(dataset, dir, uint64_t(0));
   std::lock_guard lock(mutex);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  auto d = std::make_shared<const Dataset>(dataset == "synthetic" ? makeSynthetic(seed)
-                                                                  : loadFashionMnist(dir));
+  if (auto d = cache[key].lock()) return last = d;
+  if (progress && dataset == "synthetic") progress("making the synthetic data set", 0, 1);
+  auto d = std::make_shared<const Dataset>(
+      dataset == "synthetic" ? makeSynthetic(seed) : loadFashionMnist(dir, progress));
+  std::erase_if(cache, [](const auto& entry) { return entry.second.expired(); });
   cache[key] = d;
-  return d;
+  return last = d;
 }
 
 BatchSampler::BatchSampler(int64_t datasetSize, int batch, uint64_t seed)

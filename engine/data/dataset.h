@@ -3,6 +3,7 @@
 // step, the same on every rank. See tests/engine/tst_dataset.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -24,16 +25,21 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The four files of Debian's dataset-fashion-mnist (train-images-idx3-ubyte.gz, ...).
-// Throws DataError naming the file when one is missing or malformed.
-Dataset loadFashionMnist(const std::string& dir);
+// What a slow preparation is doing, for a progress display: a stage in words and how far it
+// has gone (done of total, in the stage's own units; total 0 while unknown).
+using ProgressFn = std::function<void(const std::string& stage, int64_t done, int64_t total)>;
+
+// The four files of Debian's dataset-fashion-mnist (train-images-idx3-ubyte.gz, ...), reported
+// file by file. Throws DataError naming the file when one is missing or malformed.
+Dataset loadFashionMnist(const std::string& dir, const ProgressFn& progress = {});
 // Names the first missing file, or "" when all four are there (cheap: no reading).
 std::string missingFashionMnistFile(const std::string& dir);
 // Gaussian class blobs in a 16-d latent space, projected to 784 inputs (deterministic by seed).
 Dataset makeSynthetic(uint64_t seed, int numTrain = 8192, int numTest = 2048);
-// Cached per (dataset, dir, seed): a second run starts without re-reading the files.
+// Shared per (dataset, dir, seed) while in use, and the last one loaded kept, so a second run
+// of the same data starts without re-reading the files; others are freed with their last run.
 std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std::string& dir,
-                                           uint64_t seed);
+                                           uint64_t seed, const ProgressFn& progress = {});
 
 // Epoch-wise shuffled sampling without replacement; the global batch of step s is the same
 // wherever it is asked for, so ranks can take their slice of it independently.

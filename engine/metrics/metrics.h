@@ -1,16 +1,22 @@
-// The per-step metrics every view and export reads. Each is defined once here and once in
-// prose in lessons/reference/metrics.md (same names). See tests/engine/tst_metrics.cpp.
+// The per-step record every view and export reads: what each rank measured in one step
+// (RankMetrics) and the step they make together (StepMetrics). One record travels from the rank
+// program to rank 0 (under MPI, as its JSON), into the Session's snapshots, the `--json` lines,
+// the window's run file and its charts, with one set of names: toJson and the *FromJson
+// functions below, defined in prose once in lessons/reference/metrics.md.
+// See tests/engine/tst_metrics.cpp (the round trip) and `paralab-run --steps 3 --json`.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "memory/memory_tracker.h"
 
 namespace paralab {
+
+// The version written as "schema" in every JSON line; a reader refuses newer ones.
+inline constexpr int kMetricsSchema = 1;
 
 // One rank's traffic in one step of one kind of call on one communicator group (the
 // communicator's CommOpTotals, algorithms summed): what the per-rank traffic bars stack.
@@ -20,46 +26,79 @@ struct OpTraffic {
   int64_t calls = 0;
   int64_t bytesSent = 0, bytesRecv = 0;  // over links, this rank
   double ms = 0;                         // inside these calls
+  bool operator==(const OpTraffic&) const = default;
+};
+
+// A pipeline stage's work in one step (steady clock, ns): its first and last forward/backward
+// span, and the time it was busy between them (pipeline.h, stageTimes). The bubble of every
+// stage is measured from all stages' times together.
+struct StageTimes {
+  int64_t firstNs = 0, lastNs = 0, busyNs = 0;
+  bool any = false;  // the stage ran a forward or backward in the step
+  bool operator==(const StageTimes&) const = default;
 };
 
 // What one rank did during one step. Times in milliseconds of wall clock, bytes as counted
-// by the communicator, memory from the rank's MemoryTracker at the end of the step (peak =
-// high-water mark during the step).
+// by the communicator, memory from the rank's MemoryTracker at the end of the step (its peak:
+// the high-water mark of the sum during the step, and each category's).
 struct RankMetrics {
   int rank = 0;
-  double computeMs = 0;    // data + forward + backward + optimizer spans
-  double commMs = 0;       // communication spans
-  double idleMs = 0;       // step time not covered by any span
+  double lossSum = 0;    // summed per-sample losses of this rank's samples, nats
+  int64_t samples = 0;   // samples this rank computed the loss of
+  double computeMs = 0;  // data + forward + backward + optimizer spans
+  double commMs = 0;     // communication spans
+  double idleMs = 0;     // step time not covered by any span
+  double dataMs = 0, forwardMs = 0, backwardMs = 0, optimizerMs = 0;  // the parts of computeMs
   int64_t bytesSent = 0;
   int64_t bytesRecv = 0;
-  std::vector<int64_t> sentTo;  // bytes sent to each world rank (a row of the link heatmap)
-  std::vector<OpTraffic> ops;   // bytesSent/bytesRecv split by (op, group)
-  std::optional<double> bubble;  // --pp > 1: share of the pipeline's time this stage idled (metrics.md)
-  std::optional<int64_t> tokens;  // --model moe: token rows this rank's experts ran (all blocks)
+  std::vector<int64_t> sentTo;      // bytes sent to each world rank (a row of the link heatmap)
+  std::vector<OpTraffic> ops;       // bytesSent/bytesRecv split by (op, group)
+  std::optional<double> staleness;  // ps-async, Hogwild: mean updates missed (metrics.md)
+  std::optional<double> spread;     // local SGD, gossip: max distance from the mean model
+  std::optional<StageTimes> stage;  // --pp > 1: the stage's pipeline work, when it had any
+  std::optional<double> bubble;     // --pp > 1: share of the pipeline's time this stage idled
+  // --model moe, this rank's share: token choices of its tokens routed to each expert per block
+  // [L][E] (before capacity), those dropped over capacity, the token rows its experts ran (all
+  // blocks), its part of the load-balancing loss (nats).
+  std::vector<std::vector<int64_t>> expertTokens;
+  std::optional<int64_t> droppedTokens;
+  std::optional<int64_t> tokens;
+  std::optional<double> auxLoss;
   MemorySnapshot mem;
 };
 
 struct StepMetrics {
-  int64_t step = 0;            // 1-based index of the step just finished
-  double loss = 0;             // mean cross-entropy over the global batch, nats
-  double stepMs = 0;           // wall time of the whole step, ms
-  double samplesPerS = 0;      // global batch / step time
+  int64_t step = 0;        // 1-based index of the step just finished
+  double loss = 0;         // mean cross-entropy over the samples the ranks processed, nats
+  double stepMs = 0;       // wall time of the whole step, ms
+  double samplesPerS = 0;  // the samples the ranks processed / step time
   double forwardMs = 0, backwardMs = 0, optimizerMs = 0, dataMs = 0;  // rank 0's breakdown
-  std::optional<double> testAccuracy;  // fraction in [0,1], on steps where it was evaluated
-  std::optional<double> staleness;     // ps-async, Hogwild: mean updates missed (metrics.md)
-  std::optional<double> spread;        // local SGD, gossip: max distance from the mean model
-  std::optional<double> bubble;        // --pp > 1: mean over ranks of RankMetrics::bubble
+  std::optional<double> testAccuracy;     // fraction in [0,1], on steps where it was evaluated
+  std::optional<double> staleness;        // ps-async, Hogwild: mean over ranks
+  std::optional<double> spread;           // local SGD, gossip: max over ranks
+  std::optional<double> bubble;           // --pp > 1: mean over ranks of RankMetrics::bubble
   std::optional<double> bubbleReference;  // --pp > 1: (P-1)/(M+P-1), reference
-  // --model moe, over the global batch: token choices routed to each expert per block [L][E]
-  // (before capacity), those dropped over capacity (all blocks), the load-balancing loss (nats).
+  // --model moe, over the global batch (the ranks' shares summed): token choices routed to each
+  // expert per block [L][E], those dropped over capacity, the load-balancing loss (nats).
   std::vector<std::vector<int64_t>> expertTokens;
   std::optional<int64_t> droppedTokens;
   std::optional<double> auxLoss;
-  std::string emulated;                // the emulated link's name, "" when links are real
+  std::string emulated;  // the emulated link's name, "" when links are real
   std::vector<RankMetrics> ranks;
 };
 
+// The JSON of metrics.md. A step's object is one `--json` line: its "schema" version, its
+// figures and "ranks", each rank's object as toJson(RankMetrics). Optional figures appear only
+// when set. The readers take what the writers write and throw std::runtime_error naming the
+// field that is missing or of the wrong type (or a schema newer than kMetricsSchema).
 nlohmann::json toJson(const StepMetrics& m);
+nlohmann::json toJson(const RankMetrics& r);
 nlohmann::json toJson(const MemorySnapshot& m);
+StepMetrics stepMetricsFromJson(const nlohmann::json& j);
+RankMetrics rankMetricsFromJson(const nlohmann::json& j);
+
+// Field-by-field equality, doubles compared exactly: what a JSON round trip must preserve.
+bool operator==(const RankMetrics& a, const RankMetrics& b);
+bool operator==(const StepMetrics& a, const StepMetrics& b);
 
 }  // namespace paralab

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/metrics.h"
 #include "metrics/span_recorder.h"
 
 namespace paralab {
@@ -45,14 +46,10 @@ int peakInFlight(const std::vector<PipeStep>& steps);
 // (P-1)/(M+P-1) of the pipeline's time (Huang et al. 2019), for GPipe and 1F1B alike.
 double bubbleReference(int stages, int micros);
 
-// A stage's pipeline work in one step, from its spans (steady clock, ns): the first and last
-// forward/backward span, and the time covered by forward/backward spans and by collectives
-// between them (tensor-parallel exchanges are part of a stage's work; waiting in a send or
-// recv for a neighbour is not).
-struct StageTimes {
-  int64_t firstNs = 0, lastNs = 0, busyNs = 0;
-  bool any = false;
-};
+// A stage's pipeline work in one step (StageTimes, metrics.h), from its spans (steady clock,
+// ns): the first and last forward/backward span, and the time covered by forward/backward spans
+// and by collectives between them (tensor-parallel exchanges are part of a stage's work;
+// waiting in a send or recv for a neighbour is not).
 StageTimes stageTimes(const std::vector<Span>& spans);
 // Measured bubble of each stage: the share of the pipeline's time (first forward to last
 // backward on any stage) in which it was not busy.

@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "device/compute.h"
 #include "memory/memory_tracker.h"
+#include "metrics/metrics.h"
 #include "model/mlp.h"
 #include "model/moe.h"
 
@@ -183,7 +184,8 @@ nlohmann::json toJson(const LatencySweepResult& r, const RunConfig& c) {
                     {"us_per_sample", p.usPerSample},
                     {"repeats", p.repeats},
                     {"forwards_per_repeat", p.forwardsPerRepeat}});
-  nlohmann::json j = {{"latency_sweep", true},
+  nlohmann::json j = {{"schema", kMetricsSchema},
+                      {"latency_sweep", true},
                       {"device", r.device},
                       {"kernel", r.kernel},
                       {"model", r.model},

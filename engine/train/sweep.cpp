@@ -162,7 +162,8 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
 }
 
 nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
-  nlohmann::json j = {{"sweep", true},
+  nlohmann::json j = {{"schema", kMetricsSchema},
+                      {"sweep", true},
                       {"scaling", r.scaling},
                       {"amdahl_p", r.amdahl.p},
                       {"amdahl_r2", r.amdahl.r2},

@@ -62,9 +62,9 @@ static CommOptions commOptions(const RunConfig& c) {
 
 // [SECTION] Construction
 
-Trainer::Trainer(const RunConfig& config)
+Trainer::Trainer(const RunConfig& config, const ProgressFn& progress)
     : m_config(checked(config)),
-      m_data(loadDataset(config.dataset, config.dataDir, config.seed)),
+      m_data(loadDataset(config.dataset, config.dataDir, config.seed, progress)),
       m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
   if (config.backend == "mpi")
     throw ConfigError("backend: 'mpi' runs under mpirun (paralab-run --backend mpi)");
@@ -80,7 +80,7 @@ Trainer::Trainer(const RunConfig& config)
     m_ranks.push_back(std::make_unique<Rank>());
     m_ranks.back()->rank = r;
   }
-  build(config);
+  build(config, progress);
 }
 
 Trainer::Trainer(const RunConfig& config, std::unique_ptr<Communicator> world)
@@ -96,7 +96,11 @@ Trainer::Trainer(const RunConfig& config, std::unique_ptr<Communicator> world)
   build(config);
 }
 
-void Trainer::build(const RunConfig& config) {
+void Trainer::build(const RunConfig& config, const ProgressFn& progress) {
+  const auto built = [&](int ranks) {
+    if (progress) progress("building the ranks (model, optimizer, buffers)", ranks, config.ranks);
+  };
+  built(0);
   // One BLAS thread per rank: a rank is one worker, and parallelism is what strategies add.
   kernels::vendor_blas_set_threads(1);
   strategyFor(config);  // a clear error before any thread starts
@@ -111,6 +115,7 @@ void Trainer::build(const RunConfig& config) {
     RankContext ctx{r.rank, config.ranks, r.comm,       &r.memory,
                     spans,  &m_config,    m_data.get(), r.compute.get()};
     r.strategy = strategyFor(config).make(ctx);
+    built(1);
     return;
   }
   m_driver = std::make_unique<Driver>();
@@ -126,7 +131,13 @@ void Trainer::build(const RunConfig& config) {
     m_driver->cv.notify_all();
   });
   std::unique_lock lock(m_driver->mutex);
-  m_driver->cv.wait(lock, [&] { return m_driver->ready == config.ranks || !m_driver->error.empty(); });
+  for (int seen = 0; seen < config.ranks && m_driver->error.empty();) {
+    m_driver->cv.wait(lock, [&] { return m_driver->ready != seen || !m_driver->error.empty(); });
+    seen = m_driver->ready;
+    lock.unlock();  // the caller's progress may take locks of its own
+    built(seen);
+    lock.lock();
+  }
   if (!m_driver->error.empty()) {
     const std::string why = m_driver->error;
     lock.unlock();
@@ -324,7 +335,8 @@ double Trainer::evaluate(int maxSamples) {
 
 namespace {
 
-double ms(int64_t ns) { return double(ns) * 1e-6; }
+// Divided, not multiplied by 1e-6: the nearest double to the exact value, which prints short.
+double ms(int64_t ns) { return double(ns) / 1e6; }
 
 // Time covered by the union of the spans, clipped to [t0, t1]: what was not idle.
 int64_t coveredNs(std::vector<Span> spans, int64_t t0, int64_t t1) {
@@ -339,72 +351,68 @@ int64_t coveredNs(std::vector<Span> spans, int64_t t0, int64_t t1) {
 }
 
 // The step's traffic by (op, group), algorithms summed: the per-rank traffic bars' stacks.
-nlohmann::json opsJson(const CommTraffic& traffic) {
-  std::map<std::pair<std::string, std::string>, std::array<int64_t, 4>> rows;  // calls sent recv ns
+std::vector<OpTraffic> opTraffic(const CommTraffic& traffic) {
+  std::map<std::pair<std::string, std::string>, OpTraffic> rows;
   for (const CommOpTotals& o : traffic.ops) {
-    auto& row = rows[{commOpName(o.op), o.group}];
-    row[0] += o.calls, row[1] += o.sent, row[2] += o.recv, row[3] += o.timeNs;
+    OpTraffic& row = rows[{commOpName(o.op), o.group}];
+    row.op = commOpName(o.op), row.group = o.group;
+    row.calls += o.calls, row.bytesSent += o.sent, row.bytesRecv += o.recv, row.ms += ms(o.timeNs);
   }
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& [key, row] : rows)
-    out.push_back({{"op", key.first}, {"group", key.second}, {"calls", row[0]},
-                   {"sent", row[1]}, {"recv", row[2]}, {"ns", row[3]}});
+  std::vector<OpTraffic> out;
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
   return out;
-}
-
-// One rank's figures of one step, as they travel to rank 0 under MPI.
-nlohmann::json rankFigures(int rank, const RankStep& res, const CommTraffic& traffic,
-                           const std::vector<Span>& spans, int64_t t0, int64_t t1,
-                           const MemorySnapshot& mem) {
-  double compute = 0, kinds[6] = {};
-  for (const Span& s : spans) {
-    kinds[int(s.kind)] += ms(s.endNs - s.startNs);
-    if (s.kind != SpanKind::Comm && s.kind != SpanKind::Idle) compute += ms(s.endNs - s.startNs);
-  }
-  nlohmann::json j = {{"rank", rank},
-                      {"loss_sum", res.lossSum},
-                      {"samples", res.samples},
-                      {"compute_ms", compute},
-                      {"comm_ms", ms(traffic.timeNs)},
-                      {"idle_ms", ms(std::max<int64_t>(0, (t1 - t0) - coveredNs(spans, t0, t1)))},
-                      {"bytes_sent", traffic.bytesSent},
-                      {"bytes_recv", traffic.bytesRecv},
-                      {"sent_to", traffic.sentTo},
-                      {"ops", opsJson(traffic)},
-                      {"data_ms", kinds[int(SpanKind::Data)]},
-                      {"forward_ms", kinds[int(SpanKind::Forward)]},
-                      {"backward_ms", kinds[int(SpanKind::Backward)]},
-                      {"optimizer_ms", kinds[int(SpanKind::Optimizer)]},
-                      {"mem_current", mem.current},
-                      {"mem_peak", mem.peak},
-                      {"mem_peak_total", mem.peakTotal}};
-  if (res.staleness) j["staleness"] = *res.staleness;
-  if (res.spread) j["spread"] = *res.spread;
-  if (!res.expertTokens.empty()) j["expert_tokens"] = res.expertTokens;
-  if (res.droppedTokens) j["dropped_tokens"] = *res.droppedTokens;
-  if (res.tokens) j["tokens"] = *res.tokens;
-  if (res.auxLoss) j["aux_loss"] = *res.auxLoss;
-  return j;
 }
 
 }  // namespace
 
-StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
-  std::vector<nlohmann::json> figures;
-  for (const auto& r : m_ranks) {
-    const int64_t a = m_mpiWorld ? r->startNs : t0, b = m_mpiWorld ? r->endNs : t1;
-    const std::vector<Span> spans = r->spans.since(m_step + 1);
-    figures.push_back(rankFigures(r->rank, r->result, r->traffic, spans, a, b, r->memory.snapshot()));
-    if (m_config.pp > 1 && m_config.instrument) {  // the stage's pipeline work (pipeline.h)
-      const StageTimes st = stageTimes(spans);
-      figures.back()["stage_times"] = {st.firstNs, st.lastNs, st.busyNs, st.any};
+// One rank's record of the step just taken, from its spans in [t0, t1], its traffic and its
+// tracker: what it sends to rank 0 under MPI.
+RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
+  const std::vector<Span> spans = r.spans.since(m_step + 1);
+  const RankStep& res = r.result;
+  RankMetrics k;
+  k.rank = r.rank;
+  k.lossSum = res.lossSum;
+  k.samples = res.samples;
+  double* part[] = {&k.dataMs, &k.forwardMs, &k.backwardMs, &k.optimizerMs};
+  for (const Span& s : spans)
+    if (s.kind != SpanKind::Comm && s.kind != SpanKind::Idle) {
+      k.computeMs += ms(s.endNs - s.startNs);
+      *part[int(s.kind)] += ms(s.endNs - s.startNs);  // Data, Forward, Backward, Optimizer
     }
+  k.commMs = ms(r.traffic.timeNs);
+  k.idleMs = ms(std::max<int64_t>(0, (t1 - t0) - coveredNs(spans, t0, t1)));
+  k.bytesSent = r.traffic.bytesSent;
+  k.bytesRecv = r.traffic.bytesRecv;
+  k.sentTo = r.traffic.sentTo;
+  k.ops = opTraffic(r.traffic);
+  k.staleness = res.staleness;
+  k.spread = res.spread;
+  if (m_config.pp > 1 && m_config.instrument)  // the stage's pipeline work (pipeline.h)
+    if (const StageTimes st = stageTimes(spans); st.any) k.stage = st;
+  if (!res.expertTokens.empty()) {  // [L x E], flat in the strategy's report
+    const size_t E = size_t(m_config.experts);
+    for (size_t i = 0; i < res.expertTokens.size(); i += E)
+      k.expertTokens.emplace_back(res.expertTokens.begin() + long(i),
+                                  res.expertTokens.begin() + long(i + E));
   }
-  if (m_mpiWorld) {  // every rank's figures to rank 0 (outside the accounting)
-    const std::vector<std::string> all = m_mpiWorld->gatherToRoot(figures[0].dump());
+  k.droppedTokens = res.droppedTokens;
+  k.tokens = res.tokens;
+  k.auxLoss = res.auxLoss;
+  k.mem = r.memory.snapshot();  // current, peak of the sum and each category's (metrics.md)
+  return k;
+}
+
+StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
+  std::vector<RankMetrics> records;
+  for (const auto& r : m_ranks)
+    records.push_back(m_mpiWorld ? measure(*r, r->startNs, r->endNs) : measure(*r, t0, t1));
+  if (m_mpiWorld) {  // every rank's record to rank 0, as its JSON (outside the accounting)
+    const std::vector<std::string> all = m_mpiWorld->gatherToRoot(toJson(records[0]).dump());
     if (m_mpiWorld->rank() == 0) {
-      figures.clear();
-      for (const std::string& s : all) figures.push_back(nlohmann::json::parse(s));
+      records.clear();
+      for (const std::string& s : all)
+        records.push_back(rankMetricsFromJson(nlohmann::json::parse(s)));
     }
   }
   StepMetrics m;
@@ -413,64 +421,47 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   // The samples the ranks processed: the global batch, except where a step is more than one
   // batch (a federated round: every taking part client's local steps).
   double samples = 0;
-  for (const nlohmann::json& f : figures) samples += f["samples"].get<double>();
+  for (const RankMetrics& r : records) samples += double(r.samples);
   if (samples <= 0) samples = m_config.globalBatch();
   m.samplesPerS = m.stepMs > 0 ? samples / (m.stepMs * 1e-3) : 0;
   m.emulated = m_config.link == "none" ? "" : m_config.link;
-  double lossSum = 0, staleness = 0, spread = 0;
+  // The step's figures from its ranks' (metrics.md): loss over the samples they processed,
+  // staleness their mean, spread their maximum, MoE counts summed, the breakdown rank 0's.
+  double lossSum = 0, staleness = 0;
   int stalenessRanks = 0;
-  for (const nlohmann::json& f : figures) {
-    RankMetrics r;
-    r.rank = f["rank"];
-    r.computeMs = f["compute_ms"];
-    r.commMs = f["comm_ms"];
-    r.idleMs = f["idle_ms"];
-    r.bytesSent = f["bytes_sent"];
-    r.bytesRecv = f["bytes_recv"];
-    r.sentTo = f["sent_to"].get<std::vector<int64_t>>();
-    for (const nlohmann::json& o : f["ops"])
-      r.ops.push_back({o["op"].get<std::string>(), o["group"].get<std::string>(),
-                       o["calls"].get<int64_t>(), o["sent"].get<int64_t>(),
-                       o["recv"].get<int64_t>(), ms(o["ns"].get<int64_t>())});
-    r.mem.current = f["mem_current"].get<std::array<int64_t, kMemCategories>>();
-    r.mem.peak = f["mem_peak"].get<std::array<int64_t, kMemCategories>>();
-    r.mem.peakTotal = f["mem_peak_total"];
-    lossSum += f["loss_sum"].get<double>();
-    if (f.contains("tokens")) {  // --model moe: per-rank figures summed over the global batch
-      r.tokens = f["tokens"].get<int64_t>();
-      const auto routed = f["expert_tokens"].get<std::vector<int64_t>>();
-      const size_t E = size_t(m_config.experts);
-      m.expertTokens.resize(routed.size() / E, std::vector<int64_t>(E, 0));
-      for (size_t i = 0; i < routed.size(); ++i) m.expertTokens[i / E][i % E] += routed[i];
-      m.droppedTokens = m.droppedTokens.value_or(0) + f["dropped_tokens"].get<int64_t>();
-      m.auxLoss = m.auxLoss.value_or(0) + f["aux_loss"].get<double>();
+  for (const RankMetrics& r : records) {
+    lossSum += r.lossSum;
+    if (r.staleness) staleness += *r.staleness, ++stalenessRanks;
+    if (r.spread) m.spread = std::max(m.spread.value_or(0), *r.spread);
+    if (r.tokens) {
+      m.expertTokens.resize(r.expertTokens.size(), std::vector<int64_t>(size_t(m_config.experts)));
+      for (size_t l = 0; l < r.expertTokens.size(); ++l)
+        for (size_t e = 0; e < r.expertTokens[l].size(); ++e)
+          m.expertTokens[l][e] += r.expertTokens[l][e];
+      m.droppedTokens = m.droppedTokens.value_or(0) + r.droppedTokens.value_or(0);
+      m.auxLoss = m.auxLoss.value_or(0) + r.auxLoss.value_or(0);
     }
-    if (f.contains("staleness")) staleness += f["staleness"].get<double>(), ++stalenessRanks;
-    if (f.contains("spread")) m.spread = std::max(spread, f["spread"].get<double>()), spread = *m.spread;
     if (r.rank == 0) {
-      m.dataMs = f["data_ms"];
-      m.forwardMs = f["forward_ms"];
-      m.backwardMs = f["backward_ms"];
-      m.optimizerMs = f["optimizer_ms"];
+      m.dataMs = r.dataMs;
+      m.forwardMs = r.forwardMs;
+      m.backwardMs = r.backwardMs;
+      m.optimizerMs = r.optimizerMs;
     }
-    m.ranks.push_back(std::move(r));
   }
   if (stalenessRanks > 0) m.staleness = staleness / stalenessRanks;
   // Pipeline bubble per rank over the pipeline's time, their mean, and the reference.
   if (m_config.pp > 1 && m_config.instrument) {
     // One clock: thread ranks share it, and so do processes on one host (CLOCK_MONOTONIC).
     std::vector<StageTimes> times;
-    for (const nlohmann::json& f : figures) {
-      const auto& t = f["stage_times"];
-      times.push_back({t[0].get<int64_t>(), t[1].get<int64_t>(), t[2].get<int64_t>(), t[3].get<bool>()});
-    }
+    for (const RankMetrics& r : records) times.push_back(r.stage.value_or(StageTimes{}));
     const std::vector<double> bubble = measuredBubble(times);
     double sum = 0;
-    for (size_t i = 0; i < bubble.size(); ++i) sum += *(m.ranks[i].bubble = bubble[i]);
+    for (size_t i = 0; i < bubble.size(); ++i) sum += *(records[i].bubble = bubble[i]);
     m.bubble = sum / double(bubble.size());
     m.bubbleReference = bubbleReference(m_config.pp, m_config.microbatches);
   }
   m.loss = lossSum / samples;
+  m.ranks = std::move(records);
   return m;
 }
 

@@ -24,9 +24,10 @@ class ThreadWorld;
 class Trainer {
  public:
   // Thread ranks (config.ranks of them), talking through ThreadComm or (--backend nccl) NCCL.
-  // Loads (or reuses) the data set and builds a strategy per rank; throws ConfigError /
-  // DataError / CommError with a one-line reason.
-  explicit Trainer(const RunConfig& config);
+  // Loads (or reuses) the data set and builds a strategy per rank, saying how far it is through
+  // `progress` (the data set's files, then the ranks built); throws ConfigError / DataError /
+  // CommError with a one-line reason.
+  explicit Trainer(const RunConfig& config, const ProgressFn& progress = {});
   // This process as one rank of `world` (an MPI job of config.ranks processes: makeMpiWorld,
   // or makeNcclMpiWorld for --backend nccl).
   Trainer(const RunConfig& config, std::unique_ptr<Communicator> world);
@@ -68,10 +69,11 @@ class Trainer {
  private:
   struct Rank;
   enum class Command { Step, Eval, Save, Load, Quit };
-  void build(const RunConfig& config);
+  void build(const RunConfig& config, const ProgressFn& progress = {});
   void rankMain(Communicator& comm, Rank& r);  // a thread rank's life
   void execute(Rank& r, Command c);            // what one rank does for one command
   void runCommand(Command c);                  // on every local rank, until all are done
+  RankMetrics measure(const Rank& r, int64_t t0, int64_t t1) const;  // its record of the step
   StepMetrics assemble(int64_t t0, int64_t t1);
 
   RunConfig m_config;

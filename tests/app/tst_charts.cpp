@@ -511,8 +511,10 @@ void TestCharts::lossOverlays() {
   QVERIFY(chart.overlay(0)->name().startsWith("run 2"));
   QVERIFY(chart.overlay(LossChart::kMaxOverlays - 1)->name().contains("earlier run"));
   QVERIFY(chart.overlay(0)->pen().color().alpha() < 255);
-  QCOMPARE(chart.overlay(0)->dataCount(), int(h.rows().size()));
-  QCOMPARE(chart.overlay(0)->data()->begin()->value, h.rows().front().lossMean);
+  // The mean, from the step its window of kMeanWindow steps is full.
+  QCOMPARE(chart.overlay(0)->dataCount(), int(h.rows().size()) - MetricHistory::kMeanWindow + 1);
+  QCOMPARE(chart.overlay(0)->data()->begin()->value,
+           h.rows()[MetricHistory::kMeanWindow - 1].lossMean);
   // The current run's points survive a new history; the CSV names every overlay.
   chart.showHistory(h);
   QCOMPARE(chart.overlayCount(), LossChart::kMaxOverlays);

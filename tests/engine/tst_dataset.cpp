@@ -1,5 +1,6 @@
-// The IDX loader on Debian's Fashion-MNIST (counts, first labels, pixel range), its errors on
-// missing and malformed files, the synthetic set's determinism, and batch sampling.
+// The IDX loader on Debian's Fashion-MNIST (counts, first labels, pixel range, the progress it
+// reports file by file), its errors on missing and malformed files, the synthetic set's
+// determinism, and batch sampling.
 // Run: ctest -R tst_dataset
 #include <QtTest>
 
@@ -17,7 +18,15 @@ class TstDataset : public QObject {
   Q_OBJECT
  private slots:
   void fashionMnist() {
-    const Dataset d = loadFashionMnist(PARALAB_FMNIST_DIR);
+    QStringList said;  // what a progress display shows, file by file
+    const Dataset d = loadFashionMnist(
+        PARALAB_FMNIST_DIR, [&](const std::string& stage, int64_t done, int64_t total) {
+          said << QString("%1 (%2 of %3)").arg(QString::fromStdString(stage)).arg(done).arg(total);
+        });
+    QCOMPARE(said, (QStringList{"reading Fashion-MNIST: train-images-idx3-ubyte.gz (0 of 4)",
+                                "reading Fashion-MNIST: train-labels-idx1-ubyte.gz (1 of 4)",
+                                "reading Fashion-MNIST: t10k-images-idx3-ubyte.gz (2 of 4)",
+                                "reading Fashion-MNIST: t10k-labels-idx1-ubyte.gz (3 of 4)"}));
     QCOMPARE(d.numTrain(), 60000);
     QCOMPARE(d.numTest(), 10000);
     QCOMPARE(d.trainX.size(), size_t(60000) * 784);

@@ -130,6 +130,36 @@ class TstSession : public QObject {
              s.snapshot().error.c_str());
   }
 
+  // A caller that has taken steps releases them: the session keeps only the newer ones, and a
+  // snapshot from before them starts after them.
+  void releasedStepsAreNotKept() {
+    Session s;
+    QCOMPARE(QString::fromStdString(s.start(smallRun(40))), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 30000));
+    QCOMPARE(int(s.snapshot(0).steps.size()), 40);
+    s.release(25);
+    const Snapshot after = s.snapshot(0);
+    QCOMPARE(after.stepsDone, 40);
+    QCOMPARE(int(after.steps.size()), 15);
+    QCOMPARE(after.steps.front().step, 26);
+    s.release(100);  // past the end: nothing left, nothing broken
+    QVERIFY(s.snapshot(0).steps.empty());
+    QCOMPARE(s.snapshot(0).stepsDone, 40);
+  }
+
+  // The snapshot says what loading the run did, and how far it went (all 4 ranks built).
+  void loadingSaysHowFarItIs() {
+    Session s;
+    RunConfig c = smallRun(2);
+    c.ranks = 4;
+    QCOMPARE(QString::fromStdString(s.start(c)), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 30000));
+    const LoadProgress last = s.snapshot().loading;
+    QVERIFY2(QString::fromStdString(last.stage).contains("building the ranks"), last.stage.c_str());
+    QCOMPARE(last.done, 4);
+    QCOMPARE(last.total, 4);
+  }
+
   void failureIsReportedNotThrown() {
     Session s;
     RunConfig c = smallRun();
