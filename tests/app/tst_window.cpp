@@ -133,9 +133,6 @@ class TestWindow : public QObject {
   void exportPanelWritesPngAtDpi();
   void exportAllWritesEverything();
   void scriptedExportWritesEverything();
-  void settingsStayOutOfTheUsersStore();
-  void themes();
-  void shortcuts();
   void startupAndFrameBenchPrint();
   void screenshots();
 };
@@ -478,64 +475,7 @@ void TestWindow::scriptedExportWritesEverything() {
   QVERIFY(readText(out + "/summary.md").contains("2 ranks"));
 }
 
-// [SECTION] Feel
-
-void TestWindow::settingsStayOutOfTheUsersStore() {
-  const QString file = Settings::open()->fileName();
-  QVERIFY2(file.contains(".qttest"), qPrintable(file));
-  RunConfig c = quickConfig(77, 3);
-  Settings::setLastConfig(c);
-  QCOMPARE(Settings::lastConfig()->toJson(), c.toJson());
-  {
-    MainWindow w;
-    w.restoreSettings();
-    QCOMPARE(w.configPanel()->config().toJson(), c.toJson());
-    child<QSpinBox>(w.configPanel(), "hidden")->setValue(80);
-    w.close();  // remembers the last settings and the layout
-  }
-  QCOMPARE(Settings::lastConfig()->hidden, 80);
-  QVERIFY(!Settings::windowState().isEmpty());
-  // A file named on the command line is used instead.
-  QTemporaryDir dir;
-  Settings::useFile(dir.filePath("mine.ini"));
-  Settings::setTheme(Theme::Dark);
-  QVERIFY(QFile::exists(dir.filePath("mine.ini")));
-  QCOMPARE(Settings::theme(), Theme::Dark);
-  Settings::useFile(QString());
-  QCOMPARE(Settings::theme(), Theme::System);
-}
-
-void TestWindow::themes() {
-  MainWindow w;
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
-  w.setTheme(Theme::Dark);
-  QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 128);
-  QTRY_VERIFY(w.charts()[0]->grab().toImage().pixelColor(3, 3).lightness() < 128);
-  w.setTheme(Theme::Light);
-  QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 128);
-  QTRY_VERIFY(w.charts()[0]->grab().toImage().pixelColor(3, 3).lightness() > 128);
-  // System: the palette the desktop gave at start-up.
-  w.setTheme(Theme::System);
-  QCOMPARE(themeIsDark(Theme::System), desktopIsDark());
-  QApplication::setPalette(lightPalette());
-}
-
-void TestWindow::shortcuts() {
-  MainWindow w;
-  const QList<QPair<QAction*, QKeySequence>> keys = {
-      {w.startAction(), QKeySequence(Qt::Key_F5)},
-      {w.pauseAction(), QKeySequence(Qt::Key_F6)},
-      {w.stepAction(), QKeySequence(Qt::Key_F10)},
-      {w.resetAction(), QKeySequence(Qt::SHIFT | Qt::Key_F5)},
-      {w.exportAllAction(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)},
-      {w.sweepAction(), QKeySequence(Qt::CTRL | Qt::Key_R)}};
-  for (const auto& [action, key] : keys) {
-    QCOMPARE(action->shortcut(), key);
-    QVERIFY(action->toolTip().contains(key.toString(QKeySequence::NativeText)) ||
-            !action->statusTip().isEmpty());
-  }
-}
+// [SECTION] Start-up and screenshots
 
 void TestWindow::startupAndFrameBenchPrint() {
   QTemporaryDir dir;

@@ -1,7 +1,8 @@
 // The settings panel, offscreen: every control sets the RunConfig field it names, the
 // strategies and ZeRO stages come from the engine's table, the GPU choice is disabled with its
 // reason where none answers and the GEMM kernels follow the chosen device's ladder, invalid
-// settings are explained inline with Start disabled.
+// settings are explained inline with Start disabled; settings stay out of the learner's store,
+// the themes recolour the charts, the run commands have their shortcuts.
 // Run: ctest -R tst_window_controls --output-on-failure
 #include <QApplication>
 #include <QCheckBox>
@@ -14,14 +15,18 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTest>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
+#include "charts/chart.h"
 #include "main_window.h"
 #include "panels/config_panel.h"
 #include "parallel/strategy.h"
 #include "settings.h"
+#include "theme.h"
 #include "window_test.h"
 
 using namespace paralab;
@@ -37,6 +42,9 @@ class TestWindowControls : public QObject {
   void strategiesComeFromTheEngineTable();
   void deviceAndGemmKernel();
   void invalidIsExplainedInline();
+  void settingsStayOutOfTheUsersStore();
+  void themes();
+  void shortcuts();
 };
 
 void TestWindowControls::initTestCase() {
@@ -44,6 +52,8 @@ void TestWindowControls::initTestCase() {
   QStandardPaths::setTestModeEnabled(true);
   QFile::remove(Settings::open()->fileName());
   QApplication::setStyle("Fusion");
+  captureDesktopPalette();
+  QApplication::setPalette(lightPalette());
 }
 
 // [SECTION] Controls
@@ -276,6 +286,65 @@ void TestWindowControls::invalidIsExplainedInline() {
   panel->setConfig(quickConfig(20, 4));
   QVERIFY(problem->isHidden());
   QVERIFY(w.startAction()->isEnabled());
+}
+
+// [SECTION] Feel
+
+void TestWindowControls::settingsStayOutOfTheUsersStore() {
+  const QString file = Settings::open()->fileName();
+  QVERIFY2(file.contains(".qttest"), qPrintable(file));
+  RunConfig c = quickConfig(77, 3);
+  Settings::setLastConfig(c);
+  QCOMPARE(Settings::lastConfig()->toJson(), c.toJson());
+  {
+    MainWindow w;
+    w.restoreSettings();
+    QCOMPARE(w.configPanel()->config().toJson(), c.toJson());
+    child<QSpinBox>(w.configPanel(), "hidden")->setValue(80);
+    w.close();  // remembers the last settings and the layout
+  }
+  QCOMPARE(Settings::lastConfig()->hidden, 80);
+  QVERIFY(!Settings::windowState().isEmpty());
+  // A file named on the command line is used instead.
+  QTemporaryDir dir;
+  Settings::useFile(dir.filePath("mine.ini"));
+  Settings::setTheme(Theme::Dark);
+  QVERIFY(QFile::exists(dir.filePath("mine.ini")));
+  QCOMPARE(Settings::theme(), Theme::Dark);
+  Settings::useFile(QString());
+  QCOMPARE(Settings::theme(), Theme::System);
+}
+
+void TestWindowControls::themes() {
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.setTheme(Theme::Dark);
+  QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 128);
+  QTRY_VERIFY(w.charts()[0]->grab().toImage().pixelColor(3, 3).lightness() < 128);
+  w.setTheme(Theme::Light);
+  QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 128);
+  QTRY_VERIFY(w.charts()[0]->grab().toImage().pixelColor(3, 3).lightness() > 128);
+  // System: the palette the desktop gave at start-up.
+  w.setTheme(Theme::System);
+  QCOMPARE(themeIsDark(Theme::System), desktopIsDark());
+  QApplication::setPalette(lightPalette());
+}
+
+void TestWindowControls::shortcuts() {
+  MainWindow w;
+  const QList<QPair<QAction*, QKeySequence>> keys = {
+      {w.startAction(), QKeySequence(Qt::Key_F5)},
+      {w.pauseAction(), QKeySequence(Qt::Key_F6)},
+      {w.stepAction(), QKeySequence(Qt::Key_F10)},
+      {w.resetAction(), QKeySequence(Qt::SHIFT | Qt::Key_F5)},
+      {w.exportAllAction(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)},
+      {w.sweepAction(), QKeySequence(Qt::CTRL | Qt::Key_R)}};
+  for (const auto& [action, key] : keys) {
+    QCOMPARE(action->shortcut(), key);
+    QVERIFY(action->toolTip().contains(key.toString(QKeySequence::NativeText)) ||
+            !action->statusTip().isEmpty());
+  }
 }
 
 QTEST_MAIN(TestWindowControls)

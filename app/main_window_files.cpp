@@ -1,0 +1,156 @@
+// MainWindow's files: a chart or every chart exported (PNG, PDF, SVG, CSV, the run's report
+// and trace), settings opened from and saved to JSON. See tests/app/tst_window.cpp
+// (exportAllWritesEverything) and tst_window_trust.cpp.
+#include "main_window.h"
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QJsonObject>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QResizeEvent>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QWindow>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include "charts/chart_hub.h"
+#include "charts/holdings_map.h"
+#include "charts/latency_chart.h"
+#include "charts/link_heatmap.h"
+#include "charts/loss_chart.h"
+#include "charts/memory_chart.h"
+#include "charts/speedup_chart.h"
+#include "charts/throughput_chart.h"
+#include "charts/timeline_chart.h"
+#include "charts/traffic_chart.h"
+#include "engine_bridge.h"
+#include "export/chart_export.h"
+#include "export/chrome_trace.h"
+#include "panels/config_panel.h"
+#include "panels/export_panel.h"
+#include "panels/lesson_dock.h"
+#include "panels/sweep_panel.h"
+#include "theme.h"
+
+namespace paralab {
+
+// [SECTION] Files: export, settings
+
+// Where exports go is said until the next message: a learner looks for the files later.
+void MainWindow::exportCurrentChart() {
+  m_hub->refreshAll();
+  QDir().mkpath(Settings::exportDir());  // the dialog opens where the files will go
+  ExportPanel panel(m_currentChart, Settings::exportDir(), this);
+  if (panel.exec() != QDialog::Accepted) return;
+  const QString err = panel.exportNow();
+  if (err.isEmpty()) Settings::setExportDir(QFileInfo(panel.path()).absolutePath());
+  statusBar()->showMessage(
+      err.isEmpty() ? tr("Wrote %1").arg(QDir::toNativeSeparators(panel.path())) : err);
+}
+
+void MainWindow::exportAllCharts() {
+  QDir().mkpath(Settings::exportDir());
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Export All to Folder"), Settings::exportDir());
+  if (dir.isEmpty()) return;
+  QStringList written;
+  const QString err = exportAllTo(dir, &written);
+  if (err.isEmpty()) Settings::setExportDir(dir);
+  statusBar()->showMessage(err.isEmpty() ? tr("Wrote %1 files to %2")
+                                               .arg(written.size())
+                                               .arg(QDir::toNativeSeparators(dir))
+                                         : err);
+}
+
+RunReport MainWindow::report() const {
+  RunReport r;
+  r.config = m_runConfig;
+  r.changes = m_changes;
+  r.state = QString::fromLatin1(runStateName(m_showingRun ? m_state : RunState::Idle));
+  r.steps = m_history.stepsSeen();
+  r.parameterCount = m_parameterCount;
+  r.last = m_lastStep;
+  r.window = std::min<int>(MetricHistory::kMeanWindow, int(r.steps));
+  r.lossMean = m_history.recentLoss();
+  if (!m_history.accuracy().isEmpty()) {
+    r.accuracyStep = m_history.accuracy().back().step;
+    r.accuracyPercent = m_history.accuracy().back().percent;
+  }
+  r.meanStepMs = m_history.recentStepMs();
+  r.samplesPerS = m_history.recentSamplesPerS();
+  r.sweep = m_sweep;
+  return r;
+}
+
+QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize size) {
+  // The steps taken since the last poll, then every chart drawn, shown or not.
+  poll();
+  m_hub->refreshAll();
+  QStringList files;
+  if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size); !err.isEmpty())
+    return err;
+  const QString configPath = QDir(dir).filePath("run-config.json");
+  {
+    QSaveFile file(configPath);
+    const std::string text = m_runConfig.toJson().dump(2) + "\n";
+    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
+        !file.commit())
+      return tr("cannot write '%1': %2").arg(configPath, file.errorString());
+    files << configPath;
+  }
+  const QString tracePath = QDir(dir).filePath("trace.json");
+  const QString emulated =
+      m_runConfig.link == "none" ? QString() : QString::fromStdString(m_runConfig.link);
+  if (QString err = writeChromeTrace(tracePath, m_hub->lastSnapshot().spans, emulated);
+      !err.isEmpty())
+    return err;
+  files << tracePath;
+  RunReport r = report();
+  for (const QString& f : files) r.files << QFileInfo(f).fileName();
+  r.files << "summary.md"
+          << "summary.html";
+  if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
+  if (written) *written = files;
+  return {};
+}
+
+void MainWindow::openConfig() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open Run Settings"), QString(),
+                                                    tr("JSON settings (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  RunConfig c = m_configPanel->config();
+  try {
+    applyJsonFile(c, path.toStdString());
+  } catch (const ConfigError& e) {
+    showError(QString::fromStdString(e.what()));
+    return;
+  }
+  m_configPanel->setConfig(c);
+  statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
+}
+
+void MainWindow::saveConfig() {
+  const QString chosen = QFileDialog::getSaveFileName(
+      this, tr("Save Run Settings"), "paralab-run.json", tr("JSON settings (*.json)"));
+  if (chosen.isEmpty()) return;
+  const QString path = Settings::withJsonSuffix(chosen);
+  QSaveFile file(path);
+  const std::string text = m_configPanel->config().toJson().dump(2) + "\n";
+  if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
+      !file.commit()) {
+    showError(tr("cannot write '%1': %2").arg(path, file.errorString()));
+    return;
+  }
+  statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
+}
+
+}  // namespace paralab
