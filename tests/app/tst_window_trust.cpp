@@ -36,26 +36,19 @@
 #include "panels/sweep_panel.h"
 #include "panels/welcome_page.h"
 #include "settings.h"
+#include "window_test.h"
 
 using namespace paralab;
+using paralab::test::child;
 
 namespace {
 
+// The shared quick run (window_test.h), wider where asked and with no evaluation pauses.
 RunConfig quickConfig(int steps, int ranks = 1, int hidden = 32) {
-  RunConfig c = ConfigPanel::defaults();
-  c.dataset = "synthetic";
+  RunConfig c = test::quickConfig(steps, ranks);
   c.hidden = hidden;
-  c.layers = 2;
-  c.batch = 64;
-  c.steps = steps;
   c.evalEvery = 0;
-  c.ranks = ranks;
   return c;
-}
-
-template <class W>
-W* child(QObject* parent, const char* name) {
-  return parent->findChild<W*>(name);
 }
 
 // Runs the window's settings to the end.
