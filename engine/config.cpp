@@ -12,6 +12,7 @@
 #include "cuda/gemm.h"
 #include "data/dataset.h"
 #include "parallel/process_grid.h"
+#include "memory_estimate.h"
 #include "parallel/strategy.h"  // cudaRefusal, strategyFor
 #include "schema.h"
 
@@ -57,6 +58,7 @@ std::optional<std::string> RunConfig::validate() const {
     return "batch: the global batch (" + std::to_string(globalBatch()) +
            ") must hold at least one sample per rank (" + std::to_string(ranks) + " ranks)";
   if (auto err = validateLayout()) return err;
+  if (auto err = memoryRefusal(*this, machineMemoryBytes())) return err;
   if (dataset == "fashion-mnist")
     if (const std::string missing = missingFashionMnistFile(dataDir); !missing.empty())
       return "data-dir: " + missing +

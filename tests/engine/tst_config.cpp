@@ -9,6 +9,7 @@
 #include "config.h"
 #include "cpu/gemm.h"
 #include "cuda/device.h"
+#include "memory_estimate.h"
 
 using namespace paralab;
 
@@ -179,6 +180,34 @@ class TstConfig : public QObject {
     } catch (const ConfigError& e) {
       QVERIFY2(QString(e.what()).contains(needle), e.what());
     }
+  }
+
+  // A run of thread ranks that cannot fit in the machine is refused before it starts, naming
+  // what it needs and what the machine has; the same run with less fits.
+  void memoryBeyondTheMachineIsRefused() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.ranks = 64;
+    c.hidden = 8192;
+    const auto err = c.validate();
+    QVERIFY(err);
+    QVERIFY2(QString::fromStdString(*err).startsWith("ranks: this run needs about ") &&
+                 QString::fromStdString(*err).contains("GiB), this machine has "),
+             err->c_str());
+    const int64_t GiB = int64_t(1) << 30;
+    RunConfig small;
+    small.dataset = "synthetic";
+    QVERIFY(!memoryRefusal(small, GiB));
+    QVERIFY(memoryRefusal(small, GiB / 1024));  // 1 MiB holds no run
+    // ZeRO-3 over 8 ranks holds one copy of the model states instead of eight.
+    RunConfig zero = small;
+    zero.ranks = 8;
+    const int64_t replicated = estimateMemory(zero).modelStates;
+    zero.zero = 3;
+    QCOMPARE(estimateMemory(zero).modelStates * 8, replicated);
+    // Under mpirun the ranks are processes, perhaps on other machines: not estimated here.
+    c.backend = "mpi";
+    QVERIFY(!memoryRefusal(c, GiB));
   }
 
   void configPathsThatAreNotFiles() {

@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "json_lines.h"
+#include "memory_estimate.h"
 #include "parallel/zero.h"
 #include "train/trainer.h"
 #include "zero_formula.h"
@@ -97,6 +98,24 @@ class TstZero : public QObject {
         QCOMPARE(r.mem[MemCategory::Comm], int64_t(0));
       }
     }
+  }
+
+  // The estimate a run is refused by before it starts (memory_estimate.h) is what the ranks
+  // then hold: the model states summed over ranks, to the padding ZeRO adds.
+  void estimateBeforeTheRunIsWhatTheRanksHold_data() { memoryMatchesFormula_data(); }
+  void estimateBeforeTheRunIsWhatTheRanksHold() {
+    QFETCH(int, stage);
+    QFETCH(int, ranks);
+    const RunConfig c = zeroConfig(stage, ranks);
+    Trainer t(c);
+    const StepMetrics m = t.step();
+    int64_t held = 0;
+    for (const RankMetrics& r : m.ranks) held += modelStates(r.mem);
+    const int64_t estimate = estimateMemory(c).modelStates;
+    qInfo("held %lld bytes, estimated %lld", (long long)held, (long long)estimate);
+    if (stage == 0) QCOMPARE(estimate, held);
+    QVERIFY2(estimate <= held && held - estimate <= 4 * ranks * ranks * 16,
+             qPrintable(QString("held %1, estimated %2").arg(held).arg(estimate)));
   }
 
   // [SECTION] Traffic: bytes sent per rank per step, counted by the communicator.

@@ -1,0 +1,65 @@
+// The memory a run needs, estimated before it starts (memory_estimate.h). A lower estimate,
+// not a bound: staging buffers, workspaces and the allocator's slack come on top, so a run
+// refused here could not have run, and one allowed may still be tight.
+#include "memory_estimate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "config.h"
+#include "model/mlp.h"
+#include "model/moe.h"
+#include "parallel/holdings.h"  // optimizerStateSlots
+
+namespace paralab {
+
+MemoryEstimate estimateMemory(const RunConfig& c) {
+  const int64_t H = c.hidden;
+  // P of one replica: the MoE's experts are spread over ep ranks, so a replica of ep ranks holds
+  // each expert once.
+  int64_t P = MlpShape{784, c.hidden, c.layers, 10}.parameterCount();
+  if (c.model == "moe") {
+    const MoeShape m{784, c.hidden, c.layers, 10, c.experts, c.topk};
+    P = m.parameterCount() - int64_t(c.layers) * m.expertParameterCount() * c.experts *
+                                 (std::max(1, c.ep) - 1) / std::max(1, c.ep);
+  }
+  // Replicas: the data-parallel degree (ranks / (tp x pp)); every strategy but ZeRO holds one
+  // set of model states per replica, and ZeRO stage z keeps one set of the states it shards
+  // (Rajbhandari et al. 2020): optimizer (z >= 1), gradients (z >= 2), parameters (z = 3).
+  const int64_t dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
+  const int64_t slots = optimizerStateSlots(c.optimizer);
+  const int z = c.strategy == "sync" ? c.zero : 0;
+  MemoryEstimate e;
+  e.modelStates = 4 * P * ((z >= 3 ? 1 : dp) + (z >= 2 ? 1 : dp) + slots * (z >= 1 ? 1 : dp));
+  // Per sample, forward keeps the input, and per block the LayerNorm's input and output, fc1's
+  // and GELU's outputs (4H each) and fc2's output: 11H floats; then the logits.
+  e.activations = 4 * c.globalBatch() * (784 + int64_t(c.layers) * 11 * H + 10);
+  e.data = int64_t(70000) * (784 * 4 + 4);  // Fashion-MNIST's 60,000 + 10,000 images as floats
+  return e;
+}
+
+int64_t machineMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? int64_t(pages) * size : 0;
+}
+
+std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes) {
+  // Thread ranks share this process's memory. MPI ranks may be on other machines, and a GPU's
+  // memory is its own: those are not estimated here.
+  if (c.backend != "thread" || c.device != "cpu" || machineBytes <= 0) return std::nullopt;
+  const MemoryEstimate e = estimateMemory(c);
+  if (e.total() <= machineBytes) return std::nullopt;
+  const double GiB = 1024.0 * 1024 * 1024;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "ranks: this run needs about %.0f GiB of memory (model states %.0f GiB over %d "
+                "ranks, activations %.1f GiB), this machine has %.0f GiB; fewer ranks, a smaller "
+                "hidden size or a ZeRO stage needs less",
+                e.total() / GiB, e.modelStates / GiB, c.ranks, e.activations / GiB,
+                machineBytes / GiB);
+  return std::string(line);
+}
+
+}  // namespace paralab
