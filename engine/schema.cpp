@@ -216,9 +216,15 @@ SettingValue parseValue(const Setting& s, const std::string& text) {
   throw bad();
 }
 
+// A JSON value as an error line shows it: invalid UTF-8 replaced, a long value cut short.
+static std::string shown(const nlohmann::json& j) {
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
 SettingValue fromJson(const Setting& s, const nlohmann::json& j) {
   const auto bad = [&] {
-    return ConfigError(s.key + ": expected " + typeWords(s.type) + ", got " + j.dump());
+    return ConfigError(s.key + ": expected " + typeWords(s.type) + ", got " + shown(j));
   };
   switch (s.type) {
     case SettingType::Switch:
@@ -227,9 +233,9 @@ SettingValue fromJson(const Setting& s, const nlohmann::json& j) {
     case SettingType::Integer: {
       if (!j.is_number_integer()) throw bad();  // not a boolean, not 2.5
       if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX))
-        checkReadRange(s, HUGE_VAL, j.dump());
+        checkReadRange(s, HUGE_VAL, shown(j));
       const int64_t v = j.get<int64_t>();
-      checkReadRange(s, double(v), j.dump());
+      checkReadRange(s, double(v), shown(j));
       return v;
     }
     case SettingType::Real: {
