@@ -57,10 +57,11 @@ double rowOrder(const QString& row) {
   if (row == kActivations) return -1;
   if (row == "in_proj") return 0;
   if (row == "classifier") return 1e9;
-  static const QRegularExpression block("^block(\\d+)(?:\\.expert(\\d+))?$");
+  // "block3", "block3.expert2", and "block3.experts" (ZeRO's flat chunks of all of them).
+  static const QRegularExpression block("^block(\\d+)(?:\\.expert(s|\\d+))?(?: \\(flat\\))?$");
   if (const auto m = block.match(row); m.hasMatch())
     return 1 + m.captured(1).toDouble() * 1000 +
-           (m.captured(2).isEmpty() ? 0 : 1 + m.captured(2).toDouble());
+           (m.captured(2).isEmpty() ? 0 : m.captured(2) == "s" ? 0.5 : 1 + m.captured(2).toDouble());
   return 2e9;
 }
 
