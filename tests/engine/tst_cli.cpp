@@ -204,23 +204,17 @@ class TstCli : public QObject {
     QVERIFY(o["parameters"].toDouble() > 0);
     const QJsonArray points = o["points"].toArray();
     QCOMPARE(points.size(), 3);
+    // The fields agree with each other; which batch is faster is a timing, shown by
+    // `paralab-bench latency` rather than asserted here (a loaded machine reorders it).
     const int batches[] = {1, 16, 256};
-    double firstMs = 0, lastMs = 0, sps1 = 0, bestLarger = 0;
     for (int i = 0; i < 3; ++i) {
       const QJsonObject p = points[i].toObject();
       const double ms = p["ms_per_forward"].toDouble(), sps = p["samples_per_s"].toDouble();
       QCOMPARE(p["batch"].toInt(), batches[i]);
-      if (i == 2) QVERIFY2(ms > lastMs && ms > firstMs, qPrintable(r.out));
-      QVERIFY(sps > 0);
+      QVERIFY(ms > 0 && sps > 0);
       QCOMPARE(sps, batches[i] / (ms * 1e-3));
       QVERIFY(std::abs(p["us_per_sample"].toDouble() - ms * 1e3 / batches[i]) < 1e-9 * ms * 1e3);
-      if (i == 0)
-        sps1 = sps, firstMs = ms;
-      else
-        bestLarger = std::max(bestLarger, sps);
-      lastMs = ms;
     }
-    QVERIFY2(bestLarger > 2 * sps1, qPrintable(r.out));
   }
 
   void latencySweepTable() {
