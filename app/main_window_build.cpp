@@ -173,6 +173,10 @@ void MainWindow::createCharts() {
   setPanelsMovable(false);
   m_currentChart = loss;
   for (Chart* c : m_hub->charts()) {
+    // The tab says the chart's short name; View lists it by its full title.
+    QDockWidget* dock = m_hub->dockOf(c);
+    dock->setWindowTitle(c->tabTitle());
+    dock->toggleViewAction()->setText(c->title());
     connect(c, &Chart::activated, this, [this](Chart* chart) {
       m_currentChart = chart;
       m_exportChart->setText(tr("&Export “%1” Chart…").arg(chart->title()));

@@ -8,6 +8,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QStatusBar>
+#include <QToolBar>
 #include <nlohmann/json.hpp>
 
 #include "charts/chart_hub.h"
@@ -62,6 +63,8 @@ void MainWindow::coverCharts() {
   for (Chart* c : m_hub->charts())
     if (ChartHub::isInView(c)) area |= m_hub->dockOf(c)->geometry();
   if (area.isEmpty()) area = rect();
+  // Up to the toolbar: the charts' tabs are part of what it covers.
+  if (auto* bar = findChild<QToolBar*>("runToolBar")) area.setTop(bar->geometry().bottom() + 1);
   m_welcome->cover(area);
 }
 

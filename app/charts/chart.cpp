@@ -55,6 +55,9 @@ Chart::Chart(const QString& stem, const QString& title, QWidget* parent)
   numbers.setNumberOptions(QLocale::DefaultNumberOptions);
   setLocale(numbers);
 
+  // Each axis's label fits its axis as laid out (setAxisLabel).
+  connect(this, &QCustomPlot::afterLayout, this, &Chart::fitAxisLabels);
+
   m_placeholder = new QCPItemText(this);
   m_placeholder->position->setType(QCPItemPosition::ptAxisRectRatio);
   m_placeholder->position->setCoords(0.5, 0.5);
@@ -136,9 +139,24 @@ void Chart::styleAxis(QCPAxis* axis) {
   axis->grid()->setSubGridVisible(false);
 }
 
-void Chart::setAxisLabel(QCPAxis* axis, const QString& label) {
+void Chart::setAxisLabel(QCPAxis* axis, const QString& label, const QString& shortLabel) {
+  m_axisLabels[axis] = {label, shortLabel.isEmpty() ? label : shortLabel};
   axis->setLabel(label);
   axis->setVisible(true);
+  fitAxisLabels();
+}
+
+void Chart::fitAxisLabels() {
+  bool changed = false;
+  for (auto it = m_axisLabels.begin(); it != m_axisLabels.end(); ++it) {
+    QCPAxis* axis = it.key();
+    const int length = axis->orientation() == Qt::Vertical ? axis->axisRect()->height()
+                                                           : axis->axisRect()->width();
+    const int needs = QFontMetrics(axis->labelFont()).horizontalAdvance(it.value().first);
+    const QString& label = length <= 0 || needs <= length ? it.value().first : it.value().second;
+    if (axis->label() != label) axis->setLabel(label), changed = true;
+  }
+  if (changed) replot(rpQueuedReplot);
 }
 
 QCPGraph* Chart::addSeries(const QString& legendName, const QString& csvColumn, QCPAxis* valueAxis,
@@ -202,9 +220,10 @@ void Chart::applyLook(const QPalette& pal) {
   legendBack.setAlpha(220);
   legend->setBrush(legendBack);
   legend->setBorderPen(Qt::NoPen);
-  legend->setFont(tickFont);
+  legend->setFont(tickFont);  // every item's too: a compact legend is made compact again
   legend->setTextColor(text);
   if (m_markers) m_markers->applyLook(text);
+  setLegendCompact(m_legendCompact);
 }
 
 void Chart::showChanges(const MetricHistory& history) {
@@ -240,13 +259,29 @@ void Chart::fitLegend() {
   const int items = legend->itemCount();
   if (items == 0) return;
   const int room = (width() > 0 ? width() : 800) - 16;
-  int columns = m_legendColumns > 0 ? std::min(m_legendColumns, items) : items;
-  for (;; --columns) {
-    legend->setWrap(columns);
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // re-lays the items out
-    if (columns == 1 || legend->minimumOuterSizeHint().width() <= room) break;
+  for (bool compact : {false, true}) {
+    setLegendCompact(compact);
+    int columns = m_legendColumns > 0 ? std::min(m_legendColumns, items) : items;
+    if (compact) columns = items;  // as many as fit: rows are what there is too little of
+    for (;; --columns) {
+      legend->setWrap(columns);
+      legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // re-lays the items out
+      if (columns == 1 || legend->minimumOuterSizeHint().width() <= room) break;
+    }
+    if (height() <= 0 || legend->minimumOuterSizeHint().height() <= height() / 6) break;
   }
   replot(rpQueuedReplot);
+}
+
+void Chart::setLegendCompact(bool compact) {
+  m_legendCompact = compact;
+  QFont f = legend->font();
+  if (compact) f.setPointSizeF(std::max(f.pointSizeF() - 1, 7.0));
+  legend->setIconSize(compact ? QSize(18, 9) : QSize(32, 18));
+  legend->setColumnSpacing(compact ? 12 : 24);
+  legend->setIconTextPadding(compact ? 4 : 7);
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (QCPAbstractLegendItem* item = legend->item(i)) item->setFont(f);  // a grid has gaps
 }
 
 void Chart::resizeEvent(QResizeEvent* event) {

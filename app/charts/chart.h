@@ -7,6 +7,8 @@
 #pragma once
 #include <qcustomplot.h>
 
+#include <QHash>
+#include <QPair>
 #include <QString>
 #include <QStringList>
 #include <QTextStream>
@@ -25,6 +27,9 @@ class Chart : public QCustomPlot {
 
   const QString& stem() const { return m_stem; }  // export file names: <stem>.png, ...
   const QString& title() const { return m_title; }
+  // The chart's name on its dock's tab: short, as a cell holds two or three tabs side by side
+  // ("Memory" for "Memory per rank"); the title in the chart says it in full.
+  const QString& tabTitle() const { return m_tabTitle.isEmpty() ? m_title : m_tabTitle; }
   // A second line under the title: what was run (model, data, batch, optimizer). Parts
   // separated by " · " wrap onto further lines where the chart is too narrow for one.
   void setSubtitle(const QString& text);
@@ -66,7 +71,11 @@ class Chart : public QCustomPlot {
                       const QColor& color, double width);
   void setKeyColumn(const QString& column) { m_keyColumn = column; }
   void setCsvError(const QString& error) const { m_csvError = error; }
-  void setAxisLabel(QCPAxis* axis, const QString& label);
+  void setTabTitle(const QString& text) { m_tabTitle = text; }
+  // The label of `axis`, and a shorter one for a plot too short (or narrow) to hold it along
+  // the axis ("memory per rank (KiB)", "memory (KiB)"): the one that fits is shown, chosen
+  // after each layout. A label longer than its axis would run past the plot into the legend.
+  void setAxisLabel(QCPAxis* axis, const QString& label, const QString& shortLabel = QString());
   // Shown in the middle of the empty plot, hidden once there is data.
   void setPlaceholderVisible(bool visible);
   void setPlaceholderText(const QString& text);
@@ -76,8 +85,10 @@ class Chart : public QCustomPlot {
   // Charts over steps: a marker with a legend entry at each live change of `history`'s run.
   void showChanges(const MetricHistory& history);
   // The legend in as many columns as fit the chart's width, at most `maxColumns` (0: no
-  // limit): a narrow dock wraps it rather than cutting names off. fitLegend() after adding
-  // or removing entries; resizing calls it.
+  // limit): a narrow dock wraps it rather than cutting names off. Where it would still take
+  // more than a sixth of the chart's height (a short chart at 1280×720), it is set compact:
+  // a smaller font, shorter symbols, closer columns. fitLegend() after adding or removing
+  // entries; resizing calls it.
   void setLegendColumns(int maxColumns);
   void fitLegend();
   void resizeEvent(QResizeEvent* event) override;
@@ -88,8 +99,12 @@ class Chart : public QCustomPlot {
 
  private:
   void styleAxis(QCPAxis* axis);
+  void fitAxisLabels();  // after each layout: each axis's label, or its short one
+  void setLegendCompact(bool compact);
 
-  QString m_stem, m_title, m_keyColumn = "step";
+  QString m_stem, m_title, m_tabTitle, m_keyColumn = "step";
+  QHash<QCPAxis*, QPair<QString, QString>> m_axisLabels;  // label, short label
+  bool m_legendCompact = false;
   QString m_subtitle;         // as set; m_subtitleElement shows it wrapped to the width
   QString m_placeholderText;  // as set; m_placeholder shows it wrapped
   int m_legendColumns = 0;

@@ -120,9 +120,11 @@ QString HoldingsMap::rowOf(const std::string& tensor) {
 }
 
 HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every rank holds"), parent) {
+  setTabTitle(tr("Holdings"));
   setKeyColumn("rank");
   setAxisLabel(xAxis, QString());
   xAxis->setVisible(true);
+  connect(this, &QCustomPlot::afterLayout, this, &HoldingsMap::fitLabels);
   setAxisLabel(yAxis, tr("layer"));
   yAxis->setRangeReversed(true);
   for (QCPAxis* a : {xAxis, yAxis}) {
@@ -153,6 +155,8 @@ void HoldingsMap::clear() {
   m_cells.clear();
   m_rows.clear();
   m_holdings.clear();
+  m_columns.clear();
+  setAxisLabel(xAxis, QString());
   xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   xAxis->setRange(0, 1);
@@ -282,9 +286,6 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
                    [](const QString& a, const QString& b) { return rowOrder(a) < rowOrder(b); });
 
   // Draw: the whole of every bar as an outline, the parts held filled.
-  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
-  for (int i = 0; i < m_rows.size(); ++i) yTicks->addTick(i + 0.5, m_rows[i]);
-  yAxis->setTicker(yTicks);
   for (const Cell& c : m_cells) {
     const int row = int(m_rows.indexOf(c.row));
     const bool layerRow = c.row != kBatch && c.row != kActivations;
@@ -306,33 +307,75 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     }
 
   // Under each column: its groups and their sizes ("dp 4 · tp 2"), and the bytes it sent in
-  // the last step, to whom.
-  auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
+  // the last step, to whom; fitLabels() keeps what the column's width allows.
+  m_columns.clear();
   for (const RankHoldings& h : holdings) {
-    QStringList lines{tr("rank %1").arg(h.rank)};
+    Column c;
+    c.rank = h.rank;
     QStringList place;
     for (const HeldGroup& g : h.groups)
       if (g.worldRanks.size() > 1 && g.name != "world")
         place << QString("%1 %2").arg(g.name.c_str()).arg(g.worldRanks.size());
-    lines << (place.isEmpty() ? tr("world %1").arg(holdings.size()) : place.join(" · "));
+    c.groups = place.isEmpty() ? tr("world %1").arg(holdings.size()) : place.join(" · ");
     QStringList to;
     for (size_t r = 0; r < h.lastStep.sentTo.size(); ++r)
       if (h.lastStep.sentTo[r] > 0) to << QString::number(r);
     // Bytes and destinations on lines of their own: a column is narrow at 8 ranks, and "1,2"
     // beside a byte count reads as a decimal.
     if (to.isEmpty()) {
-      lines << tr("sent nothing");
+      c.traffic << tr("sent nothing");
     } else {
-      lines << formatBytes(double(h.lastStep.bytesSent));
-      lines << tr("→ %1").arg(
+      c.traffic << formatBytes(double(h.lastStep.bytesSent));
+      c.traffic << tr("→ %1").arg(
           to.size() + 1 == int(holdings.size()) && to.size() > 2 ? tr("all") : to.join(", "));
     }
-    xTicks->addTick(h.rank + 0.5, lines.join('\n'));
+    m_columns.push_back(c);
   }
-  xAxis->setTicker(xTicks);
+  m_columnWidth = m_rowsEvery = -1;
+  fitLabels();
   xAxis->setRange(0, double(holdings.size()));
   yAxis->setRange(0, double(m_rows.size()));
   setPlaceholderVisible(false);
+  replot(rpQueuedReplot);
+}
+
+// What a column's width allows under it, most needed first: "rank N" (or "N"), its groups
+// one to a line, bytes sent, to whom. Groups every rank shares ("dp 8 · ep 4") are said once,
+// in the axis label, not under every column.
+// The rows likewise: each row's name where a line of text fits a row, else every k-th row's
+// (hovering a bar names its row).
+void HoldingsMap::fitLabels() {
+  if (m_columns.empty()) return;
+  const int width = int(std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0))) - 6;
+  const double rowPx = std::abs(yAxis->coordToPixel(1) - yAxis->coordToPixel(0));
+  const int every =
+      std::max(1, int(std::ceil((QFontMetrics(yAxis->tickLabelFont()).height() + 1) / rowPx)));
+  if (width == m_columnWidth && every == m_rowsEvery) return;
+  m_columnWidth = width;
+  m_rowsEvery = every;
+  auto rows = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < m_rows.size(); i += every) rows->addTick(i + 0.5, m_rows[i]);
+  yAxis->setTicker(rows);
+  const QFontMetrics fm(xAxis->tickLabelFont());
+  auto fits = [&](const QString& line) { return fm.horizontalAdvance(line) <= width; };
+  const bool shared = std::all_of(m_columns.begin(), m_columns.end(), [&](const Column& c) {
+    return c.groups == m_columns.front().groups;
+  });
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (const Column& c : m_columns) {
+    const QString rank = tr("rank %1").arg(c.rank);
+    QStringList lines{fits(rank) ? rank : QString::number(c.rank)};
+    if (!shared)
+      for (const QString& g : c.groups.split(" · "))
+        if (fits(g)) lines << g;
+    // The bytes and whom they went to together, or neither ("→ all" alone says too little).
+    if (std::all_of(c.traffic.begin(), c.traffic.end(), fits)) lines += c.traffic;
+    ticker->addTick(c.rank + 0.5, lines.join('\n'));
+  }
+  xAxis->setTicker(ticker);
+  setAxisLabel(xAxis,
+               shared ? tr("rank (every rank in %1)").arg(m_columns.front().groups) : tr("rank"),
+               tr("rank"));
   replot(rpQueuedReplot);
 }
 

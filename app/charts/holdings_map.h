@@ -47,6 +47,17 @@ class HoldingsMap : public Chart {
   bool event(QEvent* event) override;  // hover: the slices under the pointer
 
  private:
+  void fitLabels();  // after each layout: the columns' and rows' labels their size allows
+
+  // What can be said under a rank's column.
+  struct Column {
+    int rank = 0;
+    QString groups;       // "dp 4 · tp 2"
+    QStringList traffic;  // bytes sent last step, to whom
+  };
+  std::vector<Column> m_columns;
+  int m_columnWidth = -1;                // px, of the labels made last
+  int m_rowsEvery = -1;                  // every how many rows a row is named
   std::array<RectLayer*, 5> m_layers{};  // by HoldingKind
   RectLayer* m_outlines = nullptr;       // the whole of each row, per rank
   std::vector<Cell> m_cells;

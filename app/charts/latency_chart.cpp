@@ -23,7 +23,7 @@ QCPGraph* band(QCPGraph* g, QCPGraph* below) {
 LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"), parent) {
   using namespace chartcolors;
   setAxisLabel(xAxis, tr("step"));
-  setAxisLabel(yAxis, tr("time per step, rank 0 (ms)"));
+  setAxisLabel(yAxis, tr("time per step, rank 0 (ms)"), tr("time (ms)"));
   // Bands of thousands of points filled with antialiasing took tens of ms a replot (measured
   // with --bench-frames); their edges are lines, which stay antialiased.
   setNotAntialiasedElements(QCP::aeFills);

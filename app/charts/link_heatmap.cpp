@@ -31,6 +31,7 @@ QCPColorGradient bytesGradient() {
 
 LinkHeatmap::LinkHeatmap(QWidget* parent)
     : Chart("links", tr("Bytes per link, last step"), parent) {
+  setTabTitle(tr("Links"));
   setKeyColumn("from_rank");
   setAxisLabel(xAxis, tr("to rank"));
   setAxisLabel(yAxis, tr("from rank"));
@@ -42,20 +43,31 @@ LinkHeatmap::LinkHeatmap(QWidget* parent)
     ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
     a->setTicker(ticker);
     a->setSubTicks(false);
+    a->setTickLength(0, 4);  // outside only: a tick inside would cross the first cell's label
   }
   m_map = new QCPColorMap(xAxis, yAxis);
   m_map->setInterpolate(false);
   m_map->removeFromLegend();
   legend->setVisible(false);
+  // The plot and its colour scale share one cell of the chart's column: a second column of the
+  // whole layout would leave the title and the subtitle only the plot's width (the subtitle
+  // was cut at both ends).
   m_scale = new QCPColorScale(this);
-  plotLayout()->addElement(plotLayout()->rowCount() - 1, 1, m_scale);
-  plotLayout()->setColumnStretchFactor(1, 0.01);
+  auto* plotRow = new QCPLayoutGrid;
+  const int row = plotLayout()->rowCount() - 1;
+  QCPAxisRect* plot = axisRect();
+  plotLayout()->take(plot);
+  plotLayout()->addElement(row, 0, plotRow);
+  plotRow->addElement(0, 0, plot);
+  plotRow->addElement(0, 1, m_scale);
+  plotRow->setColumnStretchFactor(1, 0.01);
   m_scale->setType(QCPAxis::atRight);
   m_scale->setBarWidth(14);
   m_scale->axis()->setLabel(tr("bytes sent per step (B)"));
   axisRect()->setMinimumMargins(QMargins(84, 8, 16, 8));  // the scale sits beside it
   m_map->setColorScale(m_scale);  // the map takes the scale's gradient: set it there
   m_scale->setGradient(bytesGradient());
+  connect(this, &QCustomPlot::afterLayout, this, &LinkHeatmap::fitCellLabels);
   // The scale's bar spans the plot's height exactly.
   auto* group = new QCPMarginGroup(this);
   axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
@@ -140,6 +152,7 @@ void LinkHeatmap::showSnapshot(const Snapshot& s) {
       auto* label = new QCPItemText(this);
       label->position->setCoords(to, from);
       label->setText(formatBytes(double(b)));
+      label->setProperty("bytes", double(b));  // fitCellLabels() words it for the cell's width
       label->setFont(labelFont);
       // Dark text on the light end of the scale, white on the dark end.
       label->setColor(double(b) / maxBytes > 0.55 ? Qt::white : Qt::black);
@@ -162,6 +175,20 @@ void LinkHeatmap::showSnapshot(const Snapshot& s) {
   setPlaceholderText(tr("No communication in the last step"));
   setPlaceholderVisible(maxBytes == 0);
   replot(rpQueuedReplot);
+}
+
+// A cell's label with its unit where the cell is wide enough ("25.3 KiB"), the number alone
+// where only that fits (the scale's label gives the unit), none where not even that does.
+void LinkHeatmap::fitCellLabels() {
+  const double cellPx = std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0)) - 4;
+  for (QCPItemText* label : m_labels) {  // items are drawn after this: no second replot
+    const double b = label->property("bytes").toDouble();
+    const QFontMetrics fm(label->font());
+    QString text = formatBytes(b);
+    if (fm.horizontalAdvance(text) > cellPx) text = QString::number(b / m_unit, 'g', 3);
+    label->setText(text);
+    label->setVisible(fm.horizontalAdvance(text) <= cellPx);
+  }
 }
 
 double LinkHeatmap::cell(int from, int to) const { return m_map->data()->cell(to, from); }

@@ -27,6 +27,8 @@ class LinkHeatmap : public Chart {
   const std::vector<std::vector<int64_t>>& bytes() const { return m_bytes; }
 
  private:
+  void fitCellLabels();  // after each layout: each cell's label as wide as its cell allows
+
   QCPColorMap* m_map = nullptr;
   QCPColorScale* m_scale = nullptr;
   QList<QCPItemText*> m_labels;

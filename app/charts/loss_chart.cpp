@@ -11,7 +11,7 @@ namespace paralab {
 LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), parent) {
   setAxisLabel(xAxis, tr("step"));
   setAxisLabel(yAxis, tr("loss (nats)"));
-  setAxisLabel(yAxis2, tr("test accuracy (%)"));
+  setAxisLabel(yAxis2, tr("test accuracy (%)"), tr("accuracy (%)"));
   yAxis2->setTickLabels(true);
   yAxis2->setRange(0, 100);
   yAxis->setRange(0, 2.5);

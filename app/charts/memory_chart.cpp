@@ -38,9 +38,10 @@ QString categoryName(MemCategory c) {
 }  // namespace
 
 MemoryChart::MemoryChart(QWidget* parent) : Chart("memory", tr("Memory per rank"), parent) {
+  setTabTitle(tr("Memory"));
   setKeyColumn("rank");
   setAxisLabel(xAxis, tr("rank"));
-  setAxisLabel(yAxis, tr("memory per rank (B)"));
+  setAxisLabel(yAxis, tr("memory per rank (B)"), tr("memory (B)"));
   xAxis->grid()->setVisible(false);
   QCPBars* below = nullptr;
   for (int c = 0; c < kMemCategories; ++c) {
@@ -106,7 +107,7 @@ void MemoryChart::showSnapshot(const Snapshot& s) {
   }
   const ByteUnit unit = byteUnitFor(maxBytes);
   m_unit = unit.bytes;
-  setAxisLabel(yAxis, tr("memory per rank (%1)").arg(unit.name));
+  setAxisLabel(yAxis, tr("memory per rank (%1)").arg(unit.name), tr("memory (%1)").arg(unit.name));
 
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (size_t i = 0; i < step.ranks.size(); ++i) {
@@ -124,10 +125,12 @@ void MemoryChart::showSnapshot(const Snapshot& s) {
   }
   xAxis->setTicker(ticker);
   if (m_ref) m_reference->setName(tr("reference: %1").arg(m_ref->formula));
-  setAxisLabel(xAxis, m_ref ? tr("rank   (P = %L1 parameters, N = %2 data-parallel ranks)")
-                                  .arg(s.parameterCount)
-                                  .arg(s.config.dpDegree())
-                            : tr("rank"));
+  setAxisLabel(xAxis,
+               m_ref ? tr("rank   (P = %L1 parameters, N = %2 data-parallel ranks)")
+                           .arg(s.parameterCount)
+                           .arg(s.config.dpDegree())
+                     : tr("rank"),
+               tr("rank"));
   // No formula for this run (tensor, pipeline, expert parallel, ...): no reference entry.
   if (m_ref)
     m_reference->addToLegend();

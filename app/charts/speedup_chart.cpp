@@ -18,7 +18,26 @@ QString r2Text(double r2) {
 
 }  // namespace
 
+QString SpeedupChart::fitName(const SweepResult& sweep) {
+  const bool weak = sweep.scaling == "weak";
+  const char* law = weak ? "Gustafson" : "Amdahl";
+  // A fraction outside 0..1 is no fraction of the work: words, not a number to trust (the
+  // sweep panel says why in full).
+  if (!fitCaveat(sweep).empty()) {
+    const bool slower = weak ? sweep.gustafson.s > 1 : sweep.amdahl.p < 0;
+    return slower ? tr("%1's law does not fit: more ranks made it slower").arg(law)
+                  : tr("%1's law does not fit: faster than ideal").arg(law);
+  }
+  return weak ? tr("Gustafson fit s = %1, R² = %2 (reference)")
+                    .arg(sweep.gustafson.s, 0, 'f', 3)
+                    .arg(r2Text(sweep.gustafson.r2))
+              : tr("Amdahl fit p = %1, R² = %2 (reference)")
+                    .arg(sweep.amdahl.p, 0, 'f', 3)
+                    .arg(r2Text(sweep.amdahl.r2));
+}
+
 SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ranks"), parent) {
+  setTabTitle(tr("Speedup"));
   using namespace chartcolors;
   setKeyColumn("ranks");
   setAxisLabel(xAxis, tr("ranks (N)"));
@@ -31,7 +50,10 @@ SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ra
   m_fit->setPen(QPen(kRed, 1.6, Qt::DashLine));
   m_fit->setAdaptiveSampling(false);
   setLegendColumns(3);
-  setPlaceholderText(tr("No sweep yet: a scaling sweep measures the run at 1, 2, 4, … ranks"));
+  setPlaceholderText(
+      tr("No sweep yet: Run Scaling Sweep (Ctrl+R) measures these settings at several rank "
+         "counts"));
+  connect(this, &QCustomPlot::afterLayout, this, &SpeedupChart::placeLabels);
   setToolTip(
       tr("<p>Speedup from the median step time of each rank count: strong scaling "
          "T₁ / T<sub>N</sub> (same global batch), weak scaling N · T₁ / T<sub>N</sub> "
@@ -61,8 +83,8 @@ void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) 
   setSubtitle(subtitle);
   if (sweep.points.empty()) return;
   const bool weak = sweep.scaling == "weak";
-  setAxisLabel(yAxis,
-               weak ? tr("scaled speedup N·T(1) / T(N) (×)") : tr("speedup T(1) / T(N) (×)"));
+  setAxisLabel(yAxis, weak ? tr("scaled speedup N·T(1) / T(N) (×)") : tr("speedup T(1) / T(N) (×)"),
+               weak ? tr("scaled speedup (×)") : tr("speedup (×)"));
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   double maxN = 1, maxS = 1;
   for (const SweepPoint& p : sweep.points) {
@@ -72,9 +94,6 @@ void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) 
     maxS = std::max(maxS, p.speedup);
     auto* label = new QCPItemText(this);
     label->position->setCoords(p.ranks, p.speedup);
-    // Right of and below the point: clear of the ideal line, which runs above the points.
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    label->setPadding(QMargins(8, 6, 0, 0));
     label->setText(tr("%1 %").arg(100 * p.efficiency, 0, 'f', 0));
     label->setColor(chartcolors::kBlue);
     label->setFont(legend->font());
@@ -84,22 +103,18 @@ void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) 
   m_ideal->addData(1, 1);
   m_ideal->addData(maxN, maxN);
 
-  // The law, sampled finely between the rank counts and exactly at each of them.
-  QVector<double> n;
-  for (int i = 0; i <= 120; ++i) n.push_back(1 + (maxN - 1) * i / 120.0);
-  for (const SweepPoint& p : sweep.points) n.push_back(p.ranks);
-  std::sort(n.begin(), n.end());
-  n.erase(std::unique(n.begin(), n.end()), n.end());
-  for (double x : n) m_fit->addData(x, weak ? sweep.gustafson.speedup(x) : sweep.amdahl.speedup(x));
-  // A fraction outside 0..1 is said in the legend; the sweep panel and the summary say why.
-  const bool outside = !fitCaveat(sweep).empty();
-  m_fit->setName((weak ? tr("Gustafson fit, serial s = %1, R² = %2 (reference)")
-                             .arg(sweep.gustafson.s, 0, 'f', 3)
-                             .arg(r2Text(sweep.gustafson.r2))
-                       : tr("Amdahl fit, parallel p = %1, R² = %2 (reference)")
-                             .arg(sweep.amdahl.p, 0, 'f', 3)
-                             .arg(r2Text(sweep.amdahl.r2))) +
-                 (outside ? tr("; outside 0..1, the law does not describe this run") : QString()));
+  // The law, sampled finely between the rank counts and exactly at each of them; not drawn
+  // where it does not fit (a fraction outside 0..1 describes no run).
+  m_fit->setName(fitName(sweep));
+  if (fitCaveat(sweep).empty()) {
+    QVector<double> n;
+    for (int i = 0; i <= 120; ++i) n.push_back(1 + (maxN - 1) * i / 120.0);
+    for (const SweepPoint& p : sweep.points) n.push_back(p.ranks);
+    std::sort(n.begin(), n.end());
+    n.erase(std::unique(n.begin(), n.end()), n.end());
+    for (double x : n)
+      m_fit->addData(x, weak ? sweep.gustafson.speedup(x) : sweep.amdahl.speedup(x));
+  }
   m_measured->setName(sweep.cancelled ? tr("measured (sweep cancelled), labels: efficiency")
                                       : tr("measured, labels: efficiency S/N"));
   // Past the machine's cores, ranks take turns: mark where that starts.
@@ -123,6 +138,52 @@ void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) 
   yAxis->setRange(0, std::max(maxN, maxS) * 1.12);
   setPlaceholderVisible(false);
   replot(rpQueuedReplot);
+}
+
+// Each efficiency label beside its point where it fits in the plot and clear of the labels
+// placed before it (and of the cores note): right and below first (clear of the ideal line,
+// which runs above the points), then the other corners; a label with no room is left out
+// (the sweep panel's table lists every efficiency).
+void SpeedupChart::placeLabels() {
+  const QRect plot = axisRect()->rect();
+  QList<QRect> taken;
+  if (m_coresLabel) {
+    const QPointF at = m_coresLabel->position->pixelPosition();
+    const QRect text = QFontMetrics(m_coresLabel->font())
+                           .boundingRect(0, 0, 0, 0, Qt::AlignLeft, m_coresLabel->text());
+    taken << QRect(at.toPoint(), text.size() + QSize(4, 2));
+  }
+  struct Corner {
+    Qt::Alignment align;
+    QMargins padding;
+  };
+  const Corner corners[] = {{Qt::AlignLeft | Qt::AlignTop, {8, 6, 0, 0}},
+                            {Qt::AlignRight | Qt::AlignBottom, {0, 0, 8, 6}},
+                            {Qt::AlignLeft | Qt::AlignBottom, {8, 0, 0, 6}},
+                            {Qt::AlignRight | Qt::AlignTop, {0, 6, 8, 0}}};
+  const QFontMetrics fm(legend->font());
+  for (QCPItemText* label : m_labels) {
+    const QPoint at = label->position->pixelPosition().toPoint();
+    const QSize text = fm.size(0, label->text());
+    label->setVisible(false);
+    for (const Corner& c : corners) {
+      const QSize box =
+          text + QSize(c.padding.left() + c.padding.right(), c.padding.top() + c.padding.bottom());
+      QRect r(at, box);
+      if (c.align & Qt::AlignRight) r.moveRight(at.x());
+      if (c.align & Qt::AlignBottom) r.moveBottom(at.y());
+      // A few pixels apart at least: "17 %" and "6 %" touching read as "17 %6 %".
+      const QRect apart = r.adjusted(-4, -2, 4, 2);
+      if (!plot.contains(r) || std::any_of(taken.begin(), taken.end(),
+                                           [&](const QRect& t) { return t.intersects(apart); }))
+        continue;
+      label->setPositionAlignment(c.align);
+      label->setPadding(c.padding);
+      label->setVisible(true);
+      taken << r;
+      break;
+    }
+  }
 }
 
 }  // namespace paralab

@@ -1,6 +1,7 @@
 // SpeedupChart: a scaling sweep's measured speedup against the rank count, beside the ideal
 // S = N and the law fitted to the points (Amdahl for strong scaling, Gustafson for weak),
-// the fits labelled as references. See tests/app/tst_charts.cpp (speedupDrawsTheSweep).
+// the fits labelled as references, a fit outside 0..1 said in words and not drawn.
+// See tests/app/tst_charts.cpp (speedupDrawsTheSweep, fitOutsideItsRangeIsSaidInWords).
 #pragma once
 #include "charts/chart.h"
 #include "train/sweep.h"
@@ -24,8 +25,13 @@ class SpeedupChart : public Chart {
   // The dotted line at the machine's core count, drawn when the sweep went beyond it (ranks
   // there took turns on the cores); nullptr otherwise.
   QCPItemStraightLine* coresLine() const { return m_coresLine; }
+  // The fitted law's legend entry: its fraction and R² as a reference, or, where the fraction
+  // lies outside 0..1, in words that it does not fit (no number to trust).
+  static QString fitName(const SweepResult& sweep);
 
  private:
+  void placeLabels();  // after each layout: each label where it fits, or left out
+
   QCPGraph* m_measured;
   QCPGraph* m_ideal;
   QCPGraph* m_fit;

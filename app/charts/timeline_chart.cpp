@@ -68,6 +68,7 @@ std::vector<Interval> minus(const std::vector<Interval>& a, const std::vector<In
 
 TimelineChart::TimelineChart(QWidget* parent)
     : Chart("timeline", tr("Timeline of the last steps"), parent) {
+  setTabTitle(tr("Timeline"));
   setKeyColumn("rank");
   setAxisLabel(xAxis, tr("time (ms)"));
   setAxisLabel(yAxis, tr("rank"));
@@ -114,6 +115,8 @@ TimelineChart::TimelineChart(QWidget* parent)
     const double text = QFontMetrics(font()).height() + 2;
     const double plot = std::max(2 * text, double(axisRect()->height()));
     yAxis->setRange(-m_rankRows * text / (plot - text), m_rankRows);
+    fitRowLabels();
+    fitStepLabels();
   });
   clear();
 }
@@ -206,12 +209,6 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
     m_layers[size_t(b.kind)]->rects.push_back({b.startMs, b.endMs, row.lower, row.upper});
   }
 
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  for (size_t r = 0; r < spans.size(); ++r) {
-    ticker->addTick(computeRow(int(r)).center(), tr("rank %1").arg(r));
-    ticker->addTick(commRow(int(r)).center(), tr("comm"));
-  }
-  yAxis->setTicker(ticker);
   // Step boundaries: where the first rank began the step.
   for (const auto& [step, window] : steps) {
     auto* line = new QCPItemStraightLine(this);
@@ -236,8 +233,44 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
   m_settingRange = false;
   m_rankRows = int(std::max<size_t>(spans.size(), 1));  // the range follows at the next layout
   yAxis->setRange(-0.22, m_rankRows);
+  m_rowLabels = {};
+  fitRowLabels();  // for the plot as it is now; the next layout fits them to its height
   setPlaceholderVisible(m_bars.empty());
   replot(rpQueuedReplot);
+}
+
+// The rows' labels as their height allows: "rank N" and "comm" on each row where a line of
+// text fits each, "rank N" alone where one fits a rank, every k-th rank where not even that.
+// A new labelling needs the next layout's ticks: one more replot, only when it changes.
+void TimelineChart::fitRowLabels() {
+  const double rankPx = std::abs(yAxis->coordToPixel(1) - yAxis->coordToPixel(0));
+  const double line = QFontMetrics(yAxis->tickLabelFont()).height() + 1;
+  const RowLabels want{rankPx * (commRow(0).center() - computeRow(0).center()) >= line,
+                       std::max(1, int(std::ceil(line / std::max(1.0, rankPx))))};
+  if (want.comm == m_rowLabels.comm && want.every == m_rowLabels.every) return;
+  m_rowLabels = want;
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (int r = 0; r < m_rankRows; r += want.every) {
+    ticker->addTick(computeRow(r).center(), tr("rank %1").arg(r));
+    if (want.comm) ticker->addTick(commRow(r).center(), tr("comm"));
+  }
+  yAxis->setTicker(ticker);
+  replot(rpQueuedReplot);
+}
+
+// A step's label only where it clears the one before it and the plot's right edge (steps a
+// few pixels apart would print over one another).
+void TimelineChart::fitStepLabels() {
+  const QFontMetrics fm(font());
+  double free = -1e9;
+  for (QCPAbstractItem* item : m_marks)
+    if (auto* label = qobject_cast<QCPItemText*>(item)) {
+      const double x = label->position->pixelPosition().x();
+      const double right = x + label->padding().left() + fm.horizontalAdvance(label->text());
+      const bool fits = x >= free && right <= axisRect()->right();
+      label->setVisible(fits);
+      if (fits) free = right + fm.horizontalAdvance(' ');
+    }
 }
 
 QString TimelineChart::describeAt(double t, double row) const {

@@ -58,6 +58,8 @@ class TimelineChart : public Chart {
   void mouseDoubleClickEvent(QMouseEvent* event) override;
 
  private:
+  void fitRowLabels();   // after each layout: the rows' labels their height allows
+  void fitStepLabels();  // after each layout: step labels that clear one another
   void draw(std::vector<std::vector<Span>> spans);
 
   std::array<RectLayer*, 6> m_layers{};  // by SpanKind
@@ -71,6 +73,10 @@ class TimelineChart : public Chart {
   bool m_follow = true;
   bool m_settingRange = false;  // our own range changes are not the user's zoom
   int m_rankRows = 0;           // ranks drawn (0: none), for the room above rank 0
+  struct RowLabels {
+    bool comm = false;  // a "comm" label on each rank's second row
+    int every = 0;      // a "rank N" label on every `every`-th rank (0: not labelled yet)
+  } m_rowLabels;
 };
 
 }  // namespace paralab

@@ -24,12 +24,14 @@ QString layerName(const OpTraffic& o) {
 
 TrafficChart::TrafficChart(QWidget* parent)
     : Chart("traffic", tr("Traffic per rank, last step"), parent) {
+  setTabTitle(tr("Traffic"));
   setKeyColumn("rank");
   setAxisLabel(xAxis, tr("rank"));
-  setAxisLabel(yAxis, tr("bytes per step (B)"));
+  setAxisLabel(yAxis, tr("bytes per step (B)"), tr("B/step"));
   xAxis->grid()->setVisible(false);
   xAxis->setTickLength(0, 0);
   setLegendColumns(4);
+  connect(this, &QCustomPlot::afterLayout, this, &TrafficChart::fitRankLabels);
   setToolTip(
       tr("<p>Payload bytes the communicator moved for each rank in the last step, "
          "counted by the algorithm actually run (a ring all-reduce sends 2(N−1)/N of "
@@ -43,6 +45,8 @@ void TrafficChart::clear() {
   m_layers.clear();
   m_rows.clear();
   m_unit = 1;
+  m_ranks = 0;
+  setAxisLabel(xAxis, tr("rank"));
   setPlaceholderText(tr("No data yet: press Start (F5) to train"));
   xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
   xAxis->setRange(-0.6, 0.6);
@@ -74,7 +78,7 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
   }
   const ByteUnit unit = byteUnitFor(maxBytes);
   m_unit = unit.bytes;
-  setAxisLabel(yAxis, tr("bytes per step (%1)").arg(unit.name));
+  setAxisLabel(yAxis, tr("bytes per step (%1)").arg(unit.name), tr("%1/step").arg(unit.name));
 
   // One layer per (op, group), in a fixed order so every rank stacks them alike.
   std::map<std::pair<std::string, std::string>, QCPBars*> layers;
@@ -106,17 +110,45 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
     if (row.op.bytesSent) bars->addData(row.rank + kSentOffset, double(row.op.bytesSent) / m_unit);
     if (row.op.bytesRecv) bars->addData(row.rank + kRecvOffset, double(row.op.bytesRecv) / m_unit);
   }
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  for (const RankMetrics& r : step.ranks) {
-    ticker->addTick(r.rank + kSentOffset, tr("sent"));
-    ticker->addTick(r.rank + kRecvOffset, tr("recv"));
-    ticker->addTick(r.rank, tr("\nrank %1").arg(r.rank));
-  }
-  xAxis->setTicker(ticker);
-  xAxis->setRange(-0.6, double(step.ranks.size()) - 0.4);
+  m_ranks = int(step.ranks.size());
+  xAxis->setRange(-0.6, double(m_ranks) - 0.4);
+  m_barLabels = -1;
+  fitRankLabels();  // for the plot as it is now; the next layout fits them to its width
   yAxis->setRange(0, maxBytes > 0 ? maxBytes / m_unit * 1.12 : 1);
   setPlaceholderText(tr("No communication in the last step"));
   setPlaceholderVisible(maxBytes == 0);
+  replot(rpQueuedReplot);
+}
+
+// Under each pair of bars "sent" and "recv" and the rank where they fit; where the bars are
+// too narrow for their words (8 ranks in a small chart), the axis label says which bar is
+// which and each rank is labelled once ("rank 3", or "3" where even that is too wide).
+void TrafficChart::fitRankLabels() {
+  if (m_ranks == 0) return;
+  const QFontMetrics fm(xAxis->tickLabelFont());
+  const double rankPx = std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0));
+  const double barPx = rankPx * (kRecvOffset - kSentOffset);
+  const int words =
+      barPx >= std::max(fm.horizontalAdvance(tr("sent")), fm.horizontalAdvance(tr("recv"))) +
+                   fm.horizontalAdvance(' ') * 2
+          ? 2
+      : rankPx >= fm.horizontalAdvance(tr("rank %1").arg(m_ranks - 1)) + 8 ? 1
+                                                                           : 0;
+  if (words == m_barLabels) return;
+  m_barLabels = words;
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (int r = 0; r < m_ranks; ++r) {
+    if (words == 2) {
+      ticker->addTick(r + kSentOffset, tr("sent"));
+      ticker->addTick(r + kRecvOffset, tr("recv"));
+      ticker->addTick(r, tr("\nrank %1").arg(r));  // a line under the bars' words
+    } else {
+      ticker->addTick(r, words == 1 ? tr("rank %1").arg(r) : QString::number(r));
+    }
+  }
+  xAxis->setTicker(ticker);
+  setAxisLabel(xAxis, words == 2 ? tr("rank") : tr("rank (left bar sent, right bar received)"),
+               tr("rank"));
   replot(rpQueuedReplot);
 }
 

@@ -25,6 +25,8 @@ class TrafficChart : public Chart {
   static constexpr double kSentOffset = -0.21, kRecvOffset = 0.21;
 
  private:
+  void fitRankLabels();  // after each layout: the bars' and ranks' labels their width allows
+
   struct Row {
     int rank = 0;
     OpTraffic op;
@@ -32,6 +34,8 @@ class TrafficChart : public Chart {
   QList<QCPBars*> m_layers;
   std::vector<Row> m_rows;  // what is drawn, one per (rank, op, group)
   double m_unit = 1;
+  int m_ranks = 0;       // ranks drawn
+  int m_barLabels = -1;  // 2: sent / recv and rank, 1: rank, 0: its number (-1: not yet)
 };
 
 }  // namespace paralab

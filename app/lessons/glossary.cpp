@@ -2,6 +2,9 @@
 #include "glossary.h"
 
 #include <QFile>
+#include <QRegularExpression>
+#include <QSet>
+#include <QUrl>
 #include <algorithm>
 #include <vector>
 
@@ -143,6 +146,45 @@ QList<TermMatch> Glossary::findIn(const QString& markdown) const {
     ++i;
   }
   return out;
+}
+
+QString Glossary::linkMarkdown(const QString& markdown) const {
+  // [[term]] and [[term|words]] become links; then the first plain occurrence of every other
+  // glossary term. A link's target is glossary:<term>; hovering it shows the definition.
+  auto link = [](const QString& shown, const QString& term) {
+    return QString("[%1](glossary:%2)")
+        .arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
+  };
+  static const QRegularExpression ref("\\[\\[([^\\]|]+)(?:\\|([^\\]]*))?\\]\\]");
+  QString md;
+  QSet<QString> linked;
+  int at = 0;
+  for (auto it = ref.globalMatch(markdown); it.hasNext();) {
+    const auto m = it.next();
+    const GlossaryTerm* t = find(m.captured(1));
+    const QString shown = m.captured(2).isEmpty() ? m.captured(1) : m.captured(2);
+    md += markdown.mid(at, m.capturedStart() - at) + (t ? link(shown, t->term) : shown);
+    if (t) linked << t->term;
+    at = int(m.capturedEnd());
+  }
+  md += markdown.mid(at);
+  QList<TermMatch> firsts;
+  for (const TermMatch& m : findIn(md)) {
+    if (linked.contains(m.term)) continue;
+    // Inside a link made above ("[words](glossary:...)"): a '[' opened before it and not closed.
+    if (md.lastIndexOf('[', m.start) > md.lastIndexOf(']', m.start)) continue;
+    if (md.lastIndexOf("(glossary:", m.start) > md.lastIndexOf(')', m.start)) continue;
+    // Not in a heading (a link there would lose the heading's weight) nor in `code`.
+    const int lineStart = int(md.lastIndexOf('\n', m.start)) + 1;
+    if (md.mid(lineStart, 1) == "#") continue;
+    if (md.mid(lineStart, m.start - lineStart).count('`') % 2 == 1) continue;
+    linked << m.term;
+    firsts << m;
+  }
+  for (int i = int(firsts.size()) - 1; i >= 0; --i)
+    md.replace(firsts[i].start, firsts[i].length,
+               link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
+  return md;
 }
 
 }  // namespace paralab::lessons

@@ -36,6 +36,10 @@ class Glossary {
   // "NVLink") matches only as written, an all-lowercase one in any case. Code (`inline` and
   // fenced) is skipped: a flag like `--zero` is not the term.
   QList<TermMatch> findIn(const QString& markdown) const;
+  // `markdown` with its glossary terms as links to "glossary:<term>" (the lesson view shows
+  // the definition on hover): every [[term]] and [[term|words]], then the first plain
+  // occurrence of each other term, not in a heading, in code or inside a link.
+  QString linkMarkdown(const QString& markdown) const;
 
  private:
   QList<GlossaryTerm> m_terms;

@@ -6,7 +6,9 @@
 #include <QLabel>
 #include <QLocale>
 #include <QPushButton>
+#include <QTextDocument>
 #include <QVBoxLayout>
+#include <cmath>
 #include <limits>
 
 namespace paralab {
@@ -30,14 +32,15 @@ FlashcardPage::FlashcardPage(FlashcardDeck& deck, QWidget* parent) : QWidget(par
   m_again->setToolTip(tr("Start this card over: you will see it again in 10 minutes"));
   m_hard->setToolTip(tr("Halve its interval"));
   m_good->setToolTip(tr("Grow its interval (1 day, 6 days, then × its ease)"));
-  // The card takes the page's height above one row of buttons: a long card or a short one,
-  // the buttons stay where they were.
+  // The card is as tall as the lesson's longest card with its answer (fitCardHeight), the
+  // buttons right under it: a long card or a short one, they stay where they were.
   auto* row = new QHBoxLayout;
   for (QPushButton* b : {m_show, m_again, m_hard, m_good}) row->addWidget(b);
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(0, 0, 0, 0);
-  column->addWidget(m_text, 1);
+  column->addWidget(m_text);
   column->addLayout(row);
+  column->addStretch(1);
   connect(m_show, &QPushButton::clicked, this, [this] {
     m_revealed = true;
     showCard();
@@ -51,8 +54,33 @@ FlashcardPage::FlashcardPage(FlashcardDeck& deck, QWidget* parent) : QWidget(par
   });
 }
 
+void FlashcardPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitCardHeight();
+}
+
+// The height of the tallest card of the lesson, answer shown, at the card's width now.
+void FlashcardPage::fitCardHeight() {
+  QTextDocument doc;
+  doc.setDefaultFont(m_text->font());
+  doc.setDocumentMargin(0);
+  doc.setTextWidth(std::max(80, m_text->contentsRect().width()));
+  int tallest = 4 * m_text->fontMetrics().lineSpacing();  // the messages when none is due
+  for (const Card& c : m_lesson.cards) {
+    doc.setHtml(cardHtml(c, true));
+    tallest = std::max(tallest, int(std::ceil(doc.size().height())));
+  }
+  m_text->setFixedHeight(tallest + m_text->fontMetrics().lineSpacing());
+}
+
+QString FlashcardPage::cardHtml(const Card& c, bool withAnswer) const {
+  return tr("%1 due").arg(m_due.size()) + "<p>" + paragraphHtml(c.q) +
+         (withAnswer ? "<p>" + paragraphHtml(c.a) : QString());
+}
+
 void FlashcardPage::showLesson(const Lesson& lesson) {
   m_lesson = lesson;
+  fitCardHeight();
   QStringList ids;
   for (const Card& c : lesson.cards) ids << FlashcardDeck::cardId(lesson.slug, c.q);
   m_due = m_deck.due(ids);
@@ -76,8 +104,7 @@ void FlashcardPage::showCard() {
   if (any) {
     for (const Card& c : m_lesson.cards)
       if (FlashcardDeck::cardId(m_lesson.slug, c.q) == m_due.first())
-        return m_text->setText(tr("%1 due").arg(m_due.size()) + "<p>" + paragraphHtml(c.q) +
-                               (m_revealed ? "<p>" + paragraphHtml(c.a) : QString()));
+        return m_text->setText(cardHtml(c, m_revealed));
   }
   if (m_lesson.cards.isEmpty()) return m_text->setText(tr("This lesson has no flashcards."));
   // Not "come back tomorrow" when a card graded Again is due in ten minutes: when, in words

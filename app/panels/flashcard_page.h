@@ -1,7 +1,8 @@
 // FlashcardPage: the last page of a lesson in the lessons panel — its due cards one at a time
 // (question, then the answer and Again / Hard / Good), or when the next one falls due. The
-// buttons sit in one row at the page's foot whatever the card's length, so the pointer finds
-// them where it left them. See tests/lessons/tst_lessons_dock.cpp (flashcards*).
+// card is as tall as the lesson's longest, the buttons in one row under it, so the pointer
+// finds them where it left them from card to card. See tests/lessons/tst_lessons_dock.cpp
+// (flashcards*).
 #pragma once
 #include <QStringList>
 #include <QTimer>
@@ -27,8 +28,13 @@ class FlashcardPage : public QWidget {
  signals:
   void reviewed();  // a card was graded and the deck written (its error() says if not)
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void showCard();
+  void fitCardHeight();
+  QString cardHtml(const lessons::Card& card, bool withAnswer) const;
   void grade(lessons::Grade grade);
 
   lessons::FlashcardDeck& m_deck;

@@ -6,28 +6,25 @@
 
 #include <QComboBox>
 #include <QCursor>
+#include <QEvent>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPlainTextEdit>
 #include <QPushButton>
-#include <QRegularExpression>
-#include <QScrollArea>
 #include <QScrollBar>
-#include <QSet>
 #include <QStackedWidget>
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QToolTip>
-#include <QUrl>
 #include <QVBoxLayout>
 #include <cmath>
 
 #include "engine_bridge.h"
 #include "panels/flashcard_page.h"
+#include "panels/retrieval_page.h"
 #include "typed_answer.h"
 
 namespace paralab {
@@ -177,16 +174,9 @@ void LessonDock::build() {
 
   // Retrieval practice: filled per lesson, in a scroll area (a lesson asks several questions,
   // each with room for an answer: more than the dock's height shares with the text).
-  m_retrievalPage = new QWidget;
-  m_retrievalLayout = new QVBoxLayout(m_retrievalPage);
-  m_retrievalLayout->setContentsMargins(0, 0, 0, 0);
-  m_retrievalScroll = new QScrollArea;
-  m_retrievalScroll->setObjectName("lessonRetrieval");
-  m_retrievalScroll->setWidget(m_retrievalPage);
-  m_retrievalScroll->setWidgetResizable(true);
-  m_retrievalScroll->setFrameShape(QFrame::NoFrame);
-  m_retrievalScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  m_tools->addWidget(m_retrievalScroll);
+  m_retrieval = new RetrievalPage(m_progress);
+  connect(m_retrieval, &RetrievalPage::saved, this, &LessonDock::showProblems);
+  m_tools->addWidget(m_retrieval);
 
   // Flashcards.
   m_cards = new FlashcardPage(m_deck);
@@ -257,52 +247,8 @@ void LessonDock::openLesson(int index) {
   m_header->setText(tr("%1 minutes. %2")
                         .arg(l.minutes)
                         .arg(why.isEmpty() ? QString() : tr("Coming: ") + why.join("; ")));
-  // Retrieval practice widgets for this lesson.
-  while (QLayoutItem* item = m_retrievalLayout->takeAt(0)) {
-    delete item->widget();
-    delete item;
-  }
+  m_retrieval->showLesson(l);
   const LessonProgress p = m_progress.lesson(l.slug);
-  for (int i = 0; i < l.retrieval.size(); ++i) {
-    // The question in a wrapping label: a QGroupBox title does not wrap, and a long question
-    // would hold the whole dock at its width.
-    auto* box = new QGroupBox(m_retrievalPage);
-    auto* bv = new QVBoxLayout(box);
-    // Written over several lines in lesson.md; one paragraph here, wrapped to the dock.
-    auto* question =
-        new QLabel(QString("%1. %2").arg(i + 1).arg(paragraphHtml(l.retrieval[i].q)), box);
-    question->setTextFormat(Qt::RichText);
-    question->setObjectName("lessonQuestion");
-    question->setWordWrap(true);
-    question->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    QFont bold = question->font();
-    bold.setBold(true);
-    question->setFont(bold);
-    bv->addWidget(question);
-    auto* edit = new QPlainTextEdit(p.answers.value(i), box);
-    edit->setPlaceholderText(tr("Write your answer first…"));
-    edit->setFixedHeight(4 * edit->fontMetrics().lineSpacing());  // a few lines; it scrolls
-    auto* answer = new QLabel(box);
-    answer->setWordWrap(true);
-    answer->setTextFormat(Qt::RichText);
-    answer->hide();  // until revealed: an empty label would still take a line
-    auto* reveal = new QPushButton(tr("Show the model answer"), box);
-    reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
-    connect(edit, &QPlainTextEdit::textChanged, reveal,
-            [edit, reveal] { reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty()); });
-    const QString slug = l.slug, a = paragraphHtml(l.retrieval[i].a);
-    connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
-      m_progress.setAnswer(slug, i, edit->toPlainText());
-      showProblems();
-      answer->setText(a);
-      answer->show();
-    });
-    bv->addWidget(edit);
-    bv->addWidget(reveal);
-    bv->addWidget(answer);
-    m_retrievalLayout->addWidget(box);
-  }
-  m_retrievalLayout->addStretch();
   openPage(std::min(p.stepReached, pageCount() - 1));
 }
 
@@ -323,45 +269,6 @@ void LessonDock::openPage(int page) {
   showPage();
 }
 
-QString LessonDock::linkedMarkdown(const QString& markdown) const {
-  // [[term]] and [[term|words]] become links; then the first plain occurrence of every other
-  // glossary term. A link's target is glossary:<term>; hovering it shows the definition.
-  auto link = [](const QString& shown, const QString& term) {
-    return QString("[%1](glossary:%2)")
-        .arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
-  };
-  static const QRegularExpression ref("\\[\\[([^\\]|]+)(?:\\|([^\\]]*))?\\]\\]");
-  QString md;
-  QSet<QString> linked;
-  int at = 0;
-  for (auto it = ref.globalMatch(markdown); it.hasNext();) {
-    const auto m = it.next();
-    const GlossaryTerm* t = m_glossary.find(m.captured(1));
-    const QString shown = m.captured(2).isEmpty() ? m.captured(1) : m.captured(2);
-    md += markdown.mid(at, m.capturedStart() - at) + (t ? link(shown, t->term) : shown);
-    if (t) linked << t->term;
-    at = int(m.capturedEnd());
-  }
-  md += markdown.mid(at);
-  QList<TermMatch> firsts;
-  for (const TermMatch& m : m_glossary.findIn(md)) {
-    if (linked.contains(m.term)) continue;
-    // Inside a link made above ("[words](glossary:...)"): a '[' opened before it and not closed.
-    if (md.lastIndexOf('[', m.start) > md.lastIndexOf(']', m.start)) continue;
-    if (md.lastIndexOf("(glossary:", m.start) > md.lastIndexOf(')', m.start)) continue;
-    // Not in a heading (a link there would lose the heading's weight) nor in `code`.
-    const int lineStart = int(md.lastIndexOf('\n', m.start)) + 1;
-    if (md.mid(lineStart, 1) == "#") continue;
-    if (md.mid(lineStart, m.start - lineStart).count('`') % 2 == 1) continue;
-    linked << m.term;
-    firsts << m;
-  }
-  for (int i = int(firsts.size()) - 1; i >= 0; --i)
-    md.replace(firsts[i].start, firsts[i].length,
-               link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
-  return md;
-}
-
 void LessonDock::showPage() {
   const Lesson& l = m_lessons[m_lesson];
   const int steps = int(l.steps.size());
@@ -380,7 +287,7 @@ void LessonDock::showPage() {
     md = "### " + tr("Retrieval practice") + "\n\n" +
          tr("Answer each question in writing, then compare with the model answer.");
     m_pageLabel->setText(tr("Retrieval practice"));
-    m_tools->setCurrentWidget(m_retrievalScroll);
+    m_tools->setCurrentWidget(m_retrieval);
   } else {
     md = "### " + tr("Flashcards");
     m_pageLabel->setText(tr("Flashcards"));
@@ -398,12 +305,12 @@ void LessonDock::showPage() {
   // Retrieval practice and flashcards are the page's work: they get most of the height, the
   // text above holds only a heading and a line of instructions.
   const bool practice =
-      m_tools->currentWidget() == m_retrievalScroll || m_tools->currentWidget() == m_cards;
+      m_tools->currentWidget() == m_retrieval || m_tools->currentWidget() == m_cards;
   if (auto* column = qobject_cast<QBoxLayout*>(widget()->layout())) {
     column->setStretchFactor(m_text, 1);
     column->setStretchFactor(m_tools, practice ? 4 : 0);
   }
-  m_markdown = linkedMarkdown(md);
+  m_markdown = m_glossary.linkMarkdown(md);
   m_text->setMarkdown(m_markdown);
   // On those pages the text is as tall as its heading and instructions, no taller.
   if (practice) {

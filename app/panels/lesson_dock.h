@@ -14,19 +14,17 @@
 #include "progress.h"
 
 class QComboBox;
-class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QScrollArea;
 class QStackedWidget;
 class QTextBrowser;
-class QVBoxLayout;
 class QWidget;
 
 namespace paralab {
 
 class FlashcardPage;
+class RetrievalPage;
 
 class LessonDock : public QDockWidget {
   Q_OBJECT
@@ -92,7 +90,6 @@ class LessonDock : public QDockWidget {
   void markCompleted(int lesson);
   void showProblems();
   void refreshComparison();
-  QString linkedMarkdown(const QString& markdown) const;
   QStringList missingFor(const lessons::Step* step) const;
   std::optional<RunConfig> stepConfig(QString* error) const;
 
@@ -128,9 +125,7 @@ class LessonDock : public QDockWidget {
   QLabel* m_comparison = nullptr;
   QLabel* m_benchLabel = nullptr;
   // Retrieval and cards.
-  QScrollArea* m_retrievalScroll = nullptr;  // holds m_retrievalPage
-  QWidget* m_retrievalPage = nullptr;
-  QVBoxLayout* m_retrievalLayout = nullptr;
+  RetrievalPage* m_retrieval = nullptr;
   FlashcardPage* m_cards = nullptr;
 };
 

@@ -172,15 +172,21 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
   showTable(result);
   QString fit;
   if (result.points.size() >= 2) {
-    fit = result.scaling == "weak"
-              ? tr("Gustafson fit (reference): serial fraction s = %1, R² = %2")
-                    .arg(result.gustafson.s, 0, 'f', 3)
-                    .arg(result.gustafson.r2, 0, 'f', 3)
-              : tr("Amdahl fit (reference): parallel fraction p = %1, R² = %2")
-                    .arg(result.amdahl.p, 0, 'f', 3)
-                    .arg(result.amdahl.r2, 0, 'f', 3);
-    if (const std::string notes = fitNotes(result); !notes.empty())
-      fit += ". " + QString::fromStdString(notes);
+    const bool weak = result.scaling == "weak";
+    // A fitted fraction outside 0..1 is no fraction of the work: said in words, no number.
+    if (const std::string caveat = fitCaveat(result); !caveat.empty())
+      fit = tr("%1's law does not fit these points: the fitted fraction lies %2")
+                .arg(weak ? "Gustafson" : "Amdahl", QString::fromStdString(caveat));
+    else
+      fit = weak ? tr("Gustafson fit (reference): serial fraction s = %1, R² = %2")
+                       .arg(result.gustafson.s, 0, 'f', 3)
+                       .arg(result.gustafson.r2, 0, 'f', 3)
+                 : tr("Amdahl fit (reference): parallel fraction p = %1, R² = %2")
+                       .arg(result.amdahl.p, 0, 'f', 3)
+                       .arg(result.amdahl.r2, 0, 'f', 3);
+    fit += ".";
+    if (QString cores = QString::fromStdString(coresCaveat(result)); !cores.isEmpty())
+      fit += " " + cores.left(1).toUpper() + cores.mid(1) + ".";
   }
   m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
                                       : tr("Done: %1 points. ").arg(result.points.size())) +

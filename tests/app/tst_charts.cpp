@@ -30,6 +30,7 @@
 #include "charts/traffic_chart.h"
 #include "export/chart_export.h"
 #include "export/chrome_trace.h"
+#include "text_boxes.h"
 #include "train/trainer.h"
 #include "chart_inputs.h"
 
@@ -45,6 +46,8 @@ class TestCharts : public QObject {
   void byteUnits();
   void latencyStacksTheBreakdown();
   void speedupDrawsTheSweep();
+  void fitOutsideItsRangeIsSaidInWords();
+  void efficiencyLabelsStayInThePlot();
   void memoryBarsAreTheSnapshotBytes();
   void trafficBarsAreTheCountedBytes();
   void heatmapCellsAreSentTo();
@@ -185,6 +188,54 @@ void TestCharts::speedupDrawsTheSweep() {
   for (const SweepPoint& p : weak.points)
     QCOMPARE(valueAt(chart.fit(), p.ranks), weak.gustafson.speedup(p.ranks));
   QVERIFY(chart.yAxis->label().contains("scaled"));
+}
+
+// Slower with every rank added: the fitted p is −1.1, no fraction of any work. The legend says
+// in words that the law does not fit, shows no number, and no fit line is drawn as if it were
+// a reference to trust; a fit inside 0..1 still shows its p.
+void TestCharts::fitOutsideItsRangeIsSaidInWords() {
+  const SweepResult slower = analyseSweep("strong", {1, 2, 4, 8}, {100, 130, 170, 230}, 256);
+  QVERIFY2(slower.amdahl.p < 0, qPrintable(QString::number(slower.amdahl.p)));
+  SpeedupChart chart;
+  chart.showSweep(slower);
+  const QString name = chart.fit()->name();
+  QVERIFY2(name.contains("does not fit") && name.contains("slower"), qPrintable(name));
+  QVERIFY2(!name.contains(QString::number(slower.amdahl.p, 'f', 3)) && !name.contains("p ="),
+           qPrintable(name));
+  QCOMPARE(chart.fit()->dataCount(), 0);
+  QCOMPARE(chart.measured()->dataCount(), 4);  // the measurement is still shown
+  const SweepResult faster = analyseSweep("strong", {1, 2}, {100, 20}, 256);
+  QVERIFY(faster.amdahl.p > 1);
+  chart.showSweep(faster);
+  QVERIFY2(chart.fit()->name().contains("faster than ideal"), qPrintable(chart.fit()->name()));
+  const SweepResult weakSlower = analyseSweep("weak", {1, 2, 4}, {100, 250, 600}, 64);
+  QVERIFY(weakSlower.gustafson.s > 1);
+  chart.showSweep(weakSlower);
+  QVERIFY2(chart.fit()->name().startsWith("Gustafson's law does not fit"),
+           qPrintable(chart.fit()->name()));
+}
+
+// Points close together at the foot of the plot (the ideal line goes to 16): each efficiency
+// label shown lies inside the plot and clear of the others; one with no room is left out.
+void TestCharts::efficiencyLabelsStayInThePlot() {
+  const SweepResult crowded =
+      analyseSweep("strong", {1, 2, 4, 8, 16}, {10, 6.2, 4.1, 3.3, 3.0}, 512);
+  SpeedupChart chart;
+  chart.resize(440, 330);
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.showSweep(crowded);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  QList<QRect> shown;
+  int visible = 0;
+  for (const test::TextBox& b : test::chartTextBoxes(&chart))
+    if (b.owner.endsWith(" item") && b.text.endsWith("%")) {
+      ++visible;
+      QVERIFY2(b.room.contains(b.box), qPrintable(b.describe()));  // the plot
+      for (const QRect& other : shown) QVERIFY2(!other.intersects(b.box), qPrintable(b.describe()));
+      shown << b.box;
+    }
+  QVERIFY2(visible >= 3, qPrintable(QString("only %1 of 5 labels shown").arg(visible)));
 }
 
 void TestCharts::memoryBarsAreTheSnapshotBytes() {

@@ -132,6 +132,31 @@ class TestLessonDock : public QObject {
     }
   }
 
+  // A fitted p of −1.135 is no fraction of anything: the comparison says the fit does not
+  // describe the run, in words, and shows no number for it.
+  void fitOutsideItsRangeIsWords() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    LessonDock dock(m_caps, p);
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    int page = 0;
+    for (int i = 1; i < dock.pageCount() && !page; ++i) {
+      dock.openPage(i);
+      if (dock.currentStep() && dock.currentStep()->compare &&
+          dock.currentStep()->compare->metric == "amdahl_p")
+        page = i;
+    }
+    QVERIFY(page > 0);
+    lock(dock, "0.9");
+    dock.showSweepResult(QJsonObject{{"amdahl_p", -1.135}, {"points", QJsonArray()}});
+    const QString text = dock.comparisonText();
+    QVERIFY2(text.contains("no fit") && text.contains("slower"), qPrintable(text));
+    QVERIFY2(!text.contains("-1.135") && !text.contains("−1.135"), qPrintable(text));
+    dock.showSweepResult(QJsonObject{{"amdahl_p", 0.91}, {"points", QJsonArray()}});
+    QVERIFY2(dock.comparisonText().contains("0.91"), qPrintable(dock.comparisonText()));
+  }
+
   // "Lock in" locks: the experiment does not run before a prediction is locked; a locked
   // prediction cannot be edited, survives a restart as locked, and "Try again" keeps both.
   void lockedPredictionStaysLocked() {

@@ -1,5 +1,6 @@
 // The glossary: parsing terms and aliases, finding them in text (whole words, plurals, case
-// rules, never inside code). Run: ctest -R tst_lessons_glossary.
+// rules, never inside code), making them links in a lesson's Markdown.
+// Run: ctest -R tst_lessons_glossary.
 #include <QtTest>
 
 #include "glossary.h"
@@ -30,6 +31,18 @@ A GPU-to-GPU link.
 class TestGlossary : public QObject {
   Q_OBJECT
  private slots:
+  // [[term|words]] links where written; each other term at its first plain occurrence only,
+  // never in a heading, in `code` or inside a link already made.
+  void linksMarkdown() {
+    const Glossary g = Glossary::parse(kGlossary);
+    const QString md = g.linkMarkdown(
+        "## ZeRO here\nA [[ring all-reduce|ring]] then ZeRO and ZeRO, `all-reduce` then "
+        "all-reduce.");
+    QCOMPARE(md, QString("## ZeRO here\nA [ring](glossary:ring%20all-reduce) then "
+                         "[ZeRO](glossary:ZeRO) and ZeRO, `all-reduce` then "
+                         "[all-reduce](glossary:all-reduce)."));
+  }
+
   void parses() {
     QStringList errors;
     const Glossary g = Glossary::parse(kGlossary, &errors);
