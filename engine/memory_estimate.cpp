@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "config.h"
@@ -14,6 +15,12 @@
 #include "parallel/holdings.h"  // optimizerStateSlots
 
 namespace paralab {
+
+ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N) {
+  const double p = double(P), n = double(N);
+  return {stage >= 3 ? 4 * p / n : 4 * p, stage >= 2 ? 4 * p / n : 4 * p,
+          stage >= 1 ? K * p / n : K * p};
+}
 
 MemoryEstimate estimateMemory(const RunConfig& c) {
   const int64_t H = c.hidden;
@@ -25,14 +32,13 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     P = m.parameterCount() - int64_t(c.layers) * m.expertParameterCount() * c.experts *
                                  (std::max(1, c.ep) - 1) / std::max(1, c.ep);
   }
-  // Replicas: the data-parallel degree (ranks / (tp x pp)); every strategy but ZeRO holds one
-  // set of model states per replica, and ZeRO stage z keeps one set of the states it shards
-  // (Rajbhandari et al. 2020): optimizer (z >= 1), gradients (z >= 2), parameters (z = 3).
-  const int64_t dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
-  const int64_t slots = optimizerStateSlots(c.optimizer);
-  const int z = c.strategy == "sync" ? c.zero : 0;
+  // Replicas: the data-parallel degree (ranks / (tp x pp)), each rank of them holding its
+  // share; ZeRO shards over them (sync only), every other strategy holds whole replicas.
+  const int dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
+  const int stage = c.strategy == "sync" ? c.zero : 0;
   MemoryEstimate e;
-  e.modelStates = 4 * P * ((z >= 3 ? 1 : dp) + (z >= 2 ? 1 : dp) + slots * (z >= 1 ? 1 : dp));
+  e.modelStates = std::llround(
+      dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), dp).total());
   // Per sample, forward keeps the input, and per block the LayerNorm's input and output, fc1's
   // and GELU's outputs (4H each) and fc2's output: 11H floats; then the logits.
   e.activations = 4 * c.globalBatch() * (784 + int64_t(c.layers) * 11 * H + 10);

@@ -12,6 +12,17 @@ namespace paralab {
 
 struct RunConfig;
 
+// The model states one data-parallel rank holds (fp32), in bytes: P parameters over N ranks at
+// ZeRO `stage`, K bytes of optimizer state per parameter. Stage 1 shards the optimizer state, 2
+// also the gradients, 3 also the parameters (Rajbhandari et al. 2020, Fig. 1):
+// 4P + 4P + KP, 4P + 4P + KP/N, 4P + (4+K)P/N, (8+K)P/N. The memory chart draws it beside the
+// measured bars (app/charts/memory_reference.h).
+struct ModelStateBytes {
+  double params = 0, grads = 0, optimizer = 0;
+  double total() const { return params + grads + optimizer; }
+};
+ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N);
+
 struct MemoryEstimate {
   int64_t modelStates = 0;  // parameters, gradients and optimizer state of every rank
   int64_t activations = 0;  // what forward keeps for backward, for the whole global batch

@@ -2,23 +2,22 @@
 // See tests/app/tst_charts.cpp (memoryReference).
 #include "charts/memory_reference.h"
 
+#include "memory_estimate.h"
+#include "parallel/holdings.h"  // optimizerStateSlots
+
 namespace paralab {
 
 int optimizerBytesPerParam(const std::string& optimizer) {
-  if (optimizer == "sgd") return 0;
-  if (optimizer == "momentum") return 4;  // one velocity float
-  if (optimizer == "adam") return 8;      // first and second moments
-  return -1;
+  return 4 * optimizerStateSlots(optimizer);
 }
 
 std::optional<ModelStatesReference> modelStatesReference(int64_t P, int stage, int K, int N) {
   if (stage < 0 || stage > 3 || N < 1 || K < 0 || P < 0) return std::nullopt;
-  const double p = double(P), n = double(N);
+  const ModelStateBytes bytes = modelStatesPerRank(P, stage, K, N);
   ModelStatesReference r;
-  // What each stage shards: 1 the optimizer state, 2 also the gradients, 3 also the params.
-  r.params = stage >= 3 ? 4 * p / n : 4 * p;
-  r.grads = stage >= 2 ? 4 * p / n : 4 * p;
-  r.optimizer = stage >= 1 ? K * p / n : K * p;
+  r.params = bytes.params;
+  r.grads = bytes.grads;
+  r.optimizer = bytes.optimizer;
   auto term = [](int bytes, bool shared) {
     return bytes == 0 ? QString() : QString("%1P%2").arg(bytes).arg(shared ? "/N" : "");
   };

@@ -17,12 +17,11 @@ struct ModelStatesReference {
   QString formula;  // "4P + 12P/N", with N a symbol and K already a number
 };
 
-// Bytes of optimizer state per parameter (fp32): sgd 0, momentum 4, adam 8; -1 if unknown.
+// Bytes of optimizer state per parameter (fp32): sgd 0, momentum 4, adam 8.
 int optimizerBytesPerParam(const std::string& optimizer);
 
-// Model states per rank of P parameters over N data-parallel ranks at ZeRO `stage` with K
-// optimizer bytes per parameter: stage 0 4P + 4P + KP; 1 4P + 4P + KP/N; 2 4P + (4+K)P/N;
-// 3 (8+K)P/N. Nothing for a stage outside 0..3, N < 1 or K < 0.
+// Model states per rank (the engine's modelStatesPerRank, memory_estimate.h) with the formula
+// in words. Nothing for a stage outside 0..3, N < 1 or K < 0.
 std::optional<ModelStatesReference> modelStatesReference(int64_t P, int stage, int K, int N);
 
 // The reference for a run, or nothing where the lessons state no such formula: strategies
