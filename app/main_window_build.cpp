@@ -2,26 +2,19 @@
 // panels on the left, the charts beside them) and status bar. The rest of the window is in
 // main_window.cpp. See tests/app/tst_app.cpp and tst_window.cpp.
 #include "main_window.h"
+
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
-#include <QCloseEvent>
-#include <QDir>
 #include <QDockWidget>
-#include <QFileDialog>
-#include <QJsonObject>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
-#include <QResizeEvent>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QToolBar>
-#include <QWindow>
-#include <limits>
-#include <nlohmann/json.hpp>
+
 #include "charts/chart_hub.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
@@ -32,9 +25,6 @@
 #include "charts/throughput_chart.h"
 #include "charts/timeline_chart.h"
 #include "charts/traffic_chart.h"
-#include "engine_bridge.h"
-#include "export/chart_export.h"
-#include "export/chrome_trace.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "panels/lesson_dock.h"

@@ -2,44 +2,21 @@
 // and trace), settings opened from and saved to JSON. See tests/app/tst_window.cpp
 // (exportAllWritesEverything) and tst_window_trust.cpp.
 #include "main_window.h"
-#include <QAction>
-#include <QActionGroup>
-#include <QApplication>
-#include <QCloseEvent>
+
 #include <QDir>
-#include <QDockWidget>
 #include <QFileDialog>
-#include <QJsonObject>
-#include <QLabel>
-#include <QMenuBar>
-#include <QMessageBox>
-#include <QProgressBar>
-#include <QResizeEvent>
+#include <QFileInfo>
 #include <QSaveFile>
-#include <QScrollArea>
 #include <QStatusBar>
-#include <QToolBar>
-#include <QWindow>
-#include <limits>
 #include <nlohmann/json.hpp>
+
 #include "charts/chart_hub.h"
-#include "charts/holdings_map.h"
-#include "charts/latency_chart.h"
-#include "charts/link_heatmap.h"
-#include "charts/loss_chart.h"
-#include "charts/memory_chart.h"
-#include "charts/speedup_chart.h"
-#include "charts/throughput_chart.h"
-#include "charts/timeline_chart.h"
-#include "charts/traffic_chart.h"
-#include "engine_bridge.h"
 #include "export/chart_export.h"
 #include "export/chrome_trace.h"
+#include "export/summary_export.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
-#include "panels/lesson_dock.h"
-#include "panels/sweep_panel.h"
-#include "theme.h"
+#include "settings.h"
 
 namespace paralab {
 

@@ -9,8 +9,6 @@
 #include <QEvent>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -20,12 +18,11 @@
 #include <QTextDocument>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <cmath>
+#include <algorithm>
 
 #include "engine_bridge.h"
 #include "panels/flashcard_page.h"
 #include "panels/retrieval_page.h"
-#include "typed_answer.h"
 
 namespace paralab {
 

@@ -26,28 +26,19 @@
 #include "main_window.h"
 #include "panels/config_panel.h"
 #include "rendered_text.h"
+#include "window_test.h"
 
 using namespace paralab;
+using paralab::test::readLines;
 
 namespace {
 
-// Small and in memory: a step takes well under a millisecond on one core.
+// The shared quick run (window_test.h), one block and a smaller batch.
 RunConfig quickConfig(int steps) {
-  RunConfig c = ConfigPanel::defaults();
-  c.dataset = "synthetic";
-  c.hidden = 32;
+  RunConfig c = test::quickConfig(steps);
   c.layers = 1;
   c.batch = 32;
-  c.steps = steps;
-  c.evalEvery = 10;
-  c.evalSamples = 256;
   return c;
-}
-
-QStringList readLines(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
-  return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
 }
 
 QString writeConfigFile(const QTemporaryDir& dir, const QByteArray& json) {

@@ -28,6 +28,7 @@
 #include "window_test.h"
 
 using namespace paralab;
+using paralab::test::readLines;
 
 namespace {
 
@@ -55,12 +56,6 @@ bool runToEnd(MainWindow& w, int timeoutMs = 120000) {
   if (!ended.at(0).at(0).toBool())
     qWarning("run failed: %s", qPrintable(ended.at(0).at(1).toString()));
   return ended.at(0).at(0).toBool();
-}
-
-QStringList readLines(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
-  return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
 }
 
 // A step of a made-up run: the loss falls from 2.3, with a spike at step 137 and the lowest

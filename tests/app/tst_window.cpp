@@ -55,6 +55,7 @@
 #include "window_test.h"
 
 using namespace paralab;
+using paralab::test::readLines;
 using paralab::test::child;
 using paralab::test::quickConfig;
 
@@ -75,12 +76,6 @@ QString screenshotDir() {
   const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
   QDir().mkpath(dir);
   return dir;
-}
-
-QStringList readLines(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
-  return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
 }
 
 QString readText(const QString& path) {

@@ -1,6 +1,9 @@
-// What the window's test suites share: a quick run's settings and a named child widget.
+// What the window's test suites share: a quick run's settings, a named child widget and the
+// lines of an exported text file.
 #pragma once
+#include <QFile>
 #include <QObject>
+#include <QStringList>
 
 #include "panels/config_panel.h"
 
@@ -23,6 +26,13 @@ inline RunConfig quickConfig(int steps, int ranks = 1) {
 template <class W>
 W* child(QObject* parent, const char* name) {
   return parent->findChild<W*>(name);
+}
+
+// The non-empty lines of a text file (a CSV, a JSON-lines run file); none if it cannot be read.
+inline QStringList readLines(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
 }
 
 }  // namespace paralab::test
