@@ -27,6 +27,7 @@ struct SharedModel {
   std::unique_ptr<DeviceAllocator> alloc;
   Tensor params;                    // P floats, counted as rank 0's "params" memory
   std::atomic<int64_t> updates{0};  // updates finished, by any rank
+  bool onGpu() const { return gpu >= 0; }
 
   SharedModel(int64_t P, MemoryTracker* memory, int onGpu) : gpu(onGpu) {
     if (gpu >= 0) {
@@ -45,6 +46,18 @@ struct SharedModel {
   SharedModel(const SharedModel&) = delete;
   SharedModel& operator=(const SharedModel&) = delete;
 };
+
+// The shared floats, read and written as relaxed atomics (see the comment on Hogwild below).
+void readShared(float* shared, float* mine, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    mine[i] = std::atomic_ref(shared[i]).load(std::memory_order_relaxed);
+}
+void addToShared(float* shared, const float* delta, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::atomic_ref x(shared[i]);
+    x.store(x.load(std::memory_order_relaxed) + delta[i], std::memory_order_relaxed);
+  }
+}
 
 // How ranks find rank 0's SharedModel: rank 0 files it here under a fresh id and broadcasts
 // the id (one float). Ranks are threads of one process, so the others look it up and share
@@ -68,13 +81,17 @@ std::shared_ptr<SharedModel> lookUp(int id) {
   return it == g_models.end() ? nullptr : it->second.lock();
 }
 
-// Every rank keeps its own model object (its activations) and its own gradient buffer; the
-// parameters of every unit are bound to the shared buffer, so rank r's forward reads what
-// rank q wrote a moment ago, and rank r's update lands on the same floats. No lock, no atomic
-// per float: concurrent reads and writes of a float are a data race by the C++ rules, which is
-// the algorithm (aligned 4-byte loads and stores do not tear on the CPUs ParaLab runs on).
-// An update may overwrite part of another's (two read-modify-writes of one float): Recht et
-// al.'s analysis bounds the harm when updates are sparse; ours are dense, so expect a cost.
+// Every rank keeps its own model object (its activations) and its own gradient buffer. On the
+// CPU a step is Recht et al.'s loop: read the shared parameters into the rank's own copy (x,
+// possibly half of another rank's update), forward and backward on that copy, then add the
+// update to the shared floats (x_v <- x_v - lr g_v). No lock, no ordering: every shared float
+// is read and written as a std::atomic_ref<float> with memory_order_relaxed, which compiles to
+// the same plain loads and stores on the CPUs ParaLab runs on, but makes the race the algorithm
+// wants defined behaviour in C++ (a plain-float race is undefined, and ThreadSanitizer says so).
+// An update may still overwrite part of another's (two read-modify-writes of one float):
+// Recht et al.'s analysis bounds the harm when updates are sparse; ours are dense, so expect a
+// cost. On the GPU the units are bound to the shared buffer itself: the streams race on device
+// memory, where C++'s rules do not reach.
 //
 // Optimizer state (momentum, Adam's moments) is per rank, as in PyTorch's Hogwild example where
 // each process builds its optimizer over the shared parameters: shared state would be one more
@@ -107,24 +124,37 @@ class Hogwild final : public ReplicaStrategy {
     m_ctx.comm->broadcast(&id, 1, 0);  // where the shared model is: its id
     if (m_ctx.rank != 0 && !(m_shared = lookUp(int(id))))
       throw std::runtime_error("hogwild: rank 0's shared model is gone (rank 0 stopped)");
-    // Drop this rank's own parameter copy; keep a gradient buffer of its own.
+    m_opt = makeOptimizer(P);
+    if (!m_shared->onGpu()) return;  // the CPU: the rank's own copy and gradients stay
+    // The GPU: drop this rank's own parameter copy; keep a gradient buffer of its own.
     ps.releaseFlat();
     m_grads = compute().tensor({P}, MemCategory::Grads, ctx.memory);
     for (int u = 0; u < int(ps.units().size()); ++u) {
       const int64_t b = ps.units()[size_t(u)].begin;
       ps.bindUnit(u, m_shared->params.data() + b, m_grads.data() + b);
     }
-    m_opt = makeOptimizer(P);
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
     out.samples = takeSlice(step, globalBatch);
-    m_grads.zero();  // backward accumulates (the flat buffer forwardBackward would zero is gone)
     const int64_t seen = m_shared->updates.load(std::memory_order_relaxed);
-    out.lossSum = forwardBackward(step);
-    update(step, *m_opt, m_shared->params.data(), m_grads.data());  // no lock
-    compute().sync();  // GPU: the update is done, not only queued
+    if (m_shared->onGpu()) {
+      m_grads.zero();  // backward accumulates (the flat buffer forwardBackward would zero is gone)
+      out.lossSum = forwardBackward(step);
+      update(step, *m_opt, m_shared->params.data(), m_grads.data());  // no lock
+      compute().sync();  // the update is done, not only queued
+    } else {
+      ParamSet& ps = m_model->params();
+      float* mine = ps.params().data();
+      readShared(m_shared->params.data(), mine, ps.numel());
+      out.lossSum = forwardBackward(step);
+      // The copy has served: the update lands in it from zero (no optimizer here reads the
+      // parameters, only gradients and its own state), then on the shared floats.
+      ps.params().zero();
+      update(step, *m_opt, mine, ps.grads().data());
+      addToShared(m_shared->params.data(), mine, ps.numel());
+    }
     const int64_t before = m_shared->updates.fetch_add(1, std::memory_order_relaxed);
     out.staleness = double(before - seen);
     return out;
@@ -132,7 +162,7 @@ class Hogwild final : public ReplicaStrategy {
 
  private:
   std::shared_ptr<SharedModel> m_shared;  // owned jointly: outlives whichever rank stops first
-  Tensor m_grads;                         // this rank's gradients (P floats)
+  Tensor m_grads;                         // GPU: this rank's gradients (P floats)
   // Live reconfiguration carries rank 0's model and optimizer state.
   Optimizer* fullOptimizer() override { return m_opt.get(); }
   float* fullParams() override { return m_shared->params.data(); }
