@@ -3,7 +3,10 @@
 // supports is bound when the program loads (GCC target_clones + ifunc).
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+// Not under ThreadSanitizer: GCC instruments the ifunc resolver, which the loader runs before
+// the TSan runtime exists, and the program dies before main (`make test-tsan`).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
+    !defined(__SANITIZE_THREAD__)
 #define PARALAB_SIMD_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
