@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps configure build run test test-asan test-tsan bench clean
 
 all: build
 
@@ -28,10 +28,35 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# [SECTION] Sanitized builds, each in its own tree (cmake/Sanitizers.cmake; CTest timeouts scaled).
+# Host C++ only: CUDA and NCCL are left out (nvcc takes no -fsanitize; the emulated GPU tests
+# still run), and so is the window for now.
+SAN_ARGS = -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF -DPARALAB_WITH_GUI=OFF \
+  $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) $(CMAKE_ARGS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer (a finding fails the test): the whole suite.
+# Not part of `make test`: on 2 cores the instrumented build alone outlasts CI's budget.
+test-asan: deps
+	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DPARALAB_SANITIZE=address $(SAN_ARGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer: the suites whose ranks are threads (comm, strategies with Hogwild and the
+# parameter server, session, pipeline, the threaded GEMM). MPI is left out: its ranks are
+# processes, and OpenMPI's own threads are not instrumented.
+TSAN_TESTS = tst_gemm tst_comm_thread tst_async_strategies tst_session tst_parallel_equals_serial \
+  tst_model_parallel
+test-tsan: deps
+	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DPARALAB_SANITIZE=thread \
+	  -DPARALAB_WITH_MPI=OFF $(SAN_ARGS)
+	cmake --build build-tsan -j $(JOBS) --target paralab-run $(TSAN_TESTS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(TSAN_TESTS))))$$'
+space := $(subst ,, )
+
 # Benchmarks print tables; the PyTorch reference needs Debian's python3-torch.
 bench: build
 	@scripts/install-deps.sh python3-torch
 	$(BUILD)/tests/bench/paralab-bench step
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan
