@@ -30,7 +30,8 @@ endif()
 # under QProcess or mpirun inherits them). Suppressions name third-party libraries only; the
 # files say why for each.
 set(_supp ${PROJECT_SOURCE_DIR}/tests/sanitizers)
-set(PARALAB_SANITIZE_ENV "")
+# Tests with time bounds (tst_session) stretch them by the same factor as the timeouts.
+set(PARALAB_SANITIZE_ENV "PARALAB_TEST_TIME_SCALE=${PARALAB_SANITIZE_TIMEOUT_FACTOR}")
 if(PARALAB_SANITIZE STREQUAL "address")
   # detect_stack_use_after_return stays off: the emulated GPU's fibres (kernels/cuda/host/fiber.h)
   # switch stacks without telling ASan, whose fake stacks then search without end.

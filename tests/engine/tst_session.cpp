@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "session.h"
@@ -30,8 +31,17 @@ template <typename F> double timed(F&& f) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// How much slower than a plain build this one runs: sanitized builds set
+// PARALAB_TEST_TIME_SCALE (cmake/Sanitizers.cmake), and every bound below stretches by it.
+double timeScale() {
+  const char* s = std::getenv("PARALAB_TEST_TIME_SCALE");
+  return s ? std::max(1.0, std::atof(s)) : 1.0;
+}
+// "A few milliseconds" for a command, with room for a loaded machine.
+const double kMaxMs = 20 * timeScale();
+
 bool waitFor(const std::function<bool()>& cond, int ms = 10000) {
-  const auto end = Clock::now() + std::chrono::milliseconds(ms);
+  const auto end = Clock::now() + std::chrono::milliseconds(int64_t(ms * timeScale()));
   while (Clock::now() < end) {
     if (cond()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -54,7 +64,6 @@ class TstSession : public QObject {
 
   void commandsAreQuickAndDoWhatTheySay() {
     Session s;
-    const double kMaxMs = 20;  // "a few milliseconds", with room for a loaded machine
     QVERIFY(timed([&] { QCOMPARE(QString::fromStdString(s.start(smallRun())), QString()); }) < kMaxMs);
     QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 3; }));
     QVERIFY(timed([&] { s.pause(); }) < kMaxMs);
@@ -90,15 +99,18 @@ class TstSession : public QObject {
     std::thread reader([&] {
       while (!done) (void)s.snapshot(0, 2);
     });
+    struct Join {  // also when a check fails and returns early
+      std::atomic<bool>& done;
+      std::thread& reader;
+      ~Join() { done = true, reader.join(); }
+    } join{done, reader};
     for (int i = 0; i < 5; ++i) {
       // start() returns without waiting for the run (a generous bound: the machine may be busy).
-      QVERIFY(timed([&] { s.start(smallRun()); }) < 500);
+      QVERIFY(timed([&] { s.start(smallRun()); }) < 500 * timeScale());
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     QCOMPARE(s.snapshot().runId, 5);
     QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 2; }));
-    done = true;
-    reader.join();
     const Snapshot snap = s.snapshot(0, 2);
     QCOMPARE(snap.spans.size(), size_t(1));
     QVERIFY(!snap.spans[0].empty());
@@ -114,9 +126,9 @@ class TstSession : public QObject {
     QCOMPARE(snap.steps.back().ranks.size(), size_t(4));
     QCOMPARE(snap.spans.size(), size_t(4));  // a span list per rank
     QCOMPARE(snap.holdings.size(), size_t(4));  // and what each holds
-    QVERIFY(timed([&] { s.pause(); }) < 20);
+    QVERIFY(timed([&] { s.pause(); }) < kMaxMs);
     QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Paused; }));
-    QVERIFY(timed([&] { s.stop(); }) < 20);
+    QVERIFY(timed([&] { s.stop(); }) < kMaxMs);
     QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }));
   }
 
