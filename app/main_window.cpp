@@ -51,6 +51,23 @@ QString describe(const RunConfig& c) {
   return QObject::tr("measured · %1 · %2").arg(describeModel(c), LossChart::runLabel(c));
 }
 
+// What a run's data is besides measured, for the CSV exports (Chart::setLabels): an emulated
+// link, bytes modelled rather than counted (lessons/reference/metrics.md).
+QStringList runLabels(const RunConfig& c, bool modelledBytes) {
+  QStringList labels;
+  if (c.link != "none")
+    labels << QObject::tr(
+                  "emulated: the %1 link; transfer times are held back to its speed, not "
+                  "measured on one")
+                  .arg(QString::fromStdString(c.link));
+  if (modelledBytes)
+    labels << QObject::tr(
+                  "bytes modelled: the library's collectives (--backend %1) move them "
+                  "unseen; these are the algorithm's counts")
+                  .arg(QString::fromStdString(c.backend));
+  return labels;
+}
+
 // The speedup chart's subtitle: the settings the sweep measured, at the rank counts it ran
 // (not the ranks of whatever run is shown beside it).
 QString describeSweep(const RunConfig& c, const SweepResult& r) {
@@ -223,12 +240,36 @@ void MainWindow::reset() {
   m_liveNote.clear();
   m_changes.clear();
   m_lastStep.reset();
+  m_recordedFrom.clear();
   m_history.clear();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
   updateActions();
   updateStatus();
   updateConfigNote();
+}
+
+// A recorded run's steps are in the history (openRunFile): the charts draw them under the
+// subtitle of its settings, saying where they came from.
+void MainWindow::showRecordedRun(const QString& file, const RunConfig& config,
+                                 const StepMetrics& last) {
+  m_history.flush();
+  m_runConfig = config;
+  m_recordedFrom = file;
+  m_lastStep = last;
+  Snapshot s;
+  s.state = RunState::Finished;
+  s.config = config;
+  s.stepsDone = m_history.stepsSeen();
+  s.steps = {last};
+  const bool modelled = bytesModelled(last);
+  m_hub->setSubtitle(tr("recorded in %1 · %2%3")
+                         .arg(file, describe(config), modelled ? tr(" · bytes modelled") : ""),
+                     runLabels(config, modelled));
+  m_hub->show(m_history, s);
+  m_hub->refreshAll();
+  updateStatus();
+  updateActions();
 }
 
 bool MainWindow::startNewRun(bool paused) {
@@ -253,9 +294,10 @@ bool MainWindow::startNewRun(bool paused) {
   m_liveNote.clear();
   m_changes.clear();
   m_lastStep.reset();
+  m_recordedFrom.clear();
   m_history.clear();
   m_hub->clear();
-  m_hub->setSubtitle(describe(config));
+  m_hub->setSubtitle(describe(config), runLabels(config, false));
   m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
   m_pollTimer.start();
   poll();
@@ -345,7 +387,7 @@ void MainWindow::noteRunConfig(const Snapshot& s) {
     m_history.addChange(s.configStep, change);
     m_liveNote = tr("Applied after step %1: %2").arg(s.configStep).arg(change);
     m_liveNoteWarns = false;
-    m_hub->setSubtitle(describe(s.config));
+    m_hub->setSubtitle(describe(s.config), runLabels(s.config, false));
   }
   m_runConfig = s.config;
   if (!change.isEmpty() || !s.notice.empty()) updateConfigNote();
@@ -362,8 +404,9 @@ void MainWindow::updateActions() {
   m_start->setText(paused ? tr("Re&sume") : tr("&Start"));
   m_pause->setEnabled(active && !paused);
   m_step->setEnabled(!sweeping && (active || valid));
-  const QString why = tr("A scaling sweep is measuring: training beside it would share its cores "
-                         "(wait for it, or Cancel it in the Scaling sweep panel)");
+  const QString why =
+      tr("A scaling sweep is measuring: training beside it would share its cores "
+         "(wait for it, or Cancel it in the Scaling sweep panel)");
   for (QAction* a : {m_start, m_step}) {
     if (!a->property("baseToolTip").isValid()) a->setProperty("baseToolTip", a->toolTip());
     a->setToolTip(sweeping ? why : a->property("baseToolTip").toString());
@@ -379,7 +422,8 @@ void MainWindow::updateStatus() {
                                       .arg(QString::fromStdString(m_loading.stage))
                                       .arg(m_loading.done)
                                       .arg(m_loading.total)
-                                : tr("State: %1").arg(runStateName(shown)));
+                        : !m_recordedFrom.isEmpty() ? tr("State: recorded (%1)").arg(m_recordedFrom)
+                                                    : tr("State: %1").arg(runStateName(shown)));
   m_loadBar->setVisible(loading);
   if (loading) {
     m_loadBar->setRange(0, int(m_loading.total));  // 0 of 0: busy, how far unknown
@@ -429,6 +473,7 @@ void MainWindow::showSweep(const SweepResult& result) {
   }
   if (auto* speedup = m_hub->find<SpeedupChart>()) {
     speedup->showSweep(result, describeSweep(m_sweepPanel->sweptConfig(), result));
+    speedup->setLabels(runLabels(m_sweepPanel->sweptConfig(), false));
     if (QDockWidget* d = m_hub->dockOf(speedup)) d->raise();  // a new result: bring it forward
   }
 }
