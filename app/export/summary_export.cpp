@@ -102,8 +102,13 @@ void measuredSection(QStringList& md, const RunReport& r) {
      << QObject::tr(
             "Every number here was measured in this run (clocks, the per-rank tracking "
             "allocator, the communicator's byte counts)%1.")
-            .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
-                                         : QString())
+            .arg((r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
+                                          : QString()) +
+                 (r.config.straggler != "none"
+                      ? QObject::tr("; rank=factor %1 is an **emulated** straggler (it sleeps "
+                                    "factor − 1 times its measured compute)")
+                            .arg(str(r.config.straggler))
+                      : QString()))
      << "" << QObject::tr("| Metric | Value |") << "|---|---|";
   auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
   row(QObject::tr("Steps"), QObject::tr("%1 (%2)").arg(count(r.steps)).arg(r.state));

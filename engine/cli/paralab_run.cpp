@@ -251,6 +251,11 @@ int main(int argc, char** argv) {
           layoutText(config).c_str(), gemmText(config).c_str());
     if (!json && root && config.link != "none")
       std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
+    if (!json && root && config.straggler != "none")
+      std::printf(
+          "Straggler: %s, rank=factor (emulated: the rank sleeps factor - 1 times its "
+          "measured compute)\n",
+          config.straggler.c_str());
     double totalMs = 0, lastLoss = 0;
     std::optional<double> lastAcc;
     for (int s = 0; s < config.steps; ++s) {
@@ -293,6 +298,7 @@ int main(int argc, char** argv) {
                               {"config", config.toJson()}};
     if (lastAcc) summary["test_accuracy"] = *lastAcc;
     if (config.link != "none") summary["emulated"] = config.link;
+    if (config.straggler != "none") summary["emulated_straggler"] = config.straggler;
     if (json)
       std::cout << summary.dump() << '\n';
     else
