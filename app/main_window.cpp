@@ -223,12 +223,33 @@ void MainWindow::reset() {
   m_liveNote.clear();
   m_changes.clear();
   m_lastStep.reset();
+  m_recordedFrom.clear();
   m_history.clear();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
   updateActions();
   updateStatus();
   updateConfigNote();
+}
+
+// A recorded run's steps are in the history (openRunFile): the charts draw them under the
+// subtitle of its settings, saying where they came from.
+void MainWindow::showRecordedRun(const QString& file, const RunConfig& config,
+                                 const StepMetrics& last) {
+  m_history.flush();
+  m_runConfig = config;
+  m_recordedFrom = file;
+  m_lastStep = last;
+  Snapshot s;
+  s.state = RunState::Finished;
+  s.config = config;
+  s.stepsDone = m_history.stepsSeen();
+  s.steps = {last};
+  m_hub->setSubtitle(tr("recorded in %1 · %2").arg(file, describe(config)));
+  m_hub->show(m_history, s);
+  m_hub->refreshAll();
+  updateStatus();
+  updateActions();
 }
 
 bool MainWindow::startNewRun(bool paused) {
@@ -253,6 +274,7 @@ bool MainWindow::startNewRun(bool paused) {
   m_liveNote.clear();
   m_changes.clear();
   m_lastStep.reset();
+  m_recordedFrom.clear();
   m_history.clear();
   m_hub->clear();
   m_hub->setSubtitle(describe(config));
@@ -362,8 +384,9 @@ void MainWindow::updateActions() {
   m_start->setText(paused ? tr("Re&sume") : tr("&Start"));
   m_pause->setEnabled(active && !paused);
   m_step->setEnabled(!sweeping && (active || valid));
-  const QString why = tr("A scaling sweep is measuring: training beside it would share its cores "
-                         "(wait for it, or Cancel it in the Scaling sweep panel)");
+  const QString why =
+      tr("A scaling sweep is measuring: training beside it would share its cores "
+         "(wait for it, or Cancel it in the Scaling sweep panel)");
   for (QAction* a : {m_start, m_step}) {
     if (!a->property("baseToolTip").isValid()) a->setProperty("baseToolTip", a->toolTip());
     a->setToolTip(sweeping ? why : a->property("baseToolTip").toString());
@@ -379,7 +402,8 @@ void MainWindow::updateStatus() {
                                       .arg(QString::fromStdString(m_loading.stage))
                                       .arg(m_loading.done)
                                       .arg(m_loading.total)
-                                : tr("State: %1").arg(runStateName(shown)));
+                        : !m_recordedFrom.isEmpty() ? tr("State: recorded (%1)").arg(m_recordedFrom)
+                                                    : tr("State: %1").arg(runStateName(shown)));
   m_loadBar->setVisible(loading);
   if (loading) {
     m_loadBar->setRange(0, int(m_loading.total));  // 0 of 0: busy, how far unknown

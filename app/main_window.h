@@ -74,11 +74,17 @@ class MainWindow : public QMainWindow {
   WelcomePage* welcomePage() const { return m_welcome; }
 
   // Everything for coursework into `dir`: every chart as PNG, PDF, SVG and CSV, the run's
-  // settings (run-config.json), the timeline as a Chrome trace (trace.json), and the summary
-  // (summary.md, summary.html). "" or the first failure; `written` receives the paths.
+  // settings (run-config.json), its every step (run.jsonl, as paralab-run --json prints them),
+  // the timeline as a Chrome trace (trace.json), and the summary (summary.md, summary.html).
+  // "" or the first failure; `written` receives the paths.
   QString exportAllTo(const QString& dir, QStringList* written = nullptr,
                       QSize size = QSize(1200, 750));
   RunReport report() const;  // what the summary says about the run shown
+  // Shows a recorded run (the lines of paralab-run --json, or an export's run.jsonl) in the
+  // charts, in place of the run shown, which is stopped. "" or one line saying what is wrong
+  // with the file. A recorded run has no timeline or holdings: those need the live engine.
+  QString openRunFile(const QString& path);
+  QString recordedFrom() const { return m_recordedFrom; }  // its file's name ("" live)
 
  public slots:
   void start();  // a new run, or resume a paused one
@@ -129,6 +135,8 @@ class MainWindow : public QMainWindow {
   void updateConfigNote();
   void showSweep(const SweepResult& result);
   void openConfig();
+  void openRun();  // asks for the file, and before the run shown is lost
+  void showRecordedRun(const QString& file, const RunConfig& config, const StepMetrics& last);
   void saveConfig();
   void showError(const QString& message);
 
@@ -144,7 +152,8 @@ class MainWindow : public QMainWindow {
   QString m_runError;
   QString m_liveNote;  // what the last live change did ("" none)
   bool m_liveNoteWarns = false;
-  QStringList m_changes;  // live reconfigurations of the run shown, for the summary
+  QStringList m_changes;   // live reconfigurations of the run shown, for the summary
+  QString m_recordedFrom;  // the file of the recorded run shown ("" a live run or none)
   QString m_runFileError;  // said once in the status bar
   LoadProgress m_loading;  // what the run does before its first step
   int64_t m_parameterCount = 0;

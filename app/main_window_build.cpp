@@ -94,6 +94,10 @@ void MainWindow::createMenus() {
   file->addAction(tr("&Save Settings…"), QKeySequence::Save, this, &MainWindow::saveConfig)
       ->setStatusTip(
           tr("Save the run settings as JSON for paralab-run --config or paralab --config"));
+  file->addAction(tr("Open &Run…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
+                  &MainWindow::openRun)
+      ->setStatusTip(tr("Show a recorded run in the charts: an export's run.jsonl, or the "
+                        "lines paralab-run --json prints"));
   file->addSeparator();
   file->addAction(m_exportChart);
   file->addAction(m_exportAll);

@@ -1,19 +1,23 @@
-// MainWindow's files: a chart or every chart exported (PNG, PDF, SVG, CSV, the run's report
-// and trace), settings opened from and saved to JSON. See tests/app/tst_window.cpp
-// (exportAllWritesEverything) and tst_window_trust.cpp.
+// MainWindow's files: a chart or every chart exported (PNG, PDF, SVG, CSV, the run's report,
+// trace and steps), a recorded run opened, settings opened from and saved to JSON. See
+// tests/app/tst_window.cpp (exportAllWritesEverything) and tst_window_trust.cpp
+// (openRunShowsTheRecordedRun).
 #include "main_window.h"
 
+#include <QApplication>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QSaveFile>
 #include <QStatusBar>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "charts/chart_hub.h"
 #include "export/chart_export.h"
 #include "export/chrome_trace.h"
 #include "export/summary_export.h"
+#include "metrics/run_record.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "settings.h"
@@ -42,10 +46,10 @@ void MainWindow::exportAllCharts() {
   QStringList written;
   const QString err = exportAllTo(dir, &written);
   if (err.isEmpty()) Settings::setExportDir(dir);
-  statusBar()->showMessage(err.isEmpty() ? tr("Wrote %1 files to %2")
-                                               .arg(written.size())
-                                               .arg(QDir::toNativeSeparators(dir))
-                                         : err);
+  statusBar()->showMessage(
+      err.isEmpty()
+          ? tr("Wrote %1 files to %2").arg(written.size()).arg(QDir::toNativeSeparators(dir))
+          : err);
 }
 
 RunReport MainWindow::report() const {
@@ -84,6 +88,26 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
       return tr("cannot write '%1': %2").arg(configPath, file.errorString());
     files << configPath;
   }
+  // Every step and the run's settings, as paralab-run --json writes them: File > Open Run
+  // shows them again.
+  const QString runPath = QDir(dir).filePath("run.jsonl");
+  {
+    QSaveFile file(runPath);
+    QString readError;
+    if (file.open(QIODevice::WriteOnly)) {
+      RunSummary summary;
+      readError = m_history.steps().forEach([&](const MetricHistory::Row&, const StepMetrics& m) {
+        summary.add(m);
+        file.write(QByteArray::fromStdString(toJson(m).dump() + "\n"));
+      });
+      if (summary.steps > 0)
+        file.write(QByteArray::fromStdString(toJson(summary, m_runConfig).dump() + "\n"));
+    }
+    if (!readError.isEmpty()) return readError;
+    if (file.error() != QFileDevice::NoError || !file.commit())
+      return tr("cannot write '%1': %2").arg(runPath, file.errorString());
+    files << runPath;
+  }
   const QString tracePath = QDir(dir).filePath("trace.json");
   const QString emulated =
       m_runConfig.link == "none" ? QString() : QString::fromStdString(m_runConfig.link);
@@ -97,6 +121,46 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
           << "summary.html";
   if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
   if (written) *written = files;
+  return {};
+}
+
+void MainWindow::openRun() {
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open a Recorded Run"), Settings::exportDir(),
+                                   tr("Recorded runs (*.jsonl *.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  if (!confirm(tr("Open %1?").arg(QFileInfo(path).fileName()), {runAtRisk()}, tr("Open"))) return;
+  if (const QString err = openRunFile(path); !err.isEmpty()) showError(err);
+}
+
+QString MainWindow::openRunFile(const QString& path) {
+  std::ifstream in(path.toStdString());
+  if (!in) return tr("cannot open '%1'").arg(QDir::toNativeSeparators(path));
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  reset();  // the run shown stops; what is read replaces its data
+  std::optional<StepMetrics> last;
+  RunConfig config;
+  bool hasSettings = false;
+  const std::string err = readRecordedRun(
+      in,
+      [&](const StepMetrics& m) {
+        m_history.append(m);
+        last = m;
+      },
+      &config, &hasSettings);
+  QApplication::restoreOverrideCursor();
+  const QString name = QFileInfo(path).fileName();
+  if (!err.empty() || !hasSettings) {
+    reset();
+    return tr("%1: %2").arg(
+        name, err.empty() ? tr("no summary line with the run's settings (paralab-run --json "
+                               "writes it when the run ends)")
+                          : QString::fromStdString(err));
+  }
+  showRecordedRun(name, config, *last);
+  statusBar()->showMessage(tr("Showing the run recorded in %1: %2 steps")
+                               .arg(QDir::toNativeSeparators(path))
+                               .arg(m_history.stepsSeen()));
   return {};
 }
 

@@ -33,7 +33,9 @@ void MainWindow::showWelcome() {
     m_welcome->addChoice("free", tr("Free play"),
                          tr("The run settings and every chart, no lesson: pick a strategy and "
                             "ranks, press Start (F5) and watch."));
-    // "Open a run" joins here as a third choice once recorded runs can be opened.
+    m_welcome->addChoice("open", tr("Open a run"),
+                         tr("A run recorded before — an export's run.jsonl, or the lines "
+                            "paralab-run --json prints — back in every chart."));
     connect(m_welcome, &WelcomePage::chosen, this, &MainWindow::startAs);
     // The page covers the charts wherever the docks' edges are moved.
     if (QDockWidget* charts = m_hub->dockOf(m_hub->charts().first()))
@@ -51,8 +53,11 @@ void MainWindow::startAs(const QString& choice) {
     m_lessonDock->openLesson(0);
   } else {
     findChild<QDockWidget*>("configDock")->raise();
+    if (choice == "open") openRun();
   }
-  if (!choice.isEmpty() && m_persist) Settings::setStartChoice(choice);
+  // Opening a run lands in free play, and that is where the next start comes back to (not to
+  // a file dialog).
+  if (!choice.isEmpty() && m_persist) Settings::setStartChoice(choice == "open" ? "free" : choice);
 }
 
 // Over the chart docks, which sit right of the left column: the union of those in front (a

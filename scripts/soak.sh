@@ -1,9 +1,9 @@
 #!/bin/sh
 # soak.sh [minutes]: the window, offscreen, training 8 thread ranks on synthetic data with every
 # chart in view, its settings changed live every minute (ZeRO 0 <-> 1, as a learner would), for
-# `minutes` (default 30). Prints the window's resident memory at the start and the end, the
-# worst GUI frame and the steps trained: the memory must stay flat (under 2 % growth) and no
-# frame go over 50 ms. Run from the repository root after `make` (BUILD=dir for another build).
+# `minutes` (default 30). Prints the window's resident memory and the allocator's bytes in use
+# every twentieth of the run, the highest RSS of the first and of the last third (the memory
+# must stay flat: under 2 % growth), the frame times (no frame over 50 ms) and the steps trained. Run from the repository root after `make` (BUILD=dir for another build).
 set -eu
 minutes=${1:-30}
 case $minutes in '' | *[!0-9]*) echo "soak.sh: minutes: a whole number (allowed: 1 or more)" >&2; exit 2 ;; esac

@@ -76,6 +76,9 @@ class Chart : public QCustomPlot {
   // the axis ("memory per rank (KiB)", "memory (KiB)"): the one that fits is shown, chosen
   // after each layout. A label longer than its axis would run past the plot into the legend.
   void setAxisLabel(QCPAxis* axis, const QString& label, const QString& shortLabel = QString());
+  // An axis of training steps: its ticks fall on whole steps (never "2.5"), however few the
+  // steps drawn.
+  static void useStepTicks(QCPAxis* axis);
   // Shown in the middle of the empty plot, hidden once there is data.
   void setPlaceholderVisible(bool visible);
   void setPlaceholderText(const QString& text);

@@ -3,6 +3,7 @@
 // See tests/app/tst_app.cpp (scriptedExport) and tests/app/tst_window.cpp.
 #include "export/scripted_run.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <QApplication>
@@ -90,6 +91,18 @@ double residentMb() {
   return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
+// Bytes the allocator has handed out and not had back, MB: what the program holds, without the
+// freed pages the allocator keeps (RSS counts those too). Growth here is a leak or an unbounded
+// container; growth of RSS alone is the allocator's.
+double heapInUseMb() {
+#ifdef __GLIBC__
+  const struct mallinfo2 m = mallinfo2();
+  return double(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+#else
+  return 0;
+#endif
+}
+
 // A scaling sweep measured before the training starts (beside it, it would share the cores),
 // so the speedup chart has a sweep to draw; false when it could not run.
 bool sweepFirst(MainWindow& window) {
@@ -134,14 +147,21 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
       ms += c->replotTime();
       ++n;
     });
-  // Memory is read once the run has warmed up (its buffers, the charts' first full drawing) and
-  // at the end: what it grows by in between is what a longer session would keep adding.
-  const qint64 warmUpMs = std::min<qint64>(30000, qint64(commandLine.benchFramesS) * 100);
+  // Memory is read at every frame. Live changes move it up and down with the layout (ZeRO 1
+  // holds other buffers than ZeRO 0), so growth compares like with like: the highest RSS of
+  // the first third of the run (after a warm-up: its buffers, the charts' first full drawing)
+  // against the highest of the last third, each spanning several changes. A leak raises the
+  // second; a bounded process has the same high-water mark in both.
+  const qint64 runMs = qint64(commandLine.benchFramesS) * 1000;
+  const qint64 warmUpMs = std::min<qint64>(30000, runMs / 10);
   const double rssAtStart = residentMb();
-  double rssWarm = 0, rssPeak = 0;
+  double rssFirstThird = 0, rssLastThird = 0, rssPeak = 0;
   QStringList changeTimes;  // s since the start, of each live change asked for
-  QElapsedTimer total, sinceTick, sinceChange;
+  // A memory line every twentieth of the run (at least 10 s apart): the trend, not two ends.
+  const qint64 memoryLineMs = std::max<qint64>(10000, qint64(commandLine.benchFramesS) * 50);
+  QElapsedTimer total, sinceTick, sinceChange, sinceMemoryLine;
   total.start();
+  sinceMemoryLine.start();
   sinceTick.start();
   sinceChange.start();
   QTimer tick;
@@ -165,8 +185,20 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
     slowest.push_back({frames.back(), total.elapsed() / 1000.0, cpu.back()});
     std::sort(slowest.begin(), slowest.end(), std::greater<>());
     if (slowest.size() > 3) slowest.pop_back();
-    if (rssWarm == 0 && total.elapsed() >= warmUpMs) rssWarm = residentMb();
-    rssPeak = std::max(rssPeak, residentMb());
+    const double rss = residentMb();
+    if (total.elapsed() >= warmUpMs && total.elapsed() < warmUpMs + (runMs - warmUpMs) / 3)
+      rssFirstThird = std::max(rssFirstThird, rss);
+    if (total.elapsed() >= runMs - (runMs - warmUpMs) / 3)
+      rssLastThird = std::max(rssLastThird, rss);
+    rssPeak = std::max(rssPeak, rss);
+    if (sinceMemoryLine.elapsed() >= memoryLineMs) {
+      sinceMemoryLine.restart();
+      printLine(stdout, QObject::tr("at %1 s: RSS %2 MB, heap in use %3 MB, %4 steps")
+                            .arg(total.elapsed() / 1000.0, 0, 'f', 0)
+                            .arg(residentMb(), 0, 'f', 1)
+                            .arg(heapInUseMb(), 0, 'f', 1)
+                            .arg(window.history().stepsSeen()));
+    }
     // A live change of the running training, as a learner makes one: through the settings.
     if (commandLine.reconfigureEveryS > 0 &&
         sinceChange.elapsed() >= qint64(commandLine.reconfigureEveryS) * 1000) {
@@ -226,17 +258,21 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
   printLine(stdout, QObject::tr("of which poll (copy + chart data) median %1 ms; replots: %2")
                         .arg(percentile(polls, 0.5), 0, 'f', 2)
                         .arg(perChart.join(", ")));
-  printLine(stdout,
-            QObject::tr("RSS MB: %1 at the start, %2 after %3 s (warm), %4 at the end "
-                        "(%5 % over the warm figure), peak %6; %7 live changes%8")
-                .arg(rssAtStart, 0, 'f', 1)
-                .arg(rssWarm, 0, 'f', 1)
-                .arg(warmUpMs / 1000)
-                .arg(rssEnd, 0, 'f', 1)
-                .arg(rssWarm > 0 ? 100.0 * (rssEnd - rssWarm) / rssWarm : 0.0, 0, 'f', 2)
-                .arg(rssPeak, 0, 'f', 1)
-                .arg(changeTimes.size())
-                .arg(changeTimes.isEmpty() ? QString() : " at " + changeTimes.join(", ") + " s"));
+  printLine(
+      stdout,
+      QObject::tr("RSS MB: %1 at the start, %2 at the end; highest %3 in the first third "
+                  "after %4 s of warm-up, %5 in the last third: growth %6 %; peak %7; %8 "
+                  "live changes%9")
+          .arg(rssAtStart, 0, 'f', 1)
+          .arg(rssEnd, 0, 'f', 1)
+          .arg(rssFirstThird, 0, 'f', 1)
+          .arg(warmUpMs / 1000)
+          .arg(rssLastThird, 0, 'f', 1)
+          .arg(rssFirstThird > 0 ? 100.0 * (rssLastThird - rssFirstThird) / rssFirstThird : 0.0, 0,
+               'f', 2)
+          .arg(rssPeak, 0, 'f', 1)
+          .arg(changeTimes.size())
+          .arg(changeTimes.isEmpty() ? QString() : " at " + changeTimes.join(", ") + " s"));
   window.reset();
   return 0;
 }

@@ -1,6 +1,6 @@
 // WelcomePage: what the window shows over the empty charts on a first start — a few lines on
-// what ParaLab is and one button per way in ("Start lesson 1", "Free play"; "Open a run" joins
-// as one more addChoice() once recorded runs can be opened). Not modal: the lessons and the
+// what ParaLab is and one button per way in ("Start lesson 1", "Free play", "Open a run").
+// Not modal: the lessons and the
 // settings beside it stay usable, and its arrow points at the Lessons tab.
 // See tests/app/tst_window_trust.cpp (welcomeOffersAWayIn).
 #pragma once

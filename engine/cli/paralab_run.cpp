@@ -16,6 +16,7 @@
 #include "config.h"
 #include "cpu/gemm.h"
 #include "metrics/chrome_trace.h"
+#include "metrics/run_record.h"
 #include "platform.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
@@ -256,13 +257,10 @@ int main(int argc, char** argv) {
           "Straggler: %s, rank=factor (emulated: the rank sleeps factor - 1 times its "
           "measured compute)\n",
           config.straggler.c_str());
-    double totalMs = 0, lastLoss = 0;
-    std::optional<double> lastAcc;
+    RunSummary summary;
     for (int s = 0; s < config.steps; ++s) {
       const StepMetrics m = trainer.step();
-      totalMs += m.stepMs;
-      lastLoss = m.loss;
-      if (m.testAccuracy) lastAcc = m.testAccuracy;
+      summary.add(m);
       if (!root) {
         continue;
       } else if (json) {
@@ -288,23 +286,14 @@ int main(int argc, char** argv) {
         std::printf("trace: %s (%zu spans of %d ranks)\n", tracePath.c_str(), count,
                     trainer.localRankCount());
     }
-    const double samplesPerS = config.steps * double(config.globalBatch()) / (totalMs * 1e-3);
-    nlohmann::json summary = {{"schema", kMetricsSchema},
-                              {"summary", true},
-                              {"steps", config.steps},
-                              {"final_loss", lastLoss},
-                              {"mean_step_ms", totalMs / config.steps},
-                              {"samples_per_s", samplesPerS},
-                              {"config", config.toJson()}};
-    if (lastAcc) summary["test_accuracy"] = *lastAcc;
-    if (config.link != "none") summary["emulated"] = config.link;
-    if (config.straggler != "none") summary["emulated_straggler"] = config.straggler;
     if (json)
-      std::cout << summary.dump() << '\n';
+      std::cout << toJson(summary, config).dump() << '\n';
     else
       std::printf("done: %d steps, final loss %.4f, %.2f ms/step, %.0f samples/s%s\n", config.steps,
-                  lastLoss, totalMs / config.steps, samplesPerS,
-                  lastAcc ? (", test accuracy " + std::to_string(*lastAcc)).c_str() : "");
+                  summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
+                  summary.testAccuracy
+                      ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
+                      : "");
   } catch (const std::exception& e) {
     return fail(e.what());
   }

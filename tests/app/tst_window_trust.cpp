@@ -127,6 +127,7 @@ class TestWindowTrust : public QObject {
   void welcomeOffersAWayIn();
   void lessonAsksBeforeReplacing();
   void quitAsksWhileARunIsOpen();
+  void openRunShowsTheRecordedRun();
 };
 
 void TestWindowTrust::initTestCase() {
@@ -321,8 +322,9 @@ void TestWindowTrust::exportsCreateTheirFolder() {
   QCOMPARE(exportChart(*w.charts().first(), nested, ExportFormat::Png), QString());
   QVERIFY(QFileInfo(nested).size() > 0);
   const QString pdf = dir.filePath("other/loss.pdf");
-  QCOMPARE(ExportPanel::exportChartAt(*w.charts().first(), pdf, ExportFormat::Pdf, QSize(800, 500), 96),
-           QString());
+  QCOMPARE(
+      ExportPanel::exportChartAt(*w.charts().first(), pdf, ExportFormat::Pdf, QSize(800, 500), 96),
+      QString());
   QVERIFY(QFileInfo(pdf).size() > 0);
   // A place that cannot be a folder is said, naming it.
   const QString blocked = dir.filePath("file");
@@ -360,6 +362,7 @@ void TestWindowTrust::welcomeOffersAWayIn() {
     QVERIFY(welcome->geometry().contains(
         QRect(w.charts().first()->mapTo(&w, QPoint()), w.charts().first()->size())));
     QVERIFY(welcome->findChild<QPushButton*>("welcome-free"));
+    QVERIFY(welcome->findChild<QPushButton*>("welcome-open"));
     welcome->findChild<QPushButton*>("welcome-lesson")->click();
     QVERIFY(welcome->isHidden());
     QCOMPARE(w.lessonDock()->currentLesson(), 0);
@@ -455,6 +458,57 @@ void TestWindowTrust::quitAsksWhileARunIsOpen() {
   answerNextQuestion("Cancel", &q);
   QVERIFY(idle.close());
   QVERIFY(!q.asked);
+}
+
+// Export all writes the run's every step (run.jsonl); File > Open Run shows it again, under its
+// own settings, whatever the panel holds: the same steps, the same CSV. A broken or unfinished
+// file is refused naming the line, and the run shown stays.
+void TestWindowTrust::openRunShowsTheRecordedRun() {
+  MainWindow w;
+  auto* loss = w.chartHub()->find<LossChart>();
+  w.configPanel()->setConfig(quickConfig(30, 2, 48));
+  QVERIFY(runToEnd(w));
+  QTemporaryDir first, second;
+  QCOMPARE(w.exportAllTo(first.path()), QString());
+  const QString path = first.filePath("run.jsonl");
+  QCOMPARE(test::readLines(path).size(), 31);  // 30 steps, then the summary
+  QVector<double> losses;
+  for (const auto& r : w.history().rows()) losses << r.loss;
+
+  w.resetAction()->trigger();
+  w.configPanel()->setConfig(quickConfig(5, 1, 32));  // other settings on the panel
+  QCOMPARE(w.openRunFile(path), QString());
+  QCOMPARE(w.recordedFrom(), QString("run.jsonl"));
+  QCOMPARE(w.history().stepsSeen(), int64_t(30));
+  QVector<double> shown;
+  for (const auto& r : w.history().rows()) shown << r.loss;
+  QCOMPARE(shown, losses);
+  for (const QString& needle : {"recorded in run.jsonl", "H=48", "2 ranks"})
+    QVERIFY2(loss->subtitle().contains(needle), qPrintable(loss->subtitle()));
+  QCOMPARE(w.runConfig().hidden, 48);
+  QCOMPARE(w.exportAllTo(second.path()), QString());
+  QCOMPARE(test::readLines(second.filePath("loss.csv")),
+           test::readLines(first.filePath("loss.csv")));
+
+  // Refused, naming the file and the line; what is shown stays.
+  const QStringList lines = test::readLines(path);
+  const auto write = [&](const QString& name, const QStringList& content) {
+    QFile f(second.filePath(name));
+    f.open(QIODevice::WriteOnly);
+    f.write((content.join('\n') + '\n').toUtf8());
+    return f.fileName();
+  };
+  QString err = w.openRunFile(write("broken.jsonl", {lines[0], "{\"loss\": "}));
+  QVERIFY2(err.startsWith("broken.jsonl: line 2: not a JSON object"), qPrintable(err));
+  err = w.openRunFile(write("stopped.jsonl", lines.mid(0, 10)));
+  QVERIFY2(err.startsWith("stopped.jsonl: no summary line"), qPrintable(err));
+  QVERIFY(w.openRunFile(second.filePath("missing.jsonl")).startsWith("cannot open"));
+
+  // A new run replaces it and says so no more.
+  w.configPanel()->setConfig(quickConfig(5, 1, 32));
+  QVERIFY(runToEnd(w));
+  QVERIFY(w.recordedFrom().isEmpty());
+  QVERIFY2(!loss->subtitle().contains("recorded"), qPrintable(loss->subtitle()));
 }
 
 QTEST_MAIN(TestWindowTrust)

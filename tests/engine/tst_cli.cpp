@@ -10,9 +10,11 @@
 #include <QTemporaryDir>
 #include <QTemporaryFile>
 #include <QtTest>
+#include <sstream>
 
 #include "comm/communicator.h"  // ncclAvailable
 #include "cuda/device.h"
+#include "metrics/run_record.h"
 
 class TstCli : public QObject {
   Q_OBJECT
@@ -94,6 +96,17 @@ class TstCli : public QObject {
     const QJsonObject summary = QJsonDocument::fromJson(lines.last().toUtf8()).object();
     QCOMPARE(summary["steps"].toInt(), 3);
     QCOMPARE(summary["config"].toObject()["hidden"].toInt(), 16);
+    // What the window's File > Open Run reads: the steps, then the settings.
+    std::istringstream in(r.out.toStdString());
+    int steps = 0;
+    paralab::RunConfig settings;
+    bool hasSettings = false;
+    QCOMPARE(paralab::readRecordedRun(
+                 in, [&](const paralab::StepMetrics&) { ++steps; }, &settings, &hasSettings),
+             std::string());
+    QVERIFY(hasSettings);
+    QCOMPARE(steps, 3);
+    QCOMPARE(settings.hidden, 16);
   }
 
   void jsonLinesCarryTheDocumentedKeys() {

@@ -7,8 +7,10 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "metrics/metrics.h"
+#include "metrics/run_record.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -162,6 +164,70 @@ class TestMetrics : public QObject {
     for (const std::string& key : written)
       QVERIFY2(documented.count(key),
                qPrintable("not in metrics.md: " + QString::fromStdString(key)));
+  }
+
+  // A recorded run (paralab-run --json, the window's run.jsonl): its steps and settings read
+  // back as written, its summary's names documented; a bad line is refused naming its number.
+  void recordedRunReadsBack() {
+    RunConfig c;
+    c.hidden = 48, c.ranks = 3, c.strategy = "local-sgd", c.link = "nvlink";
+    StepMetrics a = fullStep(), b = fullStep();
+    a.step = 1, b.step = 2, b.loss = 1.5, b.testAccuracy.reset();
+    RunSummary summary;
+    summary.add(a), summary.add(b);
+    QCOMPARE(summary.steps, int64_t(2));
+    QCOMPARE(summary.finalLoss, 1.5);
+    QCOMPARE(*summary.testAccuracy, 0.8125);  // the last one measured
+    QCOMPARE(summary.meanStepMs(), a.stepMs);
+    QVERIFY(std::abs(summary.samplesPerS() - a.samplesPerS) < 1e-9 * a.samplesPerS);
+    const nlohmann::json last = toJson(summary, c);
+    std::set<std::string> names;
+    for (const auto& [key, value] : last.items()) names.insert(key);
+    const std::set<std::string> documented = documentedNames();
+    for (const std::string& key : names)
+      QVERIFY2(documented.count(key),
+               qPrintable("not in metrics.md: " + QString::fromStdString(key)));
+    QCOMPARE(last.at("emulated").get<std::string>(), std::string("nvlink"));
+
+    std::stringstream file;
+    file << toJson(a).dump() << '\n' << '\n' << toJson(b).dump() << '\n' << last.dump() << '\n';
+    std::vector<StepMetrics> steps;
+    RunConfig read;
+    bool hasSettings = false;
+    QCOMPARE(readRecordedRun(
+                 file, [&](const StepMetrics& m) { steps.push_back(m); }, &read, &hasSettings),
+             std::string());
+    QVERIFY(hasSettings);
+    QCOMPARE(int(steps.size()), 2);
+    QVERIFY(steps[0] == a && steps[1] == b);
+    QVERIFY(read.toJson() == c.toJson());
+
+    // Refusals: each names the line.
+    const auto error = [](const std::string& text) {
+      std::stringstream in(text);
+      RunConfig ignored;
+      bool settings = false;
+      return QString::fromStdString(readRecordedRun(
+          in, [](const StepMetrics&) {}, &ignored, &settings));
+    };
+    const std::string stepLine = toJson(a).dump() + "\n";
+    QVERIFY(error(stepLine + "{not json\n").startsWith("line 2: not a JSON object"));
+    QVERIFY(error(stepLine + last.dump() + "\n" + stepLine).startsWith("line 3: a line after"));
+    nlohmann::json noLoss = toJson(b);
+    noLoss.erase("loss");
+    QCOMPARE(error(stepLine + noLoss.dump() + "\n"), QString("line 2: loss: missing"));
+    nlohmann::json badConfig = last;
+    badConfig["config"]["hidden"] = "wide";
+    QVERIFY2(error(stepLine + badConfig.dump() + "\n").startsWith("line 2: hidden"),
+             qPrintable(error(stepLine + badConfig.dump() + "\n")));
+    QVERIFY(error("").startsWith("no step in it"));
+    // Without the summary the steps still read; the caller is told there were no settings.
+    std::stringstream stopped(stepLine);
+    RunConfig unset;
+    QCOMPARE(readRecordedRun(
+                 stopped, [](const StepMetrics&) {}, &unset, &hasSettings),
+             std::string());
+    QVERIFY(!hasSettings);
   }
 
   // The trainer's steps as they leave the engine (the Session's snapshots, `--json`, the

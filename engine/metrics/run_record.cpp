@@ -1,0 +1,63 @@
+// A recorded run's lines, written and read (see run_record.h).
+#include "metrics/run_record.h"
+
+#include <istream>
+#include <nlohmann/json.hpp>
+
+namespace paralab {
+
+void RunSummary::add(const StepMetrics& m) {
+  ++steps;
+  totalStepMs += m.stepMs;
+  samples += m.samplesPerS * m.stepMs * 1e-3;  // samples/s is the global batch over the step
+  finalLoss = m.loss;
+  if (m.testAccuracy) testAccuracy = m.testAccuracy;
+}
+
+nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
+  nlohmann::json j = {{"schema", kMetricsSchema},
+                      {"summary", true},
+                      {"steps", s.steps},
+                      {"final_loss", s.finalLoss},
+                      {"mean_step_ms", s.meanStepMs()},
+                      {"samples_per_s", s.samplesPerS()},
+                      {"config", config.toJson()}};
+  if (s.testAccuracy) j["test_accuracy"] = *s.testAccuracy;
+  if (config.link != "none") j["emulated"] = config.link;
+  if (config.straggler != "none") j["emulated_straggler"] = config.straggler;
+  return j;
+}
+
+std::string readRecordedRun(std::istream& in, const std::function<void(const StepMetrics&)>& onStep,
+                            RunConfig* config, bool* hasSettings) {
+  *hasSettings = false;
+  int64_t steps = 0;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = "line " + std::to_string(n) + ": ";
+    if (*hasSettings) return where + "a line after the summary (allowed: the summary last)";
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object())
+      return where + "not a JSON object (allowed: the lines paralab-run --json prints)";
+    try {
+      if (j.value("summary", false)) {
+        if (!j.contains("config")) return where + "the summary has no \"config\"";
+        RunConfig c;
+        applyJson(c, j.at("config"));
+        *config = c;
+        *hasSettings = true;
+      } else {
+        onStep(stepMetricsFromJson(j));
+        ++steps;
+      }
+    } catch (const std::exception& e) {
+      return where + e.what();
+    }
+  }
+  if (in.bad()) return "the file could not be read";
+  if (steps == 0) return "no step in it (allowed: the lines paralab-run --json prints)";
+  return {};
+}
+
+}  // namespace paralab

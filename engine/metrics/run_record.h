@@ -1,0 +1,43 @@
+// A recorded run: the JSON lines `paralab-run --json` prints — one per step (metrics.h), then a
+// summary line with the run's settings — which the window's "Export all" writes as run.jsonl and
+// its File > Open Run reads back. See tests/engine/tst_metrics.cpp (recordedRun*) and
+// `paralab-run --steps 3 --json`.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "config.h"
+#include "metrics/metrics.h"
+
+namespace paralab {
+
+// The run's last line, summed step by step as the steps go by.
+struct RunSummary {
+  int64_t steps = 0;
+  double totalStepMs = 0;              // the steps' wall times added
+  double samples = 0;                  // samples trained: each step's samples/s × its wall time
+  double finalLoss = 0;                // nats, of the last step
+  std::optional<double> testAccuracy;  // the last one measured, a fraction
+
+  void add(const StepMetrics& m);
+  double meanStepMs() const { return steps > 0 ? totalStepMs / double(steps) : 0; }
+  double samplesPerS() const { return totalStepMs > 0 ? samples / (totalStepMs * 1e-3) : 0; }
+};
+
+// The summary line: "schema", "summary": true, steps, final_loss, mean_step_ms, samples_per_s,
+// test_accuracy when measured, "emulated" when the link was, "emulated_straggler" when a rank
+// was slowed (--straggler), and "config" (RunConfig::toJson).
+nlohmann::json toJson(const RunSummary& s, const RunConfig& config);
+
+// Reads a recorded run from `in`: every step line to `onStep`, in order, and the summary line's
+// settings into `config` (`*hasSettings` says whether there was one: a run that was stopped has
+// none). Blank lines are skipped. Returns "" or one line naming the line that could not be read
+// and why ("line 12: ..."); a file with no step is an error too.
+std::string readRecordedRun(std::istream& in, const std::function<void(const StepMetrics&)>& onStep,
+                            RunConfig* config, bool* hasSettings);
+
+}  // namespace paralab
