@@ -48,6 +48,9 @@ struct RunConfig {
   std::string allreduce = "default";
   std::string link = "none";
   double timeoutS = 60;
+  // Faults on purpose (train/faults.h): "none", RANK=FACTOR, RANK@STEP
+  std::string straggler = "none";
+  std::string fail = "none";
   // The data-parallel family
   std::string strategy = "sync";
   std::string dpVersion = "bucket";

@@ -9,6 +9,7 @@
 #include "comm/link_model.h"
 #include "parallel/strategy.h"
 #include "schema.h"
+#include "train/faults.h"
 
 namespace paralab {
 
@@ -461,6 +462,43 @@ std::vector<Setting> coreSettings() {
                   .above(0, 86400)
                   .units("s")
                   .notInWindow());
+  // [SECTION] Faults on purpose (train/faults.h): emulated in the forward and backward the
+  // data-parallel family shares (parallel/replica.cpp)
+  const auto replicasOnly = [](const RunConfig& c) -> Why {
+    if (c.model != "moe" && c.tp == 1 && c.pp == 1) return std::nullopt;
+    return std::string(
+        "emulated in the data-parallel strategies' forward and backward (not with --tp, --pp "
+        "or --model moe)");
+  };
+  const auto formOf = [](auto parse, std::string RunConfig::*member) {
+    return [parse, member](const RunConfig& c) -> Why {
+      try {
+        parse(c.*member, c.ranks);
+      } catch (const ConfigError& e) {
+        return std::string(e.what());
+      }
+      return std::nullopt;
+    };
+  };
+  t.push_back(field("straggler", &RunConfig::straggler)
+                  .in(kExecution, "Straggler")
+                  .describe("A slow rank: RANK=FACTOR makes that rank's compute FACTOR times as "
+                            "long (emulated)",
+                            "After its real forward and backward the rank sleeps FACTOR − 1 "
+                            "times their measured time. Synchronous strategies wait for it; "
+                            "asynchronous ones need not.")
+                  .shaped(kStragglerForm, formOf(parseStraggler, &RunConfig::straggler))
+                  .appliesWhen(replicasOnly)
+                  .onlyParallel());
+  t.push_back(field("fail", &RunConfig::fail)
+                  .in(kExecution, "Failing rank")
+                  .describe("A failing rank: RANK@STEP makes that rank throw in that step",
+                            "A real exception inside the rank's step: the others are released "
+                            "from their collectives and the run ends with one message naming "
+                            "the rank and the step.")
+                  .shaped(kFailForm, formOf(parseFail, &RunConfig::fail))
+                  .appliesWhen(replicasOnly)
+                  .onlyParallel());
   return t;
 }
 

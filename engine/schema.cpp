@@ -61,6 +61,11 @@ Setting& Setting::withChoiceNoun(std::string noun) {
   choiceNoun = std::move(noun);
   return *this;
 }
+Setting& Setting::shaped(std::string formWords, std::function<Why(const RunConfig&)> check) {
+  form = std::move(formWords);
+  formCheck = std::move(check);
+  return *this;
+}
 Setting& Setting::appliesWhen(std::function<Why(const RunConfig&)> why) {
   notApplicable = std::move(why);
   return *this;
@@ -276,7 +281,7 @@ std::string Setting::allowedText(const RunConfig& c) const {
     return out;
   }
   if (type == SettingType::Switch) return "true, false";
-  if (type == SettingType::Text) return "a non-empty text";
+  if (type == SettingType::Text) return form.empty() ? "a non-empty text" : form;
   const std::string hi = maxOf ? maxName : number(max);
   std::string text =
       minOpen ? "more than " + number(min) + ", up to " + hi : number(min) + ".." + hi;
@@ -295,6 +300,7 @@ Setting::Why Setting::check(const RunConfig& c) const {
     return key + ": '" + shown + "' is not one of " + allowedText(c);
   }
   if (type == SettingType::Text && shown.empty()) return key + ": is empty";
+  if (formCheck) return formCheck(c);
   if (type != SettingType::Integer && type != SettingType::Real) return std::nullopt;
   const double x = type == SettingType::Real ? std::get<double>(v) : double(std::get<int64_t>(v));
   const double hi = maxOf ? std::min(max, maxOf(c)) : max;

@@ -46,6 +46,10 @@ struct Setting {
   std::function<std::vector<SettingChoice>(const RunConfig&)> choices;
   std::string choicesFollow;  // the setting the choices depend on ("device" for kernel)
   std::string choiceNoun;     // "a ZeRO stage": "zero: 4 is not a ZeRO stage (allowed: ...)"
+  // Text with a form of its own ("RANK=FACTOR"): the form in words, and the check that reads
+  // it ("straggler: rank 5 does not exist (allowed: 0..3)").
+  std::string form;
+  std::function<Why(const RunConfig&)> formCheck;
   // Why the setting does not apply to a configuration (nullopt: it applies). It reads only
   // settings earlier in the table, so one walk in table order settles every setting.
   std::function<Why(const RunConfig&)> notApplicable;
@@ -74,6 +78,7 @@ struct Setting {
   Setting& oneOf(std::function<std::vector<SettingChoice>(const RunConfig&)> provider,
                  std::string follows = "");
   Setting& withChoiceNoun(std::string noun);
+  Setting& shaped(std::string formWords, std::function<Why(const RunConfig&)> check);
   Setting& appliesWhen(std::function<Why(const RunConfig&)> why);
   Setting& onlyParallel();
   Setting& fixedPerRun();  // changing it needs a new run

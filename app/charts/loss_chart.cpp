@@ -152,6 +152,8 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
   if (c.model == "moe") parts << tr("MoE %1 experts").arg(c.experts);
   parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);
   if (c.link != "none") parts << tr("%1 (emulated)").arg(QString::fromStdString(c.link));
+  if (c.straggler != "none")
+    parts << tr("straggler %1 (emulated)").arg(QString::fromStdString(c.straggler));
   return parts.join(" · ");
 }
 

@@ -101,9 +101,14 @@ void measuredSection(QStringList& md, const RunReport& r) {
   md << QObject::tr("## Measured") << ""
      << QObject::tr(
             "Every number here was measured in this run (clocks, the per-rank tracking "
-            "allocator, the communicator's byte counts)%1%2.")
+            "allocator, the communicator's byte counts)%1%2%3.")
             .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
                                          : QString())
+            .arg(r.config.straggler != "none"
+                     ? QObject::tr("; rank=factor %1 is an **emulated** straggler (it sleeps "
+                                   "factor − 1 times its measured compute)")
+                           .arg(str(r.config.straggler))
+                     : QString())
             .arg(r.last && bytesModelled(*r.last)
                      ? QObject::tr("; bytes are **modelled**: the library's collectives move "
                                    "them unseen, so they are the algorithm's count")

@@ -252,6 +252,11 @@ int main(int argc, char** argv) {
           layoutText(config).c_str(), gemmText(config).c_str());
     if (!json && root && config.link != "none")
       std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
+    if (!json && root && config.straggler != "none")
+      std::printf(
+          "Straggler: %s, rank=factor (emulated: the rank sleeps factor - 1 times its "
+          "measured compute)\n",
+          config.straggler.c_str());
     RunSummary summary;
     for (int s = 0; s < config.steps; ++s) {
       const StepMetrics m = trainer.step();

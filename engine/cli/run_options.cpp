@@ -30,7 +30,9 @@ namespace {
 // "(1..8192)", "(mlp, moe)"; choices that follow another setting are listed per its value:
 // "(cpu: naive, simd, ...; cuda: naive, coalesced, ...)".
 std::string allowedHelp(const Setting& s) {
-  if (s.type == SettingType::Switch || (s.type == SettingType::Text && !s.choices)) return "";
+  if (s.type == SettingType::Switch ||
+      (s.type == SettingType::Text && !s.choices && s.form.empty()))
+    return "";
   if (s.choicesFollow.empty()) return " (" + s.allowedText(RunConfig{}) + ")";
   const Setting* follows = findSetting(s.choicesFollow);
   std::string text;

@@ -50,6 +50,7 @@ nlohmann::json toJson(const RankMetrics& r) {
     j["stage"] = {
         {"first_ns", r.stage->firstNs}, {"last_ns", r.stage->lastNs}, {"busy_ns", r.stage->busyNs}};
   if (r.bubble) j["bubble"] = *r.bubble;
+  if (r.emulatedStragglerMs) j["emulated_straggler_ms"] = *r.emulatedStragglerMs;
   if (!r.expertTokens.empty()) j["expert_tokens"] = r.expertTokens;
   if (r.droppedTokens) j["dropped_tokens"] = *r.droppedTokens;
   if (r.tokens) j["tokens"] = *r.tokens;
@@ -156,6 +157,7 @@ RankMetrics rankFrom(const Reader& in) {
                          s.get<int64_t>("busy_ns"), true};
   }
   r.bubble = in.optional<double>("bubble");
+  r.emulatedStragglerMs = in.optional<double>("emulated_straggler_ms");
   r.expertTokens = in.optional<std::vector<std::vector<int64_t>>>("expert_tokens")
                        .value_or(std::vector<std::vector<int64_t>>{});
   r.droppedTokens = in.optional<int64_t>("dropped_tokens");
@@ -215,7 +217,8 @@ bool operator==(const RankMetrics& a, const RankMetrics& b) {
          a.optimizerMs == b.optimizerMs && a.bytesSent == b.bytesSent &&
          a.bytesRecv == b.bytesRecv && a.sentTo == b.sentTo && a.ops == b.ops &&
          a.bytesModelled == b.bytesModelled && a.staleness == b.staleness && a.spread == b.spread &&
-         a.stage == b.stage && a.bubble == b.bubble && a.expertTokens == b.expertTokens &&
+         a.stage == b.stage && a.bubble == b.bubble &&
+         a.emulatedStragglerMs == b.emulatedStragglerMs && a.expertTokens == b.expertTokens &&
          a.droppedTokens == b.droppedTokens && a.tokens == b.tokens && a.auxLoss == b.auxLoss &&
          a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&
          a.mem.peakTotal == b.mem.peakTotal;

@@ -60,6 +60,8 @@ struct RankMetrics {
   std::optional<double> spread;     // local SGD, gossip: max distance from the mean model
   std::optional<StageTimes> stage;  // --pp > 1: the stage's pipeline work, when it had any
   std::optional<double> bubble;     // --pp > 1: share of the pipeline's time this stage idled
+  // --straggler: the slowed rank's emulated extra compute (a sleep), ms; part of backwardMs
+  std::optional<double> emulatedStragglerMs;
   // --model moe, this rank's share: token choices of its tokens routed to each expert per block
   // [L][E] (before capacity), those dropped over capacity, the token rows its experts ran (all
   // blocks), its part of the load-balancing loss (nats).

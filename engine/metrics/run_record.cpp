@@ -24,6 +24,7 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
                       {"config", config.toJson()}};
   if (s.testAccuracy) j["test_accuracy"] = *s.testAccuracy;
   if (config.link != "none") j["emulated"] = config.link;
+  if (config.straggler != "none") j["emulated_straggler"] = config.straggler;
   return j;
 }
 

@@ -32,17 +32,24 @@ class LocalSgd final : public ReplicaStrategy {
         m_every(ctx.config->syncEvery) {
     if (m_ctx.worldSize > 1)
       m_mean = compute().tensor({m_model->params().numel()}, MemCategory::Workspace, ctx.memory);
+    m_faults.deferSlowness();
   }
 
+  // --straggler (train/faults.h): the slowed rank, busy with its emulated compute, skips local
+  // steps meanwhile and waits only where it must meet the others, at the averaging. So the
+  // others are held up once per H steps, not every step.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
-    out.samples = takeSlice(step, globalBatch);
-    m_globalBatch = std::max(1, m_slice);  // normalise by this rank's own mini-batch
-    out.lossSum = forwardBackward(step);
     ParamSet& ps = m_model->params();
     float* params = ps.params().data();
-    update(step, *m_opt, params, ps.grads().data());  // alone: no communication
+    if (!m_faults.busy(step + 1, m_ctx.spans)) {
+      out.samples = takeSlice(step, globalBatch);
+      m_globalBatch = std::max(1, m_slice);  // normalise by this rank's own mini-batch
+      out.lossSum = forwardBackward(step);
+      update(step, *m_opt, params, ps.grads().data());  // alone: no communication
+    }
     if (m_ctx.worldSize > 1 && (step + 1) % m_every == 0) {
+      m_faults.waitUntilFree(step + 1, m_ctx.spans);  // the average needs its model
       const int64_t P = ps.numel();
       compute().sync();  // the update is done
       m_ctx.comm->allReduce(params, m_mean.data(), P, ReduceOp::Avg, AllReduceAlgo::Configured,

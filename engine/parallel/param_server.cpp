@@ -159,24 +159,58 @@ class ParamServerAsync final : public ParamServerBase {
   explicit ParamServerAsync(RankContext& ctx) : ParamServerBase(ctx), m_have(size_t(m_servers), 0) {
     // One shard plus its version, for a push (received by a server) or a reply.
     m_message = compute().tensor({largestShard() + 1}, MemCategory::Comm, ctx.memory);
+    if (const auto slow = parseStraggler(ctx.config->straggler, ctx.worldSize)) {
+      m_straggler = slow->rank;
+      m_faults.deferSlowness();
+      m_flag = compute().tensor({1}, MemCategory::Comm, ctx.memory);
+    }
   }
 
+  // --straggler: the slowed rank computes a gradient, is then busy for FACTOR - 1 times as long
+  // (emulated), and pushes it once free; until then it tells each server it has none, and the
+  // others are not held up (what asynchrony buys). Without a straggler every rank computes and
+  // pushes every step.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
-    RankStep out;
-    out.samples = takeSlice(step, globalBatch);
-    // A server computes on its own shard in place: the version it read is the current one.
-    if (m_ctx.rank < m_servers) m_have[size_t(m_ctx.rank)] = m_version;
-    out.lossSum = forwardBackward(step);
-    compute().sync();  // backward's gradients are complete before the first push
+    if (!m_holding) {
+      m_samples = takeSlice(step, globalBatch);
+      // A server computes on its own shard in place: the version it read is the current one.
+      if (m_ctx.rank < m_servers) m_have[size_t(m_ctx.rank)] = m_version;
+      m_lossSum = forwardBackward(step);
+      compute().sync();  // backward's gradients are complete before the first push
+      m_holding = true;
+    }
+    const bool push = !m_faults.busy(step + 1, m_ctx.spans);
     double staleness = 0;
-    for (int k = 0; k < m_servers; ++k) staleness += m_ctx.rank == k ? serve(step) : pushPull(k);
+    for (int k = 0; k < m_servers; ++k)
+      staleness += m_ctx.rank == k ? serve(step, push) : pushPull(k, push);
+    RankStep out;
+    if (!push) return out;  // nothing delivered this step
+    m_holding = false;
+    out.samples = m_samples;
+    out.lossSum = m_lossSum;
     out.staleness = staleness / m_servers;
     return out;
   }
 
  private:
+  // The straggler's word to server k before its push: 1 a gradient follows, 0 none yet.
+  void sendFlag(bool gradient, int k) {
+    const float v = gradient ? 1.f : 0.f;
+    compute().upload(m_flag.data(), &v, 1);
+    compute().sync();
+    m_ctx.comm->send(m_flag.data(), 1, k, device());
+  }
+  bool recvFlag(int w) {
+    m_ctx.comm->recv(m_flag.data(), 1, w, device());
+    float v = 0;
+    compute().download(&v, m_flag.data(), 1);
+    return v != 0;
+  }
+
   // Worker side of shard k: push the gradient shard, pull the fresh shard and its version.
-  double pushPull(int k) {
+  double pushPull(int k, bool push) {
+    if (m_ctx.rank == m_straggler) sendFlag(push, k);
+    if (!push) return 0;
     ParamSet& ps = m_model->params();
     const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
     float* reply = m_message.data();
@@ -192,8 +226,8 @@ class ParamServerAsync final : public ParamServerBase {
   }
 
   // Server side of this rank's shard: one push from every worker in round-robin order, each
-  // applied at once. Returns the staleness of this rank's own update.
-  double serve(int64_t step) {
+  // applied at once (`ownPush`: this rank pushes too). Returns the staleness of its own update.
+  double serve(int64_t step, bool ownPush) {
     ParamSet& ps = m_model->params();
     const int k = m_ctx.rank;
     const int64_t b = shardBegin(k, m_servers, ps.numel()), n = shardLen(k, m_servers, ps.numel());
@@ -202,11 +236,13 @@ class ParamServerAsync final : public ParamServerBase {
     double own = 0;
     for (int w = 0; w < m_ctx.worldSize; ++w) {
       if (w == k) {  // this rank's own push: no message
+        if (!ownPush) continue;
         own = double((m_version - m_have[size_t(k)] + kVersionModulo) % kVersionModulo);
         update(step, *m_opt, shard, ps.grads().data() + b);
         m_version = (m_version + 1) % kVersionModulo;
         continue;
       }
+      if (w == m_straggler && !recvFlag(w)) continue;  // the straggler has no gradient yet
       m_ctx.comm->recv(message, n, w, device());  // worker w's gradient shard
       update(step, *m_opt, shard, message);
       compute().copy(message, shard, n);
@@ -222,6 +258,13 @@ class ParamServerAsync final : public ParamServerBase {
   int64_t m_version = 0;        // server: updates applied to its shard (mod 2^24)
   std::vector<int64_t> m_have;  // per shard: the version this worker's copy holds
   Tensor m_message;             // a shard and its version, counted as comm memory
+  // --straggler (train/faults.h): the slowed rank (-1: none), its one-float flag, and the
+  // gradient it holds until its emulated compute ends (with that step's samples and loss).
+  int m_straggler = -1;
+  Tensor m_flag;
+  bool m_holding = false;
+  int m_samples = 0;
+  double m_lossSum = 0;
 };
 
 }  // namespace

@@ -17,21 +17,23 @@ class SpanningHooks : public UnitHooks {
   SpanningHooks(Compute& compute, SpanRecorder* spans, int64_t step, UnitHooks* inner)
       : m_compute(compute), m_spans(spans), m_step(step), m_inner(inner) {}
   void beforeForward(int u) override {
-    if (m_inner) m_inner->beforeForward(u);
+    inner([&] { m_inner->beforeForward(u); });
     open(SpanKind::Forward);
   }
   void afterForward(int u) override {
     close();
-    if (m_inner) m_inner->afterForward(u);
+    inner([&] { m_inner->afterForward(u); });
   }
   void beforeBackward(int u) override {
-    if (m_inner) m_inner->beforeBackward(u);
+    inner([&] { m_inner->beforeBackward(u); });
     open(SpanKind::Backward);
   }
   void afterBackward(int u) override {
     close();
-    if (m_inner) m_inner->afterBackward(u);
+    inner([&] { m_inner->afterBackward(u); });
   }
+  // Wall time spent in the strategy's hooks (its communication), ns.
+  int64_t hooksNs() const { return m_hooksNs; }
 
  private:
   void open(SpanKind k) {
@@ -39,16 +41,24 @@ class SpanningHooks : public UnitHooks {
         m_compute.openSpan(m_spans, k, m_step, k == SpanKind::Forward ? "forward" : "backward");
   }
   void close() { m_compute.closeSpan(m_open); }
+  template <class F>
+  void inner(F call) {
+    if (!m_inner) return;
+    const int64_t t0 = nowNs();
+    call();
+    m_hooksNs += nowNs() - t0;
+  }
   Compute& m_compute;
   SpanRecorder* m_spans;
   int64_t m_step;
   UnitHooks* m_inner;
   Compute::OpenSpan m_open;
+  int64_t m_hooksNs = 0;
 };
 
 }  // namespace
 
-ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx) {
+ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx), m_faults(*ctx.config, ctx.rank) {
   ensureCompute(m_ctx, m_ownCompute);
   MlpShape shape;
   shape.input = ctx.data->inputDim;
@@ -79,10 +89,15 @@ int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch
 
 double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zeroGrads) {
   SpanningHooks spanning(compute(), m_ctx.spans, step + 1, hooks);
+  const int64_t t0 = nowNs();
   const double loss =
       m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice, m_globalBatch, &spanning);
   if (zeroGrads && m_model->params().grads().data()) m_model->params().zeroGrads();
   m_model->backward(&spanning);
+  if (m_faults.any()) {  // --straggler, --fail: after the real compute, measured without hooks
+    compute().sync();
+    m_faults.afterBackward(step + 1, nowNs() - t0 - spanning.hooksNs(), m_ctx.spans);
+  }
   return loss;
 }
 

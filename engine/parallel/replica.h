@@ -9,6 +9,7 @@
 #include "device/compute.h"
 #include "optim/optimizer.h"
 #include "parallel/strategy.h"
+#include "train/faults.h"
 
 namespace paralab {
 
@@ -29,7 +30,8 @@ class ReplicaStrategy : public Strategy {
   int takeSlice(int64_t step, const std::vector<int>& globalBatch);
   // Forward (with the loss) and backward of the slice, a span per unit; hooks run between
   // units, outside the compute spans. Gradients are zeroed first unless the hooks' owner does
-  // it (`zeroGrads` false). Returns the loss sum.
+  // it (`zeroGrads` false). Then --straggler and --fail act (train/faults.h). Returns the loss
+  // sum.
   double forwardBackward(int64_t step, UnitHooks* hooks = nullptr, bool zeroGrads = true);
   // What holdings() lists of the parameters, gradients and optimizer state: the whole model,
   // and the optimizer state made by makeOptimizer when it covers the whole model. Sharding
@@ -51,6 +53,7 @@ class ReplicaStrategy : public Strategy {
 
   std::unique_ptr<Compute> m_ownCompute;  // when the context brought none
   RankContext m_ctx;
+  RankFaults m_faults;  // this rank's --straggler and --fail
   std::unique_ptr<Mlp> m_model;
   int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)
   int m_slice = 0;        // samples of it on this rank

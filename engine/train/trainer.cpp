@@ -17,6 +17,7 @@
 #include "device/compute.h"
 #include "model/moe.h"
 #include "parallel/pipeline.h"
+#include "train/faults.h"
 
 namespace paralab {
 
@@ -197,7 +198,10 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
   } catch (const std::exception& e) {
     {
       std::lock_guard lock(d.mutex);
-      if (d.error.empty()) d.error = "rank " + std::to_string(r.rank) + ": " + e.what();
+      if (d.error.empty())  // a RankFailure names its rank already
+        d.error = dynamic_cast<const RankFailure*>(&e)
+                      ? e.what()
+                      : "rank " + std::to_string(r.rank) + ": " + e.what();
     }
     d.cv.notify_all();
     comm.abort(e.what());  // the others' collectives end instead of waiting for this rank
@@ -260,7 +264,14 @@ void Trainer::loadState(const TrainingState& state) {
 
 void Trainer::runCommand(Command c) {
   if (!m_driver) {
-    execute(*m_ranks[0], c);
+    try {
+      execute(*m_ranks[0], c);
+    } catch (const RankFailure& e) {
+      // Under mpirun the other processes wait in a collective MPI cannot interrupt: the job
+      // ends now, with this message, rather than at their timeout.
+      if (m_mpiWorld) m_mpiWorld->abort(e.what());
+      throw;
+    }
     return;
   }
   Driver& d = *m_driver;
@@ -379,6 +390,9 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
     if (s.kind != SpanKind::Comm && s.kind != SpanKind::Idle) {
       k.computeMs += ms(s.endNs - s.startNs);
       *part[int(s.kind)] += ms(s.endNs - s.startNs);  // Data, Forward, Backward, Optimizer
+      // --straggler: the emulated part of this rank's backwardMs
+      if (s.op == kStragglerSpanOp)
+        k.emulatedStragglerMs = k.emulatedStragglerMs.value_or(0) + ms(s.endNs - s.startNs);
     }
   k.commMs = ms(r.traffic.timeNs);
   k.idleMs = ms(std::max<int64_t>(0, (t1 - t0) - coveredNs(spans, t0, t1)));

@@ -1,6 +1,7 @@
 // paralab-run as a user meets it: bad input gets one line naming the field and exit code 2;
 // a good run prints one JSON object per step with the documented keys.
 // Run: ctest -R tst_cli
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -51,6 +52,10 @@ class TstCli : public QObject {
     QTest::newRow("kernel") << QStringList{"--kernel", "fast"} << "kernel: 'fast'";
     QTest::newRow("nccl without cuda") << QStringList{"--backend", "nccl", "--dataset", "synthetic"}
                                        << "backend: nccl moves GPU buffers; it needs --device cuda";
+    QTest::newRow("straggler rank") << QStringList{"--ranks", "4", "--straggler", "5=2"}
+                                    << "straggler: rank 5 does not exist (allowed: 0..3)";
+    QTest::newRow("fail form") << QStringList{"--ranks", "2", "--fail", "1"}
+                               << "fail: '1' is not RANK@STEP";
     // One rank more than this machine has GPUs: no GPU (as in CI) is said first, else the count.
     const int gpus = paralab::kernels::cuda_query_devices().count;
     QTest::newRow("nccl on too few GPUs")
@@ -124,6 +129,54 @@ class TstCli : public QObject {
            {"params", "grads", "optimizer", "activations", "comm", "workspace", "peak"})
         QVERIFY2(mem.contains(k), k);
     }
+  }
+
+  // --fail on thread ranks: exit non-zero with the one message naming the rank, the op and the
+  // step, the other ranks released from their collectives well before the timeout (bounded
+  // here by the timeout plus one second, a hang guard rather than a measurement).
+  void failingRankEndsTheRun() {
+    QProcess p;
+    QElapsedTimer t;
+    t.start();
+    p.start(PARALAB_RUN, {"--dataset", "synthetic", "--hidden", "32", "--batch", "32", "--ranks",
+                          "3", "--steps", "6", "--fail", "2@3", "--timeout", "20", "--json"});
+    QVERIFY(p.waitForFinished(21000));
+    QVERIFY(t.elapsed() < 21000);
+    QVERIFY(p.exitCode() != 0);
+    QCOMPARE(QString::fromUtf8(p.readAllStandardError()),
+             QString("paralab-run: rank 2 failed at step 3 after its backward: injected failure "
+                     "(--fail 2@3)\n"));
+    QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n').size(), 2);
+  }
+
+  // The same under mpirun: the failing process ends the job (MPI_Abort) with the message; every
+  // process exits, none is left behind, and mpirun's own status is non-zero.
+  void failingRankEndsTheMpiJob() {
+#ifndef PARALAB_MPIRUN
+    QSKIP("built without MPI");
+#else
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    p.setProcessEnvironment(env);
+    const QString seed = "917263";  // marks this job's processes
+    p.start(PARALAB_MPIRUN,
+            {"--oversubscribe", "-np",       "2",        PARALAB_RUN, "--backend", "mpi",
+             "--dataset",       "synthetic", "--hidden", "32",        "--batch",   "32",
+             "--steps",         "6",         "--fail",   "1@3",       "--timeout", "20",
+             "--seed",          seed,        "--json"});
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY(p.exitCode() != 0);
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.contains("paralab: world rank 1 aborted the job: rank 1 failed at step 3 after "
+                          "its backward: injected failure (--fail 1@3)"),
+             qPrintable(err));
+    QProcess pgrep;
+    pgrep.start("pgrep", {"-f", "paralab-run.*--seed " + seed});
+    QVERIFY(pgrep.waitForFinished(10000));
+    QVERIFY2(pgrep.readAllStandardOutput().trimmed().isEmpty(), "a process was left behind");
+#endif
   }
 
   void mpiBackendMatchesThreads_data() {

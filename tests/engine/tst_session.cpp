@@ -182,6 +182,25 @@ class TstSession : public QObject {
     QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 1; }, 30000));
     s.stop();
   }
+
+  // --fail: the run ends Failed with the rank's one message, the steps before it kept; the
+  // same session then starts a healthy run (the window's Reset and Start).
+  void failingRankFailsTheRunAndANewOneStarts() {
+    Session s;
+    RunConfig c = smallRun(6);
+    c.ranks = 2;
+    c.fail = "1@3";
+    QCOMPARE(QString::fromStdString(s.start(c)), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Failed; }, 20000));
+    const Snapshot failed = s.snapshot();
+    QCOMPARE(QString::fromStdString(failed.error),
+             QString("rank 1 failed at step 3 after its backward: injected failure (--fail 1@3)"));
+    QCOMPARE(failed.stepsDone, int64_t(2));
+    c.fail = "none";
+    QCOMPARE(QString::fromStdString(s.start(c)), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 20000));
+    QCOMPARE(s.snapshot().stepsDone, int64_t(6));
+  }
 };
 
 QTEST_GUILESS_MAIN(TstSession)

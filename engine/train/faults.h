@@ -1,0 +1,80 @@
+// Faults on purpose: a straggler (--straggler RANK=FACTOR, one rank's compute FACTOR times as
+// long, emulated by sleeping after its real forward and backward) and a failure (--fail
+// RANK@STEP, a real exception thrown inside that rank's step). See tests/engine/tst_faults.cpp
+// and `paralab-run --ranks 2 --straggler 1=3`.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "metrics/span_recorder.h"
+
+namespace paralab {
+
+struct RunConfig;
+
+// --straggler RANK=FACTOR: rank `rank` computes `factor` (>= 1) times as long.
+struct StragglerSpec {
+  int rank = 0;
+  double factor = 1;
+};
+// --fail RANK@STEP: rank `rank` throws in step `step` (1-based, as the JSON lines count).
+struct FailSpec {
+  int rank = 0;
+  int64_t step = 1;
+};
+
+// The settings' text: "none", or the spec. Reading returns nullopt for "none" and throws
+// ConfigError naming the setting and what is allowed for anything malformed or out of range
+// (`ranks`: the world, so a rank that does not exist is named).
+std::optional<StragglerSpec> parseStraggler(const std::string& text, int ranks);
+std::optional<FailSpec> parseFail(const std::string& text, int ranks);
+// The allowed forms in words, for --help, range errors and the window's tooltip.
+extern const char* const kStragglerForm;
+extern const char* const kFailForm;
+
+// The exception --fail throws: its message names the rank, what it was doing and the step, and
+// is the one line the run ends with (thread ranks, the Session, mpirun alike).
+struct RankFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The op of the straggler's sleep span: compute, emulated (a Backward span, so the rank's
+// compute time is FACTOR times its real one, and the timeline shows it busy, not idle).
+extern const char* const kStragglerSpanOp;
+
+// One rank's faults for a run. Called after the rank's real forward and backward of a step.
+//
+// Synchronous strategies: the straggler sleeps there, so its step is FACTOR times as long and
+// every collective after it waits. Asynchronous ones (ps-async, local SGD) call
+// deferSlowness(): the straggler then sleeps not at once but is busy() until its emulated
+// compute would end, skipping work meanwhile (the other ranks go on), and sleeps what is left
+// only where it must meet the others (waitUntilFree before local SGD's averaging).
+class RankFaults {
+ public:
+  RankFaults(const RunConfig& config, int rank);
+  bool any() const { return m_slowBy > 0 || m_failStep > 0; }
+  bool straggles() const { return m_slowBy > 0; }
+  void deferSlowness() { m_defer = true; }
+  // Step `step` (1-based) of this rank computed for `computeNs`: throws RankFailure at the
+  // --fail step; the straggler then sleeps (FACTOR - 1) x computeNs in a span of its own, or
+  // with deferSlowness() becomes busy for that long.
+  void afterBackward(int64_t step, int64_t computeNs, SpanRecorder* spans);
+  // Deferred: whether the emulated compute is still going on. When it has ended, its span is
+  // recorded (under `step`; it covers the wall time since the real compute ended).
+  bool busy(int64_t step, SpanRecorder* spans);
+  // Deferred: sleeps until the emulated compute ends, and records its span.
+  void waitUntilFree(int64_t step, SpanRecorder* spans);
+
+ private:
+  void closeBusy(int64_t step, SpanRecorder* spans);
+  int m_rank = 0;
+  double m_slowBy = 0;     // FACTOR - 1 on the straggler, else 0
+  int64_t m_failStep = 0;  // 0: never
+  std::string m_failSpec;  // "1@3", for the message
+  bool m_defer = false;
+  int64_t m_busyFromNs = 0, m_busyUntilNs = 0;  // deferred emulated compute (0: none open)
+};
+
+}  // namespace paralab
