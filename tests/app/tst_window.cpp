@@ -409,8 +409,11 @@ void TestWindow::exportAllWritesEverything() {
     const QStringList csv = readLines(base + ".csv");
     QVERIFY2(!csv.isEmpty() && !csv[0].isEmpty(), qPrintable(base));
     if (drawnByARun(chart)) QVERIFY2(csv.size() > 1, qPrintable(base));
+    // The run's link was emulated: every table of it says so first (a "# " comment).
+    if (drawnByARun(chart))
+      QVERIFY2(csv[0].startsWith("# emulated: the pcie link"), qPrintable(base + ": " + csv[0]));
   }
-  QCOMPARE(readLines(dir.filePath("loss.csv")).size(), kSteps + 1);
+  QCOMPARE(readLines(dir.filePath("loss.csv")).size(), 1 + kSteps + 1);  // label, header, steps
 
   // The settings, as paralab-run --config reads them.
   RunConfig back;
