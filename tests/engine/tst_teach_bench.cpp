@@ -1,6 +1,7 @@
 // The teaching benchmarks the lessons run in the window and paralab-bench prints: the GEMM
-// ladder and false sharing over thread counts at tiny sizes return every rung and thread count
-// in order with sane numbers, a cancel stops them early, bad options are refused by name.
+// ladder, false sharing over thread counts and latency vs throughput at tiny sizes return every
+// rung, thread count and batch in order with sane numbers, a cancel stops them early, bad
+// options are refused by name.
 // (Speeds depend on the machine: printed, never asserted.) Run: ctest -R tst_teach_bench -V
 #include <QtTest>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "cpu/gemm.h"
 #include "teach/false_sharing.h"
 #include "teach/gemm_ladder.h"
+#include "train/latency_sweep.h"
 
 using namespace paralab::teach;
 
@@ -103,6 +105,29 @@ class TstTeachBench : public QObject {
     const FalseSharingSweep s = runFalseSharing(o, [](int done, int) { return done < 2; });
     QVERIFY(s.cancelled);
     QCOMPARE(int(s.points.size()), 2);
+  }
+
+  // Latency vs throughput (engine/train/latency_sweep.h), as the lesson's latency step runs
+  // it: every batch size in order, or those before a cancel.
+  void latencySweepReportsAndCancels() {
+    paralab::RunConfig c;
+    c.dataset = "synthetic";
+    c.hidden = 16;
+    c.layers = 1;
+    const paralab::LatencySweepOptions o{.warmup = 1, .repeats = 1, .minRepeatMs = 0.1};
+    const paralab::LatencySweepResult all = paralab::runLatencySweep(c, {1, 2, 4}, o);
+    QVERIFY(!all.cancelled);
+    QCOMPARE(int(all.points.size()), 3);
+    for (size_t i = 0; i < 3; ++i) {
+      const paralab::LatencyPoint& p = all.points[i];
+      QCOMPARE(p.batch, 1 << i);
+      QVERIFY(p.msPerForward > 0);
+      QCOMPARE(p.samplesPerS, p.batch / (p.msPerForward * 1e-3));
+    }
+    const paralab::LatencySweepResult part =
+        paralab::runLatencySweep(c, {1, 2, 4, 8}, o, [](int done, int) { return done < 2; });
+    QVERIFY(part.cancelled);
+    QCOMPARE(int(part.points.size()), 2);
   }
 
   void badOptionsNameTheField() {
