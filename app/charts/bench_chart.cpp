@@ -3,6 +3,7 @@
 #include "charts/bench_chart.h"
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "charts/chart_colors.h"
@@ -84,6 +85,7 @@ void BenchChart::clear() {
   setSubtitle(QString());
   setAxisLabel(xAxis, QString());
   setAxisLabel(yAxis, QString());
+  m_tickNames.clear();
   xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
   xAxis->setRange(0, 1);
   yAxis->setRange(0, 1);
@@ -118,25 +120,26 @@ void BenchChart::showLadder(const teach::GemmLadderResult& r) {
   using namespace chartcolors;
   const int cores = int(std::thread::hardware_concurrency());
   const int n = r.rungs.empty() ? 0 : r.rungs.front().n;
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  QStringList names;
   double top = r.peakGflops;
   int x = 0;
   for (const teach::GemmRung& g : r.rungs) {
     if (g.n != n) continue;  // the first size: a lesson's ladder has one
     ++x;
     const bool vendor = g.kernel == "vendor";
-    ticker->addTick(x, vendor ? shortBlasName(r.blas) : QString::fromStdString(g.kernel));
+    names << (vendor ? tr("OpenBLAS") : QString::fromStdString(g.kernel));
     if (!g.skipped.empty()) continue;
     (vendor ? m_vendor : m_rungs)->addData(x, g.gflops);
     addValueLabel(x, g.gflops, value(g.gflops), vendor ? kOrange.darker(115) : kBlue);
     top = std::max(top, g.gflops);
   }
-  xAxis->setTicker(ticker);
+  setTickNames(names);
+  m_vendor->setName(tr("%1 (measured)").arg(shortBlasName(r.blas)));
   xAxis->setRange(0.4, x + 0.6);
   m_peak->addData(0.4, r.peakGflops);
   m_peak->addData(x + 0.6, r.peakGflops);
-  m_peak->setName(tr("FMA peak %1 GFLOP/s = %2 per core × %3 threads (reference formula)")
-                      .arg(value(r.peakGflops), value(r.corePeakGflops))
+  m_peak->setName(tr("FMA peak: %1 GFLOP/s × %2 threads (reference formula)")
+                      .arg(value(r.corePeakGflops))
                       .arg(r.threads));
   for (QCPAbstractPlottable* p :
        {static_cast<QCPAbstractPlottable*>(m_rungs), static_cast<QCPAbstractPlottable*>(m_vendor),
@@ -159,10 +162,10 @@ void BenchChart::showLadder(const teach::GemmLadderResult& r) {
 
 void BenchChart::showFalseSharing(const teach::FalseSharingSweep& s) {
   using namespace chartcolors;
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  QStringList names;
   double top = 0;
   for (const teach::FalseSharingPoint& p : s.points) {
-    ticker->addTick(p.threads, QString::number(p.threads));
+    names << QString::number(p.threads);
     m_shared->addData(p.threads, p.sharedNs);
     m_padded->addData(p.threads, p.paddedNs);
     addValueLabel(p.threads - 0.2, p.sharedNs, value(p.sharedNs), kRed);
@@ -171,7 +174,7 @@ void BenchChart::showFalseSharing(const teach::FalseSharingSweep& s) {
   }
   m_shared->addToLegend();
   m_padded->addToLegend();
-  xAxis->setTicker(ticker);
+  setTickNames(names);
   xAxis->setRange(0.4, double(s.points.size()) + 0.6);
   yAxis->setRange(0, top * 1.15);
   setAxisLabel(xAxis, tr("threads, each bumping its own counter"), tr("threads"));
@@ -186,12 +189,12 @@ void BenchChart::showFalseSharing(const teach::FalseSharingSweep& s) {
 
 void BenchChart::showLatency(const BenchResult& r) {
   using namespace chartcolors;
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  QStringList names;
   double topRate = 0, minMs = 1e300, maxMs = 0;
   const auto draw = [&](const LatencySweepResult& s, QCPBars* rate, QCPGraph* latency) {
     for (size_t i = 0; i < s.points.size(); ++i) {
       const LatencyPoint& p = s.points[i];
-      ticker->addTick(double(i + 1), QString::number(p.batch));
+      if (names.size() <= int(i)) names << QString::number(p.batch);
       rate->addData(double(i + 1), p.samplesPerS);
       latency->addData(double(i + 1), p.msPerForward);
       topRate = std::max(topRate, p.samplesPerS);
@@ -204,7 +207,7 @@ void BenchChart::showLatency(const BenchResult& r) {
   if (r.latencyGpu) draw(*r.latencyGpu, m_gpuRate, m_gpuLatency);
   m_cpuRate->setWidth(r.latencyGpu ? 0.38 : 0.6);
   const int n = int(r.latencyCpu->points.size());
-  xAxis->setTicker(ticker);
+  setTickNames(names);
   xAxis->setRange(0.4, n + 0.6);
   yAxis->setRange(0, std::max(1.0, topRate) * 1.12);
   // Latency spans decades from batch 1 to the largest: a log axis shows every point.
@@ -228,17 +231,38 @@ void BenchChart::showLatency(const BenchResult& r) {
               (r.cancelled() ? tr(" · cancelled before the end") : QString()));
 }
 
+void BenchChart::setTickNames(const QStringList& names) {
+  m_tickNames = names;
+  fitTickNames();
+}
+
+void BenchChart::fitTickNames() {
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  const QFontMetrics fm(xAxis->tickLabelFont());
+  int widest = 0;
+  for (const QString& t : m_tickNames) widest = std::max(widest, fm.horizontalAdvance(t));
+  // The plot's width before the first layout: the chart less the axes' usual margins.
+  const int plot = axisRect()->width() > 0 ? axisRect()->width() : width() - 120;
+  const double perTick = m_tickNames.isEmpty() ? 1 : double(plot) / m_tickNames.size();
+  const int every = std::max(1, int(std::ceil((widest + 10) / std::max(1.0, perTick))));
+  for (int i = 0; i < m_tickNames.size(); ++i)
+    ticker->addTick(i + 1, i % every == 0 ? m_tickNames[i] : QString());
+  xAxis->setTicker(ticker);
+}
+
+void BenchChart::resizeEvent(QResizeEvent* event) {
+  Chart::resizeEvent(event);
+  if (m_tickNames.isEmpty()) return;
+  fitTickNames();
+  replot(rpQueuedReplot);
+}
+
 int BenchChart::pointCount() const {
   return m_rungs->dataCount() + m_vendor->dataCount() + m_shared->dataCount() +
          m_padded->dataCount() + m_cpuRate->dataCount() + m_gpuRate->dataCount();
 }
 
-QStringList BenchChart::tickLabels() const {
-  QStringList out;
-  if (auto t = xAxis->ticker().dynamicCast<QCPAxisTickerText>())
-    for (const QString& s : t->ticks()) out << s;
-  return out;
-}
+QStringList BenchChart::tickLabels() const { return m_tickNames; }
 
 void BenchChart::writeCsv(QTextStream& out) const {
   if (m_result && m_result->latencyCpu) {

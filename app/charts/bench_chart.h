@@ -34,7 +34,8 @@ class BenchChart : public Chart {
   QCPBars* cpuRate() const { return m_cpuRate; }  // latency: samples/s per batch size
   QCPBars* gpuRate() const { return m_gpuRate; }
   QCPGraph* cpuLatency() const { return m_cpuLatency; }  // ms per forward, right axis
-  // The names under the bars (x tick labels), left to right.
+  // The names under the bars (x tick labels), left to right (all of them, also those a narrow
+  // plot leaves out).
   QStringList tickLabels() const;
 
  private:
@@ -42,6 +43,11 @@ class BenchChart : public Chart {
   void showFalseSharing(const teach::FalseSharingSweep& s);
   void showLatency(const BenchResult& r);
   void addValueLabel(double x, double y, const QString& text, const QColor& color);
+  // The x axis names each bar (kernel, thread count, batch size); where the plot is too narrow
+  // for all names side by side, every second (or third, ...) is shown, the first always.
+  void setTickNames(const QStringList& names);
+  void fitTickNames();
+  void resizeEvent(QResizeEvent* event) override;
 
   std::optional<BenchResult> m_result;
   QCPBars *m_rungs, *m_vendor, *m_shared, *m_padded, *m_cpuRate, *m_gpuRate;
@@ -49,6 +55,7 @@ class BenchChart : public Chart {
   QCPBarsGroup* m_group;
   QCPGraph* m_peak;  // the FMA-peak reference, a line across the ladder
   QList<QCPItemText*> m_labels;
+  QStringList m_tickNames;  // at x = 1, 2, ...
 };
 
 }  // namespace paralab

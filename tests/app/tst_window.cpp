@@ -363,11 +363,10 @@ void TestWindow::benchStepDrawsItsChart() {
   }
   const QStringList ticks = chart->tickLabels();
   QCOMPARE(ticks.size(), names.size());
-  for (int i = 0; i < names.size(); ++i) QVERIFY2(ticks[i].startsWith(names[i]), qPrintable(ticks[i]));
+  QCOMPARE(ticks, names);
   QCOMPARE(chart->peak()->data()->at(0)->value, r.peakGflops);
   QVERIFY(chart->peak()->name().contains("reference formula"));
   QVERIFY(chart->subtitle().contains(QString("has %1 cores").arg(std::thread::hardware_concurrency())));
-  QVERIFY(w.chartHub()->isInView(chart));  // brought to the front
 
   QTemporaryDir dir;
   QStringList written;
@@ -395,6 +394,7 @@ void TestWindow::benchStepDrawsItsChart() {
   w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&w));
   dock->raise();
+  QTRY_VERIFY(ChartHub::isInView(chart));  // brought to the front of its cell
   QTest::qWait(150);
   QVERIFY(w.grab().save(screenshotDir() + "/window-benchmark.png"));
 }
