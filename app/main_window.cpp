@@ -52,6 +52,23 @@ QString describe(const RunConfig& c) {
   return QObject::tr("measured · %1 · %2").arg(describeModel(c), LossChart::runLabel(c));
 }
 
+// What a run's data is besides measured, for the CSV exports (Chart::setLabels): an emulated
+// link, bytes modelled rather than counted (lessons/reference/metrics.md).
+QStringList runLabels(const RunConfig& c, bool modelledBytes) {
+  QStringList labels;
+  if (c.link != "none")
+    labels << QObject::tr(
+                  "emulated: the %1 link; transfer times are held back to its speed, not "
+                  "measured on one")
+                  .arg(QString::fromStdString(c.link));
+  if (modelledBytes)
+    labels << QObject::tr(
+                  "bytes modelled: the library's collectives (--backend %1) move them "
+                  "unseen; these are the algorithm's counts")
+                  .arg(QString::fromStdString(c.backend));
+  return labels;
+}
+
 // The speedup chart's subtitle: the settings the sweep measured, at the rank counts it ran
 // (not the ranks of whatever run is shown beside it).
 QString describeSweep(const RunConfig& c, const SweepResult& r) {
@@ -256,7 +273,10 @@ void MainWindow::showRecordedRun(const QString& file, const RunConfig& config,
   s.config = config;
   s.stepsDone = m_history.stepsSeen();
   s.steps = {last};
-  m_hub->setSubtitle(tr("recorded in %1 · %2").arg(file, describe(config)));
+  const bool modelled = bytesModelled(last);
+  m_hub->setSubtitle(tr("recorded in %1 · %2%3")
+                         .arg(file, describe(config), modelled ? tr(" · bytes modelled") : ""),
+                     runLabels(config, modelled));
   m_hub->show(m_history, s);
   m_hub->refreshAll();
   updateStatus();
@@ -288,7 +308,7 @@ bool MainWindow::startNewRun(bool paused) {
   m_recordedFrom.clear();
   m_history.clear();
   m_hub->clear();
-  m_hub->setSubtitle(describe(config));
+  m_hub->setSubtitle(describe(config), runLabels(config, false));
   m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
   m_pollTimer.start();
   poll();
@@ -378,7 +398,7 @@ void MainWindow::noteRunConfig(const Snapshot& s) {
     m_history.addChange(s.configStep, change);
     m_liveNote = tr("Applied after step %1: %2").arg(s.configStep).arg(change);
     m_liveNoteWarns = false;
-    m_hub->setSubtitle(describe(s.config));
+    m_hub->setSubtitle(describe(s.config), runLabels(s.config, false));
   }
   m_runConfig = s.config;
   if (!change.isEmpty() || !s.notice.empty()) updateConfigNote();
@@ -462,6 +482,7 @@ void MainWindow::showSweep(const SweepResult& result) {
   }
   if (auto* speedup = m_hub->find<SpeedupChart>()) {
     speedup->showSweep(result, describeSweep(m_sweepPanel->sweptConfig(), result));
+    speedup->setLabels(runLabels(m_sweepPanel->sweptConfig(), false));
     if (QDockWidget* d = m_hub->dockOf(speedup)) d->raise();  // a new result: bring it forward
   }
 }

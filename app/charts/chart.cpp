@@ -250,6 +250,25 @@ void Chart::removeSeries(QCPGraph* graph) {
     }
 }
 
+namespace {
+
+// QCustomPlot's ticker, its steps rounded to whole numbers (at least 1, with no sub-ticks
+// between whole steps).
+class StepTicker : public QCPAxisTicker {
+ protected:
+  double getTickStep(const QCPRange& range) override {
+    const double step = QCPAxisTicker::getTickStep(range);
+    return step <= 1 ? 1 : std::floor(step);
+  }
+  int getSubTickCount(double tickStep) override {
+    return tickStep <= 1 ? 0 : QCPAxisTicker::getSubTickCount(tickStep);
+  }
+};
+
+}  // namespace
+
+void Chart::useStepTicks(QCPAxis* axis) { axis->setTicker(QSharedPointer<StepTicker>::create()); }
+
 void Chart::setLegendColumns(int maxColumns) {
   m_legendColumns = maxColumns;
   fitLegend();

@@ -34,6 +34,10 @@ class Chart : public QCustomPlot {
   // separated by " · " wrap onto further lines where the chart is too narrow for one.
   void setSubtitle(const QString& text);
   QString subtitle() const { return m_subtitle; }
+  // What the data is besides measured ("emulated: ...", "bytes modelled: ..."), one line each:
+  // a CSV export opens with them as "# " comments, so a table carries its labels too.
+  void setLabels(const QStringList& labels) { m_labels = labels; }
+  const QStringList& labels() const { return m_labels; }
   // Lays the subtitle (and the empty plot's placeholder) out for a chart `width` px wide
   // (resizing does it; exports, drawn at their own width, call it before and after).
   void fitSubtitle(int width);
@@ -76,6 +80,9 @@ class Chart : public QCustomPlot {
   // the axis ("memory per rank (KiB)", "memory (KiB)"): the one that fits is shown, chosen
   // after each layout. A label longer than its axis would run past the plot into the legend.
   void setAxisLabel(QCPAxis* axis, const QString& label, const QString& shortLabel = QString());
+  // An axis of training steps: its ticks fall on whole steps (never "2.5"), however few the
+  // steps drawn.
+  static void useStepTicks(QCPAxis* axis);
   // Shown in the middle of the empty plot, hidden once there is data.
   void setPlaceholderVisible(bool visible);
   void setPlaceholderText(const QString& text);
@@ -105,6 +112,7 @@ class Chart : public QCustomPlot {
   QString m_stem, m_title, m_tabTitle, m_keyColumn = "step";
   QHash<QCPAxis*, QPair<QString, QString>> m_axisLabels;  // label, short label
   bool m_legendCompact = false;
+  QStringList m_labels;       // setLabels
   QString m_subtitle;         // as set; m_subtitleElement shows it wrapped to the width
   QString m_placeholderText;  // as set; m_placeholder shows it wrapped
   int m_legendColumns = 0;

@@ -176,9 +176,9 @@ void ChartHub::raiseRunCharts() {
   }
 }
 
-void ChartHub::setSubtitle(const QString& text) {
+void ChartHub::setSubtitle(const QString& text, const QStringList& labels) {
   for (const Entry& e : m_entries)
-    if (e.chart->followsRun()) e.chart->setSubtitle(text);
+    if (e.chart->followsRun()) e.chart->setSubtitle(text), e.chart->setLabels(labels);
 }
 
 }  // namespace paralab

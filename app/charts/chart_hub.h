@@ -75,8 +75,9 @@ class ChartHub : public QObject {
   // Every chart, visible or not, draws what it was last given (before an export).
   void refreshAll();
   void clear();  // no run shown (charts that do not follow the run keep what they show)
-  // The run's description under every chart that follows the run (Chart::followsRun).
-  void setSubtitle(const QString& text);
+  // The run's description under every chart that follows the run (Chart::followsRun), and its
+  // labels (Chart::setLabels).
+  void setSubtitle(const QString& text, const QStringList& labels = {});
   // Where a chart that does not follow the run (the sweep) covers its cell, the cell's first
   // chart of the run comes to the front.
   void raiseRunCharts();

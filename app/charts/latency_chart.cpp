@@ -26,6 +26,7 @@ QCPGraph* band(QCPGraph* g, QCPGraph* below) {
 LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"), parent) {
   using namespace chartcolors;
   setAxisLabel(xAxis, tr("step"));
+  useStepTicks(xAxis);
   setAxisLabel(yAxis, tr("time per step, rank 0 (ms)"), tr("time (ms)"));
   // Bands of thousands of points filled with antialiasing took tens of ms a replot (measured
   // with --bench-frames); their edges are lines, which stay antialiased.

@@ -10,6 +10,7 @@ namespace paralab {
 
 LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), parent) {
   setAxisLabel(xAxis, tr("step"));
+  useStepTicks(xAxis);
   setAxisLabel(yAxis, tr("loss (nats)"));
   setAxisLabel(yAxis2, tr("test accuracy (%)"), tr("accuracy (%)"));
   yAxis2->setTickLabels(true);

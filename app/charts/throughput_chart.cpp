@@ -9,6 +9,7 @@ namespace paralab {
 
 ThroughputChart::ThroughputChart(QWidget* parent) : Chart("throughput", tr("Throughput"), parent) {
   setAxisLabel(xAxis, tr("step"));
+  useStepTicks(xAxis);
   setAxisLabel(yAxis, tr("throughput (samples/s)"), tr("samples/s"));
   yAxis->setRange(0, 1000);
   m_rate = addSeries(tr("samples/s, each step"), "samples_per_s", yAxis,

@@ -36,7 +36,9 @@ TrafficChart::TrafficChart(QWidget* parent)
       tr("<p>Payload bytes the communicator moved for each rank in the last step, "
          "counted by the algorithm actually run (a ring all-reduce sends 2(N−1)/N of "
          "the buffer per rank), stacked by kind of call and communicator group. Left "
-         "bar: sent; right bar: received.</p>"));
+         "bar: sent; right bar: received.</p><p>A run under MPI's or NCCL's own "
+         "collectives cannot count them: its bytes are the algorithm's model, and the "
+         "subtitle says \"bytes modelled\" (lessons/reference/metrics.md).</p>"));
   clear();
 }
 

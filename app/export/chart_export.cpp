@@ -112,6 +112,7 @@ QString saveCsv(const Chart& chart, const QString& path) {
   if (!file.open(QIODevice::WriteOnly | QIODevice::Text))
     return cannotWrite(path, file.errorString());
   QTextStream out(&file);
+  for (const QString& label : chart.labels()) out << "# " << label << '\n';
   chart.writeCsv(out);
   out.flush();
   if (!chart.csvError().isEmpty()) {

@@ -101,9 +101,13 @@ void measuredSection(QStringList& md, const RunReport& r) {
   md << QObject::tr("## Measured") << ""
      << QObject::tr(
             "Every number here was measured in this run (clocks, the per-rank tracking "
-            "allocator, the communicator's byte counts)%1.")
+            "allocator, the communicator's byte counts)%1%2.")
             .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
                                          : QString())
+            .arg(r.last && bytesModelled(*r.last)
+                     ? QObject::tr("; bytes are **modelled**: the library's collectives move "
+                                   "them unseen, so they are the algorithm's count")
+                     : QString())
      << "" << QObject::tr("| Metric | Value |") << "|---|---|";
   auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
   row(QObject::tr("Steps"), QObject::tr("%1 (%2)").arg(count(r.steps)).arg(r.state));

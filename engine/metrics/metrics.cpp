@@ -43,6 +43,7 @@ nlohmann::json toJson(const RankMetrics& r) {
                         {"bytes_sent", o.bytesSent},
                         {"bytes_recv", o.bytesRecv},
                         {"ms", o.ms}});
+  if (r.bytesModelled) j["bytes_modelled"] = true;
   if (r.staleness) j["staleness"] = *r.staleness;
   if (r.spread) j["spread"] = *r.spread;
   if (r.stage)
@@ -146,6 +147,7 @@ RankMetrics rankFrom(const Reader& in) {
                        o.get<int64_t>("calls"), o.get<int64_t>("bytes_sent"),
                        o.get<int64_t>("bytes_recv"), o.get<double>("ms")});
     }
+  r.bytesModelled = in.optional<bool>("bytes_modelled").value_or(false);
   r.staleness = in.optional<double>("staleness");
   r.spread = in.optional<double>("spread");
   if (in.j.contains("stage")) {
@@ -200,14 +202,20 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
 
 // [SECTION] Equality
 
+bool bytesModelled(const StepMetrics& m) {
+  for (const RankMetrics& r : m.ranks)
+    if (r.bytesModelled) return true;
+  return false;
+}
+
 bool operator==(const RankMetrics& a, const RankMetrics& b) {
   return a.rank == b.rank && a.lossSum == b.lossSum && a.samples == b.samples &&
          a.computeMs == b.computeMs && a.commMs == b.commMs && a.idleMs == b.idleMs &&
          a.dataMs == b.dataMs && a.forwardMs == b.forwardMs && a.backwardMs == b.backwardMs &&
          a.optimizerMs == b.optimizerMs && a.bytesSent == b.bytesSent &&
          a.bytesRecv == b.bytesRecv && a.sentTo == b.sentTo && a.ops == b.ops &&
-         a.staleness == b.staleness && a.spread == b.spread && a.stage == b.stage &&
-         a.bubble == b.bubble && a.expertTokens == b.expertTokens &&
+         a.bytesModelled == b.bytesModelled && a.staleness == b.staleness && a.spread == b.spread &&
+         a.stage == b.stage && a.bubble == b.bubble && a.expertTokens == b.expertTokens &&
          a.droppedTokens == b.droppedTokens && a.tokens == b.tokens && a.auxLoss == b.auxLoss &&
          a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&
          a.mem.peakTotal == b.mem.peakTotal;

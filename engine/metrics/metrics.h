@@ -51,8 +51,11 @@ struct RankMetrics {
   double dataMs = 0, forwardMs = 0, backwardMs = 0, optimizerMs = 0;  // the parts of computeMs
   int64_t bytesSent = 0;
   int64_t bytesRecv = 0;
-  std::vector<int64_t> sentTo;      // bytes sent to each world rank (a row of the link heatmap)
-  std::vector<OpTraffic> ops;       // bytesSent/bytesRecv split by (op, group)
+  std::vector<int64_t> sentTo;  // bytes sent to each world rank (a row of the link heatmap)
+  std::vector<OpTraffic> ops;   // bytesSent/bytesRecv split by (op, group)
+  // Some of the bytes above are the algorithm's model, not counted transfers: a library's
+  // collective (MPI's, NCCL's) moves them where ParaLab cannot see (metrics.md).
+  bool bytesModelled = false;
   std::optional<double> staleness;  // ps-async, Hogwild: mean updates missed (metrics.md)
   std::optional<double> spread;     // local SGD, gossip: max distance from the mean model
   std::optional<StageTimes> stage;  // --pp > 1: the stage's pipeline work, when it had any
@@ -96,6 +99,9 @@ nlohmann::json toJson(const RankMetrics& r);
 nlohmann::json toJson(const MemorySnapshot& m);
 StepMetrics stepMetricsFromJson(const nlohmann::json& j);
 RankMetrics rankMetricsFromJson(const nlohmann::json& j);
+
+// Whether any rank's bytes in `m` are modelled rather than counted (RankMetrics::bytesModelled).
+bool bytesModelled(const StepMetrics& m);
 
 // Field-by-field equality, doubles compared exactly: what a JSON round trip must preserve.
 bool operator==(const RankMetrics& a, const RankMetrics& b);

@@ -386,6 +386,7 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
   k.bytesRecv = r.traffic.bytesRecv;
   k.sentTo = r.traffic.sentTo;
   k.ops = opTraffic(r.traffic);
+  k.bytesModelled = r.traffic.modelled;
   k.staleness = res.staleness;
   k.spread = res.spread;
   if (m_config.pp > 1 && m_config.instrument)  // the stage's pipeline work (pipeline.h)

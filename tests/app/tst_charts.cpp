@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "chart_inputs.h"
 #include "charts/bench_chart.h"
 #include "charts/byte_units.h"
 #include "charts/holdings_map.h"
@@ -33,7 +34,6 @@
 #include "export/chrome_trace.h"
 #include "text_boxes.h"
 #include "train/trainer.h"
-#include "chart_inputs.h"
 
 using namespace paralab;
 using namespace paralab::test;
@@ -46,6 +46,7 @@ class TestCharts : public QObject {
   void memoryReference();
   void byteUnits();
   void latencyStacksTheBreakdown();
+  void stepAxesTickWholeSteps();
   void speedupDrawsTheSweep();
   void fitOutsideItsRangeIsSaidInWords();
   void efficiencyLabelsStayInThePlot();
@@ -118,6 +119,24 @@ void TestCharts::byteUnits() {
 }
 
 // [SECTION] Each chart shows exactly what it was given
+
+// A dozen steps on a chart a third of a small window wide: the step axis reads 0, 2, 4 ...,
+// never 2.5 (there is no half step). Loss, throughput and latency share the axis.
+void TestCharts::stepAxesTickWholeSteps() {
+  MetricHistory h;
+  for (int64_t i = 1; i <= 12; ++i) h.append(syntheticStep(i, 2));
+  LossChart loss;
+  LatencyChart latency;
+  for (Chart* c : std::initializer_list<Chart*>{&loss, &latency}) {
+    c->resize(460, 300);
+    c->showHistory(h);
+    c->replot();
+    const QVector<double> ticks = c->xAxis->tickVector();
+    QVERIFY2(ticks.size() >= 3, qPrintable(c->stem()));
+    for (double t : ticks)
+      QVERIFY2(t == std::floor(t), qPrintable(QString("%1: a tick at %2").arg(c->stem()).arg(t)));
+  }
+}
 
 void TestCharts::latencyStacksTheBreakdown() {
   const Snapshot s = syntheticSnapshot(2);

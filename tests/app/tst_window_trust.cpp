@@ -24,6 +24,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <nlohmann/json.hpp>
 
 #include "charts/chart_hub.h"
 #include "charts/loss_chart.h"
@@ -503,6 +504,32 @@ void TestWindowTrust::openRunShowsTheRecordedRun() {
   err = w.openRunFile(write("stopped.jsonl", lines.mid(0, 10)));
   QVERIFY2(err.startsWith("stopped.jsonl: no summary line"), qPrintable(err));
   QVERIFY(w.openRunFile(second.filePath("missing.jsonl")).startsWith("cannot open"));
+  QVERIFY(!test::readLines(first.filePath("traffic.csv")).first().startsWith("#"));
+
+  // A run whose bytes a library moved (MPI's collectives) under an emulated link: its charts and
+  // every CSV say both.
+  QStringList mpi;
+  for (const QString& line : lines) {
+    nlohmann::json j = nlohmann::json::parse(line.toStdString());
+    if (j.contains("config")) {
+      j["config"]["backend"] = "mpi", j["config"]["link"] = "nvlink";
+    } else {
+      for (auto& r : j["ranks"]) r["bytes_modelled"] = true;
+      j["emulated"] = "nvlink";
+    }
+    mpi << QString::fromStdString(j.dump());
+  }
+  QCOMPARE(w.openRunFile(write("mpi.jsonl", mpi)), QString());
+  for (const QString& needle : {"bytes modelled", "nvlink (emulated)"})
+    QVERIFY2(loss->subtitle().contains(needle), qPrintable(loss->subtitle()));
+  QTemporaryDir third;
+  QCOMPARE(w.exportAllTo(third.path()), QString());
+  for (const char* csv : {"traffic.csv", "loss.csv", "links.csv"}) {
+    const QStringList out = test::readLines(third.filePath(csv));
+    QVERIFY2(out.size() > 2 && out[0].startsWith("# emulated: the nvlink link") &&
+                 out[1].startsWith("# bytes modelled: the library's collectives (--backend mpi)"),
+             csv);
+  }
 
   // A new run replaces it and says so no more.
   w.configPanel()->setConfig(quickConfig(5, 1, 32));

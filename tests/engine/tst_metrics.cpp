@@ -44,6 +44,7 @@ StepMetrics fullStep() {
     k.bytesSent = 1'000'000'007LL * (r + 1);
     k.bytesRecv = 999'999'937LL;
     k.sentTo = {0, 12345, 678};
+    k.bytesModelled = r == 1;
     k.ops = {{"allreduce", "dp", 3, 600, 600, 0.25}, {"send", "pp", 1, 78, 0, 1.0 / 7.0}};
     k.staleness = 1.5 + r;
     k.spread = 0.01;

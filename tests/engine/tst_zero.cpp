@@ -289,8 +289,11 @@ class TstZero : public QObject {
         const auto &ra = a["ranks"][size_t(r)], &rb = b["ranks"][size_t(r)];
         for (const char* k : {"params", "grads", "optimizer"})
           QCOMPARE(ra["mem"][k].get<int64_t>(), rb["mem"][k].get<int64_t>());
-        // MPI's own collectives: bytes as the ring model behind busbw counts them, equal here.
+        // MPI's own collectives: bytes as the ring model behind busbw counts them, equal here,
+        // and the line says they were modelled; thread ranks counted theirs.
         QCOMPARE(ra["bytes_sent"].get<int64_t>(), rb["bytes_sent"].get<int64_t>());
+        QVERIFY(ra.value("bytes_modelled", false));
+        QVERIFY(!rb.contains("bytes_modelled"));
       }
     }
     QVERIFY(mpi[3].contains("test_accuracy"));
