@@ -129,7 +129,8 @@ GemmLadderResult runGemmLadder(const GemmLadderOptions& o, const BenchProgress& 
   std::vector<double> lastRate(ladder.size(), 0);
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (int n : o.sizes) {
+  for (size_t si = 0; si < o.sizes.size(); ++si) {
+    const int n = o.sizes[si];
     std::vector<float> A(size_t(n) * n), B(size_t(n) * n), C(size_t(n) * n);
     for (float& x : A) x = u(gen);
     for (float& x : B) x = u(gen);
@@ -159,7 +160,8 @@ GemmLadderResult runGemmLadder(const GemmLadderOptions& o, const BenchProgress& 
       if (rungs[k].calls > 0) lastRate[k] = rungs[k].gflops = flops / median(seconds[k]) * 1e-9;
       r.rungs.push_back(rungs[k]);
     }
-    done = int(&n - o.sizes.data() + 1) * int(ladder.size()) * (o.repeats + 1) + 1;
+    // A rung that skipped or ran fewer calls leaves its share of the plan: count it as done.
+    done = 1 + int(si + 1) * int(ladder.size()) * (o.repeats + 1);
     step(0);
   }
   return r;
