@@ -14,6 +14,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "bench_runner.h"
 #include "charts/chart_hub.h"
 #include "charts/loss_chart.h"
 #include "charts/speedup_chart.h"
@@ -203,8 +204,18 @@ QList<Chart*> MainWindow::charts() const { return m_hub->charts(); }
 
 bool MainWindow::runInProgress() const { return m_showingRun && isActive(m_state); }
 
+QString MainWindow::measuringNow() const {
+  if (m_sweepPanel->isRunning())
+    return tr("A scaling sweep is measuring: training beside it would share its cores "
+              "(wait for it, or Cancel it in the Scaling sweep panel)");
+  if (m_benchRunner && m_benchRunner->isRunning())
+    return tr("A lesson's benchmark is measuring: training beside it would share its cores "
+              "(wait for it, or Cancel it in the lesson)");
+  return {};
+}
+
 void MainWindow::start() {
-  if (m_sweepPanel->isRunning()) return;  // updateActions says why
+  if (!measuringNow().isEmpty()) return;  // updateActions says why
   if (m_showingRun && m_state == RunState::Paused) {
     m_session.resume();
     poll();
@@ -221,7 +232,7 @@ void MainWindow::pause() {
 }
 
 void MainWindow::step() {
-  if (m_sweepPanel->isRunning()) return;
+  if (!measuringNow().isEmpty()) return;
   if (m_showingRun && isActive(m_state)) {
     m_session.stepOnce();
     poll();
@@ -397,16 +408,14 @@ void MainWindow::updateActions() {
   const bool active = m_showingRun && isActive(m_state);
   const bool paused = m_showingRun && m_state == RunState::Paused;
   const bool valid = m_configPanel->isValid();
-  // While a sweep measures, training would share its cores: nothing starts or resumes.
-  const bool sweeping = m_sweepPanel->isRunning();
+  // While a sweep or a benchmark measures, training would share its cores: nothing starts.
+  const QString why = measuringNow();
+  const bool sweeping = !why.isEmpty();
   // A new run needs settings that validate; the reason is shown under the panel's title.
   m_start->setEnabled(!sweeping && (paused || (!active && valid)));
   m_start->setText(paused ? tr("Re&sume") : tr("&Start"));
   m_pause->setEnabled(active && !paused);
   m_step->setEnabled(!sweeping && (active || valid));
-  const QString why =
-      tr("A scaling sweep is measuring: training beside it would share its cores "
-         "(wait for it, or Cancel it in the Scaling sweep panel)");
   for (QAction* a : {m_start, m_step}) {
     if (!a->property("baseToolTip").isValid()) a->setProperty("baseToolTip", a->toolTip());
     a->setToolTip(sweeping ? why : a->property("baseToolTip").toString());

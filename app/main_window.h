@@ -30,6 +30,7 @@ class ChartHub;
 class ConfigPanel;
 class LessonDock;
 class SweepPanel;
+class BenchRunner;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -45,6 +46,7 @@ class MainWindow : public QMainWindow {
   ConfigPanel* configPanel() const { return m_configPanel; }
   SweepPanel* sweepPanel() const { return m_sweepPanel; }
   LessonDock* lessonDock() const { return m_lessonDock; }
+  BenchRunner* benchRunner() const { return m_benchRunner; }
   ChartHub* chartHub() const { return m_hub; }
   QList<Chart*> charts() const;
   Chart* currentChart() const { return m_currentChart; }
@@ -134,6 +136,9 @@ class MainWindow : public QMainWindow {
   void updateStatus();
   void updateConfigNote();
   void showSweep(const SweepResult& result);
+  // A sweep or a lesson's benchmark is timing something: training beside it would share its
+  // cores, so nothing starts or resumes ("" when none is).
+  QString measuringNow() const;
   void openConfig();
   void openRun();  // asks for the file, and before the run shown is lost
   void showRecordedRun(const QString& file, const RunConfig& config, const StepMetrics& last);
@@ -170,6 +175,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* m_sweepDock = nullptr;
   QDockWidget* m_configDock = nullptr;
   LessonDock* m_lessonDock = nullptr;
+  BenchRunner* m_benchRunner = nullptr;  // a lesson step's teaching benchmark
   int64_t m_experimentRunId = -1;                  // a lesson step's run: its result goes back
   std::optional<RunConfig> m_experimentSweepBase;  // a lesson step's sweep: likewise
   std::optional<RunConfig> m_lessonConfig;         // the settings a lesson last put on the panel

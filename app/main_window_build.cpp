@@ -15,6 +15,7 @@
 #include <QStatusBar>
 #include <QToolBar>
 
+#include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
@@ -157,6 +158,7 @@ void MainWindow::createCharts() {
   auto* loss = m_hub->add(new LossChart, 0);
   m_hub->add(new ThroughputChart, 1);
   m_hub->add(new LatencyChart, 1);
+  m_hub->add(new BenchChart, 1);
   m_hub->add(new SpeedupChart, 0);
   m_hub->add(new TimelineChart, 2);
   m_hub->add(new HoldingsMap, 2);

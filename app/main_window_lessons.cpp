@@ -11,6 +11,8 @@
 #include <QToolBar>
 #include <nlohmann/json.hpp>
 
+#include "bench_runner.h"
+#include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
 #include "engine_bridge.h"
 #include "main_window.h"
@@ -171,6 +173,39 @@ void MainWindow::createLessonDock() {
             m_experimentSweepBase = base;
             runSweep();
             if (!m_sweepPanel->isRunning()) m_experimentSweepBase.reset();
+          });
+  // A step's benchmark: measured off the GUI thread with the cores to itself (a training run is
+  // paused first), drawn in the Benchmark chart, which comes to the front.
+  m_benchRunner = new BenchRunner(this);
+  connect(m_lessonDock, &LessonDock::runBench, this, [this](const lessons::Bench& bench) {
+    if (m_sweepPanel->isRunning())
+      return showError(tr("A scaling sweep is measuring: run the benchmark once it is done (or "
+                          "Cancel it)"));
+    if (m_showingRun && (m_state == RunState::Running || m_state == RunState::Loading)) {
+      pause();
+      statusBar()->showMessage(tr("The training run was paused so the benchmark has the cores "
+                                  "to itself; Resume (F5) to go on training."),
+                               8000);
+    }
+    if (!m_benchRunner->start(bench)) return;
+    m_lessonDock->showBenchProgress(0, 1);
+    updateActions();
+  });
+  connect(m_lessonDock, &LessonDock::cancelBench, m_benchRunner, &BenchRunner::cancel);
+  connect(m_benchRunner, &BenchRunner::progress, m_lessonDock, &LessonDock::showBenchProgress);
+  connect(m_benchRunner, &BenchRunner::finished, this,
+          [this](const BenchResult& result, const QString& error) {
+            updateActions();
+            if (!error.isEmpty()) {
+              m_lessonDock->showBenchFinished(tr("Not measured: %1").arg(error));
+              return showError(error);
+            }
+            auto* chart = m_hub->find<BenchChart>();
+            chart->showResult(result);
+            m_hub->dockOf(chart)->raise();
+            m_lessonDock->showBenchFinished(
+                result.cancelled() ? tr("Cancelled: the chart shows what was measured before")
+                                   : tr("Measured: see the Benchmark chart"));
           });
   connect(this, &MainWindow::runEnded, this, [this](bool ok) {
     if (!ok || m_experimentRunId != m_runId) return;

@@ -36,17 +36,12 @@ QString trimBlankLines(const QStringList& lines) {
 }
 
 // The keys of `o` that are not in `allowed`, as one message ("" when none).
-QString unknownKeys(const QJsonObject& o, std::initializer_list<const char*> allowed) {
+QString unknownKeys(const QJsonObject& o, const QStringList& allowed) {
   QStringList bad;
-  for (const QString& k : o.keys()) {
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || k == QLatin1String(a);
-    if (!ok) bad << "'" + k + "'";
-  }
+  for (const QString& k : o.keys())
+    if (!allowed.contains(k)) bad << "'" + k + "'";
   if (bad.isEmpty()) return {};
-  QStringList names;
-  for (const char* a : allowed) names << a;
-  return QString("unknown key %1 (allowed: %2)").arg(bad.join(", "), names.join(", "));
+  return QString("unknown key %1 (allowed: %2)").arg(bad.join(", "), allowed.join(", "));
 }
 
 bool isInt(const QJsonValue& v) { return v.isDouble() && v.toDouble() == double(v.toInteger()); }
@@ -353,12 +348,32 @@ class LessonParser {
       step.compare = c;
     } else if (kind == "bench") {
       if (dup(step.bench.has_value())) return;
-      if (const QString u = unknownKeys(o, {"program", "args"}); !u.isEmpty()) bad(u);
       Bench b;
       b.line = line;
-      b.program = o.value("program").toString();
-      for (const QJsonValue& v : o.value("args").toArray()) b.args << v.toVariant().toString();
-      if (b.program.isEmpty()) bad("'program' is missing (a paralab-bench table: gemm, teach, comm, ...)");
+      if (o.contains("program")) {  // a table named, not run here
+        if (const QString u = unknownKeys(o, {"program", "args"}); !u.isEmpty()) bad(u);
+        b.program = o.value("program").toString();
+        for (const QJsonValue& v : o.value("args").toArray()) b.args << v.toVariant().toString();
+        step.bench = b;
+        return;
+      }
+      b.kind = o.value("kind").toString();
+      if (!benchKinds().contains(b.kind))
+        return bad(QString("'kind' is %1 (allowed: %2)")
+                       .arg(b.kind.isEmpty() ? "missing" : "'" + b.kind + "', not a benchmark",
+                            benchKinds().join(", ")));
+      QStringList keys{"kind"};
+      for (const BenchOption& opt : benchOptions(b.kind)) {
+        keys << opt.key;
+        if (!o.contains(opt.key)) continue;
+        const QJsonValue v = o.value(opt.key);
+        if (!isInt(v) || v.toDouble() < opt.min || v.toDouble() > opt.max)
+          bad(QString("'%1' of %2 is a whole number %3..%4")
+                  .arg(opt.key, b.kind, QString::number(opt.min, 'f', 0),
+                       QString::number(opt.max, 'f', 0)));
+        b.options.insert(opt.key, v);
+      }
+      if (const QString u = unknownKeys(o, keys); !u.isEmpty()) bad(u);
       step.bench = b;
     }
   }
@@ -427,6 +442,23 @@ LibraryResult loadLessons(const QString& lessonsRoot) {
 }
 
 // [SECTION] Capabilities.
+
+QStringList benchKinds() { return {"gemm-ladder", "false-sharing", "latency"}; }
+
+QList<BenchOption> benchOptions(const QString& kind) {
+  if (kind == "gemm-ladder")
+    return {{"size", 16, 2048, 512}, {"threads", 0, 64, 0}, {"repeats", 1, 20, 3}};
+  if (kind == "false-sharing") return {{"threads", 0, 8, 0}, {"increments", 1000, 1e8, 2e6}};
+  if (kind == "latency")
+    return {{"max-batch", 1, 4096, 1024}, {"hidden", 16, 1024, 128}, {"layers", 1, 8, 2}};
+  return {};
+}
+
+double benchOption(const Bench& bench, const QString& key) {
+  for (const BenchOption& o : benchOptions(bench.kind))
+    if (o.key == key) return bench.options.value(key).toDouble(o.fallback);
+  return 0;
+}
 
 QStringList missingNeeds(const QStringList& needs, const QStringList& available) {
   QStringList out;

@@ -42,12 +42,30 @@ struct Sweep {
   int line = 0;
 };
 
-// A benchmark table the learner runs with paralab-bench (e.g. the GEMM ladder).
+// A benchmark of the step. With a `kind`, a teaching benchmark the step runs in the window and
+// draws in the benchmark chart (engine/teach/: the code `paralab-bench` prints its tables
+// from). With a `program`, a `paralab-bench` table the step only names (one not yet in the
+// window, such as comm).
 struct Bench {
-  QString program;   // paralab-bench sub-command: gemm, teach, comm, step, ...
-  QStringList args;  // its flags
+  QString kind;         // one of benchKinds(): gemm-ladder | false-sharing | latency; "" a program
+  QJsonObject options;  // the block's other keys, each allowed for the kind (benchOptions)
+  QString program;      // paralab-bench sub-command, where there is no kind
+  QStringList args;     // its flags
   int line = 0;
 };
+// The kinds a ```bench block may name, and for each the keys it takes with their ranges:
+// gemm-ladder {size 16..2048 (default 512), threads 0..64 (0: every core), repeats 1..20 (3)};
+// false-sharing {threads 1..8 (0: every core, at least 2), increments 1000..1e8 (2,000,000)};
+// latency {max-batch 1..4096 (1024: batches 1, 2, 4, ... up to it), hidden 16..1024 (128),
+// layers 1..8 (2)}: paralab-run's model, forward only, on the CPU (and the GPU where there is one).
+QStringList benchKinds();
+struct BenchOption {
+  QString key;
+  double min, max, fallback;
+};
+QList<BenchOption> benchOptions(const QString& kind);
+// The value of `key` in `bench` (its default where the block does not give it).
+double benchOption(const Bench& bench, const QString& key);
 
 struct Step {
   QString title;

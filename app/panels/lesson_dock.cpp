@@ -11,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollBar>
 #include <QStackedWidget>
@@ -132,6 +133,7 @@ void LessonDock::build() {
   m_experimentLabel->setWordWrap(true);
   m_experimentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_benchLabel = new QLabel(exp);
+  m_benchLabel->setObjectName("lessonBenchLabel");
   m_benchLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_benchLabel->setWordWrap(true);
   auto* eb = new QHBoxLayout;
@@ -139,8 +141,17 @@ void LessonDock::build() {
   m_run = new QPushButton(tr("Run"), exp);
   m_apply->setObjectName("lessonApply");
   m_run->setObjectName("lessonRun");
+  m_benchProgress = new QProgressBar(exp);
+  m_benchProgress->setObjectName("lessonBenchProgress");
+  m_benchCancel = new QPushButton(tr("Cancel"), exp);
+  m_benchCancel->setObjectName("lessonBenchCancel");
+  m_benchProgress->hide();
+  m_benchCancel->hide();
+  connect(m_benchCancel, &QPushButton::clicked, this, &LessonDock::cancelBench);
   eb->addWidget(m_apply);
   eb->addWidget(m_run);
+  eb->addWidget(m_benchProgress, 1);
+  eb->addWidget(m_benchCancel);
   ev->addWidget(m_experimentLabel);
   ev->addWidget(m_benchLabel);
   ev->addLayout(eb);
@@ -151,8 +162,14 @@ void LessonDock::build() {
   });
   connect(m_run, &QPushButton::clicked, this, [this] {
     QString error;
-    const auto c = stepConfig(&error);
     const Step* s = currentStep();
+    if (s && s->bench && !s->bench->kind.isEmpty() && !s->experiment) {
+      if (!predictionLocked() || m_benchRunning) return;
+      m_benchStatus.clear();
+      emit runBench(*s->bench);
+      return;
+    }
+    const auto c = stepConfig(&error);
     if (!c || !s || !predictionLocked()) return;
     m_measured.reset();
     m_measureError.clear();
@@ -258,6 +275,7 @@ void LessonDock::openPage(int page) {
   m_progress.reachStep(l.slug, m_page);
   m_retrying = false;
   m_typingError.clear();
+  m_benchStatus.clear();
   if (m_page == pageCount() - 1) {
     m_progress.complete(l.slug);
     markCompleted(m_lesson);

@@ -16,6 +16,7 @@
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QPushButton;
 class QStackedWidget;
 class QTextBrowser;
@@ -61,6 +62,12 @@ class LessonDock : public QDockWidget {
   void showRunResult(const QList<QJsonObject>& steps);
   void showSweepResult(const QJsonObject& sweep);
 
+  // The current step's benchmark (runBench) is measuring: `done` of `total` pieces; its
+  // progress bar and Cancel show until showBenchFinished(), which says how it ended.
+  void showBenchProgress(int done, int total);
+  void showBenchFinished(const QString& message);
+  bool benchRunning() const { return m_benchRunning; }
+
   // What the comparison shows now, as text (also for tests): prediction, reference, measured.
   QString comparisonText() const;
   // Whether the current step's prediction is locked in (a step that asks none counts as
@@ -74,6 +81,10 @@ class LessonDock : public QDockWidget {
   void runExperiment(const paralab::RunConfig& config);
   // Run a scaling sweep of `base` at these rank counts.
   void runSweep(const paralab::RunConfig& base, const QList<int>& ranks, int steps, int warmup);
+  // Run the step's teaching benchmark (a ```bench block with a kind) off the GUI thread and
+  // draw it; cancelBench() stops it.
+  void runBench(const paralab::lessons::Bench& bench);
+  void cancelBench();
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
@@ -124,6 +135,10 @@ class LessonDock : public QDockWidget {
   QPushButton* m_lock = nullptr;
   QLabel* m_comparison = nullptr;
   QLabel* m_benchLabel = nullptr;
+  QProgressBar* m_benchProgress = nullptr;
+  QPushButton* m_benchCancel = nullptr;
+  bool m_benchRunning = false;
+  QString m_benchStatus;  // how the step's last benchmark ended ("" none yet)
   // Retrieval and cards.
   RetrievalPage* m_retrieval = nullptr;
   FlashcardPage* m_cards = nullptr;

@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QStackedWidget>
 #include <cmath>
@@ -48,7 +49,48 @@ QString experimentText(const QJsonObject& experiment) {
   return parts.join(", ");
 }
 
+// "GEMM ladder, n = 512, every core, median of 3 calls": what the step's benchmark measures.
+QString benchText(const Bench& b) {
+  const int threads = int(benchOption(b, "threads"));
+  const QString on = threads > 0 ? QObject::tr("%n thread(s)", "", threads)
+                                 : QObject::tr("every core");
+  if (b.kind == "gemm-ladder")
+    return QObject::tr("GEMM ladder: every rung and OpenBLAS at n = %1, on %2, median of %3 "
+                       "calls")
+        .arg(benchOption(b, "size"))
+        .arg(on)
+        .arg(benchOption(b, "repeats"));
+  if (b.kind == "false-sharing")
+    return QObject::tr("False sharing: 1 thread up to %1, %L2 increments each")
+        .arg(threads > 0 ? on : QObject::tr("one per core (at least 2)"))
+        .arg(qint64(benchOption(b, "increments")));
+  if (b.kind == "latency")
+    return QObject::tr("Latency vs throughput: forward passes at batch 1, 2, 4, … %1 (H = %2, "
+                       "L = %3), on the CPU and on a GPU where there is one")
+        .arg(benchOption(b, "max-batch"))
+        .arg(benchOption(b, "hidden"))
+        .arg(benchOption(b, "layers"));
+  return b.kind;
+}
+
 }  // namespace
+
+void LessonDock::showBenchProgress(int done, int total) {
+  m_benchRunning = true;
+  m_benchProgress->setRange(0, total);
+  m_benchProgress->setValue(done);
+  m_benchProgress->show();
+  m_benchCancel->show();
+  updateRunButtons();
+}
+
+void LessonDock::showBenchFinished(const QString& message) {
+  m_benchRunning = false;
+  m_benchStatus = message;
+  m_benchProgress->hide();
+  m_benchCancel->hide();
+  if (const Step* s = currentStep()) showStepTools(*s);
+}
 
 void LessonDock::showStepTools(const Step& s) {
   const QStringList missing = missingFor(&s);
@@ -65,10 +107,18 @@ void LessonDock::showStepTools(const Step& s) {
                                         : QString()));
   QString why;
   for (const QString& n : missing) why += describeMissing(n) + "\n";
-  for (QPushButton* b : {m_apply, m_run}) b->setVisible(s.experiment.has_value());
-  m_run->setText(s.sweep ? tr("Run sweep") : tr("Run"));
+  const bool runsBench = s.bench && !s.bench->kind.isEmpty() && !s.experiment;
+  m_apply->setVisible(s.experiment.has_value());
+  m_run->setVisible(s.experiment.has_value() || runsBench);
+  m_run->setText(s.sweep ? tr("Run sweep") : runsBench ? tr("Run benchmark") : tr("Run"));
   m_benchLabel->setVisible(s.bench.has_value());
-  if (s.bench)
+  if (runsBench)
+    m_benchLabel->setText(benchText(*s.bench).toHtmlEscaped() +
+                          tr(": drawn in the Benchmark chart") +
+                          (m_benchStatus.isEmpty() ? QString()
+                                                   : "<br>" + m_benchStatus.toHtmlEscaped()) +
+                          (missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
+  else if (s.bench)
     m_benchLabel->setText(
         tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
             .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
@@ -110,7 +160,7 @@ void LessonDock::updateRunButtons() {
   if (missing.isEmpty() && !locked)
     why = tr("Lock in your prediction first: the experiment is there to test it");
   for (QPushButton* b : {m_apply, m_run}) {
-    b->setEnabled(missing.isEmpty() && locked);
+    b->setEnabled(missing.isEmpty() && locked && !m_benchRunning);
     b->setToolTip(why.trimmed());
   }
 }

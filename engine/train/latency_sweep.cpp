@@ -119,7 +119,8 @@ std::string latencySweepProblem(const RunConfig& c) {
 }
 
 LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& batches,
-                                   const LatencySweepOptions& o) {
+                                   const LatencySweepOptions& o,
+                                   const std::function<bool(int, int)>& progress) {
   if (const std::string p = latencySweepProblem(c); !p.empty()) throw ConfigError(p);
   kernels::vendor_blas_set_threads(1);  // one rank is one worker, as in training
   const std::shared_ptr<const Dataset> data = loadDataset(c.dataset, c.dataDir, c.seed);
@@ -171,6 +172,11 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
     p.repeats = o.repeats;
     p.forwardsPerRepeat = inner;
     r.points.push_back(p);
+    const int done = int(r.points.size()), total = int(batches.size());
+    if (progress && !progress(done, total) && done < total) {
+      r.cancelled = true;
+      break;
+    }
   }
   return r;
 }

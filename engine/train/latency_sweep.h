@@ -3,6 +3,7 @@
 // big batches. Try: paralab-run --latency-sweep batch=1,2,4,...,4096 [--json]
 // See tests/engine/tst_cli.cpp (latencySweep*).
 #pragma once
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct LatencySweepResult {
   std::string gpu;  // cuda: the GPU's name (the batch is copied to it from host memory each time)
   int64_t parameterCount = 0;
   std::vector<LatencyPoint> points;  // one per batch size, smallest first
+  bool cancelled = false;            // progress said stop before the last batch size
 };
 
 // What a latency sweep measures and how.
@@ -48,8 +50,11 @@ std::string latencySweepProblem(const RunConfig& config);
 // Builds the model of `config` (model, hidden, layers, experts, top-k; input and classes from
 // its dataset) on rank 0's Compute (--device, --kernel) and times Mlp/Moe::countCorrect on
 // batches of the dataset's test samples, held in host memory as a server receives them.
+// `progress(done, total)` after each batch size; returning false stops the sweep there (a
+// lesson's Cancel), with the sizes measured so far.
 LatencySweepResult runLatencySweep(const RunConfig& config, const std::vector<int>& batches,
-                                   const LatencySweepOptions& options = {});
+                                   const LatencySweepOptions& options = {},
+                                   const std::function<bool(int, int)>& progress = {});
 
 // One JSON object: device, kernel, model, parameters, gemm_threads (cpu) or gpu (cuda), the
 // configuration, a row per batch size

@@ -51,7 +51,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 FalseSharingResult false_sharing_experiment(long increments, int threads, int repeats) {
-  threads = std::clamp(threads, 2, kMaxThreads);
+  threads = std::clamp(threads, 1, kMaxThreads);  // 1: the baseline, nothing shared
   repeats = std::max(1, repeats);
   FalseSharingResult r;
   r.threads = threads;

@@ -15,7 +15,7 @@ struct FalseSharingResult {
   double slowdown() const { return paddedSeconds > 0 ? packedSeconds / paddedSeconds : 0; }
 };
 
-// Each of `threads` (2..8) threads does `increments` atomic increments of its own counter. An
+// Each of `threads` (1..8) threads does `increments` atomic increments of its own counter. An
 // atomic add must own the cache line while it runs, so each increment of a shared line waits
 // for the line to come back from the other core. (A plain load-add-store would mostly sit in
 // the store buffer, which drains many updates per visit of the line and hides the effect.)

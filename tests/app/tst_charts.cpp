@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "chart_inputs.h"
+#include "charts/bench_chart.h"
 #include "charts/byte_units.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
@@ -56,6 +57,8 @@ class TestCharts : public QObject {
   void chromeTraceParses();
   void lossOverlays();
   void holdingsMapDrawsTheSlices();
+  void benchChartDrawsEachKind_data();
+  void benchChartDrawsEachKind();
 };
 
 void TestCharts::initTestCase() {
@@ -556,6 +559,103 @@ void TestCharts::holdingsMapDrawsTheSlices() {
   experts.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(e))));
   experts.showHoldings(holdingsOf(e));
   saveScreenshot(experts, "holdings-moe-ep");
+}
+
+// [SECTION] The Benchmark chart (lesson benchmarks; the run from a lesson step is in tst_window)
+
+void TestCharts::benchChartDrawsEachKind_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<QSize>("size");
+  for (const char* kind : {"gemm-ladder", "false-sharing", "latency"}) {
+    QTest::addRow("%s narrow", kind) << QString(kind) << QSize(440, 330);
+    QTest::addRow("%s export", kind) << QString(kind) << QSize(1200, 750);
+  }
+}
+
+// Each kind's bars hold the measured values and its CSV the same numbers; every value label
+// stays inside the plot and clear of the others, at a narrow dock's size and an export's.
+void TestCharts::benchChartDrawsEachKind() {
+  QFETCH(QString, kind);
+  QFETCH(QSize, size);
+  BenchResult r;
+  r.kind = kind;
+  QList<double> expected;  // the bars, left to right
+  if (kind == "gemm-ladder") {
+    teach::GemmLadderResult l;
+    l.threads = 2, l.corePeakGflops = 109.1, l.peakGflops = 218.2;
+    l.blas = "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH core SkylakeX";
+    for (auto [k, g] : {std::pair{"naive", 1.04}, {"simd", 51.5}, {"threaded", 98.2},
+                        {"tiled", 124.5}, {"vendor", 148.7}}) {
+      l.rungs.push_back({k, 512, g, 3, ""});
+      expected << g;
+    }
+    r.ladder = l;
+  } else if (kind == "false-sharing") {
+    teach::FalseSharingSweep f;
+    f.increments = 2'000'000, f.cores = 2;
+    f.points = {{1, 6.9, 7.9}, {2, 34.8, 6.8}, {3, 49.3, 32.4}};
+    for (const auto& p : f.points) expected << p.sharedNs << p.paddedNs;
+    r.falseSharing = f;
+  } else {
+    LatencySweepResult l;
+    l.device = "cpu", l.kernel = "vendor", l.model = "mlp", l.threads = 1;
+    l.parameterCount = 365706;
+    for (int b = 1, i = 0; b <= 4096; b *= 2, ++i) {
+      LatencyPoint p;
+      p.batch = b;
+      p.msPerForward = 0.03 * std::pow(b, 0.8);
+      p.samplesPerS = b / (p.msPerForward * 1e-3);
+      l.points.push_back(p);
+      expected << p.samplesPerS;
+    }
+    r.latencyCpu = l;
+    r.gpuNotRun = "no CUDA driver is installed";
+    r.latencyModel = "mlp H=128, L=2, 365,706 parameters, fashion-mnist test samples";
+  }
+  BenchChart chart;
+  chart.resize(size);
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.showResult(r);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  QCOMPARE(chart.pointCount(), int(expected.size()));
+  QList<double> drawn;
+  for (QCPBars* b : {chart.rungs(), chart.vendor(), chart.shared(), chart.padded(),
+                     chart.cpuRate()})
+    for (auto it = b->data()->constBegin(); it != b->data()->constEnd(); ++it)
+      drawn << it->value;
+  std::sort(drawn.begin(), drawn.end());
+  QList<double> sorted = expected;
+  std::sort(sorted.begin(), sorted.end());
+  QCOMPARE(drawn, sorted);
+  if (kind == "latency") {
+    QVERIFY(chart.subtitle().contains("GPU half not run here (no CUDA driver"));
+    QCOMPARE(chart.cpuLatency()->dataCount(), 13);
+  }
+  if (kind == "gemm-ladder") QVERIFY(chart.peak()->name().contains("(reference formula)"));
+  QString csv;
+  QTextStream out(&csv);
+  chart.writeCsv(out);
+  const QStringList rows = csv.trimmed().split('\n');
+  QCOMPARE(rows.size(), kind == "false-sharing" ? 4 : kind == "latency" ? 14 : 6);
+  QList<QRect> shown, ticks;
+  for (const test::TextBox& b : test::chartTextBoxes(&chart))
+    if (b.owner.endsWith(" item")) {
+      QVERIFY2(b.room.contains(b.box), qPrintable(b.describe()));
+      for (const QRect& other : shown)
+        QVERIFY2(!other.intersects(b.box), qPrintable(b.describe()));
+      shown << b.box;
+    } else if (b.owner.endsWith(" tick label") && !b.text.isEmpty() &&
+               b.box.top() > chart.axisRect()->bottom()) {  // the names under the bars
+      for (const QRect& other : ticks)
+        QVERIFY2(!other.intersects(b.box), qPrintable(b.describe()));
+      ticks << b.box;
+    }
+  QVERIFY(ticks.size() >= 2);
+  QDir().mkpath(QString(PARALAB_BINARY_DIR) + "/screenshots");
+  chart.grab().save(QString("%1/screenshots/benchmark-%2-%3.png")
+                        .arg(PARALAB_BINARY_DIR, kind)
+                        .arg(size.width()));
 }
 
 QTEST_MAIN(TestCharts)

@@ -37,7 +37,10 @@
 #include <set>
 #include <thread>
 
+#include "bench_runner.h"
+#include "charts/bench_chart.h"
 #include "charts/chart.h"
+#include "cpu/gemm.h"
 #include "charts/chart_hub.h"
 #include "charts/holdings_map.h"
 #include "charts/loss_chart.h"
@@ -64,10 +67,10 @@ namespace {
 // The holdings map is fed once snapshots carry the ranks' holdings (Snapshot::holdings).
 constexpr bool kSnapshotsHaveHoldings = ShowsHoldings<HoldingsMap>;
 
-// Charts a plain run does not draw: the speedup chart needs a sweep, the holdings map the
-// session's holdings.
+// Charts a plain run does not draw: the speedup chart needs a sweep, the benchmark chart a
+// lesson's benchmark, the holdings map the session's holdings.
 bool drawnByARun(const Chart* c) {
-  if (qobject_cast<const SpeedupChart*>(c)) return false;
+  if (qobject_cast<const SpeedupChart*>(c) || qobject_cast<const BenchChart*>(c)) return false;
   if (qobject_cast<const HoldingsMap*>(c)) return kSnapshotsHaveHoldings;
   return true;
 }
@@ -125,6 +128,8 @@ class TestWindow : public QObject {
   void lessonExperimentRunsAndReportsBack();
   void sweepRunsOffTheGuiThread();
   void sweepCancels();
+  void benchStepDrawsItsChart();
+  void benchStepCancels();
   void exportPanelWritesPngAtDpi();
   void exportAllWritesEverything();
   void scriptedExportWritesEverything();
@@ -293,6 +298,127 @@ void TestWindow::lessonExperimentRunsAndReportsBack() {
   QTest::qWait(150);
   QVERIFY(dock->grab().save(screenshotDir() + "/lesson-compare-380px.png"));
   QVERIFY2(dock->width() <= 400, qPrintable(QString("the dock stays %1 px wide").arg(dock->width())));
+}
+
+// Opens lesson 4 at its step whose benchmark is `kind` and locks a prediction there.
+void openBenchStep(LessonDock* dock, const QString& kind) {
+  for (int i = 0; i < dock->lessons().size(); ++i)
+    if (dock->lessons()[i].slug == "04-cpu-gpu") {
+      dock->openLesson(i);
+      const QList<lessons::Step>& steps = dock->lessons()[i].steps;
+      for (int s = 0; s < steps.size(); ++s)
+        if (steps[s].bench && steps[s].bench->kind == kind && steps[s].needs.isEmpty())
+          dock->openPage(s + 1);
+    }
+  QVERIFY(dock->currentStep() && dock->currentStep()->bench);
+  QCOMPARE(dock->currentStep()->bench->kind, kind);
+  if (!dock->predictionLocked()) {
+    dock->findChild<QLineEdit*>("lessonPrediction")->setText("8");
+    dock->findChild<QPushButton*>("lessonLock")->click();
+  }
+}
+
+// Lesson 4's GEMM ladder runs from its step off the GUI thread, with progress; the Benchmark
+// chart then has one bar per rung holding the measured GFLOP/s, named under it, the FMA peak as
+// a labelled reference, and Export all writes its PNG, PDF, SVG and CSV with the same numbers.
+void TestWindow::benchStepDrawsItsChart() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  openBenchStep(dock, "gemm-ladder");
+  auto* run = dock->findChild<QPushButton*>("lessonRun");
+  QVERIFY(!run->isHidden());
+  QCOMPARE(run->text(), QString("Run benchmark"));
+  QSignalSpy finished(w.benchRunner(), &BenchRunner::finished);
+  QSignalSpy progress(w.benchRunner(), &BenchRunner::progress);
+  run->click();
+  // The click returned while the benchmark measures: it is not on the GUI thread.
+  QVERIFY(w.benchRunner()->isRunning());
+  QVERIFY(dock->benchRunning());
+  QVERIFY(!run->isEnabled());
+  QVERIFY(!w.startAction()->isEnabled());  // no training beside it
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  QCOMPARE(finished.at(0).at(1).toString(), QString());
+  QVERIFY(progress.count() > 5);
+  QCOMPARE(progress.last().at(0).toInt(), progress.last().at(1).toInt());  // to the end
+  QVERIFY(!dock->benchRunning());
+  QVERIFY(w.startAction()->isEnabled());
+
+  auto* chart = w.chartHub()->find<BenchChart>();
+  QVERIFY(chart && chart->result() && chart->result()->ladder);
+  const teach::GemmLadderResult& r = *chart->result()->ladder;
+  const auto ladder = kernels::gemm_kernels();
+  QCOMPARE(r.rungs.size(), ladder.size());
+  QCOMPARE(chart->pointCount(), int(ladder.size()));  // one bar per rung
+  QStringList names;
+  for (size_t i = 0; i < r.rungs.size(); ++i) {
+    const teach::GemmRung& g = r.rungs[i];
+    QCOMPARE(g.n, 512);
+    QVERIFY2(g.skipped.empty() && g.gflops > 0, g.skipped.c_str());
+    QCPBars* bars = g.kernel == "vendor" ? chart->vendor() : chart->rungs();
+    const auto at = bars->data()->findBegin(double(i + 1), false);
+    QVERIFY(at != bars->data()->constEnd());
+    QCOMPARE(at->key, double(i + 1));
+    QCOMPARE(at->value, g.gflops);  // the bar is the measurement
+    names << (g.kernel == "vendor" ? "OpenBLAS" : QString::fromStdString(g.kernel));
+  }
+  const QStringList ticks = chart->tickLabels();
+  QCOMPARE(ticks.size(), names.size());
+  QCOMPARE(ticks, names);
+  QCOMPARE(chart->peak()->data()->at(0)->value, r.peakGflops);
+  QVERIFY(chart->peak()->name().contains("reference formula"));
+  QVERIFY(chart->subtitle().contains(QString("has %1 cores").arg(std::thread::hardware_concurrency())));
+
+  QTemporaryDir dir;
+  QStringList written;
+  QCOMPARE(w.exportAllTo(dir.path(), &written), QString());
+  const QString base = dir.filePath(chart->stem());
+  QVERIFY(!QImage(base + ".png").isNull());
+  QFile pdf(base + ".pdf");
+  QVERIFY(pdf.open(QIODevice::ReadOnly) && pdf.read(5) == "%PDF-");
+  QString why;
+  QVERIFY2(svgParses(base + ".svg", &why), qPrintable(why));
+  const QStringList csv = readLines(base + ".csv");
+  QCOMPARE(csv.size(), int(r.rungs.size()) + 1);
+  QVERIFY(csv[0].startsWith("kernel,n,threads,gflops"));
+  for (size_t i = 0; i < r.rungs.size(); ++i) {
+    const QStringList cells = csv[int(i) + 1].split(',');
+    QCOMPARE(cells[0], QString::fromStdString(r.rungs[i].kernel));
+    QCOMPARE(cells[3].toDouble(), Chart::csvNumber(r.rungs[i].gflops).toDouble());
+  }
+  // As a learner sees it, for a look: the exported figure and the step after its run.
+  QFile::remove(screenshotDir() + "/benchmark-gemm-ladder.png");
+  QFile::copy(base + ".png", screenshotDir() + "/benchmark-gemm-ladder.png");
+  QFile::remove(screenshotDir() + "/benchmark-gemm-ladder.pdf");
+  QFile::copy(base + ".pdf", screenshotDir() + "/benchmark-gemm-ladder.pdf");
+  w.resize(1600, 1000);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  dock->raise();
+  QTRY_VERIFY(ChartHub::isInView(chart));  // brought to the front of its cell
+  QTest::qWait(150);
+  QVERIFY(w.grab().save(screenshotDir() + "/window-benchmark.png"));
+}
+
+// Cancel stops a benchmark after the piece in flight; the chart shows what was measured and
+// says it was cancelled.
+void TestWindow::benchStepCancels() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  openBenchStep(dock, "false-sharing");
+  QSignalSpy finished(w.benchRunner(), &BenchRunner::finished);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  QVERIFY(w.benchRunner()->isRunning());
+  dock->findChild<QPushButton*>("lessonBenchCancel")->click();
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+  auto* chart = w.chartHub()->find<BenchChart>();
+  QVERIFY(chart->result() && chart->result()->falseSharing);
+  const teach::FalseSharingSweep& s = *chart->result()->falseSharing;
+  QVERIFY(s.cancelled);
+  QCOMPARE(int(s.points.size()), 1);  // the thread count in flight when Cancel was pressed
+  QCOMPARE(chart->shared()->dataCount(), 1);
+  QCOMPARE(chart->padded()->data()->at(0)->value, s.points[0].paddedNs);
+  QVERIFY(chart->subtitle().contains("cancelled"));
+  QVERIFY(dock->findChild<QLabel*>("lessonBenchLabel")->text().contains("Cancelled"));
 }
 
 void TestWindow::sweepRunsOffTheGuiThread() {

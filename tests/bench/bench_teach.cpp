@@ -1,24 +1,28 @@
 // `paralab-bench teach`: the teaching experiments, measured now. False sharing on the CPU
-// (2 threads, counters in one cache line vs padded), and on the GPU warp divergence and
-// coalesced vs strided loads. Try: paralab-bench teach [--json]
+// (1..N threads, counters in one cache line vs padded: the engine's teach/false_sharing.h, as
+// the lesson's bench step draws it), and on the GPU warp divergence and coalesced vs strided
+// loads. Try: paralab-bench teach [--threads 4] [--json]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "cpu/teach.h"
 #include "cuda/device.h"
 #include "cuda/teach.h"
+#include "teach/false_sharing.h"
 
 using namespace paralab;
 
 int benchTeach(int argc, char** argv) {
-  long increments = 20'000'000;
+  teach::FalseSharingOptions fso{.maxThreads = 2, .increments = 20'000'000};
   int stride = 32;
   bool json = false;
   CLI::App app{"Teaching experiments: false sharing, warp divergence, coalescing"};
-  app.add_option("--increments", increments, "Counter updates per thread (false sharing)")
+  app.add_option("--increments", fso.increments, "Counter updates per thread (false sharing)")
       ->check(CLI::Range(1L, 1L << 40))
+      ->capture_default_str();
+  app.add_option("--threads", fso.maxThreads, "False sharing at 1, 2, ..., this many threads")
+      ->check(CLI::Range(1, 8))
       ->capture_default_str();
   app.add_option("--stride", stride, "Floats between neighbouring threads' loads (coalescing)")
       ->check(CLI::Range(2, 4096))
@@ -26,22 +30,24 @@ int benchTeach(int argc, char** argv) {
   app.add_flag("--json", json, "One JSON object per experiment");
   CLI11_PARSE(app, argc, argv);
 
-  const kernels::FalseSharingResult fs = kernels::false_sharing_experiment(increments, 2);
-  if (json)
-    std::printf("%s\n", nlohmann::json{{"experiment", "false_sharing"}, {"device", "cpu"},
-                                       {"threads", fs.threads}, {"increments", fs.increments},
-                                       {"packed_ms", 1e3 * fs.packedSeconds},
-                                       {"padded_ms", 1e3 * fs.paddedSeconds},
-                                       {"slowdown", fs.slowdown()}}
-                            .dump()
-                            .c_str());
-  else
-    std::printf("False sharing (CPU, %d threads x %ld increments of their own counter)\n"
-                "  counters in one 64-byte line : %8.1f ms\n"
-                "  each on its own line (padded): %8.1f ms\n"
-                "  sharing a line is %.1fx slower\n\n",
-                fs.threads, fs.increments, 1e3 * fs.packedSeconds, 1e3 * fs.paddedSeconds,
-                fs.slowdown());
+  const teach::FalseSharingSweep fs = teach::runFalseSharing(fso);
+  if (!json)
+    std::printf("False sharing (CPU, %ld increments of its own counter per thread, %d hardware "
+                "threads)\n%8s %22s %22s %10s\n",
+                fs.increments, fs.cores, "threads", "one line: ns/increment",
+                "padded: ns/increment", "slowdown");
+  for (const teach::FalseSharingPoint& p : fs.points)
+    if (json)
+      std::printf("%s\n", nlohmann::json{{"experiment", "false_sharing"}, {"device", "cpu"},
+                                         {"threads", p.threads}, {"increments", fs.increments},
+                                         {"shared_ns_per_increment", p.sharedNs},
+                                         {"padded_ns_per_increment", p.paddedNs},
+                                         {"slowdown", p.slowdown()}}
+                              .dump()
+                              .c_str());
+    else
+      std::printf("%8d %22.2f %22.2f %9.1fx\n", p.threads, p.sharedNs, p.paddedNs, p.slowdown());
+  if (!json) std::printf("\n");
 
   const kernels::GpuInfo gpu = kernels::cuda_query_devices();
   if (gpu.count == 0) {

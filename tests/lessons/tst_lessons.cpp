@@ -266,12 +266,30 @@ class TestLessons : public QObject {
       QVERIFY2(used.contains(t.term), qPrintable(QString("glossary.md:%1: '%2' is used by no lesson").arg(t.line).arg(t.term)));
   }
 
+  // No step sends the learner to a terminal: a benchmark runs in the window (a ```bench block
+  // with a "kind"). Lessons 5 and 13 still name paralab-bench comm and gemm; they are listed
+  // here until their steps move into the window, and a new mention anywhere fails.
+  void noStepNeedsATerminal() {
+    static const QRegularExpression terminal("paralab-bench|terminal",
+                                             QRegularExpression::CaseInsensitiveOption);
+    const QStringList notYetMoved = {"05-data-parallel: algbw and busbw",
+                                     "13-putting-together: Your own MFU"};
+    QStringList found;
+    for (const Lesson& l : m_lib.lessons)
+      for (const Step& s : l.steps)
+        if (s.markdown.contains(terminal) || (s.bench && !s.bench->program.isEmpty()))
+          found << l.slug + ": " + s.title;
+    for (const QString& f : found)
+      QVERIFY2(notYetMoved.contains(f), qPrintable(f + ": sends the learner to a terminal"));
+    QCOMPARE(found, notYetMoved);
+  }
+
   // Each benchmark a step names exists in paralab-bench and takes the flags the step gives it.
   void benchesExist() {
     QList<Bench> benches;
     for (const Lesson& l : m_lib.lessons)
       for (const Step& s : l.steps)
-        if (s.bench) benches << *s.bench;
+        if (s.bench && !s.bench->program.isEmpty()) benches << *s.bench;
 #ifndef PARALAB_BENCH
     QSKIP(qPrintable(QString("paralab-bench is not built here; %1 benchmark steps not checked").arg(benches.size())));
 #else

@@ -57,7 +57,7 @@ Some text about an [[all-reduce]] and [[ZeRO|sharding]].
 ```
 
 ```bench
-{"program": "gemm", "args": ["--sizes", "256"]}
+{"kind": "gemm-ladder", "size": 256}
 ```
 
 ## Retrieval practice
@@ -115,8 +115,10 @@ class TestLessonFormat : public QObject {
     const Step& t = l.steps[1];
     QCOMPARE(t.sweep->ranks, QList<int>({1, 2, 4}));
     QCOMPARE(t.sweep->steps, 3);
-    QCOMPARE(t.bench->program, QString("gemm"));
-    QCOMPARE(t.bench->args, QStringList({"--sizes", "256"}));
+    QCOMPARE(t.bench->kind, QString("gemm-ladder"));
+    QCOMPARE(benchOption(*t.bench, "size"), 256.0);
+    QCOMPARE(benchOption(*t.bench, "threads"), 0.0);  // not given: its default, every core
+    QCOMPARE(benchOption(*t.bench, "repeats"), 3.0);
 
     QCOMPARE(l.retrieval.size(), 2);
     QCOMPARE(l.retrieval[0].a, QString("Because\nof reasons."));
@@ -150,6 +152,10 @@ class TestLessonFormat : public QObject {
     QTest::newRow("answerless card") << "A: Yes." << "" << "this 'Q:' has no 'A:'";
     QTest::newRow("stray text") << "Q: Card?" << "Stray.\nQ: Card?" << "belongs to a 'Q:' or an 'A:'";
     QTest::newRow("no cards") << "## Flashcards\n\nQ: Card?\nA: Yes." << "" << "'## Flashcards' with Q:/A: pairs is missing";
+    QTest::newRow("bench kind") << "\"gemm-ladder\"" << "\"gemm\"" << ":49: bench: 'kind' is 'gemm', not a benchmark (allowed: gemm-ladder, false-sharing, latency)";
+    QTest::newRow("bench no kind") << "\"kind\": \"gemm-ladder\", " << "" << ":49: bench: 'kind' is missing (allowed: gemm-ladder";
+    QTest::newRow("bench range") << "\"size\": 256" << "\"size\": 9000" << ":49: bench: 'size' of gemm-ladder is a whole number 16..2048";
+    QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";
     QTest::newRow("unclosed fence") << "## Flashcards" << "```text\n## Flashcards" << "a fenced block is not closed";
   }
   void mistakesNameTheLine() {

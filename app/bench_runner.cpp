@@ -1,0 +1,121 @@
+// BenchRunner: a teaching benchmark on a std::thread, results back through queued calls (see
+// bench_runner.h). See tests/app/tst_window.cpp (benchStepDrawsItsChart).
+#include "bench_runner.h"
+
+#include <algorithm>
+
+#include "capabilities.h"
+#include "data/dataset.h"
+
+namespace paralab {
+
+namespace {
+int cores() { return std::max(1, int(std::thread::hardware_concurrency())); }
+}  // namespace
+
+BenchRunner::BenchRunner(QObject* parent) : QObject(parent) {}
+
+BenchRunner::~BenchRunner() {
+  m_cancel = true;
+  if (m_thread.joinable()) m_thread.join();
+}
+
+teach::GemmLadderOptions BenchRunner::ladderOptions(const lessons::Bench& b) {
+  teach::GemmLadderOptions o;
+  o.sizes = {int(lessons::benchOption(b, "size"))};
+  const int threads = int(lessons::benchOption(b, "threads"));
+  o.threads = threads > 0 ? threads : cores();
+  o.repeats = int(lessons::benchOption(b, "repeats"));
+  return o;
+}
+
+teach::FalseSharingOptions BenchRunner::falseSharingOptions(const lessons::Bench& b) {
+  teach::FalseSharingOptions o;
+  const int threads = int(lessons::benchOption(b, "threads"));
+  o.maxThreads = threads > 0 ? threads : std::clamp(cores(), 2, 8);
+  o.increments = long(lessons::benchOption(b, "increments"));
+  return o;
+}
+
+RunConfig BenchRunner::latencyConfig(const lessons::Bench& b) {
+  RunConfig c;  // paralab-run's model, so the step and `paralab-run --latency-sweep` agree
+  c.hidden = int(lessons::benchOption(b, "hidden"));
+  c.layers = int(lessons::benchOption(b, "layers"));
+  c.dataset = missingFashionMnistFile(c.dataDir).empty() ? "fashion-mnist" : "synthetic";
+  return c;
+}
+
+std::vector<int> BenchRunner::latencyBatches(const lessons::Bench& b) {
+  std::vector<int> batches;
+  for (int n = 1; n <= int(lessons::benchOption(b, "max-batch")); n *= 2) batches.push_back(n);
+  return batches;
+}
+
+// The CPU's sweep, then the GPU's where there is one; progress counts the batch sizes of both.
+static void runLatency(const lessons::Bench& bench, BenchResult& result,
+                       const std::function<bool(int, int)>& progress) {
+  const RunConfig cpu = BenchRunner::latencyConfig(bench);
+  const std::vector<int> batches = BenchRunner::latencyBatches(bench);
+  RunConfig gpu = cpu;
+  gpu.device = "cuda";
+  const GpuAvailability g = gpuAvailability();
+  std::string why = g.count > 0 ? latencySweepProblem(gpu) : g.reason;
+  const int n = int(batches.size()), total = why.empty() ? 2 * n : n;
+  result.latencyCpu =
+      runLatencySweep(cpu, batches, {}, [&](int done, int) { return progress(done, total); });
+  result.latencyModel = QString("%1 H=%2, L=%3, %L4 parameters, %5 test samples")
+                            .arg(QString::fromStdString(cpu.model))
+                            .arg(cpu.hidden)
+                            .arg(cpu.layers)
+                            .arg(qint64(result.latencyCpu->parameterCount))
+                            .arg(QString::fromStdString(cpu.dataset));
+  if (!why.empty() || result.latencyCpu->cancelled) {
+    result.gpuNotRun = QString::fromStdString(why.empty() ? "cancelled" : why);
+    return;
+  }
+  result.latencyGpu =
+      runLatencySweep(gpu, batches, {}, [&](int done, int) { return progress(n + done, total); });
+}
+
+bool BenchRunner::start(const lessons::Bench& bench) {
+  if (m_running || bench.kind.isEmpty()) return false;
+  if (m_thread.joinable()) m_thread.join();  // the last benchmark's thread, already at its end
+  m_cancel = false;
+  m_running = true;
+  m_thread = std::thread([this, bench] {
+    // Each piece (a GEMM call, a thread count) takes milliseconds or more: no flood to throttle.
+    const auto onProgress = [this](int done, int total) {
+      QMetaObject::invokeMethod(
+          this, [this, done, total] { emit progress(done, total); }, Qt::QueuedConnection);
+      return !m_cancel.load();
+    };
+    BenchResult result;
+    result.kind = bench.kind;
+    QString error;
+    try {
+      if (bench.kind == "gemm-ladder")
+        result.ladder = teach::runGemmLadder(ladderOptions(bench), onProgress);
+      else if (bench.kind == "false-sharing")
+        result.falseSharing = teach::runFalseSharing(falseSharingOptions(bench), onProgress);
+      else if (bench.kind == "latency")
+        runLatency(bench, result, onProgress);
+      else
+        error = tr("bench: no benchmark called '%1'").arg(bench.kind);
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(
+        this, [this, result, error] { finish(result, error); }, Qt::QueuedConnection);
+  });
+  return true;
+}
+
+void BenchRunner::cancel() { m_cancel = true; }
+
+void BenchRunner::finish(const BenchResult& result, const QString& error) {
+  if (m_thread.joinable()) m_thread.join();  // it posted this as its last act
+  m_running = false;
+  emit finished(result, error);
+}
+
+}  // namespace paralab

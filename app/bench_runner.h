@@ -1,0 +1,66 @@
+// BenchRunner: runs a lesson step's teaching benchmark (engine/teach/: the GEMM ladder, false
+// sharing; engine/train/latency_sweep.h: latency vs throughput) on a worker thread and reports
+// progress and the result to the GUI thread through queued calls, as SweepRunner does; cancel()
+// makes the next progress callback return false. See tests/app/tst_window.cpp
+// (benchStepDrawsItsChart).
+#pragma once
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <optional>
+#include <thread>
+
+#include "lesson.h"
+#include "teach/false_sharing.h"
+#include "teach/gemm_ladder.h"
+#include "train/latency_sweep.h"
+
+namespace paralab {
+
+// What a benchmark measured: one of these, as its kind says.
+struct BenchResult {
+  QString kind;  // lessons::Bench::kind
+  std::optional<teach::GemmLadderResult> ladder;
+  std::optional<teach::FalseSharingSweep> falseSharing;
+  // Latency vs throughput: the CPU's sweep, the GPU's where there is one (else why not).
+  std::optional<LatencySweepResult> latencyCpu, latencyGpu;
+  QString gpuNotRun;
+  QString latencyModel;  // "mlp H=128, L=2, 365,706 parameters, fashion-mnist test samples"
+  bool cancelled() const {
+    return (ladder && ladder->cancelled) || (falseSharing && falseSharing->cancelled) ||
+           (latencyCpu && latencyCpu->cancelled) || (latencyGpu && latencyGpu->cancelled);
+  }
+};
+
+class BenchRunner : public QObject {
+  Q_OBJECT
+ public:
+  explicit BenchRunner(QObject* parent = nullptr);
+  ~BenchRunner() override;  // cancels a benchmark in flight and waits for its piece to end
+
+  // Starts `bench` (a step's block with a kind) unless one is running (then returns false).
+  bool start(const lessons::Bench& bench);
+  void cancel();
+  bool isRunning() const { return m_running; }
+  // The engine's options for a step's block: its keys, or their defaults ("threads" 0: every
+  // core this machine has; false sharing at least 2 threads, so that something is shared).
+  static teach::GemmLadderOptions ladderOptions(const lessons::Bench& bench);
+  static teach::FalseSharingOptions falseSharingOptions(const lessons::Bench& bench);
+  // The model and batch sizes a latency block sweeps: 1, 2, 4, ... up to its max-batch.
+  static RunConfig latencyConfig(const lessons::Bench& bench);
+  static std::vector<int> latencyBatches(const lessons::Bench& bench);
+
+ signals:
+  void progress(int done, int total);
+  // What was measured (all of it, or what finished before a cancel), or `error` set.
+  void finished(const paralab::BenchResult& result, const QString& error);
+
+ private:
+  void finish(const BenchResult& result, const QString& error);
+
+  std::thread m_thread;
+  std::atomic<bool> m_cancel{false};
+  bool m_running = false;  // GUI thread only
+};
+
+}  // namespace paralab

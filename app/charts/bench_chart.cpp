@@ -1,0 +1,301 @@
+// BenchChart: the GEMM ladder and false sharing drawn as bars (see bench_chart.h).
+// See tests/app/tst_window.cpp (benchStepDrawsItsChart).
+#include "charts/bench_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "charts/chart_colors.h"
+
+namespace paralab {
+
+namespace {
+
+QCPBars* makeBars(QCPAxis* x, QCPAxis* y, const QString& name, const QColor& color) {
+  auto* b = new QCPBars(x, y);
+  b->setName(name);
+  b->setBrush(color);
+  b->setPen(QPen(color.darker(130), 1));
+  b->setWidth(0.6);
+  return b;
+}
+
+// "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... core SkylakeX" -> "OpenBLAS 0.3.21".
+QString shortBlasName(const std::string& name) {
+  const QStringList words = QString::fromStdString(name).split(' ', Qt::SkipEmptyParts);
+  return words.mid(0, 2).join(' ');
+}
+
+QString value(double v) { return QString::number(v, 'f', v < 10 ? 1 : 0); }
+
+}  // namespace
+
+BenchChart::BenchChart(QWidget* parent) : Chart("benchmark", tr("Teaching benchmark"), parent) {
+  setTabTitle(tr("Benchmark"));
+  using namespace chartcolors;
+  xAxis->grid()->setVisible(false);
+  m_rungs = makeBars(xAxis, yAxis, tr("ParaLab rungs (measured)"), kBlue);
+  m_vendor = makeBars(xAxis, yAxis, tr("OpenBLAS (measured)"), kOrange);
+  m_peak = addGraph();
+  m_peak->setPen(QPen(kReference, 1.6, Qt::DashLine));
+  m_group = new QCPBarsGroup(this);
+  m_shared = makeBars(xAxis, yAxis, tr("counters in one cache line"), kRed);
+  m_padded = makeBars(xAxis, yAxis, tr("padded: a line each"), kBlue);
+  for (QCPBars* b : {m_shared, m_padded}) b->setWidth(0.38), b->setBarsGroup(m_group);
+  auto* rates = new QCPBarsGroup(this);
+  m_cpuRate = makeBars(xAxis, yAxis, tr("CPU samples/s (bars)"), kBlue);
+  m_gpuRate = makeBars(xAxis, yAxis, tr("GPU samples/s (bars)"), kGreen);
+  for (QCPBars* b : {m_cpuRate, m_gpuRate}) b->setWidth(0.38), b->setBarsGroup(rates);
+  m_cpuLatency = addGraph(xAxis, yAxis2);
+  m_cpuLatency->setName(tr("CPU ms per forward (line, right axis)"));
+  m_cpuLatency->setPen(QPen(kPurple, 2));
+  m_cpuLatency->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, kPurple, kPurple, 6));
+  m_gpuLatency = addGraph(xAxis, yAxis2);
+  m_gpuLatency->setName(tr("GPU ms per forward (line, right axis)"));
+  m_gpuLatency->setPen(QPen(kBrown, 2, Qt::DashLine));
+  m_gpuLatency->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, kBrown, kBrown, 6));
+  setLegendColumns(2);
+  setPlaceholderText(
+      tr("No benchmark yet: a lesson step with a benchmark (lesson 4) runs one here"));
+  setToolTip(
+      tr("<p>A teaching benchmark, measured on this machine when its lesson step ran.</p>"
+         "<p>GEMM ladder: GFLOP/s = 2n³ / the median seconds per call of each kernel; the "
+         "dashed line is a reference formula, the FMA peak of one core (measured by a probe of "
+         "independent fused multiply-adds) × the threads.</p><p>False sharing: wall time over "
+         "the increments each thread did, in ns, with the threads' counters in one 64-byte "
+         "cache line or each on its own line.</p>"));
+  clear();
+}
+
+void BenchChart::clear() {
+  m_result.reset();
+  for (QCPBars* b : {m_rungs, m_vendor, m_shared, m_padded, m_cpuRate, m_gpuRate}) {
+    b->data()->clear();
+    b->removeFromLegend();
+  }
+  for (QCPGraph* g : {m_peak, m_cpuLatency, m_gpuLatency}) {
+    g->data()->clear();
+    g->removeFromLegend();
+  }
+  yAxis2->setVisible(false);
+  yAxis->setScaleType(QCPAxis::stLinear);
+  for (QCPItemText* t : m_labels) removeItem(t);
+  m_labels.clear();
+  setSubtitle(QString());
+  setAxisLabel(xAxis, QString());
+  setAxisLabel(yAxis, QString());
+  m_tickNames.clear();
+  xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  xAxis->setRange(0, 1);
+  yAxis->setRange(0, 1);
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+void BenchChart::addValueLabel(double x, double y, const QString& text, const QColor& color) {
+  auto* label = new QCPItemText(this);
+  label->position->setCoords(x, y);
+  label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+  label->setPadding(QMargins(0, 0, 0, 3));
+  label->setText(text);
+  label->setColor(color);
+  label->setFont(legend->font());
+  label->setClipToAxisRect(false);
+  m_labels << label;
+}
+
+void BenchChart::showResult(const BenchResult& result) {
+  clear();
+  m_result = result;
+  if (result.ladder) showLadder(*result.ladder);
+  if (result.falseSharing) showFalseSharing(*result.falseSharing);
+  if (result.latencyCpu) showLatency(result);
+  fitLegend();
+  setPlaceholderVisible(pointCount() == 0);
+  replot(rpQueuedReplot);
+}
+
+void BenchChart::showLadder(const teach::GemmLadderResult& r) {
+  using namespace chartcolors;
+  const int cores = int(std::thread::hardware_concurrency());
+  const int n = r.rungs.empty() ? 0 : r.rungs.front().n;
+  QStringList names;
+  double top = r.peakGflops;
+  int x = 0;
+  for (const teach::GemmRung& g : r.rungs) {
+    if (g.n != n) continue;  // the first size: a lesson's ladder has one
+    ++x;
+    const bool vendor = g.kernel == "vendor";
+    names << (vendor ? tr("OpenBLAS") : QString::fromStdString(g.kernel));
+    if (!g.skipped.empty()) continue;
+    (vendor ? m_vendor : m_rungs)->addData(x, g.gflops);
+    addValueLabel(x, g.gflops, value(g.gflops), vendor ? kOrange.darker(115) : kBlue);
+    top = std::max(top, g.gflops);
+  }
+  setTickNames(names);
+  m_vendor->setName(tr("%1 (measured)").arg(shortBlasName(r.blas)));
+  xAxis->setRange(0.4, x + 0.6);
+  m_peak->addData(0.4, r.peakGflops);
+  m_peak->addData(x + 0.6, r.peakGflops);
+  m_peak->setName(tr("FMA peak: %1 GFLOP/s × %2 threads (reference formula)")
+                      .arg(value(r.corePeakGflops))
+                      .arg(r.threads));
+  for (QCPAbstractPlottable* p :
+       {static_cast<QCPAbstractPlottable*>(m_rungs), static_cast<QCPAbstractPlottable*>(m_vendor),
+        static_cast<QCPAbstractPlottable*>(m_peak)})
+    p->addToLegend();
+  yAxis->setRange(0, top * 1.15);
+  setAxisLabel(xAxis, tr("GEMM kernel, n = %1 (slowest rung first)").arg(n), tr("GEMM kernel"));
+  setAxisLabel(yAxis, tr("GFLOP/s (2n³ / median time)"), tr("GFLOP/s"));
+  int calls = 0;
+  for (const teach::GemmRung& g : r.rungs) calls = std::max(calls, g.calls);
+  setSubtitle(tr("GEMM ladder, fp32, %1 × %1 × %1 · median of up to %2 calls · naive and simd "
+                 "on 1 thread, threaded, tiled and OpenBLAS on %3 · this machine has %4 cores, "
+                 "so no rung can show more than %4 cores' worth")
+                  .arg(n)
+                  .arg(calls)
+                  .arg(r.threads)
+                  .arg(cores) +
+              (r.cancelled ? tr(" · cancelled before the end") : QString()));
+}
+
+void BenchChart::showFalseSharing(const teach::FalseSharingSweep& s) {
+  using namespace chartcolors;
+  QStringList names;
+  double top = 0;
+  for (const teach::FalseSharingPoint& p : s.points) {
+    names << QString::number(p.threads);
+    m_shared->addData(p.threads, p.sharedNs);
+    m_padded->addData(p.threads, p.paddedNs);
+    addValueLabel(p.threads - 0.2, p.sharedNs, value(p.sharedNs), kRed);
+    addValueLabel(p.threads + 0.2, p.paddedNs, value(p.paddedNs), kBlue);
+    top = std::max({top, p.sharedNs, p.paddedNs});
+  }
+  m_shared->addToLegend();
+  m_padded->addToLegend();
+  setTickNames(names);
+  xAxis->setRange(0.4, double(s.points.size()) + 0.6);
+  yAxis->setRange(0, top * 1.15);
+  setAxisLabel(xAxis, tr("threads, each bumping its own counter"), tr("threads"));
+  setAxisLabel(yAxis, tr("ns per increment (wall time / increments)"), tr("ns per increment"));
+  setSubtitle(tr("False sharing: %L1 atomic increments per thread · median of 3 runs · this "
+                 "machine has %2 cores: past %2 threads take turns, so it cannot show more "
+                 "than %2 threads' worth")
+                  .arg(s.increments)
+                  .arg(s.cores) +
+              (s.cancelled ? tr(" · cancelled before the end") : QString()));
+}
+
+void BenchChart::showLatency(const BenchResult& r) {
+  using namespace chartcolors;
+  QStringList names;
+  double topRate = 0, minMs = 1e300, maxMs = 0;
+  const auto draw = [&](const LatencySweepResult& s, QCPBars* rate, QCPGraph* latency) {
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const LatencyPoint& p = s.points[i];
+      if (names.size() <= int(i)) names << QString::number(p.batch);
+      rate->addData(double(i + 1), p.samplesPerS);
+      latency->addData(double(i + 1), p.msPerForward);
+      topRate = std::max(topRate, p.samplesPerS);
+      minMs = std::min(minMs, p.msPerForward), maxMs = std::max(maxMs, p.msPerForward);
+    }
+    rate->addToLegend();
+    latency->addToLegend();
+  };
+  draw(*r.latencyCpu, m_cpuRate, m_cpuLatency);
+  if (r.latencyGpu) draw(*r.latencyGpu, m_gpuRate, m_gpuLatency);
+  m_cpuRate->setWidth(r.latencyGpu ? 0.38 : 0.6);
+  const int n = int(r.latencyCpu->points.size());
+  setTickNames(names);
+  xAxis->setRange(0.4, n + 0.6);
+  yAxis->setRange(0, std::max(1.0, topRate) * 1.12);
+  // Latency spans decades from batch 1 to the largest: a log axis shows every point.
+  yAxis2->setVisible(true);
+  yAxis2->setScaleType(QCPAxis::stLogarithmic);
+  yAxis2->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  yAxis2->setNumberFormat("gb");
+  if (maxMs > 0) yAxis2->setRange(minMs / 2, maxMs * 2);
+  setAxisLabel(xAxis, tr("batch size (samples per forward)"), tr("batch size"));
+  setAxisLabel(yAxis, tr("throughput (samples/s)"), tr("samples/s"));
+  setAxisLabel(yAxis2, tr("latency: ms per forward (log)"), tr("ms (log)"));
+  const int cores = int(std::thread::hardware_concurrency());
+  setSubtitle(tr("Latency vs throughput, forward only: %1 · CPU GEMM %2 on %3 thread(s) of "
+                 "this machine's %4 cores · %5")
+                  .arg(r.latencyModel, QString::fromStdString(r.latencyCpu->kernel))
+                  .arg(r.latencyCpu->threads)
+                  .arg(cores)
+                  .arg(r.latencyGpu ? tr("GPU %1, the batch copied from host memory each forward")
+                                          .arg(QString::fromStdString(r.latencyGpu->gpu))
+                                    : tr("GPU half not run here (%1)").arg(r.gpuNotRun)) +
+              (r.cancelled() ? tr(" · cancelled before the end") : QString()));
+}
+
+void BenchChart::setTickNames(const QStringList& names) {
+  m_tickNames = names;
+  fitTickNames();
+}
+
+void BenchChart::fitTickNames() {
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  const QFontMetrics fm(xAxis->tickLabelFont());
+  int widest = 0;
+  for (const QString& t : m_tickNames) widest = std::max(widest, fm.horizontalAdvance(t));
+  // The plot's width before the first layout: the chart less the axes' usual margins.
+  const int plot = axisRect()->width() > 0 ? axisRect()->width() : width() - 120;
+  const double perTick = m_tickNames.isEmpty() ? 1 : double(plot) / m_tickNames.size();
+  const int every = std::max(1, int(std::ceil((widest + 10) / std::max(1.0, perTick))));
+  for (int i = 0; i < m_tickNames.size(); ++i)
+    ticker->addTick(i + 1, i % every == 0 ? m_tickNames[i] : QString());
+  xAxis->setTicker(ticker);
+}
+
+void BenchChart::resizeEvent(QResizeEvent* event) {
+  Chart::resizeEvent(event);
+  if (m_tickNames.isEmpty()) return;
+  fitTickNames();
+  replot(rpQueuedReplot);
+}
+
+int BenchChart::pointCount() const {
+  return m_rungs->dataCount() + m_vendor->dataCount() + m_shared->dataCount() +
+         m_padded->dataCount() + m_cpuRate->dataCount() + m_gpuRate->dataCount();
+}
+
+QStringList BenchChart::tickLabels() const { return m_tickNames; }
+
+void BenchChart::writeCsv(QTextStream& out) const {
+  if (m_result && m_result->latencyCpu) {
+    out << "batch,cpu_ms_per_forward,cpu_samples_per_s,gpu_ms_per_forward,gpu_samples_per_s\n";
+    const auto& cpu = m_result->latencyCpu->points;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      out << cpu[i].batch << ',' << csvNumber(cpu[i].msPerForward) << ','
+          << csvNumber(cpu[i].samplesPerS) << ',';
+      if (m_result->latencyGpu && i < m_result->latencyGpu->points.size())
+        out << csvNumber(m_result->latencyGpu->points[i].msPerForward) << ','
+            << csvNumber(m_result->latencyGpu->points[i].samplesPerS);
+      else
+        out << ',';
+      out << '\n';
+    }
+    return;
+  }
+  if (m_result && m_result->falseSharing) {
+    out << "threads,shared_line_ns_per_increment,padded_ns_per_increment,slowdown\n";
+    for (const teach::FalseSharingPoint& p : m_result->falseSharing->points)
+      out << p.threads << ',' << csvNumber(p.sharedNs) << ',' << csvNumber(p.paddedNs) << ','
+          << csvNumber(p.slowdown()) << '\n';
+    return;
+  }
+  out << "kernel,n,threads,gflops,calls,skipped,fma_peak_gflops_reference\n";
+  if (!m_result || !m_result->ladder) return;
+  const teach::GemmLadderResult& r = *m_result->ladder;
+  for (const teach::GemmRung& g : r.rungs) {
+    const bool oneThread = g.kernel == "naive" || g.kernel == "simd";
+    out << g.kernel.c_str() << ',' << g.n << ',' << (oneThread ? 1 : r.threads) << ','
+        << (g.skipped.empty() ? csvNumber(g.gflops) : QString()) << ',' << g.calls << ','
+        << QString::fromStdString(g.skipped) << ',' << csvNumber(r.peakGflops) << '\n';
+  }
+}
+
+}  // namespace paralab

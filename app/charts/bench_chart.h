@@ -1,0 +1,61 @@
+// BenchChart: a lesson's teaching benchmark, as measured in the window (engine/teach/). The
+// GEMM ladder: GFLOP/s per rung as bars, OpenBLAS's bar in its own colour, the cores' FMA peak
+// a dashed reference line. False sharing: ns per increment at 1..N threads, counters in one
+// cache line beside counters padded to a line each. Latency vs throughput: samples/s per batch
+// size as bars, ms per forward as a line on the right axis; the GPU beside the CPU, or said
+// not run. Exports like every chart (Export all).
+// See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
+#pragma once
+#include <optional>
+
+#include "bench_runner.h"
+#include "charts/chart.h"
+
+namespace paralab {
+
+class BenchChart : public Chart {
+  Q_OBJECT
+ public:
+  explicit BenchChart(QWidget* parent = nullptr);
+  void showHistory(const MetricHistory&) override {}
+  bool followsRun() const override { return false; }  // a benchmark, not the training run
+  void showResult(const BenchResult& result);
+  void clear();
+
+  int pointCount() const override;
+  void writeCsv(QTextStream& out) const override;
+  const std::optional<BenchResult>& result() const { return m_result; }
+  // The bars drawn, in order along the x axis (tests read them against result()).
+  QCPBars* rungs() const { return m_rungs; }
+  QCPBars* vendor() const { return m_vendor; }
+  QCPBars* shared() const { return m_shared; }
+  QCPBars* padded() const { return m_padded; }
+  QCPGraph* peak() const { return m_peak; }
+  QCPBars* cpuRate() const { return m_cpuRate; }  // latency: samples/s per batch size
+  QCPBars* gpuRate() const { return m_gpuRate; }
+  QCPGraph* cpuLatency() const { return m_cpuLatency; }  // ms per forward, right axis
+  // The names under the bars (x tick labels), left to right (all of them, also those a narrow
+  // plot leaves out).
+  QStringList tickLabels() const;
+
+ private:
+  void showLadder(const teach::GemmLadderResult& r);
+  void showFalseSharing(const teach::FalseSharingSweep& s);
+  void showLatency(const BenchResult& r);
+  void addValueLabel(double x, double y, const QString& text, const QColor& color);
+  // The x axis names each bar (kernel, thread count, batch size); where the plot is too narrow
+  // for all names side by side, every second (or third, ...) is shown, the first always.
+  void setTickNames(const QStringList& names);
+  void fitTickNames();
+  void resizeEvent(QResizeEvent* event) override;
+
+  std::optional<BenchResult> m_result;
+  QCPBars *m_rungs, *m_vendor, *m_shared, *m_padded, *m_cpuRate, *m_gpuRate;
+  QCPGraph *m_cpuLatency, *m_gpuLatency;
+  QCPBarsGroup* m_group;
+  QCPGraph* m_peak;  // the FMA-peak reference, a line across the ladder
+  QList<QCPItemText*> m_labels;
+  QStringList m_tickNames;  // at x = 1, 2, ...
+};
+
+}  // namespace paralab
