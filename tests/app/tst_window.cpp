@@ -580,7 +580,10 @@ void TestWindow::exportAllWritesEverything() {
   }
   for (int rank = 0; rank < kRanks; ++rank) QVERIFY(md.contains(QString("\n| %1 | ").arg(rank)));
   QVERIFY(written.contains(dir.filePath("summary.md")));
-  QCOMPARE(written.size(), w.charts().size() * 4 + 4);
+  // Every step again, as paralab-run --json prints them: what File > Open Run reads.
+  QVERIFY(written.contains(dir.filePath("run.jsonl")));
+  QCOMPARE(readLines(dir.filePath("run.jsonl")).size(), kSteps + 1);
+  QCOMPARE(written.size(), w.charts().size() * 4 + 5);
 }
 
 void TestWindow::scriptedExportWritesEverything() {
