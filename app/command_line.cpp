@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <QDir>
+#include <QFileInfo>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -56,7 +57,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
     }
   }
 
-  std::string exportDir, settingsFile;
+  std::string exportDir, settingsFile, openFile;
   CLI::App app{
       "ParaLab: a lab for learning how neural-network training is made parallel.\n"
       "Without --export it opens the window with these settings; with --export it runs\n"
@@ -69,6 +70,10 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
          "--export", exportDir,
          "Run without a window, write every chart, the settings, trace and summary into DIR, exit")
       ->option_text("DIR");
+  app.add_option("--open", openFile,
+                 "Show a recorded run in the charts (an export's run.jsonl, or the lines "
+                 "paralab-run --json prints); with --export, write its charts into DIR instead")
+      ->option_text("FILE");
   app.add_option("--settings", settingsFile,
                  "Keep the window's layout and last settings in FILE (INI) instead of the "
                  "desktop's store")
@@ -98,16 +103,21 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   }
   out.exportDir = QString::fromStdString(exportDir);
   out.settingsFile = QString::fromStdString(settingsFile);
+  out.openFile = QString::fromStdString(openFile);
   // Anything on the command line is a request: check it now rather than in the window.
   out.configGiven = !configPath.empty();
   for (const CLI::Option* o : app.get_options())
     if (o->count() > 0 && o->get_name() != "--settings" && o->get_name() != "--bench-frames" &&
         o->get_name() != "--reconfigure-every" && o->get_name() != "--measure-startup" &&
-        o->get_name() != "--export")
+        o->get_name() != "--export" && o->get_name() != "--open")
       out.configGiven = true;
   if (out.reconfigureEveryS > 0 && out.benchFramesS == 0)
     return fail("reconfigure-every: changes the run of --bench-frames S (allowed: with it)");
-  if (out.scripted() && config.steps == 0)
+  if (!openFile.empty() && !QFileInfo(out.openFile).isFile())
+    return fail("open: cannot read '" + openFile + "' (allowed: a recorded run's file)");
+  if (!openFile.empty() && out.configGiven)
+    return fail("open: a recorded run has its own settings (allowed: --open without run flags)");
+  if (out.scripted() && out.openFile.isEmpty() && config.steps == 0)
     return fail("steps: --export needs a bounded run (allowed: 1 or more)");
   // A folder that cannot be made is bad input: say so now, not after minutes of training.
   if (out.scripted() && !QDir().mkpath(out.exportDir))

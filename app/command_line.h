@@ -1,4 +1,5 @@
-// The window's command line: `paralab [--config FILE] [run flags] [--steps N --export DIR]`.
+// The window's command line: `paralab [--config FILE] [run flags] [--steps N --export DIR]`,
+// or `paralab --open RUN.jsonl [--export DIR]` for a recorded run.
 // --config takes paralab-run's JSON; flags win over it. With --export, the window runs N steps
 // without showing itself, writes every chart into DIR and exits (see scripted_run.h);
 // --bench-frames S and --measure-startup measure the window itself.
@@ -16,6 +17,7 @@ struct CommandLine {
   bool configGiven = false;     // --config or any run flag: the values were asked for
   QString exportDir;            // set: scripted run
   QString settingsFile;         // --settings FILE: remember the window's state there
+  QString openFile;             // --open FILE: a recorded run to show (with --export: to write)
   int benchFramesS = 0;         // --bench-frames S: time the GUI thread's frames for S seconds
   int reconfigureEveryS = 0;    // --reconfigure-every S: with it, a live change every S seconds
   bool measureStartup = false;  // --measure-startup: print the time to the first paint, exit

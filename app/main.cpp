@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   if (!commandLine.settingsFile.isEmpty()) paralab::Settings::useFile(commandLine.settingsFile);
 
   paralab::MainWindow window;
+  if (!commandLine.openFile.isEmpty()) return paralab::openRecorded(window, commandLine);
   if (commandLine.scripted()) return paralab::runScripted(window, commandLine);
   if (commandLine.benchFramesS > 0) return paralab::runFrameBench(window, commandLine);
   FirstPaint firstPaint(sinceMain);

@@ -23,6 +23,7 @@
 #include "main_window.h"
 #include "panels/config_panel.h"
 #include "panels/sweep_panel.h"
+#include "panels/welcome_page.h"
 
 namespace paralab {
 
@@ -76,6 +77,30 @@ int runScripted(MainWindow& window, const CommandLine& commandLine) {
   });
   window.configPanel()->setConfig(commandLine.config);
   QTimer::singleShot(0, &window, &MainWindow::start);
+  return QApplication::exec();
+}
+
+int openRecorded(MainWindow& window, const CommandLine& commandLine) {
+  if (!commandLine.scripted()) window.restoreSettings(true);  // its layout and theme
+  if (const QString err = window.openRunFile(commandLine.openFile); !err.isEmpty()) {
+    printLine(stderr, QObject::tr("open: %1").arg(err));
+    return 2;
+  }
+  if (commandLine.scripted()) {
+    QStringList written;
+    if (const QString err = window.exportAllTo(commandLine.exportDir, &written); !err.isEmpty()) {
+      printLine(stderr, err);
+      return 1;
+    }
+    printLine(stdout, QObject::tr("%1 steps recorded in %2; wrote %3 files to %4")
+                          .arg(window.history().stepsSeen())
+                          .arg(window.recordedFrom())
+                          .arg(written.size())
+                          .arg(commandLine.exportDir));
+    return 0;
+  }
+  if (WelcomePage* welcome = window.welcomePage()) welcome->hide();  // the run is the point
+  window.show();
   return QApplication::exec();
 }
 

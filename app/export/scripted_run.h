@@ -13,6 +13,11 @@ struct CommandLine;
 
 int runScripted(MainWindow& window, const CommandLine& commandLine);
 
+// `paralab --open RUN.jsonl`: the window showing that recorded run (returns when it closes);
+// with --export DIR, its charts written into DIR instead (0 done, 1 a write failed). A file
+// that is not a recorded run: one line naming the line, exit 2.
+int openRecorded(MainWindow& window, const CommandLine& commandLine);
+
 // Shows the window, starts the run and, every poll interval for `seconds`, times one frame:
 // the poll (snapshot copy, history, chart data) plus the repaint of every visible chart,
 // processed as the event loop would. Prints median, 95th percentile and worst; returns 0.

@@ -10,6 +10,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -60,20 +61,27 @@ QString checkExportedText(const Chart& chart, const QString& pdf, const QString&
   const double largest = (base + 3) * scale, smallest = std::max(base - 0.5, 7.0) * scale;
   const test::RenderedPage page = test::renderPdfWords(pdf);
   if (!page.error.isEmpty()) return page.error;
-  if (page.words.size() < 5) return QString("%1: only %2 words on the page").arg(pdf).arg(page.words.size());
+  if (page.words.size() < 5)
+    return QString("%1: only %2 words on the page").arg(pdf).arg(page.words.size());
   const QRectF inside = QRectF(QPointF(0, 0), page.size).adjusted(-0.5, -0.5, 0.5, 0.5);
   for (const test::RenderedWord& w : page.words) {
     const double h = w.letterHeight();  // a vertical axis label's letters stand sideways
     // A word's box is its font's ascent to descent, about 1.2 times the font's size.
     if (h > 30 || h > 1.35 * largest || h < 0.8 * smallest)
       return QString("%1: '%2' is %3 pt tall (fonts here: %4..%5 pt, at most 30)")
-          .arg(pdf, w.text).arg(h, 0, 'f', 1).arg(smallest, 0, 'f', 1).arg(largest, 0, 'f', 1);
+          .arg(pdf, w.text)
+          .arg(h, 0, 'f', 1)
+          .arg(smallest, 0, 'f', 1)
+          .arg(largest, 0, 'f', 1);
     if (!inside.contains(w.box))
       return QString("%1: '%2' at (%3, %4)–(%5, %6) is off the %7 × %8 pt page")
           .arg(pdf, w.text)
-          .arg(w.box.left(), 0, 'f', 0).arg(w.box.top(), 0, 'f', 0)
-          .arg(w.box.right(), 0, 'f', 0).arg(w.box.bottom(), 0, 'f', 0)
-          .arg(page.size.width(), 0, 'f', 0).arg(page.size.height(), 0, 'f', 0);
+          .arg(w.box.left(), 0, 'f', 0)
+          .arg(w.box.top(), 0, 'f', 0)
+          .arg(w.box.right(), 0, 'f', 0)
+          .arg(w.box.bottom(), 0, 'f', 0)
+          .arg(page.size.width(), 0, 'f', 0)
+          .arg(page.size.height(), 0, 'f', 0);
   }
   QString error;
   const QList<test::SvgText> texts = test::svgTexts(svg, &error);
@@ -84,7 +92,10 @@ QString checkExportedText(const Chart& chart, const QString& pdf, const QString&
     const double pt = t.size * 72 / 96;
     if (pt > 1.05 * largest || pt < 0.95 * smallest)
       return QString("%1: '%2' is drawn at %3 pt (fonts here: %4..%5 pt)")
-          .arg(svg, t.text).arg(pt, 0, 'f', 1).arg(smallest, 0, 'f', 1).arg(largest, 0, 'f', 1);
+          .arg(svg, t.text)
+          .arg(pt, 0, 'f', 1)
+          .arg(smallest, 0, 'f', 1)
+          .arg(largest, 0, 'f', 1);
   }
   return {};
 }
@@ -351,12 +362,36 @@ void TestApp::scriptedExport() {
     QCOMPARE(csv.size(), 41);  // header + 40 steps
   }
   QVERIFY(QFile::exists(out + "/run-config.json"));
+  // The recorded run it wrote, opened and exported again: the same tables, no training.
+  const QString again = dir.filePath("again");
+  QProcess open;
+  open.start(PARALAB_APP_EXE, {"--open", out + "/run.jsonl", "--export", again});
+  QVERIFY(open.waitForFinished(30000));
+  QVERIFY2(open.exitCode() == 0, open.readAllStandardError().constData());
+  QVERIFY(open.readAllStandardOutput().contains("40 steps recorded in run.jsonl"));
+  for (const char* csv : {"/loss.csv", "/throughput.csv", "/traffic.csv"})
+    QCOMPARE(readLines(again + csv), readLines(out + csv));
+  // A file that is not a recorded run: one line naming it and the line, exit 2.
+  QFile bad(dir.filePath("bad.jsonl"));
+  QVERIFY(bad.open(QIODevice::WriteOnly));
+  bad.write("{\"step\": 1}\n");
+  bad.close();
+  open.start(PARALAB_APP_EXE, {"--open", bad.fileName(), "--export", again});
+  QVERIFY(open.waitForFinished(30000));
+  QCOMPARE(open.exitCode(), 2);
+  // (Qt may warn about the platform first; the program's own words are one line.)
+  const QStringList said = QString::fromLocal8Bit(open.readAllStandardError())
+                               .split('\n', Qt::SkipEmptyParts)
+                               .filter(QRegularExpression("^paralab: "));
+  QCOMPARE(said.size(), 1);
+  QVERIFY2(said[0].startsWith("paralab: open: bad.jsonl: line 1:"), qPrintable(said[0]));
   // Every chart's PDF and SVG of the 4-rank run, as a reader sees them (the charts' fonts are
   // the application's default, as in the program).
   MainWindow w;
   for (Chart* chart : w.charts()) {
     const QString base = out + '/' + chart->stem();
-    const QString text = checkExportedText(*chart, base + ".pdf", base + ".svg", kDefaultExportSize);
+    const QString text =
+        checkExportedText(*chart, base + ".pdf", base + ".svg", kDefaultExportSize);
     QVERIFY2(text.isEmpty(), qPrintable(text));
   }
 }
@@ -373,6 +408,8 @@ void TestApp::badInputExits2_data() {
       << QByteArray(R"({"dataset": "synthetic"})") << QStringList{"--batch", "0"} << "batch";
   QTest::newRow("unknown flag") << QByteArray(R"({"dataset": "synthetic"})")
                                 << QStringList{"--bogus", "1"} << "bogus";
+  QTest::newRow("open a missing file") << QByteArray(R"({"dataset": "synthetic"})")
+                                       << QStringList{"--open", "/no/such/run.jsonl"} << "open";
   QTest::newRow("export folder") << QByteArray(R"({"dataset": "synthetic"})")
                                  << QStringList{"--export", "/proc/paralab-cannot-be-made"}
                                  << "export";
