@@ -9,15 +9,17 @@ namespace paralab {
 
 namespace {
 
-QCPGraph* band(QCPGraph* g, QCPGraph* below) {
+// A band of the stack: its graph's data is the running sum up to it, filled opaque down to zero
+// on a layer of its own under the bands below it in the stack, so each band covers the one
+// above it everywhere but its own part. A fill to zero is one polygon of the line's points; the
+// fill between two graphs QCustomPlot computes per replot cost tens of ms at a few thousand
+// steps (--bench-frames).
+QCPGraph* band(QCustomPlot* plot, QCPGraph* g, const QString& layerName, const QString& above) {
+  plot->addLayer(layerName, plot->layer(above), QCustomPlot::limBelow);
+  g->setLayer(layerName);
   QColor fill = g->pen().color();
-  fill.setAlpha(190);  // the grid shows through, the colour still reads on dark screens
+  fill.setAlpha(255);
   g->setBrush(fill);
-  // Nothing below: filled down to zero. Every band has the same steps, so where a long run
-  // puts several in one pixel column each line keeps that column's extremes (QCustomPlot's
-  // adaptive sampling) at the same keys, and a band's fill runs exactly between the two lines
-  // drawn: the stack holds, at half the drawing time of every point (--bench-frames).
-  g->setChannelFillGraph(below);
   return g;
 }
 
@@ -34,17 +36,21 @@ LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"
   yAxis->setRange(0, 10);
   // Stacked in this order, each band filled down to the one before it: a band's thickness is
   // its part, its top the running sum.
-  m_compute = band(addSeries(tr("compute (data + forward + backward)"), "compute_ms", yAxis,
+  // Layers from the top of the stack down: each next one is made under the one before.
+  m_compute = band(this,
+                   addSeries(tr("compute (data + forward + backward)"), "compute_ms", yAxis,
                              spanColor(SpanKind::Forward), 1),
-                   nullptr);
-  m_optimizer =
-      band(addSeries(tr("optimizer"), "optimizer_ms", yAxis, spanColor(SpanKind::Optimizer), 1),
-           m_compute);
-  m_comm = band(addSeries(tr("communication (overlap counted in full)"), "comm_ms", yAxis,
+                   "band-compute", "main");
+  m_optimizer = band(
+      this, addSeries(tr("optimizer"), "optimizer_ms", yAxis, spanColor(SpanKind::Optimizer), 1),
+      "band-optimizer", "band-compute");
+  m_comm = band(this,
+                addSeries(tr("communication (overlap counted in full)"), "comm_ms", yAxis,
                           spanColor(SpanKind::Comm), 1),
-                m_optimizer);
+                "band-comm", "band-optimizer");
   m_idle =
-      band(addSeries(tr("idle (no span)"), "idle_ms", yAxis, spanColor(SpanKind::Idle), 1), m_comm);
+      band(this, addSeries(tr("idle (no span)"), "idle_ms", yAxis, spanColor(SpanKind::Idle), 1),
+           "band-idle", "band-comm");
   m_wall = addSeries(tr("step wall time"), "step_ms", yAxis, kRed, 1.6);
   setLegendColumns(3);
   setToolTip(
