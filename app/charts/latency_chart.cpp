@@ -5,52 +5,32 @@
 
 #include "charts/chart_colors.h"
 
+#include <tuple>
+
 namespace paralab {
-
-namespace {
-
-// A band of the stack: its graph's data is the running sum up to it, filled opaque down to zero
-// on a layer of its own under the bands below it in the stack, so each band covers the one
-// above it everywhere but its own part. A fill to zero is one polygon of the line's points; the
-// fill between two graphs QCustomPlot computes per replot cost tens of ms at a few thousand
-// steps (--bench-frames).
-QCPGraph* band(QCustomPlot* plot, QCPGraph* g, const QString& layerName, const QString& above) {
-  plot->addLayer(layerName, plot->layer(above), QCustomPlot::limBelow);
-  g->setLayer(layerName);
-  QColor fill = g->pen().color();
-  fill.setAlpha(255);
-  g->setBrush(fill);
-  return g;
-}
-
-}  // namespace
 
 LatencyChart::LatencyChart(QWidget* parent) : Chart("latency", tr("Step latency"), parent) {
   using namespace chartcolors;
   setAxisLabel(xAxis, tr("step"));
   useStepTicks(xAxis);
   setAxisLabel(yAxis, tr("time per step, rank 0 (ms)"), tr("time (ms)"));
-  // Bands of thousands of points filled with antialiasing took tens of ms a replot (measured
-  // with --bench-frames); their edges are lines, which stay antialiased.
   setNotAntialiasedElements(QCP::aeFills);
   yAxis->setRange(0, 10);
-  // Stacked in this order, each band filled down to the one before it: a band's thickness is
+  // Stacked in this order, each band from the top of the one before: a band's thickness is
   // its part, its top the running sum.
-  // Layers from the top of the stack down: each next one is made under the one before.
-  m_compute = band(this,
-                   addSeries(tr("compute (data + forward + backward)"), "compute_ms", yAxis,
-                             spanColor(SpanKind::Forward), 1),
-                   "band-compute", "main");
-  m_optimizer = band(
-      this, addSeries(tr("optimizer"), "optimizer_ms", yAxis, spanColor(SpanKind::Optimizer), 1),
-      "band-optimizer", "band-compute");
-  m_comm = band(this,
-                addSeries(tr("communication (overlap counted in full)"), "comm_ms", yAxis,
-                          spanColor(SpanKind::Comm), 1),
-                "band-comm", "band-optimizer");
-  m_idle =
-      band(this, addSeries(tr("idle (no span)"), "idle_ms", yAxis, spanColor(SpanKind::Idle), 1),
-           "band-idle", "band-comm");
+  const StackBand* below = nullptr;
+  for (auto [band, name, kind] :
+       {std::tuple{&m_compute, tr("compute (data + forward + backward)"), SpanKind::Forward},
+        {&m_optimizer, tr("optimizer"), SpanKind::Optimizer},
+        {&m_comm, tr("communication (overlap counted in full)"), SpanKind::Comm},
+        {&m_idle, tr("idle (no span)"), SpanKind::Idle}}) {
+    *band = new StackBand(xAxis, yAxis, below);
+    (*band)->setName(name);
+    QColor fill = spanColor(kind);
+    fill.setAlpha(255);
+    (*band)->setBrush(fill);
+    below = *band;
+  }
   m_wall = addSeries(tr("step wall time"), "step_ms", yAxis, kRed, 1.6);
   setLegendColumns(3);
   setToolTip(
@@ -77,11 +57,11 @@ void LatencyChart::showHistory(const MetricHistory& history) {
   // The tops of the bands: running sums of the parts.
   QVector<double> top = p.compute;
   double maxTop = 0;
-  m_compute->setData(p.step, top, true);
-  for (auto [graph, part] :
+  m_compute->setData(p.step, top);
+  for (auto [band, part] :
        {std::pair{m_optimizer, &p.optimizer}, {m_comm, &p.comm}, {m_idle, &p.idle}}) {
     for (int i = 0; i < top.size(); ++i) top[i] += (*part)[i];
-    graph->setData(p.step, top, true);
+    band->setData(p.step, top);
   }
   for (int i = 0; i < top.size(); ++i) maxTop = std::max({maxTop, top[i], p.wall[i]});
   m_wall->setData(p.step, p.wall, true);

@@ -7,6 +7,7 @@
 
 #include "charts/chart.h"
 #include "charts/metric_history.h"
+#include "charts/stack_band.h"
 
 namespace paralab {
 
@@ -23,14 +24,17 @@ class LatencyChart : public Chart {
     QVector<double> step, compute, optimizer, comm, idle, wall;
   };
   const Parts& parts() const { return m_parts; }
+  // The bands from the bottom up (compute, optimizer, communication, idle) and the wall line.
+  QList<const StackBand*> bands() const { return {m_compute, m_optimizer, m_comm, m_idle}; }
+  const QCPGraph* wall() const { return m_wall; }
 
  private:
   Parts m_parts;
   MetricHistory::Steps m_steps;
-  QCPGraph* m_compute;
-  QCPGraph* m_optimizer;
-  QCPGraph* m_comm;
-  QCPGraph* m_idle;
+  StackBand* m_compute;
+  StackBand* m_optimizer;
+  StackBand* m_comm;
+  StackBand* m_idle;
   QCPGraph* m_wall;
 };
 

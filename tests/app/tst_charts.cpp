@@ -46,6 +46,7 @@ class TestCharts : public QObject {
   void memoryReference();
   void byteUnits();
   void latencyStacksTheBreakdown();
+  void latencyColumnsKeepTheHighestStep();
   void stepAxesTickWholeSteps();
   void speedupDrawsTheSweep();
   void fitOutsideItsRangeIsSaidInWords();
@@ -144,19 +145,45 @@ void TestCharts::latencyStacksTheBreakdown() {
   for (const StepMetrics& m : s.steps) h.append(m);
   LatencyChart chart;
   chart.showHistory(h);
-  QCOMPARE(chart.graphCount(), 5);
+  const QList<const StackBand*> bands = chart.bands();
+  QCOMPARE(bands.size(), 4);
+  for (const StackBand* band : bands) {
+    QCOMPARE(band->keys().size(), int(s.steps.size()));
+    QVERIFY(chart.legend->itemWithPlottable(band));
+    QCOMPARE(band->brush().color().alpha(), 255);  // opaque: the bands below do not show through
+  }
   for (const StepMetrics& m : s.steps) {
     const double compute = m.dataMs + m.forwardMs + m.backwardMs;
     const double x = double(m.step);
     // The band tops are the running sums, in the order compute, optimizer, comm, idle.
-    QCOMPARE(valueAt(chart.graph(0), x), compute);
-    QCOMPARE(valueAt(chart.graph(1), x), compute + m.optimizerMs);
-    QCOMPARE(valueAt(chart.graph(2), x), compute + m.optimizerMs + m.ranks[0].commMs);
-    QCOMPARE(valueAt(chart.graph(3), x),
-             compute + m.optimizerMs + m.ranks[0].commMs + m.ranks[0].idleMs);
-    QCOMPARE(valueAt(chart.graph(4), x), m.stepMs);
+    QCOMPARE(bands[0]->topAt(x), compute);
+    QCOMPARE(bands[1]->topAt(x), compute + m.optimizerMs);
+    QCOMPARE(bands[2]->topAt(x), compute + m.optimizerMs + m.ranks[0].commMs);
+    QCOMPARE(bands[3]->topAt(x), compute + m.optimizerMs + m.ranks[0].commMs + m.ranks[0].idleMs);
+    QCOMPARE(valueAt(chart.wall(), x), m.stepMs);
   }
-  QVERIFY(chart.graph(2)->name().contains("overlap"));
+  QVERIFY(bands[2]->name().contains("overlap"));
+  // Drawn: in the middle of each step's bar, each band's colour halfway up its part.
+  chart.resize(480, 320);
+  chart.replot();
+  const QImage image = chart.toPixmap(480, 320, 1.0).toImage();
+  int checked = 0;
+  for (const StepMetrics& m : s.steps) {
+    const int x = int(std::lround(chart.xAxis->coordToPixel(double(m.step))));
+    double bottom = 0;
+    for (const StackBand* band : bands) {
+      const double top = band->topAt(double(m.step));
+      const double y0 = chart.yAxis->coordToPixel(bottom), y1 = chart.yAxis->coordToPixel(top);
+      bottom = top;
+      // Thick enough to hold a pixel of its own, clear of the wall line and its antialiasing.
+      const double wallY = chart.yAxis->coordToPixel(m.stepMs);
+      const int y = int(std::lround((y0 + y1) / 2));
+      if (y0 - y1 < 6 || std::abs(y - wallY) < 4) continue;
+      QCOMPARE(image.pixelColor(x, y).rgb(), band->brush().color().rgb());
+      ++checked;
+    }
+  }
+  QVERIFY2(checked >= 2, qPrintable(QString("%1 band middles checked").arg(checked)));
   QVERIFY(chart.toolTip().contains("overlap"));
   // The CSV holds the parts, not the sums.
   const QStringList csv = csvLines(chart);
@@ -169,6 +196,33 @@ void TestCharts::latencyStacksTheBreakdown() {
                        .arg(m1.ranks[0].commMs)
                        .arg(m1.ranks[0].idleMs)
                        .arg(m1.stepMs));
+}
+
+// Thousands of steps on a few hundred pixels: a column holding a slow step and fast ones shows
+// the slow step's compute, as a line through all of them would (never a smoothed middle).
+void TestCharts::latencyColumnsKeepTheHighestStep() {
+  MetricHistory h;
+  for (int64_t i = 1; i <= 3000; ++i) {
+    StepMetrics m = syntheticStep(i, 1);
+    m.dataMs = 0, m.backwardMs = 0, m.optimizerMs = 0, m.ranks[0].commMs = 0, m.ranks[0].idleMs = 0;
+    m.forwardMs = i % 7 == 0 ? 20.0 : 5.0;  // every seventh step slow
+    // The history keeps each stretch's slowest step by its throughput (MetricHistory).
+    m.samplesPerS = 1000.0 / m.forwardMs;
+    m.stepMs = 25.0;  // the wall line clear of the pixels looked at
+    h.append(m);
+  }
+  LatencyChart chart;
+  chart.resize(420, 300);
+  chart.showHistory(h);
+  chart.replot();
+  const QImage image = chart.toPixmap(420, 300, 1.0).toImage();
+  const QRgb compute = chart.bands()[0]->brush().color().rgb();
+  const int y = int(std::lround(chart.yAxis->coordToPixel(12.5)));  // above fast, below slow, off grid
+  const QRect plot = chart.axisRect()->rect();
+  const int first = int(chart.xAxis->coordToPixel(50)), last = int(chart.xAxis->coordToPixel(2950));
+  QVERIFY(last - first > 200 && first > plot.left() && last < plot.right());
+  for (int x = first; x <= last; ++x)
+    QVERIFY2(image.pixel(x, y) == compute, qPrintable(QString("column %1: %2").arg(x).arg(image.pixel(x, y), 0, 16)));
 }
 
 void TestCharts::speedupDrawsTheSweep() {
