@@ -83,7 +83,14 @@ void Chart::setSubtitle(const QString& text) {
     plotLayout()->take(m_subtitleElement);
     plotLayout()->simplify();
   }
-  replot(rpQueuedReplot);
+  requestRedraw();
+}
+
+void Chart::requestRedraw() {
+  if (m_redrawRequest)
+    m_redrawRequest();
+  else
+    replot(rpQueuedReplot);
 }
 
 namespace {
@@ -129,7 +136,7 @@ void Chart::fitSubtitle(int width) {
   if (text == m_subtitleElement->text() && placeholder == m_placeholder->text()) return;
   m_subtitleElement->setText(text);
   m_placeholder->setText(placeholder);
-  replot(rpQueuedReplot);
+  requestRedraw();
 }
 
 void Chart::styleAxis(QCPAxis* axis) {
@@ -289,7 +296,7 @@ void Chart::fitLegend() {
     }
     if (height() <= 0 || legend->minimumOuterSizeHint().height() <= height() / 6) break;
   }
-  replot(rpQueuedReplot);
+  requestRedraw();
 }
 
 void Chart::setLegendCompact(bool compact) {
@@ -303,10 +310,11 @@ void Chart::setLegendCompact(bool compact) {
     if (QCPAbstractLegendItem* item = legend->item(i)) item->setFont(f);  // a grid has gaps
 }
 
+// The texts are fitted to the new width first, so the replot of the resize draws them.
 void Chart::resizeEvent(QResizeEvent* event) {
-  QCustomPlot::resizeEvent(event);
   fitSubtitle(width());
   fitLegend();
+  QCustomPlot::resizeEvent(event);
 }
 
 void Chart::finishUpdate() {

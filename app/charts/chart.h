@@ -12,6 +12,7 @@
 #include <QString>
 #include <QStringList>
 #include <QTextStream>
+#include <functional>
 #include <memory>
 
 namespace paralab {
@@ -41,6 +42,10 @@ class Chart : public QCustomPlot {
   // Lays the subtitle (and the empty plot's placeholder) out for a chart `width` px wide
   // (resizing does it; exports, drawn at their own width, call it before and after).
   void fitSubtitle(int width);
+  // Who redraws the chart after its text changed (subtitle, placeholder, legend): by default a
+  // replot queued for the next pass of the event loop. ChartHub redraws its charts one a frame,
+  // so a new subtitle on every chart at once (a live change) is not ten replots in one frame.
+  void setRedrawRequest(std::function<void()> request) { m_redrawRequest = std::move(request); }
 
   // Replaces the plotted data with `history` and schedules a repaint.
   virtual void showHistory(const MetricHistory& history) = 0;
@@ -108,6 +113,7 @@ class Chart : public QCustomPlot {
   void styleAxis(QCPAxis* axis);
   void fitAxisLabels();  // after each layout: each axis's label, or its short one
   void setLegendCompact(bool compact);
+  void requestRedraw();  // see setRedrawRequest
 
   QString m_stem, m_title, m_tabTitle, m_keyColumn = "step";
   QHash<QCPAxis*, QPair<QString, QString>> m_axisLabels;  // label, short label
@@ -121,6 +127,7 @@ class Chart : public QCustomPlot {
   QCPTextElement* m_subtitleElement = nullptr;
   QCPItemText* m_placeholder = nullptr;
   std::unique_ptr<ChangeMarkers> m_markers;  // made by the first showChanges()
+  std::function<void()> m_redrawRequest;
   mutable QString m_csvError;
 };
 

@@ -34,6 +34,14 @@ void ChartHub::addEntry(Entry e, int cell) {
   e.dock = dock;
   e.cell = std::clamp(cell, 0, 3);
   Chart* chart = e.chart;
+  // A chart whose text changed is redrawn in its turn, one chart a poll, like new data; a window
+  // not shown has no frames to spare and redraws at once.
+  chart->setRedrawRequest([this, chart] {
+    if (!m_window->isVisible()) return chart->replot(QCustomPlot::rpQueuedReplot);
+    for (Entry& x : m_entries)
+      if (x.chart == chart) x.stale = true;
+    m_catchUp.start();
+  });
   // A chart in a background tab or a closed dock is not redrawn on every poll: it catches up
   // when it comes into view.
   connect(dock, &QDockWidget::visibilityChanged, this, [this, chart](bool visible) {
