@@ -89,6 +89,21 @@ QDateTime FlashcardDeck::nextDue(const QStringList& ids, const QDateTime& now) c
   return next;
 }
 
+QStringList interleaveByLesson(const QStringList& dueIds) {
+  QStringList lessons;              // slugs, in order of first appearance
+  QHash<QString, QStringList> of;   // slug -> its due ids, in order
+  for (const QString& id : dueIds) {
+    const QString slug = id.section('#', 0, 0);
+    if (!of.contains(slug)) lessons << slug;
+    of[slug] << id;
+  }
+  QStringList out;
+  for (int turn = 0; out.size() < dueIds.size(); ++turn)
+    for (const QString& slug : lessons)
+      if (turn < of[slug].size()) out << of[slug][turn];
+  return out;
+}
+
 QString waitText(const QDateTime& now, const QDateTime& when) {
   const qint64 s = now.secsTo(when);
   auto tr = [](const char* text, int n) {

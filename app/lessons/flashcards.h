@@ -28,6 +28,12 @@ struct CardState {
 // Intervals are rounded to whole days from the second success on.
 CardState schedule(const CardState& before, Grade grade, const QDateTime& now);
 
+// `dueIds` (card ids, as FlashcardDeck::due orders them) with the lessons taking turns: the
+// first due card of each lesson in the order the lessons first appear, then the second of each,
+// and so on — a review across lessons mixes them (interleaved practice, Rohrer & Taylor 2007)
+// instead of going lesson by lesson. Each lesson's own cards keep their order.
+QStringList interleaveByLesson(const QStringList& dueIds);
+
 // How long from `now` until `when`, as a learner reads it: "in 10 minutes", "in 3 hours",
 // "tomorrow", "in 6 days" (rounded up: a card is never said to be due before it is).
 QString waitText(const QDateTime& now, const QDateTime& when);

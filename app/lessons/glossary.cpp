@@ -152,8 +152,7 @@ QString Glossary::linkMarkdown(const QString& markdown) const {
   // [[term]] and [[term|words]] become links; then the first plain occurrence of every other
   // glossary term. A link's target is glossary:<term>; hovering it shows the definition.
   auto link = [](const QString& shown, const QString& term) {
-    return QString("[%1](glossary:%2)")
-        .arg(shown, QString::fromLatin1(QUrl::toPercentEncoding(term)));
+    return QString("[%1](%2)").arg(shown, linkTarget(term));
   };
   static const QRegularExpression ref("\\[\\[([^\\]|]+)(?:\\|([^\\]]*))?\\]\\]");
   QString md;
@@ -185,6 +184,18 @@ QString Glossary::linkMarkdown(const QString& markdown) const {
     md.replace(firsts[i].start, firsts[i].length,
                link(md.mid(firsts[i].start, firsts[i].length), firsts[i].term));
   return md;
+}
+
+QString Glossary::linkTarget(const QString& term) {
+  return "glossary:" + QString::fromLatin1(QUrl::toPercentEncoding(term));
+}
+
+QString Glossary::tooltip(const QString& link) const {
+  const QUrl url(link);
+  if (url.scheme() != "glossary") return {};
+  const GlossaryTerm* t = find(url.path());
+  return t ? "<b>" + t->term.toHtmlEscaped() + "</b><br>" + t->definition.toHtmlEscaped()
+           : QString();
 }
 
 }  // namespace paralab::lessons

@@ -40,6 +40,11 @@ class Glossary {
   // the definition on hover): every [[term]] and [[term|words]], then the first plain
   // occurrence of each other term, not in a heading, in code or inside a link.
   QString linkMarkdown(const QString& markdown) const;
+  // What a link to "glossary:<term>" (from linkMarkdown or paragraphHtml) shows on hover: the
+  // term in bold and its definition, as rich text; empty for any other link.
+  QString tooltip(const QString& link) const;
+  // A term's link target, "glossary:<term>" percent-encoded.
+  static QString linkTarget(const QString& term);
 
  private:
   QList<GlossaryTerm> m_terms;

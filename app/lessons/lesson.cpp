@@ -8,9 +8,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
+#include <QSet>
 #include <algorithm>
 
 #include "formula.h"
+#include "glossary.h"
 #include "train/sweep.h"
 
 namespace paralab::lessons {
@@ -615,18 +617,39 @@ QStringList glossaryReferences(const QString& markdown) {
   return out;
 }
 
-QString paragraphHtml(const QString& text) {
+QString paragraphHtml(const QString& text, const Glossary* glossary) {
   static const QRegularExpression code("`([^`]+)`");
+  const QString one = text.simplified();
+  QList<TermMatch> links;  // the first occurrence of each term
+  QSet<QString> linked;
+  if (glossary)
+    for (const TermMatch& m : glossary->findIn(one))
+      if (!linked.contains(m.term)) {
+        linked << m.term;
+        links << m;
+      }
+  // one[from, to), escaped, with the links that lie wholly inside it.
+  auto plain = [&](int from, int to) {
+    QString html;
+    int at = from;
+    for (const TermMatch& m : links) {
+      if (m.start < from || m.start + m.length > to) continue;
+      html += one.mid(at, m.start - at).toHtmlEscaped() + "<a href=\"" +
+              Glossary::linkTarget(m.term) + "\">" + one.mid(m.start, m.length).toHtmlEscaped() +
+              "</a>";
+      at = m.start + m.length;
+    }
+    return html + one.mid(at, to - at).toHtmlEscaped();
+  };
   QString html;
   int at = 0;
-  const QString one = text.simplified();
   for (auto it = code.globalMatch(one); it.hasNext();) {
     const auto m = it.next();
-    html += one.mid(at, m.capturedStart() - at).toHtmlEscaped() + "<code>" +
-            m.captured(1).toHtmlEscaped() + "</code>";
+    html += plain(at, int(m.capturedStart())) + "<code>" + m.captured(1).toHtmlEscaped() +
+            "</code>";
     at = int(m.capturedEnd());
   }
-  return html + one.mid(at).toHtmlEscaped();
+  return html + plain(at, int(one.size()));
 }
 
 }  // namespace paralab::lessons

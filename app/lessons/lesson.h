@@ -11,6 +11,8 @@
 
 namespace paralab::lessons {
 
+class Glossary;
+
 // What the learner predicts before running, and the reference formula that gives it.
 struct Prediction {
   QString ask;        // the question put to the learner
@@ -149,7 +151,9 @@ std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,
 // Glossary references written [[term]] or [[term|shown words]] in a text, in order.
 QStringList glossaryReferences(const QString& markdown);
 // A question, answer or card of lesson.md as rich text: one paragraph (the source's line breaks
-// are not the text's), `code` in the code font, everything else escaped.
-QString paragraphHtml(const QString& text);
+// are not the text's), `code` in the code font, everything else escaped. With a glossary, the
+// first occurrence of each of its terms (Glossary::findIn, outside code) is a link to
+// "glossary:<term>", whose definition the panel shows on hover (Glossary::tooltip).
+QString paragraphHtml(const QString& text, const Glossary* glossary = nullptr);
 
 }  // namespace paralab::lessons

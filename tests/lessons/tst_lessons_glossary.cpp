@@ -1,9 +1,10 @@
 // The glossary: parsing terms and aliases, finding them in text (whole words, plurals, case
-// rules, never inside code), making them links in a lesson's Markdown.
+// rules, never inside code), making them links in a lesson's Markdown and in answers.
 // Run: ctest -R tst_lessons_glossary.
 #include <QtTest>
 
 #include "glossary.h"
+#include "lesson.h"
 
 using namespace paralab::lessons;
 
@@ -41,6 +42,21 @@ class TestGlossary : public QObject {
     QCOMPARE(md, QString("## ZeRO here\nA [ring](glossary:ring%20all-reduce) then "
                          "[ZeRO](glossary:ZeRO) and ZeRO, `all-reduce` then "
                          "[all-reduce](glossary:all-reduce)."));
+  }
+
+  // A card's or question's answer as rich text: the first plain occurrence of each term is a
+  // link whose hover text is its definition; code and escaping stay as paragraphHtml makes them.
+  void linksAnswers() {
+    const Glossary g = Glossary::parse(kGlossary);
+    const QString html =
+        paragraphHtml("ZeRO shards <state>; `all-reduce` in code,\n  then all-reduce and ZeRO.", &g);
+    QCOMPARE(html, QString("<a href=\"glossary:ZeRO\">ZeRO</a> shards &lt;state&gt;; "
+                           "<code>all-reduce</code> in code, then "
+                           "<a href=\"glossary:all-reduce\">all-reduce</a> and ZeRO."));
+    QCOMPARE(paragraphHtml("then all-reduce"), QString("then all-reduce"));  // no glossary
+    QCOMPARE(g.tooltip("glossary:ring%20all-reduce"),
+             QString("<b>ring all-reduce</b><br>Reduce-scatter, then all-gather."));
+    QVERIFY(g.tooltip("lesson:02-amdahl/1").isEmpty());
   }
 
   void parses() {
