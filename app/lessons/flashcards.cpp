@@ -90,8 +90,8 @@ QDateTime FlashcardDeck::nextDue(const QStringList& ids, const QDateTime& now) c
 }
 
 QStringList interleaveByLesson(const QStringList& dueIds) {
-  QStringList lessons;              // slugs, in order of first appearance
-  QHash<QString, QStringList> of;   // slug -> its due ids, in order
+  QStringList lessons;             // slugs, in order of first appearance
+  QHash<QString, QStringList> of;  // slug -> its due ids, in order
   for (const QString& id : dueIds) {
     const QString slug = id.section('#', 0, 0);
     if (!of.contains(slug)) lessons << slug;

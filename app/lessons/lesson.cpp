@@ -645,8 +645,8 @@ QString paragraphHtml(const QString& text, const Glossary* glossary) {
   int at = 0;
   for (auto it = code.globalMatch(one); it.hasNext();) {
     const auto m = it.next();
-    html += plain(at, int(m.capturedStart())) + "<code>" + m.captured(1).toHtmlEscaped() +
-            "</code>";
+    html +=
+        plain(at, int(m.capturedStart())) + "<code>" + m.captured(1).toHtmlEscaped() + "</code>";
     at = int(m.capturedEnd());
   }
   return html + plain(at, int(one.size()));

@@ -1,6 +1,7 @@
 // LessonDock: the lessons panel (see lesson_dock.h). Renders a lesson page by page with
 // QTextBrowser's Markdown, glossary terms as links whose definition shows on hover; a step's
-// prediction, experiment and comparison are in lesson_step.cpp.
+// prediction, experiment and comparison are in lesson_step.cpp, the review across lessons in
+// review_page.cpp, the glossary to browse in glossary_page.cpp.
 // See tests/lessons/tst_lessons_dock.cpp.
 #include "panels/lesson_dock.h"
 
@@ -17,13 +18,16 @@
 #include <QStackedWidget>
 #include <QTextBrowser>
 #include <QTextDocument>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "engine_bridge.h"
 #include "panels/flashcard_page.h"
+#include "panels/glossary_page.h"
 #include "panels/retrieval_page.h"
+#include "panels/review_page.h"
 
 namespace paralab {
 
@@ -53,27 +57,82 @@ LessonDock::~LessonDock() = default;
 
 // [SECTION] Layout.
 
+// From the top: the lesson list; the review and glossary buttons; what could not be read or
+// saved; then the view: a lesson's pages, the review or the glossary.
 void LessonDock::build() {
   auto* root = new QWidget(this);
   auto* v = new QVBoxLayout(root);
   m_picker = new QComboBox(root);
   m_picker->setObjectName("lessonPicker");
-  m_header = new QLabel(root);
+  m_reviewButton = new QPushButton(root);
+  m_reviewButton->setObjectName("lessonReviewButton");
+  m_reviewButton->setToolTip(tr("The due flashcards of every lesson, mixed"));
+  m_glossaryButton = new QPushButton(tr("Glossary"), root);
+  m_glossaryButton->setObjectName("lessonGlossaryButton");
+  m_glossaryButton->setToolTip(tr("Every term, its definition and the steps that use it"));
+  for (QPushButton* b : {m_reviewButton, m_glossaryButton}) b->setCheckable(true);
+  auto* home = new QHBoxLayout;
+  home->addWidget(m_reviewButton, 1);
+  home->addWidget(m_glossaryButton);
   m_problems = new QLabel(root);
   m_problems->setObjectName("lessonProblems");
   m_problems->setWordWrap(true);
   m_problems->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_problems->hide();
+
+  m_views = new QStackedWidget(root);
+  m_views->addWidget(buildLessonView());
+  m_review = new ReviewPage(m_lessons, m_deck, m_glossary);
+  m_views->addWidget(m_review);
+  m_glossaryPage = new GlossaryPage(m_glossary, m_lessons);
+  m_views->addWidget(m_glossaryPage);
+  connect(m_reviewButton, &QPushButton::clicked, this,
+          [this] { currentView() == View::Review ? showView(View::Lesson) : openReview(); });
+  connect(m_glossaryButton, &QPushButton::clicked, this,
+          [this] { currentView() == View::Glossary ? showView(View::Lesson) : openGlossary(); });
+  connect(m_review, &ReviewPage::back, this, [this] { showView(View::Lesson); });
+  connect(m_glossaryPage, &GlossaryPage::back, this, [this] { showView(View::Lesson); });
+  connect(m_glossaryPage, &GlossaryPage::openPage, this, [this](int lesson, int page) {
+    openLesson(lesson);
+    openPage(page);
+  });
+  connect(m_review->cards(), &FlashcardPage::reviewed, this, [this] {
+    showProblems();
+    updateReviewCount();
+  });
+  m_countTimer = new QTimer(this);
+  connect(m_countTimer, &QTimer::timeout, this, &LessonDock::updateReviewCount);
+  m_countTimer->start(60 * 1000);
+
+  v->addWidget(m_picker);
+  v->addLayout(home);
+  v->addWidget(m_problems);
+  v->addWidget(m_views, 1);
+  setWidget(root);
+  connect(m_picker, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i != m_lesson) openLesson(i);
+  });
+  // The lesson open already, picked again from the review or the glossary: back to its page.
+  connect(m_picker, &QComboBox::activated, this, [this](int i) {
+    if (i == m_lesson) showView(View::Lesson);
+  });
+  showView(View::Lesson);
+}
+
+// A lesson's pages: its header, the page's text, the page's tools, Back / Next.
+QWidget* LessonDock::buildLessonView() {
+  auto* root = m_lessonView = new QWidget;
+  auto* v = new QVBoxLayout(root);
+  v->setContentsMargins(0, 0, 0, 0);
+  m_header = new QLabel(root);
   m_header->setWordWrap(true);
   m_text = new QTextBrowser(root);
   m_text->setObjectName("lessonText");
   m_text->setOpenLinks(false);
   connect(m_text, &QTextBrowser::highlighted, this, [this](const QUrl& url) {
-    if (url.scheme() != "glossary") return QToolTip::hideText();
-    if (const GlossaryTerm* t = m_glossary.find(url.path()))
-      QToolTip::showText(
-          QCursor::pos(),
-          "<b>" + t->term.toHtmlEscaped() + "</b><br>" + t->definition.toHtmlEscaped(), m_text);
+    const QString tip = m_glossary.tooltip(url.toString());
+    if (tip.isEmpty()) return QToolTip::hideText();
+    QToolTip::showText(QCursor::pos(), tip, m_text);
   });
 
   auto* nav = new QHBoxLayout;
@@ -103,6 +162,12 @@ void LessonDock::build() {
   m_comparison->setObjectName("lessonComparison");
   m_comparison->setWordWrap(true);
   m_comparison->setTextFormat(Qt::RichText);
+  m_comparison->setTextInteractionFlags(Qt::LinksAccessibleByMouse);
+  connect(m_comparison, &QLabel::linkHovered, this, [this](const QString& link) {
+    const QString tip = m_glossary.tooltip(link);
+    if (tip.isEmpty()) return QToolTip::hideText();
+    QToolTip::showText(QCursor::pos(), tip, m_comparison);
+  });
 
   auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
   auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label
@@ -188,25 +253,61 @@ void LessonDock::build() {
 
   // Retrieval practice: filled per lesson, in a scroll area (a lesson asks several questions,
   // each with room for an answer: more than the dock's height shares with the text).
-  m_retrieval = new RetrievalPage(m_progress);
+  m_retrieval = new RetrievalPage(m_progress, m_glossary);
   connect(m_retrieval, &RetrievalPage::saved, this, &LessonDock::showProblems);
   m_tools->addWidget(m_retrieval);
 
   // Flashcards.
-  m_cards = new FlashcardPage(m_deck);
-  connect(m_cards, &FlashcardPage::reviewed, this, &LessonDock::showProblems);
+  m_cards = new FlashcardPage(m_deck, &m_glossary);
+  connect(m_cards, &FlashcardPage::reviewed, this, [this] {
+    showProblems();
+    updateReviewCount();
+  });
   m_tools->addWidget(m_cards);
 
-  v->addWidget(m_picker);
   v->addWidget(m_header);
-  v->addWidget(m_problems);
   v->addWidget(m_text, 1);
   v->addWidget(m_tools);
   v->addLayout(nav);
-  setWidget(root);
-  connect(m_picker, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (i != m_lesson) openLesson(i);
-  });
+  return root;
+}
+
+LessonDock::View LessonDock::currentView() const {
+  return m_views->currentWidget() == m_review         ? View::Review
+         : m_views->currentWidget() == m_glossaryPage ? View::Glossary
+                                                      : View::Lesson;
+}
+
+void LessonDock::openReview() {
+  m_review->refresh();
+  showView(View::Review);
+}
+
+void LessonDock::openGlossary() { showView(View::Glossary); }
+
+void LessonDock::showView(View view) {
+  QWidget* shown = view == View::Review     ? static_cast<QWidget*>(m_review)
+                   : view == View::Glossary ? static_cast<QWidget*>(m_glossaryPage)
+                                            : m_lessonView;
+  m_views->setCurrentWidget(shown);
+  // As in the tools' stack: only the view shown asks for room (the review's card is as tall as
+  // the longest card of any lesson, which no lesson page should have to leave room for).
+  for (int i = 0; i < m_views->count(); ++i) {
+    const auto policy = m_views->widget(i) == shown ? QSizePolicy::Preferred : QSizePolicy::Ignored;
+    m_views->widget(i)->setSizePolicy(policy, policy);
+  }
+  m_reviewButton->setChecked(view == View::Review);
+  m_glossaryButton->setChecked(view == View::Glossary);
+  updateReviewCount();
+  activateLayouts();
+  if (view == View::Lesson) fitWrappedLabels();
+}
+
+void LessonDock::updateReviewCount() {
+  const int due = m_review->dueNow();
+  m_reviewButton->setText(due == 0   ? tr("Review: no cards due")
+                          : due == 1 ? tr("Review: 1 card due")
+                                     : tr("Review: %1 cards due").arg(due));
 }
 
 void LessonDock::fillLessonList() {
@@ -268,6 +369,7 @@ void LessonDock::openLesson(int index) {
 
 void LessonDock::openPage(int page) {
   if (m_lesson < 0) return;
+  if (currentView() != View::Lesson) showView(View::Lesson);
   m_page = std::clamp(page, 0, pageCount() - 1);
   m_measured.reset();
   m_measureError.clear();
@@ -321,7 +423,7 @@ void LessonDock::showPage() {
   // text above holds only a heading and a line of instructions.
   const bool practice =
       m_tools->currentWidget() == m_retrieval || m_tools->currentWidget() == m_cards;
-  if (auto* column = qobject_cast<QBoxLayout*>(widget()->layout())) {
+  if (auto* column = qobject_cast<QBoxLayout*>(m_lessonView->layout())) {
     column->setStretchFactor(m_text, 1);
     column->setStretchFactor(m_tools, practice ? 4 : 0);
   }
@@ -338,7 +440,7 @@ void LessonDock::showPage() {
   }
   m_prev->setEnabled(m_page > 0);
   m_next->setEnabled(m_page < pageCount() - 1);
-  widget()->layout()->activate();  // the page's new proportions now, not at the next event
+  activateLayouts();  // the page's new proportions now, not at the next event
   fitWrappedLabels();
 }
 
@@ -377,7 +479,14 @@ void LessonDock::fitWrappedLabels() {
   const bool step = m_tools->currentWidget() == m_stepTools;
   m_tools->setMinimumHeight(step ? m_stepTools->layout()->totalHeightForWidth(m_tools->width())
                                  : 0);
+  activateLayouts();
+}
+
+// The dock's column, then the view's inside it: a layout invalidated below the top one would
+// wait for the next event loop pass, and a page would be measured (and drawn) half laid out.
+void LessonDock::activateLayouts() {
   widget()->layout()->activate();
+  m_lessonView->layout()->activate();
 }
 
 }  // namespace paralab

@@ -1,6 +1,7 @@
 // LessonDock: the lessons panel — steps with glossary hovers, a prediction locked in before the
 // step's experiment may run, the experiment sent to the run controls, prediction vs reference vs
-// measurement, retrieval practice and flashcards (progress persists). The window adds it with
+// measurement, retrieval practice and flashcards (progress persists); beside the lessons, a
+// review of every lesson's due cards and the glossary to browse. The window adds it with
 // addPanel() and wires its signals to the run. See tests/lessons/tst_lessons_dock.cpp.
 #pragma once
 #include <QDockWidget>
@@ -20,12 +21,15 @@ class QProgressBar;
 class QPushButton;
 class QStackedWidget;
 class QTextBrowser;
+class QTimer;
 class QWidget;
 
 namespace paralab {
 
 class FlashcardPage;
+class GlossaryPage;
 class RetrievalPage;
+class ReviewPage;
 
 class LessonDock : public QDockWidget {
   Q_OBJECT
@@ -53,8 +57,18 @@ class LessonDock : public QDockWidget {
   int pageCount() const;
   const lessons::Step* currentStep() const;  // nullptr on the other pages
 
+  // Both show the lesson view (not the review or the glossary).
   void openLesson(int index);
   void openPage(int page);
+
+  // What the dock shows under its lesson list: a lesson's pages, the review of every lesson's
+  // due cards ("Review: 12 cards due" opens it), or the glossary ("Glossary").
+  enum class View { Lesson, Review, Glossary };
+  View currentView() const;
+  void openReview();
+  void openGlossary();
+  ReviewPage* reviewPage() const { return m_review; }
+  GlossaryPage* glossaryPage() const { return m_glossaryPage; }
 
   // The run the window made for the current step's experiment: its steps as `paralab-run
   // --json` prints them (lessons::stepJson), or its sweep (lessons::sweepJson). Fills the
@@ -92,7 +106,11 @@ class LessonDock : public QDockWidget {
 
  private:
   void fitWrappedLabels();
+  void activateLayouts();
   void build();
+  QWidget* buildLessonView();
+  void showView(View view);
+  void updateReviewCount();  // the "Review: N cards due" button
   void fillLessonList();
   void showPage();
   void showStepTools(const lessons::Step& step);
@@ -120,6 +138,12 @@ class LessonDock : public QDockWidget {
   bool m_retrying = false;  // "Try again" pressed: a new attempt is being typed
 
   QComboBox* m_picker = nullptr;
+  QPushButton *m_reviewButton = nullptr, *m_glossaryButton = nullptr;
+  QStackedWidget* m_views = nullptr;  // the lesson view, the review, the glossary
+  QWidget* m_lessonView = nullptr;
+  ReviewPage* m_review = nullptr;
+  GlossaryPage* m_glossaryPage = nullptr;
+  QTimer* m_countTimer = nullptr;  // cards fall due while the dock is open
   QLabel* m_header = nullptr;
   QTextBrowser* m_text = nullptr;
   QString m_markdown;  // of the page shown, glossary links made

@@ -245,10 +245,11 @@ QString LessonDock::comparisonText() const {
   }
   html += "</table>";
   if (!p.reasoning.isEmpty())
-    html += tr("<p><b>Where the reference comes from:</b> %1</p>").arg(p.reasoning.toHtmlEscaped());
+    html += tr("<p><b>Where the reference comes from:</b> %1</p>")
+                .arg(paragraphHtml(p.reasoning, &m_glossary));
   if (s->compare && m_measured)
-    html +=
-        tr("<p><b>Measured against reference:</b> %1</p>").arg(s->compare->explain.toHtmlEscaped());
+    html += tr("<p><b>Measured against reference:</b> %1</p>")
+                .arg(paragraphHtml(s->compare->explain, &m_glossary));
   return html;
 }
 

@@ -2,18 +2,20 @@
 // retrieval_page.h). See tests/lessons/tst_lessons_dock.cpp.
 #include "panels/retrieval_page.h"
 
+#include <QCursor>
 #include <QGroupBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 namespace paralab {
 
 using namespace paralab::lessons;
 
-RetrievalPage::RetrievalPage(Progress& progress, QWidget* parent)
-    : QScrollArea(parent), m_progress(progress) {
+RetrievalPage::RetrievalPage(Progress& progress, const Glossary& glossary, QWidget* parent)
+    : QScrollArea(parent), m_progress(progress), m_glossary(glossary) {
   setObjectName("lessonRetrieval");
   m_page = new QWidget;
   m_questions = new QVBoxLayout(m_page);
@@ -52,12 +54,19 @@ void RetrievalPage::showLesson(const Lesson& l) {
     auto* answer = new QLabel(box);
     answer->setWordWrap(true);
     answer->setTextFormat(Qt::RichText);
+    answer->setObjectName("lessonModelAnswer");
+    answer->setTextInteractionFlags(Qt::LinksAccessibleByMouse | Qt::TextSelectableByMouse);
+    connect(answer, &QLabel::linkHovered, this, [this, answer](const QString& link) {
+      const QString tip = m_glossary.tooltip(link);
+      if (tip.isEmpty()) return QToolTip::hideText();
+      QToolTip::showText(QCursor::pos(), tip, answer);
+    });
     answer->hide();  // until revealed: an empty label would still take a line
     auto* reveal = new QPushButton(tr("Show the model answer"), box);
     reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
     connect(edit, &QPlainTextEdit::textChanged, reveal,
             [edit, reveal] { reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty()); });
-    const QString slug = l.slug, a = paragraphHtml(l.retrieval[i].a);
+    const QString slug = l.slug, a = paragraphHtml(l.retrieval[i].a, &m_glossary);
     connect(reveal, &QPushButton::clicked, this, [this, slug, i, edit, answer, a] {
       m_progress.setAnswer(slug, i, edit->toPlainText());
       emit saved();

@@ -1,5 +1,6 @@
 // The flashcard scheduler's rules (Again resets, Hard halves, Good grows by the ease) and its
-// file surviving a restart, and a review across lessons taking them in turn. Run: ctest -R tst_lessons_flashcards.
+// file surviving a restart, and a review across lessons taking them in turn. Run: ctest -R
+// tst_lessons_flashcards.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -134,11 +135,10 @@ class TestFlashcards : public QObject {
   // A review across lessons takes the lessons in turn; each lesson's cards keep their order,
   // and a lesson with more due cards fills the end.
   void interleavesLessons() {
-    const QStringList due = {"02-amdahl#a", "02-amdahl#b", "02-amdahl#c", "05-dp#x", "07-zero#p",
-                             "05-dp#y"};
-    QCOMPARE(interleaveByLesson(due),
-             QStringList({"02-amdahl#a", "05-dp#x", "07-zero#p", "02-amdahl#b", "05-dp#y",
-                          "02-amdahl#c"}));
+    const QStringList due = {"02-amdahl#a", "02-amdahl#b", "02-amdahl#c",
+                             "05-dp#x",     "07-zero#p",   "05-dp#y"};
+    QCOMPARE(interleaveByLesson(due), QStringList({"02-amdahl#a", "05-dp#x", "07-zero#p",
+                                                   "02-amdahl#b", "05-dp#y", "02-amdahl#c"}));
     QCOMPARE(interleaveByLesson({}), QStringList());
     QCOMPARE(interleaveByLesson({"02-amdahl#a", "02-amdahl#b"}),
              QStringList({"02-amdahl#a", "02-amdahl#b"}));

@@ -48,8 +48,8 @@ class TestGlossary : public QObject {
   // link whose hover text is its definition; code and escaping stay as paragraphHtml makes them.
   void linksAnswers() {
     const Glossary g = Glossary::parse(kGlossary);
-    const QString html =
-        paragraphHtml("ZeRO shards <state>; `all-reduce` in code,\n  then all-reduce and ZeRO.", &g);
+    const QString html = paragraphHtml(
+        "ZeRO shards <state>; `all-reduce` in code,\n  then all-reduce and ZeRO.", &g);
     QCOMPARE(html, QString("<a href=\"glossary:ZeRO\">ZeRO</a> shards &lt;state&gt;; "
                            "<code>all-reduce</code> in code, then "
                            "<a href=\"glossary:all-reduce\">all-reduce</a> and ZeRO."));
