@@ -2,16 +2,16 @@
 // See tests/lessons/tst_lessons_dock.cpp (flashcards*, review*).
 #include "panels/flashcard_page.h"
 
-#include <QCursor>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
 #include <QPushButton>
 #include <QTextDocument>
-#include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
 #include <limits>
+
+#include "panels/glossary_page.h"
 
 namespace paralab {
 
@@ -33,9 +33,7 @@ FlashcardPage::FlashcardPage(FlashcardDeck& deck, const Glossary* glossary, QWid
   m_text->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   m_text->setTextInteractionFlags(Qt::LinksAccessibleByMouse);
   connect(m_text, &QLabel::linkHovered, this, [this](const QString& link) {
-    const QString tip = m_glossary ? m_glossary->tooltip(link) : QString();
-    if (tip.isEmpty()) return QToolTip::hideText();
-    QToolTip::showText(QCursor::pos(), tip, m_text);
+    if (m_glossary) showGlossaryTip(*m_glossary, link, m_text);
   });
   m_show = new QPushButton(tr("Show answer"), this);
   m_again = new QPushButton(tr("Again"), this);

@@ -18,6 +18,12 @@ namespace paralab {
 
 using namespace paralab::lessons;
 
+void showGlossaryTip(const Glossary& glossary, const QString& link, QWidget* over) {
+  const QString tip = glossary.tooltip(link);
+  if (tip.isEmpty()) return QToolTip::hideText();
+  QToolTip::showText(QCursor::pos(), tip, over);
+}
+
 GlossaryPage::GlossaryPage(const Glossary& glossary, const QList<Lesson>& lessons, QWidget* parent)
     : QWidget(parent), m_glossary(glossary), m_lessons(lessons) {
   setObjectName("lessonGlossary");

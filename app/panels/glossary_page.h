@@ -17,6 +17,11 @@ class QTextBrowser;
 
 namespace paralab {
 
+// The hover of a glossary link: `link`'s term and definition (Glossary::tooltip) beside the
+// pointer over `over`, or no tooltip when `link` is not a glossary link. What every text of the
+// lessons panel with glossary links calls on its linkHovered / highlighted.
+void showGlossaryTip(const lessons::Glossary& glossary, const QString& link, QWidget* over);
+
 class GlossaryPage : public QWidget {
   Q_OBJECT
  public:

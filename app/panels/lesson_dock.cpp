@@ -6,7 +6,6 @@
 #include "panels/lesson_dock.h"
 
 #include <QComboBox>
-#include <QCursor>
 #include <QEvent>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -19,7 +18,6 @@
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QTimer>
-#include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -129,11 +127,8 @@ QWidget* LessonDock::buildLessonView() {
   m_text = new QTextBrowser(root);
   m_text->setObjectName("lessonText");
   m_text->setOpenLinks(false);
-  connect(m_text, &QTextBrowser::highlighted, this, [this](const QUrl& url) {
-    const QString tip = m_glossary.tooltip(url.toString());
-    if (tip.isEmpty()) return QToolTip::hideText();
-    QToolTip::showText(QCursor::pos(), tip, m_text);
-  });
+  connect(m_text, &QTextBrowser::highlighted, this,
+          [this](const QUrl& url) { showGlossaryTip(m_glossary, url.toString(), m_text); });
 
   auto* nav = new QHBoxLayout;
   m_prev = new QPushButton(tr("◀ Back"), root);
@@ -163,11 +158,8 @@ QWidget* LessonDock::buildLessonView() {
   m_comparison->setWordWrap(true);
   m_comparison->setTextFormat(Qt::RichText);
   m_comparison->setTextInteractionFlags(Qt::LinksAccessibleByMouse);
-  connect(m_comparison, &QLabel::linkHovered, this, [this](const QString& link) {
-    const QString tip = m_glossary.tooltip(link);
-    if (tip.isEmpty()) return QToolTip::hideText();
-    QToolTip::showText(QCursor::pos(), tip, m_comparison);
-  });
+  connect(m_comparison, &QLabel::linkHovered, this,
+          [this](const QString& link) { showGlossaryTip(m_glossary, link, m_comparison); });
 
   auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
   auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label

@@ -2,13 +2,13 @@
 // retrieval_page.h). See tests/lessons/tst_lessons_dock.cpp.
 #include "panels/retrieval_page.h"
 
-#include <QCursor>
 #include <QGroupBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
-#include <QToolTip>
 #include <QVBoxLayout>
+
+#include "panels/glossary_page.h"
 
 namespace paralab {
 
@@ -56,11 +56,8 @@ void RetrievalPage::showLesson(const Lesson& l) {
     answer->setTextFormat(Qt::RichText);
     answer->setObjectName("lessonModelAnswer");
     answer->setTextInteractionFlags(Qt::LinksAccessibleByMouse | Qt::TextSelectableByMouse);
-    connect(answer, &QLabel::linkHovered, this, [this, answer](const QString& link) {
-      const QString tip = m_glossary.tooltip(link);
-      if (tip.isEmpty()) return QToolTip::hideText();
-      QToolTip::showText(QCursor::pos(), tip, answer);
-    });
+    connect(answer, &QLabel::linkHovered, this,
+            [this, answer](const QString& link) { showGlossaryTip(m_glossary, link, answer); });
     answer->hide();  // until revealed: an empty label would still take a line
     auto* reveal = new QPushButton(tr("Show the model answer"), box);
     reveal->setEnabled(!edit->toPlainText().trimmed().isEmpty());
