@@ -235,13 +235,32 @@ QString LessonDock::comparisonText() const {
   html += row(attempts.size() == 1 ? tr("Your prediction") : tr("Your predictions"),
               number(attempts.last()) + unit, QString(),
               earlier.isEmpty() ? QString() : tr("before: %1").arg(earlier.join(", ")));
-  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula);
+  // The miss in percent of what it is measured against: "12 % above", "3 % below".
+  const auto miss = [](double value, double against) {
+    if (against == 0 || !std::isfinite(value) || !std::isfinite(against)) return QString();
+    const double percent = 100 * (value - against) / std::abs(against);
+    if (std::abs(percent) < 0.5) return tr("the same");
+    return (percent > 0 ? tr("%1 % above") : tr("%1 % below"))
+        .arg(std::abs(percent), 0, 'f', std::abs(percent) < 10 ? 1 : 0);
+  };
+  const double guess = attempts.last();
+  const QString guessVsRef = ref ? miss(guess, *ref) : QString();
+  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula,
+              guessVsRef.isEmpty() ? QString() : tr("your prediction: %1").arg(guessVsRef));
   if (s->compare) {
     const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
     const QString measured = m_measured                 ? number(*m_measured) + cu
                              : m_measureError.isEmpty() ? tr("— (run the experiment)")
                                                         : m_measureError.toHtmlEscaped();
-    html += row(tr("Measured"), measured, s->compare->metric);
+    // Against the measurement only where both are in the same unit.
+    QStringList misses;
+    if (m_measured && s->compare->unit == p.unit) {
+      if (const QString m = miss(guess, *m_measured); !m.isEmpty())
+        misses << tr("your prediction: %1").arg(m);
+      if (const QString m = ref ? miss(*ref, *m_measured) : QString(); !m.isEmpty())
+        misses << tr("the reference: %1").arg(m);
+    }
+    html += row(tr("Measured"), measured, s->compare->metric, misses.join("; "));
   }
   html += "</table>";
   if (!p.reasoning.isEmpty())
