@@ -269,9 +269,12 @@ void LessonDock::openLesson(int index) {
 void LessonDock::openPage(int page) {
   if (m_lesson < 0) return;
   m_page = std::clamp(page, 0, pageCount() - 1);
-  m_measured.reset();
-  m_measureError.clear();
   const Lesson& l = m_lessons[m_lesson];
+  // What this step measured the last time it ran, kept with the progress.
+  m_measured.reset();
+  if (const auto kept = m_progress.lesson(l.slug).measured; kept.contains(m_page))
+    m_measured = kept.value(m_page);
+  m_measureError.clear();
   m_progress.reachStep(l.slug, m_page);
   m_retrying = false;
   m_typingError.clear();
@@ -378,6 +381,9 @@ void LessonDock::fitWrappedLabels() {
   m_tools->setMinimumHeight(step ? m_stepTools->layout()->totalHeightForWidth(m_tools->width())
                                  : 0);
   widget()->layout()->activate();
+  // Where the tools keep their height, the activation above does not reach their own layout:
+  // a label that grew would lie below the box until the next pass of the event loop.
+  m_stepTools->layout()->activate();
 }
 
 }  // namespace paralab

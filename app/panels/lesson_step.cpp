@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "engine_bridge.h"
+#include "lesson_score.h"
 #include "panels/lesson_dock.h"
 #include "typed_answer.h"
 
@@ -203,6 +204,13 @@ void LessonDock::refreshComparison() {
 
 QString LessonDock::comparisonText() const {
   const Step* s = currentStep();
+  // The last step (Carry forward) ends the lesson with the score over its predictions.
+  if (s && !s->prediction && m_page == m_lessons[m_lesson].steps.size()) {
+    const Lesson& l = m_lessons[m_lesson];
+    const auto runnable = [this](const Step& step) { return missingFor(&step).isEmpty(); };
+    return "<p><b>" + scoreLesson(l, m_progress.lesson(l.slug), runnable).text().toHtmlEscaped() +
+           "</b></p>";
+  }
   if (!s || !s->prediction) return {};
   const Prediction& p = *s->prediction;
   const QList<double> attempts =
@@ -275,6 +283,7 @@ void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
   const Step* s = currentStep();
   if (!s || !s->compare || s->sweep) return;
   m_measured = measuredValue(*s->compare, steps, &m_measureError);
+  keepMeasurement();
   refreshComparison();
 }
 
@@ -282,7 +291,15 @@ void LessonDock::showSweepResult(const QJsonObject& sweep) {
   const Step* s = currentStep();
   if (!s || !s->compare || !s->sweep) return;
   m_measured = measuredValue(*s->compare, sweep, &m_measureError);
+  keepMeasurement();
   refreshComparison();
+}
+
+// Kept with the progress: the comparison shows it when the step is opened again, and the
+// lesson's score counts it.
+void LessonDock::keepMeasurement() {
+  if (m_measured && std::isfinite(*m_measured))
+    m_progress.setMeasured(m_lessons[m_lesson].slug, m_page, *m_measured);
 }
 
 }  // namespace paralab

@@ -107,6 +107,15 @@ class TestLessonDock : public QObject {
     for (const char* miss : {"your prediction: 9.7 % above", "your prediction: 53 % above",
                              "the reference: 39 % above"})
       QVERIFY2(text.contains(miss), qPrintable(QString("%1 in %2").arg(miss, text)));
+    // The measurement is kept: back on the step after another page, it is still there.
+    dock.openPage(1);
+    dock.openPage(2);
+    QVERIFY2(dock.comparisonText().contains("4.25"), qPrintable(dock.comparisonText()));
+    // The lesson's last step gives the score over its predictions.
+    dock.openPage(int(dock.lessons()[dock.currentLesson()].steps.size()));
+    QVERIFY2(dock.comparisonText().contains("Your score: ") &&
+                 dock.comparisonText().contains("(1 measured)"),
+             qPrintable(dock.comparisonText()));
   }
 
   void comingLessonsCannotRun() {
