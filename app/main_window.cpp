@@ -53,7 +53,8 @@ QString describe(const RunConfig& c) {
 }
 
 // What a run's data is besides measured, for the CSV exports (Chart::setLabels): an emulated
-// link, bytes modelled rather than counted (lessons/reference/metrics.md).
+// link, straggler or serial section, bytes modelled rather than counted
+// (lessons/reference/metrics.md).
 QStringList runLabels(const RunConfig& c, bool modelledBytes) {
   QStringList labels;
   if (c.link != "none")
@@ -61,6 +62,16 @@ QStringList runLabels(const RunConfig& c, bool modelledBytes) {
                   "emulated: the %1 link; transfer times are held back to its speed, not "
                   "measured on one")
                   .arg(QString::fromStdString(c.link));
+  if (c.straggler != "none")
+    labels << QObject::tr(
+                  "emulated: the straggler %1 (rank=factor) sleeps factor - 1 times its "
+                  "measured compute")
+                  .arg(QString::fromStdString(c.straggler));
+  if (c.serialMs > 0)
+    labels << QObject::tr(
+                  "emulated: a serial section of %1 ms a step, a sleep on rank 0 the other "
+                  "ranks wait for")
+                  .arg(c.serialMs);
   if (modelledBytes)
     labels << QObject::tr(
                   "bytes modelled: the library's collectives (--backend %1) move them "

@@ -499,6 +499,21 @@ std::vector<Setting> coreSettings() {
                   .shaped(kFailForm, formOf(parseFail, &RunConfig::fail))
                   .appliesWhen(replicasOnly)
                   .onlyParallel());
+  t.push_back(field("serial-ms", &RunConfig::serialMs)
+                  .in(kExecution, "Serial section")
+                  .describe("A serial section in every step: rank 0 works this long while the "
+                            "other ranks wait (emulated)",
+                            "Rank 0 sleeps this long after its backward, before the gradients "
+                            "are summed, so every rank waits for it: the part of a step more "
+                            "ranks do not shorten (Amdahl's 1 − p). 0: none.")
+                  .range(0, 1000)
+                  .units("ms")
+                  .appliesWhen([replicasOnly](const RunConfig& c) -> Why {
+                    if (c.strategy != "sync")
+                      return std::string("a serial section every rank waits for needs --strategy "
+                                         "sync (asynchronous ranks would not wait)");
+                    return replicasOnly(c);
+                  }));
   return t;
 }
 

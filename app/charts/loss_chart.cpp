@@ -154,6 +154,7 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
   if (c.link != "none") parts << tr("%1 (emulated)").arg(QString::fromStdString(c.link));
   if (c.straggler != "none")
     parts << tr("straggler %1 (emulated)").arg(QString::fromStdString(c.straggler));
+  if (c.serialMs > 0) parts << tr("serial section %1 ms (emulated)").arg(c.serialMs);
   return parts.join(" · ");
 }
 

@@ -28,12 +28,21 @@ QString SpeedupChart::fitName(const SweepResult& sweep) {
     return slower ? tr("%1's law does not fit: more ranks made it slower").arg(law)
                   : tr("%1's law does not fit: faster than ideal").arg(law);
   }
-  return weak ? tr("Gustafson fit s = %1, R² = %2 (reference)")
+  // What the fit stands on: the ranks it was fitted on, and whether some of them shared cores.
+  const QString over =
+      sweep.points.empty()
+          ? QString()
+          : tr(", fitted on ranks %1–%2%3")
+                .arg(sweep.points.front().ranks)
+                .arg(sweep.points.back().ranks)
+                .arg(coresCaveat(sweep).empty() ? QString()
+                                                : tr(", cores shared past %1").arg(sweep.cores));
+  return weak ? tr("Gustafson fit s = %1, R² = %2 (reference%3)")
                     .arg(sweep.gustafson.s, 0, 'f', 3)
-                    .arg(r2Text(sweep.gustafson.r2))
-              : tr("Amdahl fit p = %1, R² = %2 (reference)")
+                    .arg(r2Text(sweep.gustafson.r2), over)
+              : tr("Amdahl fit p = %1, R² = %2 (reference%3)")
                     .arg(sweep.amdahl.p, 0, 'f', 3)
-                    .arg(r2Text(sweep.amdahl.r2));
+                    .arg(r2Text(sweep.amdahl.r2), over);
 }
 
 SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ranks"), parent) {

@@ -101,13 +101,18 @@ void measuredSection(QStringList& md, const RunReport& r) {
   md << QObject::tr("## Measured") << ""
      << QObject::tr(
             "Every number here was measured in this run (clocks, the per-rank tracking "
-            "allocator, the communicator's byte counts)%1%2%3.")
+            "allocator, the communicator's byte counts)%1%2%3%4.")
             .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
                                          : QString())
             .arg(r.config.straggler != "none"
                      ? QObject::tr("; rank=factor %1 is an **emulated** straggler (it sleeps "
                                    "factor − 1 times its measured compute)")
                            .arg(str(r.config.straggler))
+                     : QString())
+            .arg(r.config.serialMs > 0
+                     ? QObject::tr("; rank 0's serial section of %1 ms a step is **emulated** "
+                                   "(it sleeps while the other ranks wait)")
+                           .arg(r.config.serialMs)
                      : QString())
             .arg(r.last && bytesModelled(*r.last)
                      ? QObject::tr("; bytes are **modelled**: the library's collectives move "

@@ -6,6 +6,7 @@
 #include <QJsonObject>
 #include <QStandardPaths>
 #include <algorithm>
+#include <cmath>
 
 #include "learner_file.h"
 
@@ -42,6 +43,11 @@ bool Progress::setAnswer(const QString& slug, int question, const QString& text)
   return save();
 }
 
+bool Progress::setMeasured(const QString& slug, int step, double value) {
+  m_lessons[slug].measured.insert(step, value);
+  return save();
+}
+
 bool Progress::resetLesson(const QString& slug) {
   m_lessons.remove(slug);
   return save();
@@ -66,6 +72,9 @@ void Progress::load() {
     }
     const QJsonObject answers = o.value("answers").toObject();
     for (auto ai = answers.begin(); ai != answers.end(); ++ai) p.answers.insert(ai.key().toInt(), ai.value().toString());
+    const QJsonObject measured = o.value("measured").toObject();
+    for (auto mi = measured.begin(); mi != measured.end(); ++mi)
+      if (mi.value().isDouble()) p.measured.insert(mi.key().toInt(), mi.value().toDouble());
     m_lessons.insert(it.key(), p);
   }
 }
@@ -81,7 +90,11 @@ bool Progress::save() {
       preds.insert(QString::number(pi.key()), attempts);
     }
     for (auto ai = p.answers.begin(); ai != p.answers.end(); ++ai) answers.insert(QString::number(ai.key()), ai.value());
-    QJsonObject o{{"step_reached", p.stepReached}, {"completed", p.completed}, {"predictions", preds}, {"answers", answers}};
+    QJsonObject measured;
+    for (auto mi = p.measured.begin(); mi != p.measured.end(); ++mi)
+      if (std::isfinite(mi.value())) measured.insert(QString::number(mi.key()), mi.value());
+    QJsonObject o{{"step_reached", p.stepReached}, {"completed", p.completed}, {"predictions", preds},
+                  {"answers", answers}, {"measured", measured}};
     if (p.completedAt.isValid()) o.insert("completed_at", p.completedAt.toUTC().toString(Qt::ISODate));
     lessons.insert(it.key(), o);
   }

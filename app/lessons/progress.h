@@ -1,5 +1,5 @@
 // Progress: how far the learner got in each lesson (step reached, completion, their locked
-// predictions and written answers), kept per user in a JSON file (default: progress.json under
+// predictions, the measurements they were compared with, and written answers), kept per user in a JSON file (default: progress.json under
 // QStandardPaths::AppDataLocation) that is rewritten whole on every change.
 // See tests/lessons/tst_lessons_progress.cpp.
 #pragma once
@@ -19,6 +19,8 @@ struct LessonProgress {
   // "try again" adds another (the learner sees how their guesses moved).
   QMap<int, QList<double>> predictions;
   QMap<int, QString> answers;     // retrieval question index -> what the learner wrote
+  // Step index -> the last measurement its comparison showed (lesson_score.h scores against it).
+  QMap<int, double> measured;
 };
 
 class Progress {
@@ -33,6 +35,7 @@ class Progress {
   bool complete(const QString& slug, const QDateTime& when = QDateTime::currentDateTimeUtc());
   bool lockPrediction(const QString& slug, int step, double value);  // one more attempt
   bool setAnswer(const QString& slug, int question, const QString& text);
+  bool setMeasured(const QString& slug, int step, double value);
   bool resetLesson(const QString& slug);
 
   bool save();

@@ -363,9 +363,12 @@ void LessonDock::openPage(int page) {
   if (m_lesson < 0) return;
   if (currentView() != View::Lesson) showView(View::Lesson);
   m_page = std::clamp(page, 0, pageCount() - 1);
-  m_measured.reset();
-  m_measureError.clear();
   const Lesson& l = m_lessons[m_lesson];
+  // What this step measured the last time it ran, kept with the progress.
+  m_measured.reset();
+  if (const auto kept = m_progress.lesson(l.slug).measured; kept.contains(m_page))
+    m_measured = kept.value(m_page);
+  m_measureError.clear();
   m_progress.reachStep(l.slug, m_page);
   m_retrying = false;
   m_typingError.clear();
@@ -479,6 +482,9 @@ void LessonDock::fitWrappedLabels() {
 void LessonDock::activateLayouts() {
   widget()->layout()->activate();
   m_lessonView->layout()->activate();
+  // Where the tools keep their height, the activation above does not reach their own layout:
+  // a label that grew would lie below the box until the next pass of the event loop.
+  m_stepTools->layout()->activate();
 }
 
 }  // namespace paralab

@@ -119,6 +119,7 @@ class LessonDock : public QDockWidget {
   void markCompleted(int lesson);
   void showProblems();
   void refreshComparison();
+  void keepMeasurement();  // the current step's measurement, into the progress file
   QStringList missingFor(const lessons::Step* step) const;
   std::optional<RunConfig> stepConfig(QString* error) const;
 

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "engine_bridge.h"
+#include "lesson_score.h"
 #include "panels/lesson_dock.h"
 #include "typed_answer.h"
 
@@ -203,6 +204,13 @@ void LessonDock::refreshComparison() {
 
 QString LessonDock::comparisonText() const {
   const Step* s = currentStep();
+  // The last step (Carry forward) ends the lesson with the score over its predictions.
+  if (s && !s->prediction && m_page == m_lessons[m_lesson].steps.size()) {
+    const Lesson& l = m_lessons[m_lesson];
+    const auto runnable = [this](const Step& step) { return missingFor(&step).isEmpty(); };
+    return "<p><b>" + scoreLesson(l, m_progress.lesson(l.slug), runnable).text().toHtmlEscaped() +
+           "</b></p>";
+  }
   if (!s || !s->prediction) return {};
   const Prediction& p = *s->prediction;
   const QList<double> attempts =
@@ -235,13 +243,32 @@ QString LessonDock::comparisonText() const {
   html += row(attempts.size() == 1 ? tr("Your prediction") : tr("Your predictions"),
               number(attempts.last()) + unit, QString(),
               earlier.isEmpty() ? QString() : tr("before: %1").arg(earlier.join(", ")));
-  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula);
+  // The miss in percent of what it is measured against: "12 % above", "3 % below".
+  const auto miss = [](double value, double against) {
+    if (against == 0 || !std::isfinite(value) || !std::isfinite(against)) return QString();
+    const double percent = 100 * (value - against) / std::abs(against);
+    if (std::abs(percent) < 0.5) return tr("the same");
+    return (percent > 0 ? tr("%1 % above") : tr("%1 % below"))
+        .arg(std::abs(percent), 0, 'f', std::abs(percent) < 10 ? 1 : 0);
+  };
+  const double guess = attempts.last();
+  const QString guessVsRef = ref ? miss(guess, *ref) : QString();
+  html += row(tr("Reference"), ref ? number(*ref) + unit : error.toHtmlEscaped(), p.formula,
+              guessVsRef.isEmpty() ? QString() : tr("your prediction: %1").arg(guessVsRef));
   if (s->compare) {
     const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
     const QString measured = m_measured                 ? number(*m_measured) + cu
                              : m_measureError.isEmpty() ? tr("— (run the experiment)")
                                                         : m_measureError.toHtmlEscaped();
-    html += row(tr("Measured"), measured, s->compare->metric);
+    // Against the measurement only where both are in the same unit.
+    QStringList misses;
+    if (m_measured && s->compare->unit == p.unit) {
+      if (const QString m = miss(guess, *m_measured); !m.isEmpty())
+        misses << tr("your prediction: %1").arg(m);
+      if (const QString m = ref ? miss(*ref, *m_measured) : QString(); !m.isEmpty())
+        misses << tr("the reference: %1").arg(m);
+    }
+    html += row(tr("Measured"), measured, s->compare->metric, misses.join("; "));
   }
   html += "</table>";
   if (!p.reasoning.isEmpty())
@@ -257,6 +284,7 @@ void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
   const Step* s = currentStep();
   if (!s || !s->compare || s->sweep) return;
   m_measured = measuredValue(*s->compare, steps, &m_measureError);
+  keepMeasurement();
   refreshComparison();
 }
 
@@ -264,7 +292,15 @@ void LessonDock::showSweepResult(const QJsonObject& sweep) {
   const Step* s = currentStep();
   if (!s || !s->compare || !s->sweep) return;
   m_measured = measuredValue(*s->compare, sweep, &m_measureError);
+  keepMeasurement();
   refreshComparison();
+}
+
+// Kept with the progress: the comparison shows it when the step is opened again, and the
+// lesson's score counts it.
+void LessonDock::keepMeasurement() {
+  if (m_measured && std::isfinite(*m_measured))
+    m_progress.setMeasured(m_lessons[m_lesson].slug, m_page, *m_measured);
 }
 
 }  // namespace paralab

@@ -57,27 +57,38 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
       std::cout << toJson(r, config).dump() << '\n';
       return 0;
     }
+    std::string emulated;
+    if (config.link != "none") emulated += ", link " + config.link + " (emulated)";
+    if (config.serialMs > 0) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%g", config.serialMs);
+      emulated += std::string(", serial section ") + ms + " ms on rank 0 (emulated)";
+    }
     std::printf("Scaling sweep (%s scaling, %s, median of %d steps after %d warm-up)%s\n",
                 r.scaling.c_str(), config.strategy.c_str(), config.steps, warmup,
-                config.link != "none" ? (", link " + config.link + " (emulated)").c_str() : "");
+                emulated.c_str());
     std::printf("%6s %10s %12s %9s %11s %14s\n", "ranks", "step ms", "samples/s", "speedup",
                 "efficiency", r.scaling == "weak" ? "Gustafson ref" : "Amdahl ref");
     for (const SweepPoint& p : r.points)
       std::printf("%6d %10.2f %12.0f %8.2fx %10.0f%% %13.2fx\n", p.ranks, p.stepMs, p.samplesPerS,
                   p.speedup, 100 * p.efficiency,
                   r.scaling == "weak" ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
+    // Every fit says the ranks it was fitted on: a fraction is only as good as that range.
+    const std::string over = "fitted on ranks " + std::to_string(r.points.front().ranks) + ".." +
+                             std::to_string(r.points.back().ranks);
     if (const std::string why = r.amdahl.caveat(); !why.empty())
-      std::printf("Amdahl fit (reference): p = %.3f (R^2 = %.3f), %s\n", r.amdahl.p, r.amdahl.r2,
-                  why.c_str());
+      std::printf("Amdahl fit (reference, %s): p = %.3f (R^2 = %.3f), %s\n", over.c_str(),
+                  r.amdahl.p, r.amdahl.r2, why.c_str());
     else
       std::printf(
-          "Amdahl fit (reference): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at most "
-          "%.1fx\n",
-          r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
+          "Amdahl fit (reference, %s): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at "
+          "most %.1fx\n",
+          over.c_str(), r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
           r.amdahl.p < 1 ? 1 / (1 - r.amdahl.p) : INFINITY);
     const std::string why = r.gustafson.caveat();
-    std::printf("Gustafson fit (reference): serial fraction s = %.3f (R^2 = %.3f)%s\n",
-                r.gustafson.s, r.gustafson.r2, why.empty() ? "" : (", " + why).c_str());
+    std::printf("Gustafson fit (reference, %s): serial fraction s = %.3f (R^2 = %.3f)%s\n",
+                over.c_str(), r.gustafson.s, r.gustafson.r2,
+                why.empty() ? "" : (", " + why).c_str());
     if (const std::string cores = coresCaveat(r); !cores.empty())
       std::printf("Note: %s.\n", cores.c_str());
   } catch (const std::exception& e) {
@@ -257,6 +268,11 @@ int main(int argc, char** argv) {
           "Straggler: %s, rank=factor (emulated: the rank sleeps factor - 1 times its "
           "measured compute)\n",
           config.straggler.c_str());
+    if (!json && root && config.serialMs > 0)
+      std::printf(
+          "Serial section: %g ms a step on rank 0 (emulated: it sleeps while the other ranks "
+          "wait)\n",
+          config.serialMs);
     RunSummary summary;
     for (int s = 0; s < config.steps; ++s) {
       const StepMetrics m = trainer.step();

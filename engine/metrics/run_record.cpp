@@ -25,6 +25,7 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
   if (s.testAccuracy) j["test_accuracy"] = *s.testAccuracy;
   if (config.link != "none") j["emulated"] = config.link;
   if (config.straggler != "none") j["emulated_straggler"] = config.straggler;
+  if (config.serialMs > 0) j["emulated_serial_ms"] = config.serialMs;
   return j;
 }
 

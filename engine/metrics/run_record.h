@@ -30,7 +30,8 @@ struct RunSummary {
 
 // The summary line: "schema", "summary": true, steps, final_loss, mean_step_ms, samples_per_s,
 // test_accuracy when measured, "emulated" when the link was, "emulated_straggler" when a rank
-// was slowed (--straggler), and "config" (RunConfig::toJson).
+// was slowed (--straggler), "emulated_serial_ms" with a serial section (--serial-ms), and
+// "config" (RunConfig::toJson).
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config);
 
 // Reads a recorded run from `in`: every step line to `onStep`, in order, and the summary line's

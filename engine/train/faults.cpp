@@ -15,6 +15,7 @@ namespace paralab {
 const char* const kStragglerForm = "none, or RANK=FACTOR with FACTOR 1..100, e.g. 1=3";
 const char* const kFailForm = "none, or RANK@STEP with STEP 1 or more, e.g. 1@5";
 const char* const kStragglerSpanOp = "straggler (emulated)";
+const char* const kSerialSpanOp = "serial section (emulated)";
 
 namespace {
 
@@ -77,12 +78,20 @@ RankFaults::RankFaults(const RunConfig& config, int rank) : m_rank(rank) {
     m_failStep = f->step;
     m_failSpec = config.fail;
   }
+  if (rank == 0) m_serialNs = int64_t(config.serialMs * 1e6);
 }
 
 void RankFaults::afterBackward(int64_t step, int64_t computeNs, SpanRecorder* spans) {
   if (step == m_failStep)
     throw RankFailure("rank " + std::to_string(m_rank) + " failed at step " + std::to_string(step) +
                       " after its backward: injected failure (--fail " + m_failSpec + ")");
+  if (m_serialNs > 0) {
+    // The serial section: before the gradients are summed, so every rank waits for it whatever
+    // their number. A sleep, so the cores stay free: with ranks <= cores the parallel part
+    // shrinks as 1 / N and this part does not (Amdahl).
+    ScopedSpan s(spans, SpanKind::Forward, step, kSerialSpanOp);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(m_serialNs));
+  }
   if (m_slowBy <= 0 || computeNs <= 0) return;
   const int64_t extraNs = int64_t(m_slowBy * double(computeNs));
   if (m_defer) {

@@ -1,7 +1,8 @@
 // Faults on purpose: a straggler (--straggler RANK=FACTOR, one rank's compute FACTOR times as
 // long, emulated by sleeping after its real forward and backward) and a failure (--fail
-// RANK@STEP, a real exception thrown inside that rank's step). See tests/engine/tst_faults.cpp
-// and `paralab-run --ranks 2 --straggler 1=3`.
+// RANK@STEP, a real exception thrown inside that rank's step) and a serial section (--serial-ms
+// MS: rank 0 busy MS ms in every step while the others wait, emulated by sleeping). See
+// tests/engine/tst_faults.cpp and `paralab-run --ranks 2 --straggler 1=3`.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -43,6 +44,8 @@ struct RankFailure : std::runtime_error {
 // The op of the straggler's sleep span: compute, emulated (a Backward span, so the rank's
 // compute time is FACTOR times its real one, and the timeline shows it busy, not idle).
 extern const char* const kStragglerSpanOp;
+// The op of the serial section's sleep span (a Forward span: rank 0 is busy, not idle).
+extern const char* const kSerialSpanOp;
 
 // One rank's faults for a run. Called after the rank's real forward and backward of a step.
 //
@@ -54,12 +57,12 @@ extern const char* const kStragglerSpanOp;
 class RankFaults {
  public:
   RankFaults(const RunConfig& config, int rank);
-  bool any() const { return m_slowBy > 0 || m_failStep > 0; }
+  bool any() const { return m_slowBy > 0 || m_failStep > 0 || m_serialNs > 0; }
   bool straggles() const { return m_slowBy > 0; }
   void deferSlowness() { m_defer = true; }
   // Step `step` (1-based) of this rank computed for `computeNs`: throws RankFailure at the
   // --fail step; the straggler then sleeps (FACTOR - 1) x computeNs in a span of its own, or
-  // with deferSlowness() becomes busy for that long.
+  // with deferSlowness() becomes busy for that long; rank 0 then sleeps its serial section.
   void afterBackward(int64_t step, int64_t computeNs, SpanRecorder* spans);
   // Deferred: whether the emulated compute is still going on. When it has ended, its span is
   // recorded (under `step`; it covers the wall time since the real compute ended).
@@ -72,6 +75,7 @@ class RankFaults {
   int m_rank = 0;
   double m_slowBy = 0;     // FACTOR - 1 on the straggler, else 0
   int64_t m_failStep = 0;  // 0: never
+  int64_t m_serialNs = 0;  // rank 0's serial section, else 0
   std::string m_failSpec;  // "1@3", for the message
   bool m_defer = false;
   int64_t m_busyFromNs = 0, m_busyUntilNs = 0;  // deferred emulated compute (0: none open)

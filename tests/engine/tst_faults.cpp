@@ -1,5 +1,5 @@
-// Faults on purpose (train/faults.h): --straggler and --fail are read and refused as the
-// settings table says; a straggler holds synchronous data parallelism to its pace but not
+// Faults on purpose (train/faults.h): --straggler, --fail and --serial-ms are read and refused as
+// the settings table says; a serial section holds every rank's step to at least its length; a straggler holds synchronous data parallelism to its pace but not
 // ps-async or local SGD (measured as ratios in one run, wide margins); a failing rank ends the
 // run with one message naming it. Run: ctest -R tst_faults
 #include <QtTest>
@@ -181,6 +181,47 @@ class TstFaults : public QObject {
              qPrintable(QString("%1 %2").arg(slow.samples[0]).arg(slow.samples[1])));
     QVERIFY(slow.emulatedMs[1] > 0);
     QCOMPARE(slow.emulatedMs[0], 0.0);
+  }
+
+  // [SECTION] A serial section (--serial-ms): rank 0 sleeps in every step before the gradients
+  // are summed, so every rank's step takes at least that long (a sleep lasts at least its time:
+  // a floor, not a timing bar); the other rank spends it waiting; the training is unchanged.
+  void serialSectionIsRefusedOutsideSync() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.ranks = 2;
+    c.serialMs = 5;
+    QCOMPARE(QString::fromStdString(c.validate().value_or("")), QString());
+    c.strategy = "hogwild";
+    QCOMPARE(QString::fromStdString(c.validate().value_or("")),
+             QString("serial-ms: a serial section every rank waits for needs --strategy sync "
+                     "(asynchronous ranks would not wait)"));
+    c.strategy = "sync";
+    c.serialMs = 1001;
+    QCOMPARE(QString::fromStdString(c.validate().value_or("")),
+             QString("serial-ms: 1001 is out of range (allowed: 0..1000)"));
+  }
+  void serialSectionEveryRankWaitsFor() {
+    for (int ranks : {1, 2}) {
+      RunConfig c = stragglerRun("sync", "none");
+      c.hidden = 32;
+      c.ranks = ranks;
+      c.serialMs = 20;
+      Trainer t(c);
+      RunConfig plainConfig = c;
+      plainConfig.serialMs = 0;
+      Trainer plain(plainConfig);
+      for (int i = 0; i < 3; ++i) {
+        const StepMetrics s = t.step(), p = plain.step();
+        QVERIFY2(s.stepMs >= 20, qPrintable(QString::number(s.stepMs)));
+        QCOMPARE(s.loss, p.loss);  // the same training, only slower
+        // Rank 0 is busy through it (a compute span); another rank waits for it.
+        QVERIFY2(s.ranks[0].forwardMs >= 20, qPrintable(QString::number(s.ranks[0].forwardMs)));
+        if (ranks == 2)
+          QVERIFY2(s.ranks[1].idleMs + s.ranks[1].commMs >= 15,
+                   qPrintable(QString::number(s.ranks[1].idleMs + s.ranks[1].commMs)));
+      }
+    }
   }
 
   // [SECTION] A failing rank: one message naming the rank, the op and the step; the other

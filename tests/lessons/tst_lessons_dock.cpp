@@ -112,6 +112,20 @@ class TestLessonDock : public QObject {
              qPrintable(text));  // the explanation
     // Its glossary terms are hover links, as in the lesson's text.
     QVERIFY2(text.contains("<a href=\"glossary:all-reduce\">all-reduce</a>"), qPrintable(text));
+    // The misses in percent: 6.5 against the reference 5.926 and the measured 4.25; the
+    // reference against the measurement.
+    for (const char* miss : {"your prediction: 9.7 % above", "your prediction: 53 % above",
+                             "the reference: 39 % above"})
+      QVERIFY2(text.contains(miss), qPrintable(QString("%1 in %2").arg(miss, text)));
+    // The measurement is kept: back on the step after another page, it is still there.
+    dock.openPage(1);
+    dock.openPage(2);
+    QVERIFY2(dock.comparisonText().contains("4.25"), qPrintable(dock.comparisonText()));
+    // The lesson's last step gives the score over its predictions.
+    dock.openPage(int(dock.lessons()[dock.currentLesson()].steps.size()));
+    QVERIFY2(dock.comparisonText().contains("Your score: ") &&
+                 dock.comparisonText().contains("(1 measured)"),
+             qPrintable(dock.comparisonText()));
   }
 
   void comingLessonsCannotRun() {

@@ -3,6 +3,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "lesson.h"
+#include "lesson_score.h"
 #include "progress.h"
 
 using namespace paralab::lessons;
@@ -10,6 +12,56 @@ using namespace paralab::lessons;
 class TestProgress : public QObject {
   Q_OBJECT
  private slots:
+  // The score counts each prediction's first attempt: within 10 % of the reference or not, and
+  // its miss against the measurement kept for the step. Steps the machine cannot run are left
+  // out. The measurements survive a restart.
+  void scoreCountsFirstAttempts() {
+    const ParseResult parsed = loadLesson(lessonsRoot() + "/02-amdahl");
+    QVERIFY2(parsed.lesson, qPrintable(parsed.errors.join('\n')));
+    const Lesson& l = *parsed.lesson;
+    QList<int> steps;  // progress keys (step index + 1) of the prediction steps
+    for (int i = 0; i < l.steps.size(); ++i)
+      if (l.steps[i].prediction) steps << i + 1;
+    QVERIFY(steps.size() >= 4);
+    QString error;
+    const auto referenceOf = [&](int key) {
+      const Step& s = l.steps[key - 1];
+      return *referenceValue(*s.prediction, s.experiment.value_or(QJsonObject()), &error);
+    };
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      Progress p(path);
+      const double ref0 = referenceOf(steps[0]), ref1 = referenceOf(steps[1]);
+      QVERIFY(p.lockPrediction(l.slug, steps[0], ref0 * 1.05));  // near
+      QVERIFY(p.lockPrediction(l.slug, steps[0], ref0 * 3));     // a second try: not counted
+      QVERIFY(p.lockPrediction(l.slug, steps[1], ref1 * 2));     // far
+      QVERIFY(p.lockPrediction(l.slug, steps[2], referenceOf(steps[2])));  // exact
+      QVERIFY(p.setMeasured(l.slug, steps[0], ref0 * 1.05 / 1.5));  // the guess 50 % above it
+      QVERIFY(p.setMeasured(l.slug, steps[1], ref1 * 2 / 1.1));     // 10 % above
+    }
+    const Progress q(path);  // as after a restart
+    const LessonProgress lp = q.lesson(l.slug);
+    QCOMPARE(lp.measured.size(), 2);
+    const LessonScore all = scoreLesson(l, lp, [](const Step&) { return true; });
+    QCOMPARE(all.predictions, int(steps.size()));
+    QCOMPARE(all.locked, 3);
+    QCOMPARE(all.nearReference, 2);
+    QCOMPARE(all.measured, 2);
+    QVERIFY2(std::abs(all.medianMissPercent - 30) < 1e-6, qPrintable(QString::number(all.medianMissPercent)));
+    const QString text = all.text();
+    QVERIFY2(text.contains(QString("2 of %1 predictions within 10 % of the reference").arg(steps.size())) &&
+                 text.contains(QString("(%1 not locked in yet)").arg(steps.size() - 3)) &&
+                 text.contains("median miss of 30 % (2 measured)"),
+             qPrintable(text));
+    // A step this machine cannot run is not held against the learner.
+    const Step* first = &l.steps[steps[0] - 1];
+    const LessonScore without = scoreLesson(l, lp, [&](const Step& s) { return &s != first; });
+    QCOMPARE(without.predictions, int(steps.size()) - 1);
+    QCOMPARE(without.nearReference, 1);
+    QCOMPARE(without.measured, 1);
+  }
+
   void survivesRestart() {
     QTemporaryDir dir;
     const QString path = dir.filePath("state/progress.json");

@@ -1,0 +1,56 @@
+// The score over a lesson's predictions (lesson_score.h).
+// See tests/lessons/tst_lessons_progress.cpp (scoreCountsFirstAttempts).
+#include "lesson_score.h"
+
+#include <QCoreApplication>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace paralab::lessons {
+
+LessonScore scoreLesson(const Lesson& lesson, const LessonProgress& progress,
+                        const std::function<bool(const Step&)>& runnable) {
+  LessonScore score;
+  std::vector<double> misses;
+  for (int i = 0; i < lesson.steps.size(); ++i) {
+    const Step& s = lesson.steps[i];
+    if (!s.prediction || !runnable(s)) continue;
+    ++score.predictions;
+    const QList<double> attempts = progress.predictions.value(i + 1);
+    if (attempts.isEmpty()) continue;
+    ++score.locked;
+    const double first = attempts.first();
+    QString error;
+    if (const auto ref = referenceValue(*s.prediction, s.experiment.value_or(QJsonObject()), &error))
+      score.nearReference += std::abs(first - *ref) <= LessonScore::kNear * std::abs(*ref);
+    if (const auto m = progress.measured.find(i + 1); m != progress.measured.end() && *m != 0) {
+      ++score.measured;
+      misses.push_back(100 * std::abs(first - *m) / std::abs(*m));
+    }
+  }
+  if (!misses.empty()) {
+    std::sort(misses.begin(), misses.end());
+    const size_t n = misses.size();
+    score.medianMissPercent = n % 2 ? misses[n / 2] : (misses[n / 2 - 1] + misses[n / 2]) / 2;
+  }
+  return score;
+}
+
+QString LessonScore::text() const {
+  const auto tr = [](const char* s) { return QCoreApplication::translate("LessonScore", s); };
+  if (predictions == 0) return tr("This lesson asks for no predictions.");
+  QString out = tr("Your score: %1 of %2 predictions within %3 % of the reference")
+                    .arg(nearReference)
+                    .arg(predictions)
+                    .arg(int(std::lround(kNear * 100)));
+  if (locked < predictions)
+    out += tr(" (%1 not locked in yet)").arg(predictions - locked);
+  out += measured > 0 ? tr("; against your own measurements, a median miss of %1 % (%2 measured).")
+                            .arg(medianMissPercent, 0, 'f', medianMissPercent < 10 ? 1 : 0)
+                            .arg(measured)
+                      : tr("; none of them measured yet.");
+  return out;
+}
+
+}  // namespace paralab::lessons
