@@ -127,7 +127,7 @@ class TestWindowLook : public QObject {
     w.configPanel()->setConfig(moe);
     QSignalSpy ended(&w, &MainWindow::runEnded);
     w.startAction()->trigger();
-    QVERIFY(ended.wait(60000));
+    QVERIFY(!ended.isEmpty() || ended.wait(60000));  // a run may end inside Start
     QVERIFY2(ended.at(0).at(0).toBool(), qPrintable(ended.at(0).at(1).toString()));
     QTest::qWait(2 * ChartHub::kSnapshotChartMs);  // the last-step charts catch up
     problems += textProblems(w, "settings");
