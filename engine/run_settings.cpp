@@ -507,6 +507,7 @@ std::vector<Setting> coreSettings() {
                             "are summed, so every rank waits for it: the part of a step more "
                             "ranks do not shorten (Amdahl's 1 − p). 0: none.")
                   .range(0, 1000)
+                  .zeroIs("none")
                   .units("ms")
                   .appliesWhen([replicasOnly](const RunConfig& c) -> Why {
                     if (c.strategy != "sync")

@@ -59,11 +59,9 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
     }
     std::string emulated;
     if (config.link != "none") emulated += ", link " + config.link + " (emulated)";
-    if (config.serialMs > 0) {
-      char ms[32];
-      std::snprintf(ms, sizeof ms, "%g", config.serialMs);
-      emulated += std::string(", serial section ") + ms + " ms on rank 0 (emulated)";
-    }
+    if (config.serialMs > 0)
+      emulated +=
+          ", serial section " + std::to_string(config.serialMs) + " ms on rank 0 (emulated)";
     std::printf("Scaling sweep (%s scaling, %s, median of %d steps after %d warm-up)%s\n",
                 r.scaling.c_str(), config.strategy.c_str(), config.steps, warmup,
                 emulated.c_str());
@@ -270,7 +268,7 @@ int main(int argc, char** argv) {
           config.straggler.c_str());
     if (!json && root && config.serialMs > 0)
       std::printf(
-          "Serial section: %g ms a step on rank 0 (emulated: it sleeps while the other ranks "
+          "Serial section: %d ms a step on rank 0 (emulated: it sleeps while the other ranks "
           "wait)\n",
           config.serialMs);
     RunSummary summary;

@@ -78,7 +78,7 @@ RankFaults::RankFaults(const RunConfig& config, int rank) : m_rank(rank) {
     m_failStep = f->step;
     m_failSpec = config.fail;
   }
-  if (rank == 0) m_serialNs = int64_t(config.serialMs * 1e6);
+  if (rank == 0) m_serialNs = int64_t(config.serialMs) * 1'000'000;
 }
 
 void RankFaults::afterBackward(int64_t step, int64_t computeNs, SpanRecorder* spans) {

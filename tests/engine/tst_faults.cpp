@@ -199,7 +199,7 @@ class TstFaults : public QObject {
     c.strategy = "sync";
     c.serialMs = 1001;
     QCOMPARE(QString::fromStdString(c.validate().value_or("")),
-             QString("serial-ms: 1001 is out of range (allowed: 0..1000)"));
+             QString("serial-ms: 1001 is out of range (allowed: 0..1000; 0 = none)"));
   }
   void serialSectionEveryRankWaitsFor() {
     for (int ranks : {1, 2}) {
