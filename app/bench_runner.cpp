@@ -2,6 +2,7 @@
 // bench_runner.h). See tests/app/tst_window.cpp (benchStepDrawsItsChart).
 #include "bench_runner.h"
 
+#include <QJsonArray>
 #include <algorithm>
 
 #include "capabilities.h"
@@ -77,6 +78,46 @@ static void runLatency(const lessons::Bench& bench, BenchResult& result,
       runLatencySweep(gpu, batches, {}, [&](int done, int) { return progress(n + done, total); });
 }
 
+QJsonObject benchJson(const BenchResult& r) {
+  QJsonObject o{{"kind", r.kind}};
+  if (r.simd) {
+    QJsonArray widths;
+    for (const teach::SimdWidthPoint& p : r.simd->points)
+      if (p.skipped.empty())
+        widths.append(QJsonObject{
+            {"lanes", p.lanes}, {"isa", QString::fromStdString(p.isa)}, {"gflops", p.gflops}});
+    o.insert("widths", widths);
+  }
+  if (r.ladder) {
+    QJsonArray rungs;
+    for (const teach::GemmRung& g : r.ladder->rungs)
+      if (g.skipped.empty())
+        rungs.append(QJsonObject{
+            {"kernel", QString::fromStdString(g.kernel)}, {"n", g.n}, {"gflops", g.gflops}});
+    o.insert("rungs", rungs);
+    o.insert("peak_gflops", r.ladder->peakGflops);
+    o.insert("core_peak_gflops", r.ladder->corePeakGflops);
+  }
+  if (r.falseSharing) {
+    QJsonArray points;
+    for (const teach::FalseSharingPoint& p : r.falseSharing->points)
+      points.append(QJsonObject{{"threads", p.threads},
+                                {"shared_ns", p.sharedNs},
+                                {"padded_ns", p.paddedNs},
+                                {"slowdown", p.slowdown()}});
+    o.insert("false_sharing", points);
+  }
+  if (r.latencyCpu) {
+    QJsonArray points;
+    for (const LatencyPoint& p : r.latencyCpu->points)
+      points.append(QJsonObject{{"batch", p.batch},
+                                {"ms_per_forward", p.msPerForward},
+                                {"samples_per_s", p.samplesPerS}});
+    o.insert("latency", points);
+  }
+  return o;
+}
+
 bool BenchRunner::start(const lessons::Bench& bench) {
   if (m_running || bench.kind.isEmpty()) return false;
   if (m_thread.joinable()) m_thread.join();  // the last benchmark's thread, already at its end
@@ -91,10 +132,13 @@ bool BenchRunner::start(const lessons::Bench& bench) {
     };
     BenchResult result;
     result.kind = bench.kind;
+    result.repeats = int(lessons::benchOption(bench, "repeats"));
     QString error;
     try {
       if (bench.kind == "gemm-ladder")
         result.ladder = teach::runGemmLadder(ladderOptions(bench), onProgress);
+      else if (bench.kind == "simd-width")
+        result.simd = teach::runSimdWidth(result.repeats, onProgress);
       else if (bench.kind == "false-sharing")
         result.falseSharing = teach::runFalseSharing(falseSharingOptions(bench), onProgress);
       else if (bench.kind == "latency")

@@ -1,9 +1,10 @@
-// BenchRunner: runs a lesson step's teaching benchmark (engine/teach/: the GEMM ladder, false
-// sharing; engine/train/latency_sweep.h: latency vs throughput) on a worker thread and reports
-// progress and the result to the GUI thread through queued calls, as SweepRunner does; cancel()
-// makes the next progress callback return false. See tests/app/tst_window.cpp
+// BenchRunner: runs a lesson step's teaching benchmark (engine/teach/: the GEMM ladder, SIMD
+// width, false sharing; engine/train/latency_sweep.h: latency vs throughput) on a worker thread and
+// reports progress and the result to the GUI thread through queued calls, as SweepRunner does;
+// cancel() makes the next progress callback return false. See tests/app/tst_window.cpp
 // (benchStepDrawsItsChart).
 #pragma once
+#include <QJsonObject>
 #include <QObject>
 #include <QString>
 #include <atomic>
@@ -13,24 +14,33 @@
 #include "lesson.h"
 #include "teach/false_sharing.h"
 #include "teach/gemm_ladder.h"
+#include "teach/simd_width.h"
 #include "train/latency_sweep.h"
 
 namespace paralab {
 
 // What a benchmark measured: one of these, as its kind says.
 struct BenchResult {
-  QString kind;  // lessons::Bench::kind
+  QString kind;     // lessons::Bench::kind
+  int repeats = 0;  // timed runs behind each median, where the kind takes `repeats`
   std::optional<teach::GemmLadderResult> ladder;
   std::optional<teach::FalseSharingSweep> falseSharing;
+  std::optional<teach::SimdWidthResult> simd;
   // Latency vs throughput: the CPU's sweep, the GPU's where there is one (else why not).
   std::optional<LatencySweepResult> latencyCpu, latencyGpu;
   QString gpuNotRun;
   QString latencyModel;  // "mlp H=128, L=2, 365,706 parameters, fashion-mnist test samples"
   bool cancelled() const {
     return (ladder && ladder->cancelled) || (falseSharing && falseSharing->cancelled) ||
-           (latencyCpu && latencyCpu->cancelled) || (latencyGpu && latencyGpu->cancelled);
+           (simd && simd->cancelled) || (latencyCpu && latencyCpu->cancelled) ||
+           (latencyGpu && latencyGpu->cancelled);
   }
 };
+
+// What a benchmark measured as the metric paths of a step's ```compare read it (defined in
+// lessons/reference/metrics.md): `widths[lanes=16].gflops`, `rungs[kernel=vendor].gflops`,
+// `peak_gflops`, `false_sharing[threads=2].slowdown`, `latency[batch=1].ms_per_forward`.
+QJsonObject benchJson(const BenchResult& result);
 
 class BenchRunner : public QObject {
   Q_OBJECT

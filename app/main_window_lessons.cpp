@@ -203,6 +203,7 @@ void MainWindow::createLessonDock() {
             auto* chart = m_hub->find<BenchChart>();
             chart->showResult(result);
             m_hub->dockOf(chart)->raise();
+            if (!result.cancelled()) m_lessonDock->showBenchResult(benchJson(result));
             m_lessonDock->showBenchFinished(
                 result.cancelled() ? tr("Cancelled: the chart shows what was measured before")
                                    : tr("Measured: see the Benchmark chart"));

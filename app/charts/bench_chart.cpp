@@ -37,6 +37,9 @@ BenchChart::BenchChart(QWidget* parent) : Chart("benchmark", tr("Teaching benchm
   xAxis->grid()->setVisible(false);
   m_rungs = makeBars(xAxis, yAxis, tr("ParaLab rungs (measured)"), kBlue);
   m_vendor = makeBars(xAxis, yAxis, tr("OpenBLAS (measured)"), kOrange);
+  m_ideal = makeBars(xAxis, yAxis, tr("lanes × the scalar rate (reference formula)"), kReference);
+  m_ideal->setBrush(Qt::NoBrush);
+  m_ideal->setPen(QPen(kReference, 1.4, Qt::DashLine));
   m_peak = addGraph();
   m_peak->setPen(QPen(kReference, 1.6, Qt::DashLine));
   m_group = new QCPBarsGroup(this);
@@ -62,7 +65,9 @@ BenchChart::BenchChart(QWidget* parent) : Chart("benchmark", tr("Teaching benchm
       tr("<p>A teaching benchmark, measured on this machine when its lesson step ran.</p>"
          "<p>GEMM ladder: GFLOP/s = 2n³ / the median seconds per call of each kernel; the "
          "dashed line is a reference formula, the FMA peak of one core (measured by a probe of "
-         "independent fused multiply-adds) × the threads.</p><p>False sharing: wall time over "
+         "independent fused multiply-adds) × the threads.</p><p>SIMD width: the same probe on "
+         "one core at 1, 4, 8 and 16 floats per instruction; each dashed outline is lanes × the "
+         "scalar rate, a reference formula.</p><p>False sharing: wall time over "
          "the increments each thread did, in ns, with the threads' counters in one 64-byte "
          "cache line or each on its own line.</p>"));
   clear();
@@ -70,7 +75,7 @@ BenchChart::BenchChart(QWidget* parent) : Chart("benchmark", tr("Teaching benchm
 
 void BenchChart::clear() {
   m_result.reset();
-  for (QCPBars* b : {m_rungs, m_vendor, m_shared, m_padded, m_cpuRate, m_gpuRate}) {
+  for (QCPBars* b : {m_rungs, m_vendor, m_ideal, m_shared, m_padded, m_cpuRate, m_gpuRate}) {
     b->data()->clear();
     b->removeFromLegend();
   }
@@ -109,6 +114,7 @@ void BenchChart::showResult(const BenchResult& result) {
   clear();
   m_result = result;
   if (result.ladder) showLadder(*result.ladder);
+  if (result.simd) showSimd(*result.simd, result.repeats);
   if (result.falseSharing) showFalseSharing(*result.falseSharing);
   if (result.latencyCpu) showLatency(result);
   fitLegend();
@@ -158,6 +164,47 @@ void BenchChart::showLadder(const teach::GemmLadderResult& r) {
                   .arg(r.threads)
                   .arg(cores) +
               (r.cancelled ? tr(" · cancelled before the end") : QString()));
+}
+
+void BenchChart::showSimd(const teach::SimdWidthResult& r, int repeats) {
+  using namespace chartcolors;
+  QStringList names, lacks;
+  const double scalar = r.gflopsAt(1);
+  double top = 0;
+  for (size_t i = 0; i < r.points.size(); ++i) {
+    const teach::SimdWidthPoint& p = r.points[i];
+    const double x = double(i + 1);
+    const QString isa = QString::fromStdString(p.isa);
+    names << (p.lanes == 1 ? tr("%1 (1 lane)").arg(isa)
+                           : tr("%1 (%2 lanes)").arg(isa).arg(p.lanes));
+    if (!p.skipped.empty()) {
+      lacks << isa;
+      addValueLabel(x, 0, tr("not on this CPU"), kReference);
+      continue;
+    }
+    m_rungs->addData(x, p.gflops);
+    if (scalar > 0) m_ideal->addData(x, scalar * p.lanes);
+    // Above the bar and its outline, whichever is higher.
+    addValueLabel(x, std::max(p.gflops, scalar * p.lanes),
+                  scalar > 0 ? tr("%1 (%2×)").arg(value(p.gflops), value(p.gflops / scalar))
+                             : value(p.gflops),
+                  kBlue);
+    top = std::max({top, p.gflops, scalar * p.lanes});
+  }
+  m_rungs->setName(tr("one core, measured"));
+  m_rungs->addToLegend();
+  if (m_ideal->dataCount() > 0) m_ideal->addToLegend();
+  setTickNames(names);
+  xAxis->setRange(0.4, double(r.points.size()) + 0.6);
+  yAxis->setRange(0, std::max(1.0, top) * 1.15);
+  setAxisLabel(xAxis, tr("SIMD width: floats per FMA instruction"), tr("SIMD width"));
+  setAxisLabel(yAxis, tr("GFLOP/s, one core (2 × lanes × FMAs / median time)"), tr("GFLOP/s"));
+  setSubtitle(
+      tr("SIMD width, fp32: one core, 12 independent FMA chains, the same instruction "
+         "count at every width · median of %1 runs")
+          .arg(repeats) +
+      (lacks.isEmpty() ? QString() : tr(" · not run: this CPU has no %1").arg(lacks.join(", "))) +
+      (r.cancelled ? tr(" · cancelled before the end") : QString()));
 }
 
 void BenchChart::showFalseSharing(const teach::FalseSharingSweep& s) {
@@ -277,6 +324,17 @@ void BenchChart::writeCsv(QTextStream& out) const {
       else
         out << ',';
       out << '\n';
+    }
+    return;
+  }
+  if (m_result && m_result->simd) {
+    out << "isa,lanes,gflops,lanes_times_scalar_gflops_reference,skipped\n";
+    const double scalar = m_result->simd->gflopsAt(1);
+    for (const teach::SimdWidthPoint& p : m_result->simd->points) {
+      const bool ran = p.skipped.empty();
+      out << p.isa.c_str() << ',' << p.lanes << ',' << (ran ? csvNumber(p.gflops) : QString())
+          << ',' << (ran && scalar > 0 ? csvNumber(scalar * p.lanes) : QString()) << ','
+          << QString::fromStdString(p.skipped) << '\n';
     }
     return;
   }

@@ -1,10 +1,11 @@
 // BenchChart: a lesson's teaching benchmark, as measured in the window (engine/teach/). The
 // GEMM ladder: GFLOP/s per rung as bars, OpenBLAS's bar in its own colour, the cores' FMA peak
-// a dashed reference line. False sharing: ns per increment at 1..N threads, counters in one
-// cache line beside counters padded to a line each. Latency vs throughput: samples/s per batch
-// size as bars, ms per forward as a line on the right axis; the GPU beside the CPU, or said
-// not run. Exports like every chart (Export all).
-// See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
+// a dashed reference line. SIMD width: one core's GFLOP/s at 1, 4, 8 and 16 lanes, each inside
+// the dashed outline of lanes × the scalar rate (the reference). False sharing: ns per increment
+// at 1..N threads, counters in one cache line beside counters padded to a line each. Latency vs
+// throughput: samples/s per batch size as bars, ms per forward as a line on the right axis; the GPU
+// beside the CPU, or said not run. Exports like every chart (Export all). See
+// tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
 #pragma once
 #include <optional>
 
@@ -28,6 +29,7 @@ class BenchChart : public Chart {
   // The bars drawn, in order along the x axis (tests read them against result()).
   QCPBars* rungs() const { return m_rungs; }
   QCPBars* vendor() const { return m_vendor; }
+  QCPBars* ideal() const { return m_ideal; }  // SIMD width: lanes × the scalar rate
   QCPBars* shared() const { return m_shared; }
   QCPBars* padded() const { return m_padded; }
   QCPGraph* peak() const { return m_peak; }
@@ -40,6 +42,7 @@ class BenchChart : public Chart {
 
  private:
   void showLadder(const teach::GemmLadderResult& r);
+  void showSimd(const teach::SimdWidthResult& r, int repeats);
   void showFalseSharing(const teach::FalseSharingSweep& s);
   void showLatency(const BenchResult& r);
   void addValueLabel(double x, double y, const QString& text, const QColor& color);
@@ -50,7 +53,7 @@ class BenchChart : public Chart {
   void resizeEvent(QResizeEvent* event) override;
 
   std::optional<BenchResult> m_result;
-  QCPBars *m_rungs, *m_vendor, *m_shared, *m_padded, *m_cpuRate, *m_gpuRate;
+  QCPBars *m_rungs, *m_vendor, *m_ideal, *m_shared, *m_padded, *m_cpuRate, *m_gpuRate;
   QCPGraph *m_cpuLatency, *m_gpuLatency;
   QCPBarsGroup* m_group;
   QCPGraph* m_peak;  // the FMA-peak reference, a line across the ladder

@@ -392,7 +392,9 @@ class LessonParser {
                                             "number for it").arg(k, flag));
       }
     }
-    if (s.compare && !s.experiment) error(s.compare->line, "compare: a comparison needs the step's ```experiment");
+    const bool runsBench = s.bench && !s.bench->kind.isEmpty();
+    if (s.compare && !s.experiment && !runsBench)
+      error(s.compare->line, "compare: a comparison needs the step's ```experiment or ```bench");
     if (s.compare && !s.prediction) error(s.compare->line, "compare: a comparison needs the step's ```prediction");
     if (s.sweep && !s.experiment) error(s.sweep->line, "sweep: a sweep needs the step's ```experiment as its base");
   }
@@ -445,11 +447,12 @@ LibraryResult loadLessons(const QString& lessonsRoot) {
 
 // [SECTION] Capabilities.
 
-QStringList benchKinds() { return {"gemm-ladder", "false-sharing", "latency"}; }
+QStringList benchKinds() { return {"gemm-ladder", "simd-width", "false-sharing", "latency"}; }
 
 QList<BenchOption> benchOptions(const QString& kind) {
   if (kind == "gemm-ladder")
     return {{"size", 16, 2048, 512}, {"threads", 0, 64, 0}, {"repeats", 1, 20, 3}};
+  if (kind == "simd-width") return {{"repeats", 1, 20, 5}};
   if (kind == "false-sharing") return {{"threads", 0, 8, 0}, {"increments", 1000, 1e8, 2e6}};
   if (kind == "latency")
     return {{"max-batch", 1, 4096, 1024}, {"hidden", 16, 1024, 128}, {"layers", 1, 8, 2}};

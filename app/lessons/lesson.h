@@ -49,7 +49,7 @@ struct Sweep {
 // from). With a `program`, a `paralab-bench` table the step only names (one not yet in the
 // window, such as comm).
 struct Bench {
-  QString kind;         // one of benchKinds(): gemm-ladder | false-sharing | latency; "" a program
+  QString kind;         // one of benchKinds() (gemm-ladder, simd-width, ...); "" a program
   QJsonObject options;  // the block's other keys, each allowed for the kind (benchOptions)
   QString program;      // paralab-bench sub-command, where there is no kind
   QStringList args;     // its flags
@@ -57,6 +57,7 @@ struct Bench {
 };
 // The kinds a ```bench block may name, and for each the keys it takes with their ranges:
 // gemm-ladder {size 16..2048 (default 512), threads 0..64 (0: every core), repeats 1..20 (3)};
+// simd-width {repeats 1..20 (5)};
 // false-sharing {threads 1..8 (0: every core, at least 2), increments 1000..1e8 (2,000,000)};
 // latency {max-batch 1..4096 (1024: batches 1, 2, 4, ... up to it), hidden 16..1024 (128),
 // layers 1..8 (2)}: paralab-run's model, forward only, on the CPU (and the GPU where there is one).

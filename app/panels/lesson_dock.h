@@ -75,6 +75,8 @@ class LessonDock : public QDockWidget {
   // comparison of the current step.
   void showRunResult(const QList<QJsonObject>& steps);
   void showSweepResult(const QJsonObject& sweep);
+  // A benchmark's result (benchJson) for the step's comparison, as a sweep's is.
+  void showBenchResult(const QJsonObject& bench);
 
   // The current step's benchmark (runBench) is measuring: `done` of `total` pieces; its
   // progress bar and Cancel show until showBenchFinished(), which says how it ended.
@@ -119,6 +121,8 @@ class LessonDock : public QDockWidget {
   void markCompleted(int lesson);
   void showProblems();
   void refreshComparison();
+  // The current step's comparison measured on one result object (a sweep's, a benchmark's).
+  void measureFrom(const QJsonObject& result);
   void keepMeasurement();  // the current step's measurement, into the progress file
   QStringList missingFor(const lessons::Step* step) const;
   std::optional<RunConfig> stepConfig(QString* error) const;

@@ -61,6 +61,10 @@ QString benchText(const Bench& b) {
         .arg(benchOption(b, "size"))
         .arg(on)
         .arg(benchOption(b, "repeats"));
+  if (b.kind == "simd-width")
+    return QObject::tr("SIMD width: one core's FMA rate at each width this CPU has (scalar, "
+                       "SSE, AVX2, AVX-512), median of %1 runs")
+        .arg(benchOption(b, "repeats"));
   if (b.kind == "false-sharing")
     return QObject::tr("False sharing: 1 thread up to %1, %L2 increments each")
         .arg(threads > 0 ? on : QObject::tr("one per core (at least 2)"))
@@ -290,8 +294,18 @@ void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
 
 void LessonDock::showSweepResult(const QJsonObject& sweep) {
   const Step* s = currentStep();
-  if (!s || !s->compare || !s->sweep) return;
-  m_measured = measuredValue(*s->compare, sweep, &m_measureError);
+  if (s && s->sweep) measureFrom(sweep);
+}
+
+void LessonDock::showBenchResult(const QJsonObject& bench) {
+  const Step* s = currentStep();
+  if (s && s->bench && s->bench->kind == bench.value("kind").toString()) measureFrom(bench);
+}
+
+void LessonDock::measureFrom(const QJsonObject& result) {
+  const Step* s = currentStep();
+  if (!s || !s->compare) return;
+  m_measured = measuredValue(*s->compare, result, &m_measureError);
   keepMeasurement();
   refreshComparison();
 }

@@ -41,8 +41,8 @@ struct GemmLadderResult {
   double vendorGflops(int n) const;
 };
 
-// FP32 FMA peak of one core, GFLOP/s: 12 independent FMA chains (AVX-512 where the CPU has it,
-// else AVX2), 2 flops per lane per FMA; the median of 5 timed runs.
+// FP32 FMA peak of one core, GFLOP/s: 12 independent FMA chains at the widest SIMD width the
+// CPU has (teach/simd_width.cpp), 2 flops per lane per FMA; the median of 5 timed runs.
 double measuredFmaPeakGflops();
 
 // Timed calls for a rung whose rate at the previous size was `lastRate` GFLOP/s (0: none yet)

@@ -17,6 +17,7 @@
 #include "metrics/metrics.h"
 #include "model/mlp.h"
 #include "model/moe.h"
+#include "teach/timing.h"
 
 namespace paralab {
 
@@ -72,12 +73,6 @@ class Forward {
   std::unique_ptr<Moe> m_moe;
   int64_t m_params = 0;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 }  // namespace
 
@@ -166,7 +161,7 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
     }
     LatencyPoint p;
     p.batch = batch;
-    p.msPerForward = median(perForward);
+    p.msPerForward = teach::median(perForward);
     p.samplesPerS = batch / (p.msPerForward * 1e-3);
     p.usPerSample = p.msPerForward * 1e3 / batch;
     p.repeats = o.repeats;

@@ -623,7 +623,7 @@ void TestCharts::holdingsMapDrawsTheSlices() {
 void TestCharts::benchChartDrawsEachKind_data() {
   QTest::addColumn<QString>("kind");
   QTest::addColumn<QSize>("size");
-  for (const char* kind : {"gemm-ladder", "false-sharing", "latency"}) {
+  for (const char* kind : {"gemm-ladder", "simd-width", "false-sharing", "latency"}) {
     QTest::addRow("%s narrow", kind) << QString(kind) << QSize(440, 330);
     QTest::addRow("%s export", kind) << QString(kind) << QSize(1200, 750);
   }
@@ -647,6 +647,16 @@ void TestCharts::benchChartDrawsEachKind() {
       expected << g;
     }
     r.ladder = l;
+  } else if (kind == "simd-width") {
+    // A CPU without AVX-512: its bar is left out and the subtitle says why.
+    teach::SimdWidthResult w;
+    w.points = {{1, "scalar", 4.4, ""},
+                {4, "SSE", 15.4, ""},
+                {8, "AVX2", 33.2, ""},
+                {16, "AVX-512", 0, "this CPU has no AVX-512 FMA instructions"}};
+    expected << 4.4 << 15.4 << 33.2;
+    r.simd = w;
+    r.repeats = 5;
   } else if (kind == "false-sharing") {
     teach::FalseSharingSweep f;
     f.increments = 2'000'000, f.cores = 2;
@@ -690,11 +700,30 @@ void TestCharts::benchChartDrawsEachKind() {
     QCOMPARE(chart.cpuLatency()->dataCount(), 13);
   }
   if (kind == "gemm-ladder") QVERIFY(chart.peak()->name().contains("(reference formula)"));
+  if (kind == "simd-width") {
+    // Each measured width inside its reference outline: lanes × the scalar rate.
+    QCOMPARE(chart.ideal()->dataCount(), 3);
+    QCOMPARE(chart.ideal()->data()->at(2)->value, 8 * 4.4);
+    QVERIFY(chart.ideal()->name().contains("(reference formula)"));
+    QVERIFY(chart.subtitle().contains("not run: this CPU has no AVX-512"));
+    QCOMPARE(chart.tickLabels().size(), 4);
+    QVERIFY(chart.tickLabels()[2].startsWith("AVX2 (8 lanes)"));
+    // What a step's comparison reads: the widths that ran, by lane count.
+    const QJsonObject json = benchJson(r);
+    QCOMPARE(lessons::metricAt(json, "widths[lanes=8].gflops").value_or(-1), 33.2);
+    QVERIFY(!lessons::metricAt(json, "widths[lanes=16].gflops"));
+  }
   QString csv;
   QTextStream out(&csv);
   chart.writeCsv(out);
   const QStringList rows = csv.trimmed().split('\n');
-  QCOMPARE(rows.size(), kind == "false-sharing" ? 4 : kind == "latency" ? 14 : 6);
+  const int rowsOf = kind == "false-sharing" ? 4 : kind == "latency" ? 14 : 6;
+  QCOMPARE(rows.size(), kind == "simd-width" ? 5 : rowsOf);
+  if (kind == "simd-width") {
+    QCOMPARE(rows[0], QString("isa,lanes,gflops,lanes_times_scalar_gflops_reference,skipped"));
+    QCOMPARE(rows[3], QString("AVX2,8,33.2,35.2,"));
+    QVERIFY(rows[4].startsWith("AVX-512,16,,,this CPU has no"));
+  }
   QList<QRect> shown, ticks;
   for (const test::TextBox& b : test::chartTextBoxes(&chart))
     if (b.owner.endsWith(" item")) {

@@ -132,6 +132,7 @@ class TestWindow : public QObject {
   void sweepCancels();
   void benchStepDrawsItsChart();
   void benchStepCancels();
+  void benchStepFeedsItsComparison();
   void exportPanelWritesPngAtDpi();
   void exportAllWritesEverything();
   void scriptedExportWritesEverything();
@@ -457,6 +458,28 @@ void TestWindow::benchStepCancels() {
   QCOMPARE(chart->padded()->data()->at(0)->value, s.points[0].paddedNs);
   QVERIFY(chart->subtitle().contains("cancelled"));
   QVERIFY(dock->findChild<QLabel*>("lessonBenchLabel")->text().contains("Cancelled"));
+}
+
+// Lesson 4's SIMD step: the prediction is locked in, the benchmark runs, and the step's
+// comparison shows the ratio the chart's bars hold (AVX2 over scalar), beside the prediction.
+void TestWindow::benchStepFeedsItsComparison() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  openBenchStep(dock, "simd-width");
+  QVERIFY(!dock->comparisonText().contains("Measured: "));
+  QSignalSpy finished(w.benchRunner(), &BenchRunner::finished);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+  auto* chart = w.chartHub()->find<BenchChart>();
+  QVERIFY(chart->result() && chart->result()->simd);
+  const teach::SimdWidthResult& r = *chart->result()->simd;
+  QVERIFY(r.gflopsAt(1) > 0 && r.gflopsAt(8) > 0);  // every x86-64 core of CI has AVX2 and FMA
+  const double ratio = r.gflopsAt(8) / r.gflopsAt(1);
+  const QString text = dock->comparisonText();
+  QVERIFY2(text.contains("8 ×"), qPrintable(text));  // the locked prediction
+  const QString shown = QString::number(ratio, 'f', ratio < 10 ? 2 : 1);
+  QVERIFY2(text.contains(shown.left(3)), qPrintable(text + " / expected about " + shown));
+  qInfo("AVX2 over scalar: %.2f x; %s", ratio, qPrintable(text.simplified()));
 }
 
 void TestWindow::sweepRunsOffTheGuiThread() {

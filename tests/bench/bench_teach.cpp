@@ -1,7 +1,7 @@
-// `paralab-bench teach`: the teaching experiments, measured now. False sharing on the CPU
-// (1..N threads, counters in one cache line vs padded: the engine's teach/false_sharing.h, as
-// the lesson's bench step draws it), and on the GPU warp divergence and coalesced vs strided
-// loads. Try: paralab-bench teach [--threads 4] [--json]
+// `paralab-bench teach`: the teaching experiments, measured now. On the CPU, one core's FMA rate
+// at each SIMD width (teach/simd_width.h) and false sharing (1..N threads, counters in one cache
+// line vs padded: teach/false_sharing.h), as the lesson's bench steps draw them; on the GPU warp
+// divergence and coalesced vs strided loads. Try: paralab-bench teach [--threads 4] [--json]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -10,6 +10,7 @@
 #include "cuda/device.h"
 #include "cuda/teach.h"
 #include "teach/false_sharing.h"
+#include "teach/simd_width.h"
 
 using namespace paralab;
 
@@ -17,7 +18,7 @@ int benchTeach(int argc, char** argv) {
   teach::FalseSharingOptions fso{.maxThreads = 2, .increments = 20'000'000};
   int stride = 32;
   bool json = false;
-  CLI::App app{"Teaching experiments: false sharing, warp divergence, coalescing"};
+  CLI::App app{"Teaching experiments: SIMD width, false sharing, warp divergence, coalescing"};
   app.add_option("--increments", fso.increments, "Counter updates per thread (false sharing)")
       ->check(CLI::Range(1L, 1L << 40))
       ->capture_default_str();
@@ -29,6 +30,24 @@ int benchTeach(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", json, "One JSON object per experiment");
   CLI11_PARSE(app, argc, argv);
+
+  const teach::SimdWidthResult simd = teach::runSimdWidth();
+  if (!json)
+    std::printf("SIMD width (CPU, one core, 12 independent FMA chains)\n%8s %8s %10s %12s\n",
+                "isa", "lanes", "GFLOP/s", "x scalar");
+  for (const teach::SimdWidthPoint& p : simd.points)
+    if (json)
+      std::printf("%s\n", nlohmann::json{{"experiment", "simd_width"}, {"device", "cpu"},
+                                         {"isa", p.isa}, {"lanes", p.lanes}, {"gflops", p.gflops},
+                                         {"skipped", p.skipped}}
+                              .dump()
+                              .c_str());
+    else if (!p.skipped.empty())
+      std::printf("%8s %8d   %s\n", p.isa.c_str(), p.lanes, p.skipped.c_str());
+    else
+      std::printf("%8s %8d %10.1f %11.1fx\n", p.isa.c_str(), p.lanes, p.gflops,
+                  p.gflops / simd.gflopsAt(1));
+  if (!json) std::printf("\n");
 
   const teach::FalseSharingSweep fs = teach::runFalseSharing(fso);
   if (!json)

@@ -9,6 +9,7 @@
 #include "cpu/gemm.h"
 #include "teach/false_sharing.h"
 #include "teach/gemm_ladder.h"
+#include "teach/simd_width.h"
 #include "train/latency_sweep.h"
 
 using namespace paralab::teach;
@@ -107,6 +108,34 @@ class TstTeachBench : public QObject {
     QCOMPARE(int(s.points.size()), 2);
   }
 
+  // SIMD width: the four widths narrowest first, each measured where the CPU has its
+  // instructions and otherwise skipped saying which it lacks; a cancel keeps what was measured.
+  void simdWidthHasEveryWidthInOrder() {
+    const SimdWidthResult r = runSimdWidth(1);
+    QVERIFY(!r.cancelled);
+    QCOMPARE(int(r.points.size()), 4);
+    const int lanes[] = {1, 4, 8, 16};
+    const char* isa[] = {"scalar", "SSE", "AVX2", "AVX-512"};
+    __builtin_cpu_init();
+    const bool has[] = {bool(__builtin_cpu_supports("fma")), bool(__builtin_cpu_supports("fma")),
+                        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+                        bool(__builtin_cpu_supports("avx512f"))};
+    for (int i = 0; i < 4; ++i) {
+      const SimdWidthPoint& p = r.points[size_t(i)];
+      QCOMPARE(p.lanes, lanes[i]);
+      QCOMPARE(QString::fromStdString(p.isa), QString(isa[i]));
+      QCOMPARE(p.skipped.empty(), has[i]);
+      QCOMPARE(p.gflops > 0, has[i]);
+      QCOMPARE(r.gflopsAt(p.lanes), p.gflops);
+      if (!has[i]) QVERIFY(p.skipped.find(isa[i]) != std::string::npos);
+      qInfo("%-8s %2d lanes: %.1f GFLOP/s %s", p.isa.c_str(), p.lanes, p.gflops, p.skipped.c_str());
+    }
+    const SimdWidthResult part = runSimdWidth(1, [](int done, int) { return done < 2; });
+    QVERIFY(part.cancelled);
+    QCOMPARE(int(part.points.size()), 2);
+    QCOMPARE(r.gflopsAt(3), 0.0);  // no such width
+  }
+
   // Latency vs throughput (engine/train/latency_sweep.h), as the lesson's latency step runs
   // it: every batch size in order, or those before a cancel.
   void latencySweepReportsAndCancels() {
@@ -144,6 +173,7 @@ class TstTeachBench : public QObject {
     QVERIFY(message([] { runGemmLadder({.threads = 0}); }).startsWith("threads:"));
     QVERIFY(message([] { runFalseSharing({.maxThreads = 9}); }).startsWith("threads:"));
     QVERIFY(message([] { runFalseSharing({.increments = 0}); }).startsWith("increments:"));
+    QVERIFY(message([] { runSimdWidth(0); }).startsWith("repeats:"));
   }
 };
 
