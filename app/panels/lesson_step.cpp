@@ -242,7 +242,9 @@ QString LessonDock::comparisonText() const {
         .arg(label, value,
              source.isEmpty() ? QString()
                               : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>",
-             note.isEmpty() ? QString() : "<br><small>" + note.toHtmlEscaped() + "</small>");
+             note.isEmpty()
+                 ? QString()
+                 : "<br><small>" + note.toHtmlEscaped().replace('\n', "<br>") + "</small>");
   };
   QString html = typing + "<table cellspacing='0' cellpadding='2'>";
   // Every attempt, the first one first: a second guess never hides the first.
@@ -276,9 +278,12 @@ QString LessonDock::comparisonText() const {
       if (const QString m = ref ? miss(*ref, *m_measured) : QString(); !m.isEmpty())
         misses << tr("the reference: %1").arg(m);
     }
-    // A fitted fraction says what it stands on: the ranks and whether they shared the cores.
-    if (const QString basis = fitNote(*s); !basis.isEmpty()) misses.prepend(basis);
-    html += row(tr("Measured"), measured, s->compare->metric, misses.join("; "));
+    // A fitted fraction says what it stands on, on a line of its own: the ranks and whether
+    // they shared the cores.
+    const QString basis = fitNote(*s);
+    html += row(tr("Measured"), measured, s->compare->metric,
+                basis.isEmpty() || misses.isEmpty() ? basis + misses.join("; ")
+                                                    : basis + "\n" + misses.join("; "));
   }
   html += "</table>";
   if (!p.reasoning.isEmpty())

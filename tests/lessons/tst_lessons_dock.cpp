@@ -29,6 +29,7 @@
 #include "panels/lesson_dock.h"
 #include "panels/review_page.h"
 #include "progress.h"
+#include "train/sweep.h"
 
 using namespace paralab;
 
@@ -90,9 +91,11 @@ class TestLessonDock : public QObject {
   }
 
   void predictionReferenceMeasurement() {
-    LessonDock dock(m_caps, paths());
+    LessonDock::Paths p = paths();
+    p.cores = 8;  // as an 8-core machine sees the lesson, whatever this one has
+    LessonDock dock(m_caps, p);
     dock.openLesson(slugIndex(dock, "02-amdahl"));
-    dock.openPage(2);  // measure the speedup: a sweep over 1, 2, 4, 8 ranks
+    dock.openPage(2);  // measure the speedup: a sweep over 1, 2, 4, 8 ranks (up to the cores)
     QVERIFY(dock.currentStep()->sweep);
     QVERIFY(dock.comparisonText().contains("Lock in"));
     QSignalSpy swept(&dock, &LessonDock::runSweep);
@@ -456,6 +459,54 @@ class TestLessonDock : public QObject {
         QVERIFY2(!q->text().contains('`'), qPrintable(q->text()));
       }
     }
+  }
+
+  // Amdahl's timing sweeps are sized to this machine's cores, and the step that goes past them
+  // says so; a fitted p says what it stands on. Each page is saved with its comparison
+  // (build/screenshots/lessons/sized-<page>.png) to be looked at as a learner would.
+  void machineSizedStepsSayWhatTheyStandOn() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    LessonDock dock(m_caps, p);
+    dock.resize(380, 900);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
+    QDir().mkpath(shots);
+    const int cores = machineCores();
+    QStringList sized;
+    for (int page = 1; page < dock.pageCount(); ++page) {
+      dock.openPage(page);
+      const lessons::Step* s = dock.currentStep();
+      if (!s || !s->sweep || s->sweep->sizedTo.isEmpty()) continue;
+      sized << s->sweep->sizedTo;
+      QString shown;
+      for (QLabel* l : dock.findChildren<QLabel*>())
+        if (l->isVisible() && l->text().contains("swept over")) shown = l->text();
+      QVERIFY2(shown.contains(QString("this machine's %1 core").arg(cores)), qPrintable(shown));
+      QCOMPARE(shown.contains("past this machine's"), s->sweep->sizedTo != "cores");
+      lock(dock, "1");
+      // A sweep as this machine would measure it: 80 % efficient up to the cores, flat past.
+      QJsonArray points;
+      for (int n : s->sweep->ranks)
+        points.append(
+            QJsonObject{{"ranks", n}, {"speedup", n == 1 ? 1 : 0.8 * std::min(n, cores)}});
+      dock.showSweepResult(QJsonObject{{"cores", cores},
+                                       {"amdahl_p", 0.6},
+                                       {"gustafson_serial_fraction", 0.3},
+                                       {"points", points}});
+      const QString text = dock.comparisonText();
+      QVERIFY2(!text.contains("run the experiment"), qPrintable(text));
+      if (s->compare->metric == "amdahl_p")
+        QVERIFY2(text.contains(QString("fitted on ranks 1–%1").arg(s->sweep->ranks.last())) &&
+                     text.contains(lessons::fitNote(*s)),
+                 qPrintable(text));
+      QApplication::processEvents();
+      QVERIFY(dock.grab().save(QString("%1/sized-%2.png").arg(shots).arg(page, 2, 10, QChar('0'))));
+    }
+    QCOMPARE(sized, QStringList({"cores", "cores", "4*cores"}));
   }
 
   // A progress file the dock cannot write is said in the dock, not swallowed; so is nothing
