@@ -221,7 +221,9 @@ std::vector<int> parseSweep(const std::string& spec) {
       if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
       out.push_back(n);
     } catch (const std::exception&) {
-      throw ConfigError("sweep: '" + item + "' is not a rank count (allowed: 1..64)");
+      throw ConfigError("sweep: '" + item +
+                        "' is not a rank count (allowed: 1..64, or ranks=cores, ranks=2*cores .. "
+                        "ranks=8*cores)");
     }
   }
   if (out.empty()) throw ConfigError("sweep: no rank counts given (e.g. ranks=1,2,4,8)");
