@@ -45,6 +45,12 @@ class TestLessonDock : public QObject {
     p.flashcards = m_dir.filePath("flashcards.json");
     return p;
   }
+  // The same, with a progress file of its own in `dir`: a test that locks predictions.
+  LessonDock::Paths pathsIn(const QTemporaryDir& dir) const {
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    return p;
+  }
   // Types `text` as the prediction and presses Lock in.
   static void lock(LessonDock& d, const QString& text) {
     auto* edit = d.findChild<QLineEdit*>("lessonPrediction");
@@ -55,6 +61,12 @@ class TestLessonDock : public QObject {
   // Where `w` is in its window: what the pointer aims at.
   static QRect placeOf(const QWidget* w) {
     return QRect(w->mapTo(w->window(), QPoint(0, 0)), w->size());
+  }
+  // Shows the dock at the width it has beside the charts (~380 px).
+  static void showNarrow(LessonDock& dock) {
+    dock.resize(380, 900);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
   }
   static int slugIndex(const LessonDock& d, const QString& slug) {
     for (int i = 0; i < d.lessons().size(); ++i)
@@ -163,9 +175,7 @@ class TestLessonDock : public QObject {
   // describe the run, in words, and shows no number for it.
   void fitOutsideItsRangeIsWords() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
+    LessonDock dock(m_caps, pathsIn(dir));
     dock.openLesson(slugIndex(dock, "02-amdahl"));
     int page = 0;
     for (int i = 1; i < dock.pageCount() && !page; ++i) {
@@ -189,8 +199,7 @@ class TestLessonDock : public QObject {
   void lockedPredictionStaysLocked() {
     const QString slug = "02-amdahl";
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
+    LessonDock::Paths p = pathsIn(dir);
     {
       LessonDock dock(m_caps, p);
       dock.openLesson(slugIndex(dock, slug));
@@ -246,9 +255,7 @@ class TestLessonDock : public QObject {
   // read is said, not dropped.
   void percentIsReadAsItSays() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
+    LessonDock dock(m_caps, pathsIn(dir));
     dock.openLesson(slugIndex(dock, "11-pipeline"));
     int page = 0;
     for (int p = 1; p < dock.pageCount() && !page; ++p) {
@@ -274,12 +281,9 @@ class TestLessonDock : public QObject {
   // read, when a line says progress cannot be saved.
   void buttonsStayPut() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
+    const LessonDock::Paths p = pathsIn(dir);
     LessonDock dock(m_caps, p);
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    showNarrow(dock);
     dock.openLesson(slugIndex(dock, "02-amdahl"));
     dock.openPage(2);
     const QStringList names = {"lessonLock", "lessonRun", "lessonApply", "lessonPrediction"};
@@ -328,9 +332,7 @@ class TestLessonDock : public QObject {
     LessonDock::Paths p = paths();
     p.flashcards = dir.filePath("cards.json");
     LessonDock dock(m_caps, p);
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    showNarrow(dock);
     dock.openLesson(slugIndex(dock, "05-data-parallel"));
     dock.openPage(dock.pageCount() - 1);
     auto* show = dock.findChild<QPushButton*>("cardShow");
@@ -375,9 +377,7 @@ class TestLessonDock : public QObject {
   // A finished lesson's ✓ shows in the list at once, not after a restart.
   void finishedLessonTicksAtOnce() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
+    LessonDock dock(m_caps, pathsIn(dir));
     const int l = slugIndex(dock, "03-gustafson");
     auto* picker = dock.findChild<QComboBox*>("lessonPicker");
     dock.openLesson(l);
@@ -420,9 +420,7 @@ class TestLessonDock : public QObject {
   // looked at as a learner would.
   void everyPageFitsANarrowDock() {
     LessonDock dock(m_caps, paths());
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    showNarrow(dock);
     const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
     QDir().mkpath(shots);
     for (int l = 0; l < dock.lessons().size(); ++l) {
@@ -466,12 +464,8 @@ class TestLessonDock : public QObject {
   // (build/screenshots/lessons/sized-<page>.png) to be looked at as a learner would.
   void machineSizedStepsSayWhatTheyStandOn() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    LessonDock dock(m_caps, pathsIn(dir));
+    showNarrow(dock);
     dock.openLesson(slugIndex(dock, "02-amdahl"));
     const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
     QDir().mkpath(shots);
