@@ -61,8 +61,8 @@ QString sweptText(const Step& s) {
   const QString cores =
       s.sweep->cores == 1 ? QObject::tr("1 core") : QObject::tr("%1 cores").arg(s.sweep->cores);
   return swept + (s.sweep->sizedTo == "cores"
-                      ? QObject::tr(": up to this machine's %1").arg(cores)
-                      : QObject::tr(": past this machine's %1 on purpose").arg(cores));
+                      ? QObject::tr(" (this machine's %1)").arg(cores)
+                      : QObject::tr(" (past this machine's %1)").arg(cores));
 }
 
 // "GEMM ladder, n = 512, every core, median of 3 calls": what the step's benchmark measures.

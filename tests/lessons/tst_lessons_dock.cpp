@@ -480,7 +480,7 @@ class TestLessonDock : public QObject {
       for (QLabel* l : dock.findChildren<QLabel*>())
         if (l->isVisible() && l->text().contains("swept over")) shown = l->text();
       QVERIFY2(shown.contains(QString("this machine's %1 core").arg(cores)), qPrintable(shown));
-      QCOMPARE(shown.contains("past this machine's"), s->sweep->sizedTo != "cores");
+      QCOMPARE(shown.contains("(past this machine's"), s->sweep->sizedTo != "cores");
       lock(dock, "1");
       // A sweep as this machine would measure it: 80 % efficient up to the cores, flat past.
       QJsonArray points;
