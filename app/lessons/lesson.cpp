@@ -52,8 +52,10 @@ bool isInt(const QJsonValue& v) { return v.isDouble() && v.toDouble() == double(
 
 class LessonParser {
  public:
-  LessonParser(const QString& text, const QString& slug, const QString& path)
-      : m_lines(text.split('\n')), m_where(path.isEmpty() ? slug + "/lesson.md" : path) {
+  LessonParser(const QString& text, const QString& slug, const QString& path, int cores)
+      : m_lines(text.split('\n')),
+        m_where(path.isEmpty() ? slug + "/lesson.md" : path),
+        m_cores(cores > 0 ? cores : machineCores()) {
     m_lesson.slug = slug;
     m_lesson.path = path;
     static const QRegularExpression nn("^(\\d+)-");
@@ -292,11 +294,23 @@ class LessonParser {
       if (const QString u = unknownKeys(o, {"ranks", "steps", "warmup"}); !u.isEmpty()) bad(u);
       Sweep s;
       s.line = line;
-      for (const QJsonValue& v : o.value("ranks").toArray()) {
+      const QJsonValue ranks = o.value("ranks");
+      if (ranks.isString()) {  // sized to the machine
+        const auto sized = coresSizedRanks(ranks.toString().toStdString(), m_cores);
+        if (!sized)
+          bad(QString("'ranks' is '%1', not a sizing: allowed \"cores\" (1, 2, 4, ... up to the "
+                      "machine's cores) or \"2*cores\" .. \"8*cores\" (on past them)")
+                  .arg(ranks.toString()));
+        for (int n : sized.value_or(std::vector<int>{})) s.ranks << n;
+        s.sizedTo = ranks.toString();
+        s.cores = m_cores;
+      }
+      for (const QJsonValue& v : ranks.toArray()) {
         if (!isInt(v) || v.toInt() < 1) bad("'ranks' holds whole numbers of ranks, 1 or more");
         s.ranks << v.toInt();
       }
-      if (s.ranks.isEmpty()) bad("'ranks' is missing: a list such as [1, 2, 4, 8]");
+      if (s.ranks.isEmpty() && !ranks.isString())
+        bad("'ranks' is missing: a list such as [1, 2, 4, 8], or \"cores\"");
       if (!std::is_sorted(s.ranks.begin(), s.ranks.end())) bad("'ranks' must be in increasing order");
       s.steps = o.value("steps").toInt(s.steps);
       s.warmup = o.value("warmup").toInt(s.warmup);
@@ -380,16 +394,28 @@ class LessonParser {
     }
   }
 
-  // Checks that need the whole step: references into its experiment.
-  void finishStep(const Step& s) {
+  // Checks that need the whole step: references into its experiment. The machine's inputs are
+  // fixed here, for the machine the lesson is loaded on: "$cores" its cores, "$sweep_max" the
+  // largest rank count of the step's sweep.
+  void finishStep(Step& s) {
     if (s.prediction) {
       for (const QString& k : s.prediction->inputs.keys()) {
         const QJsonValue v = s.prediction->inputs.value(k);
         if (!v.isString()) continue;
         const QString flag = v.toString().mid(1);
-        if (!s.experiment || !s.experiment->value(flag).isDouble())
+        if (flag == "cores") {
+          s.prediction->inputs.insert(k, m_cores);
+        } else if (flag == "sweep_max") {
+          if (s.sweep && !s.sweep->ranks.isEmpty())
+            s.prediction->inputs.insert(k, s.sweep->ranks.last());
+          else
+            error(s.prediction->line,
+                  QString("prediction: input '%1' reads '$sweep_max' but the step has no ```sweep")
+                      .arg(k));
+        } else if (!s.experiment || !s.experiment->value(flag).isDouble()) {
           error(s.prediction->line, QString("prediction: input '%1' reads '%2' but the step's experiment gives no "
                                             "number for it").arg(k, flag));
+        }
       }
     }
     const bool runsBench = s.bench && !s.bench->kind.isEmpty();
@@ -401,14 +427,15 @@ class LessonParser {
 
   QStringList m_lines;
   QString m_where;
+  int m_cores;  // what sweeps sized to the machine and "$cores" are resolved for
   Lesson m_lesson;
   QStringList m_errors;
 };
 
 }  // namespace
 
-ParseResult parseLesson(const QString& text, const QString& slug, const QString& path) {
-  return LessonParser(text, slug, path).run();
+ParseResult parseLesson(const QString& text, const QString& slug, const QString& path, int cores) {
+  return LessonParser(text, slug, path, cores).run();
 }
 
 QString lessonsRoot() {
@@ -421,7 +448,7 @@ QString lessonsRoot() {
 #endif
 }
 
-ParseResult loadLesson(const QString& lessonDir) {
+ParseResult loadLesson(const QString& lessonDir, int cores) {
   const QString path = QDir(lessonDir).filePath("lesson.md");
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) {
@@ -429,16 +456,16 @@ ParseResult loadLesson(const QString& lessonDir) {
     r.errors << path + ": cannot be read (" + f.errorString() + ")";
     return r;
   }
-  return parseLesson(QString::fromUtf8(f.readAll()), QDir(lessonDir).dirName(), path);
+  return parseLesson(QString::fromUtf8(f.readAll()), QDir(lessonDir).dirName(), path, cores);
 }
 
-LibraryResult loadLessons(const QString& lessonsRoot) {
+LibraryResult loadLessons(const QString& lessonsRoot, int cores) {
   LibraryResult out;
   const QDir root(lessonsRoot);
   const QStringList dirs = root.entryList({"[0-9][0-9]-*"}, QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
   if (dirs.isEmpty()) out.errors << lessonsRoot + ": no lesson directories (NN-slug) found";
   for (const QString& d : dirs) {
-    ParseResult r = loadLesson(root.filePath(d));
+    ParseResult r = loadLesson(root.filePath(d), cores);
     out.errors << r.errors;
     if (r.lesson) out.lessons << *r.lesson;
   }
@@ -537,13 +564,22 @@ std::optional<double> metricAt(const QJsonObject& root, const QString& path) {
       const QString sel = path.mid(i + 1, close - i - 1);
       const QJsonArray a = cur.toArray();
       const int eq = int(sel.indexOf('='));
-      if (eq < 0) {
+      if (sel == "first" || sel == "last") {  // a sweep's smallest or largest rank count
+        if (a.isEmpty()) return std::nullopt;
+        cur = sel == "first" ? a.first() : a.last();
+      } else if (eq < 0) {
         bool ok = false;
         const int idx = sel.toInt(&ok);
         if (!ok || idx < 0 || idx >= a.size()) return std::nullopt;
         cur = a.at(idx);
       } else {
-        const QString key = sel.left(eq), want = sel.mid(eq + 1);
+        const QString key = sel.left(eq);
+        QString want = sel.mid(eq + 1);
+        if (want.startsWith('$')) {  // a number of the object's top level, e.g. $cores
+          const QJsonValue top = root.value(want.mid(1));
+          if (!top.isDouble()) return std::nullopt;
+          want = QString::number(top.toDouble(), 'g', 15);
+        }
         bool found = false;
         for (const QJsonValue& e : a) {
           const QJsonValue k = e.toObject().value(key);
@@ -611,6 +647,15 @@ std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep, 
   if (error)
     *error = QString("no fit: the fitted value lies %1").arg(QString::fromStdString(caveat));
   return std::nullopt;
+}
+
+QString fitNote(const Step& s) {
+  if (!s.sweep || s.sweep->ranks.isEmpty() || !s.compare) return {};
+  const QString metric = s.compare->metric.simplified();
+  if (metric != "amdahl_p" && metric != "gustafson_serial_fraction") return {};
+  // runSweep measures 1 rank first, whatever the list starts with.
+  const int cores = s.sweep->cores > 0 ? s.sweep->cores : machineCores();
+  return "fitted on " + QString::fromStdString(fitBasis(1, s.sweep->ranks.last(), cores));
 }
 
 QStringList glossaryReferences(const QString& markdown) {

@@ -36,9 +36,13 @@ struct Compare {
   int line = 0;
 };
 
-// A scaling sweep of the step's experiment: the same run at each rank count.
+// A scaling sweep of the step's experiment: the same run at each rank count. Its `ranks` are a
+// list, or sized to the machine the lesson is loaded on: "cores" (1, 2, 4, ... up to the cores)
+// or "K*cores" (on past them to K x the cores), resolved by the engine's coresSizedRanks.
 struct Sweep {
-  QList<int> ranks;
+  QList<int> ranks;  // as run on this machine
+  QString sizedTo;   // "cores", "2*cores", ...; "" for a listed sweep
+  int cores = 0;     // the machine's cores it was sized to (0 for a listed sweep)
   int steps = 10;   // timed steps per point (median)
   int warmup = 2;   // untimed steps before them
   int line = 0;
@@ -106,18 +110,21 @@ struct ParseResult {
   QStringList errors;  // "lesson.md:12: prediction: 'formula' is missing", ...
 };
 
-// Parses the text of one lesson.md; `slug` is its directory name.
-ParseResult parseLesson(const QString& text, const QString& slug, const QString& path = {});
+// Parses the text of one lesson.md; `slug` is its directory name. Sweeps sized to the machine
+// and the inputs "$cores" and "$sweep_max" are resolved for `cores` (0: this machine's,
+// paralab::machineCores(); a number to see the lesson as a machine with that many would).
+ParseResult parseLesson(const QString& text, const QString& slug, const QString& path = {},
+                        int cores = 0);
 // Where the lessons are: $PARALAB_LESSONS_DIR when set, else the source tree's lessons/.
 QString lessonsRoot();
 // Reads and parses <dir>/lesson.md.
-ParseResult loadLesson(const QString& lessonDir);
+ParseResult loadLesson(const QString& lessonDir, int cores = 0);
 // Every lessons/NN-*/lesson.md under `lessonsRoot`, in order of NN; errors of all of them.
 struct LibraryResult {
   QList<Lesson> lessons;
   QStringList errors;
 };
-LibraryResult loadLessons(const QString& lessonsRoot);
+LibraryResult loadLessons(const QString& lessonsRoot, int cores = 0);
 
 // [SECTION] Capabilities. A need is "kind:name"; the app gathers what the engine offers
 // (engine_bridge.h: strategy:<name> for every row of the strategy table, device:cpu,
@@ -138,7 +145,9 @@ std::optional<double> referenceValue(const Prediction& p, const QJsonObject& exp
 QHash<QString, double> resolvedInputs(const Prediction& p, const QJsonObject& experiment,
                                       QString* error = nullptr);
 // A number at a metric path in a JSON object: "loss", "ranks[0].mem.params",
-// "points[ranks=8].speedup" (an array element chosen by a field's value). Booleans count as 0/1.
+// "points[ranks=8].speedup" (an array element chosen by a field's value),
+// "points[ranks=$cores].speedup" (the value a number of the object's top level: a sweep's
+// `cores`), "points[first].step_ms", "points[last].speedup". Booleans count as 0/1.
 std::optional<double> metricAt(const QJsonObject& root, const QString& path);
 // The measured value of a comparison: over a run's step objects (each as `paralab-run --json`
 // prints it), among the steps that report the metric; or of a sweep's object, where a fitted
@@ -148,6 +157,10 @@ std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& 
                                     QString* error = nullptr);
 std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,
                                     QString* error = nullptr);
+// Where a step compares its sweep's fitted fraction (amdahl_p, gustafson_serial_fraction):
+// what the fit stands on, "fitted on ranks 1–8, cores shared past 2" (the engine's fitBasis,
+// for the ranks the sweep runs and the cores it runs them on); "" for any other step.
+QString fitNote(const Step& s);
 
 // Glossary references written [[term]] or [[term|shown words]] in a text, in order.
 QStringList glossaryReferences(const QString& markdown);

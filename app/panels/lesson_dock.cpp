@@ -41,7 +41,7 @@ LessonDock::LessonDock(const QStringList& capabilities, const Paths& paths, QWid
       m_progress(paths.progress),
       m_deck(paths.flashcards) {
   setObjectName("lessonDock");
-  const LibraryResult lib = loadLessons(paths.lessons);
+  const LibraryResult lib = loadLessons(paths.lessons, paths.cores);
   m_lessons = lib.lessons;
   m_errors = lib.errors;
   m_glossary = Glossary::load(paths.lessons + "/glossary.md", &m_errors);

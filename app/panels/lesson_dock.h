@@ -38,6 +38,7 @@ class LessonDock : public QDockWidget {
     QString lessons = lessons::lessonsRoot();
     QString progress = lessons::Progress::defaultPath();
     QString flashcards = lessons::FlashcardDeck::defaultPath();
+    int cores = 0;  // sweeps sized to the machine are sized for these (0: this machine's)
   };
   // `capabilities`: what the engine offers (lessons::engineCapabilities()); lessons and steps
   // needing more are shown as "coming" with the reason and cannot be run.

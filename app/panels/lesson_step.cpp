@@ -50,6 +50,21 @@ QString experimentText(const QJsonObject& experiment) {
   return parts.join(", ");
 }
 
+// "  — swept over 1, 2, 4 ranks", and for a sweep sized to the machine how that came about.
+QString sweptText(const Step& s) {
+  if (!s.sweep) return {};
+  QStringList r;
+  for (int n : s.sweep->ranks) r << QString::number(n);
+  const QString swept = QObject::tr("  — swept over %1 ranks").arg(r.join(", "));
+  if (s.sweep->sizedTo.isEmpty()) return swept;
+  // A 1-core machine still sweeps 1 and 2 ranks: a sweep of one point shows nothing.
+  const QString cores =
+      s.sweep->cores == 1 ? QObject::tr("1 core") : QObject::tr("%1 cores").arg(s.sweep->cores);
+  return swept + (s.sweep->sizedTo == "cores"
+                      ? QObject::tr(" (this machine's %1)").arg(cores)
+                      : QObject::tr(" (past this machine's %1)").arg(cores));
+}
+
 // "GEMM ladder, n = 512, every core, median of 3 calls": what the step's benchmark measures.
 QString benchText(const Bench& b) {
   const int threads = int(benchOption(b, "threads"));
@@ -102,14 +117,7 @@ void LessonDock::showStepTools(const Step& s) {
   m_tools->setCurrentWidget(m_stepTools);
   m_experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
   m_experimentLabel->setVisible(s.experiment.has_value());
-  if (s.experiment)
-    m_experimentLabel->setText(experimentText(*s.experiment) +
-                               (s.sweep ? tr("  — swept over %1 ranks").arg([&] {
-                                 QStringList r;
-                                 for (int n : s.sweep->ranks) r << QString::number(n);
-                                 return r.join(", ");
-                               }())
-                                        : QString()));
+  if (s.experiment) m_experimentLabel->setText(experimentText(*s.experiment) + sweptText(s));
   QString why;
   for (const QString& n : missing) why += describeMissing(n) + "\n";
   const bool runsBench = s.bench && !s.bench->kind.isEmpty() && !s.experiment;
@@ -238,7 +246,9 @@ QString LessonDock::comparisonText() const {
         .arg(label, value,
              source.isEmpty() ? QString()
                               : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>",
-             note.isEmpty() ? QString() : "<br><small>" + note.toHtmlEscaped() + "</small>");
+             note.isEmpty()
+                 ? QString()
+                 : "<br><small>" + note.toHtmlEscaped().replace('\n', "<br>") + "</small>");
   };
   QString html = typing + "<table cellspacing='0' cellpadding='2'>";
   // Every attempt, the first one first: a second guess never hides the first.
@@ -272,7 +282,12 @@ QString LessonDock::comparisonText() const {
       if (const QString m = ref ? miss(*ref, *m_measured) : QString(); !m.isEmpty())
         misses << tr("the reference: %1").arg(m);
     }
-    html += row(tr("Measured"), measured, s->compare->metric, misses.join("; "));
+    // A fitted fraction says what it stands on, on a line of its own: the ranks and whether
+    // they shared the cores.
+    const QString basis = fitNote(*s);
+    html += row(tr("Measured"), measured, s->compare->metric,
+                basis.isEmpty() || misses.isEmpty() ? basis + misses.join("; ")
+                                                    : basis + "\n" + misses.join("; "));
   }
   html += "</table>";
   if (!p.reasoning.isEmpty())

@@ -173,17 +173,21 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
   QString fit;
   if (result.points.size() >= 2) {
     const bool weak = result.scaling == "weak";
+    const QString basis = QString::fromStdString(
+        fitBasis(result.points.front().ranks, result.points.back().ranks, result.cores));
     // A fitted fraction outside 0..1 is no fraction of the work: said in words, no number.
     if (const std::string caveat = fitCaveat(result); !caveat.empty())
-      fit = tr("%1's law does not fit these points: the fitted fraction lies %2")
-                .arg(weak ? "Gustafson" : "Amdahl", QString::fromStdString(caveat));
-    else
-      fit = weak ? tr("Gustafson fit (reference): serial fraction s = %1, R² = %2")
-                       .arg(result.gustafson.s, 0, 'f', 3)
-                       .arg(result.gustafson.r2, 0, 'f', 3)
-                 : tr("Amdahl fit (reference): parallel fraction p = %1, R² = %2")
-                       .arg(result.amdahl.p, 0, 'f', 3)
-                       .arg(result.amdahl.r2, 0, 'f', 3);
+      fit = tr("%1's law does not fit these points (%2): the fitted fraction lies %3")
+                .arg(weak ? "Gustafson" : "Amdahl", basis, QString::fromStdString(caveat));
+    else  // with what it stands on: the ranks fitted and whether they shared the cores
+      fit = (weak ? tr("Gustafson fit (reference, fitted on %1): serial fraction s = %2, R² = %3")
+                        .arg(basis)
+                        .arg(result.gustafson.s, 0, 'f', 3)
+                        .arg(result.gustafson.r2, 0, 'f', 3)
+                  : tr("Amdahl fit (reference, fitted on %1): parallel fraction p = %2, R² = %3")
+                        .arg(basis)
+                        .arg(result.amdahl.p, 0, 'f', 3)
+                        .arg(result.amdahl.r2, 0, 'f', 3));
     fit += ".";
     if (QString cores = QString::fromStdString(coresCaveat(result)); !cores.isEmpty())
       fit += " " + cores.left(1).toUpper() + cores.mid(1) + ".";

@@ -72,8 +72,8 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
                   p.speedup, 100 * p.efficiency,
                   r.scaling == "weak" ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
     // Every fit says the ranks it was fitted on: a fraction is only as good as that range.
-    const std::string over = "fitted on ranks " + std::to_string(r.points.front().ranks) + ".." +
-                             std::to_string(r.points.back().ranks);
+    const std::string over =
+        "fitted on " + fitBasis(r.points.front().ranks, r.points.back().ranks, r.cores);
     if (const std::string why = r.amdahl.caveat(); !why.empty())
       std::printf("Amdahl fit (reference, %s): p = %.3f (R^2 = %.3f), %s\n", over.c_str(),
                   r.amdahl.p, r.amdahl.r2, why.c_str());

@@ -182,10 +182,35 @@ nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
   return j;
 }
 
+int machineCores() { return std::max(1, int(std::thread::hardware_concurrency())); }
+
+std::optional<std::vector<int>> coresSizedRanks(const std::string& form, int cores) {
+  const bool multiple =
+      form.size() == 7 && form.substr(1) == "*cores" && form[0] >= '2' && form[0] <= '8';
+  if (form != "cores" && !multiple) return std::nullopt;
+  const int times = multiple ? form[0] - '0' : 1;
+  const int most = std::clamp(times * cores, 2, 64);  // 64: the engine's largest world
+  std::vector<int> out;
+  for (int n = 1; n < most; n *= 2) out.push_back(n);
+  if (cores < most) out.push_back(cores);  // the point at the cores, to compare past it with
+  out.push_back(most);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string fitBasis(int first, int last, int cores) {
+  const std::string over = "ranks " + std::to_string(first) + "–" + std::to_string(last);
+  if (cores <= 0) return over;
+  return over + (last <= cores ? ", a core each" : ", cores shared past " + std::to_string(cores));
+}
+
 std::vector<int> parseSweep(const std::string& spec) {
   const std::string prefix = "ranks=";
   if (spec.rfind(prefix, 0) != 0)
-    throw ConfigError("sweep: expected ranks=1,2,4,... (got '" + spec + "')");
+    throw ConfigError("sweep: expected ranks=1,2,4,..., ranks=cores or ranks=2*cores (got '" +
+                      spec + "')");
+  if (auto sized = coresSizedRanks(spec.substr(prefix.size()), machineCores())) return *sized;
   std::vector<int> out;
   std::stringstream ss(spec.substr(prefix.size()));
   std::string item;
@@ -196,7 +221,9 @@ std::vector<int> parseSweep(const std::string& spec) {
       if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
       out.push_back(n);
     } catch (const std::exception&) {
-      throw ConfigError("sweep: '" + item + "' is not a rank count (allowed: 1..64)");
+      throw ConfigError("sweep: '" + item +
+                        "' is not a rank count (allowed: 1..64, or ranks=cores, ranks=2*cores .. "
+                        "ranks=8*cores)");
     }
   }
   if (out.empty()) throw ConfigError("sweep: no rank counts given (e.g. ranks=1,2,4,8)");

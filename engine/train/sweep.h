@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,21 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
 // scaling, both fits, the configuration and a row per point; "emulated" under a link model.
 nlohmann::json toJson(const SweepResult& result, const RunConfig& base);
 
-// "ranks=1,2,4,8" -> {1, 2, 4, 8}; throws ConfigError naming the field otherwise.
+// [SECTION] Sweeps sized to the machine.
+// The machine's cores as the engine counts them: hardware threads, at least 1 (what runSweep
+// records and what a thread group compares its ranks with to call itself oversubscribed).
+int machineCores();
+// The rank counts a sweep sized to the machine runs, for a form "cores" (1, 2, 4, ... up to
+// `cores`, and `cores` itself) or "K*cores", K = 2..8 (the same continued to K x `cores`: the
+// points past the cores show what oversubscription looks like). Always at least {1, 2}; at most
+// 64 ranks. nullopt when `form` is neither.
+std::optional<std::vector<int>> coresSizedRanks(const std::string& form, int cores);
+// What a fit over ranks first..last stands on, for its label: "ranks 1–2, a core each" or
+// "ranks 1–8, cores shared past 2" (just "ranks 1–8" where `cores` is 0, not known).
+std::string fitBasis(int first, int last, int cores);
+
+// "ranks=1,2,4,8" -> {1, 2, 4, 8}; "ranks=cores", "ranks=2*cores": coresSizedRanks on this
+// machine; throws ConfigError naming the field otherwise.
 std::vector<int> parseSweep(const std::string& spec);
 
 }  // namespace paralab

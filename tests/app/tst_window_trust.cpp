@@ -157,6 +157,11 @@ void TestWindowTrust::chartsNameTheRunTheirDataCameFrom() {
 
   w.configPanel()->setConfig(quickConfig(20, 1, 48));
   QVERIFY(sweepToEnd(w, "1, 2"));
+  // The fit, in range or not, says what it stands on: the ranks and whether they had a core.
+  const QString fit = child<QLabel>(w.sweepPanel(), "sweepStatus")->text();
+  QVERIFY2(fit.contains("ranks 1–2, " +
+                        QString(machineCores() >= 2 ? "a core each" : "cores shared past 1")),
+           qPrintable(fit));
   QVERIFY2(speedup->subtitle().contains("H=48"), qPrintable(speedup->subtitle()));
   QVERIFY2(speedup->subtitle().contains("ranks 1, 2"), qPrintable(speedup->subtitle()));
   QVERIFY(ChartHub::isInView(speedup));  // a new sweep comes forward

@@ -87,7 +87,8 @@ class TstSweep : public QObject {
   void parse() {
     QCOMPARE(parseSweep("ranks=1,2,4,8"), (std::vector<int>{1, 2, 4, 8}));
     QCOMPARE(parseSweep("ranks=4,2,2"), (std::vector<int>{2, 4}));
-    for (const char* bad : {"ranks=", "ranks=0", "ranks=1,x", "nodes=1,2", "ranks=1,65"}) {
+    for (const char* bad : {"ranks=", "ranks=0", "ranks=1,x", "nodes=1,2", "ranks=1,65",
+                            "ranks=cores,2", "ranks=9*cores"}) {
       try {
         parseSweep(bad);
         QFAIL(bad);
@@ -95,6 +96,28 @@ class TstSweep : public QObject {
         QVERIFY2(QString(e.what()).startsWith("sweep:"), e.what());
       }
     }
+  }
+
+  void coresSized() {
+    // The rank counts for a core count given here, so the test is the same on every machine.
+    using V = std::vector<int>;
+    QCOMPARE(*coresSizedRanks("cores", 2), (V{1, 2}));
+    QCOMPARE(*coresSizedRanks("cores", 1), (V{1, 2}));  // always 1 and 2
+    QCOMPARE(*coresSizedRanks("cores", 6), (V{1, 2, 4, 6}));
+    QCOMPARE(*coresSizedRanks("cores", 16), (V{1, 2, 4, 8, 16}));
+    QCOMPARE(*coresSizedRanks("cores", 128), (V{1, 2, 4, 8, 16, 32, 64}));  // the engine's most
+    // Past the cores: the point at the cores stays, to compare the oversubscribed ones with.
+    QCOMPARE(*coresSizedRanks("2*cores", 2), (V{1, 2, 4}));
+    QCOMPARE(*coresSizedRanks("4*cores", 2), (V{1, 2, 4, 8}));
+    QCOMPARE(*coresSizedRanks("2*cores", 6), (V{1, 2, 4, 6, 8, 12}));
+    QCOMPARE(*coresSizedRanks("4*cores", 1), (V{1, 2, 4}));
+    for (const char* bad : {"", "core", "cores ", "1*cores", "9*cores", "2 * cores", "x*cores"})
+      QVERIFY2(!coresSizedRanks(bad, 2), bad);
+    QCOMPARE(parseSweep("ranks=cores"), *coresSizedRanks("cores", machineCores()));
+    QCOMPARE(parseSweep("ranks=2*cores"), *coresSizedRanks("2*cores", machineCores()));
+    QCOMPARE(fitBasis(1, 2, 2), std::string("ranks 1–2, a core each"));
+    QCOMPARE(fitBasis(1, 8, 2), std::string("ranks 1–8, cores shared past 2"));
+    QCOMPARE(fitBasis(1, 8, 0), std::string("ranks 1–8"));
   }
 
   void realSweepAndCancel() {

@@ -224,6 +224,48 @@ class TestLessons : public QObject {
                               .arg(p.line).arg(value)));
   }
 
+  // The lessons as machines with other core counts load them: sweeps sized to the cores change
+  // their rank counts, and every prediction and comparison must still hold. Each sweep's
+  // comparison is evaluated on a sweep analysed from modelled step times (10 % serial).
+  void lessonsHoldOnAnyCoreCount() {
+    for (int cores : {1, 2, 3, 6, 16}) {
+      const LibraryResult lib = loadLessons(kRoot, cores);
+      QVERIFY2(lib.errors.isEmpty(), qPrintable(lib.errors.join('\n')));
+      for (const Lesson& l : lib.lessons)
+        for (const Step& s : l.steps) {
+          const QString where = QString("%1 line %2, %3 cores").arg(l.slug).arg(s.line).arg(cores);
+          QString error;
+          if (s.prediction) {
+            const auto v =
+                referenceValue(*s.prediction, s.experiment.value_or(QJsonObject()), &error);
+            QVERIFY2(v && std::isfinite(*v), qPrintable(where + ": " + error));
+            if (s.prediction->expect)
+              QVERIFY2(std::abs(*v - *s.prediction->expect) <=
+                           halfUnit(*s.prediction->expect) * (1 + 1e-9),
+                       qPrintable(QString("%1: '%2' gives %3, the text states %4")
+                                      .arg(where, s.prediction->formula)
+                                      .arg(*v)
+                                      .arg(asWritten(*s.prediction->expect))));
+          }
+          if (!s.sweep || !s.compare || !s.experiment) continue;
+          std::vector<int> ranks(s.sweep->ranks.begin(), s.sweep->ranks.end());
+          if (ranks.front() != 1) ranks.insert(ranks.begin(), 1);
+          const auto config = configFromExperiment(*s.experiment, &error);
+          QVERIFY2(config, qPrintable(where + ": " + error));
+          // Strong: T(N) = T1 (0.1 + 0.9 / N); weak: S(N) = N - 0.1 (N - 1).
+          std::vector<double> ms;
+          for (int n : ranks)
+            ms.push_back(config->scaling == "weak" ? 10.0 * n / (n - 0.1 * (n - 1))
+                                                   : 10.0 * (0.1 + 0.9 / n));
+          SweepResult r = analyseSweep(config->scaling, ranks, ms, config->batch);
+          r.cores = cores;
+          const auto m = measuredValue(*s.compare, sweepJson(r, *config), &error);
+          QVERIFY2(m && std::isfinite(*m),
+                   qPrintable(where + ": compare '" + s.compare->metric + "': " + error));
+        }
+    }
+  }
+
   void comparedMetricsAreDefined() {
     const QSet<QString> defined = definedMetrics();
     QVERIFY2(defined.contains("samples_per_s") && defined.contains("mem.optimizer"),

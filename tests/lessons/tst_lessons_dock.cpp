@@ -29,6 +29,7 @@
 #include "panels/lesson_dock.h"
 #include "panels/review_page.h"
 #include "progress.h"
+#include "train/sweep.h"
 
 using namespace paralab;
 
@@ -44,6 +45,12 @@ class TestLessonDock : public QObject {
     p.flashcards = m_dir.filePath("flashcards.json");
     return p;
   }
+  // The same, with a progress file of its own in `dir`: a test that locks predictions.
+  LessonDock::Paths pathsIn(const QTemporaryDir& dir) const {
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    return p;
+  }
   // Types `text` as the prediction and presses Lock in.
   static void lock(LessonDock& d, const QString& text) {
     auto* edit = d.findChild<QLineEdit*>("lessonPrediction");
@@ -54,6 +61,12 @@ class TestLessonDock : public QObject {
   // Where `w` is in its window: what the pointer aims at.
   static QRect placeOf(const QWidget* w) {
     return QRect(w->mapTo(w->window(), QPoint(0, 0)), w->size());
+  }
+  // Shows the dock at the width it has beside the charts (~380 px).
+  static void showNarrow(LessonDock& dock) {
+    dock.resize(380, 900);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
   }
   static int slugIndex(const LessonDock& d, const QString& slug) {
     for (int i = 0; i < d.lessons().size(); ++i)
@@ -90,9 +103,11 @@ class TestLessonDock : public QObject {
   }
 
   void predictionReferenceMeasurement() {
-    LessonDock dock(m_caps, paths());
+    LessonDock::Paths p = paths();
+    p.cores = 8;  // as an 8-core machine sees the lesson, whatever this one has
+    LessonDock dock(m_caps, p);
     dock.openLesson(slugIndex(dock, "02-amdahl"));
-    dock.openPage(2);  // measure the speedup: a sweep over 1, 2, 4, 8 ranks
+    dock.openPage(2);  // measure the speedup: a sweep over 1, 2, 4, 8 ranks (up to the cores)
     QVERIFY(dock.currentStep()->sweep);
     QVERIFY(dock.comparisonText().contains("Lock in"));
     QSignalSpy swept(&dock, &LessonDock::runSweep);
@@ -160,9 +175,7 @@ class TestLessonDock : public QObject {
   // describe the run, in words, and shows no number for it.
   void fitOutsideItsRangeIsWords() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
+    LessonDock dock(m_caps, pathsIn(dir));
     dock.openLesson(slugIndex(dock, "02-amdahl"));
     int page = 0;
     for (int i = 1; i < dock.pageCount() && !page; ++i) {
@@ -186,8 +199,7 @@ class TestLessonDock : public QObject {
   void lockedPredictionStaysLocked() {
     const QString slug = "02-amdahl";
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
+    LessonDock::Paths p = pathsIn(dir);
     {
       LessonDock dock(m_caps, p);
       dock.openLesson(slugIndex(dock, slug));
@@ -243,9 +255,7 @@ class TestLessonDock : public QObject {
   // read is said, not dropped.
   void percentIsReadAsItSays() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
+    LessonDock dock(m_caps, pathsIn(dir));
     dock.openLesson(slugIndex(dock, "11-pipeline"));
     int page = 0;
     for (int p = 1; p < dock.pageCount() && !page; ++p) {
@@ -271,12 +281,9 @@ class TestLessonDock : public QObject {
   // read, when a line says progress cannot be saved.
   void buttonsStayPut() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
+    const LessonDock::Paths p = pathsIn(dir);
     LessonDock dock(m_caps, p);
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    showNarrow(dock);
     dock.openLesson(slugIndex(dock, "02-amdahl"));
     dock.openPage(2);
     const QStringList names = {"lessonLock", "lessonRun", "lessonApply", "lessonPrediction"};
@@ -325,9 +332,7 @@ class TestLessonDock : public QObject {
     LessonDock::Paths p = paths();
     p.flashcards = dir.filePath("cards.json");
     LessonDock dock(m_caps, p);
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    showNarrow(dock);
     dock.openLesson(slugIndex(dock, "05-data-parallel"));
     dock.openPage(dock.pageCount() - 1);
     auto* show = dock.findChild<QPushButton*>("cardShow");
@@ -372,9 +377,7 @@ class TestLessonDock : public QObject {
   // A finished lesson's ✓ shows in the list at once, not after a restart.
   void finishedLessonTicksAtOnce() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
-    p.progress = dir.filePath("progress.json");
-    LessonDock dock(m_caps, p);
+    LessonDock dock(m_caps, pathsIn(dir));
     const int l = slugIndex(dock, "03-gustafson");
     auto* picker = dock.findChild<QComboBox*>("lessonPicker");
     dock.openLesson(l);
@@ -417,9 +420,7 @@ class TestLessonDock : public QObject {
   // looked at as a learner would.
   void everyPageFitsANarrowDock() {
     LessonDock dock(m_caps, paths());
-    dock.resize(380, 900);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    showNarrow(dock);
     const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
     QDir().mkpath(shots);
     for (int l = 0; l < dock.lessons().size(); ++l) {
@@ -456,6 +457,50 @@ class TestLessonDock : public QObject {
         QVERIFY2(!q->text().contains('`'), qPrintable(q->text()));
       }
     }
+  }
+
+  // Amdahl's timing sweeps are sized to this machine's cores, and the step that goes past them
+  // says so; a fitted p says what it stands on. Each page is saved with its comparison
+  // (build/screenshots/lessons/sized-<page>.png) to be looked at as a learner would.
+  void machineSizedStepsSayWhatTheyStandOn() {
+    QTemporaryDir dir;
+    LessonDock dock(m_caps, pathsIn(dir));
+    showNarrow(dock);
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
+    QDir().mkpath(shots);
+    const int cores = machineCores();
+    QStringList sized;
+    for (int page = 1; page < dock.pageCount(); ++page) {
+      dock.openPage(page);
+      const lessons::Step* s = dock.currentStep();
+      if (!s || !s->sweep || s->sweep->sizedTo.isEmpty()) continue;
+      sized << s->sweep->sizedTo;
+      QString shown;
+      for (QLabel* l : dock.findChildren<QLabel*>())
+        if (l->isVisible() && l->text().contains("swept over")) shown = l->text();
+      QVERIFY2(shown.contains(QString("this machine's %1 core").arg(cores)), qPrintable(shown));
+      QCOMPARE(shown.contains("(past this machine's"), s->sweep->sizedTo != "cores");
+      lock(dock, "1");
+      // A sweep as this machine would measure it: 80 % efficient up to the cores, flat past.
+      QJsonArray points;
+      for (int n : s->sweep->ranks)
+        points.append(
+            QJsonObject{{"ranks", n}, {"speedup", n == 1 ? 1 : 0.8 * std::min(n, cores)}});
+      dock.showSweepResult(QJsonObject{{"cores", cores},
+                                       {"amdahl_p", 0.6},
+                                       {"gustafson_serial_fraction", 0.3},
+                                       {"points", points}});
+      const QString text = dock.comparisonText();
+      QVERIFY2(!text.contains("run the experiment"), qPrintable(text));
+      if (s->compare->metric == "amdahl_p")
+        QVERIFY2(text.contains(QString("fitted on ranks 1–%1").arg(s->sweep->ranks.last())) &&
+                     text.contains(lessons::fitNote(*s)),
+                 qPrintable(text));
+      QApplication::processEvents();
+      QVERIFY(dock.grab().save(QString("%1/sized-%2.png").arg(shots).arg(page, 2, 10, QChar('0'))));
+    }
+    QCOMPARE(sized, QStringList({"cores", "cores", "4*cores"}));
   }
 
   // A progress file the dock cannot write is said in the dock, not swallowed; so is nothing

@@ -2,6 +2,7 @@
 // mistake reported with its line, capabilities, metric paths and comparisons.
 // Run: ctest -R tst_lessons_format.
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QtTest>
 
 #include "lesson.h"
@@ -147,6 +148,17 @@ class TestLessonFormat : public QObject {
     QTest::newRow("no explain") << ", \"explain\": \"Because.\"" << "" << "compare: 'explain' is missing";
     QTest::newRow("bad over") << "\"median\"" << "\"max\"" << "'over' is one of first, last, median, mean";
     QTest::newRow("sweep order") << "[1, 2, 4]" << "[4, 2]" << "sweep: 'ranks' must be in increasing order";
+    QTest::newRow("sweep sizing")
+        << "[1, 2, 4]"
+        << "\"all cores\""
+        << ":45: sweep: 'ranks' is 'all cores', not a sizing: allowed \"cores\"";
+    QTest::newRow("sweep sizing factor") << "[1, 2, 4]"
+                                         << "\"9*cores\""
+                                         << ":45: sweep: 'ranks' is '9*cores', not a sizing";
+    QTest::newRow("sweep_max without sweep")
+        << "\"$ranks\""
+        << "\"$sweep_max\""
+        << "prediction: input 'N' reads '$sweep_max' but the step has no ```sweep";
     QTest::newRow("block outside step") << "Welcome." << "```experiment\n{}\n```" << "belongs inside a '## Step:'";
     QTest::newRow("duplicate block") << "## Step: Sweep it\n\n```experiment" << "```experiment\n{}\n```\n## Step: Sweep it\n\n```experiment" << "at most one ```experiment";
     QTest::newRow("answerless card") << "A: Yes." << "" << "this 'Q:' has no 'A:'";
@@ -168,6 +180,57 @@ class TestLessonFormat : public QObject {
     const ParseResult r = parseLesson(text, "07-tiny");
     QVERIFY(!r.lesson);
     QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
+  }
+
+  void machineSizedSweeps_data() {
+    QTest::addColumn<int>("cores");
+    QTest::addColumn<QList<int>>("upTo");  // "cores"
+    QTest::addColumn<QList<int>>("past");  // "2*cores"
+    QTest::addColumn<QString>("basis");    // what a fit over "2*cores" stands on
+    QTest::newRow("1 core") << 1 << QList<int>{1, 2} << QList<int>{1, 2}
+                            << "fitted on ranks 1–2, cores shared past 1";
+    QTest::newRow("2 cores") << 2 << QList<int>{1, 2} << QList<int>{1, 2, 4}
+                             << "fitted on ranks 1–4, cores shared past 2";
+    QTest::newRow("6 cores") << 6 << QList<int>{1, 2, 4, 6} << QList<int>{1, 2, 4, 6, 8, 12}
+                             << "fitted on ranks 1–12, cores shared past 6";
+  }
+  // A sweep sized to the machine, and the inputs that follow it, as machines with 1, 2 and 6
+  // cores see them: the core count is given, so the test is the same on every machine.
+  void machineSizedSweeps() {
+    QFETCH(int, cores);
+    QFETCH(QList<int>, upTo);
+    QFETCH(QList<int>, past);
+    QFETCH(QString, basis);
+    const QString listed = "{\"ranks\": [1, 2, 4], \"steps\": 3, \"warmup\": 1}\n```\n";
+    const QString predicted =
+        "\n```prediction\n{\"ask\": \"Past?\", \"formula\": \"N / C\", \"inputs\": {\"N\": "
+        "\"$sweep_max\", \"C\": \"$cores\"}, \"unit\": \"\"}\n```\n\n```compare\n{\"metric\": "
+        "\"amdahl_p\", \"unit\": \"\", \"explain\": \"Why.\"}\n```\n";
+    for (const QString form : {"cores", "2*cores"}) {
+      QString text = QString(kLesson);
+      QVERIFY(text.contains(listed));
+      text.replace(listed, QString(listed).replace("[1, 2, 4]", "\"" + form + "\"") + predicted);
+      const ParseResult r = parseLesson(text, "07-tiny", {}, cores);
+      QVERIFY2(r.errors.isEmpty(), qPrintable(r.errors.join('\n')));
+      const Step& s = r.lesson->steps[1];
+      QCOMPARE(s.sweep->sizedTo, form);
+      QCOMPARE(s.sweep->cores, cores);
+      QCOMPARE(s.sweep->ranks, form == "cores" ? upTo : past);
+      // "$sweep_max" is the sweep's largest rank count here, "$cores" the cores.
+      QString error;
+      const auto ref = referenceValue(*s.prediction, *s.experiment, &error);
+      QVERIFY2(ref, qPrintable(error));
+      QCOMPARE(*ref, double(s.sweep->ranks.last()) / cores);
+      if (form == "2*cores")
+        QCOMPARE(fitNote(s), basis);
+      else if (cores >= 2)
+        QCOMPARE(fitNote(s), QString("fitted on ranks 1–%1, a core each").arg(cores));
+    }
+    // A listed sweep is as written, on any machine; the first step compares no fit.
+    const Lesson listedLesson = *parseLesson(kLesson, "07-tiny", {}, cores).lesson;
+    QCOMPARE(listedLesson.steps[1].sweep->ranks, QList<int>({1, 2, 4}));
+    QVERIFY(listedLesson.steps[1].sweep->sizedTo.isEmpty());
+    QCOMPARE(fitNote(listedLesson.steps[0]), QString());
   }
 
   void capabilities() {
@@ -230,6 +293,35 @@ class TestLessonFormat : public QObject {
                                                   QJsonObject{{"ranks", 8}, {"speedup", 4.7}}}}};
     c.metric = "points[ranks=8].speedup";
     QCOMPARE(*measuredValue(c, sweep), 4.7);
+  }
+
+  // The sweep's first and last points and the point at its cores, in a sweep recorded on a
+  // 2-core machine: paralab-run --sweep 'ranks=4*cores' --hidden 64 --batch 128 --steps 3
+  // --eval-every 0 --json (the configuration left out).
+  void sweepSelectors() {
+    const QByteArray recorded =
+        R"({"amdahl_p": -3.5048865858408442, "amdahl_r2": 0.8347592290692387,
+      "cores": 2, "gustafson_r2": 0.5037779137722749, "gustafson_serial_fraction": 1.1335881828364467,
+      "points": [
+        {"efficiency": 1.0, "ranks": 1, "samples_per_s": 154548.86823139346, "speedup": 1.0, "step_ms": 0.828217},
+        {"efficiency": 0.2411645662504659, "ranks": 2, "samples_per_s": 74543.42154304883, "speedup": 0.4823291325009318, "step_ms": 1.71712},
+        {"efficiency": 0.11827454096367923, "ranks": 4, "samples_per_s": 73116.78578609685, "speedup": 0.4730981638547169, "step_ms": 1.750624},
+        {"efficiency": 0.02172631408186723, "ranks": 8, "samples_per_s": 26862.218017538933, "speedup": 0.17381051265493783, "step_ms": 4.765057}],
+      "scaling": "strong", "schema": 1, "sweep": true})";
+    const QJsonObject sweep = QJsonDocument::fromJson(recorded).object();
+    QVERIFY(!sweep.isEmpty());
+    QCOMPARE(*metricAt(sweep, "points[first].step_ms"), 0.828217);
+    QCOMPARE(*metricAt(sweep, "points[first].ranks"), 1.0);
+    QCOMPARE(*metricAt(sweep, "points[last].ranks"), 8.0);
+    QCOMPARE(*metricAt(sweep, "points[last].speedup"), 0.17381051265493783);
+    QCOMPARE(*metricAt(sweep, "points[ranks=$cores].speedup"), 0.4823291325009318);
+    QVERIFY(!metricAt(sweep, "points[ranks=$nothing].speedup"));  // no such number at the top
+    QVERIFY(!metricAt(sweep, "points[ranks=$scaling].speedup"));  // a string, not a number
+    QVERIFY(!metricAt(QJsonObject{{"points", QJsonArray{}}}, "points[last].speedup"));
+    // The oversubscription step's comparison: 8 ranks' speedup against 2 ranks' (the cores).
+    Compare c;
+    c.metric = "points[last].speedup / points[ranks=$cores].speedup";
+    QCOMPARE(*measuredValue(c, sweep), 0.17381051265493783 / 0.4823291325009318);
   }
 };
 
