@@ -15,6 +15,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRadioButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBlock>
@@ -87,6 +88,98 @@ class TestLessonDock : public QObject {
     QCOMPARE(c.hidden, 256);
     QCOMPARE(c.batch, 256);
     QCOMPARE(c.evalEvery, 50);
+  }
+
+  // A prediction with choices: picked with a radio button, locked before the run; after the run
+  // the step shows the pick, the reference answer and the measured one with each choice's value,
+  // all kept for the score. Saved at the dock's narrow width before the lock, after it and after
+  // the run (build/screenshots/lessons/choice-*.png), with nothing cut.
+  void choicePickedRunAndShown() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = paths();
+    p.progress = dir.filePath("progress.json");
+    LessonDock dock(m_caps, p);
+    dock.resize(380, 900);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
+    QDir().mkpath(shots);
+    dock.openLesson(slugIndex(dock, "06-communication"));
+    const auto& steps = dock.lessons()[dock.currentLesson()].steps;
+    int page = 0;
+    for (int i = 0; i < steps.size(); ++i)
+      if (steps[i].title == "Who waits, who works") page = i + 1;
+    QVERIFY(page > 0);
+    dock.openPage(page);
+    const auto fits = [&](const QString& shot) {
+      QApplication::processEvents();
+      QVERIFY2(dock.minimumSizeHint().width() <= 380,
+               qPrintable(QString("needs %1 px").arg(dock.minimumSizeHint().width())));
+      for (QLabel* label : dock.findChildren<QLabel*>())
+        if (label->isVisible() && label->wordWrap() && !label->text().isEmpty())
+          QVERIFY2(label->height() >= label->heightForWidth(label->width()),
+                   qPrintable(QString("%1: '%2' has %3 of %4 px")
+                                  .arg(shot, label->text().left(60))
+                                  .arg(label->height())
+                                  .arg(label->heightForWidth(label->width()))));
+      QVERIFY(dock.grab().save(QString("%1/choice-%2.png").arg(shots, shot)));
+    };
+    QVERIFY(!dock.findChild<QLineEdit*>("lessonPrediction")->isVisible());
+    auto* run = dock.findChild<QPushButton*>("lessonRun");
+    auto* pick = dock.findChild<QRadioButton*>("lessonChoice2");
+    QVERIFY(pick && pick->isVisible() && pick->text() == "rank 2");
+    QVERIFY(!run->isEnabled());
+    fits("before");
+    // Lock in without a pick: said, nothing locked.
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    QVERIFY(!dock.predictionLocked());
+    QVERIFY2(dock.comparisonText().contains("Pick one of the answers first"),
+             qPrintable(dock.comparisonText()));
+    pick->click();
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    QVERIFY(dock.predictionLocked());
+    QVERIFY(!pick->isEnabled() && pick->isChecked());
+    QVERIFY(run->isEnabled());
+    QString text = dock.comparisonText();
+    QVERIFY2(text.contains("Your choice") && text.contains("run the experiment") &&
+                 text.contains("Where the reference comes from"),
+             qPrintable(text));
+    fits("locked");
+    QSignalSpy ran(&dock, &LessonDock::runExperiment);
+    run->click();
+    QCOMPARE(ran.size(), 1);
+    QCOMPARE(ran.first().first().value<RunConfig>().ranks, 4);
+    // Idle times in ms of ranks 0..3 per step; the median over steps 3 to 5 (after the 2 warm-up
+    // steps): 95, 84, 18 and 93 — rank 0 measured most, and the lesson asks for the least.
+    QList<QJsonObject> run4;
+    for (const auto& idle : QList<QList<double>>{{600, 600, 170, 600},
+                                                 {10, 20, 15, 30},
+                                                 {40, 50, 2, 60},
+                                                 {95, 120, 18, 107},
+                                                 {101, 84, 34, 93}}) {
+      QJsonArray ranks;
+      for (double v : idle) ranks.append(QJsonObject{{"idle_ms", v}});
+      run4 << QJsonObject{{"ranks", ranks}};
+    }
+    dock.showRunResult(run4);
+    text = dock.comparisonText();
+    for (const char* shown : {"<td style='padding-right:12px'>Your choice</td><td><b>rank 2</b>",
+                              "<td style='padding-right:12px'>Reference</td><td><b>rank 2</b>",
+                              "<td style='padding-right:12px'>Measured</td><td><b>rank 2</b>",
+                              "The smallest value wins (median over the run)", "<b>95 ms</b>",
+                              "<b>84 ms</b>", "<b>18 ms</b>", "<b>93 ms</b>", "ranks[2].idle_ms",
+                              "your choice: the same; the reference: the same"})
+      QVERIFY2(text.contains(shown), qPrintable(QString("%1 in %2").arg(shown, text)));
+    fits("measured");
+    // Kept: back on the step, the measured answer is there; the score counts the choice.
+    dock.openPage(page - 1);
+    dock.openPage(page);
+    QVERIFY2(dock.comparisonText().contains("<b>18 ms</b>"), qPrintable(dock.comparisonText()));
+    dock.openPage(int(steps.size()));
+    QVERIFY2(dock.comparisonText().contains(
+                 "Choices: 1 of 1 first picks were the reference answer; 1 of 1 matched your "
+                 "measurement."),
+             qPrintable(dock.comparisonText()));
   }
 
   void predictionReferenceMeasurement() {
