@@ -127,6 +127,19 @@ A: Yes.
 
 class TestLessonFormat : public QObject {
   Q_OBJECT
+  // The data row's mistake (`from` replaced by `to` in `lesson`) is refused with `expected`.
+  static void expectMistake(const char* lesson, const QString& slug) {
+    QFETCH(QString, from);
+    QFETCH(QString, to);
+    QFETCH(QString, expected);
+    QString text = QString(lesson);
+    QVERIFY2(text.contains(from), qPrintable(from));
+    text.replace(text.indexOf(from), from.size(), to);
+    const ParseResult r = parseLesson(text, slug);
+    QVERIFY(!r.lesson);
+    QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
+  }
+
  private slots:
   void parsesEveryField() {
     const ParseResult r = parseLesson(kLesson, "07-tiny");
@@ -206,17 +219,7 @@ class TestLessonFormat : public QObject {
     QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";
     QTest::newRow("unclosed fence") << "## Flashcards" << "```text\n## Flashcards" << "a fenced block is not closed";
   }
-  void mistakesNameTheLine() {
-    QFETCH(QString, from);
-    QFETCH(QString, to);
-    QFETCH(QString, expected);
-    QString text = QString(kLesson);
-    QVERIFY2(text.contains(from), qPrintable(from));
-    text.replace(text.indexOf(from), from.size(), to);
-    const ParseResult r = parseLesson(text, "07-tiny");
-    QVERIFY(!r.lesson);
-    QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
-  }
+  void mistakesNameTheLine() { expectMistake(kLesson, "07-tiny"); }
 
   void capabilities() {
     const QStringList available{"strategy:sync", "device:cpu"};
@@ -320,17 +323,7 @@ class TestLessonFormat : public QObject {
     QTest::newRow("with a compare") << "## Step: Carry forward" << "```compare\n{\"metric\": \"loss\", \"explain\": \"x\"}\n```\n\n## Step: Carry forward"
         << ":23: compare: a prediction with choices is compared by its choices' metrics";
   }
-  void choiceMistakesNameTheLine() {
-    QFETCH(QString, from);
-    QFETCH(QString, to);
-    QFETCH(QString, expected);
-    QString text = QString(kChoiceLesson);
-    QVERIFY2(text.contains(from), qPrintable(from));
-    text.replace(text.indexOf(from), from.size(), to);
-    const ParseResult r = parseLesson(text, "09-who");
-    QVERIFY(!r.lesson);
-    QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
-  }
+  void choiceMistakesNameTheLine() { expectMistake(kChoiceLesson, "09-who"); }
 
   // The measured answer of a recorded run: each choice's median after the 2 warm-up steps
   // (steps 3 to 5), the smallest or largest of them.
