@@ -385,6 +385,7 @@ void LessonDock::openPage(int page) {
   m_progress.reachStep(l.slug, m_page);
   m_retrying = false;
   m_typingError.clear();
+  m_predictionEdit->clear();  // a new step starts empty (a locked prediction is filled in again)
   m_benchStatus.clear();
   if (m_page == pageCount() - 1) {
     m_progress.complete(l.slug);

@@ -230,6 +230,10 @@ class TestLessonDock : public QObject {
     dock.openPage(1);
     dock.openPage(2);
     QVERIFY2(dock.comparisonText().contains("4.25"), qPrintable(dock.comparisonText()));
+    // The next step's field starts empty, not with this step's locked 6.5.
+    dock.openPage(3);
+    QVERIFY(dock.currentStep()->prediction && !dock.predictionLocked());
+    QCOMPARE(dock.findChild<QLineEdit*>("lessonPrediction")->text(), QString());
     // The lesson's last step gives the score over its predictions.
     dock.openPage(int(dock.lessons()[dock.currentLesson()].steps.size()));
     QVERIFY2(dock.comparisonText().contains("Your score: ") &&
