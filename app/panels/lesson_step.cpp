@@ -1,6 +1,7 @@
-// LessonDock, a step's tools: its prediction (locked before the run), its experiment (applied
-// or run in the window) and the comparison of the prediction with the reference and the
-// measurement. The dock's layout and pages are in lesson_dock.cpp.
+// LessonDock, a step's tools: its prediction (a number typed, or one of its choices picked;
+// locked before the run), its experiment (applied or run in the window) and the comparison of
+// the prediction with the reference and the measurement. The dock's layout and pages are in
+// lesson_dock.cpp.
 // See tests/lessons/tst_lessons_dock.cpp and tst_lessons_typed_answer.cpp.
 #include <QButtonGroup>
 #include <QGridLayout>
