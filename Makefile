@@ -30,11 +30,12 @@ test: build
 
 # [SECTION] Sanitized builds, each in its own tree (cmake/Sanitizers.cmake; CTest timeouts scaled).
 # Host C++ only: CUDA and NCCL are left out (nvcc takes no -fsanitize; the emulated GPU tests
-# still run), and so is the window for now.
-SAN_ARGS = -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF -DPARALAB_WITH_GUI=OFF \
+# still run).
+SAN_ARGS = -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF \
   $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) $(CMAKE_ARGS)
 
-# AddressSanitizer + UndefinedBehaviorSanitizer (a finding fails the test): the whole suite.
+# AddressSanitizer + UndefinedBehaviorSanitizer (a finding fails the test): the whole suite,
+# the window's offscreen tests and the MPI runs included.
 # Not part of `make test`: on 2 cores the instrumented build alone outlasts CI's budget.
 test-asan: deps
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DPARALAB_SANITIZE=address $(SAN_ARGS)
@@ -48,7 +49,7 @@ TSAN_TESTS = tst_gemm tst_comm_thread tst_async_strategies tst_session tst_paral
   tst_model_parallel
 test-tsan: deps
 	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DPARALAB_SANITIZE=thread \
-	  -DPARALAB_WITH_MPI=OFF $(SAN_ARGS)
+	  -DPARALAB_WITH_MPI=OFF -DPARALAB_WITH_GUI=OFF $(SAN_ARGS)
 	cmake --build build-tsan -j $(JOBS) --target paralab-run $(TSAN_TESTS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(TSAN_TESTS))))$$'
 space := $(subst ,, )

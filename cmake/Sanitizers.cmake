@@ -32,11 +32,14 @@ endif()
 set(_supp ${PROJECT_SOURCE_DIR}/tests/sanitizers)
 # Tests with time bounds (tst_session) stretch them by the same factor as the timeouts.
 set(PARALAB_SANITIZE_ENV "PARALAB_TEST_TIME_SCALE=${PARALAB_SANITIZE_TIMEOUT_FACTOR}")
+# Qt Test's own watchdog (300 s per test function) stretched the same way.
+math(EXPR _qt_timeout_ms "300000 * ${PARALAB_SANITIZE_TIMEOUT_FACTOR}")
+list(APPEND PARALAB_SANITIZE_ENV "QTEST_FUNCTION_TIMEOUT=${_qt_timeout_ms}")
 if(PARALAB_SANITIZE STREQUAL "address")
-  # detect_stack_use_after_return stays off: the emulated GPU's fibres (kernels/cuda/host/fiber.h)
-  # switch stacks without telling ASan, whose fake stacks then search without end.
+  # detect_stack_use_after_return works with the emulated GPU's fibres because each switch tells
+  # ASan which stack it moves to (kernels/cuda/host/fiber.h).
   list(APPEND PARALAB_SANITIZE_ENV
-    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1"
+    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
     "LSAN_OPTIONS=suppressions=${_supp}/lsan.supp:print_suppressions=0")
 elseif(PARALAB_SANITIZE STREQUAL "thread")

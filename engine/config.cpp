@@ -11,8 +11,8 @@
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "data/dataset.h"
-#include "parallel/process_grid.h"
 #include "memory_estimate.h"
+#include "parallel/process_grid.h"
 #include "parallel/strategy.h"  // cudaRefusal, strategyFor
 #include "schema.h"
 
@@ -58,7 +58,12 @@ std::optional<std::string> RunConfig::validate() const {
     return "batch: the global batch (" + std::to_string(globalBatch()) +
            ") must hold at least one sample per rank (" + std::to_string(ranks) + " ranks)";
   if (auto err = validateLayout()) return err;
-  if (auto err = memoryRefusal(*this, machineMemoryBytes())) return err;
+  GpuMemory gpus;
+  if (device == "cuda") {
+    const kernels::GpuInfo info = kernels::cuda_query_devices();
+    gpus = {info.count, info.memoryBytes};
+  }
+  if (auto err = memoryRefusal(*this, machineMemoryBytes(), gpus)) return err;
   if (dataset == "fashion-mnist")
     if (const std::string missing = missingFashionMnistFile(dataDir); !missing.empty())
       return "data-dir: " + missing +

@@ -51,14 +51,28 @@ int64_t machineMemoryBytes() {
   return pages > 0 && size > 0 ? int64_t(pages) * size : 0;
 }
 
-std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes) {
-  // Thread ranks share this process's memory. MPI ranks may be on other machines, and a GPU's
-  // memory is its own: those are not estimated here.
-  if (c.backend != "thread" || c.device != "cpu" || machineBytes <= 0) return std::nullopt;
+std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes, GpuMemory gpus) {
+  // Thread ranks share this process: its host memory, or on cuda its GPUs. MPI ranks may be on
+  // other machines, each process placed on its machine's GPUs: those are not estimated here.
+  if (c.backend != "thread") return std::nullopt;
   const MemoryEstimate e = estimateMemory(c);
-  if (e.total() <= machineBytes) return std::nullopt;
   const double GiB = 1024.0 * 1024 * 1024;
-  char line[320];
+  char line[400];
+  if (c.device == "cuda") {
+    // The model states and activations are the ranks' (an equal share each); the busiest GPU
+    // holds ceil(ranks / GPUs) of them. The data stays on the host, a batch at a time moved.
+    if (gpus.count <= 0 || gpus.bytesEach <= 0) return std::nullopt;
+    const int onBusiest = (c.ranks + gpus.count - 1) / gpus.count;
+    const double need = double(e.modelStates + e.activations) / c.ranks * onBusiest;
+    if (need <= double(gpus.bytesEach)) return std::nullopt;
+    std::snprintf(line, sizeof line,
+                  "ranks: this run needs about %.1f GiB on one GPU (%d of its %d ranks' model "
+                  "states and activations), the GPU has %.1f GiB; fewer ranks per GPU, a smaller "
+                  "hidden size or a ZeRO stage needs less",
+                  need / GiB, onBusiest, c.ranks, gpus.bytesEach / GiB);
+    return std::string(line);
+  }
+  if (machineBytes <= 0 || e.total() <= machineBytes) return std::nullopt;
   std::snprintf(line, sizeof line,
                 "ranks: this run needs about %.0f GiB of memory (model states %.0f GiB over %d "
                 "ranks, activations %.1f GiB), this machine has %.0f GiB; fewer ranks, a smaller "

@@ -33,8 +33,16 @@ struct MemoryEstimate {
 MemoryEstimate estimateMemory(const RunConfig& c);
 // The machine's physical memory in bytes (0 when it cannot be read).
 int64_t machineMemoryBytes();
+// The GPUs a run on --device cuda would use: how many, and the smallest one's memory in bytes
+// (0: unknown, nothing is checked). kernels::cuda_query_devices() says it for this machine.
+struct GpuMemory {
+  int count = 0;
+  int64_t bytesEach = 0;
+};
 // "ranks: this run needs about 825 GiB ..." when `c` runs its ranks in this process and cannot
-// fit in `machineBytes`; nothing otherwise.
-std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes);
+// fit in `machineBytes`, or (on cuda) its busiest GPU cannot hold the ranks placed on it (rank r
+// on GPU r mod count); nothing otherwise.
+std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes,
+                                         GpuMemory gpus = {});
 
 }  // namespace paralab

@@ -21,8 +21,13 @@ GpuInfo cuda_query_devices() {
     info.reason = "no GPU is present";
     return info;
   }
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) info.firstName = prop.name;
+  for (int d = 0; d < n; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+    if (d == 0) info.firstName = prop.name;
+    const long long bytes = static_cast<long long>(prop.totalGlobalMem);
+    if (info.memoryBytes == 0 || bytes < info.memoryBytes) info.memoryBytes = bytes;
+  }
   return info;
 }
 

@@ -11,6 +11,7 @@ struct GpuInfo {
   std::string reason;      // why count is 0 ("no CUDA driver", "no GPU", "built without CUDA")
   std::string firstName;   // e.g. "NVIDIA H100 80GB HBM3"
   bool emulated = false;   // the host emulation of the test programs (cuda/emulated.h)
+  long long memoryBytes = 0;  // the smallest usable GPU's memory (0: unknown)
 };
 
 GpuInfo cuda_query_devices();

@@ -5,6 +5,7 @@
 #include "cuda/emulated.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -298,6 +299,9 @@ GpuInfo cuda_query_devices() {
   g.count = emu::gpuCount();
   g.firstName = "emulated GPU (the CUDA kernels executed on the host: correctness only, no speed)";
   g.emulated = true;
+  // Its memory is the host's, shared by the emulated GPUs.
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  g.memoryBytes = pages > 0 && page > 0 ? (long long)pages * page / g.count : 0;
   return g;
 }
 

@@ -49,6 +49,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
                 paralab::kernels::cuda_query_devices().firstName.c_str());
   prop->sharedMemPerBlock = paralab::cuda_host::kStaticSharedLimit;
   prop->sharedMemPerBlockOptin = paralab::cuda_host::kDynamicSharedLimit;
+  prop->totalGlobalMem = size_t(paralab::kernels::cuda_query_devices().memoryBytes);
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
   prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024, prop->maxThreadsDim[2] = 64;

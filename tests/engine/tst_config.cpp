@@ -210,6 +210,34 @@ class TstConfig : public QObject {
     QVERIFY(!memoryRefusal(c, GiB));
   }
 
+  // On --device cuda the busiest GPU must hold its ranks' share: the refusal names that GPU's
+  // need and memory; two GPUs halve it; an unknown GPU memory checks nothing.
+  void memoryBeyondTheGpuIsRefused() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.device = "cuda";
+    c.ranks = 4;
+    c.hidden = 1024;
+    const MemoryEstimate e = estimateMemory(c);
+    const int64_t perRank = (e.modelStates + e.activations) / c.ranks;
+    const int64_t host = int64_t(1) << 40;
+    // One GPU holds all four ranks: it needs 4 shares; a GPU of 3.5 shares is refused.
+    const auto err = memoryRefusal(c, host, {1, perRank * 7 / 2});
+    QVERIFY(err);
+    QVERIFY2(QString::fromStdString(*err).startsWith("ranks: this run needs about ") &&
+                 QString::fromStdString(*err).contains("on one GPU (4 of its 4 ranks") &&
+                 QString::fromStdString(*err).contains("the GPU has "),
+             err->c_str());
+    // Two GPUs: two ranks each, 2 shares fit in 3.5.
+    QVERIFY(!memoryRefusal(c, host, {2, perRank * 7 / 2}));
+    // Three GPUs: the busiest holds ceil(4/3) = 2 ranks, which do not fit in 1.5 shares.
+    const auto three = memoryRefusal(c, host, {3, perRank * 3 / 2});
+    QVERIFY(three && three->find("(2 of its 4 ranks") != std::string::npos);
+    QVERIFY(!memoryRefusal(c, host, {1, 0}));  // memory unknown: not checked
+    // The host's memory is not the GPU's: a tiny host does not refuse a run on the GPU.
+    QVERIFY(!memoryRefusal(c, 1, {1, int64_t(1) << 40}));
+  }
+
   void configPathsThatAreNotFiles() {
     RunConfig c;
     for (const std::string& path : {std::string("/"), std::string("/nonexistent/x.json")}) {

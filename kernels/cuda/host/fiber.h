@@ -10,6 +10,21 @@
 #include <cstdint>
 #include <new>
 
+// AddressSanitizer must be told when a fibre switch changes stacks (its fake stacks for
+// detect_stack_use_after_return live per stack): the switch is bracketed by
+// __sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber, compiled only under ASan.
+#if defined(__SANITIZE_ADDRESS__)
+#define PARALAB_FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PARALAB_FIBER_ASAN 1
+#endif
+#endif
+#if defined(PARALAB_FIBER_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #if !defined(__x86_64__)
 #include <ucontext.h>
 #endif
@@ -20,6 +35,9 @@ namespace paralab::cuda_host {
 struct FiberStack {
   char* base = nullptr;  // lowest usable byte
   size_t size = 0;
+  // Under ASan, the fake stack (detect_stack_use_after_return) of the fibres run on this stack:
+  // made once and handed from a fibre that ends to the next, as the stack itself is.
+  void* asanFake = nullptr;
 
   static FiberStack make(size_t size) {
     const size_t page = 4096;
@@ -36,11 +54,21 @@ struct FiberStack {
   }
 };
 
+// [SECTION] Sanitizer hooks (empty unless built with ASan).
+struct Context;
+inline void asanLeave(Context& save, const Context& load, void** keepFake);
+inline void asanBack(Context& save);
+inline void asanFresh(const FiberStack& stack);
+
 #if defined(__x86_64__)
 
-// A suspended fibre is its stack pointer; the saved registers sit on its stack.
+// A suspended fibre is its stack pointer; the saved registers sit on its stack. Its stack's
+// extent (and, under ASan, its fake stack) are known to the sanitizer hooks below.
 struct Context {
   void* sp = nullptr;
+  const void* bottom = nullptr;  // the stack's lowest byte; the scheduler's is learnt (asanLanded)
+  size_t size = 0;
+  void* fake = nullptr;  // ASan's fake stack while suspended
 };
 
 extern "C" void paralab_fiber_switch(void** save, void* load);
@@ -79,7 +107,9 @@ paralab_fiber_entry:           # a new fibre's first instruction: fn = r12, arg 
 )");
 
 inline void switchContext(Context& save, const Context& load) {
+  asanLeave(save, load, &save.fake);
   paralab_fiber_switch(&save.sp, load.sp);
+  asanBack(save);
 }
 
 // A context that, switched to, calls fn(arg) on `stack`: the stack holds what the switch pops.
@@ -94,20 +124,29 @@ inline void makeContext(Context& c, const FiberStack& stack, void (*fn)(void*), 
   *--s = 0;                                                 // r14
   *--s = 0;                                                 // r15
   c.sp = s;
+  c.bottom = stack.base, c.size = stack.size;
+  asanFresh(stack);
 }
 
 #else  // elsewhere: POSIX ucontext, correct but slower (a system call per switch)
 
 struct Context {
   ucontext_t uc;
+  const void* bottom = nullptr;
+  size_t size = 0;
+  void* fake = nullptr;
 };
 
 inline void switchContext(Context& save, const Context& load) {
+  asanLeave(save, load, &save.fake);
   swapcontext(&save.uc, const_cast<ucontext_t*>(&load.uc));
+  asanBack(save);
 }
 
 inline void makeContext(Context& c, const FiberStack& stack, void (*fn)(void*), void* arg) {
   getcontext(&c.uc);
+  c.bottom = stack.base, c.size = stack.size;
+  asanFresh(stack);
   c.uc.uc_stack.ss_sp = stack.base;
   c.uc.uc_stack.ss_size = stack.size;
   c.uc.uc_link = nullptr;
@@ -122,5 +161,46 @@ inline void makeContext(Context& c, const FiberStack& stack, void (*fn)(void*), 
 }
 
 #endif
+
+// Leaving `save` for `load`: ASan keeps save's fake stack in *keepFake and moves to load's
+// stack extent.
+inline void asanLeave([[maybe_unused]] Context& save, [[maybe_unused]] const Context& load,
+                      [[maybe_unused]] void** keepFake) {
+#if defined(PARALAB_FIBER_ASAN)
+  __sanitizer_start_switch_fiber(keepFake, load.bottom, load.size);
+#endif
+}
+// Back on `save`'s stack: its fake stack is live again.
+inline void asanBack([[maybe_unused]] Context& save) {
+#if defined(PARALAB_FIBER_ASAN)
+  __sanitizer_finish_switch_fiber(save.fake, nullptr, nullptr);
+#endif
+}
+// A fibre's first instant on `stack`: it takes the stack's fake stack, and ASan learns the
+// extent of the stack it came from (the scheduler's, an OS thread's), which the fibre's switches
+// back then name.
+inline void asanLanded([[maybe_unused]] const FiberStack& stack, [[maybe_unused]] Context& from) {
+#if defined(PARALAB_FIBER_ASAN)
+  __sanitizer_finish_switch_fiber(stack.asanFake, &from.bottom, &from.size);
+#endif
+}
+
+// The last switch of a fibre that has ended: to `load`, for good. Its fake stack stays with
+// `stack` for the next fibre (creating one per fibre costs more than the kernel it runs).
+inline void endFibre(FiberStack& stack, const Context& load) {
+  Context ended;
+  asanLeave(ended, load, &stack.asanFake);
+#if defined(__x86_64__)
+  paralab_fiber_switch(&ended.sp, load.sp);
+#else
+  swapcontext(&ended.uc, const_cast<ucontext_t*>(&load.uc));
+#endif
+}
+// A reused stack may hold the poisoned frames of a fibre that ended inside them.
+inline void asanFresh([[maybe_unused]] const FiberStack& stack) {
+#if defined(PARALAB_FIBER_ASAN)
+  ASAN_UNPOISON_MEMORY_REGION(stack.base, stack.size);
+#endif
+}
 
 }  // namespace paralab::cuda_host

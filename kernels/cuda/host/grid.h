@@ -181,6 +181,7 @@ inline Thread& start(Block& b) {
 // When its thread waits, the fibre waits with it and the scheduler starts another.
 inline void fibreMain(void* stack) {
   Block& b = *self().block;
+  asanLanded(*static_cast<FiberStack*>(stack), b.scheduler);
   for (;;) {
     Thread& t = *t_self;
     t.stack = static_cast<FiberStack*>(stack);
@@ -196,8 +197,7 @@ inline void fibreMain(void* stack) {
     t_self = &start(b);
   }
   b.endedStack = static_cast<FiberStack*>(stack);
-  Context ended;
-  switchContext(ended, b.scheduler);  // for good: the scheduler takes the stack back
+  endFibre(*b.endedStack, b.scheduler);  // the scheduler takes the stack back
 }
 
 inline std::string deadlock(const Block& b) {
