@@ -10,6 +10,7 @@
 #include <QRegularExpression>
 #include <QSet>
 #include <algorithm>
+#include <cmath>
 
 #include "formula.h"
 #include "glossary.h"
@@ -318,6 +319,11 @@ class LessonParser {
       step.sweep = s;
     } else if (kind == "prediction") {
       if (dup(step.prediction.has_value())) return;
+      if (o.contains("choices")) {
+        step.prediction = choicePrediction(o, bad);
+        step.prediction->line = line;
+        return;
+      }
       if (const QString u = unknownKeys(o, {"ask", "formula", "inputs", "unit", "reasoning", "expect"}); !u.isEmpty())
         bad(u);
       Prediction p;
@@ -394,10 +400,63 @@ class LessonParser {
     }
   }
 
+  // A ```prediction block with "choices": the learner picks one label; the run measures each.
+  template <typename Bad>
+  Prediction choicePrediction(const QJsonObject& o, const Bad& bad) {
+    if (const QString u = unknownKeys(o, {"ask", "choices", "pick", "over", "warmup", "unit",
+                                          "reasoning", "expect"});
+        !u.isEmpty())
+      bad(u);
+    Prediction p;
+    p.ask = o.value("ask").toString();
+    p.pick = o.value("pick").toString();
+    p.over = o.value("over").toString(p.over);
+    p.warmup = o.value("warmup").toInt(p.warmup);
+    p.unit = o.value("unit").toString();
+    p.reasoning = o.value("reasoning").toString();
+    p.expectChoice = o.value("expect").toString();
+    if (p.ask.isEmpty()) bad("'ask' is missing: the question the learner answers by choosing");
+    const QJsonArray choices = o.value("choices").toArray();
+    if (choices.size() < 2)
+      bad("'choices' is a list of at least two {\"label\": ..., \"metric\": ...} objects");
+    QStringList labels;
+    for (int i = 0; i < choices.size(); ++i) {
+      const QJsonObject c = choices[i].toObject();
+      const QString which = QString("choice %1: ").arg(i + 1);
+      if (const QString u = unknownKeys(c, {"label", "metric"}); !u.isEmpty()) bad(which + u);
+      const Choice choice{c.value("label").toString(), c.value("metric").toString()};
+      const Formula f(choice.metric);
+      if (choice.label.isEmpty()) bad(which + "'label' is missing: what the learner picks");
+      else if (labels.contains(choice.label)) bad(which + "'" + choice.label + "' is given twice");
+      if (choice.metric.isEmpty())
+        bad(which + "'metric' is missing (a metric of lessons/reference/metrics.md)");
+      else if (!f.isValid())
+        bad(which + "metric '" + choice.metric + "': " + f.error());
+      labels << choice.label;
+      p.choices << choice;
+    }
+    if (p.pick != "max" && p.pick != "min")
+      bad("'pick' is max or min: the measured answer is the choice whose metric is largest or "
+          "smallest");
+    if (p.over != "first" && p.over != "last" && p.over != "median" && p.over != "mean")
+      bad("'over' is one of first, last, median, mean");
+    if (p.reasoning.isEmpty()) bad("'reasoning' is missing: why the reference answer is right");
+    if (!o.value("expect").isString() || !labels.contains(p.expectChoice))
+      bad(QString("'expect' is the label the reasoning gives, one of: %1").arg(labels.join(", ")));
+    return p;
+  }
+
   // Checks that need the whole step: references into its experiment. The machine's inputs are
   // fixed here, for the machine the lesson is loaded on: "$cores" its cores, "$sweep_max" the
   // largest rank count of the step's sweep.
   void finishStep(Step& s) {
+    if (s.prediction && s.prediction->isChoice()) {
+      if (!s.experiment)
+        error(s.prediction->line, "prediction: choices are measured by the step's ```experiment");
+      if (s.compare)
+        error(s.compare->line, "compare: a prediction with choices is compared by its choices' "
+                               "metrics; leave out the ```compare");
+    }
     if (s.prediction) {
       for (const QString& k : s.prediction->inputs.keys()) {
         const QJsonValue v = s.prediction->inputs.value(k);
@@ -633,6 +692,60 @@ std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& 
   std::sort(values.begin(), values.end());
   const size_t m = values.size() / 2;
   return values.size() % 2 ? values[m] : (values[m - 1] + values[m]) / 2;
+}
+
+namespace {
+// Each choice's metric read as a comparison with the prediction's `over` and `warmup` reads it.
+template <typename Run>
+ChoiceMeasurement measureEach(const Prediction& p, const Run& run) {
+  QList<double> values;
+  QString error;
+  for (const Choice& choice : p.choices) {
+    Compare c;
+    c.metric = choice.metric;
+    c.over = p.over;
+    c.warmup = p.warmup;
+    QString e;
+    const auto v = measuredValue(c, run, &e);
+    values << v.value_or(std::nan(""));
+    if (!v && error.isEmpty()) error = choice.label + ": " + e;
+  }
+  ChoiceMeasurement m = choiceAnswer(p, values);
+  if (!error.isEmpty()) m.error = error;
+  return m;
+}
+}  // namespace
+
+ChoiceMeasurement measuredChoice(const Prediction& p, const QList<QJsonObject>& steps) {
+  return measureEach(p, steps);
+}
+
+ChoiceMeasurement measuredChoice(const Prediction& p, const QJsonObject& sweep) {
+  return measureEach(p, sweep);
+}
+
+ChoiceMeasurement choiceAnswer(const Prediction& p, const QList<double>& values) {
+  ChoiceMeasurement m;
+  m.values = values;
+  if (values.size() != p.choices.size() || values.isEmpty()) {
+    m.error = "no measurement for every choice";
+    return m;
+  }
+  int best = 0;
+  for (int i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      m.error = p.choices[i].label + ": no value";
+      return m;
+    }
+    if (p.pick == "max" ? values[i] > values[best] : values[i] < values[best]) best = i;
+  }
+  for (int i = 0; i < values.size(); ++i)
+    if (i != best && values[i] == values[best]) {
+      m.error = QString("%1 and %2 measured the same").arg(p.choices[best].label, p.choices[i].label);
+      return m;
+    }
+  m.answer = best;
+  return m;
 }
 
 std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep, QString* error) {

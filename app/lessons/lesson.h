@@ -13,7 +13,15 @@ namespace paralab::lessons {
 
 class Glossary;
 
-// What the learner predicts before running, and the reference formula that gives it.
+// One answer of a choice prediction and the expression over metric paths that measures it.
+struct Choice {
+  QString label;   // what the learner picks, e.g. "rank 0"
+  QString metric;  // e.g. "ranks[0].idle_ms + ranks[0].comm_ms" (as a comparison's metric)
+};
+
+// What the learner predicts before running: a number with the reference formula that gives it,
+// or (`choices` not empty) one of several answers, with the measured answer the choice whose
+// metric is largest (`pick` max) or smallest (min) over the run.
 struct Prediction {
   QString ask;        // the question put to the learner
   QString formula;    // reference formula over `inputs` (formula.h's language)
@@ -21,7 +29,14 @@ struct Prediction {
   QString unit;       // of the predicted value ("×", "bytes", "ms", ...; "" for a pure number)
   QString reasoning;  // optional: the words behind the formula, shown with the reference value
   std::optional<double> expect;  // the value the text states, rounded as written (checked by tests)
+  // A choice prediction: no formula, inputs or numeric expect.
+  QList<Choice> choices;
+  QString pick;            // max | min
+  QString over = "median"; // as a comparison's: first | last | median | mean over the steps
+  int warmup = 2;          // steps left out of median / mean
+  QString expectChoice;    // the label the reasoning gives
   int line = 0;
+  bool isChoice() const { return !choices.isEmpty(); }
 };
 
 // What the comparison after the run shows as "measured": an expression over metric paths
@@ -161,6 +176,21 @@ std::optional<double> measuredValue(const Compare& c, const QJsonObject& sweep,
 // what the fit stands on, "fitted on ranks 1–8, cores shared past 2" (the engine's fitBasis,
 // for the ranks the sweep runs and the cores it runs them on); "" for any other step.
 QString fitNote(const Step& s);
+
+// What a run measured for a choice prediction: each choice's value (its metric as a comparison
+// with the prediction's `over` and `warmup` reads it, measuredValue) and the answer, the index
+// of the largest (pick max) or smallest (min); -1 with `error` when a value is missing or two
+// choices tie.
+struct ChoiceMeasurement {
+  QList<double> values;  // in the order of the choices (NaN where a choice has no value)
+  int answer = -1;
+  QString error;
+};
+ChoiceMeasurement measuredChoice(const Prediction& p, const QList<QJsonObject>& steps);
+ChoiceMeasurement measuredChoice(const Prediction& p, const QJsonObject& sweep);
+// The answer among `values` that `p.pick` selects (shared by both above and by a measurement
+// kept in the progress file).
+ChoiceMeasurement choiceAnswer(const Prediction& p, const QList<double>& values);
 
 // Glossary references written [[term]] or [[term|shown words]] in a text, in order.
 QStringList glossaryReferences(const QString& markdown);

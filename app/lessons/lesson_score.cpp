@@ -16,6 +16,19 @@ LessonScore scoreLesson(const Lesson& lesson, const LessonProgress& progress,
   for (int i = 0; i < lesson.steps.size(); ++i) {
     const Step& s = lesson.steps[i];
     if (!s.prediction || !runnable(s)) continue;
+    if (s.prediction->isChoice()) {
+      ++score.choices;
+      const QStringList picks = progress.choices.value(i + 1);
+      if (picks.isEmpty()) continue;
+      ++score.choicesLocked;
+      score.choicesRight += picks.first() == s.prediction->expectChoice;
+      if (const auto m = progress.measuredChoices.find(i + 1);
+          m != progress.measuredChoices.end() && !m->answer.isEmpty()) {
+        ++score.choicesMeasured;
+        score.choicesMatched += picks.first() == m->answer;
+      }
+      continue;
+    }
     ++score.predictions;
     const QList<double> attempts = progress.predictions.value(i + 1);
     if (attempts.isEmpty()) continue;
@@ -39,17 +52,32 @@ LessonScore scoreLesson(const Lesson& lesson, const LessonProgress& progress,
 
 QString LessonScore::text() const {
   const auto tr = [](const char* s) { return QCoreApplication::translate("LessonScore", s); };
-  if (predictions == 0) return tr("This lesson asks for no predictions.");
-  QString out = tr("Your score: %1 of %2 predictions within %3 % of the reference")
-                    .arg(nearReference)
-                    .arg(predictions)
-                    .arg(int(std::lround(kNear * 100)));
-  if (locked < predictions)
-    out += tr(" (%1 not locked in yet)").arg(predictions - locked);
-  out += measured > 0 ? tr("; against your own measurements, a median miss of %1 % (%2 measured).")
-                            .arg(medianMissPercent, 0, 'f', medianMissPercent < 10 ? 1 : 0)
-                            .arg(measured)
-                      : tr("; none of them measured yet.");
+  if (predictions == 0 && choices == 0) return tr("This lesson asks for no predictions.");
+  QString out;
+  if (predictions > 0) {
+    out = tr("Your score: %1 of %2 predictions within %3 % of the reference")
+              .arg(nearReference)
+              .arg(predictions)
+              .arg(int(std::lround(kNear * 100)));
+    if (locked < predictions) out += tr(" (%1 not locked in yet)").arg(predictions - locked);
+    out += measured > 0
+               ? tr("; against your own measurements, a median miss of %1 % (%2 measured).")
+                     .arg(medianMissPercent, 0, 'f', medianMissPercent < 10 ? 1 : 0)
+                     .arg(measured)
+               : tr("; none of them measured yet.");
+  }
+  if (choices > 0) {
+    if (!out.isEmpty()) out += " ";
+    out += tr("%1: %2 of %3 first picks were the reference answer")
+               .arg(predictions > 0 ? tr("Choices") : tr("Your score"))
+               .arg(choicesRight)
+               .arg(choices);
+    if (choicesLocked < choices) out += tr(" (%1 not picked yet)").arg(choices - choicesLocked);
+    out += choicesMeasured > 0 ? tr("; %1 of %2 matched your measurement.")
+                                     .arg(choicesMatched)
+                                     .arg(choicesMeasured)
+                               : tr("; none of them measured yet.");
+  }
   return out;
 }
 

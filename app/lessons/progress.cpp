@@ -48,6 +48,17 @@ bool Progress::setMeasured(const QString& slug, int step, double value) {
   return save();
 }
 
+bool Progress::lockChoice(const QString& slug, int step, const QString& label) {
+  m_lessons[slug].choices[step].append(label);
+  return save();
+}
+
+bool Progress::setMeasuredChoice(const QString& slug, int step,
+                                 const LessonProgress::MeasuredChoice& m) {
+  m_lessons[slug].measuredChoices.insert(step, m);
+  return save();
+}
+
 bool Progress::resetLesson(const QString& slug) {
   m_lessons.remove(slug);
   return save();
@@ -75,6 +86,18 @@ void Progress::load() {
     const QJsonObject measured = o.value("measured").toObject();
     for (auto mi = measured.begin(); mi != measured.end(); ++mi)
       if (mi.value().isDouble()) p.measured.insert(mi.key().toInt(), mi.value().toDouble());
+    const QJsonObject choices = o.value("choices").toObject();
+    for (auto ci = choices.begin(); ci != choices.end(); ++ci)
+      for (const QJsonValue& v : ci.value().toArray())
+        p.choices[ci.key().toInt()] << v.toString();
+    const QJsonObject picked = o.value("measured_choices").toObject();
+    for (auto mi = picked.begin(); mi != picked.end(); ++mi) {
+      LessonProgress::MeasuredChoice m;
+      m.answer = mi.value().toObject().value("answer").toString();
+      for (const QJsonValue& v : mi.value().toObject().value("values").toArray())
+        m.values << (v.isDouble() ? v.toDouble() : std::nan(""));
+      p.measuredChoices.insert(mi.key().toInt(), m);
+    }
     m_lessons.insert(it.key(), p);
   }
 }
@@ -93,8 +116,18 @@ bool Progress::save() {
     QJsonObject measured;
     for (auto mi = p.measured.begin(); mi != p.measured.end(); ++mi)
       if (std::isfinite(mi.value())) measured.insert(QString::number(mi.key()), mi.value());
+    QJsonObject choices, picked;
+    for (auto ci = p.choices.begin(); ci != p.choices.end(); ++ci)
+      choices.insert(QString::number(ci.key()), QJsonArray::fromStringList(ci.value()));
+    for (auto mi = p.measuredChoices.begin(); mi != p.measuredChoices.end(); ++mi) {
+      QJsonArray values;  // null where a choice had no value
+      for (double v : mi.value().values) values.append(std::isfinite(v) ? QJsonValue(v) : QJsonValue());
+      picked.insert(QString::number(mi.key()),
+                    QJsonObject{{"answer", mi.value().answer}, {"values", values}});
+    }
     QJsonObject o{{"step_reached", p.stepReached}, {"completed", p.completed}, {"predictions", preds},
-                  {"answers", answers}, {"measured", measured}};
+                  {"answers", answers}, {"measured", measured}, {"choices", choices},
+                  {"measured_choices", picked}};
     if (p.completedAt.isValid()) o.insert("completed_at", p.completedAt.toUTC().toString(Qt::ISODate));
     lessons.insert(it.key(), o);
   }

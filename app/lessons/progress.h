@@ -1,6 +1,7 @@
 // Progress: how far the learner got in each lesson (step reached, completion, their locked
-// predictions, the measurements they were compared with, and written answers), kept per user in a JSON file (default: progress.json under
-// QStandardPaths::AppDataLocation) that is rewritten whole on every change.
+// predictions and choices, the measurements they were compared with, and written answers), kept
+// per user in a JSON file (default: progress.json under QStandardPaths::AppDataLocation) that is
+// rewritten whole on every change.
 // See tests/lessons/tst_lessons_progress.cpp.
 #pragma once
 #include <QDateTime>
@@ -8,6 +9,7 @@
 #include <QList>
 #include <QMap>
 #include <QString>
+#include <QStringList>
 
 namespace paralab::lessons {
 
@@ -21,6 +23,15 @@ struct LessonProgress {
   QMap<int, QString> answers;     // retrieval question index -> what the learner wrote
   // Step index -> the last measurement its comparison showed (lesson_score.h scores against it).
   QMap<int, double> measured;
+  // Step index -> the labels picked there for a prediction with choices, in order (as
+  // `predictions`: a locked pick is never changed, a "try again" adds another).
+  QMap<int, QStringList> choices;
+  // Step index -> what the step's last run measured for its choices.
+  struct MeasuredChoice {
+    QString answer;       // the label of the measured answer
+    QList<double> values; // each choice's value, in the order of the choices
+  };
+  QMap<int, MeasuredChoice> measuredChoices;
 };
 
 class Progress {
@@ -36,6 +47,8 @@ class Progress {
   bool lockPrediction(const QString& slug, int step, double value);  // one more attempt
   bool setAnswer(const QString& slug, int question, const QString& text);
   bool setMeasured(const QString& slug, int step, double value);
+  bool lockChoice(const QString& slug, int step, const QString& label);  // one more attempt
+  bool setMeasuredChoice(const QString& slug, int step, const LessonProgress::MeasuredChoice& m);
   bool resetLesson(const QString& slug);
 
   bool save();

@@ -5,8 +5,10 @@
 // See tests/lessons/tst_lessons_dock.cpp.
 #include "panels/lesson_dock.h"
 
+#include <QButtonGroup>
 #include <QComboBox>
 #include <QEvent>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -174,10 +176,17 @@ QWidget* LessonDock::buildLessonView() {
     QPushButton probe(tr("Try again"));
     return probe.sizeHint().width();
   }()));
+  m_choiceBox = new QWidget(pred);
+  m_choiceBox->setObjectName("lessonChoices");
+  new QGridLayout(m_choiceBox);  // two columns: four choices take two lines of the narrow dock
+  m_choiceBox->layout()->setContentsMargins(0, 0, 0, 0);
+  m_choiceGroup = new QButtonGroup(m_choiceBox);
   auto* pr = new QHBoxLayout;
-  pr->addWidget(m_predictionEdit);
+  pr->addWidget(m_predictionEdit, 1);
+  pr->addStretch(0);  // takes the room only where the edit is hidden: Lock in stays at the right
   pr->addWidget(m_lock);
   pf->addWidget(m_askLabel);
+  pf->addWidget(m_choiceBox);
   pf->addLayout(pr);
   connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
   connect(m_predictionEdit, &QLineEdit::returnPressed, this, [this] {
@@ -229,6 +238,7 @@ QWidget* LessonDock::buildLessonView() {
     const auto c = stepConfig(&error);
     if (!c || !s || !predictionLocked()) return;
     m_measured.reset();
+    m_choiceMeasured.reset();
     m_measureError.clear();
     refreshComparison();
     if (s->sweep)
@@ -366,12 +376,16 @@ void LessonDock::openPage(int page) {
   const Lesson& l = m_lessons[m_lesson];
   // What this step measured the last time it ran, kept with the progress.
   m_measured.reset();
-  if (const auto kept = m_progress.lesson(l.slug).measured; kept.contains(m_page))
-    m_measured = kept.value(m_page);
+  m_choiceMeasured.reset();
+  const LessonProgress kept = m_progress.lesson(l.slug);
+  if (kept.measured.contains(m_page)) m_measured = kept.measured.value(m_page);
+  if (const Step* s = currentStep(); s && s->prediction && kept.measuredChoices.contains(m_page))
+    m_choiceMeasured = choiceAnswer(*s->prediction, kept.measuredChoices.value(m_page).values);
   m_measureError.clear();
   m_progress.reachStep(l.slug, m_page);
   m_retrying = false;
   m_typingError.clear();
+  m_predictionEdit->clear();  // a new step starts empty (a locked prediction is filled in again)
   m_benchStatus.clear();
   if (m_page == pageCount() - 1) {
     m_progress.complete(l.slug);

@@ -14,6 +14,7 @@
 #include "lesson.h"
 #include "progress.h"
 
+class QButtonGroup;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -125,6 +126,10 @@ class LessonDock : public QDockWidget {
   // The current step's comparison measured on one result object (a sweep's, a benchmark's).
   void measureFrom(const QJsonObject& result);
   void keepMeasurement();  // the current step's measurement, into the progress file
+  // A prediction with choices: one radio button per choice; the comparison of the pick with the
+  // reference answer and the measured one (lesson_step.cpp).
+  void showChoices(const lessons::Prediction& p);
+  QString choiceComparisonText(const lessons::Step& s) const;
   QStringList missingFor(const lessons::Step* step) const;
   std::optional<RunConfig> stepConfig(QString* error) const;
 
@@ -139,6 +144,7 @@ class LessonDock : public QDockWidget {
   int m_lesson = -1;
   int m_page = 0;
   std::optional<double> m_measured;  // of the current step's last run
+  std::optional<lessons::ChoiceMeasurement> m_choiceMeasured;  // the same, for choices
   QString m_measureError;
   QString m_typingError;    // why the prediction typed could not be read ("" none)
   bool m_retrying = false;  // "Try again" pressed: a new attempt is being typed
@@ -162,6 +168,8 @@ class LessonDock : public QDockWidget {
   QPushButton *m_apply = nullptr, *m_run = nullptr;
   QLabel* m_askLabel = nullptr;
   QLineEdit* m_predictionEdit = nullptr;
+  QWidget* m_choiceBox = nullptr;  // the radio buttons of a prediction with choices
+  QButtonGroup* m_choiceGroup = nullptr;
   QPushButton* m_lock = nullptr;
   QLabel* m_comparison = nullptr;
   QLabel* m_benchLabel = nullptr;

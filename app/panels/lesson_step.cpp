@@ -1,11 +1,15 @@
-// LessonDock, a step's tools: its prediction (locked before the run), its experiment (applied
-// or run in the window) and the comparison of the prediction with the reference and the
-// measurement. The dock's layout and pages are in lesson_dock.cpp.
+// LessonDock, a step's tools: its prediction (a number typed, or one of its choices picked;
+// locked before the run), its experiment (applied or run in the window) and the comparison of
+// the prediction with the reference and the measurement. The dock's layout and pages are in
+// lesson_dock.cpp.
 // See tests/lessons/tst_lessons_dock.cpp and tst_lessons_typed_answer.cpp.
+#include <QButtonGroup>
+#include <QGridLayout>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRadioButton>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QStackedWidget>
@@ -93,6 +97,19 @@ QString benchText(const Bench& b) {
   return b.kind;
 }
 
+// A row of the comparison's table: label, the value in bold, then in smaller lines under the
+// value what it comes from (a formula or metric, as code) and a note.
+QString tableRow(const QString& label, const QString& value, const QString& source,
+                 const QString& note = QString()) {
+  return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3%4</td></tr>")
+      .arg(label, value,
+           source.isEmpty() ? QString()
+                            : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>",
+           note.isEmpty()
+               ? QString()
+               : "<br><small>" + note.toHtmlEscaped().replace('\n', "<br>") + "</small>");
+}
+
 }  // namespace
 
 void LessonDock::showBenchProgress(int done, int total) {
@@ -137,7 +154,13 @@ void LessonDock::showStepTools(const Step& s) {
             .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
                  missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
   m_askLabel->parentWidget()->setVisible(s.prediction.has_value());
-  if (s.prediction) {
+  const bool choice = s.prediction && s.prediction->isChoice();
+  m_predictionEdit->setVisible(!choice);
+  m_choiceBox->setVisible(choice);
+  if (choice) {
+    m_askLabel->setText(s.prediction->ask);
+    showChoices(*s.prediction);
+  } else if (s.prediction) {
     m_askLabel->setText(s.prediction->ask +
                         (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
     m_predictionEdit->setPlaceholderText(predictionHint(s.prediction->unit));
@@ -149,7 +172,25 @@ void LessonDock::showStepTools(const Step& s) {
 bool LessonDock::predictionLocked() const {
   const Step* s = currentStep();
   if (!s || !s->prediction) return true;
-  return !m_retrying && !m_progress.lesson(m_lessons[m_lesson].slug).predictions[m_page].isEmpty();
+  const LessonProgress p = m_progress.lesson(m_lessons[m_lesson].slug);
+  return !m_retrying && !(s->prediction->isChoice() ? p.choices.value(m_page).isEmpty()
+                                                    : p.predictions.value(m_page).isEmpty());
+}
+
+// One radio button per choice, in the block's order, two to a line; none checked until the
+// learner picks.
+void LessonDock::showChoices(const Prediction& p) {
+  for (QAbstractButton* b : m_choiceGroup->buttons()) {
+    m_choiceGroup->removeButton(b);
+    delete b;
+  }
+  for (int i = 0; i < p.choices.size(); ++i) {
+    auto* b = new QRadioButton(p.choices[i].label, m_choiceBox);
+    b->setObjectName(QString("lessonChoice%1").arg(i));
+    m_choiceGroup->addButton(b, i);
+    static_cast<QGridLayout*>(m_choiceBox->layout())->addWidget(b, i / 2, i % 2);
+    b->show();  // a child made after its parent was shown stays hidden until told
+  }
 }
 
 // A locked prediction stays as it was locked (read-only; "Try again" adds an attempt and keeps
@@ -160,8 +201,22 @@ void LessonDock::updateRunButtons() {
   const QList<double> attempts =
       m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
   const bool locked = predictionLocked();
+  if (s->prediction && s->prediction->isChoice()) {
+    // The last pick, checked and fixed once locked; a fresh choice while trying again.
+    const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(m_page);
+    int last = -1;
+    for (int i = 0; locked && !picks.isEmpty() && i < s->prediction->choices.size(); ++i)
+      if (s->prediction->choices[i].label == picks.last()) last = i;
+    m_choiceGroup->setExclusive(false);  // so that no button may be checked
+    for (QAbstractButton* b : m_choiceGroup->buttons()) {
+      if (locked || m_retrying) b->setChecked(m_choiceGroup->id(b) == last);
+      b->setEnabled(!locked);
+    }
+    m_choiceGroup->setExclusive(true);
+  }
   m_predictionEdit->setReadOnly(locked && s->prediction);
-  if (s->prediction && locked) m_predictionEdit->setText(QString::number(attempts.last(), 'g', 10));
+  if (s->prediction && locked && !attempts.isEmpty())
+    m_predictionEdit->setText(QString::number(attempts.last(), 'g', 10));
   if (s->prediction && m_retrying && attempts.size() > 0 && !m_predictionEdit->hasFocus())
     m_predictionEdit->setFocus();
   m_lock->setText(locked ? tr("Try again") : tr("Lock in"));
@@ -185,6 +240,14 @@ void LessonDock::lockPrediction() {
   if (predictionLocked()) {  // "Try again"
     m_retrying = true;
     m_predictionEdit->clear();
+  } else if (s->prediction->isChoice()) {
+    const int picked = m_choiceGroup->checkedId();
+    m_typingError = picked < 0 ? tr("Pick one of the answers first") : QString();
+    if (picked >= 0) {
+      m_progress.lockChoice(slug, m_page, s->prediction->choices[picked].label);
+      m_retrying = false;
+      showProblems();
+    }
   } else if (const auto v =
                  readTypedAnswer(m_predictionEdit->text(), s->prediction->unit, &m_typingError)) {
     m_progress.lockPrediction(slug, m_page, *v);
@@ -232,6 +295,7 @@ QString LessonDock::comparisonText() const {
                              ? QString()
                              : "<p style='color:" + warningColor(palette()) + "'>" +
                                    m_typingError.toHtmlEscaped() + "</p>";
+  if (p.isChoice()) return typing + choiceComparisonText(*s);
   if (attempts.isEmpty())
     return typing + tr("Lock in your prediction below: then the experiment runs and the "
                        "reference shows.");
@@ -240,16 +304,7 @@ QString LessonDock::comparisonText() const {
   const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
   // Three rows, the values lined up; what each value comes from (the formula, the metric) in
   // a smaller line under it, where a narrow dock can wrap it.
-  auto row = [](const QString& label, const QString& value, const QString& source,
-                const QString& note = QString()) {
-    return QString("<tr><td style='padding-right:12px'>%1</td><td><b>%2</b>%3%4</td></tr>")
-        .arg(label, value,
-             source.isEmpty() ? QString()
-                              : "<br><small><code>" + source.toHtmlEscaped() + "</code></small>",
-             note.isEmpty()
-                 ? QString()
-                 : "<br><small>" + note.toHtmlEscaped().replace('\n', "<br>") + "</small>");
-  };
+  const auto row = tableRow;
   QString html = typing + "<table cellspacing='0' cellpadding='2'>";
   // Every attempt, the first one first: a second guess never hides the first.
   QStringList earlier;
@@ -299,8 +354,64 @@ QString LessonDock::comparisonText() const {
   return html;
 }
 
+// After the lock: the pick, the reference answer (with its reasoning) and the measured answer,
+// each choice's measured value under it so that the learner sees the margin.
+QString LessonDock::choiceComparisonText(const Step& s) const {
+  const Prediction& p = *s.prediction;
+  const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(m_page);
+  if (picks.isEmpty())
+    return tr("Pick your answer below and lock it in: then the experiment runs and the "
+              "reference shows.");
+  const auto same = [](const QString& who, const QString& a, const QString& b) {
+    return (a == b ? tr("%1: the same") : tr("%1: not the same")).arg(who);
+  };
+  const QString pick = picks.last();
+  QString html = "<table cellspacing='0' cellpadding='2'>";
+  html += tableRow(picks.size() == 1 ? tr("Your choice") : tr("Your choices"),
+                   pick.toHtmlEscaped(), QString(),
+                   picks.size() == 1 ? QString()
+                                     : tr("before: %1").arg(picks.mid(0, picks.size() - 1).join(", ")));
+  html += tableRow(tr("Reference"), p.expectChoice.toHtmlEscaped(), QString(),
+                   same(tr("your choice"), pick, p.expectChoice));
+  const ChoiceMeasurement* m = m_choiceMeasured ? &*m_choiceMeasured : nullptr;
+  const QString measured = m && m->answer >= 0 ? p.choices[m->answer].label.toHtmlEscaped()
+                           : m                 ? m->error.toHtmlEscaped()
+                                               : tr("— (run the experiment)");
+  QStringList notes;
+  if (m && m->answer >= 0)
+    notes << same(tr("your choice"), pick, p.choices[m->answer].label)
+          << same(tr("the reference"), p.expectChoice, p.choices[m->answer].label);
+  html += tableRow(tr("Measured"), measured, QString(), notes.join("; "));
+  if (m) {
+    // Each choice's value: the one the pick selects is the measured answer.
+    const QString over = p.over == "first"  ? tr("first step")
+                         : p.over == "last" ? tr("last step")
+                         : p.over == "mean" ? tr("mean over the run")
+                                            : tr("median over the run");
+    html += "<tr><td colspan='2'><small>" +
+            (p.pick == "max" ? tr("The largest value wins (%1):") : tr("The smallest value wins (%1):"))
+                .arg(over) +
+            "</small></td></tr>";
+    const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
+    for (int i = 0; i < p.choices.size() && i < m->values.size(); ++i)
+      html += tableRow("&nbsp;&nbsp;" + p.choices[i].label.toHtmlEscaped(),
+                       std::isfinite(m->values[i]) ? number(m->values[i]) + unit : "—",
+                       p.choices[i].metric);
+  }
+  html += "</table>";
+  html += tr("<p><b>Where the reference comes from:</b> %1</p>")
+              .arg(paragraphHtml(p.reasoning, &m_glossary));
+  return html;
+}
+
 void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
   const Step* s = currentStep();
+  if (s && s->prediction && s->prediction->isChoice() && !s->sweep) {
+    m_choiceMeasured = measuredChoice(*s->prediction, steps);
+    keepMeasurement();
+    refreshComparison();
+    return;
+  }
   if (!s || !s->compare || s->sweep) return;
   m_measured = measuredValue(*s->compare, steps, &m_measureError);
   keepMeasurement();
@@ -319,6 +430,12 @@ void LessonDock::showBenchResult(const QJsonObject& bench) {
 
 void LessonDock::measureFrom(const QJsonObject& result) {
   const Step* s = currentStep();
+  if (s && s->prediction && s->prediction->isChoice()) {
+    m_choiceMeasured = measuredChoice(*s->prediction, result);
+    keepMeasurement();
+    refreshComparison();
+    return;
+  }
   if (!s || !s->compare) return;
   m_measured = measuredValue(*s->compare, result, &m_measureError);
   keepMeasurement();
@@ -330,6 +447,11 @@ void LessonDock::measureFrom(const QJsonObject& result) {
 void LessonDock::keepMeasurement() {
   if (m_measured && std::isfinite(*m_measured))
     m_progress.setMeasured(m_lessons[m_lesson].slug, m_page, *m_measured);
+  const Step* s = currentStep();
+  if (m_choiceMeasured && m_choiceMeasured->answer >= 0 && s && s->prediction)
+    m_progress.setMeasuredChoice(
+        m_lessons[m_lesson].slug, m_page,
+        {s->prediction->choices[m_choiceMeasured->answer].label, m_choiceMeasured->values});
 }
 
 }  // namespace paralab

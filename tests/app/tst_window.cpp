@@ -21,6 +21,8 @@
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
+#include <QRadioButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -30,6 +32,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextDocumentFragment>
 #include <QThread>
 #include <QXmlStreamReader>
 #include <cmath>
@@ -128,6 +131,7 @@ class TestWindow : public QObject {
   void liveReconfigurationKeepsLossContinuous();
   void liveChangeOfAFixedFieldIsRefusedInline();
   void lessonExperimentRunsAndReportsBack();
+  void lessonChoiceMeasuredByTheRun();
   void sweepRunsOffTheGuiThread();
   void sweepCancels();
   void benchStepDrawsItsChart();
@@ -337,6 +341,36 @@ void TestWindow::lessonExperimentRunsAndReportsBack() {
   QTest::qWait(150);
   QVERIFY(dock->grab().save(screenshotDir() + "/lesson-compare-380px.png"));
   QVERIFY2(dock->width() <= 400, qPrintable(QString("the dock stays %1 px wide").arg(dock->width())));
+}
+
+// A prediction with choices, run in the window: lesson 6's straggler step (4 ranks, rank 2 three
+// times slower). The run's steps come back to the step, which shows the measured answer and
+// each rank's median idle time (which rank wins is timing, not asserted here: tst_lessons_format
+// checks the choosing on a recorded run).
+void TestWindow::lessonChoiceMeasuredByTheRun() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  for (int i = 0; i < dock->lessons().size(); ++i)
+    if (dock->lessons()[i].slug == "06-communication") dock->openLesson(i);
+  const QList<lessons::Step>& steps = dock->lessons()[dock->currentLesson()].steps;
+  for (int s = 0; s < steps.size(); ++s)
+    if (steps[s].prediction && steps[s].prediction->isChoice()) dock->openPage(s + 1);
+  QVERIFY(dock->currentStep() && dock->currentStep()->prediction->isChoice());
+  if (!dock->predictionLocked()) {
+    dock->findChild<QRadioButton*>("lessonChoice0")->click();
+    dock->findChild<QPushButton*>("lessonLock")->click();
+  }
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  QCOMPARE(w.runConfig().ranks, 4);
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+  const QString text = dock->comparisonText();
+  static const QRegularExpression measured(
+      "Measured</td><td><b>rank [0-3]</b>.*The smallest value wins \\(median over the run\\)",
+      QRegularExpression::DotMatchesEverythingOption);
+  QVERIFY2(text.contains(measured), qPrintable(text));
+  QCOMPARE(text.count(" ms</b>"), 4);  // every rank's value
+  qInfo("%s", qPrintable(QTextDocumentFragment::fromHtml(text).toPlainText().simplified()));
 }
 
 // Opens lesson 4 at its step whose benchmark is `kind` and locks a prediction there.

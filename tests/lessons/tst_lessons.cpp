@@ -173,17 +173,29 @@ class TestLessons : public QObject {
       config->steps = most;
       QList<QJsonObject> steps;
       std::optional<double> measured;
+      ChoiceMeasurement choice;
       try {
         Trainer trainer(*config);
         while (steps.size() < most) {
           steps << stepJson(trainer.step());
           if (steps.size() < 3) continue;
+          if (s.prediction && s.prediction->isChoice()) {
+            choice = measuredChoice(*s.prediction, steps);
+            if (choice.error.isEmpty() || choice.answer >= 0) break;
+            continue;
+          }
           if (!s.compare || (measured = measuredValue(*s.compare, steps, &error))) break;
         }
       } catch (const std::exception& e) {
         QFAIL(qPrintable(QString("line %1: the engine refused it (declare a need?): %2").arg(s.line).arg(e.what())));
       }
       for (const QJsonObject& o : steps) QVERIFY(std::isfinite(o.value("loss").toDouble()));
+      // Every choice measured (which one wins after 3 steps is not checked: the lesson's own
+      // run is longer).
+      if (s.prediction && s.prediction->isChoice())
+        QVERIFY2(choice.answer >= 0,
+                 qPrintable(QString("line %1: choices after %2 steps: %3")
+                                .arg(s.prediction->line).arg(steps.size()).arg(choice.error)));
       if (s.compare)
         QVERIFY2(measured && std::isfinite(*measured),
                  qPrintable(QString("compare '%1' after %2 steps: %3").arg(s.compare->metric).arg(steps.size()).arg(error)));
@@ -192,7 +204,7 @@ class TestLessons : public QObject {
   }
 
   void predictionsGiveTheStatedNumbers_data() {
-    stepRows([](const Step& s) { return s.prediction.has_value(); });
+    stepRows([](const Step& s) { return s.prediction && !s.prediction->isChoice(); });
   }
   void predictionsGiveTheStatedNumbers() {
     QFETCH(int, lesson);
@@ -235,7 +247,7 @@ class TestLessons : public QObject {
         for (const Step& s : l.steps) {
           const QString where = QString("%1 line %2, %3 cores").arg(l.slug).arg(s.line).arg(cores);
           QString error;
-          if (s.prediction) {
+          if (s.prediction && !s.prediction->isChoice()) {
             const auto v =
                 referenceValue(*s.prediction, s.experiment.value_or(QJsonObject()), &error);
             QVERIFY2(v && std::isfinite(*v), qPrintable(where + ": " + error));
@@ -266,12 +278,45 @@ class TestLessons : public QObject {
     }
   }
 
+  // A prediction with choices: the reasoning gives the reference answer, and nothing read before
+  // the lock states it — no sentence of the step's text or the question names the expected
+  // label beside a word that ranks it ("rank 2 idles least", "stage 0 keeps the most").
+  void choicesKeepTheirAnswer_data() {
+    stepRows([](const Step& s) { return s.prediction && s.prediction->isChoice(); });
+  }
+  void choicesKeepTheirAnswer() {
+    QFETCH(int, lesson);
+    QFETCH(int, step);
+    const Step& s = m_lib.lessons[lesson].steps[step];
+    const Prediction& p = *s.prediction;
+    const QRegularExpression label("(?<![\\w])" + QRegularExpression::escape(p.expectChoice) +
+                                       "(?![\\w])",
+                                   QRegularExpression::CaseInsensitiveOption);
+    QVERIFY2(p.reasoning.contains(label),
+             qPrintable(QString("line %1: the reasoning never names '%2'").arg(p.line).arg(p.expectChoice)));
+    static const QRegularExpression ranking(
+        "\\b(most|least|largest|smallest|biggest|longest|shortest|highest|lowest|more|less|"
+        "fewer|larger|smaller|bigger|longer|shorter|higher|lower|busiest|stalest)\\b",
+        QRegularExpression::CaseInsensitiveOption);
+    static const QRegularExpression sentenceEnd("[.!?:](\\s|$)|\\n\\s*\\n");
+    for (const QString& sentence : (s.markdown + "\n\n" + p.ask).split(sentenceEnd))
+      QVERIFY2(!(sentence.contains(label) && sentence.contains(ranking)),
+               qPrintable(QString("line %1: '%2' is stated before the prediction: \"%3\"")
+                              .arg(p.line).arg(p.expectChoice, sentence.simplified())));
+  }
+
   void comparedMetricsAreDefined() {
     const QSet<QString> defined = definedMetrics();
     QVERIFY2(defined.contains("samples_per_s") && defined.contains("mem.optimizer"),
              "lessons/reference/metrics.md: its tables were not found");
     for (const Lesson& l : m_lib.lessons)
       for (const Step& s : l.steps) {
+        if (s.prediction)
+          for (const Choice& c : s.prediction->choices)
+            for (const QString& path : Formula(c.metric).variables())
+              QVERIFY2(defined.contains(metricName(path)),
+                       qPrintable(QString("%1 line %2: '%3' is not defined in lessons/reference/metrics.md")
+                                      .arg(l.slug).arg(s.prediction->line).arg(path)));
         if (!s.compare) continue;
         // A metric of a feature still being built is defined in metrics.md when it lands.
         if (const QStringList missing = missingFor(l, s); !missing.isEmpty()) {

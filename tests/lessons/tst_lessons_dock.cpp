@@ -15,12 +15,14 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRadioButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QtTest>
+#include <memory>
 
 #include "flashcards.h"
 #include "glossary.h"
@@ -73,6 +75,19 @@ class TestLessonDock : public QObject {
       if (d.lessons()[i].slug == slug) return i;
     return -1;
   }
+  // The first visible wrapped label that is cut (shorter than its lines need, or outside its
+  // box), described; "" when none is.
+  static QString cutLabel(const LessonDock& dock) {
+    for (QLabel* label : dock.findChildren<QLabel*>())
+      if (label->isVisible() && label->wordWrap() && !label->text().isEmpty() &&
+          (label->height() < label->heightForWidth(label->width()) ||
+           !label->parentWidget()->rect().contains(label->geometry())))
+        return QString("'%1' has %2 of the %3 px it needs, or lies outside its box")
+            .arg(label->text().left(60))
+            .arg(label->height())
+            .arg(label->heightForWidth(label->width()));
+    return {};
+  }
 
  private slots:
   void loadsEveryLesson() {
@@ -100,6 +115,89 @@ class TestLessonDock : public QObject {
     QCOMPARE(c.hidden, 256);
     QCOMPARE(c.batch, 256);
     QCOMPARE(c.evalEvery, 50);
+  }
+
+  // A prediction with choices: picked with a radio button, locked before the run; after the run
+  // the step shows the pick, the reference answer and the measured one with each choice's value,
+  // all kept for the score. Saved at the dock's narrow width before the lock, after it and after
+  // the run (build/screenshots/lessons/choice-*.png), with nothing cut.
+  void choicePickedRunAndShown() {
+    QTemporaryDir dir;
+    LessonDock dock(m_caps, pathsIn(dir));
+    showNarrow(dock);
+    const QString shots = QString(PARALAB_BINARY_DIR) + "/screenshots/lessons";
+    QDir().mkpath(shots);
+    dock.openLesson(slugIndex(dock, "06-communication"));
+    const auto& steps = dock.lessons()[dock.currentLesson()].steps;
+    int page = 0;
+    for (int i = 0; i < steps.size(); ++i)
+      if (steps[i].title == "Who waits, who works") page = i + 1;
+    QVERIFY(page > 0);
+    dock.openPage(page);
+    const auto fits = [&](const QString& shot) {
+      QApplication::processEvents();
+      QVERIFY2(dock.minimumSizeHint().width() <= 380,
+               qPrintable(QString("needs %1 px").arg(dock.minimumSizeHint().width())));
+      const QString cut = cutLabel(dock);
+      QVERIFY2(cut.isEmpty(), qPrintable(shot + ": " + cut));
+      QVERIFY(dock.grab().save(QString("%1/choice-%2.png").arg(shots, shot)));
+    };
+    QVERIFY(!dock.findChild<QLineEdit*>("lessonPrediction")->isVisible());
+    auto* run = dock.findChild<QPushButton*>("lessonRun");
+    auto* pick = dock.findChild<QRadioButton*>("lessonChoice2");
+    QVERIFY(pick && pick->isVisible() && pick->text() == "rank 2");
+    QVERIFY(!run->isEnabled());
+    fits("before");
+    // Lock in without a pick: said, nothing locked.
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    QVERIFY(!dock.predictionLocked());
+    QVERIFY2(dock.comparisonText().contains("Pick one of the answers first"),
+             qPrintable(dock.comparisonText()));
+    pick->click();
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    QVERIFY(dock.predictionLocked());
+    QVERIFY(!pick->isEnabled() && pick->isChecked());
+    QVERIFY(run->isEnabled());
+    QString text = dock.comparisonText();
+    QVERIFY2(text.contains("Your choice") && text.contains("run the experiment") &&
+                 text.contains("Where the reference comes from"),
+             qPrintable(text));
+    fits("locked");
+    QSignalSpy ran(&dock, &LessonDock::runExperiment);
+    run->click();
+    QCOMPARE(ran.size(), 1);
+    QCOMPARE(ran.first().first().value<RunConfig>().ranks, 4);
+    // Idle times in ms of ranks 0..3 per step; the median over steps 3 to 5 (after the 2 warm-up
+    // steps): 95, 84, 18 and 93 — rank 0 measured most, and the lesson asks for the least.
+    QList<QJsonObject> run4;
+    for (const auto& idle : QList<QList<double>>{{600, 600, 170, 600},
+                                                 {10, 20, 15, 30},
+                                                 {40, 50, 2, 60},
+                                                 {95, 120, 18, 107},
+                                                 {101, 84, 34, 93}}) {
+      QJsonArray ranks;
+      for (double v : idle) ranks.append(QJsonObject{{"idle_ms", v}});
+      run4 << QJsonObject{{"ranks", ranks}};
+    }
+    dock.showRunResult(run4);
+    text = dock.comparisonText();
+    for (const char* shown : {"<td style='padding-right:12px'>Your choice</td><td><b>rank 2</b>",
+                              "<td style='padding-right:12px'>Reference</td><td><b>rank 2</b>",
+                              "<td style='padding-right:12px'>Measured</td><td><b>rank 2</b>",
+                              "The smallest value wins (median over the run)", "<b>95 ms</b>",
+                              "<b>84 ms</b>", "<b>18 ms</b>", "<b>93 ms</b>", "ranks[2].idle_ms",
+                              "your choice: the same; the reference: the same"})
+      QVERIFY2(text.contains(shown), qPrintable(QString("%1 in %2").arg(shown, text)));
+    fits("measured");
+    // Kept: back on the step, the measured answer is there; the score counts the choice.
+    dock.openPage(page - 1);
+    dock.openPage(page);
+    QVERIFY2(dock.comparisonText().contains("<b>18 ms</b>"), qPrintable(dock.comparisonText()));
+    dock.openPage(int(steps.size()));
+    QVERIFY2(dock.comparisonText().contains(
+                 "Choices: 1 of 1 first picks were the reference answer; 1 of 1 matched your "
+                 "measurement."),
+             qPrintable(dock.comparisonText()));
   }
 
   void predictionReferenceMeasurement() {
@@ -136,6 +234,10 @@ class TestLessonDock : public QObject {
     dock.openPage(1);
     dock.openPage(2);
     QVERIFY2(dock.comparisonText().contains("4.25"), qPrintable(dock.comparisonText()));
+    // The next step's field starts empty, not with this step's locked 6.5.
+    dock.openPage(3);
+    QVERIFY(dock.currentStep()->prediction && !dock.predictionLocked());
+    QCOMPARE(dock.findChild<QLineEdit*>("lessonPrediction")->text(), QString());
     // The lesson's last step gives the score over its predictions.
     dock.openPage(int(dock.lessons()[dock.currentLesson()].steps.size()));
     QVERIFY2(dock.comparisonText().contains("Your score: ") &&
@@ -318,8 +420,8 @@ class TestLessonDock : public QObject {
     QVERIFY(dock.comparisonText().contains("not a number"));
     QCOMPARE(places(), before);
     // The progress file becomes a folder: the next save fails and the dock says so.
-    QFile::remove(p.progress);
-    QVERIFY(QDir().mkpath(p.progress));
+    QFile::remove(dir.filePath("progress.json"));
+    QVERIFY(QDir().mkpath(dir.filePath("progress.json")));
     lock(dock, "6");
     QVERIFY(!dock.problems().isEmpty());
     QVERIFY(dock.findChild<QLabel*>("lessonProblems")->isVisible());
@@ -433,19 +535,9 @@ class TestLessonDock : public QObject {
             qPrintable(
                 QString("%1, page %2 needs %3 px").arg(dock.lessons()[l].slug).arg(p).arg(need)));
         // No wrapped text is cut: each visible label is as tall as its lines need.
-        for (QLabel* label : dock.findChildren<QLabel*>())
-          if (label->isVisible() && label->wordWrap() && !label->text().isEmpty())
-            QVERIFY2(
-                label->height() >= label->heightForWidth(label->width()) &&
-                    label->parentWidget()->rect().contains(label->geometry()),
-                qPrintable(
-                    QString(
-                        "%1, page %2: '%3' has %4 of the %5 px it needs, or lies outside its box")
-                        .arg(dock.lessons()[l].slug)
-                        .arg(p)
-                        .arg(label->text().left(60))
-                        .arg(label->height())
-                        .arg(label->heightForWidth(label->width()))));
+        const QString cut = cutLabel(dock);
+        QVERIFY2(cut.isEmpty(),
+                 qPrintable(QString("%1, page %2: %3").arg(dock.lessons()[l].slug).arg(p).arg(cut)));
         QVERIFY(dock.grab().save(
             QString("%1/%2-%3.png").arg(shots, dock.lessons()[l].slug).arg(p, 2, 10, QChar('0'))));
       }

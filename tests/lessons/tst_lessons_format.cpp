@@ -9,6 +9,53 @@
 
 using namespace paralab::lessons;
 
+// A step whose prediction is answered by choosing (lessons/README.md, "prediction").
+static const char* kChoiceLesson = R"LESSON(---
+title: Who waits
+minutes: 5
+objectives: [Pick the rank that idles least]
+---
+
+## Step: A straggler
+
+```experiment
+{"ranks": 4, "straggler": "2=3", "steps": 20}
+```
+
+```prediction
+{"ask": "Which rank idles least?",
+ "choices": [{"label": "rank 0", "metric": "ranks[0].idle_ms"},
+             {"label": "rank 2", "metric": "ranks[2].idle_ms"},
+             {"label": "rank 3", "metric": "ranks[3].idle_ms"}],
+ "pick": "min", "over": "median", "unit": "ms",
+ "reasoning": "The straggler computes while the others wait: rank 2.",
+ "expect": "rank 2"}
+```
+
+## Step: Carry forward
+
+Done.
+
+## Retrieval practice
+
+Q: Why?
+A: Because.
+
+## Flashcards
+
+Q: Card?
+A: Yes.
+)LESSON";
+
+// Five steps of a recorded run (`paralab-run --ranks 4 --hidden 384 --batch 256 --straggler 2=3
+// --json`), cut to the fields the choices read.
+static const char* kStragglerRun[] = {
+    R"({"step":1,"step_ms":827.669,"ranks":[{"rank":0,"idle_ms":669.709,"comm_ms":80.611},{"rank":1,"idle_ms":658.528,"comm_ms":48.769},{"rank":2,"idle_ms":176.877,"comm_ms":39.174},{"rank":3,"idle_ms":656.858,"comm_ms":66.519}]})",
+    R"({"step":2,"step_ms":106.25,"ranks":[{"rank":0,"idle_ms":13.613,"comm_ms":60.955},{"rank":1,"idle_ms":25.775,"comm_ms":41.235},{"rank":2,"idle_ms":12.318,"comm_ms":59.887},{"rank":3,"idle_ms":36.25,"comm_ms":22.094}]})",
+    R"({"step":3,"step_ms":116.895,"ranks":[{"rank":0,"idle_ms":42.708,"comm_ms":26.777},{"rank":1,"idle_ms":53.225,"comm_ms":44.07},{"rank":2,"idle_ms":1.893,"comm_ms":38.151},{"rank":3,"idle_ms":64.331,"comm_ms":18.572}]})",
+    R"({"step":4,"step_ms":171.922,"ranks":[{"rank":0,"idle_ms":95.614,"comm_ms":13.694},{"rank":1,"idle_ms":119.891,"comm_ms":29.293},{"rank":2,"idle_ms":18.012,"comm_ms":32.546},{"rank":3,"idle_ms":106.821,"comm_ms":29.273}]})",
+    R"({"step":5,"step_ms":174.014,"ranks":[{"rank":0,"idle_ms":101.093,"comm_ms":15.414},{"rank":1,"idle_ms":84.337,"comm_ms":15.016},{"rank":2,"idle_ms":33.821,"comm_ms":12.457},{"rank":3,"idle_ms":93.538,"comm_ms":39.919}]})"};
+
 static const char* kLesson = R"LESSON(---
 title: A tiny lesson
 minutes: 5
@@ -80,6 +127,19 @@ A: Yes.
 
 class TestLessonFormat : public QObject {
   Q_OBJECT
+  // The data row's mistake (`from` replaced by `to` in `lesson`) is refused with `expected`.
+  static void expectMistake(const char* lesson, const QString& slug) {
+    QFETCH(QString, from);
+    QFETCH(QString, to);
+    QFETCH(QString, expected);
+    QString text = QString(lesson);
+    QVERIFY2(text.contains(from), qPrintable(from));
+    text.replace(text.indexOf(from), from.size(), to);
+    const ParseResult r = parseLesson(text, slug);
+    QVERIFY(!r.lesson);
+    QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
+  }
+
  private slots:
   void parsesEveryField() {
     const ParseResult r = parseLesson(kLesson, "07-tiny");
@@ -170,17 +230,7 @@ class TestLessonFormat : public QObject {
     QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";
     QTest::newRow("unclosed fence") << "## Flashcards" << "```text\n## Flashcards" << "a fenced block is not closed";
   }
-  void mistakesNameTheLine() {
-    QFETCH(QString, from);
-    QFETCH(QString, to);
-    QFETCH(QString, expected);
-    QString text = QString(kLesson);
-    QVERIFY2(text.contains(from), qPrintable(from));
-    text.replace(text.indexOf(from), from.size(), to);
-    const ParseResult r = parseLesson(text, "07-tiny");
-    QVERIFY(!r.lesson);
-    QVERIFY2(r.errors.join('\n').contains(expected), qPrintable(r.errors.join('\n')));
-  }
+  void mistakesNameTheLine() { expectMistake(kLesson, "07-tiny"); }
 
   void machineSizedSweeps_data() {
     QTest::addColumn<int>("cores");
@@ -322,6 +372,76 @@ class TestLessonFormat : public QObject {
     Compare c;
     c.metric = "points[last].speedup / points[ranks=$cores].speedup";
     QCOMPARE(*measuredValue(c, sweep), 0.17381051265493783 / 0.4823291325009318);
+  }
+
+  void choicesParse() {
+    const ParseResult r = parseLesson(kChoiceLesson, "09-who");
+    QVERIFY2(r.lesson, qPrintable(r.errors.join('\n')));
+    const Prediction& p = *r.lesson->steps[0].prediction;
+    QVERIFY(p.isChoice());
+    QCOMPARE(p.line, 13);
+    QCOMPARE(p.choices.size(), 3);
+    QCOMPARE(p.choices[1].label, QString("rank 2"));
+    QCOMPARE(p.choices[1].metric, QString("ranks[2].idle_ms"));
+    QCOMPARE(p.pick, QString("min"));
+    QCOMPARE(p.over, QString("median"));
+    QCOMPARE(p.unit, QString("ms"));
+    QCOMPARE(p.expectChoice, QString("rank 2"));
+    QVERIFY(p.formula.isEmpty() && !p.expect);
+  }
+
+  void choiceMistakesNameTheLine_data() {
+    QTest::addColumn<QString>("from");
+    QTest::addColumn<QString>("to");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("unknown key") << "\"pick\": \"min\"" << "\"pick\": \"min\", \"formula\": \"1\""
+        << ":13: prediction: unknown key 'formula' (allowed: ask, choices, pick, over, warmup, unit, reasoning, expect)";
+    QTest::newRow("unknown key of a choice") << "\"label\": \"rank 0\"" << "\"name\": \"rank 0\""
+        << ":13: prediction: choice 1: unknown key 'name' (allowed: label, metric)";
+    QTest::newRow("expect not a label") << "\"expect\": \"rank 2\"" << "\"expect\": \"rank 1\""
+        << ":13: prediction: 'expect' is the label the reasoning gives, one of: rank 0, rank 2, rank 3";
+    QTest::newRow("missing metric") << ", \"metric\": \"ranks[3].idle_ms\"" << ""
+        << ":13: prediction: choice 3: 'metric' is missing";
+    QTest::newRow("bad metric") << "ranks[3].idle_ms" << "ranks[3].idle_ms +"
+        << ":13: prediction: choice 3: metric 'ranks[3].idle_ms +'";
+    QTest::newRow("bad pick") << "\"pick\": \"min\"" << "\"pick\": \"least\""
+        << ":13: prediction: 'pick' is max or min";
+    QTest::newRow("one choice") << "{\"label\": \"rank 0\", \"metric\": \"ranks[0].idle_ms\"},\n             {\"label\": \"rank 2\", \"metric\": \"ranks[2].idle_ms\"},\n             {\"label\": \"rank 3\", \"metric\": \"ranks[3].idle_ms\"}" << "{\"label\": \"rank 2\", \"metric\": \"ranks[2].idle_ms\"}"
+        << ":13: prediction: 'choices' is a list of at least two";
+    QTest::newRow("label twice") << "\"label\": \"rank 3\"" << "\"label\": \"rank 0\""
+        << ":13: prediction: choice 3: 'rank 0' is given twice";
+    QTest::newRow("no experiment") << "```experiment\n{\"ranks\": 4, \"straggler\": \"2=3\", \"steps\": 20}\n```" << ""
+        << ":11: prediction: choices are measured by the step's ```experiment";
+    QTest::newRow("with a compare") << "## Step: Carry forward" << "```compare\n{\"metric\": \"loss\", \"explain\": \"x\"}\n```\n\n## Step: Carry forward"
+        << ":23: compare: a prediction with choices is compared by its choices' metrics";
+  }
+  void choiceMistakesNameTheLine() { expectMistake(kChoiceLesson, "09-who"); }
+
+  // The measured answer of a recorded run: each choice's median after the 2 warm-up steps
+  // (steps 3 to 5), the smallest or largest of them.
+  void measuredChoiceOfARecordedRun() {
+    Prediction p = *parseLesson(kChoiceLesson, "09-who").lesson->steps[0].prediction;
+    QList<QJsonObject> steps;
+    for (const char* s : kStragglerRun) steps << QJsonDocument::fromJson(s).object();
+    ChoiceMeasurement m = measuredChoice(p, steps);
+    QVERIFY2(m.error.isEmpty(), qPrintable(m.error));
+    QCOMPARE(m.values, QList<double>({95.614, 18.012, 93.538}));
+    QCOMPARE(m.answer, 1);  // rank 2 idles least
+    p.pick = "max";
+    QCOMPARE(measuredChoice(p, steps).answer, 0);  // rank 0: 95.614 ms against rank 3's 93.538
+    p.over = "last";
+    QCOMPARE(measuredChoice(p, steps).answer, 0);  // 101.093 against 93.538
+    p.over = "first";  // step 1 (no warm-up for first and last): rank 0, 669.709 ms
+    QCOMPARE(measuredChoice(p, steps).answer, 0);
+    p.choices[0].metric = "ranks[7].idle_ms";  // no such rank: no answer, and it says which
+    m = measuredChoice(p, steps);
+    QCOMPARE(m.answer, -1);
+    QVERIFY2(m.error.startsWith("rank 0: no step of the run reports it"), qPrintable(m.error));
+    // A tie has no answer either.
+    p.choices[0].metric = "ranks[3].idle_ms";
+    m = measuredChoice(p, steps);
+    QCOMPARE(m.answer, -1);
+    QVERIFY2(m.error.contains("measured the same"), qPrintable(m.error));
   }
 };
 

@@ -2,6 +2,7 @@
 // Run: ctest -R tst_lessons_progress.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 
 #include "lesson.h"
 #include "lesson_score.h"
@@ -60,6 +61,54 @@ class TestProgress : public QObject {
     QCOMPARE(without.predictions, int(steps.size()) - 1);
     QCOMPARE(without.nearReference, 1);
     QCOMPARE(without.measured, 1);
+  }
+
+  // Choices: a first pick is right when it is the reference answer and matched when it is the
+  // measured one; both kept in the file with each choice's value.
+  void scoreCountsChoices() {
+    Lesson l;
+    l.slug = "09-who";
+    for (int i = 0; i < 4; ++i) {
+      Step s;
+      Prediction p;
+      p.choices = {{"rank 0", "ranks[0].idle_ms"}, {"rank 1", "ranks[1].idle_ms"}};
+      p.pick = "max";
+      p.expectChoice = "rank 0";
+      s.prediction = p;
+      l.steps << s;
+    }
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      Progress p(path);
+      QVERIFY(p.lockChoice(l.slug, 1, "rank 0"));  // right; measured rank 0: matched
+      QVERIFY(p.lockChoice(l.slug, 1, "rank 1"));  // a second try: not counted
+      QVERIFY(p.lockChoice(l.slug, 2, "rank 0"));  // right; measured rank 1: not matched
+      QVERIFY(p.lockChoice(l.slug, 3, "rank 1"));  // wrong; measured rank 1: matched
+      QVERIFY(p.setMeasuredChoice(l.slug, 1, {"rank 0", {12.5, 3.0}}));
+      QVERIFY(p.setMeasuredChoice(l.slug, 2, {"rank 1", {2.0, 4.0}}));
+      QVERIFY(p.setMeasuredChoice(l.slug, 3, {"rank 1", {1.0, std::nan("")}}));
+    }
+    const Progress q(path);  // as after a restart
+    const LessonProgress lp = q.lesson(l.slug);
+    QCOMPARE(lp.choices.value(1), QStringList({"rank 0", "rank 1"}));
+    QCOMPARE(lp.measuredChoices.value(2).answer, QString("rank 1"));
+    QCOMPARE(lp.measuredChoices.value(1).values, QList<double>({12.5, 3.0}));
+    QVERIFY(std::isnan(lp.measuredChoices.value(3).values.value(1)));  // no value: kept as none
+    const LessonScore score = scoreLesson(l, lp, [](const Step&) { return true; });
+    QCOMPARE(score.predictions, 0);  // no numbers asked
+    QCOMPARE(score.choices, 4);
+    QCOMPARE(score.choicesLocked, 3);
+    QCOMPARE(score.choicesRight, 2);
+    QCOMPARE(score.choicesMeasured, 3);
+    QCOMPARE(score.choicesMatched, 2);
+    QCOMPARE(score.text(), QString("Your score: 2 of 4 first picks were the reference answer (1 not "
+                                   "picked yet); 2 of 3 matched your measurement."));
+    // Beside numbers, the choices' part follows theirs.
+    LessonScore both = score;
+    both.predictions = 2;
+    both.locked = 2;
+    QVERIFY2(both.text().contains("measured yet. Choices: 2 of 4 first picks"), qPrintable(both.text()));
   }
 
   void survivesRestart() {
