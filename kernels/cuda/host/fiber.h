@@ -21,8 +21,14 @@
 #endif
 #endif
 #if defined(PARALAB_FIBER_ASAN)
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
+// The sanitizer runtime's own entry points (compiler-rt's common_interface_defs.h and
+// asan_interface.h declare the same), declared here so this header needs nothing but libc.
+extern "C" {
+void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
+                                     size_t* size_old);
+void __asan_unpoison_memory_region(const volatile void* addr, size_t size);
+}
 #endif
 
 #if !defined(__x86_64__)
@@ -199,7 +205,7 @@ inline void endFibre(FiberStack& stack, const Context& load) {
 // A reused stack may hold the poisoned frames of a fibre that ended inside them.
 inline void asanFresh([[maybe_unused]] const FiberStack& stack) {
 #if defined(PARALAB_FIBER_ASAN)
-  ASAN_UNPOISON_MEMORY_REGION(stack.base, stack.size);
+  __asan_unpoison_memory_region(stack.base, stack.size);
 #endif
 }
 
