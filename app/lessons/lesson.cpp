@@ -269,6 +269,7 @@ class LessonParser {
     if (m_lesson.cards.isEmpty()) error(int(m_lines.size()), "'## Flashcards' with Q:/A: pairs is missing");
   }
 
+  // [SECTION] The blocks of a step: experiment, sweep, prediction, compare, bench.
   void takeBlock(const QString& kind, int line, const QStringList& lines, Section section) {
     if (section != Section::Step) return;  // reported when the fence opened
     Step& step = m_lesson.steps.last();
@@ -400,6 +401,7 @@ class LessonParser {
     }
   }
 
+  // [SECTION] Predictions with choices, and the checks that need the whole step.
   // A ```prediction block with "choices": the learner picks one label; the run measures each.
   template <typename Bad>
   Prediction choicePrediction(const QJsonObject& o, const Bad& bad) {
@@ -493,6 +495,7 @@ class LessonParser {
 
 }  // namespace
 
+// [SECTION] Loading a lesson, or all of them.
 ParseResult parseLesson(const QString& text, const QString& slug, const QString& path, int cores) {
   return LessonParser(text, slug, path, cores).run();
 }
@@ -603,6 +606,7 @@ std::optional<double> referenceValue(const Prediction& p, const QJsonObject& exp
   return Formula(p.formula).evaluate(vars, error);
 }
 
+// [SECTION] Metric paths, and what a run measured for a comparison.
 std::optional<double> metricAt(const QJsonObject& root, const QString& path) {
   QJsonValue cur = root;
   int i = 0;
@@ -694,6 +698,8 @@ std::optional<double> measuredValue(const Compare& c, const QList<QJsonObject>& 
   return values.size() % 2 ? values[m] : (values[m - 1] + values[m]) / 2;
 }
 
+// [SECTION] What a run measured for a prediction with choices.
+
 namespace {
 // Each choice's metric read as a comparison with the prediction's `over` and `warmup` reads it.
 template <typename Run>
@@ -771,6 +777,7 @@ QString fitNote(const Step& s) {
   return "fitted on " + QString::fromStdString(fitBasis(1, s.sweep->ranks.last(), cores));
 }
 
+// [SECTION] Text: glossary links and a paragraph as HTML.
 QStringList glossaryReferences(const QString& markdown) {
   static const QRegularExpression re("\\[\\[([^\\]|]+)(?:\\|[^\\]]*)?\\]\\]");
   QStringList out;
