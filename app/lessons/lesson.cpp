@@ -210,6 +210,13 @@ class LessonParser {
           s.title = heading.mid(5).trimmed();
           s.line = ln;
           if (s.title.isEmpty()) error(ln, "a step needs a title: '## Step: title'");
+          // The title is the key of the learner's progress on the step (progress.h).
+          for (const Step& other : m_lesson.steps)
+            if (!s.title.isEmpty() && other.title == s.title)
+              error(ln, QString("step title '%1' is also the title of the step on line %2 (a "
+                                "step's title is unique in its lesson)")
+                            .arg(s.title)
+                            .arg(other.line));
           m_lesson.steps << s;
           wantNeeds = true;
         } else if (heading == "Retrieval practice") {

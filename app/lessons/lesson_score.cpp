@@ -18,11 +18,11 @@ LessonScore scoreLesson(const Lesson& lesson, const LessonProgress& progress,
     if (!s.prediction || !runnable(s)) continue;
     if (s.prediction->isChoice()) {
       ++score.choices;
-      const QStringList picks = progress.choices.value(i + 1);
+      const QStringList picks = progress.choices.value(s.title);
       if (picks.isEmpty()) continue;
       ++score.choicesLocked;
       score.choicesRight += picks.first() == s.prediction->expectChoice;
-      if (const auto m = progress.measuredChoices.find(i + 1);
+      if (const auto m = progress.measuredChoices.find(s.title);
           m != progress.measuredChoices.end() && !m->answer.isEmpty()) {
         ++score.choicesMeasured;
         score.choicesMatched += picks.first() == m->answer;
@@ -30,14 +30,14 @@ LessonScore scoreLesson(const Lesson& lesson, const LessonProgress& progress,
       continue;
     }
     ++score.predictions;
-    const QList<double> attempts = progress.predictions.value(i + 1);
+    const QList<double> attempts = progress.predictions.value(s.title);
     if (attempts.isEmpty()) continue;
     ++score.locked;
     const double first = attempts.first();
     QString error;
     if (const auto ref = referenceValue(*s.prediction, s.experiment.value_or(QJsonObject()), &error))
       score.nearReference += std::abs(first - *ref) <= LessonScore::kNear * std::abs(*ref);
-    if (const auto m = progress.measured.find(i + 1); m != progress.measured.end() && *m != 0) {
+    if (const auto m = progress.measured.find(s.title); m != progress.measured.end() && *m != 0) {
       ++score.measured;
       misses.push_back(100 * std::abs(first - *m) / std::abs(*m));
     }

@@ -1,13 +1,15 @@
 // Progress: how far the learner got in each lesson (step reached, completion, their locked
 // predictions and choices, the measurements they were compared with, and written answers), kept
 // per user in a JSON file (default: progress.json under QStandardPaths::AppDataLocation) that is
-// rewritten whole on every change.
+// rewritten whole on every change. What belongs to a step is keyed by the step's title, so a
+// step added to a lesson later does not move a learner's guesses onto its neighbour.
 // See tests/lessons/tst_lessons_progress.cpp.
 #pragma once
 #include <QDateTime>
 #include <QHash>
 #include <QList>
 #include <QMap>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 
@@ -17,21 +19,21 @@ struct LessonProgress {
   int stepReached = 0;            // 0-based index of the furthest step opened
   bool completed = false;
   QDateTime completedAt;          // UTC, when first completed
-  // Step index -> the predictions locked in there, in order: a locked one is never changed, a
+  // Step title -> the predictions locked in there, in order: a locked one is never changed, a
   // "try again" adds another (the learner sees how their guesses moved).
-  QMap<int, QList<double>> predictions;
+  QMap<QString, QList<double>> predictions;
   QMap<int, QString> answers;     // retrieval question index -> what the learner wrote
-  // Step index -> the last measurement its comparison showed (lesson_score.h scores against it).
-  QMap<int, double> measured;
-  // Step index -> the labels picked there for a prediction with choices, in order (as
+  // Step title -> the last measurement its comparison showed (lesson_score.h scores against it).
+  QMap<QString, double> measured;
+  // Step title -> the labels picked there for a prediction with choices, in order (as
   // `predictions`: a locked pick is never changed, a "try again" adds another).
-  QMap<int, QStringList> choices;
-  // Step index -> what the step's last run measured for its choices.
+  QMap<QString, QStringList> choices;
+  // Step title -> what the step's last run measured for its choices.
   struct MeasuredChoice {
     QString answer;       // the label of the measured answer
     QList<double> values; // each choice's value, in the order of the choices
   };
-  QMap<int, MeasuredChoice> measuredChoices;
+  QMap<QString, MeasuredChoice> measuredChoices;
 };
 
 class Progress {
@@ -44,12 +46,19 @@ class Progress {
   // Each records and writes the file; false when it cannot be written (error() says why).
   bool reachStep(const QString& slug, int step);  // keeps the furthest step
   bool complete(const QString& slug, const QDateTime& when = QDateTime::currentDateTimeUtc());
-  bool lockPrediction(const QString& slug, int step, double value);  // one more attempt
+  // `step`: the step's title.
+  bool lockPrediction(const QString& slug, const QString& step, double value);  // one more attempt
   bool setAnswer(const QString& slug, int question, const QString& text);
-  bool setMeasured(const QString& slug, int step, double value);
-  bool lockChoice(const QString& slug, int step, const QString& label);  // one more attempt
-  bool setMeasuredChoice(const QString& slug, int step, const LessonProgress::MeasuredChoice& m);
+  bool setMeasured(const QString& slug, const QString& step, double value);
+  bool lockChoice(const QString& slug, const QString& step, const QString& label);  // one more
+  bool setMeasuredChoice(const QString& slug, const QString& step,
+                         const LessonProgress::MeasuredChoice& m);
   bool resetLesson(const QString& slug);
+  // A file written before steps were keyed by title keys them by page (step index + 1). Given
+  // the lesson's step titles, in order, this renames those keys to titles (the best reading
+  // there is: the lesson as it is now) and writes the file; a page past the last step stays as
+  // "page N", kept in the file but shown nowhere. Nothing to do for a lesson keyed by title.
+  bool adoptPageKeys(const QString& slug, const QStringList& stepTitles);
 
   bool save();
   QString path() const { return m_path; }
@@ -61,6 +70,7 @@ class Progress {
   QString m_path;
   QString m_error;
   QHash<QString, LessonProgress> m_lessons;
+  QSet<QString> m_pageKeyed;  // lessons read from a file that keyed their steps by page
 };
 
 }  // namespace paralab::lessons

@@ -46,6 +46,11 @@ LessonDock::LessonDock(const QStringList& capabilities, const Paths& paths, QWid
   const LibraryResult lib = loadLessons(paths.lessons, paths.cores);
   m_lessons = lib.lessons;
   m_errors = lib.errors;
+  for (const Lesson& l : m_lessons) {  // a file from before steps were keyed by title
+    QStringList titles;
+    for (const Step& s : l.steps) titles << s.title;
+    m_progress.adoptPageKeys(l.slug, titles);
+  }
   m_glossary = Glossary::load(paths.lessons + "/glossary.md", &m_errors);
   build();
   fillLessonList();
@@ -378,9 +383,11 @@ void LessonDock::openPage(int page) {
   m_measured.reset();
   m_choiceMeasured.reset();
   const LessonProgress kept = m_progress.lesson(l.slug);
-  if (kept.measured.contains(m_page)) m_measured = kept.measured.value(m_page);
-  if (const Step* s = currentStep(); s && s->prediction && kept.measuredChoices.contains(m_page))
-    m_choiceMeasured = choiceAnswer(*s->prediction, kept.measuredChoices.value(m_page).values);
+  if (const Step* s = currentStep()) {
+    if (kept.measured.contains(s->title)) m_measured = kept.measured.value(s->title);
+    if (s->prediction && kept.measuredChoices.contains(s->title))
+      m_choiceMeasured = choiceAnswer(*s->prediction, kept.measuredChoices.value(s->title).values);
+  }
   m_measureError.clear();
   m_progress.reachStep(l.slug, m_page);
   m_retrying = false;

@@ -173,8 +173,8 @@ bool LessonDock::predictionLocked() const {
   const Step* s = currentStep();
   if (!s || !s->prediction) return true;
   const LessonProgress p = m_progress.lesson(m_lessons[m_lesson].slug);
-  return !m_retrying && !(s->prediction->isChoice() ? p.choices.value(m_page).isEmpty()
-                                                    : p.predictions.value(m_page).isEmpty());
+  return !m_retrying && !(s->prediction->isChoice() ? p.choices.value(s->title).isEmpty()
+                                                    : p.predictions.value(s->title).isEmpty());
 }
 
 // One radio button per choice, in the block's order, two to a line; none checked until the
@@ -199,11 +199,11 @@ void LessonDock::updateRunButtons() {
   const Step* s = currentStep();
   if (!s) return;
   const QList<double> attempts =
-      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
+      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(s->title);
   const bool locked = predictionLocked();
   if (s->prediction && s->prediction->isChoice()) {
     // The last pick, checked and fixed once locked; a fresh choice while trying again.
-    const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(m_page);
+    const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(s->title);
     int last = -1;
     for (int i = 0; locked && !picks.isEmpty() && i < s->prediction->choices.size(); ++i)
       if (s->prediction->choices[i].label == picks.last()) last = i;
@@ -244,13 +244,13 @@ void LessonDock::lockPrediction() {
     const int picked = m_choiceGroup->checkedId();
     m_typingError = picked < 0 ? tr("Pick one of the answers first") : QString();
     if (picked >= 0) {
-      m_progress.lockChoice(slug, m_page, s->prediction->choices[picked].label);
+      m_progress.lockChoice(slug, s->title, s->prediction->choices[picked].label);
       m_retrying = false;
       showProblems();
     }
   } else if (const auto v =
                  readTypedAnswer(m_predictionEdit->text(), s->prediction->unit, &m_typingError)) {
-    m_progress.lockPrediction(slug, m_page, *v);
+    m_progress.lockPrediction(slug, s->title, *v);
     m_retrying = false;
     showProblems();
   }
@@ -289,7 +289,7 @@ QString LessonDock::comparisonText() const {
   if (!s || !s->prediction) return {};
   const Prediction& p = *s->prediction;
   const QList<double> attempts =
-      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(m_page);
+      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(s->title);
   // Why the typed answer was not taken, in the warning's colour, above everything else here.
   const QString typing = m_typingError.isEmpty()
                              ? QString()
@@ -358,7 +358,7 @@ QString LessonDock::comparisonText() const {
 // each choice's measured value under it so that the learner sees the margin.
 QString LessonDock::choiceComparisonText(const Step& s) const {
   const Prediction& p = *s.prediction;
-  const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(m_page);
+  const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(s.title);
   if (picks.isEmpty())
     return tr("Pick your answer below and lock it in: then the experiment runs and the "
               "reference shows.");
@@ -445,12 +445,13 @@ void LessonDock::measureFrom(const QJsonObject& result) {
 // Kept with the progress: the comparison shows it when the step is opened again, and the
 // lesson's score counts it.
 void LessonDock::keepMeasurement() {
-  if (m_measured && std::isfinite(*m_measured))
-    m_progress.setMeasured(m_lessons[m_lesson].slug, m_page, *m_measured);
   const Step* s = currentStep();
-  if (m_choiceMeasured && m_choiceMeasured->answer >= 0 && s && s->prediction)
+  if (!s) return;
+  if (m_measured && std::isfinite(*m_measured))
+    m_progress.setMeasured(m_lessons[m_lesson].slug, s->title, *m_measured);
+  if (m_choiceMeasured && m_choiceMeasured->answer >= 0 && s->prediction)
     m_progress.setMeasuredChoice(
-        m_lessons[m_lesson].slug, m_page,
+        m_lessons[m_lesson].slug, s->title,
         {s->prediction->choices[m_choiceMeasured->answer].label, m_choiceMeasured->values});
 }
 

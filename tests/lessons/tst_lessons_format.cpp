@@ -228,6 +228,8 @@ class TestLessonFormat : public QObject {
     QTest::newRow("bench no kind") << "\"kind\": \"gemm-ladder\", " << "" << ":49: bench: 'kind' is missing (allowed: gemm-ladder";
     QTest::newRow("bench range") << "\"size\": 256" << "\"size\": 9000" << ":49: bench: 'size' of gemm-ladder is a whole number 16..2048";
     QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";
+    QTest::newRow("repeated step title") << "## Step: Sweep it" << "## Step: Run it"
+                                         << ":39: step title 'Run it' is also the title of the step on line";
     QTest::newRow("unclosed fence") << "## Flashcards" << "```text\n## Flashcards" << "a fenced block is not closed";
   }
   void mistakesNameTheLine() { expectMistake(kLesson, "07-tiny"); }

@@ -20,13 +20,14 @@ class TestProgress : public QObject {
     const ParseResult parsed = loadLesson(lessonsRoot() + "/02-amdahl");
     QVERIFY2(parsed.lesson, qPrintable(parsed.errors.join('\n')));
     const Lesson& l = *parsed.lesson;
-    QList<int> steps;  // progress keys (step index + 1) of the prediction steps
+    QList<int> steps;  // indices of the prediction steps
     for (int i = 0; i < l.steps.size(); ++i)
-      if (l.steps[i].prediction) steps << i + 1;
+      if (l.steps[i].prediction) steps << i;
     QVERIFY(steps.size() >= 4);
     QString error;
-    const auto referenceOf = [&](int key) {
-      const Step& s = l.steps[key - 1];
+    const auto title = [&](int i) { return l.steps[i].title; };  // what progress is kept under
+    const auto referenceOf = [&](int i) {
+      const Step& s = l.steps[i];
       return *referenceValue(*s.prediction, s.experiment.value_or(QJsonObject()), &error);
     };
     QTemporaryDir dir;
@@ -34,12 +35,12 @@ class TestProgress : public QObject {
     {
       Progress p(path);
       const double ref0 = referenceOf(steps[0]), ref1 = referenceOf(steps[1]);
-      QVERIFY(p.lockPrediction(l.slug, steps[0], ref0 * 1.05));  // near
-      QVERIFY(p.lockPrediction(l.slug, steps[0], ref0 * 3));     // a second try: not counted
-      QVERIFY(p.lockPrediction(l.slug, steps[1], ref1 * 2));     // far
-      QVERIFY(p.lockPrediction(l.slug, steps[2], referenceOf(steps[2])));  // exact
-      QVERIFY(p.setMeasured(l.slug, steps[0], ref0 * 1.05 / 1.5));  // the guess 50 % above it
-      QVERIFY(p.setMeasured(l.slug, steps[1], ref1 * 2 / 1.1));     // 10 % above
+      QVERIFY(p.lockPrediction(l.slug, title(steps[0]), ref0 * 1.05));  // near
+      QVERIFY(p.lockPrediction(l.slug, title(steps[0]), ref0 * 3));  // a second try: not counted
+      QVERIFY(p.lockPrediction(l.slug, title(steps[1]), ref1 * 2));  // far
+      QVERIFY(p.lockPrediction(l.slug, title(steps[2]), referenceOf(steps[2])));  // exact
+      QVERIFY(p.setMeasured(l.slug, title(steps[0]), ref0 * 1.05 / 1.5));  // guess 50 % above
+      QVERIFY(p.setMeasured(l.slug, title(steps[1]), ref1 * 2 / 1.1));     // 10 % above
     }
     const Progress q(path);  // as after a restart
     const LessonProgress lp = q.lesson(l.slug);
@@ -56,7 +57,7 @@ class TestProgress : public QObject {
                  text.contains("median miss of 30 % (2 measured)"),
              qPrintable(text));
     // A step this machine cannot run is not held against the learner.
-    const Step* first = &l.steps[steps[0] - 1];
+    const Step* first = &l.steps[steps[0]];
     const LessonScore without = scoreLesson(l, lp, [&](const Step& s) { return &s != first; });
     QCOMPARE(without.predictions, int(steps.size()) - 1);
     QCOMPARE(without.nearReference, 1);
@@ -70,6 +71,7 @@ class TestProgress : public QObject {
     l.slug = "09-who";
     for (int i = 0; i < 4; ++i) {
       Step s;
+      s.title = QString("step %1").arg(i + 1);
       Prediction p;
       p.choices = {{"rank 0", "ranks[0].idle_ms"}, {"rank 1", "ranks[1].idle_ms"}};
       p.pick = "max";
@@ -81,20 +83,20 @@ class TestProgress : public QObject {
     const QString path = dir.filePath("progress.json");
     {
       Progress p(path);
-      QVERIFY(p.lockChoice(l.slug, 1, "rank 0"));  // right; measured rank 0: matched
-      QVERIFY(p.lockChoice(l.slug, 1, "rank 1"));  // a second try: not counted
-      QVERIFY(p.lockChoice(l.slug, 2, "rank 0"));  // right; measured rank 1: not matched
-      QVERIFY(p.lockChoice(l.slug, 3, "rank 1"));  // wrong; measured rank 1: matched
-      QVERIFY(p.setMeasuredChoice(l.slug, 1, {"rank 0", {12.5, 3.0}}));
-      QVERIFY(p.setMeasuredChoice(l.slug, 2, {"rank 1", {2.0, 4.0}}));
-      QVERIFY(p.setMeasuredChoice(l.slug, 3, {"rank 1", {1.0, std::nan("")}}));
+      QVERIFY(p.lockChoice(l.slug, "step 1", "rank 0"));  // right; measured rank 0: matched
+      QVERIFY(p.lockChoice(l.slug, "step 1", "rank 1"));  // a second try: not counted
+      QVERIFY(p.lockChoice(l.slug, "step 2", "rank 0"));  // right; measured rank 1: not matched
+      QVERIFY(p.lockChoice(l.slug, "step 3", "rank 1"));  // wrong; measured rank 1: matched
+      QVERIFY(p.setMeasuredChoice(l.slug, "step 1", {"rank 0", {12.5, 3.0}}));
+      QVERIFY(p.setMeasuredChoice(l.slug, "step 2", {"rank 1", {2.0, 4.0}}));
+      QVERIFY(p.setMeasuredChoice(l.slug, "step 3", {"rank 1", {1.0, std::nan("")}}));
     }
     const Progress q(path);  // as after a restart
     const LessonProgress lp = q.lesson(l.slug);
-    QCOMPARE(lp.choices.value(1), QStringList({"rank 0", "rank 1"}));
-    QCOMPARE(lp.measuredChoices.value(2).answer, QString("rank 1"));
-    QCOMPARE(lp.measuredChoices.value(1).values, QList<double>({12.5, 3.0}));
-    QVERIFY(std::isnan(lp.measuredChoices.value(3).values.value(1)));  // no value: kept as none
+    QCOMPARE(lp.choices.value("step 1"), QStringList({"rank 0", "rank 1"}));
+    QCOMPARE(lp.measuredChoices.value("step 2").answer, QString("rank 1"));
+    QCOMPARE(lp.measuredChoices.value("step 1").values, QList<double>({12.5, 3.0}));
+    QVERIFY(std::isnan(lp.measuredChoices.value("step 3").values.value(1)));  // no value: kept as none
     const LessonScore score = scoreLesson(l, lp, [](const Step&) { return true; });
     QCOMPARE(score.predictions, 0);  // no numbers asked
     QCOMPARE(score.choices, 4);
@@ -120,8 +122,8 @@ class TestProgress : public QObject {
       QCOMPARE(p.lesson("02-amdahl").stepReached, 0);
       QVERIFY(p.reachStep("02-amdahl", 3));
       QVERIFY(p.reachStep("02-amdahl", 1));  // going back keeps the furthest step
-      QVERIFY(p.lockPrediction("02-amdahl", 2, 5.9));
-      QVERIFY(p.lockPrediction("02-amdahl", 2, 6.4));  // a second attempt keeps the first
+      QVERIFY(p.lockPrediction("02-amdahl", "Predict the ceiling", 5.9));
+      QVERIFY(p.lockPrediction("02-amdahl", "Predict the ceiling", 6.4));  // the first is kept
       QVERIFY(p.setAnswer("02-amdahl", 0, "The serial part caps it: 1/(1-p)."));
       QVERIFY(p.reachStep("05-data-parallel", 2));
       QVERIFY(p.complete("01-serial-parallel", done));
@@ -131,7 +133,7 @@ class TestProgress : public QObject {
     const LessonProgress a = q.lesson("02-amdahl");
     QCOMPARE(a.stepReached, 3);
     QVERIFY(!a.completed);
-    QCOMPARE(a.predictions.value(2), QList<double>({5.9, 6.4}));
+    QCOMPARE(a.predictions.value("Predict the ceiling"), QList<double>({5.9, 6.4}));
     QCOMPARE(a.answers.value(0), QString("The serial part caps it: 1/(1-p)."));
     QCOMPARE(q.lesson("05-data-parallel").stepReached, 2);
     const LessonProgress s = q.lesson("01-serial-parallel");
@@ -189,9 +191,72 @@ class TestProgress : public QObject {
       f.write(R"({"version": 1, "lessons": {"02-amdahl": {"predictions": {"2": 5.9}}}})");
     }
     Progress p(path);
-    QCOMPARE(p.lesson("02-amdahl").predictions.value(2), QList<double>({5.9}));
-    QVERIFY(p.lockPrediction("02-amdahl", 2, 7));
-    QCOMPARE(Progress(path).lesson("02-amdahl").predictions.value(2), QList<double>({5.9, 7.0}));
+    QVERIFY(p.adoptPageKeys("02-amdahl", {"First", "Second"}));
+    QCOMPARE(p.lesson("02-amdahl").predictions.value("Second"), QList<double>({5.9}));
+    QVERIFY(p.lockPrediction("02-amdahl", "Second", 7));
+    QCOMPARE(Progress(path).lesson("02-amdahl").predictions.value("Second"),
+             QList<double>({5.9, 7.0}));
+  }
+
+  // Progress belongs to a step, not to a position: a step added to the lesson before it (as
+  // lessons grow) leaves the learner's guesses, picks and measurements on the step they were
+  // made on, after a restart too, and the score still counts them.
+  void aNewStepMovesNothing() {
+    Lesson before;
+    before.slug = "06-who";
+    for (const QString& t : {"Warm up", "Who waits"}) {
+      Step s;
+      s.title = t;
+      Prediction p;
+      p.choices = {{"rank 0", "ranks[0].idle_ms"}, {"rank 1", "ranks[1].idle_ms"}};
+      p.pick = "max";
+      p.expectChoice = "rank 1";
+      s.prediction = p;
+      before.steps << s;
+    }
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      Progress p(path);
+      QVERIFY(p.lockChoice(before.slug, "Who waits", "rank 1"));
+      QVERIFY(p.setMeasuredChoice(before.slug, "Who waits", {"rank 1", {1.0, 9.0}}));
+    }
+    Lesson after = before;  // a step inserted between the two
+    Step inserted = before.steps[0];
+    inserted.title = "A new experiment";
+    after.steps.insert(1, inserted);
+    const Progress q(path);
+    QVERIFY(q.lesson(after.slug).choices.value("A new experiment").isEmpty());
+    QCOMPARE(q.lesson(after.slug).choices.value("Who waits"), QStringList({"rank 1"}));
+    const LessonScore score = scoreLesson(after, q.lesson(after.slug), [](const Step&) { return true; });
+    QCOMPARE(score.choices, 3);
+    QCOMPARE(score.choicesLocked, 1);
+    QCOMPARE(score.choicesRight, 1);
+    QCOMPARE(score.choicesMatched, 1);
+  }
+
+  // A file keyed by page (before titles were the key) is read with the lesson's titles once,
+  // written back keyed by title, and a page past the last step is kept, not dropped.
+  void pageKeysAreAdoptedOnce() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("progress.json");
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(R"({"version": 1, "lessons": {"06-who": {"choices": {"1": ["rank 0"], "9": ["rank 2"]},
+              "measured": {"2": 4.5}}}})");
+    }
+    {
+      Progress p(path);
+      QVERIFY(p.adoptPageKeys("06-who", {"Warm up", "Who waits"}));
+      QCOMPARE(p.lesson("06-who").choices.value("Warm up"), QStringList({"rank 0"}));
+      QCOMPARE(p.lesson("06-who").measured.value("Who waits"), 4.5);
+      QCOMPARE(p.lesson("06-who").choices.value("page 9"), QStringList({"rank 2"}));
+    }
+    Progress again(path);  // keyed by title now: a second adoption renames nothing
+    QVERIFY(again.adoptPageKeys("06-who", {"Other", "Titles"}));
+    QCOMPARE(again.lesson("06-who").choices.value("Warm up"), QStringList({"rank 0"}));
+    QCOMPARE(again.lesson("06-who").measured.value("Who waits"), 4.5);
   }
 
   void unwritableSaysWhy() {
