@@ -191,6 +191,10 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
     fit += ".";
     if (QString cores = QString::fromStdString(coresCaveat(result)); !cores.isEmpty())
       fit += " " + cores.left(1).toUpper() + cores.mid(1) + ".";
+    // Strong scaling trains the same steps at every rank count: how far the losses parted.
+    if (const double gap = result.maxLossGap(); std::isfinite(gap))
+      fit += " " + tr("Loss curves: at most %1 nats from the 1-rank run's.")
+                       .arg(QString::number(gap, 'g', 2));
   }
   m_status->setText((result.cancelled ? tr("Cancelled: %1 points kept. ").arg(result.points.size())
                                       : tr("Done: %1 points. ").arg(result.points.size())) +

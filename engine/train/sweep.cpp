@@ -132,6 +132,7 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
   int done = 0;
   std::vector<int> measuredRanks;
   std::vector<double> medians;
+  std::vector<std::vector<double>> losses;  // per point, every step's loss
   for (int n : ranks) {
     RunConfig c = base;
     c.ranks = n;
@@ -139,9 +140,11 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
     c.evalEvery = 0;
     Trainer t(c);
     std::vector<double> times;
+    losses.emplace_back();
     for (int s = 0; s < warmup + steps; ++s) {
-      const double ms = t.step().stepMs;
-      if (s >= warmup) times.push_back(ms);
+      const StepMetrics m = t.step();
+      losses.back().push_back(m.loss);
+      if (s >= warmup) times.push_back(m.stepMs);
       if (progress && !progress(++done, total)) {
         SweepResult partial = measuredRanks.empty()
                                   ? SweepResult{}
@@ -158,7 +161,21 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
   }
   SweepResult r = analyseSweep(base.scaling, measuredRanks, medians, base.batch);
   r.cores = cores;
+  if (r.scaling == "strong")  // the same global batch at every rank count: the same losses
+    for (size_t i = 0; i < r.points.size(); ++i) {
+      double gap = 0;
+      for (size_t s = 0; s < losses[i].size(); ++s)
+        gap = std::max(gap, std::abs(losses[i][s] - losses[0][s]));
+      r.points[i].lossGap = gap;
+    }
   return r;
+}
+
+double SweepResult::maxLossGap() const {
+  double gap = std::numeric_limits<double>::quiet_NaN();
+  for (const SweepPoint& p : points)
+    if (std::isfinite(p.lossGap)) gap = std::isfinite(gap) ? std::max(gap, p.lossGap) : p.lossGap;
+  return gap;
 }
 
 nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
@@ -173,12 +190,16 @@ nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
                       {"points", nlohmann::json::array()}};
   if (base.link != "none") j["emulated"] = base.link;
   if (r.cores > 0) j["cores"] = r.cores;
-  for (const SweepPoint& p : r.points)
-    j["points"].push_back({{"ranks", p.ranks},
-                           {"step_ms", p.stepMs},
-                           {"samples_per_s", p.samplesPerS},
-                           {"speedup", p.speedup},
-                           {"efficiency", p.efficiency}});
+  if (std::isfinite(r.maxLossGap())) j["loss_gap_max"] = r.maxLossGap();
+  for (const SweepPoint& p : r.points) {
+    nlohmann::json point = {{"ranks", p.ranks},
+                            {"step_ms", p.stepMs},
+                            {"samples_per_s", p.samplesPerS},
+                            {"speedup", p.speedup},
+                            {"efficiency", p.efficiency}};
+    if (std::isfinite(p.lossGap)) point["loss_gap"] = p.lossGap;
+    j["points"].push_back(point);
+  }
   return j;
 }
 

@@ -3,6 +3,7 @@
 // references). See tests/engine/tst_sweep.cpp and `paralab-run --sweep ranks=1,2,4,8`.
 #pragma once
 #include <functional>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -18,6 +19,11 @@ struct SweepPoint {
   double samplesPerS = 0;  // global batch / median step time
   double speedup = 1;      // strong: T1 / TN; weak (scaled speedup): N * T1 / TN
   double efficiency = 1;   // speedup / N
+  // Strong scaling (the same global batch and seed at every rank count): the largest
+  // |loss − the 1-rank run's loss| over the steps run, warm-up included (nats). A synchronous
+  // strategy keeps it at rounding (about 1e-7); an asynchronous one drifts. Weak scaling trains
+  // on more samples per step, so no gap is taken (NaN).
+  double lossGap = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Amdahl (1967): a fraction p of the work parallelises perfectly, the rest not at all:
@@ -48,6 +54,7 @@ struct SweepResult {
   GustafsonFit gustafson;
   bool cancelled = false;
   int cores = 0;  // hardware threads of the machine that ran it (0: not known)
+  double maxLossGap() const;  // the largest point's lossGap (NaN: none taken)
 };
 
 // Empty unless the sweep ran more ranks than its machine has cores; then one sentence: those

@@ -162,6 +162,11 @@ void TestWindowTrust::chartsNameTheRunTheirDataCameFrom() {
   QVERIFY2(fit.contains("ranks 1–2, " +
                         QString(machineCores() >= 2 ? "a core each" : "cores shared past 1")),
            qPrintable(fit));
+  // The same steps at 1 and 2 ranks (strong scaling, sync): the loss curves coincide, said
+  // with the measured gap.
+  const QRegularExpressionMatch gap =
+      QRegularExpression("Loss curves: at most ([0-9.e+-]+) nats").match(fit);
+  QVERIFY2(gap.hasMatch() && gap.captured(1).toDouble() < 1e-5, qPrintable(fit));
   QVERIFY2(speedup->subtitle().contains("H=48"), qPrintable(speedup->subtitle()));
   QVERIFY2(speedup->subtitle().contains("ranks 1, 2"), qPrintable(speedup->subtitle()));
   QVERIFY(ChartHub::isInView(speedup));  // a new sweep comes forward

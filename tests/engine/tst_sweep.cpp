@@ -1,7 +1,10 @@
 // Scaling sweeps: the Amdahl and Gustafson fits recover the parallel fraction from synthetic
-// timings, a real sweep measures every rank count, and cancelling stops it.
+// timings, a real sweep measures every rank count and whether the loss curves coincide, and
+// cancelling stops it.
 // Run: ctest -R tst_sweep
 #include <QtTest>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "train/sweep.h"
@@ -139,6 +142,31 @@ class TstSweep : public QObject {
     const SweepResult cancelled = runSweep(c, {1, 2, 4}, 3, 1, [](int done, int) { return done < 6; });
     QVERIFY(cancelled.cancelled);
     QCOMPARE(cancelled.points.size(), size_t(1));  // only the baseline finished
+  }
+
+  // A strong sweep trains the same steps at every rank count, so it can say whether the loss
+  // curves coincide: sync data parallelism to rounding, local SGD (ranks step apart between
+  // averages) visibly not. A weak sweep changes the batch: no gap is taken.
+  void lossGapSaysWhetherTheCurvesCoincide() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.hidden = 32;
+    c.batch = 64;
+    const SweepResult sync = runSweep(c, {2, 4}, 4, 1);
+    QCOMPARE(sync.points[0].lossGap, 0.0);
+    QVERIFY2(sync.maxLossGap() < 1e-5, qPrintable(QString::number(sync.maxLossGap())));
+    const nlohmann::json j = toJson(sync, c);
+    QCOMPARE(j["loss_gap_max"].get<double>(), sync.maxLossGap());
+    QCOMPARE(j["points"][2]["loss_gap"].get<double>(), sync.points[2].lossGap);
+    c.strategy = "local-sgd";
+    c.syncEvery = 4;
+    const SweepResult local = runSweep(c, {2}, 4, 1);
+    QVERIFY2(local.maxLossGap() > 1e-3, qPrintable(QString::number(local.maxLossGap())));
+    c.strategy = "sync";
+    c.scaling = "weak";
+    const SweepResult weak = runSweep(c, {2}, 2, 1);
+    QVERIFY(std::isnan(weak.maxLossGap()));
+    QVERIFY(!toJson(weak, c).contains("loss_gap_max"));
   }
 };
 
