@@ -28,12 +28,13 @@ QString SpeedupChart::fitName(const SweepResult& sweep) {
     return slower ? tr("%1's law does not fit: more ranks made it slower").arg(law)
                   : tr("%1's law does not fit: faster than ideal").arg(law);
   }
-  // What the fit stands on: the ranks it was fitted on (where they shared cores, the dotted
-  // cores line says so in the plot; the legend has no room for it at 1280×720).
-  const QString over = sweep.points.empty() ? QString()
-                                            : tr(", ranks %1–%2")
-                                                  .arg(sweep.points.front().ranks)
-                                                  .arg(sweep.points.back().ranks);
+  // What the fit stands on: the ranks it was fitted on and whether they shared cores (the
+  // dotted cores line marks where sharing starts).
+  const QString over =
+      sweep.points.empty()
+          ? QString()
+          : ", " + QString::fromStdString(fitBasis(sweep.points.front().ranks,
+                                                   sweep.points.back().ranks, sweep.cores));
   return weak ? tr("Gustafson fit s = %1, R² = %2 (reference%3)")
                     .arg(sweep.gustafson.s, 0, 'f', 3)
                     .arg(r2Text(sweep.gustafson.r2), over)

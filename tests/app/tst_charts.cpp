@@ -252,9 +252,16 @@ void TestCharts::speedupDrawsTheSweep() {
   chart.showSweep(strong);
   QVERIFY(chart.fit()->name().contains("R²"));
   QVERIFY(chart.fit()->name().contains("reference"));
-  // The fit says what it stands on: the ranks it was fitted on (the cores line, above, where
-  // they shared cores).
+  // The fit says what it stands on: the ranks it was fitted on and, where the machine's cores
+  // are known, whether they shared them.
   QVERIFY2(chart.fit()->name().contains("(reference, ranks 1–8)"), qPrintable(chart.fit()->name()));
+  chart.showSweep(onTwoCores);
+  QVERIFY2(chart.fit()->name().contains("(reference, ranks 1–8, cores shared past 2)"),
+           qPrintable(chart.fit()->name()));
+  chart.showSweep(onEight);
+  QVERIFY2(chart.fit()->name().contains("(reference, ranks 1–8, a core each)"),
+           qPrintable(chart.fit()->name()));
+  chart.showSweep(strong);
   for (int i = 0; i < chart.fit()->dataCount(); ++i) {
     const double n = (chart.fit()->data()->begin() + i)->key;
     QVERIFY(qFuzzyCompare((chart.fit()->data()->begin() + i)->value, strong.amdahl.speedup(n)));
