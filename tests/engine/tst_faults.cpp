@@ -39,8 +39,10 @@ struct Measured {
   std::vector<int64_t> samples;    // per rank, summed
 };
 
+constexpr int kMeasuredSteps = 16;
+
 // Steps after two warm-up steps (first-touch of buffers, the BLAS's threads).
-Measured measure(const RunConfig& c, int steps = 16) {
+Measured measure(const RunConfig& c, int steps = kMeasuredSteps) {
   Trainer t(c);
   for (int i = 0; i < 2; ++i) t.step();
   Measured m;
@@ -135,7 +137,8 @@ class TstFaults : public QObject {
 
   // [SECTION] The straggler, measured: ratios within one run of this test, so a loaded machine
   // slows both sides alike. Sync with factor 3 on one of 2 ranks would take 3x as long per
-  // step on idle cores; the bar is 1.5x (a straggler that did nothing gives 1x). ps-async and
+  // step on idle cores if compute were all of a step (printed); the bar compares the fast
+  // rank's waiting with the straggler's emulated time. ps-async and
   // local SGD do not wait for it: the other rank keeps its own pace (bar: at least 0.6 of its
   // samples/s without the straggler, where waiting would give 1/3), so the run keeps about
   // (1 + 1/3) / 2 = 2/3 of its throughput (printed, not asserted: on a loaded machine it
@@ -144,13 +147,24 @@ class TstFaults : public QObject {
     const Measured plain = measure(stragglerRun("sync", "none"));
     const Measured slow = measure(stragglerRun("sync", "1=3"));
     const double ratio = slow.medianStepMs / plain.medianStepMs;
-    qInfo("sync: median step %.1f ms -> %.1f ms with straggler 1=3 (x%.2f)", plain.medianStepMs,
-          slow.medianStepMs, ratio);
-    QVERIFY2(ratio >= 1.5, qPrintable(QString::number(ratio)));
-    // Labelled: only the slowed rank reports emulated time; the fast rank waits for it.
+    const double emulatedPerStep = slow.emulatedMs[1] / kMeasuredSteps;
+    qInfo("sync: median step %.1f ms -> %.1f ms with straggler 1=3 (x%.2f); the straggler's "
+          "emulated time %.1f ms per step, rank 0 waited %.1f ms per step",
+          plain.medianStepMs, slow.medianStepMs, ratio, emulatedPerStep,
+          slow.waitMs[0] / kMeasuredSteps);
+    // Labelled: only the slowed rank reports emulated time.
     QVERIFY(slow.emulatedMs[1] > 0);
     QCOMPARE(slow.emulatedMs[0], 0.0);
     QCOMPARE(plain.emulatedMs[1], 0.0);
+    // The whole step goes at the straggler's pace: the fast rank spends (nearly) all of the
+    // straggler's emulated time waiting for it, in the same steps. Measured against the
+    // emulated time itself, so it holds however slow the rest of the step is (a loaded
+    // machine, an instrumented build); the step-time ratio between two runs does not (printed
+    // above). A rank that did not wait would show about its plain run's wait.
+    QVERIFY2(slow.waitMs[0] >= 0.75 * slow.emulatedMs[1],
+             qPrintable(QString("rank 0 waited %1 ms per step, the straggler's emulated time %2 ms")
+                            .arg(slow.waitMs[0] / kMeasuredSteps)
+                            .arg(emulatedPerStep)));
     QVERIFY2(slow.waitMs[0] > slow.waitMs[1],
              qPrintable(QString("%1 %2").arg(slow.waitMs[0]).arg(slow.waitMs[1])));
   }
