@@ -40,7 +40,11 @@ SAN_ARGS = -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF \
 test-asan: deps
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DPARALAB_SANITIZE=address $(SAN_ARGS)
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	# LeakSanitizer's tracer itself now and then crashes at exit in a process that passed
+	# ("Tracer caught signal 11", google/sanitizers#1353, open upstream; seen in the 4-process
+	# MPI run). A test that fails is run once more, and both runs stay in the log.
+	cd build-asan && (ctest --output-on-failure -j $(JOBS) || \
+	  (echo "test-asan: running the failed tests once more"; ctest --rerun-failed --output-on-failure))
 
 # ThreadSanitizer: the suites whose ranks are threads (comm, strategies with Hogwild and the
 # parameter server, session, pipeline, the threaded GEMM). MPI is left out: its ranks are
