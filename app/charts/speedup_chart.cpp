@@ -29,16 +29,18 @@ QString SpeedupChart::fitName(const SweepResult& sweep) {
                   : tr("%1's law does not fit: faster than ideal").arg(law);
   }
   // What the fit stands on: the ranks it was fitted on and whether they shared cores (the
-  // dotted cores line marks where sharing starts).
+  // dotted cores line marks where sharing starts), on a line of its own: on one line the entry
+  // is wider than the chart at 1280×720.
   const QString over =
       sweep.points.empty()
           ? QString()
-          : ", " + QString::fromStdString(fitBasis(sweep.points.front().ranks,
-                                                   sweep.points.back().ranks, sweep.cores));
-  return weak ? tr("Gustafson fit s = %1, R² = %2 (reference%3)")
+          : tr("\nfitted on %1")
+                .arg(QString::fromStdString(fitBasis(sweep.points.front().ranks,
+                                                     sweep.points.back().ranks, sweep.cores)));
+  return weak ? tr("Gustafson fit s = %1, R² = %2 (reference)%3")
                     .arg(sweep.gustafson.s, 0, 'f', 3)
                     .arg(r2Text(sweep.gustafson.r2), over)
-              : tr("Amdahl fit p = %1, R² = %2 (reference%3)")
+              : tr("Amdahl fit p = %1, R² = %2 (reference)%3")
                     .arg(sweep.amdahl.p, 0, 'f', 3)
                     .arg(r2Text(sweep.amdahl.r2), over);
 }

@@ -321,7 +321,9 @@ inline QList<TextBox> chartTextBoxes(const QCustomPlot* chart) {
       const QFontMetrics fm(item->font());
       const QRect inner = item->rect();
       const int icon = chart->legend->iconSize().width() + chart->legend->iconTextPadding();
-      const QRect box(inner.left() + icon, inner.top(), fm.horizontalAdvance(text), fm.height());
+      // Measured as QCustomPlot lays the name out: a "\n" starts another line.
+      const QSize need = fm.boundingRect(0, 0, 0, 0, Qt::TextDontClip, text).size();
+      const QRect box(inner.left() + icon, inner.top(), need.width(), need.height());
       // An entry is drawn clipped to its cell of the legend's grid.
       out.push_back({name + " legend", text, box, item->outerRect() & whole, nullptr});
     }

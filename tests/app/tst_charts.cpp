@@ -254,12 +254,12 @@ void TestCharts::speedupDrawsTheSweep() {
   QVERIFY(chart.fit()->name().contains("reference"));
   // The fit says what it stands on: the ranks it was fitted on and, where the machine's cores
   // are known, whether they shared them.
-  QVERIFY2(chart.fit()->name().contains("(reference, ranks 1–8)"), qPrintable(chart.fit()->name()));
+  QVERIFY2(chart.fit()->name().contains("(reference)\nfitted on ranks 1–8"), qPrintable(chart.fit()->name()));
   chart.showSweep(onTwoCores);
-  QVERIFY2(chart.fit()->name().contains("(reference, ranks 1–8, cores shared past 2)"),
+  QVERIFY2(chart.fit()->name().contains("(reference)\nfitted on ranks 1–8, cores shared past 2"),
            qPrintable(chart.fit()->name()));
   chart.showSweep(onEight);
-  QVERIFY2(chart.fit()->name().contains("(reference, ranks 1–8, a core each)"),
+  QVERIFY2(chart.fit()->name().contains("(reference)\nfitted on ranks 1–8, a core each"),
            qPrintable(chart.fit()->name()));
   chart.showSweep(strong);
   for (int i = 0; i < chart.fit()->dataCount(); ++i) {
