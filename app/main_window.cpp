@@ -19,6 +19,7 @@
 #include "charts/loss_chart.h"
 #include "charts/speedup_chart.h"
 #include "charts/timeline_chart.h"
+#include "emulated_parts.h"
 #include "engine_bridge.h"
 #include "panels/config_panel.h"
 #include "panels/lesson_dock.h"
@@ -57,21 +58,8 @@ QString describe(const RunConfig& c) {
 // (lessons/reference/metrics.md).
 QStringList runLabels(const RunConfig& c, bool modelledBytes) {
   QStringList labels;
-  if (c.link != "none")
-    labels << QObject::tr(
-                  "emulated: the %1 link; transfer times are held back to its speed, not "
-                  "measured on one")
-                  .arg(QString::fromStdString(c.link));
-  if (c.straggler != "none")
-    labels << QObject::tr(
-                  "emulated: the straggler %1 (rank=factor) sleeps factor - 1 times its "
-                  "measured compute")
-                  .arg(QString::fromStdString(c.straggler));
-  if (c.serialMs > 0)
-    labels << QObject::tr(
-                  "emulated: a serial section of %1 ms a step, a sleep on rank 0 the other "
-                  "ranks wait for")
-                  .arg(c.serialMs);
+  for (const EmulatedPart& p : emulatedParts(c))
+    labels << QObject::tr("emulated: %1").arg(QString::fromStdString(p.detail));
   if (modelledBytes)
     labels << QObject::tr(
                   "bytes modelled: the library's collectives (--backend %1) move them "

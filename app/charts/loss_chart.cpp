@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "charts/chart_colors.h"
+#include "emulated_parts.h"
 
 namespace paralab {
 
@@ -151,10 +152,8 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
   }
   if (c.model == "moe") parts << tr("MoE %1 experts").arg(c.experts);
   parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);
-  if (c.link != "none") parts << tr("%1 (emulated)").arg(QString::fromStdString(c.link));
-  if (c.straggler != "none")
-    parts << tr("straggler %1 (emulated)").arg(QString::fromStdString(c.straggler));
-  if (c.serialMs > 0) parts << tr("serial section %1 ms (emulated)").arg(c.serialMs);
+  for (const EmulatedPart& p : emulatedParts(c))
+    parts << tr("%1 (emulated)").arg(QString::fromStdString(p.brief));
   return parts.join(" · ");
 }
 

@@ -13,6 +13,7 @@
 #include "charts/byte_units.h"
 #include "charts/memory_reference.h"
 #include "comm/link_model.h"
+#include "emulated_parts.h"
 #include "parallel/strategy.h"
 
 namespace paralab {
@@ -97,23 +98,20 @@ void settingsSection(QStringList& md, const RunReport& r) {
   }
 }
 
+// "; **emulated**: the nvlink link: transfer times ..." for each emulated part of the run.
+QString emulatedClauses(const RunConfig& c) {
+  QString clauses;
+  for (const EmulatedPart& p : emulatedParts(c))
+    clauses += QObject::tr("; **emulated**: %1").arg(str(p.detail));
+  return clauses;
+}
+
 void measuredSection(QStringList& md, const RunReport& r) {
   md << QObject::tr("## Measured") << ""
      << QObject::tr(
             "Every number here was measured in this run (clocks, the per-rank tracking "
-            "allocator, the communicator's byte counts)%1%2%3%4.")
-            .arg(r.config.link != "none" ? QObject::tr("; times include the **emulated** link")
-                                         : QString())
-            .arg(r.config.straggler != "none"
-                     ? QObject::tr("; rank=factor %1 is an **emulated** straggler (it sleeps "
-                                   "factor − 1 times its measured compute)")
-                           .arg(str(r.config.straggler))
-                     : QString())
-            .arg(r.config.serialMs > 0
-                     ? QObject::tr("; rank 0's serial section of %1 ms a step is **emulated** "
-                                   "(it sleeps while the other ranks wait)")
-                           .arg(r.config.serialMs)
-                     : QString())
+            "allocator, the communicator's byte counts)%1%2.")
+            .arg(emulatedClauses(r.config))
             .arg(r.last && bytesModelled(*r.last)
                      ? QObject::tr("; bytes are **modelled**: the library's collectives move "
                                    "them unseen, so they are the algorithm's count")

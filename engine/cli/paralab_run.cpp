@@ -15,6 +15,7 @@
 #include "comm/communicator.h"
 #include "config.h"
 #include "cpu/gemm.h"
+#include "emulated_parts.h"
 #include "metrics/chrome_trace.h"
 #include "metrics/run_record.h"
 #include "platform.h"
@@ -58,10 +59,7 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
       return 0;
     }
     std::string emulated;
-    if (config.link != "none") emulated += ", link " + config.link + " (emulated)";
-    if (config.serialMs > 0)
-      emulated +=
-          ", serial section " + std::to_string(config.serialMs) + " ms on rank 0 (emulated)";
+    for (const EmulatedPart& p : emulatedParts(config)) emulated += ", " + p.brief + " (emulated)";
     std::printf("Scaling sweep (%s scaling, %s, median of %d steps after %d warm-up)%s\n",
                 r.scaling.c_str(), config.strategy.c_str(), config.steps, warmup,
                 emulated.c_str());
@@ -259,18 +257,9 @@ int main(int argc, char** argv) {
           config.dataset.c_str(), config.hidden, config.layers, (long long)trainer.parameterCount(),
           config.globalBatch(), config.optimizer.c_str(), config.lr, config.ranks,
           layoutText(config).c_str(), gemmText(config).c_str());
-    if (!json && root && config.link != "none")
-      std::printf("Interconnect: %s (emulated)\n", config.link.c_str());
-    if (!json && root && config.straggler != "none")
-      std::printf(
-          "Straggler: %s, rank=factor (emulated: the rank sleeps factor - 1 times its "
-          "measured compute)\n",
-          config.straggler.c_str());
-    if (!json && root && config.serialMs > 0)
-      std::printf(
-          "Serial section: %d ms a step on rank 0 (emulated: it sleeps while the other ranks "
-          "wait)\n",
-          config.serialMs);
+    if (!json && root)
+      for (const EmulatedPart& p : emulatedParts(config))
+        std::printf("Emulated: %s\n", p.detail.c_str());
     RunSummary summary;
     for (int s = 0; s < config.steps; ++s) {
       const StepMetrics m = trainer.step();

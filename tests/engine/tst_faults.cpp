@@ -1,12 +1,14 @@
 // Faults on purpose (train/faults.h): --straggler, --fail and --serial-ms are read and refused as
-// the settings table says; a serial section holds every rank's step to at least its length; a straggler holds synchronous data parallelism to its pace but not
-// ps-async or local SGD (measured as ratios in one run, wide margins); a failing rank ends the
-// run with one message naming it. Run: ctest -R tst_faults
+// the settings table says; a serial section holds every rank's step to at least its length; a
+// straggler holds synchronous data parallelism to its pace but not ps-async or local SGD
+// (measured as ratios in one run, wide margins); a failing rank ends the run with one
+// message naming it. Run: ctest -R tst_faults
 #include <QtTest>
 #include <algorithm>
 #include <vector>
 
 #include "config.h"
+#include "emulated_parts.h"
 #include "train/faults.h"
 #include "train/trainer.h"
 
@@ -195,6 +197,24 @@ class TstFaults : public QObject {
              qPrintable(QString("%1 %2").arg(slow.samples[0]).arg(slow.samples[1])));
     QVERIFY(slow.emulatedMs[1] > 0);
     QCOMPARE(slow.emulatedMs[0], 0.0);
+  }
+
+  // [SECTION] The labels: every emulated part of a run is named, in one order, with what it
+  // does; a run with none has none (every label on screen and in exports comes from here).
+  void emulatedPartsSayWhat() {
+    RunConfig c;
+    QVERIFY(emulatedParts(c).empty());
+    c.link = "pcie";
+    c.straggler = "1=3";
+    c.serialMs = 5;
+    const std::vector<EmulatedPart> parts = emulatedParts(c);
+    QCOMPARE(int(parts.size()), 3);
+    QCOMPARE(QString::fromStdString(parts[0].brief), QString("pcie"));
+    QVERIFY(QString::fromStdString(parts[0].detail).startsWith("the pcie link: transfer times"));
+    QCOMPARE(QString::fromStdString(parts[1].brief), QString("straggler 1=3"));
+    QVERIFY(QString::fromStdString(parts[1].detail).contains("factor - 1 times its measured"));
+    QCOMPARE(QString::fromStdString(parts[2].brief), QString("serial section 5 ms"));
+    QVERIFY(QString::fromStdString(parts[2].detail).contains("5 ms a step"));
   }
 
   // [SECTION] A serial section (--serial-ms): rank 0 sleeps in every step before the gradients

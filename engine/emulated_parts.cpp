@@ -1,0 +1,26 @@
+// What of a run is emulated rather than measured, said once for every place that labels a run
+// (emulated_parts.h). See tests/engine/tst_faults.cpp `emulatedPartsSayWhat`.
+#include "emulated_parts.h"
+
+#include "config.h"
+
+namespace paralab {
+
+std::vector<EmulatedPart> emulatedParts(const RunConfig& c) {
+  std::vector<EmulatedPart> parts;
+  if (c.link != "none")
+    parts.push_back({c.link, "the " + c.link +
+                                 " link: transfer times are held back to its speed, not measured "
+                                 "on one"});
+  if (c.straggler != "none")
+    parts.push_back({"straggler " + c.straggler,
+                     "the straggler " + c.straggler +
+                         " (rank=factor): it sleeps factor - 1 times its measured compute"});
+  if (c.serialMs > 0)
+    parts.push_back({"serial section " + std::to_string(c.serialMs) + " ms",
+                     "a serial section of " + std::to_string(c.serialMs) +
+                         " ms a step: a sleep on rank 0 that the other ranks wait for"});
+  return parts;
+}
+
+}  // namespace paralab
