@@ -125,6 +125,7 @@ class Hogwild final : public ReplicaStrategy {
     if (m_ctx.rank != 0 && !(m_shared = lookUp(int(id))))
       throw std::runtime_error("hogwild: rank 0's shared model is gone (rank 0 stopped)");
     m_opt = makeOptimizer(P);
+    m_faults.deferSlowness();
     if (!m_shared->onGpu()) return;  // the CPU: the rank's own copy and gradients stay
     // The GPU: drop this rank's own parameter copy; keep a gradient buffer of its own.
     ps.releaseFlat();
@@ -135,20 +136,33 @@ class Hogwild final : public ReplicaStrategy {
     }
   }
 
+  // --straggler (train/faults.h): the slowed rank computes its gradient on the parameters it
+  // read, is then busy for FACTOR - 1 times as long (emulated), and adds its update once free:
+  // late, on parameters the others have moved meanwhile. Until then its steps deliver nothing
+  // and the others go on at their own pace; nobody waits for it.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
-    out.samples = takeSlice(step, globalBatch);
-    const int64_t seen = m_shared->updates.load(std::memory_order_relaxed);
+    if (!m_holding) {
+      m_samples = takeSlice(step, globalBatch);
+      m_seen = m_shared->updates.load(std::memory_order_relaxed);
+      if (m_shared->onGpu()) {
+        m_grads.zero();  // backward accumulates (the flat buffer forwardBackward would zero is gone)
+        m_lossSum = forwardBackward(step);
+      } else {
+        readShared(m_shared->params.data(), m_model->params().params().data(),
+                   m_model->params().numel());
+        m_lossSum = forwardBackward(step);
+      }
+      m_holding = true;
+    }
+    if (m_faults.busy(step + 1, m_ctx.spans)) return out;  // still computing (emulated)
+    m_holding = false;
     if (m_shared->onGpu()) {
-      m_grads.zero();  // backward accumulates (the flat buffer forwardBackward would zero is gone)
-      out.lossSum = forwardBackward(step);
       update(step, *m_opt, m_shared->params.data(), m_grads.data());  // no lock
       compute().sync();  // the update is done, not only queued
     } else {
       ParamSet& ps = m_model->params();
       float* mine = ps.params().data();
-      readShared(m_shared->params.data(), mine, ps.numel());
-      out.lossSum = forwardBackward(step);
       // The copy has served: the update lands in it from zero (no optimizer here reads the
       // parameters, only gradients and its own state), then on the shared floats.
       ps.params().zero();
@@ -156,7 +170,9 @@ class Hogwild final : public ReplicaStrategy {
       addToShared(m_shared->params.data(), mine, ps.numel());
     }
     const int64_t before = m_shared->updates.fetch_add(1, std::memory_order_relaxed);
-    out.staleness = double(before - seen);
+    out.samples = m_samples;
+    out.lossSum = m_lossSum;
+    out.staleness = double(before - m_seen);
     return out;
   }
 
@@ -167,6 +183,12 @@ class Hogwild final : public ReplicaStrategy {
   Optimizer* fullOptimizer() override { return m_opt.get(); }
   float* fullParams() override { return m_shared->params.data(); }
   std::unique_ptr<Optimizer> m_opt;       // this rank's own state over the shared parameters
+  // A gradient computed and not yet added (the straggler, busy with its emulated compute): its
+  // samples, loss sum, and the update count when its parameters were read.
+  bool m_holding = false;
+  int m_samples = 0;
+  double m_lossSum = 0;
+  int64_t m_seen = 0;
 };
 
 }  // namespace

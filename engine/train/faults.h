@@ -50,7 +50,7 @@ extern const char* const kSerialSpanOp;
 // One rank's faults for a run. Called after the rank's real forward and backward of a step.
 //
 // Synchronous strategies: the straggler sleeps there, so its step is FACTOR times as long and
-// every collective after it waits. Asynchronous ones (ps-async, local SGD) call
+// every collective after it waits. Asynchronous ones (ps-async, local SGD, Hogwild) call
 // deferSlowness(): the straggler then sleeps not at once but is busy() until its emulated
 // compute would end, skipping work meanwhile (the other ranks go on), and sleeps what is left
 // only where it must meet the others (waitUntilFree before local SGD's averaging).

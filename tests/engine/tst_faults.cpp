@@ -1,7 +1,7 @@
 // Faults on purpose (train/faults.h): --straggler, --fail and --serial-ms are read and refused as
 // the settings table says; a serial section holds every rank's step to at least its length; a
-// straggler holds synchronous data parallelism to its pace but not ps-async or local SGD
-// (measured as ratios in one run, wide margins); a failing rank ends the run with one
+// straggler holds synchronous data parallelism to its pace but not ps-async, local SGD or
+// Hogwild (measured as ratios in one run, wide margins); a failing rank ends the run with one
 // message naming it. Run: ctest -R tst_faults
 #include <QtTest>
 #include <algorithm>
@@ -180,6 +180,9 @@ class TstFaults : public QObject {
                               << "1=3";
     QTest::newRow("local-sgd") << "local-sgd"
                                << "1=3";
+    // Hogwild's ranks meet once a step only to report; the straggler adds its update late.
+    QTest::newRow("hogwild") << "hogwild"
+                             << "1=3";
   }
   void asyncStrategiesDoNotWait() {
     QFETCH(QString, strategy);
