@@ -10,6 +10,28 @@
 
 using namespace paralab::lessons;
 
+namespace {
+
+// A lesson of choice steps with these titles, each asking which rank idles most
+// (reference answer: `expect`).
+Lesson choiceLesson(const QString& slug, const QStringList& titles, const QString& expect) {
+  Lesson l;
+  l.slug = slug;
+  for (const QString& t : titles) {
+    Step s;
+    s.title = t;
+    Prediction p;
+    p.choices = {{"rank 0", "ranks[0].idle_ms"}, {"rank 1", "ranks[1].idle_ms"}};
+    p.pick = "max";
+    p.expectChoice = expect;
+    s.prediction = p;
+    l.steps << s;
+  }
+  return l;
+}
+
+}  // namespace
+
 class TestProgress : public QObject {
   Q_OBJECT
  private slots:
@@ -67,18 +89,7 @@ class TestProgress : public QObject {
   // Choices: a first pick is right when it is the reference answer and matched when it is the
   // measured one; both kept in the file with each choice's value.
   void scoreCountsChoices() {
-    Lesson l;
-    l.slug = "09-who";
-    for (int i = 0; i < 4; ++i) {
-      Step s;
-      s.title = QString("step %1").arg(i + 1);
-      Prediction p;
-      p.choices = {{"rank 0", "ranks[0].idle_ms"}, {"rank 1", "ranks[1].idle_ms"}};
-      p.pick = "max";
-      p.expectChoice = "rank 0";
-      s.prediction = p;
-      l.steps << s;
-    }
+    const Lesson l = choiceLesson("09-who", {"step 1", "step 2", "step 3", "step 4"}, "rank 0");
     QTemporaryDir dir;
     const QString path = dir.filePath("progress.json");
     {
@@ -202,18 +213,7 @@ class TestProgress : public QObject {
   // lessons grow) leaves the learner's guesses, picks and measurements on the step they were
   // made on, after a restart too, and the score still counts them.
   void aNewStepMovesNothing() {
-    Lesson before;
-    before.slug = "06-who";
-    for (const QString& t : {"Warm up", "Who waits"}) {
-      Step s;
-      s.title = t;
-      Prediction p;
-      p.choices = {{"rank 0", "ranks[0].idle_ms"}, {"rank 1", "ranks[1].idle_ms"}};
-      p.pick = "max";
-      p.expectChoice = "rank 1";
-      s.prediction = p;
-      before.steps << s;
-    }
+    const Lesson before = choiceLesson("06-who", {"Warm up", "Who waits"}, "rank 1");
     QTemporaryDir dir;
     const QString path = dir.filePath("progress.json");
     {
