@@ -53,9 +53,10 @@ void ThreadComm::allReduceNaive(const float* send, float* recv, int64_t count, R
 }
 
 // Ring (Patarasuk & Yuan 2009; Baidu's ring all-reduce): the buffer is cut into N chunks.
-// Reduce-scatter, steps 1..N-1: rank r sends chunk (r - s) to its right neighbour, which adds it
-// to its own; after N-1 steps rank r holds the full sum of chunk (r + 1). All-gather, steps
-// N..2(N-1): rank r sends its finished chunk (r + 1 - s) on to the right, which keeps it.
+// Reduce-scatter, steps s = 0..N-2: rank r sends chunk (r - s) to its right neighbour, which
+// adds it to its own; after these N-1 steps rank r holds the full sum of chunk (r + 1).
+// All-gather, s = 0..N-2 again: rank r sends the finished chunk (r + 1 - s) on to the right,
+// which keeps it.
 // Per rank: sends 2(N-1)/N · m bytes, only ever to its right neighbour.
 void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, ReduceOp op,
                                Device dev) {
