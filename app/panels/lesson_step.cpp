@@ -64,9 +64,15 @@ QString sweptText(const Step& s) {
   // A 1-core machine still sweeps 1 and 2 ranks: a sweep of one point shows nothing.
   const QString cores =
       s.sweep->cores == 1 ? QObject::tr("1 core") : QObject::tr("%1 cores").arg(s.sweep->cores);
-  return swept + (s.sweep->sizedTo == "cores"
-                      ? QObject::tr(" (this machine's %1)").arg(cores)
-                      : QObject::tr(" (past this machine's %1)").arg(cores));
+  if (s.sweep->sizedTo == "cores") return swept + QObject::tr(" (this machine's %1)").arg(cores);
+  // A machine with more cores than the engine's largest world: the sweep stops at the engine's
+  // limit, inside the cores, and cannot show what going past them does.
+  if (!s.sweep->ranks.isEmpty() && s.sweep->ranks.last() <= s.sweep->cores)
+    return swept + QObject::tr(" (this machine's %1 are more than the engine's largest run of "
+                               "%2 ranks: nothing past them to show here)")
+                       .arg(cores)
+                       .arg(s.sweep->ranks.last());
+  return swept + QObject::tr(" (past this machine's %1)").arg(cores);
 }
 
 // "GEMM ladder, n = 512, every core, median of 3 calls": what the step's benchmark measures.

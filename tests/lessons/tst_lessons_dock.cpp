@@ -596,6 +596,34 @@ class TestLessonDock : public QObject {
     QCOMPARE(sized, QStringList({"cores", "cores", "4*cores"}));
   }
 
+  // On a machine with more cores than the engine's largest run (64 ranks), the step that goes
+  // past the cores cannot: it says so instead of claiming ranks beyond the cores.
+  void oversubscriptionStepOnAManyCoreMachine() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = pathsIn(dir);
+    p.cores = 128;
+    LessonDock dock(m_caps, p);
+    showNarrow(dock);
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    int seen = 0;
+    for (int page = 1; page < dock.pageCount(); ++page) {
+      dock.openPage(page);
+      const lessons::Step* s = dock.currentStep();
+      if (!s || !s->sweep || s->sweep->sizedTo.isEmpty()) continue;
+      QString shown;
+      for (QLabel* l : dock.findChildren<QLabel*>())
+        if (l->isVisible() && l->text().contains("swept over")) shown = l->text();
+      QVERIFY2(!shown.contains("past this machine's"), qPrintable(shown));
+      if (s->sweep->sizedTo != "cores") {
+        ++seen;
+        QVERIFY2(shown.contains("this machine's 128 cores are more than the engine's largest run "
+                                "of 64 ranks"),
+                 qPrintable(shown));
+      }
+    }
+    QCOMPARE(seen, 1);
+  }
+
   // A progress file the dock cannot write is said in the dock, not swallowed; so is nothing
   // when all is well.
   void unsavedProgressIsSaid() {
