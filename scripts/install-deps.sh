@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
+  fortunes  # the GPT's character-level corpus (/usr/share/games/fortunes)
   poppler-utils  # pdftotext: the export tests read the PDFs as a viewer lays them out
   "$@"
 )
