@@ -1,22 +1,27 @@
 // Every GPU kernel against the CPU: the GEMM ladder (fp32 and TF32 bounds, see
-// gemm_reference.h), the training step's layers, the optimizers, the MoE's row gather,
-// scatter-add, dot and scale, the communicators' reduction, and the teaching experiments (which
-// must run and measure; their ratios are printed, not asserted).
+// gemm_reference.h), the training step's layers, a GPT's attention and embedding, the
+// optimizers, the MoE's row gather, scatter-add, dot and scale, the communicators' reduction,
+// and the teaching experiments (which must run and measure; their ratios are printed, not
+// asserted).
 // Built twice from this file: tst_cuda_kernels runs the .cu source on the host (the emulated
 // GPU: host execution, correctness only, with the shared-memory checks on; cuBLAS is not there,
 // and the vendor rungs say so), tst_cuda_kernels_gpu on a real GPU (each row skips without one).
 // Run: ctest -R tst_cuda_kernels --output-on-failure
 #include <QtTest>
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cpu/attention.h"
+#include "cpu/embedding.h"
 #include "cpu/layers.h"
 #include "cpu/moe.h"
 #include "cpu/optim.h"
+#include "cuda/attention.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -97,6 +102,9 @@ class TstCudaKernels : public QObject {
   void optimizers();
   void gatherScatter();
   void rowDotAndScale();
+  void attention_data();
+  void attention();
+  void embedding();
   void deviceReduction();
   void teachingExperiments();
 };
@@ -411,6 +419,107 @@ void TstCudaKernels::rowDotAndScale() {
     for (int c = 0; c < cols; ++c) scaled[size_t(r) * cols + c] *= w[r];
   scale_rows_cuda(dB.p, dW.p, rows, cols);
   expectNear(dB.get(), scaled, 0, 0, "scale_rows");  // one product each: exact
+}
+
+// Causal multi-head attention (probs, forward, backward) against the CPU's float version on the
+// same inputs. Rows: T = 1 (a token sees only itself: P = 1, dq = dk = 0), NH = hs = 1, T not a
+// multiple of anything, several heads and sequences.
+void TstCudaKernels::attention_data() {
+  QTest::addColumn<int>("B");
+  QTest::addColumn<int>("T");
+  QTest::addColumn<int>("C");
+  QTest::addColumn<int>("NH");
+  for (auto [B, T, C, NH] : {std::array{1, 1, 1, 1}, std::array{2, 1, 8, 2},
+                             std::array{2, 9, 1, 1}, std::array{2, 17, 12, 3},
+                             std::array{3, 33, 64, 4}, std::array{1, 64, 32, 1}})
+    QTest::addRow("B=%d T=%d C=%d NH=%d", B, T, C, NH) << B << T << C << NH;
+}
+
+void TstCudaKernels::attention() {
+  REQUIRE_GPU();
+  QFETCH(int, B);
+  QFETCH(int, T);
+  QFETCH(int, C);
+  QFETCH(int, NH);
+  const int hs = C / NH;
+  const size_t rows = size_t(B) * T;
+  const std::vector<float> qkv = randomVec(rows * 3 * C, 30, -2.f, 2.f),
+                           dout = randomVec(rows * C, 31);
+  std::vector<float> out(rows * C), att(size_t(B) * NH * T * T), dqkv(rows * 3 * C), scratch(T);
+  attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+                     NH);
+  // NaN in every output first: each kernel must write all of its elements, zeros included.
+  Dev<float> dQkv(qkv), dOut(std::vector<float>(out.size(), NAN)),
+      dAtt(std::vector<float>(att.size(), NAN)), dProbs(std::vector<float>(att.size(), NAN)),
+      dDout(dout), dDqkv(std::vector<float>(dqkv.size(), NAN)),
+      dScratch(std::vector<float>(size_t(B) * NH * T, NAN));
+  attention_probs_cuda(dProbs.p, dQkv.p, B, T, C, NH);
+  attention_forward_cuda(dOut.p, dAtt.p, dQkv.p, B, T, C, NH);
+  // Error budget, worst case, u = 2^-24, |q|, |k|, |v| <= 2, |dout| <= 1. A score is a dot of
+  // hs terms, |q_i k_i| <= 4, scaled by 1/sqrt(hs): off by <= 4 hs^1.5 u (summed in the same
+  // order on both sides, but a GPU may fuse the multiply-adds), s - max by twice that. exp adds
+  // ~2 ulp (CPU: double exp, GPU: expf), the row sum T u (CPU in double, GPU in float), the
+  // normalisation 2 u. So one side's P is off by <= e = u (8 hs^1.5 + T + 8) relative to P <= 1,
+  // and the two sides differ by <= 2e.
+  const double u = 6e-8, hs15 = hs * std::sqrt(double(hs));
+  const double e = u * (8 * hs15 + T + 8), tolP = 2 * e;
+  const std::vector<float> probs = dProbs.get(), gotAtt = dAtt.get();
+  expectNear(probs, att, tolP, 0, "attention probs");
+  expectNear(gotAtt, att, tolP, 0, "attention att");
+  for (int b = 0; b < B; ++b)  // the mask: exact zeros above the diagonal
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t)
+        for (int t2 = t + 1; t2 < T; ++t2)
+          QCOMPARE(gotAtt[((size_t(b) * NH + h) * T + t) * T + t2], 0.f);
+  // out = sum_t2 P v, sum_t2 P = 1, |v| <= 2: P's error 2e, the sum's rounding 2 T u; both sides.
+  expectNear(dOut.get(), out, 4 * (e + T * u), 0, "attention out");
+  // The backward from the CPU's att, so that only the backward's own rounding is compared.
+  Dev<float> dAttCpu(att);
+  attention_backward_cuda(dDqkv.p, dScratch.p, dDout.p, dQkv.p, dAttCpu.p, B, T, C, NH);
+  // |dO| <= 1, |v| <= 2: dP = dO . v has |dP| <= 2 hs and a rounding error <= 2 hs^2 u; D = sum
+  // P dP adds T u 2 hs (the CPU sums it in double); so dS = P (dP - D) / sqrt(hs) is off by at
+  // most P 2 hs u (2 hs + T + 4) / sqrt(hs). dq = sum_t2 dS k (|k| <= 2, sum_t2 P = 1) and the
+  // rounding of that sum: <= 4 sqrt(hs) u (2 hs + 2 T + 4). dk sums over the queries t >= t2,
+  // whose P[t, t2] add up to at most T - t2: up to T times dq's bound. dv = sum_t P dO, as out.
+  // The two sides differ by twice that: 8 sqrt(hs) u T (2 hs + 2 T + 4). It is a worst case and
+  // loose (the errors seen are a few ulps), but a wrong index or a lost term gives O(0.1 .. 1).
+  const double tolD = 8 * std::sqrt(double(hs)) * u * T * (2 * hs + 2 * T + 4);
+  const std::vector<float> gotD = dDqkv.get();
+  expectNear(gotD, dqkv, tolD, 0, "attention dqkv");
+  // The GPU's backward repeats bit for bit (no atomics): a second run gives the same dqkv.
+  const std::vector<float> first = gotD;
+  attention_backward_cuda(dDqkv.p, dScratch.p, dDout.p, dQkv.p, dAttCpu.p, B, T, C, NH);
+  expectNear(dDqkv.get(), first, 0, 0, "attention dqkv again");
+}
+
+// Token + position embedding: the forward and both gradients are sums of the same terms in the
+// same order as the CPU's (dwte walks the rows in order, dwpe the sequences): exact.
+void TstCudaKernels::embedding() {
+  REQUIRE_GPU();
+  for (auto [B, T, C, V] : {std::array{1, 1, 1, 1}, std::array{2, 7, 5, 3},
+                            std::array{3, 16, 33, 50}}) {
+    const int maxT = T + 3;  // wpe has more positions than the batch uses
+    const size_t rows = size_t(B) * T;
+    std::vector<int> tokens(rows);
+    for (size_t r = 0; r < rows; ++r) tokens[r] = int((r * 7 + 2) % V);
+    tokens[rows - 1] = tokens[0];  // a repeated token (with V = 1 every token is the same)
+    const std::vector<float> wte = randomVec(size_t(V) * C, 40),
+                             wpe = randomVec(size_t(maxT) * C, 41), dout = randomVec(rows * C, 42),
+                             dwte0 = randomVec(size_t(V) * C, 43),
+                             dwpe0 = randomVec(size_t(maxT) * C, 44);
+    std::vector<float> out(rows * C), dwte = dwte0, dwpe = dwpe0;
+    embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
+    Dev<int> dTokens(tokens);
+    Dev<float> dWte(wte), dWpe(wpe), dOut(std::vector<float>(out.size(), NAN)), dDout(dout),
+        dDwte(dwte0), dDwpe(dwpe0);
+    embedding_forward_cuda(dOut.p, dTokens.p, dWte.p, dWpe.p, B, T, C);
+    expectNear(dOut.get(), out, 0, 0, "embedding out");
+    embedding_backward_cuda(dDwte.p, dDwpe.p, dDout.p, dTokens.p, B, T, C);
+    expectNear(dDwte.get(), dwte, 0, 0, "embedding dwte");  // accumulated onto dwte0
+    expectNear(dDwpe.get(), dwpe, 0, 0, "embedding dwpe");  // rows >= T left alone
+  }
 }
 
 // The communicators' device reduction (ThreadComm's device path) against a host loop: sums and
