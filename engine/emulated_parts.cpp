@@ -15,7 +15,7 @@ std::vector<EmulatedPart> emulatedParts(const RunConfig& c) {
   if (c.straggler != "none")
     parts.push_back({"straggler " + c.straggler,
                      "the straggler " + c.straggler +
-                         " (rank=factor): it sleeps factor - 1 times its measured compute"});
+                         " (rank=factor): its compute takes factor times as long, the extra a sleep (asynchronous strategies go on without it)"});
   if (c.serialMs > 0)
     parts.push_back({"serial section " + std::to_string(c.serialMs) + " ms",
                      "a serial section of " + std::to_string(c.serialMs) +

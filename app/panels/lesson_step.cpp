@@ -68,8 +68,8 @@ QString sweptText(const Step& s) {
   // A machine with more cores than the engine's largest world: the sweep stops at the engine's
   // limit, inside the cores, and cannot show what going past them does.
   if (!s.sweep->ranks.isEmpty() && s.sweep->ranks.last() <= s.sweep->cores)
-    return swept + QObject::tr(" (this machine's %1 are more than the engine's largest run of "
-                               "%2 ranks: nothing past them to show here)")
+    return swept + QObject::tr(" (the engine's largest run, %2 ranks, does not go past this "
+                               "machine's %1: nothing past them to show here)")
                        .arg(cores)
                        .arg(s.sweep->ranks.last());
   return swept + QObject::tr(" (past this machine's %1)").arg(cores);

@@ -140,6 +140,15 @@ class Hogwild final : public ReplicaStrategy {
   // read, is then busy for FACTOR - 1 times as long (emulated), and adds its update once free:
   // late, on parameters the others have moved meanwhile. Until then its steps deliver nothing
   // and the others go on at their own pace; nobody waits for it.
+  // On the CPU the rank's own copy holds its last update, not the model: evaluation reads the
+  // shared parameters into it first (safe while a gradient is held: the copy has served).
+  Mlp& beginEval() override {
+    if (!m_shared->onGpu())
+      readShared(m_shared->params.data(), m_model->params().params().data(),
+                 m_model->params().numel());
+    return *m_model;
+  }
+
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
     if (!m_holding) {

@@ -73,12 +73,13 @@ std::vector<float> randomVec(size_t n, unsigned seed, float lo = -1.f, float hi 
 std::vector<float> zeros(size_t n) { return std::vector<float>(n, 0.f); }
 
 // |got - want| <= abs + rel |want| everywhere; names the first element that is not (the message
-// is made only then: QVERIFY2 would format it for every element).
+// is made only then: QVERIFY2 would format it for every element). A NaN fails: an output a
+// kernel never wrote, where the test filled it with NaN first.
 void expectNear(const std::vector<float>& got, const std::vector<float>& want, double abs,
                 double rel, const char* what) {
   QCOMPARE(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
-    if (std::abs(double(got[i]) - want[i]) > abs + rel * std::abs(double(want[i])))
+    if (!(std::abs(double(got[i]) - want[i]) <= abs + rel * std::abs(double(want[i]))))
       QFAIL(
           qPrintable(QString("%1[%2]: GPU %3, CPU %4").arg(what).arg(i).arg(got[i]).arg(want[i])));
 }
