@@ -64,6 +64,10 @@ std::optional<std::string> RunConfig::validate() const {
     gpus = {info.count, info.memoryBytes};
   }
   if (auto err = memoryRefusal(*this, machineMemoryBytes(), gpus)) return err;
+  if (dataset == "fortunes")
+    if (std::error_code ec; !std::filesystem::is_directory(dataFolder(*this), ec))
+      return "data-dir: " + dataFolder(*this) +
+             " not found (install Debian's fortunes package, or pass --data-dir DIR)";
   if (dataset == "fashion-mnist")
     if (const std::string missing = missingFashionMnistFile(dataDir); !missing.empty())
       return "data-dir: " + missing +
@@ -118,6 +122,13 @@ std::optional<std::string> RunConfig::validateLayout() const {
   if ((tp > 1 || pp > 1) && globalBatch() / dpDegree() < microbatches)
     return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
            " samples each data-parallel rank gets per step";
+  if (model == "gpt") {
+    if (tp > 1 || pp > 1)
+      return std::string("model: --model gpt trains under the data-parallel strategies so far "
+                         "(allowed: tp = pp = 1)");
+    if (hidden % heads != 0)
+      return "heads: " + n(heads) + " must divide the hidden width H = " + n(hidden);
+  }
   if (model == "moe") {
     if (experts % ep != 0)
       return "ep: " + n(ep) + " must divide the number of experts (" + n(experts) + ")";

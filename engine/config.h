@@ -25,6 +25,8 @@ struct RunConfig {
   std::string model = "mlp";
   int layers = 2;
   int hidden = 128;
+  int heads = 4;  // --model gpt: attention heads NH
+  int seq = 64;   // --model gpt: context T, tokens per window
   int experts = 4;
   int topk = 1;
   double capacityFactor = 1.25;

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "config.h"
+#include "model/gpt.h"
 #include "model/mlp.h"
 #include "model/moe.h"
 #include "parallel/holdings.h"  // optimizerStateSlots
@@ -27,6 +28,11 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   // P of one replica: the MoE's experts are spread over ep ranks, so a replica of ep ranks holds
   // each expert once.
   int64_t P = MlpShape{784, c.hidden, c.layers, 10}.parameterCount();
+  // The GPT's vocabulary is known once the text is read: taken as 96 (printable ASCII; fortunes
+  // has 114), which keeps the estimate a lower one.
+  constexpr int64_t kGptVocab = 96;
+  const GptShape gpt{int(kGptVocab), c.seq, c.hidden, c.layers, c.heads};
+  if (c.model == "gpt") P = gpt.parameterCount();
   if (c.model == "moe") {
     const MoeShape m{784, c.hidden, c.layers, 10, c.experts, c.topk};
     P = m.parameterCount() - int64_t(c.layers) * m.expertParameterCount() * c.experts *
@@ -43,6 +49,16 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   // and GELU's outputs (4H each) and fc2's output: 11H floats; then the logits.
   e.activations = 4 * c.globalBatch() * (784 + int64_t(c.layers) * 11 * H + 10);
   e.data = int64_t(70000) * (784 * 4 + 4);  // Fashion-MNIST's 60,000 + 10,000 images as floats
+  if (c.model == "gpt") {
+    // Per token, per block: LN1's output and stats, qkv (3H), the attention output, the stream
+    // after attention, LN2's output and stats, fc1's and GELU's outputs (4H each), the block's
+    // output: 16H + 4 floats, and the attention probabilities, NH x T per token. Then the
+    // embeddings, the final LayerNorm, the logits and the token ids: H + H + 2 + V + 2.
+    const int64_t T = c.seq, tokens = int64_t(c.globalBatch()) * T;
+    e.activations = 4 * tokens *
+                    (int64_t(c.layers) * (16 * H + 4 + int64_t(c.heads) * T) + 2 * H + 4 + kGptVocab);
+    e.data = int64_t(2600000) * 4 * (T + 1) / std::max<int64_t>(1, T);  // fortunes as windows
+  }
   return e;
 }
 

@@ -78,6 +78,15 @@ std::vector<SettingChoice> kernelChoices(const RunConfig& c) {
   return out;
 }
 
+// Images for the MLP and the MoE, text for the GPT.
+std::vector<SettingChoice> datasetChoices(const RunConfig& c) {
+  if (c.model == "gpt")
+    return {{"fortunes", "Fortunes (text)", "Debian's quotations and literature, 2.5 MB"},
+            {"synthetic", "Synthetic text", "Words with a fixed successor each, generated"}};
+  return {{"fashion-mnist", "Fashion-MNIST", "Zalando's clothing images"},
+          {"synthetic", "Synthetic (Gaussian blobs)", "Generated in memory"}};
+}
+
 // A setting only some strategies read applies under the rows that list it (`uses`).
 Why usedByStrategy(const RunConfig& c, const std::string& key) {
   std::string users;
@@ -90,6 +99,10 @@ Why usedByStrategy(const RunConfig& c, const std::string& key) {
 }
 auto usedBy(std::string key) {
   return [key](const RunConfig& c) { return usedByStrategy(c, key); };
+}
+Why gptOnly(const RunConfig& c) {
+  if (c.model == "gpt") return std::nullopt;
+  return std::string("belongs to the GPT (--model gpt)");
 }
 Why moeOnly(const RunConfig& c) {
   if (c.model == "moe") return std::nullopt;
@@ -165,12 +178,17 @@ std::vector<Setting> coreSettings() {
   // [SECTION] The model and its data (fixed for a run: they define what is trained)
   t.push_back(field("model", &RunConfig::model)
                   .in(kModel, "Kind")
-                  .describe("The model: a residual MLP, or a mixture of experts",
+                  .describe("The model: a residual MLP, a mixture of experts, or a GPT",
                             "MLP: residual blocks of LayerNorm → H→4H → GELU → 4H→H. Mixture of "
-                            "experts: each block's FFN becomes E experts behind a router.")
+                            "experts: each block's FFN becomes E experts behind a router. GPT: "
+                            "a character-level transformer, each block causal self-attention "
+                            "then the same FFN, trained on text.")
                   .oneOf({{"mlp", "MLP", "Residual blocks of LayerNorm, H→4H, GELU, 4H→H"},
                           {"moe", "Mixture of experts",
-                           "Each block's FFN becomes E experts behind a router"}})
+                           "Each block's FFN becomes E experts behind a router"},
+                          {"gpt", "GPT (characters)",
+                           "Blocks of causal self-attention and the FFN, predicting the next "
+                           "character"}})
                   .fixedPerRun());
   t.push_back(field("layers", &RunConfig::layers)
                   .in(kModel, "Residual blocks L")
@@ -187,6 +205,23 @@ std::vector<Setting> coreSettings() {
                   .range(1, 8192)
                   .units("", 16)
                   .fixedPerRun());
+  t.push_back(field("heads", &RunConfig::heads)
+                  .in(kModel, "Attention heads")
+                  .describe("Attention heads NH of the GPT (they split the width H)",
+                            "Each head attends with H/NH of the width; tensor parallelism "
+                            "splits attention by heads.")
+                  .range(1, 256)
+                  .appliesWhen(gptOnly)
+                  .fixedPerRun()
+                  .partOfAChoice());
+  t.push_back(field("seq", &RunConfig::seq)
+                  .in(kModel, "Context T")
+                  .describe("Context length T of the GPT: characters a sample holds",
+                            "Attention's scores and probabilities grow as T² per head.")
+                  .range(1, 4096)
+                  .appliesWhen(gptOnly)
+                  .fixedPerRun()
+                  .partOfAChoice());
   t.push_back(field("experts", &RunConfig::experts)
                   .in(kModel, "Experts")
                   .describe("Experts per block (E) of the mixture of experts")
@@ -220,13 +255,16 @@ std::vector<Setting> coreSettings() {
                             "Fashion-MNIST: 60 000 clothing images of 28×28 pixels in 10 "
                             "classes. Synthetic: 10 overlapping Gaussian blobs seen through a "
                             "fixed random projection as 784 pixels, generated in memory "
-                            "(nothing to install, quick to start).")
-                  .oneOf({{"fashion-mnist", "Fashion-MNIST", "Zalando's clothing images"},
-                          {"synthetic", "Synthetic (Gaussian blobs)", "Generated in memory"}})
+                            "(nothing to install, quick to start). Fortunes: 2.5 MB of "
+                            "English quotations and literature from Debian's fortunes, for the "
+                            "GPT; under --model gpt, synthetic is a generated text instead.")
+                  .oneOf(datasetChoices, "model")
+                  .withChoiceNoun("a data set of the model (images for mlp and moe, text for gpt)")
                   .fixedPerRun());
   t.push_back(field("data-dir", &RunConfig::dataDir)
                   .in(kData, "Data folder")
-                  .describe("Folder of the Fashion-MNIST .gz files")
+                  .describe("Folder of the Fashion-MNIST .gz files (the fortunes files for "
+                            "--dataset fortunes; left at this default, theirs)")
                   .fixedPerRun()
                   .notInWindow());
   t.push_back(field("batch", &RunConfig::batch)

@@ -201,6 +201,10 @@ int main(int argc, char** argv) {
                  "FILE: write the spans of every rank (the last steps' timeline) as Chrome trace "
                  "JSON, for Perfetto or chrome://tracing (thread backend)");
   app.add_flag("--json", json, "Print one JSON object per step on stdout");
+  int sample = 0;
+  app.add_option("--sample", sample,
+                 "N: --model gpt prints N characters the trained model writes (0 = none)")
+      ->check(CLI::Range(0, 100000));
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
@@ -224,6 +228,10 @@ int main(int argc, char** argv) {
     if (!config.instrument) return fail("trace: needs the spans that --no-instrument turns off");
     if (!std::ofstream(tracePath)) return fail("trace: cannot write '" + tracePath + "'");
   }
+  if (sample > 0 && config.model != "gpt")
+    return fail("sample: generates text with --model gpt (allowed with --model " + config.model +
+                ": 0)");
+  if (sample > 0 && (!sweep.empty() || latency)) return fail("sample: follows a training run");
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
   if (latency) return runLatencySweepCommand(config, latencySweep, json);
 
@@ -250,6 +258,13 @@ int main(int argc, char** argv) {
     }
     Trainer& trainer = *owned;
     const bool root = trainer.isRoot();  // under MPI only rank 0 prints
+    if (!json && root && config.model == "gpt")
+      std::printf(
+          "GPT: %d blocks of causal self-attention (%d heads) and the FFN, width %d, context %d "
+          "characters, untied output head; %s text, vocabulary %d characters; a context-free "
+          "(unigram) model scores %.3f nats/char on the held-out text\n",
+          config.layers, config.heads, config.hidden, config.seq, trainer.data().name.c_str(),
+          trainer.data().classes, trainer.data().unigramLoss);
     if (!json && root)
       std::printf(
           "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
@@ -269,11 +284,14 @@ int main(int argc, char** argv) {
       } else if (json) {
         std::cout << toJson(m).dump() << '\n' << std::flush;
       } else if (m.step % 10 == 0 || m.step == 1 || m.testAccuracy) {
+        std::string test;
+        if (m.testAccuracy) test += " test acc " + std::to_string(*m.testAccuracy);
+        if (m.testLoss) test += " test loss " + std::to_string(*m.testLoss);
         std::printf("step %5lld  loss %.4f  %8.2f ms  %9.0f samples/s%s\n", (long long)m.step,
-                    m.loss, m.stepMs, m.samplesPerS,
-                    m.testAccuracy ? (" test acc " + std::to_string(*m.testAccuracy)).c_str() : "");
+                    m.loss, m.stepMs, m.samplesPerS, test.c_str());
       }
     }
+    const std::string text = trainer.generateText(sample);  // collective: every rank calls it
     if (!root) return 0;
     if (!tracePath.empty()) {
       std::vector<std::vector<Span>> spans;
@@ -289,14 +307,18 @@ int main(int argc, char** argv) {
         std::printf("trace: %s (%zu spans of %d ranks)\n", tracePath.c_str(), count,
                     trainer.localRankCount());
     }
-    if (json)
-      std::cout << toJson(summary, config).dump() << '\n';
-    else
+    if (json) {
+      nlohmann::json j = toJson(summary, config);
+      if (sample > 0) j["sample"] = text;
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    } else {
       std::printf("done: %d steps, final loss %.4f, %.2f ms/step, %.0f samples/s%s\n", config.steps,
                   summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
                   summary.testAccuracy
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
                       : "");
+      if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
+    }
   } catch (const std::exception& e) {
     return fail(e.what());
   }

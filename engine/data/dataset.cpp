@@ -10,6 +10,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "config.h"
+#include "data/text_corpus.h"
 #include "rng.h"
 
 namespace paralab {
@@ -138,6 +140,33 @@ std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std
   if (progress && dataset == "synthetic") progress("making the synthetic data set", 0, 1);
   auto d = std::make_shared<const Dataset>(
       dataset == "synthetic" ? makeSynthetic(seed) : loadFashionMnist(dir, progress));
+  std::erase_if(cache, [](const auto& entry) { return entry.second.expired(); });
+  cache[key] = d;
+  return last = d;
+}
+
+std::string dataFolder(const RunConfig& config) {
+  return config.dataset == "fortunes" && config.dataDir == RunConfig{}.dataDir ? kFortunesDir
+                                                                               : config.dataDir;
+}
+
+std::shared_ptr<const Dataset> loadRunData(const RunConfig& config, const ProgressFn& progress) {
+  if (config.model != "gpt") return loadDataset(config.dataset, config.dataDir, config.seed, progress);
+  static std::mutex mutex;
+  static std::map<std::tuple<std::string, std::string, uint64_t, int>,
+                  std::weak_ptr<const Dataset>>
+      cache;
+  static std::shared_ptr<const Dataset> last;  // as loadDataset: ready for the next run
+  const std::string dir = dataFolder(config);
+  const bool synthetic = config.dataset == "synthetic";
+  const auto key = std::make_tuple(config.dataset, synthetic ? std::string() : dir,
+                                   synthetic ? config.seed : 0, config.seq);
+  std::lock_guard lock(mutex);
+  if (auto d = cache[key].lock()) return last = d;
+  if (progress && synthetic) progress("making the synthetic text", 0, 1);
+  auto d = std::make_shared<const Dataset>(windowDataset(
+      synthetic ? makeSyntheticText(config.seed, 400000) : loadFortunes(dir, progress),
+      config.seq));
   std::erase_if(cache, [](const auto& entry) { return entry.second.expired(); });
   cache[key] = d;
   return last = d;

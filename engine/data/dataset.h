@@ -11,12 +11,17 @@
 
 namespace paralab {
 
+// Images as rows of pixels with a label each, or (for the GPT) text as windows of T + 1 token
+// ids stored as floats, whose labels are unused (0): the targets are the window's ids shifted.
 struct Dataset {
   std::string name;
-  int inputDim = 784;
-  int classes = 10;
+  int inputDim = 784;  // text: T + 1
+  int classes = 10;    // text: the vocabulary V
   std::vector<float> trainX, testX;  // [n, inputDim], row-major
   std::vector<int> trainY, testY;
+  std::string vocab;       // text: token id -> byte; empty for images
+  double unigramLoss = 0;  // text: the held-out loss of the best context-free model (nats/char)
+  bool text() const { return !vocab.empty(); }
   int64_t numTrain() const { return int64_t(trainY.size()); }
   int64_t numTest() const { return int64_t(testY.size()); }
 };
@@ -36,6 +41,14 @@ Dataset loadFashionMnist(const std::string& dir, const ProgressFn& progress = {}
 std::string missingFashionMnistFile(const std::string& dir);
 // Gaussian class blobs in a 16-d latent space, projected to 784 inputs (deterministic by seed).
 Dataset makeSynthetic(uint64_t seed, int numTrain = 8192, int numTest = 2048);
+struct RunConfig;
+// The data of a run (--dataset, --data-dir, --seed): under --model gpt, text as windows of --seq
+// + 1 tokens (fortunes from Debian's package, or synthetic text), else images. Shared as
+// loadDataset's sets are.
+std::shared_ptr<const Dataset> loadRunData(const RunConfig& config, const ProgressFn& progress = {});
+// The folder a run reads its files from: --data-dir, except that --dataset fortunes with
+// --data-dir at its default (Fashion-MNIST's folder) reads Debian's fortunes folder.
+std::string dataFolder(const RunConfig& config);
 // Shared per (dataset, dir, seed) while in use, and the last one loaded kept, so a second run
 // of the same data starts without re-reading the files; others are freed with their last run.
 std::shared_ptr<const Dataset> loadDataset(const std::string& dataset, const std::string& dir,

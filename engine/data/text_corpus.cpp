@@ -200,4 +200,27 @@ double unigramLoss(const TextCorpus& corpus) {
   return nats / double(corpus.heldOut.size());
 }
 
+Dataset windowDataset(const TextCorpus& corpus, int T) {
+  Dataset d;
+  d.name = corpus.name;
+  d.inputDim = T + 1;
+  d.classes = corpus.vocabSize();
+  d.vocab = corpus.vocab;
+  d.unigramLoss = unigramLoss(corpus);
+  auto cut = [&](const std::vector<int>& ids, std::vector<float>& x, std::vector<int>& y,
+                 const char* part) {
+    if (T < 1 || int64_t(ids.size()) < int64_t(T) + 1)
+      throw DataError(corpus.name + ": the " + part + " text holds " + std::to_string(ids.size()) +
+                      " characters, fewer than one window of seq + 1 = " + std::to_string(T + 1));
+    const int64_t n = (int64_t(ids.size()) - 1) / T;
+    x.resize(size_t(n * (T + 1)));
+    for (int64_t w = 0; w < n; ++w)
+      for (int t = 0; t <= T; ++t) x[size_t(w * (T + 1) + t)] = float(ids[size_t(w * T + t)]);
+    y.assign(size_t(n), 0);
+  };
+  cut(corpus.train, d.trainX, d.trainY, "training");
+  cut(corpus.heldOut, d.testX, d.testY, "held-out");
+  return d;
+}
+
 }  // namespace paralab

@@ -49,6 +49,12 @@ TextCorpus makeSyntheticText(uint64_t seed, int64_t chars = 200000);
 void sampleWindows(const std::vector<int>& tokens, int64_t step, int batch, int T, uint64_t seed,
                    std::vector<int>& inputs, std::vector<int>& targets);
 
+// The corpus as a Dataset for the GPT: windows of T + 1 ids at a stride of T (each window's last
+// id is the next one's first), train from the training text, test from the held-out text, the
+// vocabulary and unigramLoss carried along. Throws DataError when either text is shorter than
+// one window.
+Dataset windowDataset(const TextCorpus& corpus, int T);
+
 // Held-out cross-entropy in nats per character of the best context-free model: character
 // frequencies counted on train, add-one smoothed over the vocabulary,
 //   p(c) = (count(c) + 1) / (|train| + V),   loss = -mean over held out of ln p(c).

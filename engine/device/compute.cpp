@@ -8,10 +8,13 @@
 
 #include "comm/communicator.h"  // mpiLaunchSize, mpiLocalRank
 #include "config.h"
+#include "cpu/attention.h"
+#include "cpu/embedding.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
 #include "cpu/moe.h"
 #include "cpu/optim.h"
+#include "cuda/attention.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/layers.h"
@@ -167,6 +170,38 @@ void Compute::gelu(float* y, const float* x, long n) const {
     gelu_forward_cuda(y, x, n, m_stream);
   else
     gelu_forward(y, x, n);
+}
+
+void Compute::attention(float* out, float* att, const float* qkv, int B, int T, int C,
+                        int NH) const {
+  if (onGpu())
+    attention_forward_cuda(out, att, qkv, B, T, C, NH, m_stream);
+  else
+    attention_forward(out, att, qkv, B, T, C, NH);
+}
+
+void Compute::attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                                const float* att, int B, int T, int C, int NH) const {
+  if (onGpu())
+    attention_backward_cuda(dqkv, scratch, dout, qkv, att, B, T, C, NH, m_stream);
+  else
+    attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+}
+
+void Compute::embedding(float* out, const int* tokens, const float* wte, const float* wpe, int B,
+                        int T, int C) const {
+  if (onGpu())
+    embedding_forward_cuda(out, tokens, wte, wpe, B, T, C, m_stream);
+  else
+    embedding_forward(out, tokens, wte, wpe, B, T, C);
+}
+
+void Compute::embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens,
+                                int B, int T, int C) const {
+  if (onGpu())
+    embedding_backward_cuda(dwte, dwpe, dout, tokens, B, T, C, m_stream);
+  else
+    embedding_backward(dwte, dwpe, dout, tokens, B, T, C);
 }
 
 void Compute::geluBackward(float* dx, const float* x, const float* dy, long n) const {

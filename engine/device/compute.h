@@ -84,6 +84,17 @@ class Compute {
   // `scratch` [rows, classes]; waits for the stream (the count is copied back).
   int countCorrect(const float* logits, const int* labels, int rows, int classes,
                    float* scratch) const;
+  // The GPT's causal self-attention and embedding, as cpu/attention.h and cpu/embedding.h
+  // define them: qkv [B*T, 3C] -> out [B*T, C], probabilities att [B, NH, T, T] kept for
+  // backward. attentionBackward's `scratch` holds B*NH*T floats (the GPU's need; the CPU uses
+  // T of them). Tokens [B*T] are memory of this device too.
+  void attention(float* out, float* att, const float* qkv, int B, int T, int C, int NH) const;
+  void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                         const float* att, int B, int T, int C, int NH) const;
+  void embedding(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                 int C) const;
+  void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B,
+                         int T, int C) const;  // accumulates (+=)
   void sgd(float* p, const float* g, long n, float lr) const;
   void momentum(float* p, float* v, const float* g, long n, float lr, float mu) const;
   void adam(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,

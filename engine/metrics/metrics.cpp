@@ -69,6 +69,7 @@ nlohmann::json toJson(const StepMetrics& m) {
                       {"optimizer_ms", m.optimizerMs},
                       {"data_ms", m.dataMs}};
   if (m.testAccuracy) j["test_accuracy"] = *m.testAccuracy;
+  if (m.testLoss) j["test_loss"] = *m.testLoss;
   if (m.staleness) j["staleness"] = *m.staleness;
   if (m.spread) j["spread"] = *m.spread;
   if (m.bubble) j["bubble"] = *m.bubble;
@@ -186,6 +187,7 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
   m.optimizerMs = in.get<double>("optimizer_ms");
   m.dataMs = in.get<double>("data_ms");
   m.testAccuracy = in.optional<double>("test_accuracy");
+  m.testLoss = in.optional<double>("test_loss");
   m.staleness = in.optional<double>("staleness");
   m.spread = in.optional<double>("spread");
   m.bubble = in.optional<double>("bubble");
@@ -228,7 +230,7 @@ bool operator==(const StepMetrics& a, const StepMetrics& b) {
   return a.step == b.step && a.loss == b.loss && a.stepMs == b.stepMs &&
          a.samplesPerS == b.samplesPerS && a.forwardMs == b.forwardMs &&
          a.backwardMs == b.backwardMs && a.optimizerMs == b.optimizerMs && a.dataMs == b.dataMs &&
-         a.testAccuracy == b.testAccuracy && a.staleness == b.staleness && a.spread == b.spread &&
+         a.testAccuracy == b.testAccuracy && a.testLoss == b.testLoss && a.staleness == b.staleness && a.spread == b.spread &&
          a.bubble == b.bubble && a.bubbleReference == b.bubbleReference &&
          a.expertTokens == b.expertTokens && a.droppedTokens == b.droppedTokens &&
          a.auxLoss == b.auxLoss && a.emulated == b.emulated && a.ranks == b.ranks;

@@ -79,6 +79,7 @@ struct StepMetrics {
   double samplesPerS = 0;  // the samples the ranks processed / step time
   double forwardMs = 0, backwardMs = 0, optimizerMs = 0, dataMs = 0;  // rank 0's breakdown
   std::optional<double> testAccuracy;     // fraction in [0,1], on steps where it was evaluated
+  std::optional<double> testLoss;         // held-out loss per sample, nats (GPT: per character)
   std::optional<double> staleness;        // ps-async, Hogwild: mean over ranks
   std::optional<double> spread;           // local SGD, gossip: max over ranks
   std::optional<double> bubble;           // --pp > 1: mean over ranks of RankMetrics::bubble

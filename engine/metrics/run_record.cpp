@@ -12,6 +12,7 @@ void RunSummary::add(const StepMetrics& m) {
   samples += m.samplesPerS * m.stepMs * 1e-3;  // samples/s is the global batch over the step
   finalLoss = m.loss;
   if (m.testAccuracy) testAccuracy = m.testAccuracy;
+  if (m.testLoss) testLoss = m.testLoss;
 }
 
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
@@ -23,6 +24,7 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
                       {"samples_per_s", s.samplesPerS()},
                       {"config", config.toJson()}};
   if (s.testAccuracy) j["test_accuracy"] = *s.testAccuracy;
+  if (s.testLoss) j["test_loss"] = *s.testLoss;
   if (config.link != "none") j["emulated"] = config.link;
   if (config.straggler != "none") j["emulated_straggler"] = config.straggler;
   if (config.serialMs > 0) j["emulated_serial_ms"] = config.serialMs;

@@ -22,6 +22,7 @@ struct RunSummary {
   double samples = 0;                  // samples trained: each step's samples/s × its wall time
   double finalLoss = 0;                // nats, of the last step
   std::optional<double> testAccuracy;  // the last one measured, a fraction
+  std::optional<double> testLoss;      // the last one measured, nats per sample
 
   void add(const StepMetrics& m);
   double meanStepMs() const { return steps > 0 ? totalStepMs / double(steps) : 0; }
@@ -29,7 +30,7 @@ struct RunSummary {
 };
 
 // The summary line: "schema", "summary": true, steps, final_loss, mean_step_ms, samples_per_s,
-// test_accuracy when measured, "emulated" when the link was, "emulated_straggler" when a rank
+// test_accuracy and test_loss when measured, "emulated" when the link was, "emulated_straggler" when a rank
 // was slowed (--straggler), "emulated_serial_ms" with a serial section (--serial-ms), and
 // "config" (RunConfig::toJson).
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config);

@@ -241,4 +241,13 @@ int Mlp::countCorrect(const float* x, const int* labels, int batch, UnitHooks* h
                                  m_shape.classes, m_acts.dlogits.data());
 }
 
+Evaluation Mlp::evaluate(const float* x, const int* labels, int batch, UnitHooks* hooks) {
+  forwardTo(x, batch, hooks);
+  int correct = 0;
+  const double loss = m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
+                                             labelsHere(labels, batch), batch, m_shape.classes,
+                                             1.0, &correct);
+  return {correct, batch, loss};
+}
+
 }  // namespace paralab

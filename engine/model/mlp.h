@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/layers.h"
-#include "model/param_set.h"
+#include "model/model.h"
 
 namespace paralab {
 
@@ -42,19 +42,7 @@ struct ParamSlice {
   int64_t begin = 0, end = 0;
 };
 
-// Called around each unit (0 = in_proj, 1..L = blocks, L+1 = classifier) as the passes
-// reach it: where strategies gather sharded weights (ZeRO-3), start gradient all-reduces
-// while backward goes on (bucketed data parallelism), or reduce-scatter gradients (ZeRO-2).
-class UnitHooks {
- public:
-  virtual ~UnitHooks() = default;
-  virtual void beforeForward(int /*unit*/) {}
-  virtual void afterForward(int /*unit*/) {}
-  virtual void beforeBackward(int /*unit*/) {}
-  virtual void afterBackward(int /*unit*/) {}  // the unit's gradients are final
-};
-
-class Mlp {
+class Mlp : public Model {
  public:
   // Every shard draws the whole model from the seed and keeps its part, so any layout starts
   // from the serial model's weights. initialise = false leaves the weights zero (a model whose
@@ -67,15 +55,15 @@ class Mlp {
   // SUM of the per-sample losses; gradients are scaled by 1 / `normalizer` (the global batch).
   // x [batch, input] and labels are host memory.
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
-                     UnitHooks* hooks = nullptr);
+                     UnitHooks* hooks = nullptr) override;
   // Accumulates (+=) parameter gradients of the last forwardLoss.
-  void backward(UnitHooks* hooks = nullptr);
+  void backward(UnitHooks* hooks = nullptr) override;
+  // Logits only: the correct arg-max predictions and the loss (whole model only).
+  Evaluation evaluate(const float* x, const int* labels, int batch,
+                      UnitHooks* hooks = nullptr) override;
   // Logits only, for evaluation. Returns the number of correct arg-max predictions.
   int countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks = nullptr);
-  int numUnits() const { return int(m_blocks.size()) + 2; }
-
-  ParamSet& params() { return m_ps; }
-  const ParamSet& params() const { return m_ps; }
+  int numUnits() const override { return int(m_blocks.size()) + 2; }
   const MlpShape& shape() const { return m_shape; }
 
   // [SECTION] The parts, for strategies that run them one by one (tensor_parallel.cpp).
@@ -121,7 +109,6 @@ class Mlp {
   MlpShard m_shard;
   MemoryTracker* m_tracker;
   const Compute* m_compute;
-  ParamSet m_ps;
   std::vector<Linear> m_in;   // one, or none on a shard without unit 0
   int m_firstBlock = 0;
   std::vector<Block> m_blocks;

@@ -36,7 +36,7 @@ class DataParallel final : public ReplicaStrategy {
   }
 
   // ZeRO-3: collective, every rank gathers the whole model (Comm memory until endEval).
-  Mlp& beginEval() override {
+  Model& beginEval() override {
     m_sync.gatherAll();
     return *m_model;
   }

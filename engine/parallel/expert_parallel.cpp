@@ -135,7 +135,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
                  });
   }
 
-  Mlp& beginEval() override {
+  Model& beginEval() override {
     throw std::logic_error(
         "moe: the model is not an Mlp; the trainer evaluates through countCorrect()");
   }

@@ -142,7 +142,7 @@ class Hogwild final : public ReplicaStrategy {
   // and the others go on at their own pace; nobody waits for it.
   // On the CPU the rank's own copy holds its last update, not the model: evaluation reads the
   // shared parameters into it first (safe while a gradient is held: the copy has served).
-  Mlp& beginEval() override {
+  Model& beginEval() override {
     if (!m_shared->onGpu())
       readShared(m_shared->params.data(), m_model->params().params().data(),
                  m_model->params().numel());

@@ -87,7 +87,7 @@ class ModelParallel final : public Strategy {
 
   // Collective over the world: the whole model on rank 0 (GradSync::sumToRoot), run there on the
   // rank's device.
-  Mlp& beginEval() override {
+  Model& beginEval() override {
     const int64_t P = m_model->wholeNumel();
     m_evalBuffer = compute().tensor({P}, MemCategory::Comm, m_ctx.memory);
     m_sync->sumToRoot(

@@ -60,15 +60,9 @@ class SpanningHooks : public UnitHooks {
 
 ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx), m_faults(*ctx.config, ctx.rank) {
   ensureCompute(m_ctx, m_ownCompute);
-  MlpShape shape;
-  shape.input = ctx.data->inputDim;
-  shape.classes = ctx.data->classes;
-  shape.hidden = ctx.config->hidden;
-  shape.layers = ctx.config->layers;
   // Every rank builds the same initial model from the same seed: replicas start equal
   // without a broadcast.
-  m_model =
-      std::make_unique<Mlp>(shape, ctx.config->seed, ctx.memory, MlpShard{}, true, m_ctx.compute);
+  m_model = makeModel(*ctx.config, *ctx.data, ctx.memory, m_ctx.compute);
 }
 
 int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch) {

@@ -15,7 +15,7 @@ namespace paralab {
 
 class ReplicaStrategy : public Strategy {
  public:
-  Mlp& beginEval() override { return *m_model; }
+  Model& beginEval() override { return *m_model; }
   // The model states (addModelStates) and this rank's slice of the batch and its activations.
   RankHoldings holdings() const override;
   // A replica with one optimizer over the whole model: copies them (rank 0 saves).
@@ -54,7 +54,7 @@ class ReplicaStrategy : public Strategy {
   std::unique_ptr<Compute> m_ownCompute;  // when the context brought none
   RankContext m_ctx;
   RankFaults m_faults;  // this rank's --straggler and --fail
-  std::unique_ptr<Mlp> m_model;
+  std::unique_ptr<Model> m_model;
   int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)
   int m_slice = 0;        // samples of it on this rank
   mutable int64_t m_optimizerFloats = 0;  // parameters covered by the optimizers made here

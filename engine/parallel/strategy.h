@@ -66,9 +66,9 @@ class Strategy {
   virtual RankStep step(int64_t step, const std::vector<int>& globalBatch) = 0;
   // Collective: a model with every parameter present on this rank (ZeRO-3 gathers it), for
   // evaluation on rank 0. endEval() lets the strategy drop what it gathered.
-  virtual Mlp& beginEval() = 0;
+  virtual Model& beginEval() = 0;
   virtual void endEval() {}
-  // Collective, for a model that is not an Mlp (--model moe): every rank calls it; rank 0
+  // Collective, for a model that is not a Model (--model moe): every rank calls it; rank 0
   // returns how many of the first `n` test samples, in chunks of `chunk`, are classified right.
   // nullopt: evaluate through beginEval() instead.
   virtual std::optional<int64_t> countCorrect(int64_t n, int chunk) {

@@ -52,24 +52,23 @@ class Forward {
       m_moe = std::make_unique<Moe>(s, c.seed, &m_memory, ExpertPlacement{}, m_compute.get());
       m_params = s.parameterCount();
     } else {
-      MlpShape s;
-      s.input = data.inputDim, s.classes = data.classes, s.hidden = c.hidden, s.layers = c.layers;
-      m_mlp = std::make_unique<Mlp>(s, c.seed, &m_memory, MlpShard{}, true, m_compute.get());
-      m_params = s.parameterCount();
+      m_model = makeModel(c, data, &m_memory, m_compute.get());
+      m_params = parameterCountOf(c, data);
     }
   }
-  // countCorrect uploads the batch from host memory (on a GPU) and ends in an arg-max count the
+  // Evaluation uploads the batch from host memory (on a GPU) and ends in an arg-max count the
   // host reads, so the forward has finished on any device when it returns: a host clock around
   // it times the whole forward, the input's trip to the device included.
   int operator()(const float* x, const int* labels, int batch) {
-    return m_mlp ? m_mlp->countCorrect(x, labels, batch) : m_moe->countCorrect(x, labels, batch);
+    return m_model ? int(m_model->evaluate(x, labels, batch).correct)
+                   : m_moe->countCorrect(x, labels, batch);
   }
   int64_t parameterCount() const { return m_params; }
 
  private:
   std::unique_ptr<Compute> m_compute;
   MemoryTracker m_memory;
-  std::unique_ptr<Mlp> m_mlp;
+  std::unique_ptr<Model> m_model;
   std::unique_ptr<Moe> m_moe;
   int64_t m_params = 0;
 };
@@ -118,7 +117,7 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
                                    const std::function<bool(int, int)>& progress) {
   if (const std::string p = latencySweepProblem(c); !p.empty()) throw ConfigError(p);
   kernels::vendor_blas_set_threads(1);  // one rank is one worker, as in training
-  const std::shared_ptr<const Dataset> data = loadDataset(c.dataset, c.dataDir, c.seed);
+  const std::shared_ptr<const Dataset> data = loadRunData(c);
   Forward forward(c, *data);
   LatencySweepResult r;
   r.device = c.device, r.kernel = c.kernel, r.model = c.model;

@@ -15,6 +15,7 @@
 #include "comm/communicator.h"
 #include "cpu/gemm.h"
 #include "device/compute.h"
+#include "model/gpt.h"
 #include "model/moe.h"
 #include "parallel/pipeline.h"
 #include "train/faults.h"
@@ -65,7 +66,7 @@ static CommOptions commOptions(const RunConfig& c) {
 
 Trainer::Trainer(const RunConfig& config, const ProgressFn& progress)
     : m_config(checked(config)),
-      m_data(loadDataset(config.dataset, config.dataDir, config.seed, progress)),
+      m_data(loadRunData(config, progress)),
       m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
   if (config.backend == "mpi")
     throw ConfigError("backend: 'mpi' runs under mpirun (paralab-run --backend mpi)");
@@ -86,7 +87,7 @@ Trainer::Trainer(const RunConfig& config, const ProgressFn& progress)
 
 Trainer::Trainer(const RunConfig& config, std::unique_ptr<Communicator> world)
     : m_config(checked(config)),
-      m_data(loadDataset(config.dataset, config.dataDir, config.seed)),
+      m_data(loadRunData(config)),
       m_mpiWorld(std::move(world)),
       m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
   if (m_mpiWorld->size() != config.ranks)
@@ -226,19 +227,30 @@ void Trainer::execute(Rank& r, Command c) {
     const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
                                         : m_data->numTest();
     const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
+    m_evalLoss.reset();
     if (const std::optional<int64_t> correct = r.strategy->countCorrect(n, chunk)) {  // not an Mlp
       if (r.rank == 0) m_evalAccuracy = n > 0 ? double(*correct) / double(n) : 0.0;
       return;
     }
-    Mlp& model = r.strategy->beginEval();
+    Model& model = r.strategy->beginEval();
     if (r.rank == 0) {
-      int64_t correct = 0;
+      Evaluation sum;
       for (int64_t i = 0; i < n; i += chunk) {
         const int b = int(std::min<int64_t>(chunk, n - i));
-        correct += model.countCorrect(&m_data->testX[size_t(i) * m_data->inputDim],
-                                      &m_data->testY[size_t(i)], b);
+        const Evaluation e = model.evaluate(&m_data->testX[size_t(i) * m_data->inputDim],
+                                            &m_data->testY[size_t(i)], b);
+        sum.correct += e.correct, sum.predictions += e.predictions, sum.lossSum += e.lossSum;
       }
-      m_evalAccuracy = n > 0 ? double(correct) / double(n) : 0.0;
+      m_evalAccuracy = sum.predictions > 0 ? double(sum.correct) / double(sum.predictions) : 0.0;
+      m_evalLoss = n > 0 ? sum.lossSum / double(n) : 0.0;
+    }
+    r.strategy->endEval();
+  } else if (c == Command::Sample) {
+    Model& model = r.strategy->beginEval();
+    if (auto* gpt = dynamic_cast<Gpt*>(&model); gpt && r.rank == 0 && m_data->text()) {
+      std::vector<int> ids = {int(m_data->testX.at(0))};
+      gpt->generate(ids, m_sampleCount, m_config.seed);
+      for (int id : ids) m_sampleText += m_data->vocab[size_t(id)];
     }
     r.strategy->endEval();
   } else if (c == Command::Save) {
@@ -287,20 +299,7 @@ void Trainer::runCommand(Command c) {
 
 // [SECTION] Steps and their metrics
 
-int64_t Trainer::parameterCount() const {
-  if (m_config.model == "moe") {  // every expert counted once, wherever it lives
-    MoeShape m;
-    m.input = m_data->inputDim, m.classes = m_data->classes, m.hidden = m_config.hidden;
-    m.layers = m_config.layers, m.experts = m_config.experts;
-    return m.parameterCount();
-  }
-  MlpShape s;
-  s.input = m_data->inputDim;
-  s.classes = m_data->classes;
-  s.hidden = m_config.hidden;
-  s.layers = m_config.layers;
-  return s.parameterCount();
-}
+int64_t Trainer::parameterCount() const { return parameterCountOf(m_config, *m_data); }
 
 int Trainer::rankOfLocal(int i) const { return m_ranks.at(size_t(i))->rank; }
 const SpanRecorder& Trainer::spans(int local) const { return m_ranks.at(size_t(local))->spans; }
@@ -333,9 +332,17 @@ StepMetrics Trainer::step() {
   const bool lastStep = m_config.steps > 0 && m_step == m_config.steps;
   if (m_config.evalEvery > 0 && (m_step % m_config.evalEvery == 0 || lastStep)) {
     const double acc = evaluate(m_config.evalSamples);
-    if (isRoot()) m.testAccuracy = acc;
+    if (isRoot()) m.testAccuracy = acc, m.testLoss = m_evalLoss;
   }
   return m;
+}
+
+std::string Trainer::generateText(int count) {
+  if (m_config.model != "gpt" || count <= 0) return "";
+  m_sampleCount = count;
+  m_sampleText.clear();
+  runCommand(Command::Sample);
+  return m_sampleText;
 }
 
 double Trainer::evaluate(int maxSamples) {

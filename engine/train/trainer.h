@@ -42,6 +42,10 @@ class Trainer {
   // Test-split accuracy of rank 0's model over the first `maxSamples` test samples (0 = all).
   // Collective: every rank takes part (sharded models gather).
   double evaluate(int maxSamples);
+  // --model gpt, collective as evaluate(): `count` characters the trained model writes after the
+  // first character of the held-out text, drawn with the run's seed; decoded. Other models: "".
+  std::string generateText(int count);
+  const Dataset& data() const { return *m_data; }
   // Live reconfiguration (collective on every local rank, between steps): the full state in
   // the serial layout (complete on rank 0), and taking one over (steps done included).
   TrainingState saveState();
@@ -68,7 +72,7 @@ class Trainer {
 
  private:
   struct Rank;
-  enum class Command { Step, Eval, Save, Load, Quit };
+  enum class Command { Step, Eval, Sample, Save, Load, Quit };
   void build(const RunConfig& config, const ProgressFn& progress = {});
   void rankMain(Communicator& comm, Rank& r);  // a thread rank's life
   void execute(Rank& r, Command c);            // what one rank does for one command
@@ -87,7 +91,10 @@ class Trainer {
   std::vector<int> m_batch;                    // the global batch of the step in flight
   int64_t m_step = 0;
   double m_evalAccuracy = 0;
+  std::optional<double> m_evalLoss;  // mean held-out loss per sample (not for --model moe)
   int m_evalSamples = 0;
+  int m_sampleCount = 0;
+  std::string m_sampleText;
   TrainingState m_state;  // what Save fills and Load reads
 };
 

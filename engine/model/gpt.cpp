@@ -1,0 +1,273 @@
+// The GPT's forward, backward, evaluation and sampling (see gpt.h).
+// See tests/engine/tst_gpt.cpp.
+#include "model/gpt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "device/compute.h"
+#include "rng.h"
+
+namespace paralab {
+
+int64_t GptShape::parameterCount() const {
+  const int64_t V = vocab, T = seq, C = hidden;
+  const int64_t block = 4 * C /*2 LN*/ + C * 3 * C + 3 * C /*qkv*/ + C * C + C /*proj*/ +
+                        C * 4 * C + 4 * C /*fc1*/ + 4 * C * C + C /*fc2*/;
+  return V * C + T * C + layers * block + 2 * C + C * V + V;
+}
+
+static std::string blockName(int l) { return "block" + std::to_string(l); }
+
+Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Compute* compute)
+    : m_shape(shape), m_tracker(tracker), m_compute(compute ? compute : &Compute::host()) {
+  const int V = shape.vocab, T = shape.seq, C = shape.hidden;
+  if (V < 1 || T < 1 || C < 1 || shape.layers < 1 || shape.heads < 1 || C % shape.heads != 0)
+    throw std::invalid_argument("Gpt: heads " + std::to_string(shape.heads) +
+                                " must divide hidden " + std::to_string(C) +
+                                ", and every size be at least 1");
+  // Units in the order of the forward pass (gradient buckets and pipeline stages rely on it).
+  m_ps.beginUnit("embed");
+  m_wte = m_ps.add("wte", {V, C});
+  m_wpe = m_ps.add("wpe", {T, C});
+  for (int l = 0; l < shape.layers; ++l) {
+    const std::string b = blockName(l);
+    m_ps.beginUnit(b);
+    m_blocks.push_back({LayerNorm(m_ps, b + ".ln1", C), Linear(m_ps, b + ".attn.qkv", C, 3 * C),
+                        Linear(m_ps, b + ".attn.proj", C, C), LayerNorm(m_ps, b + ".ln2", C),
+                        Linear(m_ps, b + ".fc1", C, 4 * C), Linear(m_ps, b + ".fc2", 4 * C, C)});
+  }
+  m_ps.beginUnit("head");
+  m_lnf.emplace_back(m_ps, "lnf", C);
+  m_head.emplace_back(m_ps, "head", C, V);
+  m_ps.allocate(tracker, m_compute);
+  if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
+    Gpt twin(shape, seed, nullptr);
+    m_compute->upload(m_ps.params().data(), twin.m_ps.params().data(), m_ps.numel());
+    m_compute->sync();
+    return;
+  }
+  Rng rng(seed);
+  for (int ref : {m_wte, m_wpe}) {
+    float* w = m_ps.param(ref);
+    for (int64_t i = 0; i < m_ps.ref(ref).numel(); ++i) w[i] = float(0.02 * rng.normal());
+  }
+  for (Block& b : m_blocks) {
+    b.ln1.init();
+    b.qkv.init(rng);
+    std::fill_n(m_ps.param(b.qkv.biasRef()) + C, C, 0.f);  // the key bias stays 0 (gpt.h)
+    b.proj.init(rng);
+    b.ln2.init();
+    b.fc1.init(rng);
+    b.fc2.init(rng);
+  }
+  m_lnf[0].init();
+  m_head[0].init(rng);
+}
+
+void Gpt::ensureCapacity(int B, int T) {
+  const int64_t rows = int64_t(B) * T, att = int64_t(B) * m_shape.heads * T * T;
+  if (rows <= m_acts.rows && att <= m_acts.attCapacity) return;
+  const int64_t R = std::max(rows, m_acts.rows), A = std::max(att, m_acts.attCapacity);
+  const int64_t C = m_shape.hidden, V = m_shape.vocab;
+  const int64_t L = m_shape.layers;
+  auto act = [&](Shape s) {
+    return m_compute->tensor(std::move(s), MemCategory::Activations, m_tracker);
+  };
+  auto work = [&](Shape s) {
+    return m_compute->tensor(std::move(s), MemCategory::Workspace, m_tracker);
+  };
+  m_acts = Acts{};  // free the old buffers before allocating: the peak stays honest
+  Acts a;
+  a.rows = R;
+  a.attCapacity = A;
+  a.tokens = act({R});
+  a.targets = act({R});
+  for (int64_t l = 0; l <= L; ++l) a.a.push_back(act({R, C}));
+  for (int64_t l = 0; l < L; ++l) {
+    a.ln1.push_back(act({R, C}));
+    a.mean1.push_back(act({R}));
+    a.rstd1.push_back(act({R}));
+    a.qkv.push_back(act({R, 3 * C}));
+    a.att.push_back(act({A}));
+    a.y.push_back(act({R, C}));
+    a.mid.push_back(act({R, C}));
+    a.ln2.push_back(act({R, C}));
+    a.mean2.push_back(act({R}));
+    a.rstd2.push_back(act({R}));
+    a.h.push_back(act({R, 4 * C}));
+    a.g.push_back(act({R, 4 * C}));
+  }
+  a.lnf = act({R, C});
+  a.meanf = act({R});
+  a.rstdf = act({R});
+  a.logits = act({R, V});
+  a.dlogits = work({R, V});
+  a.da = work({R, C});
+  a.dtmp = work({R, C});
+  a.dqkv = work({R, 3 * C});
+  a.dh = work({R, 4 * C});
+  a.scratch = work({std::max<int64_t>(A / std::max<int64_t>(1, T), T)});  // B*NH*T (GPU), T (CPU)
+  m_acts = std::move(a);
+}
+
+void Gpt::loadTokens(const float* x, int batch) {
+  const int T = m_shape.seq, V = m_shape.vocab;
+  m_hostTokens.resize(size_t(batch) * T);
+  m_hostTargets.resize(size_t(batch) * T);
+  for (int b = 0; b < batch; ++b)
+    for (int t = 0; t <= T; ++t) {
+      const float f = x[size_t(b) * (T + 1) + size_t(t)];
+      const int id = int(f);
+      if (!(f >= 0) || float(id) != f || id >= V)
+        throw std::invalid_argument("Gpt: window " + std::to_string(b) + " position " +
+                                    std::to_string(t) + " holds " + std::to_string(f) +
+                                    ", not a token id in 0.." + std::to_string(V - 1));
+      if (t < T) m_hostTokens[size_t(b) * T + size_t(t)] = id;
+      if (t > 0) m_hostTargets[size_t(b) * T + size_t(t - 1)] = id;
+    }
+  ensureCapacity(batch, T);
+  const int64_t n = int64_t(batch) * T;
+  int* tokens = reinterpret_cast<int*>(m_acts.tokens.data());
+  int* targets = reinterpret_cast<int*>(m_acts.targets.data());
+  if (m_compute->onGpu()) {
+    m_compute->uploadInts(tokens, m_hostTokens.data(), n);
+    m_compute->uploadInts(targets, m_hostTargets.data(), n);
+  } else {
+    std::copy_n(m_hostTokens.data(), n, tokens);
+    std::copy_n(m_hostTargets.data(), n, targets);
+  }
+}
+
+void Gpt::forwardTo(int B, int T, UnitHooks* hooks) {
+  Acts& A = m_acts;
+  const int C = m_shape.hidden, NH = m_shape.heads;
+  const int rows = B * T;
+  const int last = numUnits() - 1;
+  if (hooks) hooks->beforeForward(0);
+  m_compute->embedding(A.a[0].data(), reinterpret_cast<const int*>(A.tokens.data()),
+                       m_ps.param(m_wte), m_ps.param(m_wpe), B, T, C);
+  if (hooks) hooks->afterForward(0);
+  for (size_t l = 0; l < m_blocks.size(); ++l) {
+    if (hooks) hooks->beforeForward(int(l) + 1);
+    Block& b = m_blocks[l];
+    // x + proj(attention(qkv(LN1(x)))) ...
+    b.ln1.forward(A.a[l].data(), A.ln1[l].data(), A.mean1[l].data(), A.rstd1[l].data(), rows);
+    b.qkv.forward(A.ln1[l].data(), A.qkv[l].data(), rows);
+    m_compute->attention(A.y[l].data(), A.att[l].data(), A.qkv[l].data(), B, T, C, NH);
+    b.proj.forward(A.y[l].data(), A.mid[l].data(), rows);
+    m_compute->residualAdd(A.mid[l].data(), A.a[l].data(), long(rows) * C);
+    // ... then + fc2(GELU(fc1(LN2(.))))
+    b.ln2.forward(A.mid[l].data(), A.ln2[l].data(), A.mean2[l].data(), A.rstd2[l].data(), rows);
+    b.fc1.forward(A.ln2[l].data(), A.h[l].data(), rows);
+    m_compute->gelu(A.g[l].data(), A.h[l].data(), long(rows) * 4 * C);
+    b.fc2.forward(A.g[l].data(), A.a[l + 1].data(), rows);
+    m_compute->residualAdd(A.a[l + 1].data(), A.mid[l].data(), long(rows) * C);
+    if (hooks) hooks->afterForward(int(l) + 1);
+  }
+  if (hooks) hooks->beforeForward(last);
+  m_lnf[0].forward(A.a[m_blocks.size()].data(), A.lnf.data(), A.meanf.data(), A.rstdf.data(),
+                   rows);
+  m_head[0].forward(A.lnf.data(), A.logits.data(), rows);
+  if (hooks) hooks->afterForward(last);
+}
+
+void Gpt::lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct) {
+  // Each of the B*T rows is one prediction; a sample's loss is the mean of its T, so the sum
+  // over samples is the sum over rows / T, and each row's gradient is 1 / (normalizer T).
+  const double rowsLoss = m_compute->softmaxXent(
+      m_acts.dlogits.data(), m_acts.logits.data(),
+      reinterpret_cast<const int*>(m_acts.targets.data()), B * T, m_shape.vocab,
+      normalizer * double(T), correct);
+  *lossSum = rowsLoss / double(T);
+}
+
+double Gpt::forwardLoss(const float* x, const int* /*labels*/, int batch, double normalizer,
+                        UnitHooks* hooks) {
+  loadTokens(x, batch);
+  forwardTo(batch, m_shape.seq, hooks);
+  m_B = batch;
+  double loss = 0;
+  lossAndGrad(batch, m_shape.seq, normalizer, &loss, nullptr);
+  return loss;
+}
+
+void Gpt::backward(UnitHooks* hooks) {
+  Acts& A = m_acts;
+  const int B = m_B, T = m_shape.seq, C = m_shape.hidden, NH = m_shape.heads;
+  const int rows = B * T;
+  const size_t L = m_blocks.size();
+  // da holds dLoss/d(residual stream) as we walk back down it.
+  if (hooks) hooks->beforeBackward(int(L) + 1);
+  m_head[0].backward(A.lnf.data(), A.dlogits.data(), A.dtmp.data(), rows);
+  m_lnf[0].backward(A.a[L].data(), A.meanf.data(), A.rstdf.data(), A.dtmp.data(), A.da.data(),
+                    rows);
+  if (hooks) hooks->afterBackward(int(L) + 1);
+  for (size_t l = L; l-- > 0;) {
+    if (hooks) hooks->beforeBackward(int(l) + 1);
+    Block& b = m_blocks[l];
+    // a[l+1] = mid + fc2(gelu(fc1(ln2(mid)))): da passes through, the branch adds to it.
+    b.fc2.backward(A.g[l].data(), A.da.data(), A.dh.data(), rows);
+    m_compute->geluBackward(A.dh.data(), A.h[l].data(), A.dh.data(), long(rows) * 4 * C);
+    b.fc1.backward(A.ln2[l].data(), A.dh.data(), A.dtmp.data(), rows);
+    b.ln2.backward(A.mid[l].data(), A.mean2[l].data(), A.rstd2[l].data(), A.dtmp.data(),
+                   A.dtmp.data(), rows);
+    m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(rows) * C);  // da = dmid
+    // mid = a[l] + proj(attention(qkv(ln1(a[l])))): the same again.
+    b.proj.backward(A.y[l].data(), A.da.data(), A.dtmp.data(), rows);
+    m_compute->attentionBackward(A.dqkv.data(), A.scratch.data(), A.dtmp.data(), A.qkv[l].data(),
+                                 A.att[l].data(), B, T, C, NH);
+    b.qkv.backward(A.ln1[l].data(), A.dqkv.data(), A.dtmp.data(), rows);
+    m_compute->zero(m_ps.grad(b.qkv.biasRef()) + C, C);  // the key bias stays 0 (gpt.h)
+    b.ln1.backward(A.a[l].data(), A.mean1[l].data(), A.rstd1[l].data(), A.dtmp.data(),
+                   A.dtmp.data(), rows);
+    m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(rows) * C);  // da = da[l]
+    if (hooks) hooks->afterBackward(int(l) + 1);
+  }
+  if (hooks) hooks->beforeBackward(0);
+  m_compute->embeddingBackward(m_ps.grad(m_wte), m_ps.grad(m_wpe), A.da.data(),
+                               reinterpret_cast<const int*>(A.tokens.data()), B, T, C);
+  if (hooks) hooks->afterBackward(0);
+}
+
+Evaluation Gpt::evaluate(const float* x, const int* /*labels*/, int batch, UnitHooks* hooks) {
+  loadTokens(x, batch);
+  forwardTo(batch, m_shape.seq, hooks);
+  double loss = 0;
+  int correct = 0;
+  lossAndGrad(batch, m_shape.seq, 1.0, &loss, &correct);
+  return {correct, int64_t(batch) * m_shape.seq, loss};
+}
+
+void Gpt::generate(std::vector<int>& ids, int count, uint64_t seed) {
+  if (ids.empty()) throw std::invalid_argument("Gpt::generate: no id to start from");
+  const int V = m_shape.vocab;
+  Rng rng(seed);
+  std::vector<float> row(static_cast<size_t>(V));
+  std::vector<double> p(static_cast<size_t>(V));
+  for (int k = 0; k < count; ++k) {
+    // The last T ids (fewer at the start): positions 0.., a batch of one sequence.
+    const int T = int(std::min<size_t>(ids.size(), size_t(m_shape.seq)));
+    ensureCapacity(1, T);
+    m_hostTokens.assign(ids.end() - T, ids.end());
+    int* tokens = reinterpret_cast<int*>(m_acts.tokens.data());
+    if (m_compute->onGpu()) m_compute->uploadInts(tokens, m_hostTokens.data(), T);
+    else std::copy_n(m_hostTokens.data(), T, tokens);
+    forwardTo(1, T, nullptr);
+    m_compute->download(row.data(), m_acts.logits.data() + int64_t(T - 1) * V, V);
+    const float top = *std::max_element(row.begin(), row.end());
+    double sum = 0;
+    for (int v = 0; v < V; ++v) sum += p[size_t(v)] = std::exp(double(row[size_t(v)] - top));
+    double u = rng.uniform() * sum;
+    int pick = V - 1;
+    for (int v = 0; v < V; ++v)
+      if ((u -= p[size_t(v)]) < 0) {
+        pick = v;
+        break;
+      }
+    ids.push_back(pick);
+  }
+}
+
+}  // namespace paralab

@@ -1,0 +1,96 @@
+// The GPT (--model gpt): a decoder-only transformer over characters, written out layer by layer
+// as the MLP is (Radford et al. 2018/2019; the layout of GPT-2 and nanoGPT):
+//   token embedding wte [V, C] + learned position embedding wpe [T, C]
+//   L pre-LayerNorm blocks:  x += proj(attention(qkv(LN1(x))))    causal, NH heads of C/NH
+//                            x += fc2(GELU(fc1(LN2(x))))          the MLP's FFN, C -> 4C -> C
+//   a final LayerNorm and an untied output head C -> V (its own weights, not wte's: a tied head
+//   would put one weight in two units, which gradient buckets and ZeRO shards keep apart)
+//   cross-entropy of each next character.
+// The key bias is held at 0: adding one vector to every key adds q.b to a whole row of scores,
+// which the softmax ignores, so its gradient is zero in exact arithmetic and rounding noise in
+// floats — noise that Adam, dividing by its own running size, turns into full steps that differ
+// between a serial and a parallel run. (Other models drop every bias; this one keeps the rest.)
+// A sample is a window of T + 1 token ids (Dataset rows, as floats): the model reads tokens
+// 0..T-1 and predicts tokens 1..T. A sample's loss is the mean over its T predictions, so the
+// loss is in nats per character and the strategies' "sum over samples / global batch" is the
+// mean over every character of the global batch. Units, as the MLP's: 0 = the embeddings,
+// 1..L = the blocks, L + 1 = the final LayerNorm and the head.
+// See tests/engine/tst_gpt.cpp (gradient check, learning) and tst_parallel_equals_serial.cpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layers.h"
+#include "model/model.h"
+
+namespace paralab {
+
+struct GptShape {
+  int vocab = 65;   // V: distinct characters of the corpus
+  int seq = 64;     // T: the context, tokens a window holds (and positions wpe has)
+  int hidden = 128; // C
+  int layers = 2;   // L
+  int heads = 4;    // NH; C % NH == 0
+  // P: V C + T C (embeddings) + L (12 C^2 + 13 C) (blocks) + 2 C + C V + V (final LN, head).
+  int64_t parameterCount() const;
+};
+
+class Gpt : public Model {
+ public:
+  // The weights drawn from `seed`: linear layers as PyTorch's default (mlp.h), embeddings from
+  // N(0, 0.02^2) as GPT-2, LayerNorms gamma 1, beta 0. A model on a GPU draws a host twin and
+  // uploads it. Throws std::invalid_argument when heads do not divide hidden.
+  Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker,
+      const Compute* compute = nullptr);
+
+  double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
+                     UnitHooks* hooks = nullptr) override;
+  void backward(UnitHooks* hooks = nullptr) override;
+  Evaluation evaluate(const float* x, const int* labels, int batch,
+                      UnitHooks* hooks = nullptr) override;
+  int numUnits() const override { return m_shape.layers + 2; }
+  const GptShape& shape() const { return m_shape; }
+
+  // Appends `count` characters to `ids` (at least one id to start from), each drawn from the
+  // model's next-character distribution over the last T ids (temperature 1), with `seed`.
+  void generate(std::vector<int>& ids, int count, uint64_t seed);
+
+ private:
+  struct Block {
+    LayerNorm ln1;
+    Linear qkv, proj;
+    LayerNorm ln2;
+    Linear fc1, fc2;
+  };
+  // Activations of one batch of B sequences of T tokens, sized for the most rows seen.
+  struct Acts {
+    int64_t rows = 0;  // capacity in tokens, B*T
+    int64_t attCapacity = 0;
+    Tensor tokens, targets;  // [B*T] int32 ids in a float tensor's bytes, on the device
+    std::vector<Tensor> a;   // residual stream: a[0] the embeddings ... a[L]
+    // per block: LN1 out and stats, qkv, attention probabilities and output, the stream after
+    // attention (mid), LN2 out and stats, fc1 out, GELU out
+    std::vector<Tensor> ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+    Tensor lnf, meanf, rstdf, logits;
+    Tensor dlogits, da, dtmp, dqkv, dh, scratch;  // backward workspace
+  };
+  void ensureCapacity(int B, int T);
+  // Token ids of `batch` windows (rows of T + 1 floats) to the device: inputs and targets.
+  void loadTokens(const float* x, int batch);
+  void forwardTo(int B, int T, UnitHooks* hooks);
+  void lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct);
+
+  GptShape m_shape;
+  MemoryTracker* m_tracker;
+  const Compute* m_compute;
+  int m_wte = 0, m_wpe = 0;  // the embedding weights' refs in m_ps
+  std::vector<Block> m_blocks;
+  std::vector<LayerNorm> m_lnf;  // one
+  std::vector<Linear> m_head;    // one
+  Acts m_acts;
+  int m_B = 0;  // sequences of the last forwardLoss
+  std::vector<int> m_hostTokens, m_hostTargets;
+};
+
+}  // namespace paralab

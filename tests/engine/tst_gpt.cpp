@@ -1,0 +1,205 @@
+// The GPT (--model gpt): its parameter count, the whole model's gradient against finite
+// differences, sampling, learning beyond a context-free model on text, equality with serial
+// under the data-parallel strategies, and the settings it refuses.
+// Run: ctest -R tst_gpt
+#include <QtTest>
+
+#include <cmath>
+#include <random>
+
+#include "loss_trajectory.h"
+#include "model/gpt.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+// Windows of T + 1 random ids in [0, V), as a Dataset row holds them.
+std::vector<float> randomWindows(int B, int T, int V, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> x(size_t(B) * (T + 1));
+  for (float& v : x) v = float(gen() % unsigned(V));
+  return x;
+}
+
+RunConfig gptRun(int batch) {
+  RunConfig c = test::smallRun(16, 2, batch);
+  c.model = "gpt";
+  c.heads = 2;
+  c.seq = 16;
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  return c;
+}
+
+}  // namespace
+
+class TstGpt : public QObject {
+  Q_OBJECT
+ private slots:
+  void parameterCountMatchesLayout() {
+    const GptShape s{65, 64, 128, 2, 4};
+    const int64_t C = 128, V = 65, T = 64;
+    // wte, wpe; per block ln1, qkv, proj, ln2, fc1, fc2; lnf, head
+    const int64_t block = 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + 2 * C + (C * 4 * C + 4 * C) +
+                          (4 * C * C + C);
+    QCOMPARE(s.parameterCount(), V * C + T * C + 2 * block + 2 * C + C * V + V);
+    Gpt m(s, 1, nullptr);
+    QCOMPARE(m.params().numel(), s.parameterCount());
+    QCOMPARE(m.numUnits(), 4);
+    QCOMPARE(m.params().units().front().name, std::string("embed"));
+    QCOMPARE(m.params().units().back().name, std::string("head"));
+  }
+
+  // Every parameter of a tiny GPT: embeddings, attention (its heads and the causal mask),
+  // LayerNorms, FFN and head together, in fp32 (the model's precision; the kernels' own checks
+  // in double are tst_attention_gradcheck and tst_layers_gradcheck).
+  void gradientMatchesFiniteDifferences() {
+    const GptShape s{6, 5, 8, 2, 2};
+    Gpt m(s, 7, nullptr);
+    // Embeddings drawn at 0.02 make LayerNorm's input so small that a step of h = 1e-2 is not
+    // small: the check draws them from N(0, 1) instead.
+    std::mt19937 gen(9);
+    std::normal_distribution<float> d(0, 1);
+    for (int ref : {0, 1})
+      for (int64_t i = 0; i < m.params().ref(ref).numel(); ++i)
+        m.params().param(ref)[i] = d(gen);
+    const int B = 3;
+    const std::vector<float> x = randomWindows(B, s.seq, s.vocab, 3);
+    auto loss = [&] { return m.forwardLoss(x.data(), nullptr, B, B) / B; };
+    loss();
+    m.params().zeroGrads();
+    m.backward();
+    const std::vector<float> analytic(m.params().grads().data(),
+                                      m.params().grads().data() + m.params().numel());
+    float* p = m.params().params().data();
+    const float h = 1e-2f;
+    int64_t checked = 0, nonzero = 0;
+    for (const ParamRef& ref : m.params().refs())
+      for (int64_t i = ref.offset; i < ref.offset + ref.numel(); ++i) {
+        const float saved = p[i];
+        p[i] = saved + h;
+        const double up = loss();
+        p[i] = saved - h;
+        const double down = loss();
+        p[i] = saved;
+        const double numeric = (up - down) / (2.0 * h);
+        const double tol = 2e-3 + 2e-2 * std::abs(numeric);
+        QVERIFY2(std::abs(numeric - analytic[size_t(i)]) <= tol,
+                 qPrintable(QString("%1[%2]: numeric %3 analytic %4")
+                                .arg(ref.name.c_str())
+                                .arg(i - ref.offset)
+                                .arg(numeric)
+                                .arg(analytic[size_t(i)])));
+        ++checked;
+        nonzero += analytic[size_t(i)] != 0;
+      }
+    QCOMPARE(checked, m.params().numel());
+    QVERIFY2(nonzero > checked / 2, "most gradients are not zero");
+  }
+
+  void generateIsSeededAndInRange() {
+    const GptShape s{9, 8, 16, 1, 2};
+    Gpt m(s, 4, nullptr);
+    std::vector<int> a = {1}, b = {1}, c = {1};
+    m.generate(a, 40, 11);
+    m.generate(b, 40, 11);
+    m.generate(c, 40, 12);
+    QCOMPARE(int(a.size()), 41);
+    QCOMPARE(a, b);
+    QVERIFY(a != c);
+    for (int id : a) QVERIFY(id >= 0 && id < s.vocab);
+  }
+
+  void rejectsIdsOutsideTheVocabulary() {
+    const GptShape s{6, 4, 8, 1, 2};
+    Gpt m(s, 1, nullptr);
+    std::vector<float> x = randomWindows(2, s.seq, s.vocab, 1);
+    x[3] = 6;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, m.forwardLoss(x.data(), nullptr, 2, 2));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Gpt(GptShape{6, 4, 8, 1, 3}, 1, nullptr));
+  }
+
+  // On the synthetic text (words with a bigram rule) a small GPT gets well below the
+  // context-free model's held-out loss within a short run.
+  void learnsBeyondTheUnigramModel() {
+    RunConfig c = gptRun(32);
+    c.hidden = 32;
+    c.layers = 1;
+    c.lr = 0.005;
+    c.steps = 150;
+    c.evalEvery = 150;  // the last step evaluates
+    c.evalSamples = 200;
+    Trainer t(c);
+    QVERIFY(t.data().text());
+    const double unigram = t.data().unigramLoss;
+    StepMetrics last;
+    for (int s = 0; s < c.steps; ++s) last = t.step();
+    QVERIFY(last.testLoss && last.testAccuracy);
+    const double heldOut = *last.testLoss;
+    qInfo("synthetic text: unigram %.3f nats/char, the GPT after %d steps %.3f (accuracy %.3f)",
+          unigram, c.steps, heldOut, *last.testAccuracy);
+    QVERIFY2(heldOut < 0.8 * unigram, "the GPT uses its context");
+  }
+
+  // The sacred property for the GPT: the data-parallel strategies reproduce the serial loss and
+  // parameters (1e-5) over 30 steps.
+  void matchesSerial_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<int>("zero");
+    QTest::addColumn<int>("ranks");
+    QTest::addRow("sync N=2") << "sync" << 0 << 2;
+    QTest::addRow("sync N=3") << "sync" << 0 << 3;
+    QTest::addRow("zero-1 N=2") << "sync" << 1 << 2;
+    QTest::addRow("zero-2 N=3") << "sync" << 2 << 3;
+    QTest::addRow("zero-3 N=4") << "sync" << 3 << 4;
+    QTest::addRow("ps-sync N=2") << "ps-sync" << 0 << 2;
+  }
+  void matchesSerial() {
+    QFETCH(QString, strategy);
+    QFETCH(int, zero);
+    QFETCH(int, ranks);
+    const RunConfig serial = gptRun(10);  // 10 windows: uneven slices for 3 and 4 ranks
+    RunConfig parallel = serial;
+    parallel.ranks = ranks;
+    parallel.strategy = strategy.toStdString();
+    parallel.zero = zero;
+    parallel.bucketMb = 0.01;
+    QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
+    const int steps = 30;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "parallel vs serial");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters, parallel vs serial");
+    QVERIFY2(a.losses.back() < 0.8 * a.losses.front(), "the run should learn");
+  }
+
+  void refusesWhatItCannotRun_data() {
+    QTest::addColumn<QString>("change");
+    QTest::addColumn<QString>("field");
+    QTest::addRow("images") << "dataset=fashion-mnist" << "dataset:";
+    QTest::addRow("heads") << "heads=3" << "heads:";
+    QTest::addRow("tp") << "tp=2" << "model:";
+    QTest::addRow("fortunes for the mlp") << "model=mlp dataset=fortunes" << "dataset:";
+  }
+  void refusesWhatItCannotRun() {
+    QFETCH(QString, change);
+    QFETCH(QString, field);
+    RunConfig c = gptRun(16);
+    c.heads = 4;
+    c.hidden = 16;
+    for (const QString& kv : change.split(' ')) {
+      const QStringList p = kv.split('=');
+      if (p[0] == "dataset") c.dataset = p[1].toStdString();
+      if (p[0] == "model") c.model = p[1].toStdString();
+      if (p[0] == "heads") c.heads = p[1].toInt();
+      if (p[0] == "tp") c.tp = p[1].toInt(), c.ranks = 2;
+    }
+    const std::optional<std::string> err = c.validate();
+    QVERIFY2(err, "refused");
+    QVERIFY2(QString::fromStdString(*err).startsWith(field), err->c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TstGpt)
+#include "tst_gpt.moc"
