@@ -27,6 +27,7 @@ struct RunConfig {
   int hidden = 128;
   int heads = 4;  // --model gpt: attention heads NH
   int seq = 64;   // --model gpt: context T, tokens per window
+  std::string recompute = "none";  // --model gpt: none | selective | full (model/gpt.h)
   int experts = 4;
   int topk = 1;
   double capacityFactor = 1.25;

@@ -54,9 +54,13 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     // after attention, LN2's output and stats, fc1's and GELU's outputs (4H each), the block's
     // output: 16H + 4 floats, and the attention probabilities, NH x T per token. Then the
     // embeddings, the final LayerNorm, the logits and the token ids: H + H + 2 + V + 2.
+    // Selective recomputation keeps all but the probabilities; full keeps each block's input
+    // only (H) and refills one block's buffers (workspace, not counted here).
     const int64_t T = c.seq, tokens = int64_t(c.globalBatch()) * T;
-    e.activations = 4 * tokens *
-                    (int64_t(c.layers) * (16 * H + 4 + int64_t(c.heads) * T) + 2 * H + 4 + kGptVocab);
+    const int64_t block = c.recompute == "full"        ? H
+                          : c.recompute == "selective" ? 16 * H + 4
+                                                       : 16 * H + 4 + int64_t(c.heads) * T;
+    e.activations = 4 * tokens * (int64_t(c.layers) * block + 2 * H + 4 + kGptVocab);
     e.data = int64_t(2600000) * 4 * (T + 1) / std::max<int64_t>(1, T);  // fortunes as windows
   }
   return e;

@@ -222,6 +222,20 @@ std::vector<Setting> coreSettings() {
                   .appliesWhen(gptOnly)
                   .fixedPerRun()
                   .partOfAChoice());
+  t.push_back(field("recompute", &RunConfig::recompute)
+                  .in(kModel, "Recomputation")
+                  .describe("Activation recomputation of the GPT: what the forward keeps for "
+                            "the backward",
+                            "None keeps every block's activations. Selective drops attention's "
+                            "probabilities (B·heads·T² per block) and recomputes them before "
+                            "the backward. Full keeps only each block's input and runs the "
+                            "block's forward again in its backward: about one more forward.")
+                  .oneOf({{"none", "None", "Keep every activation"},
+                          {"selective", "Selective", "Recompute attention's probabilities"},
+                          {"full", "Full", "Keep block inputs only; recompute each block"}})
+                  .appliesWhen(gptOnly)
+                  .fixedPerRun()
+                  .partOfAChoice());
   t.push_back(field("experts", &RunConfig::experts)
                   .in(kModel, "Experts")
                   .describe("Experts per block (E) of the mixture of experts")

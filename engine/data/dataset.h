@@ -12,7 +12,8 @@
 namespace paralab {
 
 // Images as rows of pixels with a label each, or (for the GPT) text as windows of T + 1 token
-// ids stored as floats, whose labels are unused (0): the targets are the window's ids shifted.
+// ids stored as floats: the targets are the window's ids shifted, and the label says which
+// region of the text the window comes from (text_corpus.h).
 struct Dataset {
   std::string name;
   int inputDim = 784;  // text: T + 1

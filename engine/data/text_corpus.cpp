@@ -216,7 +216,8 @@ Dataset windowDataset(const TextCorpus& corpus, int T) {
     x.resize(size_t(n * (T + 1)));
     for (int64_t w = 0; w < n; ++w)
       for (int t = 0; t <= T; ++t) x[size_t(w * (T + 1) + t)] = float(ids[size_t(w * T + t)]);
-    y.assign(size_t(n), 0);
+    y.resize(size_t(n));
+    for (int64_t w = 0; w < n; ++w) y[size_t(w)] = int(w * kTextRegions / n);
   };
   cut(corpus.train, d.trainX, d.trainY, "training");
   cut(corpus.heldOut, d.testX, d.testY, "held-out");

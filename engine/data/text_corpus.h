@@ -51,8 +51,11 @@ void sampleWindows(const std::vector<int>& tokens, int64_t step, int batch, int 
 
 // The corpus as a Dataset for the GPT: windows of T + 1 ids at a stride of T (each window's last
 // id is the next one's first), train from the training text, test from the held-out text, the
-// vocabulary and unigramLoss carried along. Throws DataError when either text is shorter than
-// one window.
+// vocabulary and unigramLoss carried along. A window's label is the region of the text it comes
+// from, 0..kTextRegions-1 in order (fortunes' files follow their names, so a region is a few
+// topics): the model ignores it; FedAvg's label skew gives each client a mix of regions.
+// Throws DataError when either text is shorter than one window.
+inline constexpr int kTextRegions = 10;
 Dataset windowDataset(const TextCorpus& corpus, int T);
 
 // Held-out cross-entropy in nats per character of the best context-free model: character

@@ -180,6 +180,13 @@ void Compute::attention(float* out, float* att, const float* qkv, int B, int T, 
     attention_forward(out, att, qkv, B, T, C, NH);
 }
 
+void Compute::attentionProbs(float* att, const float* qkv, int B, int T, int C, int NH) const {
+  if (onGpu())
+    attention_probs_cuda(att, qkv, B, T, C, NH, m_stream);
+  else
+    attention_probs(att, qkv, B, T, C, NH);
+}
+
 void Compute::attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                                 const float* att, int B, int T, int C, int NH) const {
   if (onGpu())

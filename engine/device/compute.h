@@ -89,6 +89,8 @@ class Compute {
   // backward. attentionBackward's `scratch` holds B*NH*T floats (the GPU's need; the CPU uses
   // T of them). Tokens [B*T] are memory of this device too.
   void attention(float* out, float* att, const float* qkv, int B, int T, int C, int NH) const;
+  // att alone, as attention() writes it (selective recomputation, before the backward).
+  void attentionProbs(float* att, const float* qkv, int B, int T, int C, int NH) const;
   void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                          const float* att, int B, int T, int C, int NH) const;
   void embedding(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,

@@ -18,10 +18,21 @@ int64_t GptShape::parameterCount() const {
   return V * C + T * C + layers * block + 2 * C + C * V + V;
 }
 
+Recompute recomputeFromName(const std::string& name) {
+  if (name == "none") return Recompute::None;
+  if (name == "selective") return Recompute::Selective;
+  if (name == "full") return Recompute::Full;
+  throw std::invalid_argument("recompute: '" + name + "' is not one of none, selective, full");
+}
+
 static std::string blockName(int l) { return "block" + std::to_string(l); }
 
-Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Compute* compute)
-    : m_shape(shape), m_tracker(tracker), m_compute(compute ? compute : &Compute::host()) {
+Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Compute* compute,
+         Recompute recompute)
+    : m_shape(shape),
+      m_recompute(recompute),
+      m_tracker(tracker),
+      m_compute(compute ? compute : &Compute::host()) {
   const int V = shape.vocab, T = shape.seq, C = shape.hidden;
   if (V < 1 || T < 1 || C < 1 || shape.layers < 1 || shape.heads < 1 || C % shape.heads != 0)
     throw std::invalid_argument("Gpt: heads " + std::to_string(shape.heads) +
@@ -85,20 +96,26 @@ void Gpt::ensureCapacity(int B, int T) {
   a.tokens = act({R});
   a.targets = act({R});
   for (int64_t l = 0; l <= L; ++l) a.a.push_back(act({R, C}));
-  for (int64_t l = 0; l < L; ++l) {
-    a.ln1.push_back(act({R, C}));
-    a.mean1.push_back(act({R}));
-    a.rstd1.push_back(act({R}));
-    a.qkv.push_back(act({R, 3 * C}));
-    a.att.push_back(act({A}));
-    a.y.push_back(act({R, C}));
-    a.mid.push_back(act({R, C}));
-    a.ln2.push_back(act({R, C}));
-    a.mean2.push_back(act({R}));
-    a.rstd2.push_back(act({R}));
-    a.h.push_back(act({R, 4 * C}));
-    a.g.push_back(act({R, 4 * C}));
+  // Kept per block, or (full recomputation) one block's worth refilled in the backward.
+  const bool full = m_recompute == Recompute::Full;
+  auto kept = [&](Shape shape) { return full ? work(std::move(shape)) : act(std::move(shape)); };
+  for (int64_t l = 0; l < (full ? 1 : L); ++l) {
+    BlockActs b;
+    b.ln1 = kept({R, C});
+    b.mean1 = kept({R});
+    b.rstd1 = kept({R});
+    b.qkv = kept({R, 3 * C});
+    if (m_recompute != Recompute::Selective) b.att = kept({A});
+    b.y = kept({R, C});
+    b.mid = kept({R, C});
+    b.ln2 = kept({R, C});
+    b.mean2 = kept({R});
+    b.rstd2 = kept({R});
+    b.h = kept({R, 4 * C});
+    b.g = kept({R, 4 * C});
+    a.block.push_back(std::move(b));
   }
+  if (m_recompute == Recompute::Selective) a.att = work({A});
   a.lnf = act({R, C});
   a.meanf = act({R});
   a.rstdf = act({R});
@@ -142,35 +159,43 @@ void Gpt::loadTokens(const float* x, int batch) {
 
 void Gpt::forwardTo(int B, int T, UnitHooks* hooks) {
   Acts& A = m_acts;
-  const int C = m_shape.hidden, NH = m_shape.heads;
+  const int C = m_shape.hidden;
   const int rows = B * T;
   const int last = numUnits() - 1;
   if (hooks) hooks->beforeForward(0);
   m_compute->embedding(A.a[0].data(), reinterpret_cast<const int*>(A.tokens.data()),
                        m_ps.param(m_wte), m_ps.param(m_wpe), B, T, C);
   if (hooks) hooks->afterForward(0);
-  for (size_t l = 0; l < m_blocks.size(); ++l) {
-    if (hooks) hooks->beforeForward(int(l) + 1);
-    Block& b = m_blocks[l];
-    // x + proj(attention(qkv(LN1(x)))) ...
-    b.ln1.forward(A.a[l].data(), A.ln1[l].data(), A.mean1[l].data(), A.rstd1[l].data(), rows);
-    b.qkv.forward(A.ln1[l].data(), A.qkv[l].data(), rows);
-    m_compute->attention(A.y[l].data(), A.att[l].data(), A.qkv[l].data(), B, T, C, NH);
-    b.proj.forward(A.y[l].data(), A.mid[l].data(), rows);
-    m_compute->residualAdd(A.mid[l].data(), A.a[l].data(), long(rows) * C);
-    // ... then + fc2(GELU(fc1(LN2(.))))
-    b.ln2.forward(A.mid[l].data(), A.ln2[l].data(), A.mean2[l].data(), A.rstd2[l].data(), rows);
-    b.fc1.forward(A.ln2[l].data(), A.h[l].data(), rows);
-    m_compute->gelu(A.g[l].data(), A.h[l].data(), long(rows) * 4 * C);
-    b.fc2.forward(A.g[l].data(), A.a[l + 1].data(), rows);
-    m_compute->residualAdd(A.a[l + 1].data(), A.mid[l].data(), long(rows) * C);
-    if (hooks) hooks->afterForward(int(l) + 1);
+  for (int l = 0; l < int(m_blocks.size()); ++l) {
+    if (hooks) hooks->beforeForward(l + 1);
+    blockForward(l, B, T, true);
+    if (hooks) hooks->afterForward(l + 1);
   }
   if (hooks) hooks->beforeForward(last);
   m_lnf[0].forward(A.a[m_blocks.size()].data(), A.lnf.data(), A.meanf.data(), A.rstdf.data(),
                    rows);
   m_head[0].forward(A.lnf.data(), A.logits.data(), rows);
   if (hooks) hooks->afterForward(last);
+}
+
+void Gpt::blockForward(int l, int B, int T, bool toOutput) {
+  Acts& A = m_acts;
+  BlockActs& k = actsOf(l);
+  Block& b = m_blocks[size_t(l)];
+  const int C = m_shape.hidden, rows = B * T;
+  // x + proj(attention(qkv(LN1(x)))) ...
+  b.ln1.forward(A.a[size_t(l)].data(), k.ln1.data(), k.mean1.data(), k.rstd1.data(), rows);
+  b.qkv.forward(k.ln1.data(), k.qkv.data(), rows);
+  m_compute->attention(k.y.data(), attOf(l), k.qkv.data(), B, T, C, m_shape.heads);
+  b.proj.forward(k.y.data(), k.mid.data(), rows);
+  m_compute->residualAdd(k.mid.data(), A.a[size_t(l)].data(), long(rows) * C);
+  // ... then + fc2(GELU(fc1(LN2(.))))
+  b.ln2.forward(k.mid.data(), k.ln2.data(), k.mean2.data(), k.rstd2.data(), rows);
+  b.fc1.forward(k.ln2.data(), k.h.data(), rows);
+  m_compute->gelu(k.g.data(), k.h.data(), long(rows) * 4 * C);
+  if (!toOutput) return;
+  b.fc2.forward(k.g.data(), A.a[size_t(l) + 1].data(), rows);
+  m_compute->residualAdd(A.a[size_t(l) + 1].data(), k.mid.data(), long(rows) * C);
 }
 
 void Gpt::lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct) {
@@ -204,26 +229,30 @@ void Gpt::backward(UnitHooks* hooks) {
   m_lnf[0].backward(A.a[L].data(), A.meanf.data(), A.rstdf.data(), A.dtmp.data(), A.da.data(),
                     rows);
   if (hooks) hooks->afterBackward(int(L) + 1);
-  for (size_t l = L; l-- > 0;) {
-    if (hooks) hooks->beforeBackward(int(l) + 1);
-    Block& b = m_blocks[l];
+  for (int l = int(L); l-- > 0;) {
+    if (hooks) hooks->beforeBackward(l + 1);
+    Block& b = m_blocks[size_t(l)];
+    if (m_recompute == Recompute::Full) blockForward(l, B, T, false);  // the block's activations again
+    BlockActs& k = actsOf(l);
     // a[l+1] = mid + fc2(gelu(fc1(ln2(mid)))): da passes through, the branch adds to it.
-    b.fc2.backward(A.g[l].data(), A.da.data(), A.dh.data(), rows);
-    m_compute->geluBackward(A.dh.data(), A.h[l].data(), A.dh.data(), long(rows) * 4 * C);
-    b.fc1.backward(A.ln2[l].data(), A.dh.data(), A.dtmp.data(), rows);
-    b.ln2.backward(A.mid[l].data(), A.mean2[l].data(), A.rstd2[l].data(), A.dtmp.data(),
-                   A.dtmp.data(), rows);
+    b.fc2.backward(k.g.data(), A.da.data(), A.dh.data(), rows);
+    m_compute->geluBackward(A.dh.data(), k.h.data(), A.dh.data(), long(rows) * 4 * C);
+    b.fc1.backward(k.ln2.data(), A.dh.data(), A.dtmp.data(), rows);
+    b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), A.dtmp.data(), A.dtmp.data(),
+                   rows);
     m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(rows) * C);  // da = dmid
     // mid = a[l] + proj(attention(qkv(ln1(a[l])))): the same again.
-    b.proj.backward(A.y[l].data(), A.da.data(), A.dtmp.data(), rows);
-    m_compute->attentionBackward(A.dqkv.data(), A.scratch.data(), A.dtmp.data(), A.qkv[l].data(),
-                                 A.att[l].data(), B, T, C, NH);
-    b.qkv.backward(A.ln1[l].data(), A.dqkv.data(), A.dtmp.data(), rows);
+    b.proj.backward(k.y.data(), A.da.data(), A.dtmp.data(), rows);
+    if (m_recompute == Recompute::Selective)  // the probabilities, from the kept qkv
+      m_compute->attentionProbs(attOf(l), k.qkv.data(), B, T, C, NH);
+    m_compute->attentionBackward(A.dqkv.data(), A.scratch.data(), A.dtmp.data(), k.qkv.data(),
+                                 attOf(l), B, T, C, NH);
+    b.qkv.backward(k.ln1.data(), A.dqkv.data(), A.dtmp.data(), rows);
     m_compute->zero(m_ps.grad(b.qkv.biasRef()) + C, C);  // the key bias stays 0 (gpt.h)
-    b.ln1.backward(A.a[l].data(), A.mean1[l].data(), A.rstd1[l].data(), A.dtmp.data(),
+    b.ln1.backward(A.a[size_t(l)].data(), k.mean1.data(), k.rstd1.data(), A.dtmp.data(),
                    A.dtmp.data(), rows);
     m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(rows) * C);  // da = da[l]
-    if (hooks) hooks->afterBackward(int(l) + 1);
+    if (hooks) hooks->afterBackward(l + 1);
   }
   if (hooks) hooks->beforeBackward(0);
   m_compute->embeddingBackward(m_ps.grad(m_wte), m_ps.grad(m_wpe), A.da.data(),

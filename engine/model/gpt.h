@@ -26,6 +26,15 @@
 
 namespace paralab {
 
+// Activation recomputation (Chen et al. 2016; Korthikanti et al. 2022): what the forward keeps
+// for the backward. none: every block's activations. selective: all but attention's
+// probabilities (the B NH T^2 term, which grows with the context), recomputed from qkv before
+// each block's backward. full: only each block's input, the block's forward run again in its
+// backward. What is not kept lives in one block's buffers, counted as workspace.
+enum class Recompute { None, Selective, Full };
+// "none", "selective", "full"; std::invalid_argument for another name.
+Recompute recomputeFromName(const std::string& name);
+
 struct GptShape {
   int vocab = 65;   // V: distinct characters of the corpus
   int seq = 64;     // T: the context, tokens a window holds (and positions wpe has)
@@ -42,7 +51,7 @@ class Gpt : public Model {
   // N(0, 0.02^2) as GPT-2, LayerNorms gamma 1, beta 0. A model on a GPU draws a host twin and
   // uploads it. Throws std::invalid_argument when heads do not divide hidden.
   Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker,
-      const Compute* compute = nullptr);
+      const Compute* compute = nullptr, Recompute recompute = Recompute::None);
 
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                      UnitHooks* hooks = nullptr) override;
@@ -63,18 +72,30 @@ class Gpt : public Model {
     LayerNorm ln2;
     Linear fc1, fc2;
   };
+  // What one block's forward leaves for its backward: LN1's output and stats, qkv, attention's
+  // probabilities and output, the stream after attention (mid), LN2's output and stats, fc1's
+  // and GELU's outputs. [B*T, width] each; att [B, NH, T, T].
+  struct BlockActs {
+    Tensor ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+  };
   // Activations of one batch of B sequences of T tokens, sized for the most rows seen.
   struct Acts {
     int64_t rows = 0;  // capacity in tokens, B*T
     int64_t attCapacity = 0;
     Tensor tokens, targets;  // [B*T] int32 ids in a float tensor's bytes, on the device
-    std::vector<Tensor> a;   // residual stream: a[0] the embeddings ... a[L]
-    // per block: LN1 out and stats, qkv, attention probabilities and output, the stream after
-    // attention (mid), LN2 out and stats, fc1 out, GELU out
-    std::vector<Tensor> ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+    std::vector<Tensor> a;   // residual stream: a[0] the embeddings ... a[L], always kept
+    // One per block (none, selective: without att) or one shared (full, workspace).
+    std::vector<BlockActs> block;
+    Tensor att;  // selective: one block's probabilities, shared (workspace)
     Tensor lnf, meanf, rstdf, logits;
     Tensor dlogits, da, dtmp, dqkv, dh, scratch;  // backward workspace
   };
+  BlockActs& actsOf(int l) { return m_acts.block[m_recompute == Recompute::Full ? 0 : size_t(l)]; }
+  float* attOf(int l) {
+    return m_recompute == Recompute::Selective ? m_acts.att.data() : actsOf(l).att.data();
+  }
+  // Block l's forward from a[l]; with `toOutput`, a[l+1] too (a recomputation stops at GELU).
+  void blockForward(int l, int B, int T, bool toOutput);
   void ensureCapacity(int B, int T);
   // Token ids of `batch` windows (rows of T + 1 floats) to the device: inputs and targets.
   void loadTokens(const float* x, int batch);
@@ -82,6 +103,7 @@ class Gpt : public Model {
   void lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct);
 
   GptShape m_shape;
+  Recompute m_recompute;
   MemoryTracker* m_tracker;
   const Compute* m_compute;
   int m_wte = 0, m_wpe = 0;  // the embedding weights' refs in m_ps

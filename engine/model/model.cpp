@@ -23,7 +23,8 @@ MlpShape mlpShape(const RunConfig& c, const Dataset& d) {
 std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  MemoryTracker* tracker, const Compute* compute) {
   if (config.model == "gpt")
-    return std::make_unique<Gpt>(gptShape(config, data), config.seed, tracker, compute);
+    return std::make_unique<Gpt>(gptShape(config, data), config.seed, tracker, compute,
+                                 recomputeFromName(config.recompute));
   if (config.model == "mlp")
     return std::make_unique<Mlp>(mlpShape(config, data), config.seed, tracker, MlpShard{}, true,
                                  compute);

@@ -105,7 +105,9 @@ std::vector<std::vector<int>> clientShards(const Dataset& data, int clients, dou
     std::iota(all.begin(), all.end(), 0);
     deal(all, std::vector<double>(size_t(clients), 1.0 / clients));
   } else {
-    for (int label = 0; label < data.classes; ++label) {
+    // The labels present (text windows are labelled by region, fewer than the vocabulary).
+    const int labels = 1 + *std::max_element(data.trainY.begin(), data.trainY.end());
+    for (int label = 0; label < labels; ++label) {
       std::vector<int> ofLabel;
       for (int64_t i = 0; i < data.numTrain(); ++i)
         if (data.trainY[size_t(i)] == label) ofLabel.push_back(int(i));

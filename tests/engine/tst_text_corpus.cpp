@@ -222,6 +222,27 @@ class TstTextCorpus : public QObject {
     QCOMPARE(c.idOf('z'), -1);
     QVERIFY(errorOf([] { corpusFromText("t", ""); }).contains("empty"));
   }
+
+  // The GPT's Dataset: windows of T + 1 ids at stride T that chain into the text, labelled by
+  // region in order, and a text too short for one window refused.
+  void windowDatasetChainsTheText() {
+    const TextCorpus c = makeSyntheticText(3, 20000);
+    const int T = 16;
+    const Dataset d = windowDataset(c, T);
+    QVERIFY(d.text());
+    QCOMPARE(d.inputDim, T + 1);
+    QCOMPARE(d.classes, c.vocabSize());
+    QCOMPARE(d.numTrain(), int64_t((c.train.size() - 1) / T));
+    QCOMPARE(d.numTest(), int64_t((c.heldOut.size() - 1) / T));
+    for (int64_t w = 0; w < d.numTrain(); ++w) {
+      for (int t = 0; t <= T; ++t)
+        QCOMPARE(int(d.trainX[size_t(w * (T + 1) + t)]), c.train[size_t(w * T + t)]);
+      QCOMPARE(d.trainY[size_t(w)], int(w * kTextRegions / d.numTrain()));
+    }
+    QCOMPARE(d.trainY.back(), kTextRegions - 1);
+    QCOMPARE(d.unigramLoss, unigramLoss(c));
+    QVERIFY(errorOf([&] { windowDataset(c, int(c.heldOut.size())); }).contains("held-out"));
+  }
 };
 
 QTEST_GUILESS_MAIN(TstTextCorpus)
