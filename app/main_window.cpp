@@ -36,12 +36,17 @@ namespace {
 // ≤ 30 Hz: smooth to the eye, and the GUI thread stays mostly idle for the training threads.
 constexpr int kPollMs = 34;  // 29.4 Hz
 
-// The model and data of a run: "MLP H=128 L=2 · fashion-mnist · B=256".
+// The model and data of a run: "MLP H=128 L=2 · fashion-mnist · B=256"; the GPT adds its heads
+// and context ("GPT H=128 L=2 4 heads T=64").
 QString describeModel(const RunConfig& c) {
-  return QObject::tr("%1 H=%2 L=%3 · %4 · B=%5")
-      .arg(c.model == "moe" ? QObject::tr("MoE") : QObject::tr("MLP"))
+  const QString gpt = c.model == "gpt" ? QObject::tr(" %1 heads T=%2").arg(c.heads).arg(c.seq)
+                                       : QString();
+  return QObject::tr("%1 H=%2 L=%3%4 · %5 · B=%6")
+      .arg(c.model == "moe" ? QObject::tr("MoE") : c.model == "gpt" ? QObject::tr("GPT")
+                                                                    : QObject::tr("MLP"))
       .arg(c.hidden)
       .arg(c.layers)
+      .arg(gpt)
       .arg(QString::fromStdString(c.dataset))
       .arg(c.globalBatch());
 }
@@ -276,6 +281,7 @@ void MainWindow::showRecordedRun(const QString& file, const RunConfig& config,
   m_hub->setSubtitle(tr("recorded in %1 · %2%3")
                          .arg(file, describe(config), modelled ? tr(" · bytes modelled") : ""),
                      runLabels(config, modelled));
+  if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(config);
   m_hub->show(m_history, s);
   m_hub->refreshAll();
   updateStatus();
@@ -308,6 +314,7 @@ bool MainWindow::startNewRun(bool paused) {
   m_history.clear();
   m_hub->clear();
   m_hub->setSubtitle(describe(config), runLabels(config, false));
+  if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(config);
   m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
   m_pollTimer.start();
   poll();

@@ -138,6 +138,14 @@ void LossChart::writeCsv(QTextStream& out) const {
   setCsvError(error);
 }
 
+void LossChart::describeAccuracy(const RunConfig& c) {
+  const bool text = c.model == "gpt";
+  m_accuracy->setName(text ? tr("next-character accuracy (held out)") : tr("test accuracy"));
+  setAxisLabel(yAxis2, text ? tr("next-character accuracy (%)") : tr("test accuracy (%)"),
+               tr("accuracy (%)"));
+  finishUpdate();
+}
+
 QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
   QStringList parts;
   if (c.ranks <= 1 && withRanks) {
@@ -151,6 +159,8 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
     if (c.model == "moe" && c.ep > 1) parts << QString("ep %1").arg(c.ep);
   }
   if (c.model == "moe") parts << tr("MoE %1 experts").arg(c.experts);
+  if (c.model == "gpt" && c.recompute != "none")
+    parts << tr("recompute %1").arg(QString::fromStdString(c.recompute));
   parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);
   for (const EmulatedPart& p : emulatedParts(c))
     parts << tr("%1 (emulated)").arg(QString::fromStdString(p.brief));

@@ -28,6 +28,9 @@ class LossChart : public Chart {
   // A short name for a run's overlay: "serial", "sync · 4 ranks · ZeRO-2", "hogwild · 4 ranks".
   // Without `withRanks` (a sweep, which varies them): "sync · ZeRO-2".
   static QString runLabel(const RunConfig& config, bool withRanks = true);
+  // Names what the accuracy series measures for the run's model: the label of a test image
+  // (the MLP, the MoE) or the next character of held-out text (the GPT).
+  void describeAccuracy(const RunConfig& config);
 
  public slots:
   void clearOverlays();

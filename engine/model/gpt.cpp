@@ -40,8 +40,8 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
                                 ", and every size be at least 1");
   // Units in the order of the forward pass (gradient buckets and pipeline stages rely on it).
   m_ps.beginUnit("embed");
-  m_wte = m_ps.add("wte", {V, C});
-  m_wpe = m_ps.add("wpe", {T, C});
+  m_wte = m_ps.add("embed.wte", {V, C});
+  m_wpe = m_ps.add("embed.wpe", {T, C});
   for (int l = 0; l < shape.layers; ++l) {
     const std::string b = blockName(l);
     m_ps.beginUnit(b);
@@ -50,8 +50,8 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
                         Linear(m_ps, b + ".fc1", C, 4 * C), Linear(m_ps, b + ".fc2", 4 * C, C)});
   }
   m_ps.beginUnit("head");
-  m_lnf.emplace_back(m_ps, "lnf", C);
-  m_head.emplace_back(m_ps, "head", C, V);
+  m_lnf.emplace_back(m_ps, "head.lnf", C);
+  m_head.emplace_back(m_ps, "head.out", C, V);
   m_ps.allocate(tracker, m_compute);
   if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
     Gpt twin(shape, seed, nullptr);
