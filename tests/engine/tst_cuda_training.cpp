@@ -88,6 +88,46 @@ class TstCudaTraining : public QObject {
     VERIFY_TRAJECTORIES_AGREE(got, ref, tolerance, "cuda " + kernel + " vs cpu vendor");
   }
 
+  // The GPT on the GPU (embedding, attention and their backward kernels, the token ids uploaded
+  // as ints) follows its CPU run, under each recomputation, serial and sync data parallel on
+  // two ranks; its held-out loss agrees too.
+  void gptFollowsTheCpu_data() {
+    QTest::addColumn<QString>("recompute");
+    QTest::addColumn<int>("ranks");
+    QTest::newRow("none") << "none" << 1;
+    QTest::newRow("selective") << "selective" << 1;
+    QTest::newRow("full, sync N=2") << "full" << 2;
+  }
+  void gptFollowsTheCpu() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, recompute);
+    QFETCH(int, ranks);
+    RunConfig cpu = test::smallRun(16, 2, 8);
+    cpu.model = "gpt";
+    cpu.heads = 2;
+    cpu.seq = 8;
+    cpu.optimizer = "adam";
+    cpu.lr = 0.01;
+    cpu.recompute = recompute.toStdString();
+    cpu.ranks = ranks;
+    cpu.steps = 10;
+    cpu.evalEvery = 10;
+    cpu.evalSamples = 16;
+    RunConfig gpu = cpu;
+    test::useGpu(gpu);
+    Trainer a(cpu), b(gpu);
+    std::vector<double> ref, got;
+    StepMetrics lastA, lastB;
+    for (int s = 0; s < cpu.steps; ++s) {
+      lastA = a.step(), lastB = b.step();
+      ref.push_back(lastA.loss), got.push_back(lastB.loss);
+    }
+    VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, "gpt cuda vs cpu");
+    QVERIFY(lastA.testLoss && lastB.testLoss);
+    QVERIFY2(std::abs(*lastA.testLoss - *lastB.testLoss) <= 1e-4 * *lastA.testLoss,
+             qPrintable(QString("held-out loss cpu %1 cuda %2").arg(*lastA.testLoss).arg(*lastB.testLoss)));
+  }
+
   // Evaluation (forward, arg-max on the GPU, the count copied back) agrees with the CPU's,
   // and the step's compute spans come from CUDA events inside the step.
   void evaluationAndSpans() {
