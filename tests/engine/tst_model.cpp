@@ -6,6 +6,7 @@
 #include <random>
 
 #include "model/mlp.h"
+#include "model_gradcheck.h"
 
 using namespace paralab;
 
@@ -42,27 +43,9 @@ class TstModel : public QObject {
     m.backward();
     std::vector<float> analytic(m.params().grads().data(), m.params().grads().data() + m.params().numel());
     // Every parameter of every tensor (the model is tiny).
-    float* p = m.params().params().data();
-    const float h = 1e-2f;
-    int checked = 0;
-    for (const ParamRef& ref : m.params().refs()) {
-      for (int64_t i = ref.offset; i < ref.offset + ref.numel(); ++i) {
-        const float saved = p[i];
-        p[i] = saved + h;
-        const double up = loss();
-        p[i] = saved - h;
-        const double down = loss();
-        p[i] = saved;
-        const double numeric = (up - down) / (2.0 * h);
-        // fp32 activations: rounding ~1e-7 relative in the loss, divided by 2h, plus O(h^2).
-        const double tol = 2e-3 + 2e-2 * std::abs(numeric);
-        QVERIFY2(std::abs(numeric - analytic[size_t(i)]) <= tol,
-                 qPrintable(QString("%1[%2]: numeric %3 analytic %4")
-                                .arg(ref.name.c_str()).arg(i - ref.offset).arg(numeric).arg(analytic[size_t(i)])));
-        ++checked;
-      }
-    }
-    QCOMPARE(int64_t(checked), m.params().numel());
+    const test::GradientCheck c = test::checkModelGradient(m.params(), analytic, loss);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(c.checked, m.params().numel());
   }
 
   void sameSeedSameModel() {

@@ -15,6 +15,7 @@
 #include "loss_trajectory.h"
 #include "metrics/metrics.h"
 #include "model/moe.h"
+#include "model_gradcheck.h"
 #include "moe_runs.h"
 #include "parallel/holdings.h"
 #include "parallel/replica.h"
@@ -126,34 +127,14 @@ class TstMoe : public QObject {
     m.backward();
     std::vector<float> analytic(m.params().grads().data(),
                                 m.params().grads().data() + m.params().numel());
-    float* p = m.params().params().data();
-    const float h = 1e-2f;
-    int checked = 0, skipped = 0, router = 0;
-    for (const ParamRef& ref : m.params().refs())
-      for (int64_t i = ref.offset; i < ref.offset + ref.numel(); ++i) {
-        const float saved = p[i];
-        p[i] = saved + h;
-        const double up = loss();
-        const bool same = routing() == base;
-        p[i] = saved - h;
-        const double down = loss();
-        const bool same2 = routing() == base;
-        p[i] = saved;
-        if (!same || !same2) {
-          ++skipped;
-          continue;
-        }
-        const double numeric = (up - down) / (2.0 * h);
-        const double tol = 2e-3 + 2e-2 * std::abs(numeric);
-        QVERIFY2(std::abs(numeric - analytic[size_t(i)]) <= tol,
-                 qPrintable(QString("%1[%2]: numeric %3 analytic %4")
-                                .arg(ref.name.c_str())
-                                .arg(i - ref.offset)
-                                .arg(numeric)
-                                .arg(analytic[size_t(i)])));
-        ++checked;
-        if (ref.name.find("router") != std::string::npos && std::abs(numeric) > 1e-4) ++router;
-      }
+    int router = 0;
+    const test::GradientCheck c = test::checkModelGradient(
+        m.params(), analytic, loss, [&] { return routing() != base; },
+        [&](const ParamRef& ref, double numeric) {
+          if (ref.name.find("router") != std::string::npos && std::abs(numeric) > 1e-4) ++router;
+        });
+    if (QTest::currentTestFailed()) return;
+    const int checked = int(c.checked), skipped = int(c.skipped);
     qInfo(
         "checked %d parameters, %d skipped (routing switched), %d router gradients non-zero, "
         "%lld token choices dropped",
