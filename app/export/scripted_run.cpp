@@ -4,6 +4,7 @@
 #include "export/scripted_run.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <QApplication>
@@ -40,6 +41,17 @@ double threadCpuMs() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+}
+
+// The GUI thread's context switches so far: {waits, preemptions}. A frame slow with little CPU
+// of its own either waited (voluntary: a lock, I/O, a page) or was preempted (involuntary: the
+// cores given to other threads); the two counts tell which.
+std::array<double, 2> threadSwitches() {
+  rusage u{};
+#ifdef RUSAGE_THREAD
+  getrusage(RUSAGE_THREAD, &u);
+#endif
+  return {double(u.ru_nvcsw), double(u.ru_nivcsw)};
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -171,7 +183,8 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
     v->assign(room, 0.0);
     v->clear();  // keeps the capacity, its pages already resident
   }
-  std::vector<std::array<double, 3>> slowest;         // the 3 slowest frames: ms, at s, GUI CPU ms
+  // The 3 slowest frames: ms, at s, GUI CPU ms, the GUI thread's waits and preemptions.
+  std::vector<std::array<double, 5>> slowest;
   std::map<QString, std::pair<double, int>> replots;  // per chart: summed replot ms, count
   for (Chart* c : window.charts())
     QObject::connect(c, &QCustomPlot::afterReplot, &window, [&replots, c] {
@@ -207,6 +220,7 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
     QElapsedTimer frame;
     frame.start();
     const double cpu0 = threadCpuMs();
+    const std::array<double, 2> switches0 = threadSwitches();
     window.poll();
     polls.push_back(frame.nsecsElapsed() / 1e6);
     // The charts queue their replots and repaints; run them now, inside the measurement.
@@ -215,7 +229,9 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
       if (ChartHub::isInView(c)) c->repaint();
     frames.push_back(frame.nsecsElapsed() / 1e6);
     cpu.push_back(threadCpuMs() - cpu0);
-    slowest.push_back({frames.back(), total.elapsed() / 1000.0, cpu.back()});
+    const std::array<double, 2> switches = threadSwitches();
+    slowest.push_back({frames.back(), total.elapsed() / 1000.0, cpu.back(),
+                       switches[0] - switches0[0], switches[1] - switches0[1]});
     std::sort(slowest.begin(), slowest.end(), std::greater<>());
     if (slowest.size() > 3) slowest.pop_back();
     const double rss = residentMb();
@@ -270,11 +286,13 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
                         .arg(percentile(lateness, 0.5), 0, 'f', 2)
                         .arg(percentile(lateness, 1.0), 0, 'f', 2));
   QStringList slow;
-  for (const auto& [ms, at, cpuMs] : slowest)
-    slow << QObject::tr("%1 ms at %2 s (GUI CPU %3 ms)")
+  for (const auto& [ms, at, cpuMs, waits, preempted] : slowest)
+    slow << QObject::tr("%1 ms at %2 s (GUI CPU %3 ms, %4 waits, %5 preemptions)")
                 .arg(ms, 0, 'f', 1)
                 .arg(at, 0, 'f', 1)
-                .arg(cpuMs, 0, 'f', 1);
+                .arg(cpuMs, 0, 'f', 1)
+                .arg(waits, 0, 'f', 0)
+                .arg(preempted, 0, 'f', 0);
   printLine(stdout, QObject::tr("slowest frames: %1").arg(slow.join("; ")));
   printLine(stdout, QObject::tr("GUI thread CPU per frame ms: median %1, p95 %2, worst %3 (the "
                                 "rest of a frame's wall time the cores were busy training)")
