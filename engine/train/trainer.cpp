@@ -227,7 +227,6 @@ void Trainer::execute(Rank& r, Command c) {
     const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
                                         : m_data->numTest();
     const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
-    m_evalLoss.reset();
     if (const std::optional<int64_t> correct = r.strategy->countCorrect(n, chunk)) {  // not an Mlp
       if (r.rank == 0) m_evalAccuracy = n > 0 ? double(*correct) / double(n) : 0.0;
       return;
@@ -347,6 +346,7 @@ std::string Trainer::generateText(int count) {
 
 double Trainer::evaluate(int maxSamples) {
   m_evalSamples = maxSamples;
+  m_evalLoss.reset();  // here, before the ranks run: rank 0 alone sets it
   runCommand(Command::Eval);
   return m_evalAccuracy;
 }
