@@ -94,6 +94,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   addRunConfigOptions(app, config);
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab")) return *code;
+  datasetFollowsModel(config, app, configPath);
   config.deriveRanks();
   // The benchmark's point is a busy machine: 8 thread ranks unless the ranks were given.
   if (out.benchFramesS > 0 && !hasArgument(argc, argv, {"--ranks"}) && config.ranks == 1 &&

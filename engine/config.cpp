@@ -123,11 +123,17 @@ std::optional<std::string> RunConfig::validateLayout() const {
     return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
            " samples each data-parallel rank gets per step";
   if (model == "gpt") {
-    if (tp > 1 || pp > 1)
-      return std::string("model: --model gpt trains under the data-parallel strategies so far "
-                         "(allowed: tp = pp = 1)");
     if (hidden % heads != 0)
       return "heads: " + n(heads) + " must divide the hidden width H = " + n(hidden);
+    if (heads % tp != 0)
+      return "tp: tensor parallelism splits the GPT's attention by heads, and " + n(tp) +
+             " does not divide --heads " + n(heads);
+    if (sp && tp > 1 && seq % tp != 0)
+      return "sp: sequence parallelism splits each window's --seq " + n(seq) +
+             " tokens over the " + n(tp) + " tensor-parallel ranks (allowed: seq a multiple of tp)";
+    if ((tp > 1 || pp > 1) && recompute == "full")
+      return std::string("recompute: full recomputation runs on one rank and under the "
+                         "data-parallel strategies (with --tp or --pp allowed: none, selective)");
   }
   if (model == "moe") {
     if (experts % ep != 0)

@@ -55,8 +55,8 @@ std::pair<double, double> fraction(const HeldSlice& s) {
 double rowOrder(const QString& row) {
   if (row == kBatch) return -2;
   if (row == kActivations) return -1;
-  if (row == "in_proj") return 0;
-  if (row == "classifier") return 1e9;
+  if (row == "in_proj" || row == "embed") return 0;  // the input layer: the MLP's, the GPT's
+  if (row == "classifier" || row == "head") return 1e9;
   // "block3", "block3.expert2", and "block3.experts" (ZeRO's flat chunks of all of them).
   static const QRegularExpression block("^block(\\d+)(?:\\.expert(s|\\d+))?(?: \\(flat\\))?$");
   if (const auto m = block.match(row); m.hasMatch())

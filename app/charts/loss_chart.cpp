@@ -154,7 +154,7 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
     parts << QString::fromStdString(c.strategy);
     if (withRanks) parts << tr("%1 ranks").arg(c.ranks);
     if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
-    if (c.tp > 1) parts << QString("tp %1").arg(c.tp);
+    if (c.tp > 1) parts << (c.sp ? tr("tp %1 + sp") : QString("tp %1")).arg(c.tp);
     if (c.pp > 1) parts << QString("pp %1").arg(c.pp);
     if (c.model == "moe" && c.ep > 1) parts << QString("ep %1").arg(c.ep);
   }

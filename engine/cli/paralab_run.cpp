@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
+  datasetFollowsModel(config, app, configPath);
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
   // alone runs thread ranks, one per GPU, in this process.

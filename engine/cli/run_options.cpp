@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "config.h"
 #include "schema.h"
@@ -82,6 +84,19 @@ void addRunConfigOptions(CLI::App& app, RunConfig& config) {
         ->type_name(typeName(s.type))
         ->default_str(formatValue(s.get(config)));
   }
+}
+
+void datasetFollowsModel(RunConfig& config, const CLI::App& app, const std::string& configPath) {
+  if (app.get_option("--dataset")->count() > 0) return;
+  if (!configPath.empty()) {  // already read and checked by applyJsonFile
+    std::ifstream in(configPath, std::ios::binary);
+    const nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
+    if (file.is_object() && file.contains("dataset")) return;
+  }
+  const std::vector<SettingChoice> choices = findSetting("dataset")->choices(config);
+  for (const SettingChoice& c : choices)
+    if (c.value == config.dataset) return;
+  config.dataset = choices.front().value;
 }
 
 std::string findConfigPath(int argc, char** argv) {

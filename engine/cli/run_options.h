@@ -26,6 +26,10 @@ std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv, const 
 // Adds a flag for every setting of the schema (schema.h), writing into `config`; --config (read
 // before the other flags, see findConfigPath) is each program's own.
 void addRunConfigOptions(CLI::App& app, RunConfig& config);
+// A dataset the command line did not give (nor the --config file at `configPath`) follows the
+// model: its first choice, fashion-mnist for mlp and moe, fortunes for gpt. Call after the
+// parse, before validate().
+void datasetFollowsModel(RunConfig& config, const CLI::App& app, const std::string& configPath);
 // The value of --config, looked up before the full parse so the file can supply defaults that
 // flags then override ("" when absent).
 std::string findConfigPath(int argc, char** argv);

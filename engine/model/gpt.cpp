@@ -28,31 +28,54 @@ Recompute recomputeFromName(const std::string& name) {
 static std::string blockName(int l) { return "block" + std::to_string(l); }
 
 Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Compute* compute,
-         Recompute recompute)
+         Recompute recompute, const ModelShard& shard)
     : m_shape(shape),
       m_recompute(recompute),
       m_tracker(tracker),
       m_compute(compute ? compute : &Compute::host()) {
-  const int V = shape.vocab, T = shape.seq, C = shape.hidden;
-  if (V < 1 || T < 1 || C < 1 || shape.layers < 1 || shape.heads < 1 || C % shape.heads != 0)
+  const int V = shape.vocab, T = shape.seq, C = shape.hidden, L = shape.layers;
+  if (V < 1 || T < 1 || C < 1 || L < 1 || shape.heads < 1 || C % shape.heads != 0)
     throw std::invalid_argument("Gpt: heads " + std::to_string(shape.heads) +
                                 " must divide hidden " + std::to_string(C) +
                                 ", and every size be at least 1");
+  resolveShard(shard, L + 2);
+  const int tp = m_shard.tpSize;
+  if (shape.heads % tp != 0)
+    throw std::invalid_argument("Gpt: tensor parallelism over " + std::to_string(tp) +
+                                " ranks splits the heads, and " + std::to_string(tp) +
+                                " does not divide " + std::to_string(shape.heads));
   // Units in the order of the forward pass (gradient buckets and pipeline stages rely on it).
-  m_ps.beginUnit("embed");
-  m_wte = m_ps.add("embed.wte", {V, C});
-  m_wpe = m_ps.add("embed.wpe", {T, C});
-  for (int l = 0; l < shape.layers; ++l) {
+  if (hasUnit(0)) {
+    m_ps.beginUnit("embed");
+    m_wte = m_ps.add("embed.wte", {V, C});
+    m_wpe = m_ps.add("embed.wpe", {T, C});
+  }
+  m_firstBlock = std::max(0, m_shard.firstUnit - 1);
+  for (int l = m_firstBlock; l < L && hasUnit(l + 1); ++l) {
     const std::string b = blockName(l);
     m_ps.beginUnit(b);
-    m_blocks.push_back({LayerNorm(m_ps, b + ".ln1", C), Linear(m_ps, b + ".attn.qkv", C, 3 * C),
-                        Linear(m_ps, b + ".attn.proj", C, C), LayerNorm(m_ps, b + ".ln2", C),
-                        Linear(m_ps, b + ".fc1", C, 4 * C), Linear(m_ps, b + ".fc2", 4 * C, C)});
+    m_blocks.push_back(
+        {LayerNorm(m_ps, b + ".ln1", C), Linear(m_ps, b + ".attn.qkv", C, 3 * C / tp),
+         Linear(m_ps, b + ".attn.proj", C / tp, C), LayerNorm(m_ps, b + ".ln2", C),
+         Linear(m_ps, b + ".fc1", C, 4 * C / tp), Linear(m_ps, b + ".fc2", 4 * C / tp, C)});
   }
-  m_ps.beginUnit("head");
-  m_lnf.emplace_back(m_ps, "head.lnf", C);
-  m_head.emplace_back(m_ps, "head.out", C, V);
+  if (hasUnit(L + 1)) {
+    m_ps.beginUnit("head");
+    m_lnf.emplace_back(m_ps, "head.lnf", C);
+    m_head.emplace_back(m_ps, "head.out", C, V);
+  }
   m_ps.allocate(tracker, m_compute);
+  // qkv's columns are q | k | v: a rank's heads are a slice of each of the three.
+  auto groupsOf = [](const std::string& name) {
+    return name.find(".attn.qkv") != std::string::npos ? 3 : 1;
+  };
+  if (!whole()) {  // draw the whole model (untracked: it lives only here), keep the slices
+    Gpt full(shape, seed, nullptr);
+    sliceFrom(full.m_ps, groupsOf);
+    takeSlicesOf(full.m_ps);
+    return;
+  }
+  sliceFrom(m_ps, groupsOf);
   if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
     Gpt twin(shape, seed, nullptr);
     m_compute->upload(m_ps.params().data(), twin.m_ps.params().data(), m_ps.numel());
@@ -129,10 +152,7 @@ void Gpt::ensureCapacity(int B, int T) {
   m_acts = std::move(a);
 }
 
-void Gpt::loadTokens(const float* x, int batch) {
-  const int T = m_shape.seq, V = m_shape.vocab;
-  m_hostTokens.resize(size_t(batch) * T);
-  m_hostTargets.resize(size_t(batch) * T);
+void splitWindows(const float* x, int batch, int T, int V, int* tokens, int* targets) {
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t <= T; ++t) {
       const float f = x[size_t(b) * (T + 1) + size_t(t)];
@@ -141,9 +161,17 @@ void Gpt::loadTokens(const float* x, int batch) {
         throw std::invalid_argument("Gpt: window " + std::to_string(b) + " position " +
                                     std::to_string(t) + " holds " + std::to_string(f) +
                                     ", not a token id in 0.." + std::to_string(V - 1));
-      if (t < T) m_hostTokens[size_t(b) * T + size_t(t)] = id;
-      if (t > 0) m_hostTargets[size_t(b) * T + size_t(t - 1)] = id;
+      if (tokens && t < T) tokens[size_t(b) * T + size_t(t)] = id;
+      if (targets && t > 0) targets[size_t(b) * T + size_t(t - 1)] = id;
     }
+}
+
+void Gpt::loadTokens(const float* x, int batch) {
+  if (!whole()) throw std::logic_error("Gpt: a shard runs its parts from gpt_parallel.cpp");
+  const int T = m_shape.seq;
+  m_hostTokens.resize(size_t(batch) * T);
+  m_hostTargets.resize(size_t(batch) * T);
+  splitWindows(x, batch, T, m_shape.vocab, m_hostTokens.data(), m_hostTargets.data());
   ensureCapacity(batch, T);
   const int64_t n = int64_t(batch) * T;
   int* tokens = reinterpret_cast<int*>(m_acts.tokens.data());

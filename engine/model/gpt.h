@@ -15,6 +15,10 @@
 // loss is in nats per character and the strategies' "sum over samples / global batch" is the
 // mean over every character of the global batch. Units, as the MLP's: 0 = the embeddings,
 // 1..L = the blocks, L + 1 = the final LayerNorm and the head.
+// A shard (ModelShard, model.h) holds a pipeline stage's units, each block cut over the
+// tensor-parallel ranks as Megatron-LM cuts it: attention by heads (qkv column-parallel: the
+// q, k and v columns of the rank's heads; proj row-parallel: the matching input rows) and the
+// FFN column-then-row. gpt_parallel.cpp runs a shard.
 // See tests/engine/tst_gpt.cpp (gradient check, learning) and tst_parallel_equals_serial.cpp.
 #pragma once
 #include <cstdint>
@@ -45,13 +49,20 @@ struct GptShape {
   int64_t parameterCount() const;
 };
 
+// Splits `batch` windows (rows of T + 1 token ids, as floats) into the model's inputs (ids
+// 0..T-1 of each) and targets (ids 1..T), either may be null. std::invalid_argument naming the
+// window and position of a value that is not an id in 0..V-1.
+void splitWindows(const float* x, int batch, int T, int V, int* tokens, int* targets);
+
 class Gpt : public Model {
  public:
   // The weights drawn from `seed`: linear layers as PyTorch's default (mlp.h), embeddings from
   // N(0, 0.02^2) as GPT-2, LayerNorms gamma 1, beta 0. A model on a GPU draws a host twin and
-  // uploads it. Throws std::invalid_argument when heads do not divide hidden.
+  // uploads it; a shard draws the whole model and keeps its slices. Throws
+  // std::invalid_argument when heads do not divide hidden, or the shard's tpSize the heads.
   Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker,
-      const Compute* compute = nullptr, Recompute recompute = Recompute::None);
+      const Compute* compute = nullptr, Recompute recompute = Recompute::None,
+      const ModelShard& shard = {});
 
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                      UnitHooks* hooks = nullptr) override;
@@ -65,13 +76,23 @@ class Gpt : public Model {
   // model's next-character distribution over the last T ids (temperature 1), with `seed`.
   void generate(std::vector<int>& ids, int count, uint64_t seed);
 
- private:
+  // [SECTION] The parts, for strategies that run them one by one (gpt_parallel.cpp).
   struct Block {
     LayerNorm ln1;
     Linear qkv, proj;
     LayerNorm ln2;
     Linear fc1, fc2;
   };
+  Recompute recompute() const { return m_recompute; }
+  int wteRef() const { return m_wte; }  // needs hasUnit(0)
+  int wpeRef() const { return m_wpe; }
+  Block& block(int l) { return m_blocks.at(size_t(l - m_firstBlock)); }  // global block index
+  int firstBlock() const { return m_firstBlock; }
+  int endBlock() const { return m_firstBlock + int(m_blocks.size()); }
+  LayerNorm& finalNorm() { return m_lnf.at(0); }  // needs hasUnit(L + 1)
+  Linear& head() { return m_head.at(0); }
+
+ private:
   // What one block's forward leaves for its backward: LN1's output and stats, qkv, attention's
   // probabilities and output, the stream after attention (mid), LN2's output and stats, fc1's
   // and GELU's outputs. [B*T, width] each; att [B, NH, T, T].
@@ -107,9 +128,10 @@ class Gpt : public Model {
   MemoryTracker* m_tracker;
   const Compute* m_compute;
   int m_wte = 0, m_wpe = 0;  // the embedding weights' refs in m_ps
+  int m_firstBlock = 0;
   std::vector<Block> m_blocks;
-  std::vector<LayerNorm> m_lnf;  // one
-  std::vector<Linear> m_head;    // one
+  std::vector<LayerNorm> m_lnf;  // one, or none on a shard without the head
+  std::vector<Linear> m_head;    // one, or none
   Acts m_acts;
   int m_B = 0;  // sequences of the last forwardLoss
   std::vector<int> m_hostTokens, m_hostTargets;

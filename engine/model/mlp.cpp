@@ -3,9 +3,7 @@
 #include "model/mlp.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "device/compute.h"
 
@@ -19,26 +17,18 @@ int64_t MlpShape::parameterCount() const {
 
 static std::string blockName(int l) { return "block" + std::to_string(l); }
 
-static MlpShard resolved(const MlpShape& s, MlpShard sh) {
-  if (sh.lastUnit < 0) sh.lastUnit = s.layers + 1;
-  if (sh.firstUnit < 0 || sh.firstUnit > sh.lastUnit || sh.lastUnit > s.layers + 1)
-    throw std::invalid_argument("MlpShard: units " + std::to_string(sh.firstUnit) + ".." +
-                                std::to_string(sh.lastUnit) + " outside 0.." +
-                                std::to_string(s.layers + 1));
-  if (sh.tpSize < 1 || sh.tpRank < 0 || sh.tpRank >= sh.tpSize || (4 * s.hidden) % sh.tpSize != 0)
-    throw std::invalid_argument("MlpShard: tensor-parallel slice " + std::to_string(sh.tpRank) +
-                                " of " + std::to_string(sh.tpSize) + " does not divide 4H = " +
-                                std::to_string(4 * s.hidden));
-  return sh;
-}
-
-Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const MlpShard& shard,
+Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const ModelShard& shard,
          bool initialise, const Compute* compute)
     : m_shape(shape),
-      m_shard(resolved(shape, shard)),
       m_tracker(tracker),
       m_compute(compute ? compute : &Compute::host()) {
   const int H = shape.hidden, L = shape.layers;
+  resolveShard(shard, L + 2);
+  if ((4 * H) % m_shard.tpSize != 0)
+    throw std::invalid_argument("Mlp: tensor-parallel slice " +
+                                std::to_string(m_shard.tpRank) + " of " +
+                                std::to_string(m_shard.tpSize) + " does not divide 4H = " +
+                                std::to_string(4 * H));
   const int F = 4 * H / m_shard.tpSize;  // fc1 outputs (= fc2 inputs) on this rank
   // Units are declared in the order of the forward pass, so the flat buffer follows it
   // (what gradient buckets and pipeline stages rely on).
@@ -59,8 +49,7 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const Mlp
   }
   m_ps.allocate(tracker, m_compute);
   if (whole()) {
-    for (const ParamRef& r : m_ps.refs())
-      m_slices.push_back({r.shape, r.offset, -1, 0, r.shape.at(0)});
+    sliceFrom(m_ps, [](const std::string&) { return 1; });
     if (!initialise) return;
     if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
       Mlp twin(shape, seed, nullptr);
@@ -79,62 +68,8 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, MemoryTracker* tracker, const Mlp
   }
   // A shard: draw the whole model (untracked: it lives only here), keep this rank's slices.
   Mlp full(shape, seed, nullptr, {}, initialise);
-  std::unordered_map<std::string, int> byName;
-  for (int j = 0; j < int(full.m_ps.refs().size()); ++j) byName[full.m_ps.ref(j).name] = j;
-  for (const ParamRef& r : m_ps.refs()) {
-    const ParamRef& w = full.m_ps.ref(byName.at(r.name));
-    ParamSlice s{w.shape, w.offset, -1, 0, w.shape.at(0)};
-    for (int d = 0; d < int(r.shape.size()); ++d)
-      if (r.shape[size_t(d)] != w.shape[size_t(d)]) {  // the cut dimension: slice tpRank of it
-        s.dim = d;
-        s.begin = m_shard.tpRank * r.shape[size_t(d)];
-        s.end = s.begin + r.shape[size_t(d)];
-      }
-    m_slices.push_back(s);
-  }
-  if (!initialise) return;
-  if (!m_compute->onGpu()) {
-    copySlices(full.m_ps.params().data(), false);
-    return;
-  }
-  std::vector<float> mine(size_t(m_ps.numel()));  // on a GPU: cut on the host, then uploaded
-  copySlices(full.m_ps.params().data(), false, true, mine.data());
-  m_compute->upload(m_ps.params().data(), mine.data(), m_ps.numel());
-  m_compute->sync();  // `mine` goes when this returns
-}
-
-bool Mlp::whole() const {
-  return m_shard.tpSize == 1 && m_shard.firstUnit == 0 && m_shard.lastUnit == m_shape.layers + 1;
-}
-
-void Mlp::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo, float* shardFlat) {
-  if (m_compute->onGpu() && !shardFlat)
-    throw std::logic_error("Mlp::copySlices works on host buffers: on a GPU pass shardFlat");
-  for (int i = 0; i < int(m_slices.size()); ++i) {
-    const ParamSlice& s = m_slices[size_t(i)];
-    float* mine = shardFlat ? shardFlat + m_ps.ref(i).offset : m_ps.param(i);
-    if (!mine || (toWhole && s.dim < 0 && !replicatedToo)) continue;
-    float* whole = wholeFlat + s.wholeOffset;
-    const int64_t numel = numelOf(s.whole);
-    // Contiguous runs: the whole weight (dim -1), a block of rows (dim 0), or a piece of each
-    // row (dim 1 of a matrix).
-    int64_t runs = 1, run = numel, at = 0, stride = 0;
-    if (s.dim == 0) {
-      run = (s.end - s.begin) * (numel / s.whole[0]);
-      at = s.begin * (numel / s.whole[0]);
-    } else if (s.dim == 1) {
-      runs = s.whole[0];
-      run = s.end - s.begin;
-      at = s.begin;
-      stride = s.whole[1];
-    }
-    for (int64_t k = 0; k < runs; ++k) {
-      float* a = mine + k * run;
-      float* b = whole + at + k * stride;
-      if (toWhole) std::memcpy(b, a, sizeof(float) * size_t(run));
-      else std::memcpy(a, b, sizeof(float) * size_t(run));
-    }
-  }
+  sliceFrom(full.m_ps, [](const std::string&) { return 1; });
+  if (initialise) takeSlicesOf(full.m_ps);
 }
 
 void Mlp::ensureCapacity(int batch) {

@@ -2,11 +2,14 @@
 // its parameters (a ParamSet: named weights in units, flat buffers), the loss and gradients of
 // a batch with hooks around each unit, and evaluation. Mlp (mlp.h) and Gpt (gpt.h) are models;
 // the same strategy code trains either. Tensor and pipeline parallelism and the mixture of
-// experts cut an Mlp's parts themselves (model_parallel.cpp, moe.h).
+// experts cut a model's parts themselves (model_parallel.cpp, moe.h): a model may be built as a
+// shard, one rank's part of it, which knows where each of its weights sits in the whole model.
 // See tests/engine/tst_model.cpp and tst_gpt.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "model/param_set.h"
 
@@ -33,6 +36,29 @@ struct Evaluation {
   double lossSum = 0;
 };
 
+// Which part of the model one rank builds (tensor and pipeline parallelism): units
+// [firstUnit, lastUnit] (0 = the input layer, 1..L = blocks, L+1 = the output layer), each
+// block's weights cut over tpSize ranks as Megatron-LM cuts them (Shoeybi et al. 2019): a
+// column-parallel layer's output columns, a row-parallel layer's input rows, slice tpRank of
+// tpSize. The default is the whole model.
+struct ModelShard {
+  int tpRank = 0, tpSize = 1;
+  int firstUnit = 0, lastUnit = -1;  // -1: through the output layer
+};
+
+// Where one of a shard's weights sits in the whole model: the whole weight's shape and offset
+// in the whole model's flat buffer, and the rows (dim 0) or columns (dim 1) [begin, end) this
+// shard holds (dim -1: the whole weight). groups > 1: that dimension is `groups` equal parts
+// side by side (the GPT's q, k and v) and the shard holds [begin, end) of each part, the parts
+// in order; begin and end count within a part.
+struct ParamSlice {
+  Shape whole;
+  int64_t wholeOffset = 0;
+  int dim = -1;
+  int64_t begin = 0, end = 0;
+  int groups = 1;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -51,17 +77,52 @@ class Model {
   ParamSet& params() { return m_ps; }
   const ParamSet& params() const { return m_ps; }
 
+  // [SECTION] Shards: one rank's part of the model (model_parallel.cpp).
+  const ModelShard& shard() const { return m_shard; }  // lastUnit resolved
+  bool hasUnit(int unit) const { return unit >= m_shard.firstUnit && unit <= m_shard.lastUnit; }
+  bool whole() const {
+    return m_shard.tpSize == 1 && m_shard.firstUnit == 0 && m_shard.lastUnit == m_wholeUnits - 1;
+  }
+  // Weight i of this model's ParamSet in the whole model.
+  const ParamSlice& sliceOf(int i) const { return m_slices.at(size_t(i)); }
+  int64_t wholeNumel() const { return m_wholeNumel; }
+  // Copies each weight's slice between this model and `wholeFlat`, a buffer laid out like the
+  // whole model's flat parameters: toWhole writes this shard's values into it (weights held
+  // whole only when `replicatedToo`), else reads them from it. `shardFlat`: a buffer laid out
+  // like this shard's flat parameters (optimizer moments) instead of the parameters. Host
+  // buffers only: on a GPU pass a host `shardFlat` (the parameters downloaded, say).
+  void copySlices(float* wholeFlat, bool toWhole, bool replicatedToo = true,
+                  float* shardFlat = nullptr);
+
  protected:
+  // Sets m_shard to `shard`, lastUnit resolved against the whole model's `units`;
+  // std::invalid_argument when its units lie outside 0..units-1 or its tensor-parallel slice is
+  // not one of tpSize.
+  void resolveShard(ModelShard shard, int units);
+  // Once the ParamSet is allocated: where each weight sits in `whole`, the whole model's
+  // ParamSet (the same names). A weight whose shape differs is cut along the dimension that
+  // differs, slice m_shard.tpRank of it; groupsOf(name) says into how many parts that dimension
+  // falls (ParamSlice::groups).
+  void sliceFrom(const ParamSet& whole, const std::function<int(const std::string&)>& groupsOf);
+  // The shard's weights from the whole model's (host) parameters, onto the shard's device.
+  void takeSlicesOf(ParamSet& whole);
+
   ParamSet m_ps;
+  ModelShard m_shard;
+  int m_wholeUnits = 0;  // units of the whole model
+  std::vector<ParamSlice> m_slices;  // per weight of m_ps
+  int64_t m_wholeNumel = 0;          // P of the whole model
 };
 
 struct RunConfig;
 struct Dataset;
 // The model of a run (--model mlp or gpt, its sizes from the config, its input and output sizes
 // from the data), drawn from --seed, its buffers on `compute` (null: the CPU). Every rank that
-// makes it gets the same weights. --model moe is not a Model: throws std::invalid_argument.
+// makes it gets the same weights; `shard`: only that part of them. --model moe is not a Model:
+// throws std::invalid_argument.
 std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
-                                 MemoryTracker* tracker, const Compute* compute);
+                                 MemoryTracker* tracker, const Compute* compute,
+                                 const ModelShard& shard = {});
 // P of the run's model (every expert of an MoE counted once).
 int64_t parameterCountOf(const RunConfig& config, const Dataset& data);
 

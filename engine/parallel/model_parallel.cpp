@@ -2,7 +2,9 @@
 // every rank holds one pipeline stage's slice of the model, tensor-parallel within the stage,
 // and runs its dp replica's slice of the global batch through the stage in micro-batches.
 // Try: paralab-run --dp 2 --tp 2 --pp 2 --layers 4 --microbatches 4 --json
-// See tests/engine/tst_model_parallel.cpp and tst_holdings.cpp.
+// The model is the MLP or the GPT: each rank builds its shard (model.h) and runs it through
+// the model's Stage (stage.h: tensor_parallel.cpp, gpt_parallel.cpp); everything here is the
+// same for both. See tests/engine/tst_model_parallel.cpp, tst_gpt.cpp and tst_holdings.cpp.
 //
 // Ranks sit in ProcessGrid's dp x pp x tp mesh (process_grid.h, the only place the layout is).
 // Per step, the collectives, in order:
@@ -32,7 +34,7 @@
 #include "parallel/pipeline.h"
 #include "parallel/process_grid.h"
 #include "parallel/replica.h"  // shardBegin, shardLen
-#include "parallel/tensor_parallel.h"
+#include "parallel/stage.h"
 
 namespace paralab {
 
@@ -47,20 +49,14 @@ class ModelParallel final : public Strategy {
     ensureCompute(m_ctx, m_ownCompute);
     const RunConfig& c = *ctx.config;
     const GridCoords& at = m_grid.coords();
-    m_shape.input = ctx.data->inputDim;
-    m_shape.classes = ctx.data->classes;
-    m_shape.hidden = c.hidden;
-    m_shape.layers = c.layers;
-    // Stage s: blocks [b0, b1), balanced; the input projection on the first, the classifier on
-    // the last (units: 0 = in_proj, 1..L = blocks, L+1 = classifier).
+    // Stage s: blocks [b0, b1), balanced; the input layer on the first, the output layer on
+    // the last (units: 0 = input, 1..L = blocks, L+1 = output).
     const int P = c.pp, s = at.pp, L = c.layers;
     const int b0 = int(shardBegin(s, P, L)), b1 = int(shardBegin(s + 1, P, L));
-    // This rank's shard, on its device (Mlp draws the whole model on the host, keeps the slices).
-    m_model = std::make_unique<Mlp>(
-        m_shape, c.seed, ctx.memory,
-        MlpShard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1}, true, &compute());
-    m_stage = std::make_unique<TensorParallelStage>(*m_model, m_grid.tp(), c.sp, compute(),
-                                                    ctx.memory, ctx.spans);
+    // This rank's shard, on its device (drawn whole on the host, its slices kept).
+    m_model = makeModel(c, *ctx.data, ctx.memory, &compute(),
+                        ModelShard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1});
+    m_stage = makeStage(*m_model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans);
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
     // Data parallelism: the stage's weights have a replica on every rank of the dp group.
     GradSyncSettings sync = GradSyncSettings::of(c);
@@ -94,8 +90,7 @@ class ModelParallel final : public Strategy {
         *m_ctx.comm, m_sync->hostParams(),
         [this](const auto& local, auto& serial) { toSerial(local, serial); }, m_evalBuffer);
     if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
-    m_eval = std::make_unique<Mlp>(m_shape, m_ctx.config->seed, m_ctx.memory, MlpShard{}, false,
-                                   &compute());
+    m_eval = makeModel(*m_ctx.config, *m_ctx.data, m_ctx.memory, &compute());
     compute().copy(m_eval->params().params().data(), m_evalBuffer.data(), P);
     return *m_eval;
   }
@@ -145,7 +140,7 @@ class ModelParallel final : public Strategy {
     m_sliceBegin = int(shardBegin(d, D, m_globalBatch));
     m_slice = int(shardLen(d, D, m_globalBatch));
     const int Dim = m_ctx.data->inputDim;
-    m_x.resize(m_model->hasUnit(0) ? size_t(m_slice) * Dim : 0);
+    m_x.resize(m_stage->readsInputs() ? size_t(m_slice) * Dim : 0);
     m_labels.resize(size_t(m_slice));
     for (int i = 0; i < m_slice; ++i) {
       const int sample = globalBatch[size_t(m_sliceBegin + i)];
@@ -197,7 +192,7 @@ class ModelParallel final : public Strategy {
           if (!acts) acts = acquire(m, rows);
           const int at = microBegin(m);
           loss += m_stage->forward(step, *acts,
-                                   m_x.empty() ? nullptr : &m_x[size_t(at) * m_shape.input],
+                                   m_x.empty() ? nullptr : &m_x[size_t(at) * m_ctx.data->inputDim],
                                    &m_labels[size_t(at)], m_globalBatch, m_sync.get());
           break;
         }
@@ -226,9 +221,8 @@ class ModelParallel final : public Strategy {
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
   int m_micros;
-  MlpShape m_shape;
-  std::unique_ptr<Mlp> m_model;  // this rank's shard: its stage's units, its tp slice
-  std::unique_ptr<TensorParallelStage> m_stage;
+  std::unique_ptr<Model> m_model;  // this rank's shard: its stage's units, its tp slice
+  std::unique_ptr<Stage> m_stage;
   std::vector<PipeStep> m_schedule;
   std::unique_ptr<GradSync> m_sync;  // over dp: the gradient sum, the optimizer, ZeRO's shards
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
@@ -236,7 +230,7 @@ class ModelParallel final : public Strategy {
   std::vector<int> m_labels;  // host: their labels
   Tensor m_dOut, m_dIn;       // boundary gradients (Workspace)
   std::vector<std::unique_ptr<MicroActs>> m_pool;  // activation buffers not in use
-  std::unique_ptr<Mlp> m_eval;
+  std::unique_ptr<Model> m_eval;
   Tensor m_evalBuffer;
 };
 
@@ -253,37 +247,49 @@ RankHoldings ModelParallel::holdings() const {
     h.groups.push_back(g);
   }
   // The weights as this rank's slices of the whole model's (ZeRO: the chunks instead, flat).
+  // A weight cut in parts (the GPT's q, k and v) is one item per part.
   const ParamSet& ps = m_model->params();
   m_sync->addHoldings(h.items, [&](HoldingKind k) {
+    static const char* const kParts[] = {" (q)", " (k)", " (v)"};
     for (int i = 0; i < int(ps.refs().size()); ++i) {
       const ParamRef& r = ps.ref(i);
       const ParamSlice& s = m_model->sliceOf(i);
-      const int64_t total = s.dim < 0 ? s.whole.at(0) : s.whole.at(size_t(s.dim));
-      const int64_t rows = r.shape.at(0), cols = r.numel() / rows;
-      h.items.push_back({r.name, k, s.dim, s.dim < 0 ? 0 : s.begin, s.dim < 0 ? total : s.end,
-                         total, rows, cols, r.numel() * 4});
+      const int64_t total = (s.dim < 0 ? s.whole.at(0) : s.whole.at(size_t(s.dim))) / s.groups;
+      const int64_t rows = r.shape.at(0) / (s.dim == 0 ? s.groups : 1),
+                    cols = r.numel() / s.groups / rows;
+      for (int g = 0; g < s.groups; ++g)
+        h.items.push_back({s.groups == 3 ? r.name + kParts[g] : r.name, k, s.dim,
+                           s.dim < 0 ? 0 : s.begin, s.dim < 0 ? total : s.end, total, rows, cols,
+                           r.numel() / s.groups * 4});
     }
   });
-  const int64_t B = m_globalBatch > 0 ? m_globalBatch : m_ctx.config->globalBatch();
-  const int D = m_grid.shape().dp;
+  const RunConfig& c = *m_ctx.config;
+  const bool gpt = c.model == "gpt";
+  const int64_t B = m_globalBatch > 0 ? m_globalBatch : c.globalBatch();
+  const int D = m_grid.shape().dp, input = m_ctx.data->inputDim;
   const int64_t begin = shardBegin(m_grid.coords().dp, D, B),
                 len = shardLen(m_grid.coords().dp, D, B);
-  if (m_model->hasUnit(0))
-    h.items.push_back({"global batch (inputs)", HoldingKind::Batch, 0, begin, begin + len, B, len,
-                       m_shape.input, len * m_shape.input * 4});
-  if (m_model->hasUnit(m_shape.layers + 1))
+  // The MLP's first stage reads the images, its last the labels; the GPT's first reads the
+  // windows' tokens and its last their targets, from the same windows.
+  if (m_stage->readsInputs())
+    h.items.push_back({gpt ? "global batch (windows)" : "global batch (inputs)",
+                       HoldingKind::Batch, 0, begin, begin + len, B, len, input,
+                       len * input * 4});
+  if (!gpt && m_model->hasUnit(c.layers + 1))
     h.items.push_back(
         {"global batch (labels)", HoldingKind::Batch, 0, begin, begin + len, B, len, 1, len * 4});
-  // The residual stream rows of each micro-batch this rank keeps (SP: its 1/T of them), and
-  // the bytes of one micro-batch's buffers (sized for the largest).
+  // The residual stream rows of each micro-batch this rank keeps (SP: its 1/T of them; the
+  // GPT's rows are tokens), and the bytes of one micro-batch's buffers (sized for the largest).
   const int64_t microBytes = m_stage->microBytes(int((len + m_micros - 1) / m_micros));
   for (int m = 0; m < m_micros; ++m) {
-    const int rows = int(shardLen(m, m_micros, len));
-    const MicroRows r = m_stage->rowsOf(rows);
-    const int64_t at = begin + shardBegin(m, m_micros, len);
-    const int64_t a = at + std::min(r.first, rows), b = at + std::min(r.first + r.local, rows);
-    h.items.push_back({"micro-batch " + std::to_string(m) + " activations",
-                       HoldingKind::Activations, 0, a, b, B, b - a, m_shape.hidden, microBytes});
+    const MicroRows r = m_stage->rowsOf(int(shardLen(m, m_micros, len)));
+    const int64_t per = r.perSample, rows = int64_t(r.rows) * per;
+    const int64_t at = (begin + shardBegin(m, m_micros, len)) * per;
+    const int64_t a = at + std::min<int64_t>(r.first, rows),
+                  b = at + std::min<int64_t>(r.first + r.local, rows);
+    h.items.push_back({"micro-batch " + std::to_string(m) + (gpt ? " activations (tokens)"
+                                                                 : " activations"),
+                       HoldingKind::Activations, 0, a, b, B * per, b - a, c.hidden, microBytes});
   }
   return h;
 }

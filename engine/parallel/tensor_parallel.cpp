@@ -63,7 +63,7 @@ void TensorParallelStage::ready() const { m_compute.sync(); }
 Device TensorParallelStage::device() const { return m_compute.device(); }
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
-  MicroRows r{rows, rows, rows, 0};
+  MicroRows r{rows, 1, rows, rows, 0};
   if (m_sp) {
     r.full = (rows + m_T - 1) / m_T * m_T;
     r.local = r.full / m_T;
@@ -87,9 +87,9 @@ int64_t TensorParallelStage::microBytes(int rows) const {
   return layout(0, rows, [](const Shape&) { return Tensor(); })->bytes;
 }
 
-std::unique_ptr<MicroActs> TensorParallelStage::layout(
+std::unique_ptr<MlpMicroActs> TensorParallelStage::layout(
     int micro, int rows, const std::function<Tensor(Shape)>& make) const {
-  auto m = std::make_unique<MicroActs>();
+  auto m = std::make_unique<MlpMicroActs>();
   m->micro = micro;
   m->r = rowsOf(rows);
   m->capacity = rows;
@@ -119,12 +119,6 @@ std::unique_ptr<MicroActs> TensorParallelStage::layout(
   return m;
 }
 
-void TensorParallelStage::reuse(MicroActs& m, int micro, int rows) const {
-  if (rows > m.capacity) throw std::logic_error("TensorParallelStage::reuse: buffers too small");
-  m.micro = micro;
-  m.r = rowsOf(rows);
-}
-
 void TensorParallelStage::ensureScratch(const MicroRows& r) {
   if (r.full <= m_capacity) return;
   const int64_t full = r.full, local = m_sp ? full / m_T : full;
@@ -146,8 +140,9 @@ void TensorParallelStage::ensureScratch(const MicroRows& r) {
 
 // [SECTION] Forward
 
-double TensorParallelStage::forward(int64_t step, MicroActs& m, const float* x, const int* labels,
-                                    double normalizer, UnitHooks* hooks) {
+double TensorParallelStage::forward(int64_t step, MicroActs& micro, const float* x,
+                                    const int* labels, double normalizer, UnitHooks* hooks) {
+  MlpMicroActs& m = acts(micro);
   ensureScratch(m.r);
   const MlpShape& shape = m_model.shape();
   const MicroRows& r = m.r;
@@ -195,7 +190,7 @@ double TensorParallelStage::forward(int64_t step, MicroActs& m, const float* x, 
   return loss;
 }
 
-void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
+void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
   Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
   const int64_t H = m_H;
@@ -232,8 +227,9 @@ void TensorParallelStage::blockForward(int64_t step, int j, MicroActs& m) {
 
 // [SECTION] Backward
 
-void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
-                                   UnitHooks* hooks) {
+void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* dOut,
+                                   float* dIn, UnitHooks* hooks) {
+  MlpMicroActs& m = acts(micro);
   const MlpShape& shape = m_model.shape();
   const MicroRows& r = m.r;
   const int64_t H = m_H, localFloats = r.local * H;
@@ -281,7 +277,7 @@ void TensorParallelStage::backward(int64_t step, MicroActs& m, const float* dOut
   if (hooks) hooks->afterBackward(unitOf(0));
 }
 
-void TensorParallelStage::blockBackward(int64_t step, int j, MicroActs& m, float* dA) {
+void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, float* dA) {
   Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
   const int64_t H = m_H;

@@ -328,6 +328,20 @@ class TstCli : public QObject {
     QCOMPARE(o["points"].toArray().size(), 2);
   }
 
+  // --model gpt alone trains on text: a dataset nobody gave follows the model. One given that
+  // the model cannot read is refused, naming the field.
+  void datasetFollowsTheModel() {
+    const QStringList tiny{"--model", "gpt",   "--hidden",     "16", "--heads", "2", "--seq",
+                           "8",       "--batch", "4",          "--steps", "1", "--eval-every",
+                           "0"};
+    const Result r = run(tiny);
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.section('\n', 0, 0).contains("fortunes text"), qPrintable(r.out));
+    const Result refused = run(tiny + QStringList{"--dataset", "fashion-mnist"});
+    QCOMPARE(refused.code, 2);
+    QVERIFY2(refused.err.startsWith("paralab-run: dataset: fashion-mnist"), qPrintable(refused.err));
+  }
+
   // The header line names an MoE run by its experts, routing and expert parallelism.
   void moeHeaderDescribesTheExperts() {
     const Result r =

@@ -30,6 +30,7 @@
 #include "comm/communicator.h"  // ncclAvailable
 #include "cuda_skip.h"
 #include "device/compute.h"
+#include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "model/mlp.h"
 #include "parallel/strategy.h"
@@ -94,14 +95,18 @@ class TstCudaTraining : public QObject {
   void gptFollowsTheCpu_data() {
     QTest::addColumn<QString>("recompute");
     QTest::addColumn<int>("ranks");
-    QTest::newRow("none") << "none" << 1;
-    QTest::newRow("selective") << "selective" << 1;
-    QTest::newRow("full, sync N=2") << "full" << 2;
+    QTest::addColumn<QString>("layout");  // model parallelism (layout_spec.h), or none
+    QTest::newRow("none") << "none" << 1 << "";
+    QTest::newRow("selective") << "selective" << 1 << "";
+    QTest::newRow("full, sync N=2") << "full" << 2 << "";
+    QTest::newRow("tp2 sp") << "none" << 2 << "tp2 sp";
+    QTest::newRow("selective, tp2 pp2 1f1b M2") << "selective" << 4 << "tp2 pp2 1f1b M2";
   }
   void gptFollowsTheCpu() {
     SKIP_WITHOUT_GPU();
     QFETCH(QString, recompute);
     QFETCH(int, ranks);
+    QFETCH(QString, layout);
     RunConfig cpu = test::smallRun(16, 2, 8);
     cpu.model = "gpt";
     cpu.heads = 2;
@@ -110,6 +115,7 @@ class TstCudaTraining : public QObject {
     cpu.lr = 0.01;
     cpu.recompute = recompute.toStdString();
     cpu.ranks = ranks;
+    if (!layout.isEmpty()) cpu = test::withLayout(cpu, layout);
     cpu.steps = 10;
     cpu.evalEvery = 10;
     cpu.evalSamples = 16;

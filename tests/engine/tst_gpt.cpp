@@ -1,12 +1,15 @@
 // The GPT (--model gpt): its parameter count, the whole model's gradient against finite
 // differences, sampling, learning beyond a context-free model on text, equality with serial
-// under the data-parallel strategies, and the settings it refuses.
+// under the data-parallel strategies and under tensor (by heads), sequence and pipeline
+// parallelism, the tensor-parallel traffic against Megatron's count, and the settings it
+// refuses.
 // Run: ctest -R tst_gpt
 #include <QtTest>
 
 #include <cmath>
 #include <random>
 
+#include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "memory/memory_tracker.h"
 #include "model_gradcheck.h"
@@ -23,6 +26,13 @@ std::vector<float> randomWindows(int B, int T, int V, unsigned seed) {
   std::vector<float> x(size_t(B) * (T + 1));
   for (float& v : x) v = float(gen() % unsigned(V));
   return x;
+}
+
+int64_t opBytes(const CommTraffic& t, CommOp op, int64_t* calls) {
+  int64_t bytes = 0;
+  for (const CommOpTotals& o : t.ops)
+    if (o.op == op && o.group == "tp") bytes += o.bytes, *calls += o.calls;
+  return bytes;
 }
 
 RunConfig gptRun(int batch) {
@@ -210,12 +220,75 @@ class TstGpt : public QObject {
     QVERIFY2(a.losses.back() < 0.8 * a.losses.front(), "the run should learn");
   }
 
+  // The same under model parallelism: attention split by heads and the FFN column-then-row
+  // (tp), the LayerNorm regions split by tokens (sp), blocks over stages (pp, both schedules),
+  // composed with data parallelism and ZeRO, and with selective recomputation per micro-batch.
+  void modelParallelMatchesSerial_data() {
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"tp2", "tp2 sp", "pp2 gpipe M2", "pp2 1f1b M3", "tp2 pp2 sp 1f1b M2",
+                          "dp2 tp2 sp zero1", "dp2 pp2 gpipe M2 zero2", "tp2 sp selective"})
+      QTest::newRow(l) << QString(l);
+  }
+  void modelParallelMatchesSerial() {
+    QFETCH(QString, layout);
+    const RunConfig serial = gptRun(10);
+    QString words = layout;
+    RunConfig parallel = serial;
+    if (words.contains("selective")) parallel.recompute = "selective";
+    parallel = test::withLayout(parallel, words.remove("selective"));
+    QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
+    const int steps = 30;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "parallel vs serial");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters, parallel vs serial");
+  }
+
+  // Megatron's count for a block of attention and FFN: per micro-batch of b windows of s
+  // tokens, one all-reduce of b s x C floats each way per sub-block, so 4 per block; SP turns
+  // each into a reduce-scatter and an all-gather of the same rows, adds the all-gathers where
+  // the token split begins (the embeddings' gradient) and ends (the head), and one all-reduce
+  // of LN1's and of LN2's gradients (2C floats each) per block and step.
+  void tensorParallelTraffic_data() {
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"tp2", "tp2 M2", "tp2 sp", "tp2 sp M2"}) QTest::newRow(l) << QString(l);
+  }
+  void tensorParallelTraffic() {
+    QFETCH(QString, layout);
+    const RunConfig c = test::withLayout(gptRun(8), layout);
+    Trainer t(c);
+    t.step();
+    t.step();
+    const int64_t L = c.layers, M = c.microbatches, C = c.hidden;
+    const int64_t rowBytes = int64_t(c.globalBatch()) * c.seq * C * 4;  // every token x C, fp32
+    for (int r = 0; r < t.localRankCount(); ++r) {
+      const CommTraffic& tr = t.lastTraffic(r);
+      int64_t ar = 0, rs = 0, ag = 0;
+      const int64_t arBytes = opBytes(tr, CommOp::AllReduce, &ar);
+      const int64_t rsBytes = opBytes(tr, CommOp::ReduceScatter, &rs);
+      const int64_t agBytes = opBytes(tr, CommOp::AllGather, &ag);
+      if (!c.sp) {
+        QCOMPARE(ar, 4 * L * M);
+        QCOMPARE(arBytes, 4 * L * rowBytes);
+        QCOMPARE(rs + ag, int64_t(0));
+      } else {
+        QCOMPARE(rs, 4 * L * M);
+        QCOMPARE(rsBytes, 4 * L * rowBytes);
+        QCOMPARE(ag, 4 * L * M + 2 * M);
+        QCOMPARE(agBytes, (4 * L + 2) * rowBytes);
+        QCOMPARE(ar, 2 * L);
+        QCOMPARE(arBytes, 2 * L * 2 * C * 4);
+      }
+    }
+  }
+
   void refusesWhatItCannotRun_data() {
     QTest::addColumn<QString>("change");
     QTest::addColumn<QString>("field");
     QTest::addRow("images") << "dataset=fashion-mnist" << "dataset:";
     QTest::addRow("heads") << "heads=3" << "heads:";
-    QTest::addRow("tp") << "tp=2" << "model:";
+    QTest::addRow("tp over heads") << "tp=3" << "tp:";
+    QTest::addRow("sp over tokens") << "tp=2 sp=1 seq=15" << "sp:";
+    QTest::addRow("full recompute per stage") << "pp=2 recompute=full" << "recompute:";
     QTest::addRow("fortunes for the mlp") << "model=mlp dataset=fortunes" << "dataset:";
   }
   void refusesWhatItCannotRun() {
@@ -229,7 +302,11 @@ class TstGpt : public QObject {
       if (p[0] == "dataset") c.dataset = p[1].toStdString();
       if (p[0] == "model") c.model = p[1].toStdString();
       if (p[0] == "heads") c.heads = p[1].toInt();
-      if (p[0] == "tp") c.tp = p[1].toInt(), c.ranks = 2;
+      if (p[0] == "tp") c.tp = p[1].toInt(), c.ranks = c.tp;
+      if (p[0] == "pp") c.pp = p[1].toInt(), c.ranks = c.pp;
+      if (p[0] == "sp") c.sp = true;
+      if (p[0] == "seq") c.seq = p[1].toInt();
+      if (p[0] == "recompute") c.recompute = p[1].toStdString();
     }
     const std::optional<std::string> err = c.validate();
     QVERIFY2(err, "refused");

@@ -139,6 +139,49 @@ class TstHoldings : public QObject {
     }
   }
 
+  // The GPT under tp 2 with SP: each tp rank holds its heads' slice of q, k and v (columns of
+  // qkv), the matching rows of proj, fc1's columns and fc2's rows; the rest on both. Activations
+  // are token rows: the two ranks' halves tile each micro-batch's tokens.
+  void gptHoldingsSplitHeadsAndTokens() {
+    RunConfig c = config();
+    c.model = "gpt";
+    c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
+    c.tp = 2, c.ranks = 2, c.sp = true, c.microbatches = 2;
+    Trainer t(c);
+    t.step();
+    const std::vector<RankHoldings> held = t.holdings();
+    QCOMPARE(int(held.size()), 2);
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> parts;
+    std::vector<std::pair<int64_t, int64_t>> tokens;
+    for (const RankHoldings& h : held)
+      for (const HeldSlice& s : h.items) {
+        if (s.kind == HoldingKind::Params) {
+          parts[s.tensor].push_back({s.begin, s.end});
+          QCOMPARE(s.rows * s.cols * 4, s.bytes);
+        }
+        if (s.kind == HoldingKind::Activations) {
+          QVERIFY2(s.tensor.ends_with("activations (tokens)"), s.tensor.c_str());
+          QCOMPARE(s.total, int64_t(c.batch) * c.seq);
+          tokens.push_back({s.begin, s.end});
+        }
+      }
+    const int64_t C = c.hidden;
+    for (const char* qkv : {"block0.attn.qkv.weight (q)", "block0.attn.qkv.weight (k)",
+                            "block1.attn.qkv.bias (v)"}) {
+      QVERIFY2(parts.count(qkv), qkv);
+      QVERIFY(tiles(parts[qkv], C));  // heads 0-1 on rank 0, 2-3 on rank 1
+    }
+    QVERIFY(tiles(parts["block0.attn.proj.weight"], C));
+    QVERIFY(tiles(parts["block1.fc1.weight"], 4 * C));
+    QVERIFY(tiles(parts["block1.fc2.weight"], 4 * C));
+    for (const char* whole : {"embed.wte", "block0.ln1.gamma", "block0.attn.proj.bias",
+                              "head.out.weight"}) {
+      QCOMPARE(int(parts[whole].size()), 2);  // replicated
+      QCOMPARE(parts[whole][0], parts[whole][1]);
+    }
+    QVERIFY(tiles(tokens, int64_t(c.batch) * c.seq));
+  }
+
   // Data-parallel strategies: the whole model on every rank (ReplicaStrategy), or ZeRO's
   // chunks; batch slices tile the batch.
   void dataParallelHoldings_data() {

@@ -1,0 +1,417 @@
+// Tensor parallelism (`--tp T`), sequence parallelism (`--sp`) and pipeline stages (`--pp P`)
+// for the GPT. Try:
+//   paralab-run --model gpt --tp 2 --json   |   paralab-run --model gpt --tp 2 --sp --pp 2 --json
+// See tests/engine/tst_gpt.cpp (equal to serial; traffic against the formulas).
+//
+// A block is x += proj(attention(qkv(LN1(x)))), then x += fc2(GELU(fc1(LN2(x)))). Megatron's
+// split of each half into a column-parallel and a row-parallel layer, so that only their sum
+// is exchanged:
+//   attention: qkv column-parallel by heads (rank t computes q, k and v of heads t NH/T ..
+//     (t+1) NH/T - 1 for every token), attention itself on those heads alone (heads are
+//     independent), proj row-parallel (the input rows of those heads) -> partial sums;
+//   FFN: fc1 column-parallel, GELU on the rank's columns, fc2 row-parallel -> partial sums.
+//   TP, per block and micro-batch of B windows of s tokens (rows = B s):
+//     forward:  an all-reduce of proj's and one of fc2's partial outputs, B s x C floats each;
+//     backward: an all-reduce of the partial input gradients of qkv and of fc1, the same size.
+//   So 4 all-reduces per block per micro-batch, one per sub-block each way. proj's and fc2's
+//   biases are added once, after the sum. Replicated: the embeddings, every LayerNorm, the
+//   final LayerNorm and the head; every tp rank computes the same values on them, so their
+//   gradients are identical by construction and need no tp all-reduce.
+//   SP: the region outside attention and the FFN (LayerNorms, residual adds) is split over the
+//   group by tokens: rank t keeps tokens t of T of each micro-batch (B s / T rows; --seq a
+//   multiple of T, so the blocks are equal). Each all-reduce becomes its two halves where the
+//   split begins and ends:
+//     forward:  all-gather of LN1's and LN2's outputs, reduce-scatter after proj and fc2;
+//     backward: all-gather of the output gradients before fc2 and proj, reduce-scatter after
+//               fc1 and qkv;
+//   the same bytes as TP's all-reduces, while the residual stream, the stream after attention
+//   and the LayerNorm statistics take 1/T of the memory. (The gathered LayerNorm outputs are
+//   kept, as in the MLP's stage: tensor_parallel.cpp says why.) At the ends: the first stage
+//   computes the embeddings of every token (cheap: a lookup) and keeps its own rows; its
+//   backward all-gathers the gradient rows, so every rank computes the whole, identical
+//   embedding gradient. The last stage all-gathers the stream for the final LayerNorm and head;
+//   their backward needs no exchange (every rank has the whole gradient and keeps its rows).
+//   LN1's and LN2's weights see only the rank's rows: one all-reduce per block per step (2 x 2C
+//   floats) sums their gradients over the group.
+// With --device cuda every buffer here is device memory of the rank's Compute, as in
+// tensor_parallel.cpp; each collective waits for the rank's stream first (ready()).
+#include "parallel/gpt_parallel.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "comm/communicator.h"
+#include "device/compute.h"
+#include "parallel/grad_sync.h"
+#include "parallel/pipeline.h"
+
+namespace paralab {
+
+GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
+                   MemoryTracker* memory, SpanRecorder* spans)
+    : m_model(shard),
+      m_tp(tp),
+      m_sp(sp && tp.size() > 1),
+      m_compute(compute),
+      m_T(tp.size()),
+      m_S(shard.shape().seq),
+      m_C(shard.shape().hidden),
+      m_V(shard.shape().vocab),
+      m_L(shard.shape().layers),
+      m_Cl(shard.shape().hidden / tp.size()),
+      m_NHl(shard.shape().heads / tp.size()),
+      m_F(4 * shard.shape().hidden / tp.size()),
+      m_memory(memory),
+      m_spans(spans) {
+  if (shard.recompute() == Recompute::Full)
+    throw std::invalid_argument(
+        "recompute: full recomputation runs on one rank and under the data-parallel strategies; "
+        "with --tp or --pp use none or selective");
+  if (m_sp && m_S % m_T != 0)
+    throw std::invalid_argument("sp: sequence parallelism splits each window's " +
+                                std::to_string(m_S) + " tokens over --tp " +
+                                std::to_string(m_T) + " ranks; --seq must be a multiple of it");
+}
+
+void GptStage::ready() const { m_compute.sync(); }
+
+Device GptStage::device() const { return m_compute.device(); }
+
+MicroRows GptStage::rowsOf(int samples) const {
+  MicroRows r{samples, m_S, samples * m_S, samples * m_S, 0};
+  if (m_sp) {
+    r.local = r.full / m_T;
+    r.first = m_tp.rank() * r.local;
+  }
+  return r;
+}
+
+bool GptStage::reportsLoss() const { return m_model.hasUnit(m_L + 1) && m_tp.rank() == 0; }
+
+std::unique_ptr<MicroActs> GptStage::allocate(int micro, int samples,
+                                              MemoryTracker* memory) const {
+  return layout(micro, samples, [&](Shape s) {
+    return m_compute.tensor(std::move(s), MemCategory::Activations, memory);
+  });
+}
+
+int64_t GptStage::microBytes(int samples) const {
+  return layout(0, samples, [](const Shape&) { return Tensor(); })->bytes;
+}
+
+std::unique_ptr<GptMicroActs> GptStage::layout(
+    int micro, int samples, const std::function<Tensor(Shape)>& make) const {
+  auto m = std::make_unique<GptMicroActs>();
+  m->micro = micro;
+  m->r = rowsOf(samples);
+  m->capacity = samples;
+  const int64_t full = m->r.full, local = m->r.local, C = m_C;
+  auto act = [&](Shape s) {
+    m->bytes += numelOf(s) * int64_t(sizeof(float));
+    return make(std::move(s));
+  };
+  if (m_model.hasUnit(0)) m->tokens = act({full});
+  const int blocks = m_model.endBlock() - m_model.firstBlock();
+  for (int j = 0; j <= blocks; ++j) m->a.push_back(act({local, C}));
+  for (int j = 0; j < blocks; ++j) {
+    m->ln1.push_back(act({full, C}));
+    m->mean1.push_back(act({local}));
+    m->rstd1.push_back(act({local}));
+    m->qkv.push_back(act({full, 3 * int64_t(m_Cl)}));
+    if (m_model.recompute() == Recompute::None)
+      m->att.push_back(act({int64_t(samples) * m_NHl * m_S * m_S}));
+    m->y.push_back(act({full, m_Cl}));
+    m->mid.push_back(act({local, C}));
+    m->ln2.push_back(act({full, C}));
+    m->mean2.push_back(act({local}));
+    m->rstd2.push_back(act({local}));
+    m->h.push_back(act({full, m_F}));
+    m->g.push_back(act({full, m_F}));
+  }
+  if (m_model.hasUnit(m_L + 1)) {
+    m->targets = act({full});
+    if (m_sp) m->aFull = act({full, C});
+    m->lnf = act({full, C});
+    m->meanf = act({full});
+    m->rstdf = act({full});
+    m->logits = act({full, m_V});
+    m->dlogits = act({full, m_V});
+  }
+  return m;
+}
+
+void GptStage::ensureScratch(const MicroRows& r) {
+  if (r.full <= m_capacity) return;
+  const int64_t full = r.full, local = m_sp ? full / m_T : full, C = m_C;
+  auto work = [&](Shape s) {
+    return m_compute.tensor(std::move(s), MemCategory::Workspace, m_memory);
+  };
+  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dqkv, &m_dh, &m_y, &m_att,
+                    &m_attScratch})
+    *t = Tensor();  // free first: an honest peak
+  m_dA = work({local, C});
+  m_dtmp = work({local, C});
+  m_dln = work({full, C});
+  m_dqkv = work({full, 3 * int64_t(m_Cl)});
+  m_dh = work({full, m_F});
+  const int64_t windows = full / m_S;
+  m_attScratch = work({std::max<int64_t>(windows * m_NHl * m_S, m_S)});
+  if (m_model.recompute() == Recompute::Selective) m_att = work({windows * m_NHl * m_S * m_S});
+  if (m_sp) {
+    m_dFull = work({full, C});
+    m_y = work({full, C});
+  }
+  m_capacity = r.full;
+}
+
+void GptStage::loadTokens(GptMicroActs& m, const float* x) {
+  const int64_t n = m.r.full;
+  const bool first = m_model.hasUnit(0), last = m_model.hasUnit(m_L + 1);
+  m_hostTokens.resize(size_t(n));
+  m_hostTargets.resize(size_t(n));
+  splitWindows(x, m.r.rows, m_S, m_V, first ? m_hostTokens.data() : nullptr,
+               last ? m_hostTargets.data() : nullptr);
+  auto put = [&](Tensor& t, const std::vector<int>& ids) {
+    int* dst = reinterpret_cast<int*>(t.data());
+    if (m_compute.onGpu()) m_compute.uploadInts(dst, ids.data(), n);
+    else std::copy_n(ids.data(), n, dst);
+  };
+  if (first) put(m.tokens, m_hostTokens);
+  if (last) put(m.targets, m_hostTargets);
+}
+
+const float* GptStage::gatherRows(const float* mine, float* all, const MicroRows& r) {
+  if (!m_sp) return mine;
+  ready();
+  m_tp.allGather(mine, all, int64_t(r.local) * m_C, device());
+  return all;
+}
+
+void GptStage::sumRows(float* partial, float* local, const MicroRows& r) {
+  if (m_sp) {
+    ready();
+    m_tp.reduceScatter(partial, local, int64_t(r.local) * m_C, ReduceOp::Sum, device());
+  } else if (m_T > 1) {
+    ready();
+    m_tp.allReduce(local, local, int64_t(r.local) * m_C, ReduceOp::Sum,
+                   AllReduceAlgo::Configured, device());
+  }
+}
+
+// [SECTION] Forward
+
+double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const int* /*labels*/,
+                         double normalizer, UnitHooks* hooks) {
+  GptMicroActs& m = acts(micro);
+  ensureScratch(m.r);
+  const MicroRows& r = m.r;
+  const int64_t C = m_C;
+  auto span = [&] {
+    return ComputeSpan(m_compute, m_spans, SpanKind::Forward, step + 1,
+                       microSpanLabel(true, m.micro));
+  };
+  if (readsInputs()) {
+    auto s = span();
+    loadTokens(m, x);
+  }
+  if (m_model.hasUnit(0)) {
+    if (hooks) hooks->beforeForward(unitOf(0));
+    {
+      auto s = span();
+      // Every token's embedding (SP: then only this rank's rows are kept).
+      float* all = m_sp ? m_y.data() : m.a[0].data();
+      ParamSet& ps = m_model.params();
+      m_compute.embedding(all, reinterpret_cast<const int*>(m.tokens.data()),
+                          ps.param(m_model.wteRef()), ps.param(m_model.wpeRef()), r.rows, m_S,
+                          m_C);
+      if (m_sp) m_compute.copy(m.a[0].data(), all + r.first * C, int64_t(r.local) * C);
+    }
+    if (hooks) hooks->afterForward(unitOf(0));
+  }
+  const int blocks = m_model.endBlock() - m_model.firstBlock();
+  for (int j = 0; j < blocks; ++j) {
+    const int unit = unitOf(m_model.firstBlock() + j + 1);
+    if (hooks) hooks->beforeForward(unit);
+    blockForward(step, j, m);
+    if (hooks) hooks->afterForward(unit);
+  }
+  if (!m_model.hasUnit(m_L + 1)) return 0;
+  const float* in = gatherRows(m.a.back().data(), m.aFull.data(), r);  // SP ends
+  if (hooks) hooks->beforeForward(unitOf(m_L + 1));
+  double loss = 0;
+  {
+    auto s = span();
+    m_model.finalNorm().forward(in, m.lnf.data(), m.meanf.data(), m.rstdf.data(), r.full);
+    m_model.head().forward(m.lnf.data(), m.logits.data(), r.full);
+    // A window's loss is the mean of its s predictions (gpt.h): each row's gradient is
+    // 1 / (normalizer s), the sum over windows the sum over rows / s.
+    loss = m_compute.softmaxXent(m.dlogits.data(), m.logits.data(),
+                                 reinterpret_cast<const int*>(m.targets.data()), r.full, m_V,
+                                 normalizer * double(m_S)) /
+           double(m_S);
+  }
+  if (hooks) hooks->afterForward(unitOf(m_L + 1));
+  return loss;
+}
+
+void GptStage::blockForward(int64_t step, int j, GptMicroActs& m) {
+  Gpt::Block& b = m_model.block(m_model.firstBlock() + j);
+  const MicroRows& r = m.r;
+  const size_t k = size_t(j);
+  const int64_t C = m_C;
+  ParamSet& ps = m_model.params();
+  float* out = m.a[k + 1].data();
+  auto span = [&] {
+    return ComputeSpan(m_compute, m_spans, SpanKind::Forward, step + 1,
+                       microSpanLabel(true, m.micro));
+  };
+  {  // SP: the rank's rows of LN1's output land in its block of the gathered buffer
+    auto s = span();
+    b.ln1.forward(m.a[k].data(), m.ln1[k].data() + r.first * C, m.mean1[k].data(),
+                  m.rstd1[k].data(), r.local);
+  }
+  gatherRows(m.ln1[k].data() + r.first * C, m.ln1[k].data(), r);  // in place
+  {
+    auto s = span();
+    b.qkv.forward(m.ln1[k].data(), m.qkv[k].data(), r.full);  // column-parallel: the rank's heads
+    m_compute.attention(m.y[k].data(), attOf(m, j), m.qkv[k].data(), r.rows, m_S, m_Cl, m_NHl);
+    // Row-parallel: this rank's partial sum of proj's output, bias not yet added.
+    b.proj.forward(m.y[k].data(), m_sp ? m_y.data() : m.mid[k].data(), r.full, false);
+  }
+  sumRows(m_y.data(), m.mid[k].data(), r);
+  {
+    auto s = span();
+    m_compute.biasAdd(m.mid[k].data(), ps.param(b.proj.biasRef()), r.local, m_C);
+    m_compute.residualAdd(m.mid[k].data(), m.a[k].data(), long(r.local) * C);
+    b.ln2.forward(m.mid[k].data(), m.ln2[k].data() + r.first * C, m.mean2[k].data(),
+                  m.rstd2[k].data(), r.local);
+  }
+  gatherRows(m.ln2[k].data() + r.first * C, m.ln2[k].data(), r);
+  {
+    auto s = span();
+    b.fc1.forward(m.ln2[k].data(), m.h[k].data(), r.full);  // column-parallel
+    m_compute.gelu(m.g[k].data(), m.h[k].data(), long(r.full) * m_F);
+    b.fc2.forward(m.g[k].data(), m_sp ? m_y.data() : out, r.full, false);  // row-parallel
+  }
+  sumRows(m_y.data(), out, r);
+  auto s = span();
+  m_compute.biasAdd(out, ps.param(b.fc2.biasRef()), r.local, m_C);
+  m_compute.residualAdd(out, m.mid[k].data(), long(r.local) * C);
+}
+
+// [SECTION] Backward
+
+void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float* dIn,
+                        UnitHooks* hooks) {
+  GptMicroActs& m = acts(micro);
+  const MicroRows& r = m.r;
+  const int64_t C = m_C, localFloats = int64_t(r.local) * C;
+  auto span = [&] {
+    return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
+                       microSpanLabel(false, m.micro));
+  };
+  float* dA = m_dA.data();  // dLoss / d(residual stream), this rank's rows
+  if (m_model.hasUnit(m_L + 1)) {
+    if (hooks) hooks->beforeBackward(unitOf(m_L + 1));
+    {
+      auto s = span();
+      // Every rank computes the gradient of every row (identical): SP keeps its own.
+      const float* in = m_sp ? m.aFull.data() : m.a.back().data();
+      m_model.head().backward(m.lnf.data(), m.dlogits.data(), m_dln.data(), r.full);
+      m_model.finalNorm().backward(in, m.meanf.data(), m.rstdf.data(), m_dln.data(),
+                                   m_sp ? m_dFull.data() : dA, r.full);
+      if (m_sp) m_compute.copy(dA, m_dFull.data() + r.first * C, localFloats);
+    }
+    if (hooks) hooks->afterBackward(unitOf(m_L + 1));
+  } else {
+    m_compute.copy(dA, dOut, localFloats);
+  }
+  const int blocks = m_model.endBlock() - m_model.firstBlock();
+  for (int j = blocks - 1; j >= 0; --j) {
+    const int unit = unitOf(m_model.firstBlock() + j + 1);
+    if (hooks) hooks->beforeBackward(unit);
+    blockBackward(step, j, m, dA);
+    if (hooks) hooks->afterBackward(unit);
+  }
+  if (!m_model.hasUnit(0)) {
+    m_compute.copy(dIn, dA, localFloats);
+    return;
+  }
+  // SP begins: the embeddings' whole gradient needs every row's.
+  const float* dA0 = gatherRows(dA, m_dFull.data(), r);
+  if (hooks) hooks->beforeBackward(unitOf(0));
+  {
+    auto s = span();
+    ParamSet& ps = m_model.params();
+    m_compute.embeddingBackward(ps.grad(m_model.wteRef()), ps.grad(m_model.wpeRef()), dA0,
+                                reinterpret_cast<const int*>(m.tokens.data()), r.rows, m_S, m_C);
+  }
+  if (hooks) hooks->afterBackward(unitOf(0));
+}
+
+void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
+  Gpt::Block& b = m_model.block(m_model.firstBlock() + j);
+  const MicroRows& r = m.r;
+  const size_t k = size_t(j);
+  const int64_t C = m_C;
+  auto span = [&] {
+    return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
+                       microSpanLabel(false, m.micro));
+  };
+  // The partial gradient of a LayerNorm's output [full, C], summed: this rank's rows of it.
+  auto summed = [&]() -> float* {
+    sumRows(m_dln.data(), m_sp ? m_dtmp.data() : m_dln.data(), r);
+    return m_sp ? m_dtmp.data() : m_dln.data();
+  };
+  // out = mid + fc2(gelu(fc1(ln2(mid)))): dA passes through, the branch adds to it.
+  const float* dY = gatherRows(dA, m_dFull.data(), r);
+  {
+    auto s = span();
+    b.fc2.backward(m.g[k].data(), dY, m_dh.data(), r.full);
+    m_compute.geluBackward(m_dh.data(), m.h[k].data(), m_dh.data(), long(r.full) * m_F);
+    b.fc1.backward(m.ln2[k].data(), m_dh.data(), m_dln.data(), r.full);  // partial
+  }
+  float* dln = summed();
+  {
+    auto s = span();
+    b.ln2.backward(m.mid[k].data(), m.mean2[k].data(), m.rstd2[k].data(), dln, m_dtmp.data(),
+                   r.local);
+    m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);  // dA = dmid
+  }
+  // mid = a + proj(attention(qkv(ln1(a)))): the same again.
+  dY = gatherRows(dA, m_dFull.data(), r);
+  {
+    auto s = span();
+    float* dy = m_dh.data();  // attention's output gradient [full, C/T]
+    b.proj.backward(m.y[k].data(), dY, dy, r.full);
+    if (m_model.recompute() == Recompute::Selective)  // the probabilities, from the kept qkv
+      m_compute.attentionProbs(attOf(m, j), m.qkv[k].data(), r.rows, m_S, m_Cl, m_NHl);
+    m_compute.attentionBackward(m_dqkv.data(), m_attScratch.data(), dy, m.qkv[k].data(),
+                                attOf(m, j), r.rows, m_S, m_Cl, m_NHl);
+    b.qkv.backward(m.ln1[k].data(), m_dqkv.data(), m_dln.data(), r.full);  // partial
+    // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
+    m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
+  }
+  dln = summed();
+  auto s = span();
+  b.ln1.backward(m.a[k].data(), m.mean1[k].data(), m.rstd1[k].data(), dln, m_dtmp.data(),
+                 r.local);
+  m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);
+}
+
+void GptStage::finishBackward(GradSync& sync) {
+  if (!m_sp) return;
+  // SP: each rank's LN1 and LN2 gradients cover its rows only; sum them over the group
+  // (gamma and beta are adjacent: 2C floats each), as tensor_parallel.cpp does for the MLP.
+  ready();
+  for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l)
+    for (const LayerNorm* ln : {&m_model.block(l).ln1, &m_model.block(l).ln2}) {
+      const int64_t at = m_model.params().ref(ln->gammaRef()).offset;
+      for (const HeldGradients& g : sync.heldGradients(at, at + 2 * int64_t(m_C)))
+        m_tp.allReduce(g.grads, g.grads, g.count, ReduceOp::Sum, AllReduceAlgo::Configured,
+                       device());
+    }
+}
+
+}  // namespace paralab

@@ -1,0 +1,91 @@
+// The GPT's pipeline stage (stage.h): a shard's units (gpt.h) run one micro-batch at a time,
+// attention split over the tensor-parallel group by heads and the FFN column-then-row
+// (Megatron-LM, Shoeybi et al. 2019), optionally with sequence parallelism over the tokens
+// (Korthikanti et al. 2022), on the rank's Compute. The collectives are in gpt_parallel.cpp.
+// See tests/engine/tst_gpt.cpp.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "model/gpt.h"
+#include "parallel/stage.h"
+
+namespace paralab {
+
+// What one micro-batch of B windows leaves on a GPT stage between its forward and its
+// backward. Rows are tokens: `full` = B x seq, `local` the residual stream rows this rank holds.
+struct GptMicroActs : MicroActs {
+  Tensor tokens, targets;  // first / last stage: [full] int32 ids in a float tensor's bytes
+  std::vector<Tensor> a;   // the residual stream into each block and out of the last [local, C]
+  // Per block, as Gpt's BlockActs, each rank's share: the LayerNorm outputs [full, C]
+  // (SP: all-gathered), their statistics [local], qkv [full, 3C/T] (the rank's heads' q, k and
+  // v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation), attention's
+  // output [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
+  std::vector<Tensor> ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+  Tensor aFull;                    // last stage, SP: the gathered residual stream [full, C]
+  Tensor lnf, meanf, rstdf;        // last stage: the final LayerNorm [full, C] and stats [full]
+  Tensor logits, dlogits;          // last stage [full, V]
+};
+
+class GptStage final : public Stage {
+ public:
+  // As TensorParallelStage. Throws std::invalid_argument for --recompute full (not run per
+  // micro-batch here) and, with `sp`, a context that the group does not divide.
+  GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
+           SpanRecorder* spans);
+
+  MicroRows rowsOf(int samples) const override;
+  std::unique_ptr<MicroActs> allocate(int micro, int samples,
+                                      MemoryTracker* memory) const override;
+  int64_t microBytes(int samples) const override;
+  int64_t boundaryFloats(int samples) const override {
+    return int64_t(rowsOf(samples).local) * m_C;
+  }
+  float* input(MicroActs& m) const override { return acts(m).a.front().data(); }
+  float* output(MicroActs& m) const override { return acts(m).a.back().data(); }
+  bool readsInputs() const override { return m_model.hasUnit(0) || m_model.hasUnit(m_L + 1); }
+  double forward(int64_t step, MicroActs& m, const float* x, const int* labels, double normalizer,
+                 UnitHooks* hooks = nullptr) override;
+  void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                UnitHooks* hooks = nullptr) override;
+  void finishBackward(GradSync& sync) override;
+  bool reportsLoss() const override;
+
+ private:
+  static GptMicroActs& acts(MicroActs& m) { return static_cast<GptMicroActs&>(m); }
+  int unitOf(int globalUnit) const { return globalUnit - m_model.shard().firstUnit; }
+  float* attOf(GptMicroActs& m, int j) {
+    return m_model.recompute() == Recompute::Selective ? m_att.data() : m.att[size_t(j)].data();
+  }
+  void loadTokens(GptMicroActs& m, const float* x);
+  void blockForward(int64_t step, int j, GptMicroActs& m);
+  void blockBackward(int64_t step, int j, GptMicroActs& m, float* dA);
+  // The partial sums of a row-parallel layer, `partial` [full, C], made whole where the
+  // residual stream is kept: reduce-scatter into `local` (SP), all-reduce in place (TP; then
+  // `partial` is `local`), nothing on one rank.
+  void sumRows(float* partial, float* local, const MicroRows& r);
+  // SP: the rows of `mine` [local, C] from every rank, into `all` [full, C]; else `mine`.
+  const float* gatherRows(const float* mine, float* all, const MicroRows& r);
+  void ensureScratch(const MicroRows& r);
+  std::unique_ptr<GptMicroActs> layout(int micro, int samples,
+                                       const std::function<Tensor(Shape)>& make) const;
+  void ready() const;
+  Device device() const;
+
+  Gpt& m_model;
+  Communicator& m_tp;
+  bool m_sp;
+  Compute& m_compute;
+  int m_T;              // tp degree
+  int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
+  int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T
+  MemoryTracker* m_memory;
+  SpanRecorder* m_spans;
+  // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace.
+  int m_capacity = 0;  // in rows (tokens)
+  Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dqkv, m_dh, m_y, m_att, m_attScratch;
+  std::vector<int> m_hostTokens, m_hostTargets;
+};
+
+}  // namespace paralab

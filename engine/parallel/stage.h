@@ -1,0 +1,87 @@
+// One pipeline stage of a model, tensor-parallel within the stage: what model_parallel.cpp asks
+// of it, whichever model it is. A stage runs one micro-batch at a time, forward and backward,
+// on the rank's Compute, with the tensor-parallel (and sequence-parallel) exchanges inside.
+// The MLP's stage is in tensor_parallel.cpp, the GPT's in gpt_parallel.cpp; makeStage picks.
+// See tests/engine/tst_model_parallel.cpp and tst_gpt.cpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "metrics/span_recorder.h"
+#include "model/model.h"
+
+namespace paralab {
+
+class Communicator;
+class Compute;
+class GradSync;
+
+// Rows of one micro-batch as one rank sees them. A row is what the tensor-parallel region
+// computes one of at a time: a sample of the MLP, a token of the GPT (perSample per window).
+struct MicroRows {
+  int rows = 0;   // samples in the micro-batch
+  int perSample = 1;  // region rows per sample
+  int full = 0;   // rows the tensor-parallel region computes: rows x perSample, or (SP, MLP)
+                  // rounded up to a multiple of T so that reduce-scatter gets equal blocks
+                  // (padding rows are zero and get zero gradients)
+  int local = 0;  // rows of the residual stream this rank holds: full, or (SP) full / T
+  int first = 0;  // SP: the first of them within the micro-batch (tp rank x local); else 0
+};
+
+// What one micro-batch leaves on a stage between its forward and its backward (its
+// activations), in the memory of the rank's Compute. Each stage adds its buffers.
+struct MicroActs {
+  virtual ~MicroActs() = default;
+  int micro = 0;     // its index in the step (span labels)
+  MicroRows r;       // the rows in use (the buffers may hold more: sized for the largest)
+  int capacity = 0;  // samples the buffers were allocated for
+  int64_t bytes = 0; // all of its buffers
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual MicroRows rowsOf(int samples) const = 0;
+  // The activation buffers of micro-batch `micro`, of `samples` samples (counted as
+  // Activations by `memory`, which may be null).
+  virtual std::unique_ptr<MicroActs> allocate(int micro, int samples,
+                                              MemoryTracker* memory) const = 0;
+  // The bytes allocate() would take for `samples` samples, without allocating (holdings).
+  virtual int64_t microBytes(int samples) const = 0;
+  // Puts buffers allocated for at least `samples` samples to use for micro-batch `micro`.
+  void reuse(MicroActs& m, int micro, int samples) const;
+  // Floats in one message to or from a neighbouring stage: the residual stream rows this rank
+  // holds (SP: its 1/T of them) x the hidden width.
+  virtual int64_t boundaryFloats(int samples) const = 0;
+  virtual float* input(MicroActs& m) const = 0;   // filled by recv (stage > 0)
+  virtual float* output(MicroActs& m) const = 0;  // sent on (not last stage)
+  // Whether forward reads the batch's rows `x` (else it may be given null).
+  virtual bool readsInputs() const = 0;
+
+  // Forward of the stage's units on one micro-batch. x: its rows as the Dataset lays them out,
+  // labels: theirs, both host memory (uploaded on a GPU). Returns the sum of the per-sample
+  // losses on the last stage, else 0; gradients are scaled by 1 / normalizer (the global
+  // batch, so micro-batches and dp ranks add up). On a GPU the last stage waits for its stream
+  // (the loss is copied back). `hooks` run around each unit (the shard's ParamSet units),
+  // outside the compute spans: where data parallelism gathers or syncs (grad_sync.h).
+  virtual double forward(int64_t step, MicroActs& m, const float* x, const int* labels,
+                         double normalizer, UnitHooks* hooks = nullptr) = 0;
+  // Accumulates (+=) the weight gradients. dOut: gradient of the stage output (not on the last
+  // stage); dIn: written with the gradient of the stage input (not on the first). Both are
+  // memory of the rank's Compute; on a GPU dIn is written on its stream (sync before sending).
+  virtual void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                        UnitHooks* hooks = nullptr) = 0;
+  // After the data-parallel sum of the step's gradients (GradSync::reduce). SP: sums the
+  // LayerNorm gradients over the group, where `sync` holds them.
+  virtual void finishBackward(GradSync& sync) = 0;
+  // The last stage's tp rank 0 (its tp partners compute the same loss).
+  virtual bool reportsLoss() const = 0;
+};
+
+// The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`
+// (size 1: no tensor parallelism), with sequence parallelism when `sp`. Every buffer is made
+// by `compute`, whose device the group's collectives are given.
+std::unique_ptr<Stage> makeStage(Model& shard, Communicator& tp, bool sp, Compute& compute,
+                                 MemoryTracker* memory, SpanRecorder* spans);
+
+}  // namespace paralab
