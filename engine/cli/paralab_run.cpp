@@ -313,8 +313,10 @@ int main(int argc, char** argv) {
       if (sample > 0) j["sample"] = text;
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
-      std::printf("done: %d steps, final loss %.4f, %.2f ms/step, %.0f samples/s%s\n", config.steps,
-                  summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
+      std::printf("done: %d steps, final loss %.4f, %.2f ms/step, %.0f samples/s, model "
+                  "arithmetic %.2f GFLOP/s%s\n",
+                  config.steps, summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
+                  summary.modelGflops(),
                   summary.testAccuracy
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
                       : "");

@@ -68,6 +68,7 @@ nlohmann::json toJson(const StepMetrics& m) {
                       {"backward_ms", m.backwardMs},
                       {"optimizer_ms", m.optimizerMs},
                       {"data_ms", m.dataMs}};
+  if (m.modelGflops) j["model_gflops"] = *m.modelGflops;
   if (m.testAccuracy) j["test_accuracy"] = *m.testAccuracy;
   if (m.testLoss) j["test_loss"] = *m.testLoss;
   if (m.staleness) j["staleness"] = *m.staleness;
@@ -186,6 +187,7 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
   m.backwardMs = in.get<double>("backward_ms");
   m.optimizerMs = in.get<double>("optimizer_ms");
   m.dataMs = in.get<double>("data_ms");
+  m.modelGflops = in.optional<double>("model_gflops");
   m.testAccuracy = in.optional<double>("test_accuracy");
   m.testLoss = in.optional<double>("test_loss");
   m.staleness = in.optional<double>("staleness");
@@ -228,7 +230,8 @@ bool operator==(const RankMetrics& a, const RankMetrics& b) {
 
 bool operator==(const StepMetrics& a, const StepMetrics& b) {
   return a.step == b.step && a.loss == b.loss && a.stepMs == b.stepMs &&
-         a.samplesPerS == b.samplesPerS && a.forwardMs == b.forwardMs &&
+         a.samplesPerS == b.samplesPerS && a.modelGflops == b.modelGflops &&
+         a.forwardMs == b.forwardMs &&
          a.backwardMs == b.backwardMs && a.optimizerMs == b.optimizerMs && a.dataMs == b.dataMs &&
          a.testAccuracy == b.testAccuracy && a.testLoss == b.testLoss && a.staleness == b.staleness && a.spread == b.spread &&
          a.bubble == b.bubble && a.bubbleReference == b.bubbleReference &&

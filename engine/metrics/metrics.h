@@ -77,6 +77,9 @@ struct StepMetrics {
   double loss = 0;         // mean cross-entropy over the samples the ranks processed, nats
   double stepMs = 0;       // wall time of the whole step, ms
   double samplesPerS = 0;  // the samples the ranks processed / step time
+  // The model's arithmetic (modelFlopsPerSample, model.h) x samplesPerS, GFLOP/s: what MFU
+  // divides by a peak. Absent from runs recorded before it was.
+  std::optional<double> modelGflops;
   double forwardMs = 0, backwardMs = 0, optimizerMs = 0, dataMs = 0;  // rank 0's breakdown
   std::optional<double> testAccuracy;     // fraction in [0,1], on steps where it was evaluated
   std::optional<double> testLoss;         // held-out loss per sample, nats (GPT: per character)

@@ -10,6 +10,7 @@ void RunSummary::add(const StepMetrics& m) {
   ++steps;
   totalStepMs += m.stepMs;
   samples += m.samplesPerS * m.stepMs * 1e-3;  // samples/s is the global batch over the step
+  if (m.modelGflops) modelGflop += *m.modelGflops * m.stepMs * 1e-3;
   finalLoss = m.loss;
   if (m.testAccuracy) testAccuracy = m.testAccuracy;
   if (m.testLoss) testLoss = m.testLoss;
@@ -23,6 +24,7 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
                       {"mean_step_ms", s.meanStepMs()},
                       {"samples_per_s", s.samplesPerS()},
                       {"config", config.toJson()}};
+  if (s.modelGflop > 0) j["model_gflops"] = s.modelGflops();
   if (s.testAccuracy) j["test_accuracy"] = *s.testAccuracy;
   if (s.testLoss) j["test_loss"] = *s.testLoss;
   if (config.link != "none") j["emulated"] = config.link;

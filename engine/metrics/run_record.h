@@ -20,6 +20,7 @@ struct RunSummary {
   int64_t steps = 0;
   double totalStepMs = 0;              // the steps' wall times added
   double samples = 0;                  // samples trained: each step's samples/s × its wall time
+  double modelGflop = 0;               // the model's arithmetic: each step's GFLOP/s × its time
   double finalLoss = 0;                // nats, of the last step
   std::optional<double> testAccuracy;  // the last one measured, a fraction
   std::optional<double> testLoss;      // the last one measured, nats per sample
@@ -27,10 +28,11 @@ struct RunSummary {
   void add(const StepMetrics& m);
   double meanStepMs() const { return steps > 0 ? totalStepMs / double(steps) : 0; }
   double samplesPerS() const { return totalStepMs > 0 ? samples / (totalStepMs * 1e-3) : 0; }
+  double modelGflops() const { return totalStepMs > 0 ? modelGflop / (totalStepMs * 1e-3) : 0; }
 };
 
 // The summary line: "schema", "summary": true, steps, final_loss, mean_step_ms, samples_per_s,
-// test_accuracy and test_loss when measured, "emulated" when the link was, "emulated_straggler" when a rank
+// model_gflops when the steps had it, test_accuracy and test_loss when measured, "emulated" when the link was, "emulated_straggler" when a rank
 // was slowed (--straggler), "emulated_serial_ms" with a serial section (--serial-ms), and
 // "config" (RunConfig::toJson).
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config);

@@ -130,4 +130,20 @@ int64_t parameterCountOf(const RunConfig& config, const Dataset& data) {
   return mlpShape(config, data).parameterCount();
 }
 
+double modelFlopsPerSample(const RunConfig& config, const Dataset& data) {
+  const double P = double(parameterCountOf(config, data));
+  if (config.model == "gpt") {
+    const double T = config.seq, attention = 12.0 * config.layers * config.hidden * T;
+    return T * (6 * P + attention);
+  }
+  if (config.model == "moe") {
+    MoeShape m;
+    m.hidden = config.hidden, m.experts = config.experts;
+    const double skipped = double(config.layers) * double(config.experts - config.topk) *
+                           double(m.expertParameterCount());
+    return 6 * (P - skipped);
+  }
+  return 6 * P;
+}
+
 }  // namespace paralab

@@ -125,5 +125,12 @@ std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  const ModelShard& shard = {});
 // P of the run's model (every expert of an MoE counted once).
 int64_t parameterCountOf(const RunConfig& config, const Dataset& data);
+// The model's arithmetic for one sample's forward and backward, in flops, as MFU counts it
+// (Chowdhery et al. 2022, PaLM appendix B; lessons/reference/metrics.md): 6 per parameter a
+// sample uses (2 forward, 4 backward), so 6P for the MLP and, for the MoE, P less the experts a
+// token's top-k skips; for the GPT, per token 6P + 12 L C T (attention's scores and weighted
+// sum, 4 L C T forward, twice that backward, causal mask not discounted), times T tokens. What
+// the step really executes (recomputation, the optimizer, padding) is not counted.
+double modelFlopsPerSample(const RunConfig& config, const Dataset& data);
 
 }  // namespace paralab

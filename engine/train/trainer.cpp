@@ -446,6 +446,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   for (const RankMetrics& r : records) samples += double(r.samples);
   if (samples <= 0) samples = m_config.globalBatch();
   m.samplesPerS = m.stepMs > 0 ? samples / (m.stepMs * 1e-3) : 0;
+  m.modelGflops = modelFlopsPerSample(m_config, *m_data) * m.samplesPerS * 1e-9;
   m.emulated = m_config.link == "none" ? "" : m_config.link;
   // The step's figures from its ranks' (metrics.md): loss over the samples they processed,
   // staleness their mean, spread their maximum, MoE counts summed, the breakdown rank 0's.

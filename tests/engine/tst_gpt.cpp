@@ -281,6 +281,22 @@ class TstGpt : public QObject {
     }
   }
 
+  // MFU's count (metrics.md): per token 6P plus attention's 12 L C T, a window's T tokens per
+  // sample; each step's model_gflops is that x its samples/s.
+  void modelFlopsCountAttention() {
+    const RunConfig c = gptRun(4);
+    Trainer t(c);
+    const double P = double(parameterCountOf(c, t.data()));
+    const double perSample = modelFlopsPerSample(c, t.data());
+    QCOMPARE(perSample, double(c.seq) * (6 * P + 12.0 * c.layers * c.hidden * c.seq));
+    RunConfig mlp = test::smallRun(16, 2, 4);
+    Trainer m(mlp);
+    QCOMPARE(modelFlopsPerSample(mlp, m.data()), 6.0 * double(parameterCountOf(mlp, m.data())));
+    const StepMetrics s = t.step();
+    QVERIFY(s.modelGflops && s.samplesPerS > 0);
+    QVERIFY(std::abs(*s.modelGflops - perSample * s.samplesPerS * 1e-9) <= 1e-9 * *s.modelGflops);
+  }
+
   void refusesWhatItCannotRun_data() {
     QTest::addColumn<QString>("change");
     QTest::addColumn<QString>("field");
