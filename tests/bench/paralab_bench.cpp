@@ -1,5 +1,5 @@
 // paralab-bench: benchmark programs that print tables, each against a reference measured in
-// the same run. Try: paralab-bench step | gemm | teach | latency | dp | ep | mp | comm [--json]
+// the same run. Try: paralab-bench step | gpt | gemm | teach | latency | dp | ep | mp | comm [--json]
 #include <cstdio>
 #include <cstring>
 
@@ -12,6 +12,7 @@ int benchLatency(int argc, char** argv);
 int benchDp(int argc, char** argv);
 int benchMp(int argc, char** argv);
 int benchEp(int argc, char** argv);
+int benchGpt(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
 #endif
@@ -19,7 +20,7 @@ int benchComm(int argc, char** argv);
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
   const char* usage =
-      "usage: paralab-bench step|gemm|teach|latency|dp|ep|mp|comm [--json] [--help]\n";
+      "usage: paralab-bench step|gpt|gemm|teach|latency|dp|ep|mp|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   const char* what = argv[1];
   // Each sub-command parses its own flags, seeing itself as argv[0].
   if (!std::strcmp(what, "step")) return benchStep(argc - 1, argv + 1);
+  if (!std::strcmp(what, "gpt")) return benchGpt(argc - 1, argv + 1);
   if (!std::strcmp(what, "gemm")) return benchGemm(argc - 1, argv + 1);
   if (!std::strcmp(what, "teach")) return benchTeach(argc - 1, argv + 1);
   if (!std::strcmp(what, "latency")) return benchLatency(argc - 1, argv + 1);
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "paralab-bench: unknown benchmark '%s' (allowed: step, gemm, teach, latency, dp, "
+               "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, teach, latency, dp, "
                "ep, mp, comm)\n",
                what);
   return 2;

@@ -1,0 +1,179 @@
+// `paralab-bench gpt`: the GPT's serial training step (the default size: L=2, C=128, 4 heads,
+// context 64, batch 128 windows, Adam) in tokens/s and in model GFLOP/s (T(6P + 12LCT) per
+// window, metrics.md) against the FMA peak of the threads it ran on, and PyTorch's CPU build on
+// the same architecture, batch, context and optimizer (torch_gpt.py), measured in the same run
+// at each thread count. Try: paralab-bench gpt [--threads 1,2] [--json]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+#include "cli/run_options.h"
+#include "cpu/gemm.h"
+#include "model/model.h"
+#include "teach/gemm_ladder.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+struct Options {
+  int steps = 5, repeats = 5;
+  bool json = false, noTorch = false;
+};
+
+int fail(const std::string& what) { return badInput("paralab-bench gpt", what); }
+
+// PyTorch's line for the same model at `threads`, or why there is none.
+nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const Options& o) {
+  const std::string cmd = "/usr/bin/python3 " PARALAB_TORCH_GPT_SCRIPT " --vocab " +
+                          std::to_string(vocab) + " --seq " + std::to_string(c.seq) +
+                          " --hidden " + std::to_string(c.hidden) + " --layers " +
+                          std::to_string(c.layers) + " --heads " + std::to_string(c.heads) +
+                          " --batch " + std::to_string(c.batch) + " --lr " +
+                          std::to_string(c.lr) + " --threads " + std::to_string(threads) +
+                          " --steps " + std::to_string(o.steps) + " --repeats " +
+                          std::to_string(o.repeats) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {{"not_run", "cannot start python3"}};
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = pclose(p);
+  const size_t brace = out.rfind('{');
+  nlohmann::json j;
+  if (brace != std::string::npos) j = nlohmann::json::parse(out.substr(brace), nullptr, false);
+  if (j.is_object() && (rc == 0 || j.contains("not_run"))) return j;
+  return {{"not_run", "PyTorch reference unavailable (install python3-torch: make bench does)"}};
+}
+
+// Steps per second of `repeats` repeats of `steps` steps (each step's own clock), appended.
+void measure(Trainer& t, int steps, int repeats, std::vector<double>& stepMs) {
+  for (int r = 0; r < repeats; ++r) {
+    double ms = 0;
+    for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
+    stepMs.push_back(ms / steps);
+  }
+}
+
+}  // namespace
+
+int benchGpt(int argc, char** argv) {
+  RunConfig c;
+  c.model = "gpt";
+  c.dataset = "fortunes";
+  c.optimizer = "adam";
+  c.lr = 0.003;
+  c.evalEvery = 0;
+  std::vector<int> threads = {1, 2};
+  Options o;
+  CLI::App app{"The GPT's serial training step vs PyTorch on the CPU, per thread count"};
+  app.add_option("--hidden", c.hidden)->capture_default_str();
+  app.add_option("--layers", c.layers)->capture_default_str();
+  app.add_option("--heads", c.heads)->capture_default_str();
+  app.add_option("--seq", c.seq, "Context length (tokens per window)")->capture_default_str();
+  app.add_option("--batch", c.batch, "Windows per step")->capture_default_str();
+  app.add_option("--threads", threads, "Thread counts, 1..64: one, or a list (1,2)")
+      ->check(CLI::Range(1, 64))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "Steps per timed repeat")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--repeats", o.repeats, "Repeats (the median is reported)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "One JSON object per thread count instead of the table");
+  app.add_flag("--no-torch", o.noTorch, "Skip the PyTorch reference");
+  if (const auto code = parseCommandLine(app, argc, argv, "paralab-bench gpt")) return *code;
+  if (auto err = c.validate()) return fail("--" + *err);
+
+  try {
+    Trainer t(c);
+    const int vocab = t.data().classes;  // the distinct characters of the text
+    const double tokens = double(c.batch) * c.seq;
+    const double flops = modelFlopsPerSample(c, t.data()) * c.batch;  // per step
+    const double corePeak = teach::measuredFmaPeakGflops();
+    if (!o.json) {
+      std::printf(
+          "Serial GPT training step: L=%d C=%d, %d heads, context %d, vocabulary %d (%lld "
+          "params), batch %d windows (%.0f tokens), Adam, %s\n",
+          c.layers, c.hidden, c.heads, c.seq, vocab, (long long)t.parameterCount(), c.batch,
+          tokens, c.dataset.c_str());
+      std::printf(
+          "Model arithmetic per step: T(6P + 12LCT) x batch = %.2f GFLOP (metrics.md); %% of "
+          "the FMA peak of the threads used (one core measured now: %.1f GFLOP/s).\n",
+          flops * 1e-9, corePeak);
+      std::printf(
+          "ParaLab's threads run OpenBLAS's GEMMs; its own kernels (attention, LayerNorm, GELU, "
+          "Adam) run on one. PyTorch: torch.set_num_threads and OpenBLAS at the same count.\n");
+      std::printf(
+          "What differs: PyTorch's attention multiplies all T x T scores and masks the future "
+          "(as written in torch_gpt.py), ParaLab's computes the causal half; the count above is "
+          "the same for both.\n");
+      std::printf("BLAS: %s. Median of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
+                  o.repeats, o.steps);
+      std::printf("%7s  %-20s %10s %10s %9s %11s\n", "threads", "engine", "tokens/s", "ms/step",
+                  "GFLOP/s", "% FMA peak");
+    }
+    for (int n : threads) {
+      kernels::vendor_blas_set_threads(n);
+      for (int i = 0; i < 3; ++i) t.step();  // warm-up: buffers allocated, caches warm
+      std::vector<double> ms;
+      // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
+      measure(t, o.steps, o.repeats, ms);
+      const nlohmann::json ref = o.noTorch ? nlohmann::json{{"not_run", "--no-torch"}}
+                                           : runTorch(c, vocab, n, o);
+      measure(t, o.steps, o.repeats, ms);
+      const double ours = bench::median(ms);
+      const double peak = corePeak * n;
+      const double torchMs = ref.value("step_ms", 0.0);
+      if (o.json) {
+        nlohmann::json j = {{"bench", "gpt"},
+                            {"threads", n},
+                            {"hidden", c.hidden},
+                            {"layers", c.layers},
+                            {"heads", c.heads},
+                            {"seq", c.seq},
+                            {"batch", c.batch},
+                            {"vocab", vocab},
+                            {"parameters", t.parameterCount()},
+                            {"model_gflop_per_step", flops * 1e-9},
+                            {"paralab_step_ms", ours},
+                            {"paralab_tokens_per_s", tokens / (ours * 1e-3)},
+                            {"paralab_gflops", flops / (ours * 1e-3) * 1e-9},
+                            {"fma_peak_gflops", peak},
+                            {"blas", kernels::vendor_blas_name()}};
+        if (torchMs > 0) {
+          j["pytorch"] = ref.value("engine", "");
+          j["pytorch_step_ms"] = torchMs;
+          j["pytorch_tokens_per_s"] = tokens / (torchMs * 1e-3);
+          j["ratio"] = torchMs / ours;
+        } else {
+          j["pytorch_not_run"] = ref.value("not_run", "");
+        }
+        std::printf("%s\n", j.dump().c_str());
+        continue;
+      }
+      auto row = [&](const std::string& name, double stepMs) {
+        const double g = flops / (stepMs * 1e-3) * 1e-9;
+        std::printf("%7d  %-20s %10.0f %10.1f %9.1f %10.1f%%\n", n, name.c_str(),
+                    tokens / (stepMs * 1e-3), stepMs, g, 100 * g / peak);
+      };
+      row("ParaLab", ours);
+      if (torchMs > 0) {
+        row(ref.value("engine", "PyTorch"), torchMs);
+        std::printf("%7s  ParaLab / PyTorch: %.2fx tokens/s\n", "", torchMs / ours);
+      } else {
+        std::printf("%7s  PyTorch: %s\n", "", ref.value("not_run", "").c_str());
+      }
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
