@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "layout_spec.h"
@@ -279,6 +280,41 @@ class TstGpt : public QObject {
         QCOMPARE(arBytes, 2 * L * 2 * C * 4);
       }
     }
+  }
+
+  // SP keeps 1/T of what lies outside attention and the FFN: the residual stream, the stream
+  // after attention and the LayerNorm statistics. Measured by the tracker against the buffers
+  // of one micro-batch of n = B s tokens, counted from the model (floats):
+  //   both: per block LN1's and LN2's outputs (n C each: SP gathers them), qkv (3 n C/T), the
+  //   probabilities (B NH/T s^2), attention's output (n C/T), fc1's and GELU's (4 n C/T each);
+  //   token ids and targets (n each); the final LayerNorm (n C + 2 n), logits and their
+  //   gradient (n V each);
+  //   TP: the residual stream into each block and out (L + 1 times n C), the stream after
+  //   attention (n C) and 4 statistics (n each) per block;
+  //   SP: those / T, plus the gathered stream for the head (n C).
+  void sequenceParallelActivationMemory() {
+    std::map<bool, int64_t> peak;
+    for (const bool sp : {false, true}) {
+      const RunConfig c = test::withLayout(gptRun(8), sp ? "tp2 sp" : "tp2");
+      Trainer t(c);
+      t.step();
+      t.step();
+      peak[sp] = t.memory(0).snapshot().peak[int(MemCategory::Activations)];
+    }
+    const RunConfig c = gptRun(8);
+    const int64_t B = c.batch, s = c.seq, C = c.hidden, L = c.layers, NH = c.heads, T = 2;
+    Trainer probe(c);
+    const int64_t V = probe.data().classes, n = B * s;
+    const int64_t both = L * (2 * n * C + 3 * n * C / T + B * NH / T * s * s + n * C / T +
+                              8 * n * C / T) +
+                         2 * n + n * C + 2 * n + 2 * n * V;
+    const int64_t tp = both + (L + 1) * n * C + L * (n * C + 4 * n);
+    const int64_t sp = both + (L + 1) * n * C / T + L * (n * C / T + 4 * n / T) + n * C;
+    QCOMPARE(peak[false], 4 * tp);
+    QCOMPARE(peak[true], 4 * sp);
+    qInfo("GPT activation peak per rank, tp 2: TP %lld bytes, TP+SP %lld bytes (%.0f%%)",
+          (long long)peak[false], (long long)peak[true],
+          100.0 * double(peak[true]) / double(peak[false]));
   }
 
   // MFU's count (metrics.md): per token 6P plus attention's 12 L C T, a window's T tokens per
