@@ -316,6 +316,13 @@ Setting::Why inapplicable(const Setting& s, const RunConfig& c) {
   return std::nullopt;
 }
 
+void datasetFollowsModel(RunConfig& config) {
+  const std::vector<SettingChoice> choices = findSetting("dataset")->choices(config);
+  for (const SettingChoice& c : choices)
+    if (c.value == config.dataset) return;
+  config.dataset = choices.front().value;
+}
+
 const Setting* findSetting(std::string_view key) {
   for (const Setting& s : runSettings())
     if (s.key == key) return &s;

@@ -104,6 +104,10 @@ Setting extraSetting(std::string key, SettingType type, SettingValue byDefault);
 // Every setting in table order (precedence): the run's own, then each strategy's.
 const std::vector<Setting>& runSettings();
 const Setting* findSetting(std::string_view key);
+// A run whose dataset its model cannot read (the images' default under --model gpt) takes the
+// model's first dataset: fashion-mnist for mlp and moe, fortunes for gpt. For a dataset nobody
+// gave; one that was given is validate()'s to refuse.
+void datasetFollowsModel(RunConfig& config);
 // The window's group names, in the order the panel shows them.
 const std::vector<std::string>& settingGroups();
 

@@ -8,6 +8,7 @@
 
 #include "cuda/device.h"
 #include "parallel/strategy.h"
+#include "schema.h"
 
 namespace paralab::lessons {
 
@@ -28,6 +29,7 @@ std::optional<RunConfig> configFromExperiment(const QJsonObject& experiment, QSt
   RunConfig c;
   try {
     applyJson(c, nlohmann::json::parse(QJsonDocument(experiment).toJson(QJsonDocument::Compact).toStdString()));
+    if (!experiment.contains("dataset")) datasetFollowsModel(c);
     c.deriveRanks();
   } catch (const std::exception& e) {
     if (error) *error = QString::fromStdString(e.what());

@@ -93,10 +93,7 @@ void datasetFollowsModel(RunConfig& config, const CLI::App& app, const std::stri
     const nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
     if (file.is_object() && file.contains("dataset")) return;
   }
-  const std::vector<SettingChoice> choices = findSetting("dataset")->choices(config);
-  for (const SettingChoice& c : choices)
-    if (c.value == config.dataset) return;
-  config.dataset = choices.front().value;
+  paralab::datasetFollowsModel(config);
 }
 
 std::string findConfigPath(int argc, char** argv) {
