@@ -23,4 +23,10 @@ std::vector<EmulatedPart> emulatedParts(const RunConfig& c) {
   return parts;
 }
 
+std::string emulatedBriefs(const RunConfig& c) {
+  std::string out;
+  for (const EmulatedPart& p : emulatedParts(c)) out += (out.empty() ? "" : " · ") + p.brief;
+  return out;
+}
+
 }  // namespace paralab

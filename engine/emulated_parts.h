@@ -17,5 +17,8 @@ struct EmulatedPart {
 };
 // The run's emulated parts, in the order link, straggler, serial section; none when all is real.
 std::vector<EmulatedPart> emulatedParts(const RunConfig& config);
+// Their briefs joined by " · " ("ethernet · straggler 1=3"), "" when all is real: the "emulated"
+// of every JSON line and trace (metrics.md).
+std::string emulatedBriefs(const RunConfig& config);
 
 }  // namespace paralab

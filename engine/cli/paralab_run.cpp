@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
         count += spans.back().size();
       }
       std::ofstream out(tracePath);
-      out << chromeTrace(spans, config.link != "none" ? config.link : "").dump() << '\n';
+      out << chromeTrace(spans, emulatedBriefs(config)).dump() << '\n';
       if (!out) return fail("trace: cannot write '" + tracePath + "'");
       if (!json)
         std::printf("trace: %s (%zu spans of %d ranks)\n", tracePath.c_str(), count,

@@ -45,7 +45,7 @@ nlohmann::json chromeTrace(const std::vector<std::vector<Span>>& spans,
     }
   }
   nlohmann::json other = {{"source", "ParaLab: measured spans"}};
-  if (!emulated.empty()) other["emulated_link"] = emulated;
+  if (!emulated.empty()) other["emulated"] = emulated;
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", other}};
 }
 

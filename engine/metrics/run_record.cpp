@@ -1,6 +1,7 @@
 // A recorded run's lines, written and read (see run_record.h).
 #include "metrics/run_record.h"
 
+#include "emulated_parts.h"
 #include <istream>
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,7 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
   if (s.modelGflop > 0) j["model_gflops"] = s.modelGflops();
   if (s.testAccuracy) j["test_accuracy"] = *s.testAccuracy;
   if (s.testLoss) j["test_loss"] = *s.testLoss;
-  if (config.link != "none") j["emulated"] = config.link;
+  if (const std::string e = emulatedBriefs(config); !e.empty()) j["emulated"] = e;
   if (config.straggler != "none") j["emulated_straggler"] = config.straggler;
   if (config.serialMs > 0) j["emulated_serial_ms"] = config.serialMs;
   return j;

@@ -32,7 +32,7 @@ struct RunSummary {
 };
 
 // The summary line: "schema", "summary": true, steps, final_loss, mean_step_ms, samples_per_s,
-// model_gflops when the steps had it, test_accuracy and test_loss when measured, "emulated" when the link was, "emulated_straggler" when a rank
+// model_gflops when the steps had it, test_accuracy and test_loss when measured, "emulated" naming the emulated parts (emulatedBriefs), "emulated_straggler" when a rank
 // was slowed (--straggler), "emulated_serial_ms" with a serial section (--serial-ms), and
 // "config" (RunConfig::toJson).
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "emulated_parts.h"
 #include "train/trainer.h"
 
 namespace paralab {
@@ -188,7 +189,7 @@ nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
                       {"gustafson_r2", r.gustafson.r2},
                       {"config", base.toJson()},
                       {"points", nlohmann::json::array()}};
-  if (base.link != "none") j["emulated"] = base.link;
+  if (const std::string e = emulatedBriefs(base); !e.empty()) j["emulated"] = e;
   if (r.cores > 0) j["cores"] = r.cores;
   if (std::isfinite(r.maxLossGap())) j["loss_gap_max"] = r.maxLossGap();
   for (const SweepPoint& p : r.points) {

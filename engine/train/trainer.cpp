@@ -15,6 +15,7 @@
 #include "comm/communicator.h"
 #include "cpu/gemm.h"
 #include "device/compute.h"
+#include "emulated_parts.h"
 #include "model/gpt.h"
 #include "model/moe.h"
 #include "parallel/pipeline.h"
@@ -447,7 +448,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   if (samples <= 0) samples = m_config.globalBatch();
   m.samplesPerS = m.stepMs > 0 ? samples / (m.stepMs * 1e-3) : 0;
   m.modelGflops = modelFlopsPerSample(m_config, *m_data) * m.samplesPerS * 1e-9;
-  m.emulated = m_config.link == "none" ? "" : m_config.link;
+  m.emulated = emulatedBriefs(m_config);
   // The step's figures from its ranks' (metrics.md): loss over the samples they processed,
   // staleness their mean, spread their maximum, MoE counts summed, the breakdown rank 0's.
   double lossSum = 0, staleness = 0;

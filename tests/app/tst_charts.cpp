@@ -470,7 +470,7 @@ void TestCharts::chromeTraceParses() {
   const QJsonDocument doc = QJsonDocument::fromJson(json, &err);
   QVERIFY2(err.error == QJsonParseError::NoError, qPrintable(err.errorString()));
   const QJsonArray events = doc.object()["traceEvents"].toArray();
-  QCOMPARE(doc.object()["otherData"].toObject()["emulated_link"].toString(), QString("pcie"));
+  QCOMPARE(doc.object()["otherData"].toObject()["emulated"].toString(), QString("pcie"));
   std::map<int, int> perRank;
   int comm = 0;
   for (const QJsonValue& v : events) {

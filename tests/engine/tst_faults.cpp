@@ -4,6 +4,7 @@
 // Hogwild (measured as ratios in one run, wide margins); a failing rank ends the run with one
 // message naming it. Run: ctest -R tst_faults
 #include <QtTest>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <vector>
 
@@ -219,6 +220,15 @@ class TstFaults : public QObject {
     QVERIFY(QString::fromStdString(parts[1].detail).contains("compute takes factor times as long"));
     QCOMPARE(QString::fromStdString(parts[2].brief), QString("serial section 5 ms"));
     QVERIFY(QString::fromStdString(parts[2].detail).contains("5 ms a step"));
+    QCOMPARE(QString::fromStdString(emulatedBriefs(c)),
+             QString("pcie · straggler 1=3 · serial section 5 ms"));
+    // Every JSON line says so: a step's "emulated" names each part, not only the link.
+    RunConfig run;
+    run.dataset = "synthetic", run.hidden = 16, run.batch = 8, run.ranks = 2, run.evalEvery = 0;
+    run.straggler = "1=2";
+    Trainer t(run);
+    const nlohmann::json step = toJson(t.step());
+    QCOMPARE(QString::fromStdString(step.value("emulated", "")), QString("straggler 1=2"));
   }
 
   // [SECTION] A serial section (--serial-ms): rank 0 sleeps in every step before the gradients
