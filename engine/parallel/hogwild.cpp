@@ -151,21 +151,17 @@ class Hogwild final : public ReplicaStrategy {
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
-    if (!m_holding) {
-      m_samples = takeSlice(step, globalBatch);
+    if (!m_held.held()) {
+      const int samples = takeSlice(step, globalBatch);
       m_seen = m_shared->updates.load(std::memory_order_relaxed);
-      if (m_shared->onGpu()) {
+      if (m_shared->onGpu())
         m_grads.zero();  // backward accumulates (the flat buffer forwardBackward would zero is gone)
-        m_lossSum = forwardBackward(step);
-      } else {
+      else
         readShared(m_shared->params.data(), m_model->params().params().data(),
                    m_model->params().numel());
-        m_lossSum = forwardBackward(step);
-      }
-      m_holding = true;
+      m_held.computed(samples, forwardBackward(step));
     }
-    if (m_faults.busy(step + 1, m_ctx.spans)) return out;  // still computing (emulated)
-    m_holding = false;
+    if (!m_held.deliver(m_faults, step + 1, m_ctx.spans)) return out;  // still computing (emulated)
     if (m_shared->onGpu()) {
       update(step, *m_opt, m_shared->params.data(), m_grads.data());  // no lock
       compute().sync();  // the update is done, not only queued
@@ -179,8 +175,8 @@ class Hogwild final : public ReplicaStrategy {
       addToShared(m_shared->params.data(), mine, ps.numel());
     }
     const int64_t before = m_shared->updates.fetch_add(1, std::memory_order_relaxed);
-    out.samples = m_samples;
-    out.lossSum = m_lossSum;
+    out.samples = m_held.samples();
+    out.lossSum = m_held.lossSum();
     out.staleness = double(before - m_seen);
     return out;
   }
@@ -192,11 +188,9 @@ class Hogwild final : public ReplicaStrategy {
   Optimizer* fullOptimizer() override { return m_opt.get(); }
   float* fullParams() override { return m_shared->params.data(); }
   std::unique_ptr<Optimizer> m_opt;       // this rank's own state over the shared parameters
-  // A gradient computed and not yet added (the straggler, busy with its emulated compute): its
-  // samples, loss sum, and the update count when its parameters were read.
-  bool m_holding = false;
-  int m_samples = 0;
-  double m_lossSum = 0;
+  // A gradient computed and not yet added (the straggler, busy with its emulated compute), and
+  // the update count when its parameters were read.
+  HeldGradient m_held;
   int64_t m_seen = 0;
 };
 

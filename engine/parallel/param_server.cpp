@@ -171,23 +171,21 @@ class ParamServerAsync final : public ParamServerBase {
   // others are not held up (what asynchrony buys). Without a straggler every rank computes and
   // pushes every step.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
-    if (!m_holding) {
-      m_samples = takeSlice(step, globalBatch);
+    if (!m_held.held()) {
+      const int samples = takeSlice(step, globalBatch);
       // A server computes on its own shard in place: the version it read is the current one.
       if (m_ctx.rank < m_servers) m_have[size_t(m_ctx.rank)] = m_version;
-      m_lossSum = forwardBackward(step);
+      m_held.computed(samples, forwardBackward(step));
       compute().sync();  // backward's gradients are complete before the first push
-      m_holding = true;
     }
-    const bool push = !m_faults.busy(step + 1, m_ctx.spans);
+    const bool push = m_held.deliver(m_faults, step + 1, m_ctx.spans);
     double staleness = 0;
     for (int k = 0; k < m_servers; ++k)
       staleness += m_ctx.rank == k ? serve(step, push) : pushPull(k, push);
     RankStep out;
     if (!push) return out;  // nothing delivered this step
-    m_holding = false;
-    out.samples = m_samples;
-    out.lossSum = m_lossSum;
+    out.samples = m_held.samples();
+    out.lossSum = m_held.lossSum();
     out.staleness = staleness / m_servers;
     return out;
   }
@@ -262,9 +260,7 @@ class ParamServerAsync final : public ParamServerBase {
   // gradient it holds until its emulated compute ends (with that step's samples and loss).
   int m_straggler = -1;
   Tensor m_flag;
-  bool m_holding = false;
-  int m_samples = 0;
-  double m_lossSum = 0;
+  HeldGradient m_held;
 };
 
 }  // namespace

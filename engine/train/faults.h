@@ -81,4 +81,30 @@ class RankFaults {
   int64_t m_busyFromNs = 0, m_busyUntilNs = 0;  // deferred emulated compute (0: none open)
 };
 
+// Deferred slowness in an asynchronous strategy (ps-async, Hogwild): the rank's gradient from
+// the moment it is computed until it is delivered, with the samples and loss of the step that
+// computed it. A straggler holds it while busy(); any other rank delivers it in the same step.
+//   if (!held.held()) held.computed(samples, forwardBackward(step));
+//   if (held.deliver(faults, step + 1, spans)) { ...apply it, report held.samples()... }
+class HeldGradient {
+ public:
+  bool held() const { return m_held; }
+  void computed(int samples, double lossSum) {
+    m_held = true, m_samples = samples, m_lossSum = lossSum;
+  }
+  // Whether it goes out in `step` (the emulated compute has ended); it is then no longer held.
+  bool deliver(RankFaults& faults, int64_t step, SpanRecorder* spans) {
+    if (faults.busy(step, spans)) return false;
+    m_held = false;
+    return true;
+  }
+  int samples() const { return m_samples; }
+  double lossSum() const { return m_lossSum; }
+
+ private:
+  bool m_held = false;
+  int m_samples = 0;
+  double m_lossSum = 0;
+};
+
 }  // namespace paralab
