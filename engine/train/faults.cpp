@@ -113,7 +113,13 @@ void RankFaults::closeBusy(int64_t step, SpanRecorder* spans) {
 
 bool RankFaults::busy(int64_t step, SpanRecorder* spans) {
   if (m_busyUntilNs == 0) return false;
-  if (nowNs() < m_busyUntilNs) return true;
+  if (const int64_t now = nowNs(); now < m_busyUntilNs) {
+    // Still computing: this step's share of the emulated compute is booked in this step, so a
+    // step's emulated time is what passed in it, not the whole of it in the step it ends.
+    if (spans) spans->record({SpanKind::Backward, m_busyFromNs, now, 0, kStragglerSpanOp, step});
+    m_busyFromNs = now;
+    return true;
+  }
   closeBusy(step, spans);
   return false;
 }

@@ -64,8 +64,9 @@ class RankFaults {
   // --fail step; the straggler then sleeps (FACTOR - 1) x computeNs in a span of its own, or
   // with deferSlowness() becomes busy for that long; rank 0 then sleeps its serial section.
   void afterBackward(int64_t step, int64_t computeNs, SpanRecorder* spans);
-  // Deferred: whether the emulated compute is still going on. When it has ended, its span is
-  // recorded (under `step`; it covers the wall time since the real compute ended).
+  // Deferred: whether the emulated compute is still going on. Each call records a span under
+  // `step` of the emulated compute since the last call (or since the real compute ended), up to
+  // now or, once it has ended, to its end.
   bool busy(int64_t step, SpanRecorder* spans);
   // Deferred: sleeps until the emulated compute ends, and records its span.
   void waitUntilFree(int64_t step, SpanRecorder* spans);

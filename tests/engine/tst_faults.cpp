@@ -206,6 +206,25 @@ class TstFaults : public QObject {
 
   // [SECTION] The labels: every emulated part of a run is named, in one order, with what it
   // does; a run with none has none (every label on screen and in exports comes from here).
+  // Deferred slowness books each step's share: an asynchronous straggler busy for several
+  // steps reports in each step at most the time that step lasted, not the whole of its emulated
+  // compute in the step where it ends.
+  void deferredSlownessIsBookedPerStep() {
+    RunConfig c = stragglerRun("hogwild", "1=4");
+    c.hidden = 64, c.batch = 64;
+    Trainer t(c);
+    double total = 0;
+    for (int i = 0; i < 12; ++i) {
+      const StepMetrics s = t.step();
+      const double emulated = s.ranks[1].emulatedStragglerMs.value_or(0);
+      total += emulated;
+      QVERIFY2(emulated <= s.stepMs + 1.0,
+               qPrintable(QString("step %1: %2 ms of emulated compute in a step of %3 ms")
+                              .arg(s.step).arg(emulated).arg(s.stepMs)));
+    }
+    QVERIFY2(total > 0, "the straggler was slowed");
+  }
+
   void emulatedPartsSayWhat() {
     RunConfig c;
     QVERIFY(emulatedParts(c).empty());
