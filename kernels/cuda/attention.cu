@@ -2,10 +2,13 @@
 // and, for the formulas, cpu/attention.h and cpu/embedding.h). The ladder's first rung: every
 // thread owns a whole row (or one element) of what it writes and loops over the rest in plain
 // order, reading global memory only. Nothing is shared between threads, so there are no
-// barriers and no races; nothing is fast either (the next rungs would tile K and V into shared
-// memory, use a warp per row, and fuse the softmax into the P v pass, as FlashAttention does).
+// barriers and no races; nothing is fast either. The next rung, for the forward only (section
+// "Forward, tiled"), tiles K and V into shared memory, uses a warp per query row, and fuses the
+// softmax into the P v pass, as FlashAttention does.
 // See tests/kernels/tst_cuda_kernels.cpp (each against kernels/cpu on the same inputs).
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "cuda/attention.h"
 #include "cuda/check.h"
@@ -69,6 +72,106 @@ __global__ void attention_out_kernel(float* out, const float* att, const float* 
   float o = 0.f;
   for (int t2 = 0; t2 <= t; ++t2) o += p[t2] * qkv[vOffset(long(b) * T + t2, C, h, hs) + i];
   out[e] = o;
+}
+
+// [SECTION] Forward, tiled: FlashAttention's online softmax (the recurrence is in attention.h)
+// A block of kTileWarps warps takes sequence b = blockIdx.z, head h = blockIdx.y and the query
+// rows q0 .. q0 + 31 (q0 = 32 blockIdx.x); warp w handles the rows q0 + w, q0 + w + 8, ...
+// Within a row the lanes split the work two ways: by key for the scores (lane j scores key
+// kv0 + j: a key tile is one warp wide), by column for the output (lane owns acc's columns
+// lane, lane + 32). Row max and row sum are butterfly shuffles; p_j reaches every lane by a
+// shuffle from lane j. The block reads each K and V element of the causal part once from global
+// memory, not once per query row as the naive kernels do.
+constexpr int kTile = 32;                           // query rows per block, keys per K/V tile
+constexpr int kMaxHs = kAttentionTiledMaxHeadSize;  // 64: the shared tiles' width
+constexpr int kTileWarps = 8;                       // 256 threads per block
+constexpr int kRowsPerWarp = kTile / kTileWarps;    // 4 query rows per warp
+constexpr int kColsPerLane = kMaxHs / 32;           // acc: 2 columns per lane per row
+constexpr unsigned kFull = 0xffffffffu;             // all 32 lanes take part in a shuffle
+
+// Butterfly reductions: after 5 steps every lane holds the warp's maximum (sum).
+__device__ float warpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+}
+__device__ float warpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+  return v;
+}
+
+__global__ void __launch_bounds__(kTileWarps * 32)
+    attention_tiled_kernel(float* out, float* lse, const float* qkv, int T, int C, int NH,
+                           float scale) {
+  // Ks has a column of padding: lane j reading Ks[j][i] hits bank (65 j + i) % 32, a different
+  // one per lane. Qs[r][i] is read by the whole warp at once (a broadcast), Vs[j][i] along a row.
+  __shared__ float Qs[kTile][kMaxHs];      // Qs[r][i] = q_{q0 + r}[i], loaded once
+  __shared__ float Ks[kTile][kMaxHs + 1];  // Ks[j][i] = k_{kv0 + j}[i], one tile at a time
+  __shared__ float Vs[kTile][kMaxHs];      // Vs[j][i] = v_{kv0 + j}[i]
+  const int hs = C / NH, h = blockIdx.y, b = blockIdx.z, q0 = blockIdx.x * kTile;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long r0 = long(b) * T;  // token row of (b, t = 0) in qkv and out
+  // Loads: consecutive threads read consecutive floats of a row (coalesced); rows past T as 0.
+  for (int e = threadIdx.x; e < kTile * hs; e += blockDim.x) {
+    const int r = e / hs, i = e % hs;
+    Qs[r][i] = q0 + r < T ? qkv[qOffset(r0 + q0 + r, C, h, hs) + i] : 0.f;
+  }
+  // The state of the warp's rows: m and l (the same in every lane) and the lane's columns of acc.
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kColsPerLane];
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+    m[k] = -INFINITY;
+    l[k] = 0.f;
+#pragma unroll
+    for (int c = 0; c < kColsPerLane; ++c) acc[k][c] = 0.f;
+  }
+  // Causal: only the key tiles kv0 <= q0. Every row of the block sees key kv0 of each of them,
+  // so m turns finite on the first tile; the diagonal tile kv0 = q0 is the only one masked.
+  for (int kv0 = 0; kv0 <= q0; kv0 += kTile) {
+    for (int e = threadIdx.x; e < kTile * hs; e += blockDim.x) {
+      const int j = e / hs, i = e % hs;
+      const bool in = kv0 + j < T;
+      Ks[j][i] = in ? qkv[kOffset(r0 + kv0 + j, C, h, hs) + i] : 0.f;
+      Vs[j][i] = in ? qkv[vOffset(r0 + kv0 + j, C, h, hs) + i] : 0.f;
+    }
+    __syncthreads();  // the tiles (and Qs, the first time) are complete before anyone reads them
+#pragma unroll
+    for (int k = 0; k < kRowsPerWarp; ++k) {
+      const int r = warp + k * kTileWarps, t = q0 + r;
+      if (t >= T) continue;  // t is the same in the whole warp: no lane is left out of a shuffle
+      const int keys = min(kTile, t - kv0 + 1);  // the keys kv0 .. t of this tile are visible
+      // s_j, summed in the CPU's order; -inf for a future key (exp gives it p = 0).
+      float s = -INFINITY;
+      if (lane < keys) {
+        float dot = 0.f;
+        for (int i = 0; i < hs; ++i) dot += Qs[r][i] * Ks[lane][i];
+        s = dot * scale;
+      }
+      const float mNew = fmaxf(m[k], warpMax(s));
+      const float alpha = expf(m[k] - mNew);  // exp(-inf) = 0 on the first tile, where l = acc = 0
+      const float p = expf(s - mNew);
+      l[k] = alpha * l[k] + warpSum(p);
+#pragma unroll
+      for (int c = 0; c < kColsPerLane; ++c) acc[k][c] *= alpha;
+      for (int j = 0; j < keys; ++j) {
+        const float pj = __shfl_sync(kFull, p, j);  // lane j's p, to every lane
+#pragma unroll
+        for (int c = 0; c < kColsPerLane; ++c)
+          if (lane + 32 * c < hs) acc[k][c] += pj * Vs[j][lane + 32 * c];
+      }
+      m[k] = mNew;
+    }
+    __syncthreads();  // everyone is done with Ks and Vs before the next tiles overwrite them
+  }
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+    const int t = q0 + warp + k * kTileWarps;
+    if (t >= T) continue;
+    float* o = out + (r0 + t) * C + long(h) * hs;
+#pragma unroll
+    for (int c = 0; c < kColsPerLane; ++c)
+      if (lane + 32 * c < hs) o[lane + 32 * c] = acc[k][c] / l[k];
+    if (lse && lane == 0) lse[(long(b) * NH + h) * T + t] = m[k] + logf(l[k]);
+  }
 }
 
 // [SECTION] Backward, per sequence and head (cpu/attention.h):
@@ -202,6 +305,20 @@ void attention_forward_cuda(float* out, float* att, const float* qkv, int B, int
   if (n > 0)
     PARALAB_LAUNCH(attention_out_kernel, blocksFor(n), kThreads, stream, out, att, qkv, B, T, C,
                    NH);
+}
+
+void attention_forward_tiled_cuda(float* out, float* lse, const float* qkv, int B, int T, int C,
+                                  int NH, void* stream) {
+  if (B <= 0 || T <= 0 || C <= 0 || NH <= 0) return;
+  const int hs = C / NH;
+  if (hs > kMaxHs)
+    throw std::invalid_argument("attention_forward_tiled_cuda: head size " + std::to_string(hs) +
+                                " is over the kernel's limit of " + std::to_string(kMaxHs) +
+                                " (kAttentionTiledMaxHeadSize)");
+  const float scale = float(1.0 / std::sqrt(double(hs)));  // as the CPU rounds it
+  const dim3 grid(unsigned((T + kTile - 1) / kTile), unsigned(NH), unsigned(B));
+  PARALAB_LAUNCH(attention_tiled_kernel, grid, kTileWarps * 32, stream, out, lse, qkv, T, C, NH,
+                 scale);
 }
 
 void attention_backward_cuda(float* dqkv, float* scratch, const float* dout, const float* qkv,

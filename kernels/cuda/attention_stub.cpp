@@ -17,6 +17,9 @@ void attention_probs_cuda(float*, const float*, int, int, int, int, void*) {
 void attention_forward_cuda(float*, float*, const float*, int, int, int, int, void*) {
   noCuda("attention_forward_cuda");
 }
+void attention_forward_tiled_cuda(float*, float*, const float*, int, int, int, int, void*) {
+  noCuda("attention_forward_tiled_cuda");
+}
 void attention_backward_cuda(float*, float*, const float*, const float*, const float*, int, int,
                              int, int, void*) {
   noCuda("attention_backward_cuda");

@@ -9,10 +9,12 @@
 // Run: ctest -R tst_cuda_kernels --output-on-failure
 #include <QtTest>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,6 +107,9 @@ class TstCudaKernels : public QObject {
   void rowDotAndScale();
   void attention_data();
   void attention();
+  void attentionTiled_data();
+  void attentionTiled();
+  void attentionTiledRejectsLargeHeads();
   void embedding();
   void deviceReduction();
   void teachingExperiments();
@@ -492,6 +497,100 @@ void TstCudaKernels::attention() {
   const std::vector<float> first = gotD;
   attention_backward_cuda(dDqkv.p, dScratch.p, dDout.p, dQkv.p, dAttCpu.p, B, T, C, NH);
   expectNear(dDqkv.get(), first, 0, 0, "attention dqkv again");
+}
+
+// The tiled forward (online softmax, no att) against the CPU's out, and its lse against the
+// log-sum-exp of the scores computed in double. Rows: T = 1, T smaller than a 32-row tile, T a
+// tile or two exactly, T one past a tile (a diagonal tile with one live row), T not a multiple
+// of it over several tiles; hs = 8, 16, 32 and the limit 64; B and NH > 1.
+void TstCudaKernels::attentionTiled_data() {
+  QTest::addColumn<int>("B");
+  QTest::addColumn<int>("T");
+  QTest::addColumn<int>("C");
+  QTest::addColumn<int>("NH");
+  for (auto [B, T, C, NH] :
+       {std::array{1, 1, 8, 1}, std::array{2, 5, 16, 2}, std::array{2, 32, 32, 2},
+        std::array{2, 33, 64, 2}, std::array{3, 70, 48, 3}, std::array{1, 64, 96, 12},
+        std::array{1, 100, 64, 1}})
+    QTest::addRow("B=%d T=%d C=%d NH=%d hs=%d", B, T, C, NH, C / NH) << B << T << C << NH;
+}
+
+void TstCudaKernels::attentionTiled() {
+  REQUIRE_GPU();
+  QFETCH(int, B);
+  QFETCH(int, T);
+  QFETCH(int, C);
+  QFETCH(int, NH);
+  const int hs = C / NH;
+  const size_t rows = size_t(B) * T, heads = size_t(B) * NH;
+  const std::vector<float> qkv = randomVec(rows * 3 * C, 32, -2.f, 2.f);
+  std::vector<float> out(rows * C), att(heads * T * T);
+  attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  // The reference lse per (b, h, t) row: log sum_{t2 <= t} exp(s_t2), the CPU's scores
+  // q . k / sqrt(hs) in double, the row max subtracted before exp.
+  std::vector<float> lse(heads * T);
+  std::vector<double> s(static_cast<size_t>(T));  // one row's scores
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        const float* q = &qkv[(size_t(b) * T + t) * 3 * C + size_t(h) * hs];
+        double mx = -INFINITY;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const float* k = &qkv[(size_t(b) * T + t2) * 3 * C + C + size_t(h) * hs];
+          double dot = 0;
+          for (int i = 0; i < hs; ++i) dot += double(q[i]) * k[i];
+          s[size_t(t2)] = dot / std::sqrt(double(hs));
+          mx = std::max(mx, s[size_t(t2)]);
+        }
+        double sum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) sum += std::exp(s[size_t(t2)] - mx);
+        lse[(size_t(b) * NH + h) * T + t] = float(mx + std::log(sum));
+      }
+  // NaN in every output first: the kernel must write all of out and lse.
+  Dev<float> dQkv(qkv), dOut(std::vector<float>(out.size(), NAN)),
+      dLse(std::vector<float>(lse.size(), NAN));
+  attention_forward_tiled_cuda(dOut.p, dLse.p, dQkv.p, B, T, C, NH);
+  const std::vector<float> gotOut = dOut.get(), gotLse = dLse.get();
+  // Error budget (u, e as in attention()): the same scores and exps as the naive kernel, so out
+  // gets the naive bound 4 (e + T u). The online softmax adds, per key tile, a rescale by alpha
+  // (expf: ~2 ulp, and the product's rounding) of acc and l alike: a relative error <= 4 u per
+  // tile on the older terms' weights, at most 2 (4 u tiles) |v| on out per side, 16 u tiles for
+  // both. lse = m + log l: a score's error <= 4 hs^1.5 u + 4 sqrt(hs) u (the dot, the scale),
+  // l's relative error (T + 4 + 4 tiles) u (the exps, the sums, the rescales), the rounding of
+  // log and of the add (|lse| <= 4 sqrt(hs) + log T): below u (8 hs^1.5 + 2 T + 32).
+  const double u = 6e-8, hs15 = hs * std::sqrt(double(hs)), tiles = (T + 31) / 32;
+  const double e = u * (8 * hs15 + T + 8);
+  const double tolOut = 4 * (e + T * u) + 16 * u * tiles, tolLse = u * (8 * hs15 + 2 * T + 32);
+  expectNear(gotOut, out, tolOut, 0, "tiled attention out");
+  expectNear(gotLse, lse, tolLse, 0, "tiled attention lse");
+  double worstOut = 0, worstLse = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    worstOut = std::max(worstOut, std::abs(double(gotOut[i]) - out[i]));
+  for (size_t i = 0; i < lse.size(); ++i)
+    worstLse = std::max(worstLse, std::abs(double(gotLse[i]) - lse[i]));
+  qInfo("worst |GPU - CPU|: out %.2g (bound %.2g), lse %.2g (bound %.2g)", worstOut, tolOut,
+        worstLse, tolLse);
+  // lse is optional (nullptr: not written), and leaving it out changes nothing in out.
+  Dev<float> dOut2(std::vector<float>(out.size(), NAN));
+  attention_forward_tiled_cuda(dOut2.p, nullptr, dQkv.p, B, T, C, NH);
+  expectNear(dOut2.get(), gotOut, 0, 0, "tiled attention out without lse");
+}
+
+// A head wider than the shared-memory tiles is refused before anything runs, naming the limit;
+// the limit itself runs (all-zero q, k, v: out = 0 everywhere).
+void TstCudaKernels::attentionTiledRejectsLargeHeads() {
+  REQUIRE_GPU();
+  const int B = 1, T = 4, NH = 2, hsMax = kAttentionTiledMaxHeadSize;
+  Dev<float> dQkv(zeros(size_t(B) * T * 3 * NH * (hsMax + 1))),
+      dOut(std::vector<float>(size_t(B) * T * NH * hsMax, NAN));
+  try {
+    attention_forward_tiled_cuda(dOut.p, nullptr, dQkv.p, B, T, NH * (hsMax + 1), NH);
+    QFAIL("a head size over the limit must throw");
+  } catch (const std::invalid_argument& e) {
+    QVERIFY2(QString(e.what()).contains(QString::number(hsMax)), e.what());
+  }
+  attention_forward_tiled_cuda(dOut.p, nullptr, dQkv.p, B, T, NH * hsMax, NH);
+  expectNear(dOut.get(), zeros(dOut.n), 0, 0, "tiled attention out at the head size limit");
 }
 
 // Token + position embedding: the forward and both gradients are sums of the same terms in the
