@@ -65,6 +65,7 @@ RunReport MainWindow::report() const {
   if (!m_history.accuracy().isEmpty()) {
     r.accuracyStep = m_history.accuracy().back().step;
     r.accuracyPercent = m_history.accuracy().back().percent;
+    if (const double loss = m_history.accuracy().back().loss; loss >= 0) r.testLoss = loss;
   }
   r.meanStepMs = m_history.recentStepMs();
   r.samplesPerS = m_history.recentSamplesPerS();

@@ -1,4 +1,5 @@
-// LossChart: loss and test accuracy over steps, and earlier runs kept faded (see loss_chart.h).
+// LossChart: loss, held-out loss and test accuracy over steps, and earlier runs kept faded (see
+// loss_chart.h).
 // See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
 #include "charts/loss_chart.h"
 
@@ -28,6 +29,11 @@ LossChart::LossChart(QWidget* parent) : Chart("loss", tr("Training loss"), paren
   // Filled dots: each is one evaluation, and they read the same on light and dark screens.
   m_accuracy->setScatterStyle(
       QCPScatterStyle(QCPScatterStyle::ssDisc, chartcolors::kOrange, chartcolors::kOrange, 6));
+  // The held-out loss on the loss axis, beside the training loss it should follow: a gap
+  // between them is overfitting. Square dots, one per evaluation.
+  m_testLoss = addSeries(tr("held-out loss"), "test_loss_nats", yAxis, chartcolors::kGreen, 1.8);
+  m_testLoss->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssSquare, chartcolors::kGreen, chartcolors::kGreen, 6));
   setLegendColumns(3);
   finishUpdate();
 }
@@ -47,12 +53,14 @@ void LossChart::showHistory(const MetricHistory& history) {
   m_steps = history.steps();
   showChanges(history);
 
-  QVector<double> accSteps, acc;
+  QVector<double> accSteps, acc, lossSteps, testLoss;
   for (const auto& a : history.accuracy()) {
     accSteps.push_back(a.step);
     acc.push_back(a.percent);
+    if (a.loss >= 0) lossSteps.push_back(a.step), testLoss.push_back(a.loss);
   }
   m_accuracy->setData(accSteps, acc, true);
+  m_testLoss->setData(lossSteps, testLoss, true);
   fitValueAxis();
   finishUpdate();
 }
@@ -61,7 +69,7 @@ void LossChart::showHistory(const MetricHistory& history) {
 // leaves room for the highest of this run's and the kept runs' values.
 void LossChart::fitValueAxis() {
   double maxLoss = 0;
-  QList<QCPGraph*> graphs = {m_loss};
+  QList<QCPGraph*> graphs = {m_loss, m_testLoss};
   for (const Overlay& o : m_overlays) graphs << o.graph;
   for (QCPGraph* g : graphs)
     for (const QCPGraphData& d : *g->data()) maxLoss = std::max(maxLoss, d.value);
@@ -97,7 +105,7 @@ void LossChart::clearOverlays() {
 // are read whole (one number a step), the run shown streams past them.
 void LossChart::writeCsv(QTextStream& out) const {
   const QString mean = QString("loss_mean%1_nats").arg(MetricHistory::kMeanWindow);
-  out << "step,loss_nats," << mean << ",test_accuracy_percent";
+  out << "step,loss_nats," << mean << ",test_accuracy_percent,test_loss_nats";
   for (const Overlay& o : m_overlays) out << ',' << o.column;
   out << '\n';
   QString error;
@@ -123,7 +131,7 @@ void LossChart::writeCsv(QTextStream& out) const {
       for (size_t i = 0; i < kept.size(); ++i)
         if (next[i] < kept[i].size()) first = std::min(first, kept[i][next[i]].first);
       if (first >= step) return;
-      out << qlonglong(first) << ",,,";
+      out << qlonglong(first) << ",,,,";
       keptCells(first);
     }
   };
@@ -131,7 +139,8 @@ void LossChart::writeCsv(QTextStream& out) const {
     error = m_steps.forEach([&](const MetricHistory::Row& r, const StepMetrics& m) {
       keptOnlyBefore(r.step);
       out << qlonglong(r.step) << ',' << csvNumber(r.loss) << ',' << csvNumber(r.lossMean) << ','
-          << (m.testAccuracy ? csvNumber(100.0 * *m.testAccuracy) : QString());
+          << (m.testAccuracy ? csvNumber(100.0 * *m.testAccuracy) : QString()) << ','
+          << (m.testLoss ? csvNumber(*m.testLoss) : QString());
       keptCells(r.step);
     });
   keptOnlyBefore(std::numeric_limits<double>::infinity());
@@ -141,6 +150,8 @@ void LossChart::writeCsv(QTextStream& out) const {
 void LossChart::describeAccuracy(const RunConfig& c) {
   const bool text = c.model == "gpt";
   m_accuracy->setName(text ? tr("next-character accuracy (held out)") : tr("test accuracy"));
+  m_testLoss->setName(text ? tr("held-out loss per character") : tr("held-out loss"));
+  setAxisLabel(yAxis, text ? tr("loss (nats per character)") : tr("loss (nats)"));
   setAxisLabel(yAxis2, text ? tr("next-character accuracy (%)") : tr("test accuracy (%)"),
                tr("accuracy (%)"));
   finishUpdate();

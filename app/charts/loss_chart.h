@@ -41,6 +41,7 @@ class LossChart : public Chart {
   QCPGraph* m_loss;
   QCPGraph* m_lossMean;
   QCPGraph* m_accuracy;
+  QCPGraph* m_testLoss;  // held-out loss, one point per evaluation
   // An earlier run kept: its mean loss as drawn, and every step of it for the CSV.
   struct Overlay {
     QCPGraph* graph = nullptr;

@@ -77,7 +77,7 @@ void MetricHistory::append(const StepMetrics& m) {
   if (m_file) m_file->append(m);
   const Row r = m_means.add(m);
   m_rows.add(r);
-  if (m.testAccuracy) m_accuracy.add({r.step, 100.0 * *m.testAccuracy});
+  if (m.testAccuracy) m_accuracy.add({r.step, 100.0 * *m.testAccuracy, m.testLoss.value_or(-1)});
   ++m_stepsSeen;
   m_lastStep = m.step;
 }

@@ -35,6 +35,7 @@ class MetricHistory {
   struct Accuracy {
     double step = 0;
     double percent = 0;  // test accuracy, 100 * the engine's fraction
+    double loss = -1;    // held-out loss, nats per sample (GPT: per character); -1: not measured
   };
   // A live reconfiguration: applied after step `step`, changing what `text` says.
   struct Change {

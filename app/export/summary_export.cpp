@@ -124,19 +124,35 @@ void measuredSection(QStringList& md, const RunReport& r) {
   auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
   row(QObject::tr("Steps"), QObject::tr("%1 (%2)").arg(count(r.steps)).arg(r.state));
   if (r.last) {
-    row(QObject::tr("Final loss"), QObject::tr("%1 nats (last step); %2 nats (mean of the last %3)")
-                                       .arg(num(r.last->loss, 4))
-                                       .arg(num(r.lossMean, 4))
-                                       .arg(r.window));
+    row(QObject::tr("Final loss"),
+        (r.config.model == "gpt"
+             ? QObject::tr("%1 nats per character (last step); %2 (mean of the last %3)")
+             : QObject::tr("%1 nats (last step); %2 nats (mean of the last %3)"))
+            .arg(num(r.last->loss, 4))
+            .arg(num(r.lossMean, 4))
+            .arg(r.window));
   }
-  row(QObject::tr("Test accuracy"), r.accuracyPercent ? QObject::tr("%1 % (at step %2)")
-                                                            .arg(num(*r.accuracyPercent, 2))
-                                                            .arg(qlonglong(*r.accuracyStep))
-                                                      : QObject::tr("not evaluated"));
+  // The GPT is scored per character: its accuracy is of the next character, its loss per one.
+  const bool gpt = r.config.model == "gpt";
+  row(gpt ? QObject::tr("Next-character accuracy (held out)") : QObject::tr("Test accuracy"),
+      r.accuracyPercent ? QObject::tr("%1 % (at step %2)")
+                              .arg(num(*r.accuracyPercent, 2))
+                              .arg(qlonglong(*r.accuracyStep))
+                        : QObject::tr("not evaluated"));
+  if (r.testLoss)
+    row(QObject::tr("Held-out loss"),
+        (gpt ? QObject::tr("%1 nats per character (at step %2)")
+             : QObject::tr("%1 nats (at step %2)"))
+            .arg(num(*r.testLoss, 4))
+            .arg(qlonglong(*r.accuracyStep)));
   row(QObject::tr("Mean step time"),
       QObject::tr("%1 ms (last %2 steps)").arg(num(r.meanStepMs, 3)).arg(r.window));
   row(QObject::tr("Throughput"),
       QObject::tr("%1 samples/s (last %2 steps)").arg(num(r.samplesPerS, 0)).arg(r.window));
+  if (r.last && r.last->modelGflops && r.last->samplesPerS > 0)
+    row(QObject::tr("Model arithmetic"),
+        QObject::tr("%1 GFLOP/s (last step; the MFU count, lessons/reference/metrics.md)")
+            .arg(num(*r.last->modelGflops, 2)));
   if (r.last && r.last->bubble)
     row(QObject::tr("Pipeline bubble"),
         QObject::tr("%1 % of the pipeline's time idle").arg(num(100 * *r.last->bubble, 1)));

@@ -23,6 +23,7 @@ struct RunReport {
   double lossMean = 0;              // nats, mean of the last `window` steps
   int window = 0;
   std::optional<double> accuracyStep, accuracyPercent;  // the last evaluation
+  std::optional<double> testLoss;                       // its held-out loss, nats per sample
   double meanStepMs = 0;                                // over the last `window` steps
   double samplesPerS = 0;                               // over the last `window` steps
   std::optional<SweepResult> sweep;

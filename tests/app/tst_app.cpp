@@ -325,9 +325,11 @@ void TestApp::exportFormats() {
     QCOMPARE(csv.size() - 1, 60);  // one row per step: every step was drawn
   }
   const QStringList loss = readLines(dir.filePath("loss.csv"));
-  QCOMPARE(loss[0], QString("step,loss_nats,loss_mean20_nats,test_accuracy_percent"));
-  QVERIFY(loss[10].split(',').last().toDouble() > 0);  // step 10 was evaluated
-  QVERIFY(loss[11].split(',').last().isEmpty());       // step 11 was not
+  QCOMPARE(loss[0],
+           QString("step,loss_nats,loss_mean20_nats,test_accuracy_percent,test_loss_nats"));
+  QVERIFY(loss[10].split(',')[3].toDouble() > 0);  // step 10 was evaluated: accuracy and loss
+  QVERIFY(loss[10].split(',')[4].toDouble() > 0);
+  QVERIFY(loss[11].split(',')[3].isEmpty() && loss[11].split(',')[4].isEmpty());  // 11 was not
 
   // The scripted path's helper writes all of them at once.
   QStringList written;

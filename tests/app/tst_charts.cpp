@@ -521,11 +521,12 @@ void TestCharts::lossOverlays() {
   QCOMPARE(chart.overlayCount(), LossChart::kMaxOverlays);
   const QStringList csv = csvLines(chart);
   QVERIFY(csv[0].contains("[run 6]"));
-  QCOMPARE(csv[0].split(',').size(), 4 + LossChart::kMaxOverlays);
+  // step, loss, its mean, test accuracy, held-out loss, then the kept runs
+  QCOMPARE(csv[0].split(',').size(), 5 + LossChart::kMaxOverlays);
   chart.clearOverlays();
   QCOMPARE(chart.overlayCount(), 0);
-  QCOMPARE(chart.graphCount(), 3);
-  QCOMPARE(csvLines(chart)[0].split(',').size(), 4);
+  QCOMPARE(chart.graphCount(), 4);
+  QCOMPARE(csvLines(chart)[0].split(',').size(), 5);
 
   RunConfig c;
   QCOMPARE(LossChart::runLabel(c), QString("serial · momentum lr 0.05"));
