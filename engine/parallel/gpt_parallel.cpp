@@ -50,10 +50,10 @@ namespace paralab {
 
 GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
                    MemoryTracker* memory, SpanRecorder* spans)
-    : m_model(shard),
+    : Stage(compute),
+      m_model(shard),
       m_tp(tp),
       m_sp(sp && tp.size() > 1),
-      m_compute(compute),
       m_T(tp.size()),
       m_S(shard.shape().seq),
       m_C(shard.shape().hidden),
@@ -74,10 +74,6 @@ GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
                                 std::to_string(m_T) + " ranks; --seq must be a multiple of it");
 }
 
-void GptStage::ready() const { m_compute.sync(); }
-
-Device GptStage::device() const { return m_compute.device(); }
-
 MicroRows GptStage::rowsOf(int samples) const {
   MicroRows r{samples, m_S, samples * m_S, samples * m_S, 0};
   if (m_sp) {
@@ -89,28 +85,12 @@ MicroRows GptStage::rowsOf(int samples) const {
 
 bool GptStage::reportsLoss() const { return m_model.hasUnit(m_L + 1) && m_tp.rank() == 0; }
 
-std::unique_ptr<MicroActs> GptStage::allocate(int micro, int samples,
-                                              MemoryTracker* memory) const {
-  return layout(micro, samples, [&](Shape s) {
-    return m_compute.tensor(std::move(s), MemCategory::Activations, memory);
-  });
-}
-
-int64_t GptStage::microBytes(int samples) const {
-  return layout(0, samples, [](const Shape&) { return Tensor(); })->bytes;
-}
-
-std::unique_ptr<GptMicroActs> GptStage::layout(
+std::unique_ptr<MicroActs> GptStage::layout(
     int micro, int samples, const std::function<Tensor(Shape)>& make) const {
   auto m = std::make_unique<GptMicroActs>();
-  m->micro = micro;
-  m->r = rowsOf(samples);
-  m->capacity = samples;
+  begin(*m, micro, samples);
   const int64_t full = m->r.full, local = m->r.local, C = m_C;
-  auto act = [&](Shape s) {
-    m->bytes += numelOf(s) * int64_t(sizeof(float));
-    return make(std::move(s));
-  };
+  auto act = [&](Shape s) { return m->add(std::move(s), make); };
   if (m_model.hasUnit(0)) m->tokens = act({full});
   const int blocks = m_model.endBlock() - m_model.firstBlock();
   for (int j = 0; j <= blocks; ++j) m->a.push_back(act({local, C}));
@@ -229,13 +209,8 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
     }
     if (hooks) hooks->afterForward(unitOf(0));
   }
-  const int blocks = m_model.endBlock() - m_model.firstBlock();
-  for (int j = 0; j < blocks; ++j) {
-    const int unit = unitOf(m_model.firstBlock() + j + 1);
-    if (hooks) hooks->beforeForward(unit);
-    blockForward(step, j, m);
-    if (hooks) hooks->afterForward(unit);
-  }
+  eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), true,
+            hooks, [&](int j) { blockForward(step, j, m); });
   if (!m_model.hasUnit(m_L + 1)) return 0;
   const float* in = gatherRows(m.a.back().data(), m.aFull.data(), r);  // SP ends
   if (hooks) hooks->beforeForward(unitOf(m_L + 1));
@@ -327,13 +302,8 @@ void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float
   } else {
     m_compute.copy(dA, dOut, localFloats);
   }
-  const int blocks = m_model.endBlock() - m_model.firstBlock();
-  for (int j = blocks - 1; j >= 0; --j) {
-    const int unit = unitOf(m_model.firstBlock() + j + 1);
-    if (hooks) hooks->beforeBackward(unit);
-    blockBackward(step, j, m, dA);
-    if (hooks) hooks->afterBackward(unit);
-  }
+  eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), false,
+            hooks, [&](int j) { blockBackward(step, j, m, dA); });
   if (!m_model.hasUnit(0)) {
     m_compute.copy(dIn, dA, localFloats);
     return;

@@ -36,9 +36,6 @@ class GptStage final : public Stage {
            SpanRecorder* spans);
 
   MicroRows rowsOf(int samples) const override;
-  std::unique_ptr<MicroActs> allocate(int micro, int samples,
-                                      MemoryTracker* memory) const override;
-  int64_t microBytes(int samples) const override;
   int64_t boundaryFloats(int samples) const override {
     return int64_t(rowsOf(samples).local) * m_C;
   }
@@ -68,15 +65,12 @@ class GptStage final : public Stage {
   // SP: the rows of `mine` [local, C] from every rank, into `all` [full, C]; else `mine`.
   const float* gatherRows(const float* mine, float* all, const MicroRows& r);
   void ensureScratch(const MicroRows& r);
-  std::unique_ptr<GptMicroActs> layout(int micro, int samples,
-                                       const std::function<Tensor(Shape)>& make) const;
-  void ready() const;
-  Device device() const;
+  std::unique_ptr<MicroActs> layout(int micro, int samples,
+                                    const std::function<Tensor(Shape)>& make) const override;
 
   Gpt& m_model;
   Communicator& m_tp;
   bool m_sp;
-  Compute& m_compute;
   int m_T;              // tp degree
   int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
   int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T

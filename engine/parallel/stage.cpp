@@ -3,12 +3,43 @@
 
 #include <stdexcept>
 
+#include "device/compute.h"
 #include "model/gpt.h"
 #include "model/mlp.h"
 #include "parallel/gpt_parallel.h"
 #include "parallel/tensor_parallel.h"
 
 namespace paralab {
+
+std::unique_ptr<MicroActs> Stage::allocate(int micro, int samples, MemoryTracker* memory) const {
+  return layout(micro, samples, [&](Shape s) {
+    return m_compute.tensor(std::move(s), MemCategory::Activations, memory);
+  });
+}
+
+int64_t Stage::microBytes(int samples) const {
+  return layout(0, samples, [](const Shape&) { return Tensor(); })->bytes;
+}
+
+void Stage::begin(MicroActs& m, int micro, int samples) const {
+  m.micro = micro;
+  m.r = rowsOf(samples);
+  m.capacity = samples;
+}
+
+void Stage::eachBlock(int blocks, int firstUnit, bool forward, UnitHooks* hooks,
+                      const std::function<void(int)>& run) {
+  for (int i = 0; i < blocks; ++i) {
+    const int j = forward ? i : blocks - 1 - i, unit = firstUnit + j;
+    if (hooks) forward ? hooks->beforeForward(unit) : hooks->beforeBackward(unit);
+    run(j);
+    if (hooks) forward ? hooks->afterForward(unit) : hooks->afterBackward(unit);
+  }
+}
+
+void Stage::ready() const { m_compute.sync(); }
+
+Device Stage::device() const { return m_compute.device(); }
 
 void Stage::reuse(MicroActs& m, int micro, int samples) const {
   if (samples > m.capacity) throw std::logic_error("Stage::reuse: buffers too small");

@@ -5,6 +5,7 @@
 // See tests/engine/tst_model_parallel.cpp and tst_gpt.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "metrics/span_recorder.h"
@@ -36,18 +37,25 @@ struct MicroActs {
   MicroRows r;       // the rows in use (the buffers may hold more: sized for the largest)
   int capacity = 0;  // samples the buffers were allocated for
   int64_t bytes = 0; // all of its buffers
+  // One buffer of the layout, made by `make` and counted in `bytes`.
+  Tensor add(Shape s, const std::function<Tensor(Shape)>& make) {
+    bytes += numelOf(s) * int64_t(sizeof(float));
+    return make(std::move(s));
+  }
 };
 
 class Stage {
  public:
+  // `compute`: where the shard's parameters live and its math runs; every buffer is made by it,
+  // and the group's collectives are given its device.
+  explicit Stage(Compute& compute) : m_compute(compute) {}
   virtual ~Stage() = default;
   virtual MicroRows rowsOf(int samples) const = 0;
   // The activation buffers of micro-batch `micro`, of `samples` samples (counted as
   // Activations by `memory`, which may be null).
-  virtual std::unique_ptr<MicroActs> allocate(int micro, int samples,
-                                              MemoryTracker* memory) const = 0;
+  std::unique_ptr<MicroActs> allocate(int micro, int samples, MemoryTracker* memory) const;
   // The bytes allocate() would take for `samples` samples, without allocating (holdings).
-  virtual int64_t microBytes(int samples) const = 0;
+  int64_t microBytes(int samples) const;
   // Puts buffers allocated for at least `samples` samples to use for micro-batch `micro`.
   void reuse(MicroActs& m, int micro, int samples) const;
   // Floats in one message to or from a neighbouring stage: the residual stream rows this rank
@@ -76,6 +84,24 @@ class Stage {
   virtual void finishBackward(GradSync& sync) = 0;
   // The last stage's tp rank 0 (its tp partners compute the same loss).
   virtual bool reportsLoss() const = 0;
+
+ protected:
+  // The buffers of one micro-batch of `samples` samples, each made by MicroActs::add with
+  // `make` (one layout for allocate() and microBytes()); micro, rows and capacity set.
+  virtual std::unique_ptr<MicroActs> layout(int micro, int samples,
+                                            const std::function<Tensor(Shape)>& make) const = 0;
+  // Sets what every layout starts with: the micro-batch, its rows, the capacity.
+  void begin(MicroActs& m, int micro, int samples) const;
+  // Runs run(j) for the stage's `blocks` blocks in order (backward: in reverse), each between
+  // its unit's hooks; block 0 is the shard's unit `firstUnit`.
+  static void eachBlock(int blocks, int firstUnit, bool forward, UnitHooks* hooks,
+                        const std::function<void(int)>& run);
+  // Before a collective on the stage's buffers: the kernels that wrote them are done, and none
+  // still reads what the communicator (on its own stream) is about to write. Nothing on the CPU.
+  void ready() const;
+  Device device() const;  // of the stage's buffers, as collectives take it
+
+  Compute& m_compute;
 };
 
 // The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`

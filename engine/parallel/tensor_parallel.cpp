@@ -48,19 +48,15 @@ namespace paralab {
 
 TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, Compute& compute,
                                          MemoryTracker* memory, SpanRecorder* spans)
-    : m_model(shard),
+    : Stage(compute),
+      m_model(shard),
       m_tp(tp),
       m_sp(sp && tp.size() > 1),
-      m_compute(compute),
       m_T(tp.size()),
       m_H(shard.shape().hidden),
       m_F(4 * shard.shape().hidden / tp.size()),
       m_memory(memory),
       m_spans(spans) {}
-
-void TensorParallelStage::ready() const { m_compute.sync(); }
-
-Device TensorParallelStage::device() const { return m_compute.device(); }
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
   MicroRows r{rows, 1, rows, rows, 0};
@@ -76,28 +72,12 @@ bool TensorParallelStage::reportsLoss() const {
   return m_model.hasUnit(m_model.shape().layers + 1) && m_tp.rank() == 0;
 }
 
-std::unique_ptr<MicroActs> TensorParallelStage::allocate(int micro, int rows,
-                                                         MemoryTracker* memory) const {
-  return layout(micro, rows, [&](Shape s) {
-    return m_compute.tensor(std::move(s), MemCategory::Activations, memory);
-  });
-}
-
-int64_t TensorParallelStage::microBytes(int rows) const {
-  return layout(0, rows, [](const Shape&) { return Tensor(); })->bytes;
-}
-
-std::unique_ptr<MlpMicroActs> TensorParallelStage::layout(
+std::unique_ptr<MicroActs> TensorParallelStage::layout(
     int micro, int rows, const std::function<Tensor(Shape)>& make) const {
   auto m = std::make_unique<MlpMicroActs>();
-  m->micro = micro;
-  m->r = rowsOf(rows);
-  m->capacity = rows;
+  begin(*m, micro, rows);
   const int64_t full = m->r.full, local = m->r.local, H = m_H, F = m_F;
-  auto act = [&](Shape s) {
-    m->bytes += numelOf(s) * int64_t(sizeof(float));
-    return make(std::move(s));
-  };
+  auto act = [&](Shape s) { return m->add(std::move(s), make); };
   const MlpShape& shape = m_model.shape();
   if (m_model.hasUnit(0)) m->x = act({rows, shape.input});
   const int blocks = m_model.endBlock() - m_model.firstBlock();
@@ -159,13 +139,8 @@ double TensorParallelStage::forward(int64_t step, MicroActs& micro, const float*
     }
     if (hooks) hooks->afterForward(unitOf(0));
   }
-  const int blocks = m_model.endBlock() - m_model.firstBlock();
-  for (int j = 0; j < blocks; ++j) {
-    const int unit = unitOf(m_model.firstBlock() + j + 1);
-    if (hooks) hooks->beforeForward(unit);
-    blockForward(step, j, m);
-    if (hooks) hooks->afterForward(unit);
-  }
+  eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), true,
+            hooks, [&](int j) { blockForward(step, j, m); });
   if (!m_model.hasUnit(shape.layers + 1)) return 0;
   const float* in = m.a.back().data();
   if (m_sp) {  // SP ends: every rank gets every row for the replicated classifier
@@ -252,13 +227,8 @@ void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* 
   } else {
     m_compute.copy(dA, dOut, localFloats);
   }
-  const int blocks = m_model.endBlock() - m_model.firstBlock();
-  for (int j = blocks - 1; j >= 0; --j) {
-    const int unit = unitOf(m_model.firstBlock() + j + 1);
-    if (hooks) hooks->beforeBackward(unit);
-    blockBackward(step, j, m, dA);
-    if (hooks) hooks->afterBackward(unit);
-  }
+  eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), false,
+            hooks, [&](int j) { blockBackward(step, j, m, dA); });
   if (!m_model.hasUnit(0)) {
     m_compute.copy(dIn, dA, localFloats);
     return;

@@ -37,8 +37,6 @@ class TensorParallelStage final : public Stage {
                       MemoryTracker* memory, SpanRecorder* spans);
 
   MicroRows rowsOf(int rows) const override;
-  std::unique_ptr<MicroActs> allocate(int micro, int rows, MemoryTracker* memory) const override;
-  int64_t microBytes(int rows) const override;
   int64_t boundaryFloats(int rows) const override { return int64_t(rowsOf(rows).local) * m_H; }
   float* input(MicroActs& m) const override { return acts(m).a.front().data(); }
   float* output(MicroActs& m) const override { return acts(m).a.back().data(); }
@@ -56,19 +54,12 @@ class TensorParallelStage final : public Stage {
   void blockForward(int64_t step, int j, MlpMicroActs& m);
   void blockBackward(int64_t step, int j, MlpMicroActs& m, float* dA);
   void ensureScratch(const MicroRows& r);
-  // The buffers of one micro-batch of `rows` samples, each made by `make` (one layout for
-  // allocate() and microBytes()).
-  std::unique_ptr<MlpMicroActs> layout(int micro, int rows,
-                                       const std::function<Tensor(Shape)>& make) const;
-  // Before a collective on the stage's buffers: the kernels that wrote them are done, and none
-  // still reads what the communicator (on its own stream) is about to write. Nothing on the CPU.
-  void ready() const;
-  Device device() const;  // of the stage's buffers, as collectives take it
+  std::unique_ptr<MicroActs> layout(int micro, int rows,
+                                    const std::function<Tensor(Shape)>& make) const override;
 
   Mlp& m_model;
   Communicator& m_tp;
   bool m_sp;
-  Compute& m_compute;
   int m_T, m_H, m_F;  // tp degree, hidden width, fc1 outputs per rank (4H / T)
   MemoryTracker* m_memory;
   SpanRecorder* m_spans;
