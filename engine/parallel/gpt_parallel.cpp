@@ -50,20 +50,15 @@ namespace paralab {
 
 GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
                    MemoryTracker* memory, SpanRecorder* spans)
-    : Stage(compute),
+    : Stage(tp, sp, compute, memory, spans),
       m_model(shard),
-      m_tp(tp),
-      m_sp(sp && tp.size() > 1),
-      m_T(tp.size()),
       m_S(shard.shape().seq),
       m_C(shard.shape().hidden),
       m_V(shard.shape().vocab),
       m_L(shard.shape().layers),
       m_Cl(shard.shape().hidden / tp.size()),
       m_NHl(shard.shape().heads / tp.size()),
-      m_F(4 * shard.shape().hidden / tp.size()),
-      m_memory(memory),
-      m_spans(spans) {
+      m_F(4 * shard.shape().hidden / tp.size()) {
   if (shard.recompute() == Recompute::Full)
     throw std::invalid_argument(
         "recompute: full recomputation runs on one rank and under the data-parallel strategies; "

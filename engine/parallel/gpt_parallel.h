@@ -69,13 +69,8 @@ class GptStage final : public Stage {
                                     const std::function<Tensor(Shape)>& make) const override;
 
   Gpt& m_model;
-  Communicator& m_tp;
-  bool m_sp;
-  int m_T;              // tp degree
   int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
   int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T
-  MemoryTracker* m_memory;
-  SpanRecorder* m_spans;
   // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace.
   int m_capacity = 0;  // in rows (tokens)
   Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dqkv, m_dh, m_y, m_att, m_attScratch;

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "comm/communicator.h"
 #include "device/compute.h"
 #include "model/gpt.h"
 #include "model/mlp.h"
@@ -10,6 +11,15 @@
 #include "parallel/tensor_parallel.h"
 
 namespace paralab {
+
+Stage::Stage(Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
+             SpanRecorder* spans)
+    : m_tp(tp),
+      m_sp(sp && tp.size() > 1),
+      m_T(tp.size()),
+      m_compute(compute),
+      m_memory(memory),
+      m_spans(spans) {}
 
 std::unique_ptr<MicroActs> Stage::allocate(int micro, int samples, MemoryTracker* memory) const {
   return layout(micro, samples, [&](Shape s) {

@@ -46,9 +46,11 @@ struct MicroActs {
 
 class Stage {
  public:
+  // `tp`: the rank's tensor-parallel group (size 1: none); `sp`: sequence parallelism over it.
   // `compute`: where the shard's parameters live and its math runs; every buffer is made by it,
-  // and the group's collectives are given its device.
-  explicit Stage(Compute& compute) : m_compute(compute) {}
+  // and the group's collectives are given its device. `memory` counts the scratch buffers,
+  // `spans` records the compute.
+  Stage(Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory, SpanRecorder* spans);
   virtual ~Stage() = default;
   virtual MicroRows rowsOf(int samples) const = 0;
   // The activation buffers of micro-batch `micro`, of `samples` samples (counted as
@@ -101,7 +103,12 @@ class Stage {
   void ready() const;
   Device device() const;  // of the stage's buffers, as collectives take it
 
+  Communicator& m_tp;
+  bool m_sp;   // sequence parallelism, on a group of more than one rank
+  int m_T;     // tp degree
   Compute& m_compute;
+  MemoryTracker* m_memory;
+  SpanRecorder* m_spans;
 };
 
 // The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`

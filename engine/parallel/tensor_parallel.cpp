@@ -48,15 +48,10 @@ namespace paralab {
 
 TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, Compute& compute,
                                          MemoryTracker* memory, SpanRecorder* spans)
-    : Stage(compute),
+    : Stage(tp, sp, compute, memory, spans),
       m_model(shard),
-      m_tp(tp),
-      m_sp(sp && tp.size() > 1),
-      m_T(tp.size()),
       m_H(shard.shape().hidden),
-      m_F(4 * shard.shape().hidden / tp.size()),
-      m_memory(memory),
-      m_spans(spans) {}
+      m_F(4 * shard.shape().hidden / tp.size()) {}
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
   MicroRows r{rows, 1, rows, rows, 0};

@@ -58,11 +58,7 @@ class TensorParallelStage final : public Stage {
                                     const std::function<Tensor(Shape)>& make) const override;
 
   Mlp& m_model;
-  Communicator& m_tp;
-  bool m_sp;
-  int m_T, m_H, m_F;  // tp degree, hidden width, fc1 outputs per rank (4H / T)
-  MemoryTracker* m_memory;
-  SpanRecorder* m_spans;
+  int m_H, m_F;  // hidden width, fc1 outputs per rank (4H / T)
   // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace.
   int m_capacity = 0;
   Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dh, m_y;
