@@ -2,6 +2,7 @@
 #include "bench_common.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 namespace paralab::bench {
@@ -28,6 +29,20 @@ bool wantsJson(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--json") == 0) return true;
   return false;
+}
+
+ScriptRun runScript(const std::string& command) {
+  ScriptRun r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) r.out += buf;
+  r.rc = pclose(p);
+  if (const size_t brace = r.out.rfind('{'); brace != std::string::npos) {
+    r.last = nlohmann::json::parse(r.out.substr(brace), nullptr, false);
+    if (!r.last.is_object()) r.last = nullptr;
+  }
+  return r;
 }
 
 }  // namespace paralab::bench

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -13,5 +14,15 @@ double median(std::vector<double> v);
 double timeMedian(const std::function<void()>& f, int repeats, int warmup = 1);
 // True when --json is among the arguments.
 bool wantsJson(int argc, char** argv);
+
+// A reference script's run (the PyTorch ones print their result as the last JSON object of
+// their output): its exit code, its output (stdout and stderr), and that object, or null when
+// there is none or the command could not start (rc -1).
+struct ScriptRun {
+  int rc = -1;
+  std::string out;
+  nlohmann::json last;
+};
+ScriptRun runScript(const std::string& command);
 
 }  // namespace paralab::bench

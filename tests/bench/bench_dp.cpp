@@ -60,21 +60,12 @@ int benchDp(int argc, char** argv) {
   if (!noTorch) {
     const std::string cmd = "/usr/bin/python3 " PARALAB_TORCH_DDP_SCRIPT " --hidden " +
                             std::to_string(c.hidden) + " --batch " + std::to_string(c.batch) +
-                            " --ranks " + std::to_string(ranks) + " --steps " + std::to_string(steps) +
-                            " 2>/dev/null";
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      std::string out;
-      char buf[4096];
-      while (fgets(buf, sizeof buf, p)) out += buf;
-      const int rc = pclose(p);
-      const size_t brace = out.rfind('{');
-      if (rc == 0 && brace != std::string::npos) {
-        const auto j = nlohmann::json::parse(out.substr(brace));
-        torchSerial = j["serial_step_ms"];
-        torchDdp = j["ddp_step_ms"];
-      } else {
-        why = "PyTorch reference unavailable (install python3-torch: make bench does)";
-      }
+                            " --ranks " + std::to_string(ranks) + " --steps " + std::to_string(steps);
+    if (const bench::ScriptRun r = bench::runScript(cmd); r.rc == 0 && r.last.is_object()) {
+      torchSerial = r.last.value("serial_step_ms", 0.0);
+      torchDdp = r.last.value("ddp_step_ms", 0.0);
+    } else {
+      why = "PyTorch reference unavailable (install python3-torch: make bench does)";
     }
   }
   if (json) {

@@ -36,17 +36,10 @@ nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const Option
                           " --batch " + std::to_string(c.batch) + " --lr " +
                           std::to_string(c.lr) + " --threads " + std::to_string(threads) +
                           " --steps " + std::to_string(o.steps) + " --repeats " +
-                          std::to_string(o.repeats) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {{"not_run", "cannot start python3"}};
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  const size_t brace = out.rfind('{');
-  nlohmann::json j;
-  if (brace != std::string::npos) j = nlohmann::json::parse(out.substr(brace), nullptr, false);
-  if (j.is_object() && (rc == 0 || j.contains("not_run"))) return j;
+                          std::to_string(o.repeats);
+  const bench::ScriptRun r = bench::runScript(cmd);
+  if (r.rc == -1) return {{"not_run", "cannot start python3"}};
+  if (r.last.is_object() && (r.rc == 0 || r.last.contains("not_run"))) return r.last;
   return {{"not_run", "PyTorch reference unavailable (install python3-torch: make bench does)"}};
 }
 

@@ -57,17 +57,12 @@ TorchRun runTorch(const RunConfig& c, int steps, int repeats, const std::string&
                     " --batch " + std::to_string(c.batch) + " --steps " + std::to_string(steps) +
                     " --repeats " + std::to_string(repeats);
   if (c.device != "cpu") cmd += " --device " + c.device + (tf32 ? " --tf32" : "");
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {0, "cannot start python3", {}};
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  const size_t brace = out.rfind('{');
-  nlohmann::json j;
-  if (brace != std::string::npos) j = nlohmann::json::parse(out.substr(brace), nullptr, false);
+  const bench::ScriptRun run = bench::runScript(cmd);
+  if (run.rc == -1) return {0, "cannot start python3", {}};
+  std::string out = run.out;
+  const nlohmann::json& j = run.last;
   if (j.is_object() && j.contains("not_run")) return {0, j.value("not_run", ""), j};
-  if (rc == 0 && j.is_object()) return {j.value("samples_per_s", 0.0), "", j};
+  if (run.rc == 0 && j.is_object()) return {j.value("samples_per_s", 0.0), "", j};
   if (c.device == "cpu")
     return {0, "PyTorch reference unavailable (install python3-torch: make bench does)", {}};
   // On the GPU the usual cause is a PyTorch without CUDA or none at all: its last words say so.
