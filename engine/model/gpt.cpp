@@ -185,12 +185,14 @@ void Gpt::loadTokens(const float* x, int batch) {
   }
 }
 
-void Gpt::forwardTo(int B, int T, UnitHooks* hooks) {
-  Acts& A = m_acts;
+void Gpt::forwardTo(int B, int T, UnitHooks* hooks, const std::function<void()>& inFirstUnit,
+                    const std::function<void()>& inLastUnit) {
   const int C = m_shape.hidden;
   const int rows = B * T;
   const int last = numUnits() - 1;
   if (hooks) hooks->beforeForward(0);
+  if (inFirstUnit) inFirstUnit();
+  Acts& A = m_acts;
   m_compute->embedding(A.a[0].data(), reinterpret_cast<const int*>(A.tokens.data()),
                        m_ps.param(m_wte), m_ps.param(m_wpe), B, T, C);
   if (hooks) hooks->afterForward(0);
@@ -203,6 +205,7 @@ void Gpt::forwardTo(int B, int T, UnitHooks* hooks) {
   m_lnf[0].forward(A.a[m_blocks.size()].data(), A.lnf.data(), A.meanf.data(), A.rstdf.data(),
                    rows);
   m_head[0].forward(A.lnf.data(), A.logits.data(), rows);
+  if (inLastUnit) inLastUnit();
   if (hooks) hooks->afterForward(last);
 }
 
@@ -238,11 +241,11 @@ void Gpt::lossAndGrad(int B, int T, double normalizer, double* lossSum, int* cor
 
 double Gpt::forwardLoss(const float* x, const int* /*labels*/, int batch, double normalizer,
                         UnitHooks* hooks) {
-  loadTokens(x, batch);
-  forwardTo(batch, m_shape.seq, hooks);
-  m_B = batch;
   double loss = 0;
-  lossAndGrad(batch, m_shape.seq, normalizer, &loss, nullptr);
+  forwardTo(
+      batch, m_shape.seq, hooks, [&] { loadTokens(x, batch); },
+      [&] { lossAndGrad(batch, m_shape.seq, normalizer, &loss, nullptr); });
+  m_B = batch;
   return loss;
 }
 
@@ -289,11 +292,11 @@ void Gpt::backward(UnitHooks* hooks) {
 }
 
 Evaluation Gpt::evaluate(const float* x, const int* /*labels*/, int batch, UnitHooks* hooks) {
-  loadTokens(x, batch);
-  forwardTo(batch, m_shape.seq, hooks);
   double loss = 0;
   int correct = 0;
-  lossAndGrad(batch, m_shape.seq, 1.0, &loss, &correct);
+  forwardTo(
+      batch, m_shape.seq, hooks, [&] { loadTokens(x, batch); },
+      [&] { lossAndGrad(batch, m_shape.seq, 1.0, &loss, &correct); });
   return {correct, int64_t(batch) * m_shape.seq, loss};
 }
 

@@ -22,6 +22,7 @@
 // See tests/engine/tst_gpt.cpp (gradient check, learning) and tst_parallel_equals_serial.cpp.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -120,7 +121,11 @@ class Gpt : public Model {
   void ensureCapacity(int B, int T);
   // Token ids of `batch` windows (rows of T + 1 floats) to the device: inputs and targets.
   void loadTokens(const float* x, int batch);
-  void forwardTo(int B, int T, UnitHooks* hooks);
+  // The forward through the logits. `inFirstUnit` (loading the tokens) and `inLastUnit` (the
+  // loss) run inside the first and last units' hooks, so the spans around units hold all of the
+  // forward's work.
+  void forwardTo(int B, int T, UnitHooks* hooks, const std::function<void()>& inFirstUnit = {},
+                 const std::function<void()>& inLastUnit = {});
   void lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct);
 
   GptShape m_shape;

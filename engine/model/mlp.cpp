@@ -102,15 +102,17 @@ void Mlp::ensureCapacity(int batch) {
   m_acts = std::move(a);
 }
 
-void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
+void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks,
+                    const std::function<void()>& inLastUnit) {
   if (!whole())
     throw std::logic_error("Mlp: a shard runs its parts one by one (tensor_parallel.cpp)");
-  ensureCapacity(batch);
-  Acts& A = m_acts;
   const int H = m_shape.hidden;
   const int last = numUnits() - 1;
-  m_compute->upload(A.x.data(), x, int64_t(batch) * m_shape.input);
+  // The buffers and the batch's upload are the first unit's work (inside its span).
   if (hooks) hooks->beforeForward(0);
+  ensureCapacity(batch);
+  Acts& A = m_acts;
+  m_compute->upload(A.x.data(), x, int64_t(batch) * m_shape.input);
   m_in[0].forward(A.x.data(), A.a[0].data(), batch);
   if (hooks) hooks->afterForward(0);
   for (size_t l = 0; l < m_blocks.size(); ++l) {
@@ -126,15 +128,19 @@ void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks) {
   }
   if (hooks) hooks->beforeForward(last);
   m_cls[0].forward(A.a[m_blocks.size()].data(), A.logits.data(), batch);
+  if (inLastUnit) inLastUnit();
   if (hooks) hooks->afterForward(last);
 }
 
 double Mlp::forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                         UnitHooks* hooks) {
-  forwardTo(x, batch, hooks);
+  double loss = 0;
+  forwardTo(x, batch, hooks, [&] {
+    loss = m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
+                                  labelsHere(labels, batch), batch, m_shape.classes, normalizer);
+  });
   m_batch = batch;
-  return m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
-                                labelsHere(labels, batch), batch, m_shape.classes, normalizer);
+  return loss;
 }
 
 const int* Mlp::labelsHere(const int* labels, int batch) {
@@ -171,17 +177,21 @@ void Mlp::backward(UnitHooks* hooks) {
 }
 
 int Mlp::countCorrect(const float* x, const int* labels, int batch, UnitHooks* hooks) {
-  forwardTo(x, batch, hooks);
-  return m_compute->countCorrect(m_acts.logits.data(), labelsHere(labels, batch), batch,
-                                 m_shape.classes, m_acts.dlogits.data());
+  int correct = 0;
+  forwardTo(x, batch, hooks, [&] {
+    correct = m_compute->countCorrect(m_acts.logits.data(), labelsHere(labels, batch), batch,
+                                      m_shape.classes, m_acts.dlogits.data());
+  });
+  return correct;
 }
 
 Evaluation Mlp::evaluate(const float* x, const int* labels, int batch, UnitHooks* hooks) {
-  forwardTo(x, batch, hooks);
   int correct = 0;
-  const double loss = m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
-                                             labelsHere(labels, batch), batch, m_shape.classes,
-                                             1.0, &correct);
+  double loss = 0;
+  forwardTo(x, batch, hooks, [&] {
+    loss = m_compute->softmaxXent(m_acts.dlogits.data(), m_acts.logits.data(),
+                                  labelsHere(labels, batch), batch, m_shape.classes, 1.0, &correct);
+  });
   return {correct, batch, loss};
 }
 

@@ -8,6 +8,7 @@
 // memory, uploaded per call on a GPU. See tests/engine/tst_model.cpp, tst_model_parallel.cpp,
 // tst_kernel_choice.cpp and tst_cuda_training.cpp.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -71,7 +72,10 @@ class Mlp : public Model {
     Tensor da, dtmp, dh;              // backward scratch [B, H], [B, H], [B, 4H] (workspace)
   };
   void ensureCapacity(int batch);
-  void forwardTo(const float* x, int batch, UnitHooks* hooks);
+  // The forward through the logits; `inLastUnit` (the loss) runs inside the output layer's
+  // hooks, so the spans around units hold all of the forward's work.
+  void forwardTo(const float* x, int batch, UnitHooks* hooks,
+                 const std::function<void()>& inLastUnit = {});
   const int* labelsHere(const int* labels, int batch);  // on the model's device
 
   MlpShape m_shape;
