@@ -3,8 +3,12 @@
 // window, metrics.md) against the FMA peak of the threads it ran on, and PyTorch's CPU build on
 // the same architecture, batch, context and optimizer (torch_gpt.py), measured in the same run
 // at each thread count. Try: paralab-bench gpt [--threads 1,2] [--json]
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "bench_common.h"
 #include "cli/run_options.h"
 #include "cpu/gemm.h"
+#include "data/dataset.h"
 #include "model/model.h"
 #include "teach/gemm_ladder.h"
 #include "train/trainer.h"
@@ -27,8 +32,10 @@ struct Options {
 
 int fail(const std::string& what) { return badInput("paralab-bench gpt", what); }
 
-// PyTorch's line for the same model at `threads`, or why there is none.
-nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const Options& o) {
+// PyTorch's line for the same model at `threads`, or why there is none. `windows`: a file of the
+// batch's windows of token ids, the text ParaLab trains on.
+nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const std::string& windows,
+                        const Options& o) {
   const std::string cmd = "/usr/bin/python3 " PARALAB_TORCH_GPT_SCRIPT " --vocab " +
                           std::to_string(vocab) + " --seq " + std::to_string(c.seq) +
                           " --hidden " + std::to_string(c.hidden) + " --layers " +
@@ -36,7 +43,7 @@ nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const Option
                           " --batch " + std::to_string(c.batch) + " --lr " +
                           std::to_string(c.lr) + " --threads " + std::to_string(threads) +
                           " --steps " + std::to_string(o.steps) + " --repeats " +
-                          std::to_string(o.repeats);
+                          std::to_string(o.repeats) + " --windows " + windows;
   const bench::ScriptRun r = bench::runScript(cmd);
   if (r.rc == -1) return {{"not_run", "cannot start python3"}};
   if (r.last.is_object() && (r.rc == 0 || r.last.contains("not_run"))) return r.last;
@@ -90,6 +97,25 @@ int benchGpt(int argc, char** argv) {
     const double tokens = double(c.batch) * c.seq;
     const double flops = modelFlopsPerSample(c, t.data()) * c.batch;  // per step
     const double corePeak = teach::measuredFmaPeakGflops();
+    // The same input for PyTorch: the first batch of the text's windows, as int32 ids.
+    const std::string windows = (std::filesystem::temp_directory_path() /
+                                 ("paralab-bench-gpt-" + std::to_string(getpid()) + ".ids"))
+                                    .string();
+    {
+      std::vector<int32_t> ids(size_t(c.batch) * (c.seq + 1));
+      const Dataset& d = t.data();
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(d.trainX[i % d.trainX.size()]);
+      std::ofstream out(windows, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(ids.data()), std::streamsize(ids.size() * 4));
+      if (!out) return fail("cannot write the windows for PyTorch to " + windows);
+    }
+    struct Removed {  // the file goes however this ends
+      std::string path;
+      ~Removed() {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+    } removed{windows};
     if (!o.json) {
       std::printf(
           "Serial GPT training step: L=%d C=%d, %d heads, context %d, vocabulary %d (%lld "
@@ -106,7 +132,8 @@ int benchGpt(int argc, char** argv) {
       std::printf(
           "What differs: PyTorch's attention multiplies all T x T scores and masks the future "
           "(as written in torch_gpt.py), ParaLab's computes the causal half; the count above is "
-          "the same for both.\n");
+          "the same for both. PyTorch repeats the text's first batch of windows, ParaLab steps "
+          "through the text.\n");
       std::printf("BLAS: %s. Median of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
                   o.repeats, o.steps);
       std::printf("%7s  %-20s %10s %10s %9s %11s\n", "threads", "engine", "tokens/s", "ms/step",
@@ -119,7 +146,7 @@ int benchGpt(int argc, char** argv) {
       // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
       measure(t, o.steps, o.repeats, ms);
       const nlohmann::json ref = o.noTorch ? nlohmann::json{{"not_run", "--no-torch"}}
-                                           : runTorch(c, vocab, n, o);
+                                           : runTorch(c, vocab, n, windows, o);
       measure(t, o.steps, o.repeats, ms);
       const double ours = bench::median(ms);
       const double peak = corePeak * n;

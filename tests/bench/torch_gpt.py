@@ -14,6 +14,9 @@ no weight decay. Attention is written out, S = q k^T / sqrt(C/NH), causal mask, 
 the engine computes it (--attention sdpa: PyTorch's fused kernel instead, where it has one). The
 key bias is held at 0, as the engine holds it (its gradient is zeroed before each update).
 
+The input: --windows FILE, the batch of text windows ParaLab trains on (paralab-bench gpt writes
+it), else token ids drawn uniformly at random.
+
 model_flops_per_step = (6 N + 12 L C T) B T, N the parameter count: the model FLOPs of MFU
 (Chowdhery et al. 2022, PaLM, appendix B), whatever the kernels actually execute."""
 import argparse, json, math, os, statistics, sys, time
@@ -58,6 +61,9 @@ p.add_argument("--steps", type=positive, default=10)
 p.add_argument("--repeats", type=positive, default=5)
 p.add_argument("--threads", type=positive, default=1)
 p.add_argument("--lr", type=float, default=0.003)
+p.add_argument("--windows", default="",
+               help="a file of --batch windows of seq + 1 token ids (int32, row after row), the "
+                    "text ParaLab trains on; without it, ids drawn uniformly at random")
 p.add_argument("--attention", choices=["explicit", "sdpa"], default="explicit",
                help="explicit: q k^T, mask, softmax, @ v, as the engine; sdpa: "
                     "F.scaled_dot_product_attention (PyTorch 2.0 and later)")
@@ -145,8 +151,22 @@ assert params == V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C + C * V + V, 
 opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
 key_biases = [b.qkv.bias for b in model.blocks]
 
-# B windows of T + 1 token ids, drawn once: the model reads 0..T-1 and predicts 1..T.
-ids = torch.randint(0, V, (a.batch, T + 1), generator=torch.Generator().manual_seed(2)).to(dev)
+# B windows of T + 1 token ids, given or drawn once: the model reads 0..T-1 and predicts 1..T.
+if a.windows:
+    with open(a.windows, "rb") as f:
+        raw = f.read()
+    if len(raw) != 4 * a.batch * (T + 1):
+        print(json.dumps({"engine": engine, "device": a.device,
+                          "not_run": "windows: %s holds %d bytes, not %d windows of %d ids"
+                                     % (a.windows, len(raw), a.batch, T + 1)}))
+        sys.exit(1)
+    ids = torch.frombuffer(bytearray(raw), dtype=torch.int32).long().view(a.batch, T + 1).to(dev)
+    if int(ids.min()) < 0 or int(ids.max()) >= V:
+        print(json.dumps({"engine": engine, "device": a.device,
+                          "not_run": "windows: ids outside 0..%d" % (V - 1)}))
+        sys.exit(1)
+else:
+    ids = torch.randint(0, V, (a.batch, T + 1), generator=torch.Generator().manual_seed(2)).to(dev)
 inputs, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 
 
