@@ -396,11 +396,14 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
   double* part[] = {&k.dataMs, &k.forwardMs, &k.backwardMs, &k.optimizerMs};
   for (const Span& s : spans)
     if (s.kind != SpanKind::Comm && s.kind != SpanKind::Idle) {
-      k.computeMs += ms(s.endNs - s.startNs);
-      *part[int(s.kind)] += ms(s.endNs - s.startNs);  // Data, Forward, Backward, Optimizer
+      // What of the span lies in the step: a deferred straggler's emulated compute may have
+      // begun in the gap before it (faults.h), and the step's figures are the step's.
+      const double d = ms(std::min(s.endNs, t1) - std::max(s.startNs, t0));
+      if (d <= 0) continue;
+      k.computeMs += d;
+      *part[int(s.kind)] += d;  // Data, Forward, Backward, Optimizer
       // --straggler: the emulated part of this rank's backwardMs
-      if (s.op == kStragglerSpanOp)
-        k.emulatedStragglerMs = k.emulatedStragglerMs.value_or(0) + ms(s.endNs - s.startNs);
+      if (s.op == kStragglerSpanOp) k.emulatedStragglerMs = k.emulatedStragglerMs.value_or(0) + d;
     }
   k.commMs = ms(r.traffic.timeNs);
   k.idleMs = ms(std::max<int64_t>(0, (t1 - t0) - coveredNs(spans, t0, t1)));

@@ -214,6 +214,7 @@ class TstFaults : public QObject {
     c.hidden = 64, c.batch = 64;
     Trainer t(c);
     double total = 0;
+    int busySteps = 0;
     for (int i = 0; i < 12; ++i) {
       const StepMetrics s = t.step();
       const double emulated = s.ranks[1].emulatedStragglerMs.value_or(0);
@@ -221,8 +222,13 @@ class TstFaults : public QObject {
       QVERIFY2(emulated <= s.stepMs + 1.0,
                qPrintable(QString("step %1: %2 ms of emulated compute in a step of %3 ms")
                               .arg(s.step).arg(emulated).arg(s.stepMs)));
+      // A step in which the straggler delivered nothing, it spent computing (emulated).
+      if (i > 0 && s.ranks[1].samples == 0) {
+        ++busySteps;
+        QVERIFY2(emulated > 0, qPrintable(QString("step %1: busy, none booked").arg(s.step)));
+      }
     }
-    QVERIFY2(total > 0, "the straggler was slowed");
+    QVERIFY2(total > 0 && busySteps > 0, "the straggler was slowed");
   }
 
   void emulatedPartsSayWhat() {
@@ -282,11 +288,17 @@ class TstFaults : public QObject {
         const StepMetrics s = t.step(), p = plain.step();
         QVERIFY2(s.stepMs >= 20, qPrintable(QString::number(s.stepMs)));
         QCOMPARE(s.loss, p.loss);  // the same training, only slower
-        // Rank 0 is busy through it (a compute span); another rank waits for it.
+        // Rank 0 is busy through it (a compute span); another rank waits for it: whatever of
+        // the 20 ms it did not spend in its own compute (on shared cores a preempted rank's
+        // compute stretches) it spends waiting, not a fixed share of it.
         QVERIFY2(s.ranks[0].forwardMs >= 20, qPrintable(QString::number(s.ranks[0].forwardMs)));
-        if (ranks == 2)
-          QVERIFY2(s.ranks[1].idleMs + s.ranks[1].commMs >= 15,
-                   qPrintable(QString::number(s.ranks[1].idleMs + s.ranks[1].commMs)));
+        if (ranks == 2) {
+          const double waited = s.ranks[1].idleMs + s.ranks[1].commMs;
+          QVERIFY2(waited >= 20 - s.ranks[1].computeMs - 3,
+                   qPrintable(QString("rank 1 waited %1 ms and computed %2 ms of a 20 ms section")
+                                  .arg(waited)
+                                  .arg(s.ranks[1].computeMs)));
+        }
       }
     }
   }
