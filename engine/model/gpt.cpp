@@ -28,7 +28,7 @@ Recompute recomputeFromName(const std::string& name) {
 static std::string blockName(int l) { return "block" + std::to_string(l); }
 
 Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Compute* compute,
-         Recompute recompute, const ModelShard& shard)
+         Recompute recompute, const ModelShard& shard, bool initialise)
     : m_shape(shape),
       m_recompute(recompute),
       m_tracker(tracker),
@@ -70,12 +70,13 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
     return name.find(".attn.qkv") != std::string::npos ? 3 : 1;
   };
   if (!whole()) {  // draw the whole model (untracked: it lives only here), keep the slices
-    Gpt full(shape, seed, nullptr);
+    Gpt full(shape, seed, nullptr, nullptr, Recompute::None, {}, initialise);
     sliceFrom(full.m_ps, groupsOf);
-    takeSlicesOf(full.m_ps);
+    if (initialise) takeSlicesOf(full.m_ps);
     return;
   }
   sliceFrom(m_ps, groupsOf);
+  if (!initialise) return;
   if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
     Gpt twin(shape, seed, nullptr);
     m_compute->upload(m_ps.params().data(), twin.m_ps.params().data(), m_ps.numel());

@@ -59,11 +59,13 @@ class Gpt : public Model {
  public:
   // The weights drawn from `seed`: linear layers as PyTorch's default (mlp.h), embeddings from
   // N(0, 0.02^2) as GPT-2, LayerNorms gamma 1, beta 0. A model on a GPU draws a host twin and
-  // uploads it; a shard draws the whole model and keeps its slices. Throws
-  // std::invalid_argument when heads do not divide hidden, or the shard's tpSize the heads.
+  // uploads it; a shard draws the whole model and keeps its slices. initialise = false leaves
+  // the weights zero (a model whose buffers are about to be filled, e.g. for evaluation).
+  // Throws std::invalid_argument when heads do not divide hidden, or the shard's tpSize the
+  // heads.
   Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker,
       const Compute* compute = nullptr, Recompute recompute = Recompute::None,
-      const ModelShard& shard = {});
+      const ModelShard& shard = {}, bool initialise = true);
 
   double forwardLoss(const float* x, const int* labels, int batch, double normalizer,
                      UnitHooks* hooks = nullptr) override;

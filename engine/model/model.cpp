@@ -109,12 +109,12 @@ MlpShape mlpShape(const RunConfig& c, const Dataset& d) {
 
 std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  MemoryTracker* tracker, const Compute* compute,
-                                 const ModelShard& shard) {
+                                 const ModelShard& shard, bool initialise) {
   if (config.model == "gpt")
     return std::make_unique<Gpt>(gptShape(config, data), config.seed, tracker, compute,
-                                 recomputeFromName(config.recompute), shard);
+                                 recomputeFromName(config.recompute), shard, initialise);
   if (config.model == "mlp")
-    return std::make_unique<Mlp>(mlpShape(config, data), config.seed, tracker, shard, true,
+    return std::make_unique<Mlp>(mlpShape(config, data), config.seed, tracker, shard, initialise,
                                  compute);
   throw std::invalid_argument("model: " + config.model + " is not built whole on one rank");
 }

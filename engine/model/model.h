@@ -118,11 +118,12 @@ struct RunConfig;
 struct Dataset;
 // The model of a run (--model mlp or gpt, its sizes from the config, its input and output sizes
 // from the data), drawn from --seed, its buffers on `compute` (null: the CPU). Every rank that
-// makes it gets the same weights; `shard`: only that part of them. --model moe is not a Model:
-// throws std::invalid_argument.
+// makes it gets the same weights; `shard`: only that part of them; initialise = false: zero
+// weights, for buffers about to be filled. --model moe is not a Model: throws
+// std::invalid_argument.
 std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  MemoryTracker* tracker, const Compute* compute,
-                                 const ModelShard& shard = {});
+                                 const ModelShard& shard = {}, bool initialise = true);
 // P of the run's model (every expert of an MoE counted once).
 int64_t parameterCountOf(const RunConfig& config, const Dataset& data);
 // The model's arithmetic for one sample's forward and backward, in flops, as MFU counts it

@@ -90,7 +90,7 @@ class ModelParallel final : public Strategy {
         *m_ctx.comm, m_sync->hostParams(),
         [this](const auto& local, auto& serial) { toSerial(local, serial); }, m_evalBuffer);
     if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
-    m_eval = makeModel(*m_ctx.config, *m_ctx.data, m_ctx.memory, &compute());
+    m_eval = makeModel(*m_ctx.config, *m_ctx.data, m_ctx.memory, &compute(), {}, false);
     compute().copy(m_eval->params().params().data(), m_evalBuffer.data(), P);
     return *m_eval;
   }
