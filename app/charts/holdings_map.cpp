@@ -21,6 +21,14 @@ namespace {
 using Parts = std::vector<std::pair<double, double>>;
 
 const QString kBatch = QObject::tr("batch"), kActivations = QObject::tr("activations");
+// The GPT's --recompute: the one block's buffers the backward recomputes into, a row of their
+// own under the activations the forward kept.
+const QString kRecomputed = QObject::tr("recomputed");
+
+// A row of the batch's rows (batch, activations, recomputed) rather than a layer's weights.
+bool isDataRow(const QString& row) {
+  return row == kBatch || row == kActivations || row == kRecomputed;
+}
 
 QColor kindColor(HoldingKind k) {
   switch (k) {
@@ -55,6 +63,7 @@ std::pair<double, double> fraction(const HeldSlice& s) {
 double rowOrder(const QString& row) {
   if (row == kBatch) return -2;
   if (row == kActivations) return -1;
+  if (row == kRecomputed) return -0.5;
   if (row == "in_proj" || row == "embed") return 0;  // the input layer: the MLP's, the GPT's
   if (row == "classifier" || row == "head") return 1e9;
   // "block3", "block3.expert2", and "block3.experts" (ZeRO's flat chunks of all of them).
@@ -99,6 +108,13 @@ QCPRange barRows(int row, HoldingKind k, bool layerRow) {
   return {row + top, row + top + 0.26};
 }
 
+// What a recomputed buffer is recomputed for, from the engine's name for it
+// ("recomputed in backward: attention probabilities (one block's buffers)"); "" if unnamed.
+QString recomputedWhat(const std::string& tensor) {
+  static const QRegularExpression what("^recomputed in backward: (.+) \\(");
+  return what.match(QString::fromStdString(tensor)).captured(1);
+}
+
 QString describe(const HeldSlice& s) {
   const QString what = s.dim < 0 ? QObject::tr("whole")
                                  : QObject::tr("%1 %2–%3 of %4")
@@ -125,6 +141,7 @@ HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every ran
   setAxisLabel(xAxis, QString());
   xAxis->setVisible(true);
   connect(this, &QCustomPlot::afterLayout, this, &HoldingsMap::fitLabels);
+  connect(this, &QCustomPlot::afterLayout, this, &HoldingsMap::fitByteLabels);
   setAxisLabel(yAxis, tr("layer"));
   yAxis->setRangeReversed(true);
   for (QCPAxis* a : {xAxis, yAxis}) {
@@ -144,6 +161,13 @@ HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every ran
     layer->setPen(Qt::NoPen);
     m_layers[size_t(k)] = layer;
   }
+  // Hatched in the activations' colour, outlined in it: held only while the backward
+  // recomputes into it, one block at a time.
+  const QColor activations = kindColor(HoldingKind::Activations);
+  m_recomputed = new RectLayer(xAxis, yAxis);
+  m_recomputed->setName(tr("recomputed in backward"));
+  m_recomputed->setBrush(QBrush(activations, Qt::BDiagPattern));
+  m_recomputed->setPen(QPen(activations, 1));
   setLegendColumns(3);
   setPlaceholderText(tr("No holdings yet: they come with the first step"));
   clear();
@@ -152,6 +176,10 @@ HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every ran
 void HoldingsMap::clear() {
   for (RectLayer* l : m_layers) l->rects.clear();
   m_outlines->rects.clear();
+  m_recomputed->rects.clear();
+  if (m_recomputed->removeFromLegend()) fitLegend();
+  for (const ByteLabel& l : m_byteLabels) removeItem(l.item);
+  m_byteLabels.clear();
   m_cells.clear();
   m_rows.clear();
   m_holdings.clear();
@@ -217,8 +245,10 @@ std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldin
 
     for (const HeldSlice& s : h.items) {
       const bool data = s.kind == HoldingKind::Batch || s.kind == HoldingKind::Activations;
-      const QString row =
-          data ? (s.kind == HoldingKind::Batch ? kBatch : kActivations) : rowOf(s.tensor);
+      const QString row = !data                          ? rowOf(s.tensor)
+                          : s.kind == HoldingKind::Batch ? kBatch
+                          : s.recomputed                 ? kRecomputed
+                                                         : kActivations;
       const auto [a, b] = fraction(s);
       auto cell = [&](const QString& r) -> Cell& {
         Cell& c = cells[{h.rank, r, int(s.kind)}];
@@ -288,15 +318,47 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
   // Draw: the whole of every bar as an outline, the parts held filled.
   for (const Cell& c : m_cells) {
     const int row = int(m_rows.indexOf(c.row));
-    const bool layerRow = c.row != kBatch && c.row != kActivations;
-    const QCPRange y = barRows(row, c.kind, layerRow);
+    const QCPRange y = barRows(row, c.kind, !isDataRow(c.row));
     const double x0 = c.rank + 0.08, w = 0.84;
+    RectLayer* layer = c.row == kRecomputed ? m_recomputed : m_layers[size_t(c.kind)];
     for (const auto& [a, b] : c.parts)
-      m_layers[size_t(c.kind)]->rects.push_back({x0 + a * w, x0 + b * w, y.lower, y.upper});
+      layer->rects.push_back({x0 + a * w, x0 + b * w, y.lower, y.upper});
+  }
+  // On the activations and recomputed bars, the bytes they take: the bars say which rows, not
+  // how much, and kept against recomputed is what --recompute trades.
+  for (const Cell& c : m_cells) {
+    if ((c.row != kActivations && c.row != kRecomputed) || c.parts.empty()) continue;
+    const QString bytes = formatBytes(double(c.bytes));
+    ByteLabel l;
+    l.row = int(m_rows.indexOf(c.row));
+    l.x0 = c.rank + 0.08 + c.parts.front().first * 0.84;
+    l.x1 = c.rank + 0.08 + c.parts.back().second * 0.84;
+    l.texts = c.row == kActivations ? QStringList{tr("%1 kept for backward").arg(bytes),
+                                                  tr("%1 kept").arg(bytes), bytes}
+                                    : QStringList{tr("%1 for one block").arg(bytes), bytes};
+    l.item = new QCPItemText(this);
+    l.item->position->setCoords((l.x0 + l.x1) / 2, l.row + 0.5);
+    l.item->setPadding(QMargins(4, 1, 4, 1));
+    l.item->setClipToAxisRect(true);
+    m_byteLabels.push_back(l);
+  }
+  styleByteLabels(palette());
+
+  // Its legend entry only where something is recomputed (an MLP's map does not need it),
+  // saying what: every rank recomputes the same.
+  if (!m_recomputed->rects.isEmpty()) {
+    QString what;
+    for (const RankHoldings& h : holdings)
+      for (const HeldSlice& s : h.items)
+        if (s.recomputed && what.isEmpty()) what = recomputedWhat(s.tensor);
+    m_recomputed->setName(what.isEmpty() ? tr("recomputed in backward")
+                                         : tr("recomputed in backward: %1").arg(what));
+    m_recomputed->addToLegend();
+    fitLegend();
   }
   for (const RankHoldings& h : holdings)
     for (int i = 0; i < m_rows.size(); ++i) {
-      const bool layerRow = m_rows[i] != kBatch && m_rows[i] != kActivations;
+      const bool layerRow = !isDataRow(m_rows[i]);
       for (HoldingKind k :
            layerRow
                ? std::vector{HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer}
@@ -333,6 +395,7 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
   }
   m_columnWidth = m_rowsEvery = -1;
   fitLabels();
+  fitByteLabels();
   xAxis->setRange(0, double(holdings.size()));
   yAxis->setRange(0, double(m_rows.size()));
   setPlaceholderVisible(false);
@@ -379,16 +442,54 @@ void HoldingsMap::fitLabels() {
   replot(rpQueuedReplot);
 }
 
+// The longest wording that fits inside the bar's filled part, none where not even the bytes
+// do (hovering the bar says them). Items are drawn after the layout: no second replot.
+void HoldingsMap::fitByteLabels() {
+  for (const ByteLabel& l : m_byteLabels) {
+    const QFontMetrics fm(l.item->font());
+    const double width = std::abs(xAxis->coordToPixel(l.x1) - xAxis->coordToPixel(l.x0)) - 4;
+    const QCPRange bar = barRows(l.row, HoldingKind::Activations, false);
+    const double height = std::abs(yAxis->coordToPixel(bar.upper) - yAxis->coordToPixel(bar.lower));
+    const QMargins pad = l.item->padding();
+    auto fits = [&](const QString& t) {
+      return fm.horizontalAdvance(t) + pad.left() + pad.right() <= width &&
+             fm.height() + pad.top() + pad.bottom() <= height;
+    };
+    const auto it = std::find_if(l.texts.begin(), l.texts.end(), fits);
+    l.item->setVisible(it != l.texts.end());
+    if (it != l.texts.end()) l.item->setText(*it);
+  }
+}
+
+// A box of the background's colour behind dark text: readable on the solid bar and on the
+// hatched one alike, in either theme.
+void HoldingsMap::applyLook(const QPalette& pal) {
+  Chart::applyLook(pal);
+  styleByteLabels(pal);
+}
+
+void HoldingsMap::styleByteLabels(const QPalette& pal) {
+  QFont font = yAxis->tickLabelFont();
+  font.setPointSizeF(std::max(font.pointSizeF() - 1, 7.0));
+  for (const ByteLabel& l : m_byteLabels) {
+    l.item->setFont(font);
+    l.item->setColor(pal.color(QPalette::WindowText));
+    l.item->setBrush(pal.color(QPalette::Base));
+    l.item->setPen(Qt::NoPen);
+  }
+}
+
 bool HoldingsMap::event(QEvent* e) {
   if (e->type() != QEvent::ToolTip) return Chart::event(e);
   const QPoint pos = static_cast<QHelpEvent*>(e)->pos();
   const double x = xAxis->pixelToCoord(pos.x()), y = yAxis->pixelToCoord(pos.y());
   QString text =
       tr("Each bar is the whole of a layer's parameters, gradients or optimizer state "
-         "(or of the batch); the filled part is what this rank holds.");
+         "(or of the batch); the filled part is what this rank holds. Hatched: the buffers "
+         "the backward recomputes activations into, one block at a time (--recompute).");
   for (const Cell& c : m_cells) {
     const int row = int(m_rows.indexOf(c.row));
-    const QCPRange ys = barRows(row, c.kind, c.row != kBatch && c.row != kActivations);
+    const QCPRange ys = barRows(row, c.kind, !isDataRow(c.row));
     if (int(std::floor(x)) == c.rank && ys.contains(y)) {
       QStringList lines = c.items.mid(0, 8);
       if (c.items.size() > 8) lines << tr("… and %1 more").arg(c.items.size() - 8);

@@ -25,8 +25,9 @@ class HoldingsMap : public Chart {
   void writeCsv(QTextStream& out) const override;  // the holdings drawn, one row per slice
   int pointCount() const override;
 
-  // What one bar shows: the parts of a row (layer, or "batch" / "activations") a rank holds
-  // of one kind, as fractions [begin, end) of the whole row.
+  // What one bar shows: the parts of a row (layer, or "batch" / "activations" / "recomputed",
+  // the GPT's --recompute buffers) a rank holds of one kind, as fractions [begin, end) of the
+  // whole row.
   struct Cell {
     int rank = 0;
     QString row;
@@ -44,10 +45,23 @@ class HoldingsMap : public Chart {
   static std::vector<Cell> cellsOf(const std::vector<RankHoldings>& holdings);
 
  protected:
-  bool event(QEvent* event) override;  // hover: the slices under the pointer
+  bool event(QEvent* event) override;                // hover: the slices under the pointer
+  void applyLook(const QPalette& palette) override;  // the bars' byte labels too
 
  private:
-  void fitLabels();  // after each layout: the columns' and rows' labels their size allows
+  void fitLabels();      // after each layout: the columns' and rows' labels their size allows
+  void fitByteLabels();  // each byte label's longest wording its bar's filled part fits
+  void styleByteLabels(const QPalette& palette);  // their font and colours
+
+  // The bytes on an activations or recomputed bar (stored against recomputed is what
+  // --recompute trades), longest wording first, over [x0, x1) of row `row`.
+  struct ByteLabel {
+    QCPItemText* item = nullptr;
+    QStringList texts;
+    double x0 = 0, x1 = 0;
+    int row = 0;
+  };
+  std::vector<ByteLabel> m_byteLabels;
 
   // What can be said under a rank's column.
   struct Column {
@@ -60,6 +74,7 @@ class HoldingsMap : public Chart {
   int m_rowsEvery = -1;                  // every how many rows a row is named
   std::array<RectLayer*, 5> m_layers{};  // by HoldingKind
   RectLayer* m_outlines = nullptr;       // the whole of each row, per rank
+  RectLayer* m_recomputed = nullptr;     // the "recomputed" row's parts, hatched
   std::vector<Cell> m_cells;
   QStringList m_rows;
   std::vector<RankHoldings> m_holdings;  // as given, for the CSV

@@ -14,6 +14,8 @@
 namespace paralab {
 
 class ParamSet;
+struct GptShape;
+enum class Recompute;  // model/gpt.h
 
 enum class HoldingKind : int { Params, Grads, Optimizer, Activations, Batch };
 const char* holdingKindName(
@@ -28,6 +30,9 @@ struct HeldSlice {
   int64_t begin = 0, end = 0, total = 0;
   int64_t rows = 0, cols = 1;  // the shape of what is held (a vector: cols = 1)
   int64_t bytes = 0;           // what it occupies on this rank
+  // Activations only: a buffer the backward recomputes tensors into (--recompute), rather than
+  // what the forward kept for it.
+  bool recomputed = false;
 };
 
 // A communicator group this rank belongs to and its members, so per-op traffic can be drawn
@@ -52,5 +57,24 @@ nlohmann::json toJson(const RankHoldings& h);
 void addWholeTensors(std::vector<HeldSlice>& items, const ParamSet& ps, HoldingKind kind);
 // Floats of optimizer state per parameter (optimizer.h): sgd 0, momentum 1, adam 2.
 int optimizerStateSlots(const std::string& optimizer);
+
+// [SECTION] The GPT's activations under --recompute (model/gpt.h), for the items' names and bytes.
+// Bytes of attention's probabilities [windows, heads, T, T] of one block.
+int64_t attentionProbsBytes(int64_t windows, int heads, int seq);
+// A whole GPT's activation buffers for `windows` windows, as Gpt::ensureCapacity makes them:
+// `stored`, what the forward keeps for the backward (counted as Activations: token ids, the
+// residual stream, each kept block's buffers, the final LayerNorm and the logits), and
+// `recomputed`, the one block's buffers the backward recomputes into (counted as Workspace:
+// selective, the probabilities; full, every buffer of a block). The backward's scratch (the
+// gradients it passes along) is neither. An MoE FFN's routed rows are its own and not here.
+struct GptActivationBytes {
+  int64_t stored = 0, recomputed = 0;
+};
+GptActivationBytes gptActivationBytes(const GptShape& shape, Recompute recompute, int64_t windows);
+// The items' names: "activations stored for backward", and "recomputed in backward: <what>
+// (one block's buffers)" with what `recompute` recomputes ("attention probabilities", "block
+// internals"); "" for none, which recomputes nothing.
+extern const char* const kStoredActivations;
+std::string recomputedActivationsName(Recompute recompute);
 
 }  // namespace paralab

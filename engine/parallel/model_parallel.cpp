@@ -30,6 +30,7 @@
 
 #include "comm/communicator.h"
 #include "device/compute.h"
+#include "model/gpt.h"
 #include "parallel/grad_sync.h"
 #include "parallel/pipeline.h"
 #include "parallel/process_grid.h"
@@ -287,9 +288,22 @@ RankHoldings ModelParallel::holdings() const {
     const int64_t at = (begin + shardBegin(m, m_micros, len)) * per;
     const int64_t a = at + std::min<int64_t>(r.first, rows),
                   b = at + std::min<int64_t>(r.first + r.local, rows);
-    h.items.push_back({"micro-batch " + std::to_string(m) + (gpt ? " activations (tokens)"
-                                                                 : " activations"),
+    h.items.push_back({"micro-batch " + std::to_string(m) +
+                           (gpt ? std::string(" ") + kStoredActivations + " (tokens)"
+                                : std::string(" activations")),
                        HoldingKind::Activations, 0, a, b, B * per, b - a, c.hidden, microBytes});
+  }
+  // The GPT's selective recomputation: the micro-batches keep no probabilities; the stage
+  // recomputes each block's, for the rank's heads of every token of a micro-batch, into one
+  // buffer sized for the largest micro-batch (GptStage::ensureScratch), used by each in turn.
+  // (Full recomputation is not offered under tp or pp.)
+  if (const auto* g = dynamic_cast<const Gpt*>(m_model.get());
+      g && g->recompute() == Recompute::Selective) {
+    const int T = g->shape().seq, heads = g->shape().heads / m_grid.shape().tp;
+    const int64_t windows = (len + m_micros - 1) / m_micros;
+    h.items.push_back({recomputedActivationsName(Recompute::Selective), HoldingKind::Activations, 0,
+                       begin * T, (begin + len) * T, B * T, windows * T, int64_t(heads) * T,
+                       attentionProbsBytes(windows, heads, T), true});
   }
   return h;
 }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "model/gpt.h"
+
 namespace paralab {
 
 namespace {
@@ -123,9 +125,26 @@ RankHoldings ReplicaStrategy::holdings() const {
                 len = shardLen(m_ctx.rank, m_ctx.worldSize, B);
   h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
                      m_ctx.data->inputDim, len * m_ctx.data->inputDim * 4});
-  const MemorySnapshot mem = m_ctx.memory ? m_ctx.memory->snapshot() : MemorySnapshot{};
-  h.items.push_back({"activations", HoldingKind::Activations, 0, begin, begin + len, B, len,
-                     m_ctx.config->hidden, mem[MemCategory::Activations]});
+  if (const auto* gpt = dynamic_cast<const Gpt*>(m_model.get())) {
+    // The GPT: what the forward keeps for the backward, and (--recompute) the one block's
+    // buffers the backward recomputes the rest into, from the shape for this rank's windows
+    // (the tracker's workspace also holds the backward's scratch). Rows are tokens.
+    const int64_t T = gpt->shape().seq, C = gpt->shape().hidden;
+    const GptActivationBytes bytes = gptActivationBytes(gpt->shape(), gpt->recompute(), len);
+    h.items.push_back({kStoredActivations, HoldingKind::Activations, 0, begin * T,
+                       (begin + len) * T, B * T, len * T, C, bytes.stored});
+    if (gpt->recompute() != Recompute::None) {
+      // Selective: the probabilities, a row of NH x T per token; full: a block's buffers.
+      const int64_t cols = gpt->recompute() == Recompute::Selective ? gpt->shape().heads * T : C;
+      h.items.push_back({recomputedActivationsName(gpt->recompute()), HoldingKind::Activations, 0,
+                         begin * T, (begin + len) * T, B * T, len * T, cols, bytes.recomputed,
+                         true});
+    }
+  } else {
+    const MemorySnapshot mem = m_ctx.memory ? m_ctx.memory->snapshot() : MemorySnapshot{};
+    h.items.push_back({"activations", HoldingKind::Activations, 0, begin, begin + len, B, len,
+                       m_ctx.config->hidden, mem[MemCategory::Activations]});
+  }
   HeldGroup world{"world", {}};
   for (int r = 0; r < m_ctx.worldSize; ++r) world.worldRanks.push_back(r);
   h.groups.push_back(world);

@@ -618,6 +618,45 @@ void TestCharts::holdingsMapDrawsTheSlices() {
     shown.showHoldings(holdingsOf(config));
     saveScreenshot(shown, name);
   }
+  // The GPT's selective recomputation: a "recomputed" row under the activations, hatched, its
+  // legend entry saying what is recomputed; its bytes one block's attention probabilities of
+  // the rank's windows, [B, NH, T, T]. Both bars say their bytes.
+  RunConfig g;
+  g.model = "gpt", g.ranks = 2, g.layers = 2, g.heads = 4, g.seq = 16, g.recompute = "selective";
+  HoldingsMap gpt;
+  gpt.showHoldings(holdingsOf(g));
+  QCOMPARE(gpt.rows().mid(0, 3), QStringList({"batch", "activations", "recomputed"}));
+  auto legendNames = [](const HoldingsMap& m) {
+    QStringList names;
+    for (int i = 0; i < m.legend->itemCount(); ++i)
+      if (auto* p = qobject_cast<QCPPlottableLegendItem*>(m.legend->item(i)))
+        names << p->plottable()->name();
+    return names;
+  };
+  QVERIFY2(legendNames(gpt).contains("recomputed in backward: attention probabilities"),
+           qPrintable(legendNames(gpt).join(", ")));
+  for (int r = 0; r < 2; ++r) {
+    const auto* kept = findCell(gpt, r, "activations", HoldingKind::Activations);
+    const auto* redo = findCell(gpt, r, "recomputed", HoldingKind::Activations);
+    QVERIFY(kept && redo);
+    QCOMPARE(redo->bytes, int64_t(48 / 2) * 4 * 16 * 16 * 4);  // windows x NH x T x T floats
+    QVERIFY(kept->bytes > redo->bytes);
+    QCOMPARE(redo->parts, kept->parts);  // the same rows: the rank's half of the batch
+    QVERIFY(redo->items.join('\n').contains("attention probabilities"));
+  }
+  gpt.resize(1200, 750);
+  gpt.replot();
+  QStringList shownBytes;
+  for (const QCPItemText* t : gpt.findChildren<QCPItemText*>())
+    if (t->visible() && t->text().contains("iB")) shownBytes << t->text();  // KiB, MiB
+  QVERIFY2(shownBytes.size() == 4, qPrintable(shownBytes.join(" | ")));  // 2 bars x 2 ranks
+  gpt.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(g))));
+  saveScreenshot(gpt, "holdings-gpt-selective");
+  // Nothing recomputed (the MLP under tp x pp): no such row, and the entry leaves the legend.
+  gpt.showHoldings(holdingsOf(m));
+  QVERIFY(!gpt.rows().contains("recomputed"));
+  QVERIFY(!legendNames(gpt).join(",").contains("recomputed"));
+
   RunConfig e;
   e.model = "moe", e.ranks = 4, e.ep = 4, e.experts = 4, e.layers = 2;
   HoldingsMap experts;

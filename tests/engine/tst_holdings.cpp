@@ -1,8 +1,9 @@
 // What every rank holds, as the window's map reads it (Trainer::holdings): the slices of each
 // weight add up to the whole model on every data-parallel replica; tensor-parallel slices are
 // the columns of fc1 and the rows of fc2; replicated weights sit on every tp rank; each stage
-// holds its units; ZeRO chunks cover each unit once; batch slices cover the batch; the last
-// step's traffic is the communicator's. Run: ctest -R tst_holdings
+// holds its units; ZeRO chunks cover each unit once; batch slices cover the batch; the GPT's
+// activations are split into what the forward keeps and what the backward recomputes
+// (--recompute); the last step's traffic is the communicator's. Run: ctest -R tst_holdings
 #include <QtTest>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -160,7 +161,9 @@ class TstHoldings : public QObject {
           QCOMPARE(s.rows * s.cols * 4, s.bytes);
         }
         if (s.kind == HoldingKind::Activations) {
-          QVERIFY2(s.tensor.ends_with("activations (tokens)"), s.tensor.c_str());
+          QVERIFY2(s.tensor.ends_with("activations stored for backward (tokens)"),
+                   s.tensor.c_str());
+          QVERIFY(!s.recomputed);  // --recompute none: nothing is
           QCOMPARE(s.total, int64_t(c.batch) * c.seq);
           tokens.push_back({s.begin, s.end});
         }
@@ -180,6 +183,104 @@ class TstHoldings : public QObject {
       QCOMPARE(parts[whole][0], parts[whole][1]);
     }
     QVERIFY(tiles(tokens, int64_t(c.batch) * c.seq));
+  }
+
+  // The GPT under --recompute: what the forward keeps and the one block's buffers the backward
+  // recomputes into, each rank's share of the batch, against the buffers' shapes (gpt.h):
+  // none keeps every block's activations; selective all but attention's probabilities
+  // [B, NH, T, T], recomputed into one block's buffer; full only each block's input, a whole
+  // block's buffers recomputed. The kept bytes are the tracker's Activations.
+  void gptHoldingsSplitStoredAndRecomputed_data() {
+    QTest::addColumn<QString>("recompute");
+    QTest::addColumn<int>("zero");
+    QTest::newRow("none") << "none" << 0;
+    QTest::newRow("selective") << "selective" << 0;
+    QTest::newRow("full") << "full" << 0;
+    QTest::newRow("selective zero-1") << "selective" << 1;
+  }
+  void gptHoldingsSplitStoredAndRecomputed() {
+    QFETCH(QString, recompute);
+    QFETCH(int, zero);
+    RunConfig c = config();
+    c.model = "gpt";
+    c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 3, c.batch = 6;
+    c.ranks = 2, c.zero = zero;
+    c.recompute = recompute.toStdString();
+    Trainer t(c);
+    t.step();
+    const int64_t B = c.batch / 2, T = c.seq, C = c.hidden, NH = c.heads, L = c.layers,
+                  V = t.data().classes, R = B * T;  // this rank's windows and tokens
+    const int64_t att = B * NH * T * T;             // one block's probabilities
+    const int64_t block = R * (C + 3 * C + C + C + C + 4 * C + 4 * C) + 4 * R;  // but att
+    const int64_t always = 2 * R + (L + 1) * R * C + R * C + 2 * R + R * V;
+    int64_t stored = always + L * (block + att), recomputed = 0;
+    QString what;
+    if (recompute == "selective")
+      stored -= L * att, recomputed = att, what = "attention probabilities";
+    if (recompute == "full") stored = always, recomputed = block + att, what = "block internals";
+
+    const std::vector<RankHoldings> held = t.holdings();
+    QCOMPARE(int(held.size()), 2);
+    for (const RankHoldings& h : held) {
+      std::vector<const HeldSlice*> acts;
+      for (const HeldSlice& s : h.items)
+        if (s.kind == HoldingKind::Activations) acts.push_back(&s);
+      QCOMPARE(int(acts.size()), recompute == "none" ? 1 : 2);
+      const HeldSlice& kept = *acts[0];
+      QCOMPARE(QString::fromStdString(kept.tensor), QString("activations stored for backward"));
+      QVERIFY(!kept.recomputed);
+      QCOMPARE(kept.bytes, stored * 4);
+      // What the forward keeps is what the tracker counts as activations.
+      QCOMPARE(kept.bytes, t.memory(h.rank).snapshot()[MemCategory::Activations]);
+      // Token rows: the rank's half of the batch's windows.
+      QCOMPARE(kept.begin, h.rank * R);
+      QCOMPARE(kept.end, (h.rank + 1) * R);
+      QCOMPARE(kept.total, 2 * R);
+      if (recompute == "none") continue;
+      const HeldSlice& redo = *acts[1];
+      QCOMPARE(QString::fromStdString(redo.tensor),
+               "recomputed in backward: " + what + " (one block's buffers)");
+      QVERIFY(redo.recomputed);
+      QCOMPARE(redo.bytes, recomputed * 4);
+      QCOMPARE(redo.begin, kept.begin);
+      QCOMPARE(redo.end, kept.end);
+      // It lives in the tracker's workspace, beside the backward's scratch.
+      QVERIFY(redo.bytes <= t.memory(h.rank).snapshot()[MemCategory::Workspace]);
+      if (recompute == "selective") QCOMPARE(redo.bytes, B * NH * T * T * 4);
+      bool inJson = false;
+      const nlohmann::json json = toJson(h);
+      for (const nlohmann::json& j : json["items"])
+        if (j["tensor"] == redo.tensor) inJson = j["recomputed"].get<bool>();
+      QVERIFY(inJson);
+    }
+  }
+
+  // Under tensor and pipeline parallelism the micro-batches keep no probabilities with
+  // selective recomputation: each rank recomputes its heads' into one buffer sized for the
+  // largest micro-batch.
+  void gptModelParallelRecomputesTheProbabilities() {
+    RunConfig c = config();
+    c.model = "gpt";
+    c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
+    c.tp = 2, c.pp = 2, c.ranks = 4, c.microbatches = 2;
+    c.recompute = "selective";
+    Trainer t(c);
+    t.step();
+    const int64_t windows = 3, heads = c.heads / 2, T = c.seq;  // ceil(6 / 2), per tp rank
+    for (const RankHoldings& h : t.holdings()) {
+      int recomputedItems = 0;
+      for (const HeldSlice& s : h.items) {
+        if (s.kind != HoldingKind::Activations || !s.recomputed) continue;
+        ++recomputedItems;
+        QCOMPARE(s.tensor, std::string("recomputed in backward: attention probabilities (one "
+                                       "block's buffers)"));
+        QCOMPARE(s.bytes, windows * heads * T * T * 4);
+        QCOMPARE(s.rows * s.cols * 4, s.bytes);
+        QCOMPARE(s.end - s.begin, int64_t(c.batch) * T);  // serves every micro-batch in turn
+        QVERIFY(s.bytes <= t.memory(h.rank).snapshot()[MemCategory::Workspace]);
+      }
+      QCOMPARE(recomputedItems, 1);
+    }
   }
 
   // Data-parallel strategies: the whole model on every rank (ReplicaStrategy), or ZeRO's
