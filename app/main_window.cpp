@@ -39,8 +39,10 @@ constexpr int kPollMs = 34;  // 29.4 Hz
 // The model and data of a run: "MLP H=128 L=2 · fashion-mnist · B=256"; the GPT adds its heads
 // and context ("GPT H=128 L=2 4 heads T=64").
 QString describeModel(const RunConfig& c) {
-  const QString gpt = c.model == "gpt" ? QObject::tr(" %1 heads T=%2").arg(c.heads).arg(c.seq)
-                                       : QString();
+  const QString gpt =
+      c.model != "gpt"   ? QString()
+      : c.hasExperts()   ? QObject::tr(" %1 heads T=%2 MoE E=%3").arg(c.heads).arg(c.seq).arg(c.experts)
+                         : QObject::tr(" %1 heads T=%2").arg(c.heads).arg(c.seq);
   return QObject::tr("%1 H=%2 L=%3%4 · %5 · B=%6")
       .arg(c.model == "moe" ? QObject::tr("MoE") : c.model == "gpt" ? QObject::tr("GPT")
                                                                     : QObject::tr("MLP"))

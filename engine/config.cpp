@@ -135,7 +135,7 @@ std::optional<std::string> RunConfig::validateLayout() const {
       return std::string("recompute: full recomputation runs on one rank and under the "
                          "data-parallel strategies (with --tp or --pp allowed: none, selective)");
   }
-  if (model == "moe") {
+  if (hasExperts()) {
     if (experts % ep != 0)
       return "ep: " + n(ep) + " must divide the number of experts (" + n(experts) + ")";
   }

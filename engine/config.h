@@ -28,6 +28,7 @@ struct RunConfig {
   int heads = 4;  // --model gpt: attention heads NH
   int seq = 64;   // --model gpt: context T, tokens per window
   std::string recompute = "none";  // --model gpt: none | selective | full (model/gpt.h)
+  std::string ffn = "dense";       // --model gpt: dense | moe, the blocks' FFN (model/gpt.h)
   int experts = 4;
   int topk = 1;
   double capacityFactor = 1.25;
@@ -77,6 +78,8 @@ struct RunConfig {
   std::map<std::string, SettingValue> extra;
 
   int dpDegree() const { return dp > 0 ? dp : ranks / (tp * pp); }
+  // Blocks with a mixture-of-experts FFN: the MoE MLP, or the GPT with --ffn moe.
+  bool hasExperts() const { return model == "moe" || (model == "gpt" && ffn == "moe"); }
   // --dp/--tp/--pp given without --ranks: the world is their product.
   void deriveRanks() {
     if (ranks == 1 && (dp > 0 || tp * pp > 1)) ranks = std::max(dp, 1) * tp * pp;

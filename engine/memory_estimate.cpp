@@ -31,13 +31,14 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   // The GPT's vocabulary is known once the text is read: taken as 96 (printable ASCII; fortunes
   // has 114), which keeps the estimate a lower one.
   constexpr int64_t kGptVocab = 96;
-  const GptShape gpt{int(kGptVocab), c.seq, c.hidden, c.layers, c.heads};
+  GptShape gpt{int(kGptVocab), c.seq, c.hidden, c.layers, c.heads};
+  const MoeFfnShape ffn{c.hidden, c.experts, c.topk};
+  if (c.hasExperts()) gpt.moe = ffn;
   if (c.model == "gpt") P = gpt.parameterCount();
-  if (c.model == "moe") {
-    const MoeShape m{784, c.hidden, c.layers, 10, c.experts, c.topk};
-    P = m.parameterCount() - int64_t(c.layers) * m.expertParameterCount() * c.experts *
-                                 (std::max(1, c.ep) - 1) / std::max(1, c.ep);
-  }
+  if (c.model == "moe") P = MoeShape{784, c.hidden, c.layers, 10, c.experts, c.topk}.parameterCount();
+  if (c.hasExperts())  // less the experts held elsewhere
+    P -= int64_t(c.layers) * ffn.expertParameterCount() * c.experts * (std::max(1, c.ep) - 1) /
+         std::max(1, c.ep);
   // Replicas: the data-parallel degree (ranks / (tp x pp)), each rank of them holding its
   // share; ZeRO shards over them (sync only), every other strategy holds whole replicas.
   const int dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
@@ -56,10 +57,14 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     // embeddings, the final LayerNorm, the logits and the token ids: H + H + 2 + V + 2.
     // Selective recomputation keeps all but the probabilities; full keeps each block's input
     // only (H) and refills one block's buffers (workspace, not counted here).
+    // With --ffn moe, fc1's and GELU's 8H become each of the top-k rows' expert input, fc1 and
+    // GELU outputs and combined output (10H each), plus the router's E probabilities; those
+    // stay under full recomputation too.
     const int64_t T = c.seq, tokens = int64_t(c.globalBatch()) * T;
-    const int64_t block = c.recompute == "full"        ? H
-                          : c.recompute == "selective" ? 16 * H + 4
-                                                       : 16 * H + 4 + int64_t(c.heads) * T;
+    const int64_t moe = c.hasExperts() ? int64_t(c.topk) * 10 * H + c.experts - 8 * H : 0;
+    const int64_t block = c.recompute == "full"        ? H + (c.hasExperts() ? moe + 8 * H : 0)
+                          : c.recompute == "selective" ? 16 * H + 4 + moe
+                                                       : 16 * H + 4 + moe + int64_t(c.heads) * T;
     e.activations = 4 * tokens * (int64_t(c.layers) * block + 2 * H + 4 + kGptVocab);
     e.data = int64_t(2600000) * 4 * (T + 1) / std::max<int64_t>(1, T);  // fortunes as windows
   }

@@ -105,17 +105,18 @@ Why gptOnly(const RunConfig& c) {
   return std::string("belongs to the GPT (--model gpt)");
 }
 Why moeOnly(const RunConfig& c) {
-  if (c.model == "moe") return std::nullopt;
-  return std::string("belongs to the mixture of experts (--model moe)");
+  if (c.hasExperts()) return std::nullopt;
+  return std::string("belongs to the mixture of experts (--model moe, or --model gpt --ffn moe)");
 }
 // Tensor and pipeline parallelism cut sync's replicas; the MoE spreads experts instead.
 // What the mixture of experts' row (parallel/registry.cpp) refuses when `change` sets one
 // setting away from its default in an MoE run: its reason, without the "model: " it starts
 // with. The row is the one place the MoE's layout rules are written.
 Why refusedUnderMoe(const RunConfig& c, void (*change)(RunConfig&)) {
-  if (c.model != "moe") return std::nullopt;
+  if (!c.hasExperts()) return std::nullopt;
   RunConfig probe;
-  probe.model = "moe";
+  probe.model = c.model;
+  probe.ffn = c.ffn;
   change(probe);
   Why why = strategyFor(probe).incompatible(probe);
   if (why) why = why->substr(why->find(": ") + 2);
@@ -233,6 +234,17 @@ std::vector<Setting> coreSettings() {
                   .oneOf({{"none", "None", "Keep every activation"},
                           {"selective", "Selective", "Recompute attention's probabilities"},
                           {"full", "Full", "Keep block inputs only; recompute each block"}})
+                  .appliesWhen(gptOnly)
+                  .fixedPerRun()
+                  .partOfAChoice());
+  t.push_back(field("ffn", &RunConfig::ffn)
+                  .in(kModel, "FFN")
+                  .describe("The GPT blocks' feed-forward network: dense, or a mixture of experts",
+                            "Dense: every token through one C→4C→C FFN. Mixture of experts: a "
+                            "router sends each token to its top-k of --experts FFNs, which "
+                            "--ep spreads over ranks (tokens travel by all-to-all).")
+                  .oneOf({{"dense", "Dense", "One FFN for every token"},
+                          {"moe", "Mixture of experts", "Each token to its top-k experts"}})
                   .appliesWhen(gptOnly)
                   .fixedPerRun()
                   .partOfAChoice());
@@ -482,8 +494,9 @@ std::vector<Setting> coreSettings() {
                             "Tokens travel to their expert by all-to-all.")
                   .range(1, 64)
                   .appliesWhen([](const RunConfig& c) -> Why {
-                    if (c.model == "moe") return std::nullopt;
-                    return std::string("expert parallelism needs --model moe");
+                    if (c.hasExperts()) return std::nullopt;
+                    return std::string(
+                        "expert parallelism needs experts (--model moe, or --model gpt --ffn moe)");
                   })
                   .onlyParallel());
   // [SECTION] How ranks talk
@@ -517,10 +530,10 @@ std::vector<Setting> coreSettings() {
   // [SECTION] Faults on purpose (train/faults.h): emulated in the forward and backward the
   // data-parallel family shares (parallel/replica.cpp)
   const auto replicasOnly = [](const RunConfig& c) -> Why {
-    if (c.model != "moe" && c.tp == 1 && c.pp == 1) return std::nullopt;
+    if (!c.hasExperts() && c.tp == 1 && c.pp == 1) return std::nullopt;
     return std::string(
-        "emulated in the data-parallel strategies' forward and backward (not with --tp, --pp "
-        "or --model moe)");
+        "emulated in the data-parallel strategies' forward and backward (not with --tp, --pp, "
+        "--model moe or --ffn moe)");
   };
   const auto formOf = [](auto parse, std::string RunConfig::*member) {
     return [parse, member](const RunConfig& c) -> Why {

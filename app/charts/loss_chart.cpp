@@ -167,9 +167,9 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
     if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
     if (c.tp > 1) parts << (c.sp ? tr("tp %1 + sp") : QString("tp %1")).arg(c.tp);
     if (c.pp > 1) parts << QString("pp %1").arg(c.pp);
-    if (c.model == "moe" && c.ep > 1) parts << QString("ep %1").arg(c.ep);
+    if (c.hasExperts() && c.ep > 1) parts << QString("ep %1").arg(c.ep);
   }
-  if (c.model == "moe") parts << tr("MoE %1 experts").arg(c.experts);
+  if (c.hasExperts()) parts << tr("MoE %1 experts").arg(c.experts);
   if (c.model == "gpt" && c.recompute != "none")
     parts << tr("recompute %1").arg(QString::fromStdString(c.recompute));
   parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);

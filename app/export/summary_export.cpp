@@ -78,10 +78,15 @@ void settingsSection(QStringList& md, const RunReport& r) {
   row(QObject::tr("Model"),
       (c.model == "moe"   ? QObject::tr("mixture of experts (E = %1, top-%2), ").arg(c.experts).arg(c.topk)
        : c.model == "gpt" ? QObject::tr("GPT over characters (%1 heads, context %2, untied head, "
-                                        "recomputation %3), ")
+                                        "recomputation %3%4), ")
                                 .arg(c.heads)
                                 .arg(c.seq)
                                 .arg(str(c.recompute))
+                                .arg(c.hasExperts() ? QObject::tr(", FFN a mixture of experts "
+                                                                  "(E = %1, top-%2)")
+                                                          .arg(c.experts)
+                                                          .arg(c.topk)
+                                                    : QString())
                           : QObject::tr("MLP, ")) +
           QObject::tr("H = %1, L = %2, P = %3 parameters")
               .arg(c.hidden)

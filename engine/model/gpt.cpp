@@ -13,8 +13,8 @@ namespace paralab {
 
 int64_t GptShape::parameterCount() const {
   const int64_t V = vocab, T = seq, C = hidden;
-  const int64_t block = 4 * C /*2 LN*/ + C * 3 * C + 3 * C /*qkv*/ + C * C + C /*proj*/ +
-                        C * 4 * C + 4 * C /*fc1*/ + 4 * C * C + C /*fc2*/;
+  const int64_t ffn = moe ? moe->parameterCount() : C * 4 * C + 4 * C /*fc1*/ + 4 * C * C + C;
+  const int64_t block = 4 * C /*2 LN*/ + C * 3 * C + 3 * C /*qkv*/ + C * C + C /*proj*/ + ffn;
   return V * C + T * C + layers * block + 2 * C + C * V + V;
 }
 
@@ -44,6 +44,18 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
     throw std::invalid_argument("Gpt: tensor parallelism over " + std::to_string(tp) +
                                 " ranks splits the heads, and " + std::to_string(tp) +
                                 " does not divide " + std::to_string(shape.heads));
+  // Cut by tensor or pipeline parallelism (the expert placement aside).
+  const bool cut = !whole();
+  if (shape.moe) {
+    if (cut || shape.moe->hidden != C)
+      throw std::invalid_argument("Gpt: the MoE FFN composes with data and expert parallelism "
+                                  "only, and its experts are C wide");
+    m_moe.shape = *shape.moe;
+    m_moe.placement = {m_shard.epSize, m_shard.epRank};
+    m_moe.blocks = L;
+  } else if (m_shard.epSize != 1) {
+    throw std::invalid_argument("Gpt: expert parallelism needs the MoE FFN (--ffn moe)");
+  }
   // Units in the order of the forward pass (gradient buckets and pipeline stages rely on it).
   if (hasUnit(0)) {
     m_ps.beginUnit("embed");
@@ -54,10 +66,15 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
   for (int l = m_firstBlock; l < L && hasUnit(l + 1); ++l) {
     const std::string b = blockName(l);
     m_ps.beginUnit(b);
-    m_blocks.push_back(
-        {LayerNorm(m_ps, b + ".ln1", C), Linear(m_ps, b + ".attn.qkv", C, 3 * C / tp),
-         Linear(m_ps, b + ".attn.proj", C / tp, C), LayerNorm(m_ps, b + ".ln2", C),
-         Linear(m_ps, b + ".fc1", C, 4 * C / tp), Linear(m_ps, b + ".fc2", 4 * C / tp, C)});
+    Block k{LayerNorm(m_ps, b + ".ln1", C), Linear(m_ps, b + ".attn.qkv", C, 3 * C / tp),
+            Linear(m_ps, b + ".attn.proj", C / tp, C), LayerNorm(m_ps, b + ".ln2", C), {}, {}, {}};
+    if (shape.moe) {
+      k.moe.emplace(m_ps, b + ".moe", m_moe, l);
+    } else {
+      k.fc1.emplace(m_ps, b + ".fc1", C, 4 * C / tp);
+      k.fc2.emplace(m_ps, b + ".fc2", 4 * C / tp, C);
+    }
+    m_blocks.push_back(std::move(k));
   }
   if (hasUnit(L + 1)) {
     m_ps.beginUnit("head");
@@ -65,11 +82,12 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
     m_head.emplace_back(m_ps, "head.out", C, V);
   }
   m_ps.allocate(tracker, m_compute);
+  if (shape.moe) m_moe.findRanges(m_ps);
   // qkv's columns are q | k | v: a rank's heads are a slice of each of the three.
   auto groupsOf = [](const std::string& name) {
     return name.find(".attn.qkv") != std::string::npos ? 3 : 1;
   };
-  if (!whole()) {  // draw the whole model (untracked: it lives only here), keep the slices
+  if (cut) {  // draw the whole model (untracked: it lives only here), keep the slices
     Gpt full(shape, seed, nullptr, nullptr, Recompute::None, {}, initialise);
     sliceFrom(full.m_ps, groupsOf);
     if (initialise) takeSlicesOf(full.m_ps);
@@ -78,7 +96,7 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
   sliceFrom(m_ps, groupsOf);
   if (!initialise) return;
   if (m_compute->onGpu()) {  // the same draws as on the CPU, on a host twin, then uploaded
-    Gpt twin(shape, seed, nullptr);
+    Gpt twin(shape, seed, nullptr, nullptr, Recompute::None, shard);
     m_compute->upload(m_ps.params().data(), twin.m_ps.params().data(), m_ps.numel());
     m_compute->sync();
     return;
@@ -94,8 +112,12 @@ Gpt::Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker, const Com
     std::fill_n(m_ps.param(b.qkv.biasRef()) + C, C, 0.f);  // the key bias stays 0 (gpt.h)
     b.proj.init(rng);
     b.ln2.init();
-    b.fc1.init(rng);
-    b.fc2.init(rng);
+    if (b.moe) {
+      b.moe->init(rng, seed);  // the router from rng, each expert from a stream of its own
+    } else {
+      b.fc1->init(rng);
+      b.fc2->init(rng);
+    }
   }
   m_lnf[0].init();
   m_head[0].init(rng);
@@ -135,8 +157,10 @@ void Gpt::ensureCapacity(int B, int T) {
     b.ln2 = kept({R, C});
     b.mean2 = kept({R});
     b.rstd2 = kept({R});
-    b.h = kept({R, 4 * C});
-    b.g = kept({R, 4 * C});
+    if (!m_shape.moe) {  // the MoE layer keeps its experts' rows itself
+      b.h = kept({R, 4 * C});
+      b.g = kept({R, 4 * C});
+    }
     a.block.push_back(std::move(b));
   }
   if (m_recompute == Recompute::Selective) a.att = work({A});
@@ -186,35 +210,44 @@ void Gpt::loadTokens(const float* x, int batch) {
   }
 }
 
-void Gpt::forwardTo(int B, int T, UnitHooks* hooks, const std::function<void()>& inFirstUnit,
+void Gpt::forwardTo(int B, int T, bool train, UnitHooks* hooks,
+                    const std::function<void()>& inFirstUnit,
                     const std::function<void()>& inLastUnit) {
   const int C = m_shape.hidden;
   const int rows = B * T;
   const int last = numUnits() - 1;
+  if (train && m_shape.moe) m_moe.beginStep();
   if (hooks) hooks->beforeForward(0);
   if (inFirstUnit) inFirstUnit();
   Acts& A = m_acts;
-  m_compute->embedding(A.a[0].data(), reinterpret_cast<const int*>(A.tokens.data()),
-                       m_ps.param(m_wte), m_ps.param(m_wpe), B, T, C);
+  if (rows > 0)
+    m_compute->embedding(A.a[0].data(), reinterpret_cast<const int*>(A.tokens.data()),
+                         m_ps.param(m_wte), m_ps.param(m_wpe), B, T, C);
   if (hooks) hooks->afterForward(0);
   for (int l = 0; l < int(m_blocks.size()); ++l) {
     if (hooks) hooks->beforeForward(l + 1);
-    blockForward(l, B, T, true);
+    blockForward(l, B, T, true, train);
     if (hooks) hooks->afterForward(l + 1);
   }
   if (hooks) hooks->beforeForward(last);
-  m_lnf[0].forward(A.a[m_blocks.size()].data(), A.lnf.data(), A.meanf.data(), A.rstdf.data(),
-                   rows);
-  m_head[0].forward(A.lnf.data(), A.logits.data(), rows);
-  if (inLastUnit) inLastUnit();
+  if (rows > 0) {
+    m_lnf[0].forward(A.a[m_blocks.size()].data(), A.lnf.data(), A.meanf.data(), A.rstdf.data(),
+                     rows);
+    m_head[0].forward(A.lnf.data(), A.logits.data(), rows);
+    if (inLastUnit) inLastUnit();
+  }
   if (hooks) hooks->afterForward(last);
 }
 
-void Gpt::blockForward(int l, int B, int T, bool toOutput) {
-  Acts& A = m_acts;
-  BlockActs& k = actsOf(l);
+void Gpt::blockForward(int l, int B, int T, bool toOutput, bool train) {
   Block& b = m_blocks[size_t(l)];
   const int C = m_shape.hidden, rows = B * T;
+  if (rows == 0) {  // no tokens here: only the MoE's exchanges, for the other ranks' tokens
+    if (b.moe && toOutput) b.moe->forward(nullptr, nullptr, 0, train, m_tracker);
+    return;
+  }
+  Acts& A = m_acts;
+  BlockActs& k = actsOf(l);
   // x + proj(attention(qkv(LN1(x)))) ...
   b.ln1.forward(A.a[size_t(l)].data(), k.ln1.data(), k.mean1.data(), k.rstd1.data(), rows);
   b.qkv.forward(k.ln1.data(), k.qkv.data(), rows);
@@ -223,11 +256,18 @@ void Gpt::blockForward(int l, int B, int T, bool toOutput) {
   m_compute->residualAdd(k.mid.data(), A.a[size_t(l)].data(), long(rows) * C);
   // ... then + fc2(GELU(fc1(LN2(.))))
   b.ln2.forward(k.mid.data(), k.ln2.data(), k.mean2.data(), k.rstd2.data(), rows);
-  b.fc1.forward(k.ln2.data(), k.h.data(), rows);
+  float* out = A.a[size_t(l) + 1].data();
+  if (b.moe) {  // ... or + MoE(LN2(.)): the experts' outputs added onto the stream
+    if (!toOutput) return;
+    m_compute->copy(out, k.mid.data(), int64_t(rows) * C);
+    b.moe->forward(k.ln2.data(), out, rows, train, m_tracker);
+    return;
+  }
+  b.fc1->forward(k.ln2.data(), k.h.data(), rows);
   m_compute->gelu(k.g.data(), k.h.data(), long(rows) * 4 * C);
   if (!toOutput) return;
-  b.fc2.forward(k.g.data(), A.a[size_t(l) + 1].data(), rows);
-  m_compute->residualAdd(A.a[size_t(l) + 1].data(), k.mid.data(), long(rows) * C);
+  b.fc2->forward(k.g.data(), out, rows);
+  m_compute->residualAdd(out, k.mid.data(), long(rows) * C);
 }
 
 void Gpt::lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct) {
@@ -244,7 +284,7 @@ double Gpt::forwardLoss(const float* x, const int* /*labels*/, int batch, double
                         UnitHooks* hooks) {
   double loss = 0;
   forwardTo(
-      batch, m_shape.seq, hooks, [&] { loadTokens(x, batch); },
+      batch, m_shape.seq, true, hooks, [&] { loadTokens(x, batch); },
       [&] { lossAndGrad(batch, m_shape.seq, normalizer, &loss, nullptr); });
   m_B = batch;
   return loss;
@@ -264,12 +304,18 @@ void Gpt::backward(UnitHooks* hooks) {
   for (int l = int(L); l-- > 0;) {
     if (hooks) hooks->beforeBackward(l + 1);
     Block& b = m_blocks[size_t(l)];
-    if (m_recompute == Recompute::Full) blockForward(l, B, T, false);  // the block's activations again
+    if (m_recompute == Recompute::Full)  // the block's activations again
+      blockForward(l, B, T, false, true);
     BlockActs& k = actsOf(l);
-    // a[l+1] = mid + fc2(gelu(fc1(ln2(mid)))): da passes through, the branch adds to it.
-    b.fc2.backward(k.g.data(), A.da.data(), A.dh.data(), rows);
-    m_compute->geluBackward(A.dh.data(), k.h.data(), A.dh.data(), long(rows) * 4 * C);
-    b.fc1.backward(k.ln2.data(), A.dh.data(), A.dtmp.data(), rows);
+    // a[l+1] = mid + fc2(gelu(fc1(ln2(mid)))) or mid + MoE(ln2(mid)): da passes through, the
+    // branch adds to it.
+    if (b.moe) {
+      b.moe->backward(k.ln2.data(), A.da.data(), A.dtmp.data(), m_tracker);
+    } else {
+      b.fc2->backward(k.g.data(), A.da.data(), A.dh.data(), rows);
+      m_compute->geluBackward(A.dh.data(), k.h.data(), A.dh.data(), long(rows) * 4 * C);
+      b.fc1->backward(k.ln2.data(), A.dh.data(), A.dtmp.data(), rows);
+    }
     b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), A.dtmp.data(), A.dtmp.data(),
                    rows);
     m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(rows) * C);  // da = dmid
@@ -296,7 +342,7 @@ Evaluation Gpt::evaluate(const float* x, const int* /*labels*/, int batch, UnitH
   double loss = 0;
   int correct = 0;
   forwardTo(
-      batch, m_shape.seq, hooks, [&] { loadTokens(x, batch); },
+      batch, m_shape.seq, false, hooks, [&] { loadTokens(x, batch); },
       [&] { lossAndGrad(batch, m_shape.seq, 1.0, &loss, &correct); });
   return {correct, int64_t(batch) * m_shape.seq, loss};
 }
@@ -315,7 +361,7 @@ void Gpt::generate(std::vector<int>& ids, int count, uint64_t seed) {
     int* tokens = reinterpret_cast<int*>(m_acts.tokens.data());
     if (m_compute->onGpu()) m_compute->uploadInts(tokens, m_hostTokens.data(), T);
     else std::copy_n(m_hostTokens.data(), T, tokens);
-    forwardTo(1, T, nullptr);
+    forwardTo(1, T, false, nullptr);
     m_compute->download(row.data(), m_acts.logits.data() + int64_t(T - 1) * V, V);
     const float top = *std::max_element(row.begin(), row.end());
     double sum = 0;

@@ -19,15 +19,20 @@
 // tensor-parallel ranks as Megatron-LM cuts it: attention by heads (qkv column-parallel: the
 // q, k and v columns of the rank's heads; proj row-parallel: the matching input rows) and the
 // FFN column-then-row. gpt_parallel.cpp runs a shard.
+// With --ffn moe each block's FFN is a mixture of experts (moe_ffn.h): x += MoE(LN2(x)), every
+// token of every window routed on its own. A shard may then hold some of each block's experts
+// (ModelShard::epRank/epSize; expert parallelism, engine/parallel/expert_parallel.cpp).
 // See tests/engine/tst_gpt.cpp (gradient check, learning) and tst_parallel_equals_serial.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/layers.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 
 namespace paralab {
 
@@ -46,7 +51,10 @@ struct GptShape {
   int hidden = 128; // C
   int layers = 2;   // L
   int heads = 4;    // NH; C % NH == 0
-  // P: V C + T C (embeddings) + L (12 C^2 + 13 C) (blocks) + 2 C + C V + V (final LN, head).
+  // The blocks' FFN: nullopt the dense C -> 4C -> C, else a mixture of experts (its hidden = C).
+  std::optional<MoeFfnShape> moe = std::nullopt;
+  // P: V C + T C (embeddings) + L (12 C^2 + 13 C) (blocks) + 2 C + C V + V (final LN, head),
+  // with the dense FFN's 8 C^2 + 5 C per block replaced by the MoE's router and experts.
   int64_t parameterCount() const;
 };
 
@@ -61,8 +69,8 @@ class Gpt : public Model {
   // N(0, 0.02^2) as GPT-2, LayerNorms gamma 1, beta 0. A model on a GPU draws a host twin and
   // uploads it; a shard draws the whole model and keeps its slices. initialise = false leaves
   // the weights zero (a model whose buffers are about to be filled, e.g. for evaluation).
-  // Throws std::invalid_argument when heads do not divide hidden, or the shard's tpSize the
-  // heads.
+  // Throws std::invalid_argument when heads do not divide hidden, the shard's tpSize the
+  // heads, or an MoE model is cut by tensor or pipeline parallelism (its axes are dp and ep).
   Gpt(const GptShape& shape, uint64_t seed, MemoryTracker* tracker,
       const Compute* compute = nullptr, Recompute recompute = Recompute::None,
       const ModelShard& shard = {}, bool initialise = true);
@@ -73,6 +81,7 @@ class Gpt : public Model {
   Evaluation evaluate(const float* x, const int* labels, int batch,
                       UnitHooks* hooks = nullptr) override;
   int numUnits() const override { return m_shape.layers + 2; }
+  MoeParts* moeParts() override { return m_shape.moe ? &m_moe : nullptr; }
   const GptShape& shape() const { return m_shape; }
 
   // Appends `count` characters to `ids` (at least one id to start from), each drawn from the
@@ -84,7 +93,8 @@ class Gpt : public Model {
     LayerNorm ln1;
     Linear qkv, proj;
     LayerNorm ln2;
-    Linear fc1, fc2;
+    std::optional<Linear> fc1, fc2;  // the dense FFN, or
+    std::optional<MoeFfn> moe;       // the mixture of experts
   };
   Recompute recompute() const { return m_recompute; }
   int wteRef() const { return m_wte; }  // needs hasUnit(0)
@@ -118,15 +128,19 @@ class Gpt : public Model {
   float* attOf(int l) {
     return m_recompute == Recompute::Selective ? m_acts.att.data() : actsOf(l).att.data();
   }
-  // Block l's forward from a[l]; with `toOutput`, a[l+1] too (a recomputation stops at GELU).
-  void blockForward(int l, int B, int T, bool toOutput);
+  // Block l's forward from a[l]; with `toOutput`, a[l+1] too (a recomputation stops at GELU, or
+  // before an MoE FFN, whose rows are kept: routing them again would move them again). `train`:
+  // the MoE's capacity limit and routing figures.
+  void blockForward(int l, int B, int T, bool toOutput, bool train);
   void ensureCapacity(int B, int T);
   // Token ids of `batch` windows (rows of T + 1 floats) to the device: inputs and targets.
   void loadTokens(const float* x, int batch);
   // The forward through the logits. `inFirstUnit` (loading the tokens) and `inLastUnit` (the
   // loss) run inside the first and last units' hooks, so the spans around units hold all of the
   // forward's work.
-  void forwardTo(int B, int T, UnitHooks* hooks, const std::function<void()>& inFirstUnit = {},
+  // B may be 0 under expert parallelism (a rank running its experts for others' tokens).
+  void forwardTo(int B, int T, bool train, UnitHooks* hooks,
+                 const std::function<void()>& inFirstUnit = {},
                  const std::function<void()>& inLastUnit = {});
   void lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct);
 
@@ -139,6 +153,7 @@ class Gpt : public Model {
   std::vector<Block> m_blocks;
   std::vector<LayerNorm> m_lnf;  // one, or none on a shard without the head
   std::vector<Linear> m_head;    // one, or none
+  MoeParts m_moe;                // --ffn moe: what the blocks' MoE layers share
   Acts m_acts;
   int m_B = 0;  // sequences of the last forwardLoss
   std::vector<int> m_hostTokens, m_hostTargets;

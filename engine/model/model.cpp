@@ -99,8 +99,17 @@ void Model::copySlices(float* wholeFlat, bool toWhole, bool replicatedToo, float
 // [SECTION] The run's model
 
 namespace {
+MoeFfnShape moeFfnShape(const RunConfig& c) {
+  return {c.hidden, c.experts, c.topk, c.capacityFactor, c.auxLoss};
+}
 GptShape gptShape(const RunConfig& c, const Dataset& d) {
-  return {d.classes, c.seq, c.hidden, c.layers, c.heads};
+  GptShape s{d.classes, c.seq, c.hidden, c.layers, c.heads};
+  if (c.hasExperts()) s.moe = moeFfnShape(c);
+  return s;
+}
+MoeShape moeShape(const RunConfig& c, const Dataset& d) {
+  return {d.inputDim, c.hidden,  c.layers,          d.classes,
+          c.experts,  c.topk,    c.capacityFactor,  c.auxLoss};
 }
 MlpShape mlpShape(const RunConfig& c, const Dataset& d) {
   return {d.inputDim, c.hidden, c.layers, d.classes};
@@ -116,32 +125,31 @@ std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
   if (config.model == "mlp")
     return std::make_unique<Mlp>(mlpShape(config, data), config.seed, tracker, shard, initialise,
                                  compute);
-  throw std::invalid_argument("model: " + config.model + " is not built whole on one rank");
+  if (config.model == "moe") {
+    // Its own shards are the experts' placement; its weights are always drawn (it is never
+    // built to be filled).
+    if (shard.tpSize != 1 || shard.firstUnit != 0 || shard.lastUnit >= 0)
+      throw std::invalid_argument("model: --model moe is cut over experts only");
+    return std::make_unique<Moe>(moeShape(config, data), config.seed, tracker,
+                                 ExpertPlacement{shard.epSize, shard.epRank}, compute);
+  }
+  throw std::invalid_argument("model: " + config.model + " is not one of mlp, moe, gpt");
 }
 
 int64_t parameterCountOf(const RunConfig& config, const Dataset& data) {
   if (config.model == "gpt") return gptShape(config, data).parameterCount();
-  if (config.model == "moe") {
-    MoeShape m;
-    m.input = data.inputDim, m.classes = data.classes, m.hidden = config.hidden;
-    m.layers = config.layers, m.experts = config.experts;
-    return m.parameterCount();
-  }
+  if (config.model == "moe") return moeShape(config, data).parameterCount();
   return mlpShape(config, data).parameterCount();
 }
 
 double modelFlopsPerSample(const RunConfig& config, const Dataset& data) {
-  const double P = double(parameterCountOf(config, data));
+  double P = double(parameterCountOf(config, data));
+  if (config.hasExperts())  // a token runs its top-k experts, not the other E - k
+    P -= double(config.layers) * double(config.experts - config.topk) *
+         double(moeFfnShape(config).expertParameterCount());
   if (config.model == "gpt") {
     const double T = config.seq, attention = 12.0 * config.layers * config.hidden * T;
     return T * (6 * P + attention);
-  }
-  if (config.model == "moe") {
-    MoeShape m;
-    m.hidden = config.hidden, m.experts = config.experts;
-    const double skipped = double(config.layers) * double(config.experts - config.topk) *
-                           double(m.expertParameterCount());
-    return 6 * (P - skipped);
   }
   return 6 * P;
 }

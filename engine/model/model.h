@@ -1,9 +1,10 @@
 // Model: what the data-parallel strategies and the trainer ask of a model, whichever it is —
 // its parameters (a ParamSet: named weights in units, flat buffers), the loss and gradients of
-// a batch with hooks around each unit, and evaluation. Mlp (mlp.h) and Gpt (gpt.h) are models;
-// the same strategy code trains either. Tensor and pipeline parallelism and the mixture of
-// experts cut a model's parts themselves (model_parallel.cpp, moe.h): a model may be built as a
-// shard, one rank's part of it, which knows where each of its weights sits in the whole model.
+// a batch with hooks around each unit, and evaluation. Mlp (mlp.h), Moe (moe.h) and Gpt (gpt.h)
+// are models; the same strategy code trains each. Tensor and pipeline parallelism and expert
+// parallelism cut a model's parts (model_parallel.cpp, expert_parallel.cpp): a model may be
+// built as a shard, one rank's part of it, which knows where each of its weights sits in the
+// whole model.
 // See tests/engine/tst_model.cpp and tst_gpt.cpp.
 #pragma once
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include "model/param_set.h"
 
 namespace paralab {
+
+struct MoeParts;
 
 // Called around each unit (0 = the input layer, 1..L = blocks, L+1 = the output layer) as the
 // passes reach it: where strategies gather sharded weights (ZeRO-3), start gradient all-reduces
@@ -40,10 +43,12 @@ struct Evaluation {
 // [firstUnit, lastUnit] (0 = the input layer, 1..L = blocks, L+1 = the output layer), each
 // block's weights cut over tpSize ranks as Megatron-LM cuts them (Shoeybi et al. 2019): a
 // column-parallel layer's output columns, a row-parallel layer's input rows, slice tpRank of
-// tpSize. The default is the whole model.
+// tpSize. A model with MoE blocks (moe_ffn.h) holds the epRank-th of epSize equal runs of each
+// block's experts (expert parallelism). The default is the whole model.
 struct ModelShard {
   int tpRank = 0, tpSize = 1;
   int firstUnit = 0, lastUnit = -1;  // -1: through the output layer
+  int epRank = 0, epSize = 1;
 };
 
 // Where one of a shard's weights sits in the whole model: the whole weight's shape and offset
@@ -74,12 +79,16 @@ class Model {
   virtual Evaluation evaluate(const float* x, const int* labels, int batch,
                               UnitHooks* hooks = nullptr) = 0;
   virtual int numUnits() const = 0;
+  // A model with mixture-of-experts blocks (moe_ffn.h): where its experts are, their ranges
+  // and routing figures, and the exchange a strategy gives it. Null for a dense model.
+  virtual MoeParts* moeParts() { return nullptr; }
   ParamSet& params() { return m_ps; }
   const ParamSet& params() const { return m_ps; }
 
   // [SECTION] Shards: one rank's part of the model (model_parallel.cpp).
   const ModelShard& shard() const { return m_shard; }  // lastUnit resolved
   bool hasUnit(int unit) const { return unit >= m_shard.firstUnit && unit <= m_shard.lastUnit; }
+  // Every unit, uncut by tensor parallelism (an MoE model may still hold only some experts).
   bool whole() const {
     return m_shard.tpSize == 1 && m_shard.firstUnit == 0 && m_shard.lastUnit == m_wholeUnits - 1;
   }
@@ -119,8 +128,7 @@ struct Dataset;
 // The model of a run (--model mlp or gpt, its sizes from the config, its input and output sizes
 // from the data), drawn from --seed, its buffers on `compute` (null: the CPU). Every rank that
 // makes it gets the same weights; `shard`: only that part of them; initialise = false: zero
-// weights, for buffers about to be filled. --model moe is not a Model: throws
-// std::invalid_argument.
+// weights, for buffers about to be filled.
 std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  MemoryTracker* tracker, const Compute* compute,
                                  const ModelShard& shard = {}, bool initialise = true);
@@ -128,8 +136,8 @@ std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
 int64_t parameterCountOf(const RunConfig& config, const Dataset& data);
 // The model's arithmetic for one sample's forward and backward, in flops, as MFU counts it
 // (Chowdhery et al. 2022, PaLM appendix B; lessons/reference/metrics.md): 6 per parameter a
-// sample uses (2 forward, 4 backward), so 6P for the MLP and, for the MoE, P less the experts a
-// token's top-k skips; for the GPT, per token 6P + 12 L C T (attention's scores and weighted
+// sample uses (2 forward, 4 backward), so 6P for the MLP and, with experts, P less the experts
+// a token's top-k skips; for the GPT, per token 6P + 12 L C T (attention's scores and weighted
 // sum, 4 L C T forward, twice that backward, causal mask not discounted), times T tokens. What
 // the step really executes (recomputation, the optimizer, padding) is not counted.
 double modelFlopsPerSample(const RunConfig& config, const Dataset& data);

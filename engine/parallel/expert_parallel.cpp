@@ -1,6 +1,8 @@
-// Expert parallelism (--model moe --ep G, Lepikhin et al. 2020, GShard; Rajbhandari et al.
-// 2022, DeepSpeed-MoE): each MoE block's E experts are spread over an expert-parallel group of
-// G ranks (E/G each); a token's row travels to its experts' rank and back by all-to-all.
+// Expert parallelism (--model moe or --model gpt --ffn moe, --ep G; Lepikhin et al. 2020,
+// GShard; Rajbhandari et al. 2022, DeepSpeed-MoE): each MoE block's E experts are spread over an
+// expert-parallel group of G ranks (E/G each); a token's row travels to its experts' rank and
+// back by all-to-all. The model is any Model with MoE blocks (its moeParts()): the MoE MLP,
+// whose tokens are samples, or the GPT, whose tokens are every position of every window.
 // The collectives of the step (the MoE layer's are written in this file):
 //   per block, forward:  allGather of the routing counts over dp (k x E floats per rank: the
 //                        global capacity and both all-to-alls' row counts follow from them),
@@ -11,18 +13,20 @@
 //                        dp and the expert gradients over expert-dp (the replicas of one expert,
 //                        one per group), as --zero and --dp-version say: all-reduce (per tensor or
 //                        bucketed with overlap) or ZeRO-1/2/3, each range over its own group.
-// With G = 1 and one rank this is the serial MoE, the reference. With --device cuda the model,
+// With G = 1 and one rank this is the serial model, the reference. With --device cuda the model,
 // its gradients and the optimizer state are device memory: the rows' all-to-alls and the
 // gradients' sums move device buffers after Compute::sync(), and the routing counts (host
 // numbers) travel through a small device buffer, since NCCL moves device memory only.
-// See tests/engine/tst_moe.cpp, tst_cuda_moe.cpp,
+// See tests/engine/tst_moe.cpp, tst_cuda_moe.cpp, tst_gpt.cpp,
 // `paralab-run --model moe --ranks 4 --ep 2 --topk 2` and `paralab-bench ep`.
 #include <algorithm>
 #include <stdexcept>
 
 #include "comm/communicator.h"
 #include "device/compute.h"
-#include "model/moe.h"
+#include "data/dataset.h"
+#include "model/model.h"
+#include "model/moe_ffn.h"
 #include "parallel/grad_sync.h"
 #include "parallel/holdings.h"
 #include "parallel/process_grid.h"
@@ -31,19 +35,6 @@
 namespace paralab {
 
 namespace {
-
-MoeShape moeShape(const RunConfig& c, const Dataset& data) {
-  MoeShape s;
-  s.input = data.inputDim;
-  s.classes = data.classes;
-  s.hidden = c.hidden;
-  s.layers = c.layers;
-  s.experts = c.experts;
-  s.topk = c.topk;
-  s.capacityFactor = c.capacityFactor;
-  s.auxLoss = c.auxLoss;
-  return s;
-}
 
 class ExpertParallel final : public Strategy, private ExpertExchange, private UnitHooks {
  public:
@@ -59,13 +50,18 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     for (int q = 0; q < m_grid->ep().size(); ++q)  // dp index of each member of my EP group
       m_topo.epTokenRanks.push_back(
           ProcessGrid::coordsOf(m_grid->shape(), m_grid->ep().worldRankOf(q)).dp);
-    // Every rank builds its shard of the model the serial run would build from the same seed.
-    m_model = std::make_unique<Moe>(moeShape(*ctx.config, *ctx.data), ctx.config->seed, ctx.memory,
-                                    ExpertPlacement{m_grid->shape().ep, c.ep}, m_ctx.compute);
+    // Every rank builds its shard of the model the serial run would build from the same seed:
+    // every dense weight, and its run of each block's experts.
+    ModelShard shard;
+    shard.epRank = c.ep, shard.epSize = m_grid->shape().ep;
+    m_model = makeModel(*ctx.config, *ctx.data, ctx.memory, m_ctx.compute, shard);
+    m_moe = m_model->moeParts();
+    if (!m_moe) throw std::logic_error("expert parallelism: the model has no experts");
+    m_moe->exchange = this;
     // Data parallelism: non-expert weights have dp replicas, each expert dp/ep (expert-dp).
     std::vector<SyncRange> ranges;
-    for (auto [b, e] : m_model->denseRanges()) ranges.push_back({b, e, 0, ""});
-    for (auto [b, e] : m_model->expertRanges()) ranges.push_back({b, e, 1, ".experts"});
+    for (auto [b, e] : m_moe->denseRanges) ranges.push_back({b, e, 0, ""});
+    for (auto [b, e] : m_moe->expertRanges) ranges.push_back({b, e, 1, ".experts"});
     GradSyncSettings sync = GradSyncSettings::of(*ctx.config);
     sync.callsDuringBackward = true;  // the all-to-alls of the rows
     m_sync = std::make_unique<GradSync>(
@@ -80,11 +76,11 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     out.samples = takeSlice(globalBatch);
     m_sync->beginStep(step);
     out.lossSum = m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice,
-                                       double(globalBatch.size()), this, this);
-    m_model->backward(this, this);  // buckets and ZeRO-2/3 start as units finish
+                                       double(globalBatch.size()), this);
+    m_model->backward(this);  // buckets and ZeRO-2/3 start as units finish
     m_sync->reduce();
     m_sync->update();
-    const MoeStats& st = m_model->stats();
+    const MoeStats& st = m_moe->stats;
     out.expertTokens = st.routed;
     out.droppedTokens = st.dropped;
     out.tokens = st.processed;
@@ -102,8 +98,9 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
                         [&](HoldingKind k) { addWholeTensors(h.items, m_model->params(), k); });
     const int64_t B = m_ctx.config->globalBatch(), D = m_grid->dp().size(), q = h.coords.dp;
     const int64_t begin = shardBegin(int(q), int(D), B), len = shardLen(int(q), int(D), B);
-    h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
-                       m_ctx.data->inputDim, len * m_ctx.data->inputDim * 4});
+    h.items.push_back({m_ctx.config->model == "gpt" ? "global batch (windows)" : "global batch",
+                       HoldingKind::Batch, 0, begin, begin + len, B, len, m_ctx.data->inputDim,
+                       len * m_ctx.data->inputDim * 4});
     for (auto [name, comm] : {std::pair<const char*, Communicator*>{"dp", &m_grid->dp()},
                               {"ep", &m_grid->ep()},
                               {"expert-dp", &m_grid->expertDp()}}) {
@@ -120,7 +117,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   // the bits each rank holds); loading, every rank takes its dense weights and its experts.
   void saveState(TrainingState& state) override {
     const bool dense = m_ctx.rank == 0, experts = m_grid->expertDp().rank() == 0;
-    m_sync->save(state, *m_ctx.comm, m_model->shape().parameterCount(),
+    m_sync->save(state, *m_ctx.comm, parameterCountOf(*m_ctx.config, *m_ctx.data),
                  [&](const std::vector<float>& local, std::vector<float>& serial) {
                    for (const Segment& s : serialSegments())
                      if (s.expert ? experts : dense)
@@ -128,31 +125,41 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
                  });
   }
   void loadState(const TrainingState& state) override {
-    m_sync->load(state, m_model->shape().parameterCount(),
+    m_sync->load(state, parameterCountOf(*m_ctx.config, *m_ctx.data),
                  [&](const std::vector<float>& serial, std::vector<float>& local) {
                    for (const Segment& s : serialSegments())
                      std::copy_n(&serial[size_t(s.whole)], s.len, &local[size_t(s.local)]);
                  });
   }
 
+  // The model for rank 0 alone (the GPT's sampling): only when every expert is here, each
+  // MoE layer then routing locally, with no collective.
   Model& beginEval() override {
-    throw std::logic_error(
-        "moe: the model is not an Mlp; the trainer evaluates through countCorrect()");
+    if (m_moe->placement.shards != 1)
+      throw std::logic_error("expert parallelism: a model of spread experts runs on every rank");
+    m_sync->gatherAll();
+    m_moe->exchange = nullptr;
+    return *m_model;
+  }
+  void endEval() override {
+    m_moe->exchange = this;
+    m_sync->releaseAll();
   }
 
   // Rank 0 evaluates; the other ranks of its EP group run their experts on its rows (with no
   // rows of their own), and every rank takes part in the routing-count all-gathers.
-  std::optional<int64_t> countCorrect(int64_t n, int chunk) override {
+  std::optional<Evaluation> evaluateAll(int64_t n, int chunk) override {
     const Dataset& d = *m_ctx.data;
-    int64_t correct = 0;
+    Evaluation sum;
     m_sync->gatherAll();  // ZeRO-3: the whole shard, gathered for the evaluation
     for (int64_t i = 0; i < n; i += chunk) {
       const int b = m_ctx.rank == 0 ? int(std::min<int64_t>(chunk, n - i)) : 0;
-      correct += m_model->countCorrect(&d.testX[size_t(i) * d.inputDim], &d.testY[size_t(i)], b,
-                                       nullptr, this);
+      const Evaluation e =
+          m_model->evaluate(&d.testX[size_t(i) * d.inputDim], &d.testY[size_t(i)], b);
+      sum.correct += e.correct, sum.predictions += e.predictions, sum.lossSum += e.lossSum;
     }
     m_sync->releaseAll();
-    return correct;
+    return sum;
   }
 
  private:
@@ -184,18 +191,17 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   };
   std::vector<Segment> serialSegments() const {
     std::vector<Segment> out;
-    for (auto [b, e] : m_model->denseRanges()) out.push_back({b, 0, e - b, false});
-    for (auto [b, e] : m_model->expertRanges()) out.push_back({b, 0, e - b, true});
+    for (auto [b, e] : m_moe->denseRanges) out.push_back({b, 0, e - b, false});
+    for (auto [b, e] : m_moe->expertRanges) out.push_back({b, 0, e - b, true});
     std::sort(out.begin(), out.end(),
               [](const Segment& x, const Segment& y) { return x.local < y.local; });
-    const MoeShape& shape = m_model->shape();
-    const int64_t X = shape.expertParameterCount();
+    const int64_t X = m_moe->shape.expertParameterCount();
     int64_t at = 0;  // floats of the serial layout before this segment
     for (Segment& s : out) {
-      s.whole = at + (s.expert ? m_model->firstExpert() * X : 0);
-      at += s.expert ? shape.experts * X : s.len;
+      s.whole = at + (s.expert ? m_moe->firstExpert() * X : 0);
+      at += s.expert ? m_moe->shape.experts * X : s.len;
     }
-    if (at != shape.parameterCount())
+    if (at != parameterCountOf(*m_ctx.config, *m_ctx.data))
       throw std::logic_error("moe: the shard's layout does not map onto the serial model's");
     return out;
   }
@@ -285,7 +291,8 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   RankContext m_ctx;
   std::unique_ptr<ProcessGrid> m_grid;
   ExpertTopology m_topo;
-  std::unique_ptr<Moe> m_model;
+  std::unique_ptr<Model> m_model;
+  MoeParts* m_moe = nullptr;  // the model's experts and their routing figures
   std::unique_ptr<GradSync> m_sync;  // the gradient sums, the optimizer, ZeRO's shards
   std::vector<float> m_x;
   std::vector<int> m_labels;

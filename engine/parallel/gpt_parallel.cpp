@@ -260,13 +260,13 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m) {
   gatherRows(m.ln2[k].data() + r.first * C, m.ln2[k].data(), r);
   {
     auto s = span();
-    b.fc1.forward(m.ln2[k].data(), m.h[k].data(), r.full);  // column-parallel
+    b.fc1->forward(m.ln2[k].data(), m.h[k].data(), r.full);  // column-parallel
     m_compute.gelu(m.g[k].data(), m.h[k].data(), long(r.full) * m_F);
-    b.fc2.forward(m.g[k].data(), m_sp ? m_y.data() : out, r.full, false);  // row-parallel
+    b.fc2->forward(m.g[k].data(), m_sp ? m_y.data() : out, r.full, false);  // row-parallel
   }
   sumRows(m_y.data(), out, r);
   auto s = span();
-  m_compute.biasAdd(out, ps.param(b.fc2.biasRef()), r.local, m_C);
+  m_compute.biasAdd(out, ps.param(b.fc2->biasRef()), r.local, m_C);
   m_compute.residualAdd(out, m.mid[k].data(), long(r.local) * C);
 }
 
@@ -333,9 +333,9 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
   const float* dY = gatherRows(dA, m_dFull.data(), r);
   {
     auto s = span();
-    b.fc2.backward(m.g[k].data(), dY, m_dh.data(), r.full);
+    b.fc2->backward(m.g[k].data(), dY, m_dh.data(), r.full);
     m_compute.geluBackward(m_dh.data(), m.h[k].data(), m_dh.data(), long(r.full) * m_F);
-    b.fc1.backward(m.ln2[k].data(), m_dh.data(), m_dln.data(), r.full);  // partial
+    b.fc1->backward(m.ln2[k].data(), m_dh.data(), m_dln.data(), r.full);  // partial
   }
   float* dln = summed();
   {

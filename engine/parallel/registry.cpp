@@ -50,11 +50,12 @@ Setting::Why modelParallelNeedsSync(const RunConfig& c) {
   return std::string("strategy: tensor and pipeline parallelism compose with --strategy sync only");
 }
 Setting::Why moeLayout(const RunConfig& c) {
+  const std::string which = c.model == "moe" ? "--model moe" : "--ffn moe";
   if (c.tp > 1 || c.pp > 1)
-    return std::string(
-        "model: --model moe composes with data and expert parallelism only (allowed: tp = pp = 1)");
+    return "model: " + which +
+           " composes with data and expert parallelism only (allowed: tp = pp = 1)";
   if (c.strategy != "sync")
-    return std::string("model: --model moe trains with --strategy sync (dp and ep are its axes)");
+    return "model: " + which + " trains with --strategy sync (dp and ep are its axes)";
   return std::nullopt;
 }
 
@@ -136,8 +137,8 @@ const std::vector<StrategyInfo>& strategyTable() {
        {},
        modelParallelNeedsSync},
       {"moe",
-       "Mixture of experts (--model moe): experts spread over --ep ranks, tokens routed by "
-       "all-to-all; dp on the rest",
+       "Mixture of experts (--model moe, or --model gpt --ffn moe): experts spread over --ep "
+       "ranks, tokens routed by all-to-all; dp on the rest",
        true,
        false,
        makeExpertParallel,
@@ -152,7 +153,7 @@ const std::vector<StrategyInfo>& strategyTable() {
 // The table's row for a run (ChosenBy): a layout first, as it composes with sync data
 // parallelism on its dp axis; else --strategy, with --zero picking sync's ZeRO rows.
 static std::string rowName(const RunConfig& config) {
-  return config.model == "moe"            ? "moe"
+  return config.hasExperts()             ? "moe"
          : config.tp > 1 || config.pp > 1 ? "model-parallel"
          : config.zero > 0                ? "zero-" + std::to_string(config.zero)
                                           : config.strategy;

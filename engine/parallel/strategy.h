@@ -68,10 +68,10 @@ class Strategy {
   // evaluation on rank 0. endEval() lets the strategy drop what it gathered.
   virtual Model& beginEval() = 0;
   virtual void endEval() {}
-  // Collective, for a model that is not a Model (--model moe): every rank calls it; rank 0
-  // returns how many of the first `n` test samples, in chunks of `chunk`, are classified right.
-  // nullopt: evaluate through beginEval() instead.
-  virtual std::optional<int64_t> countCorrect(int64_t n, int chunk) {
+  // Collective, for a model whose evaluation needs every rank (experts spread over ranks): every
+  // rank calls it; rank 0 returns the evaluation of the first `n` test samples, in chunks of
+  // `chunk`. nullopt: rank 0 evaluates alone through beginEval() instead.
+  virtual std::optional<Evaluation> evaluateAll(int64_t n, int chunk) {
     (void)n;
     (void)chunk;
     return std::nullopt;

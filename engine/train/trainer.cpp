@@ -228,8 +228,12 @@ void Trainer::execute(Rank& r, Command c) {
     const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
                                         : m_data->numTest();
     const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
-    if (const std::optional<int64_t> correct = r.strategy->countCorrect(n, chunk)) {  // not an Mlp
-      if (r.rank == 0) m_evalAccuracy = n > 0 ? double(*correct) / double(n) : 0.0;
+    const auto record = [&](const Evaluation& e) {  // rank 0's figures of the held-out set
+      m_evalAccuracy = e.predictions > 0 ? double(e.correct) / double(e.predictions) : 0.0;
+      m_evalLoss = n > 0 ? e.lossSum / double(n) : 0.0;
+    };
+    if (const std::optional<Evaluation> all = r.strategy->evaluateAll(n, chunk)) {  // every rank
+      if (r.rank == 0) record(*all);
       return;
     }
     Model& model = r.strategy->beginEval();
@@ -241,8 +245,7 @@ void Trainer::execute(Rank& r, Command c) {
                                             &m_data->testY[size_t(i)], b);
         sum.correct += e.correct, sum.predictions += e.predictions, sum.lossSum += e.lossSum;
       }
-      m_evalAccuracy = sum.predictions > 0 ? double(sum.correct) / double(sum.predictions) : 0.0;
-      m_evalLoss = n > 0 ? sum.lossSum / double(n) : 0.0;
+      record(sum);
     }
     r.strategy->endEval();
   } else if (c == Command::Sample) {
@@ -338,7 +341,9 @@ StepMetrics Trainer::step() {
 }
 
 std::string Trainer::generateText(int count) {
-  if (m_config.model != "gpt" || count <= 0) return "";
+  // Rank 0 generates alone: not with experts spread over ranks (paralab-run refuses that).
+  if (m_config.model != "gpt" || count <= 0 || (m_config.hasExperts() && m_config.ep > 1))
+    return "";
   m_sampleCount = count;
   m_sampleText.clear();
   runCommand(Command::Sample);

@@ -91,7 +91,7 @@ class Trainer {
   std::vector<int> m_batch;                    // the global batch of the step in flight
   int64_t m_step = 0;
   double m_evalAccuracy = 0;
-  std::optional<double> m_evalLoss;  // mean held-out loss per sample (not for --model moe)
+  std::optional<double> m_evalLoss;  // mean held-out loss per sample
   int m_evalSamples = 0;
   int m_sampleCount = 0;
   std::string m_sampleText;

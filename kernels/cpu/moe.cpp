@@ -69,18 +69,21 @@ void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k) 
 }
 
 template <typename T>
-void topk_gates_backward(T* dp, const T* p, const int* idx, const T* gate, const T* dgate, int rows,
-                         int cols, int k) {
+void topk_gates_backward(T* dlogits, const T* p, const int* idx, const T* gate, const T* dgate,
+                         int rows, int cols, int k) {
   for (long r = 0; r < rows; ++r) {
     const int* c = idx + r * k;
+    const T* pr = p + r * cols;
+    T* dr = dlogits + r * cols;
     if (k == 1) {
-      dp[r * cols + c[0]] += dgate[r];
+      const double g = double(dgate[r]) * double(pr[c[0]]);
+      for (int e = 0; e < cols; ++e) dr[e] += T(g * ((e == c[0] ? 1.0 : 0.0) - double(pr[e])));
       continue;
     }
-    double z = 0, s = 0;
+    double s = 0;
+    for (int j = 0; j < k; ++j) s += double(dgate[r * k + j]) * double(gate[r * k + j]);
     for (int j = 0; j < k; ++j)
-      z += double(p[r * cols + c[j]]), s += double(dgate[r * k + j]) * double(gate[r * k + j]);
-    for (int j = 0; j < k; ++j) dp[r * cols + c[j]] += T((double(dgate[r * k + j]) - s) / z);
+      dr[c[j]] += T(double(gate[r * k + j]) * (double(dgate[r * k + j]) - s));
   }
 }
 

@@ -23,11 +23,16 @@ void topk_rows(int* idx, const T* x, int rows, int cols, int k);
 // k > 1 renormalises the k chosen to sum to 1 (GShard's top-2, Mixtral).
 template <typename T>
 void topk_gates(T* gate, const T* p, const int* idx, int rows, int cols, int k);
-// Adds to dp [rows, cols] the gradient that dgate [rows, k] sends back through topk_gates:
-// k = 1: dp_i += dgate; k > 1, gate_j = p_j / Z: dp_i += (dgate_i - sum_j dgate_j gate_j) / Z.
+// Adds to dlogits [rows, cols] the gradient that dgate [rows, k] sends back through topk_gates
+// and the router's softmax (p = softmax(logits)). k = 1, gate = p_i: dlogit_c += dgate p_i
+// (delta_ci - p_c). k > 1: the renormalised gates are a softmax over the k chosen logits alone,
+// so dlogit_{i_j} += gate_j (dgate_j - sum_m gate_m dgate_m) and the other logits get exactly
+// nothing. (Through the full softmax they would get p_c times a sum that is zero only up to
+// rounding: noise that Adam, dividing by its own running size, turns into full steps that
+// differ between a serial and a parallel run.)
 template <typename T>
-void topk_gates_backward(T* dp, const T* p, const int* idx, const T* gate, const T* dgate, int rows,
-                         int cols, int k);
+void topk_gates_backward(T* dlogits, const T* p, const int* idx, const T* gate, const T* dgate,
+                         int rows, int cols, int k);
 
 // [SECTION] Expert capacity (GShard, Lepikhin et al. 2020). Expert e takes at most C of the
 // (token, choice) pairs routed to it, by priority: every token's first choice before any second

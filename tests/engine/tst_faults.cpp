@@ -107,7 +107,7 @@ class TstFaults : public QObject {
         << "straggler"
         << "1=2" << 2
         << "straggler: emulated in the data-parallel strategies' forward and backward (not "
-           "with --tp, --pp or --model moe)";
+           "with --tp, --pp, --model moe or --ffn moe)";
   }
   void refused() {
     QFETCH(QString, key);

@@ -1,8 +1,9 @@
 // The GPT (--model gpt): its parameter count, the whole model's gradient against finite
 // differences, sampling, learning beyond a context-free model on text, equality with serial
 // under the data-parallel strategies and under tensor (by heads), sequence and pipeline
-// parallelism, the tensor-parallel traffic against Megatron's count, and the settings it
-// refuses.
+// parallelism, the tensor-parallel traffic against Megatron's count, the GPT with a mixture of
+// experts in its blocks (--ffn moe: gradient, equal to serial under expert parallelism), and
+// the settings it refuses.
 // Run: ctest -R tst_gpt
 #include <QtTest>
 
@@ -44,6 +45,28 @@ RunConfig gptRun(int batch) {
   c.optimizer = "adam";
   c.lr = 0.01;
   return c;
+}
+
+// The GPT with 4 experts per block; capacity factor 4 (C = T k: nothing dropped unless a test
+// lowers it).
+RunConfig gptMoeRun(int batch, int topk) {
+  RunConfig c = gptRun(batch);
+  c.ffn = "moe";
+  c.experts = 4;
+  c.topk = topk;
+  c.capacityFactor = 4.0;
+  return c;
+}
+
+// Every block's routing (choices and drops) of the model's last forward.
+std::vector<int> routingOf(Gpt& m) {
+  std::vector<int> r;
+  for (int l = 0; l < m.shape().layers; ++l) {
+    const BlockRouting& b = m.block(l).moe->routing();
+    r.insert(r.end(), b.choice.begin(), b.choice.end());
+    r.insert(r.end(), b.kept.begin(), b.kept.end());
+  }
+  return r;
 }
 
 }  // namespace
@@ -333,6 +356,123 @@ class TstGpt : public QObject {
     QVERIFY(std::abs(*s.modelGflops - perSample * s.samplesPerS * 1e-9) <= 1e-9 * *s.modelGflops);
   }
 
+  // [SECTION] --ffn moe: the blocks' FFN a mixture of experts.
+  void moeParameterCount() {
+    GptShape s{65, 64, 128, 2, 4};
+    const int64_t dense = s.parameterCount(), C = 128, E = 8;
+    s.moe = MoeFfnShape{128, int(E), 2};
+    // Per block the FFN's 8C^2 + 5C become a router (C E + E) and E experts of 8C^2 + 5C.
+    const int64_t ffn = 8 * C * C + 5 * C;
+    QCOMPARE(s.parameterCount(), dense + 2 * (C * E + E + (E - 1) * ffn));
+    Gpt m(s, 1, nullptr);
+    QCOMPARE(m.params().numel(), s.parameterCount());
+    QVERIFY(m.moeParts() && m.moeParts()->expertRanges.size() == 2);  // one run per block
+    // A shard of 2 of 4 expert groups holds every dense weight and E/4 experts per block.
+    Gpt part(s, 1, nullptr, nullptr, Recompute::None, ModelShard{0, 1, 0, -1, 1, 4});
+    QCOMPARE(part.params().numel(), s.parameterCount() - 2 * (E - E / 4) * ffn);
+  }
+
+  // The whole model's gradient with experts, through the gates into the router and with the
+  // load-balancing loss: a finite difference across a routing switch measures the jump, so
+  // those entries are skipped (and counted), as in tst_moe.
+  void moeGradientMatchesFiniteDifferences_data() {
+    QTest::addColumn<int>("topk");
+    QTest::addColumn<double>("capacity");
+    QTest::addColumn<double>("aux");
+    QTest::newRow("k=1") << 1 << 4.0 << 0.0;
+    QTest::newRow("k=2 drops + aux loss") << 2 << 0.6 << 0.05;
+  }
+  void moeGradientMatchesFiniteDifferences() {
+    QFETCH(int, topk);
+    QFETCH(double, capacity);
+    QFETCH(double, aux);
+    GptShape s{6, 5, 8, 2, 2};
+    s.moe = MoeFfnShape{8, 4, topk, capacity, aux};
+    Gpt m(s, 7, nullptr);
+    std::mt19937 gen(9);
+    std::normal_distribution<float> d(0, 1);
+    for (int ref : {0, 1})
+      for (int64_t i = 0; i < m.params().ref(ref).numel(); ++i)
+        m.params().param(ref)[i] = d(gen);
+    const int B = 3;
+    const std::vector<float> x = randomWindows(B, s.seq, s.vocab, 3);
+    auto loss = [&] {
+      return m.forwardLoss(x.data(), nullptr, B, B) / B + m.moeParts()->stats.auxLoss;
+    };
+    loss();
+    const std::vector<int> base = routingOf(m);
+    m.params().zeroGrads();
+    m.backward();
+    const std::vector<float> analytic(m.params().grads().data(),
+                                      m.params().grads().data() + m.params().numel());
+    int router = 0;
+    const test::GradientCheck c = test::checkModelGradient(
+        m.params(), analytic, loss, [&] { return routingOf(m) != base; },
+        [&](const ParamRef& ref, double numeric) {
+          if (ref.name.find("router") != std::string::npos && std::abs(numeric) > 1e-4) ++router;
+        });
+    if (QTest::currentTestFailed()) return;
+    qInfo("checked %lld parameters, %lld skipped (routing switched), %d router gradients non-zero",
+          (long long)c.checked, (long long)c.skipped, router);
+    QVERIFY2(c.checked > 9 * m.params().numel() / 10, "most parameters checked");
+    QVERIFY2(router > 0, "the router learns through the gates");
+  }
+
+  // Expert parallelism over the GPT's tokens (every position of every window routed on its
+  // own): the serial trajectory and parameters, with the experts spread over ep ranks inside
+  // dp data-parallel ranks, with and without ZeRO and recomputation.
+  void moeMatchesSerial_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("ep");
+    QTest::addColumn<int>("topk");
+    QTest::addColumn<QString>("extra");
+    QTest::newRow("ep=2 dp=2 k=1") << 2 << 2 << 1 << "";
+    QTest::newRow("ep=2 dp=2 k=2") << 2 << 2 << 2 << "";
+    QTest::newRow("ep=4 dp=4 k=2") << 4 << 4 << 2 << "";
+    QTest::newRow("ep=1 dp=2 k=2") << 2 << 1 << 2 << "";
+    QTest::newRow("ep=2 dp=4 k=2 zero-1") << 4 << 2 << 2 << "zero1";
+    QTest::newRow("ep=2 dp=2 k=2 full recompute") << 2 << 2 << 2 << "full";
+  }
+  void moeMatchesSerial() {
+    QFETCH(int, ranks);
+    QFETCH(int, ep);
+    QFETCH(int, topk);
+    QFETCH(QString, extra);
+    RunConfig serial = gptMoeRun(10, topk);
+    if (extra == "full") serial.recompute = "full";
+    RunConfig parallel = serial;
+    parallel.ranks = ranks;
+    parallel.ep = ep;
+    if (extra == "zero1") parallel.zero = 1;
+    QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
+    const int steps = 30;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "expert parallel vs serial");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters, expert parallel vs serial");
+    QVERIFY2(a.losses.back() < 0.8 * a.losses.front(), "the run should learn");
+  }
+
+  // Tokens over an expert's capacity are dropped, the same ones whichever rank holds the
+  // expert, and the held-out loss comes from every rank's experts.
+  void moeDropsAndEvaluatesLikeSerial() {
+    RunConfig serial = gptMoeRun(8, 2);
+    serial.capacityFactor = 0.75;
+    serial.evalEvery = 2;
+    serial.evalSamples = 6;
+    RunConfig parallel = serial;
+    parallel.ranks = 4;
+    parallel.ep = 2;
+    Trainer a(serial), b(parallel);
+    for (int s = 0; s < 4; ++s) {
+      const StepMetrics x = a.step(), y = b.step();
+      QVERIFY(x.droppedTokens && y.droppedTokens);
+      QCOMPARE(*y.droppedTokens, *x.droppedTokens);
+      QVERIFY2(*x.droppedTokens > 0, "capacity 0.75 drops tokens");
+      QCOMPARE(x.testLoss.has_value(), y.testLoss.has_value());
+      if (x.testLoss) QVERIFY(std::abs(*x.testLoss - *y.testLoss) <= 1e-5 * *x.testLoss);
+    }
+  }
+
   void refusesWhatItCannotRun_data() {
     QTest::addColumn<QString>("change");
     QTest::addColumn<QString>("field");
@@ -342,6 +482,9 @@ class TstGpt : public QObject {
     QTest::addRow("sp over tokens") << "tp=2 sp=1 seq=15" << "sp:";
     QTest::addRow("full recompute per stage") << "pp=2 recompute=full" << "recompute:";
     QTest::addRow("fortunes for the mlp") << "model=mlp dataset=fortunes" << "dataset:";
+    QTest::addRow("experts under tp") << "ffn=moe tp=2" << "model:";
+    QTest::addRow("experts over ep") << "ffn=moe ep=3 ranks=3" << "ep:";
+    QTest::addRow("ep without experts") << "ep=2 ranks=2" << "ep:";
   }
   void refusesWhatItCannotRun() {
     QFETCH(QString, change);
@@ -359,6 +502,9 @@ class TstGpt : public QObject {
       if (p[0] == "sp") c.sp = true;
       if (p[0] == "seq") c.seq = p[1].toInt();
       if (p[0] == "recompute") c.recompute = p[1].toStdString();
+      if (p[0] == "ffn") c.ffn = p[1].toStdString();
+      if (p[0] == "ep") c.ep = p[1].toInt();
+      if (p[0] == "ranks") c.ranks = p[1].toInt();
     }
     const std::optional<std::string> err = c.validate();
     QVERIFY2(err, "refused");
