@@ -99,7 +99,7 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
 std::string layoutText(const RunConfig& c) {
   const auto n = [](int v) { return std::to_string(v); };
   std::string s = c.backend + ", ";
-  if (c.model == "moe") {
+  if (c.hasExperts()) {
     s += "MoE " + n(c.experts) + " experts, top-" + n(c.topk) + ", ep " + n(c.ep) + " (" +
          n(c.experts / c.ep) + " expert" + (c.experts / c.ep == 1 ? "" : "s") + " per rank)";
     if (c.dpDegree() > 1) s += ", dp " + n(c.dpDegree());
@@ -135,7 +135,7 @@ int runLatencySweepCommand(const RunConfig& config, const std::string& spec, boo
   std::vector<int> batches;
   try {
     batches = parseLatencySweep(spec);
-    if (const std::string problem = latencySweepProblem(config); !problem.empty())
+    if (const std::string problem = latencySweepProblem(config, batches); !problem.empty())
       throw ConfigError(problem);
   } catch (const ConfigError& e) {
     return fail(e.what());
@@ -155,13 +155,30 @@ int runLatencySweepCommand(const RunConfig& config, const std::string& spec, boo
     std::printf("Latency vs throughput: %s, H=%d, L=%d (%lld parameters), forward only, %s\n",
                 config.model.c_str(), config.hidden, config.layers, (long long)r.parameterCount,
                 where.c_str());
-    std::printf("median of %d timed repeats after %d warm-up forwards, on %s test samples\n",
-                options.repeats, options.warmup, config.dataset.c_str());
-    // "µs" is two bytes but one column, so that header is padded by hand to 12 columns.
-    std::printf("%6s %12s %12s    µs/sample\n", "batch", "ms/forward", "samples/s");
-    for (const LatencyPoint& p : r.points)
-      std::printf("%6d %12.4f %12.0f %12.2f\n", p.batch, p.msPerForward, p.samplesPerS,
-                  p.usPerSample);
+    const int T = r.tokensPerSample;
+    if (T == 0) {
+      std::printf("median of %d timed repeats after %d warm-up forwards, on %s test samples\n",
+                  options.repeats, options.warmup, config.dataset.c_str());
+      // "µs" is two bytes but one column, so that header is padded by hand to 12 columns.
+      std::printf("%6s %12s %12s    µs/sample\n", "batch", "ms/forward", "samples/s");
+      for (const LatencyPoint& p : r.points)
+        std::printf("%6d %12.4f %12.0f %12.2f\n", p.batch, p.msPerForward, p.samplesPerS,
+                    p.usPerSample);
+    } else {
+      // The GPT: a batch is windows, each T next-character predictions, so throughput is tokens.
+      std::printf("median of %d timed repeats after %d warm-up forwards, on %s held-out windows "
+                  "of %d characters: batch = windows, %d tokens each\n",
+                  options.repeats, options.warmup, config.dataset.c_str(), T, T);
+      std::printf("%6s %9s %12s %12s     µs/token\n", "batch", "tokens", "ms/forward", "tokens/s");
+      for (const LatencyPoint& p : r.points)
+        std::printf("%6d %9lld %12.4f %12.0f %12.3f\n", p.batch, (long long)p.batch * T,
+                    p.msPerForward, p.tokensPerS, p.usPerSample / T);
+    }
+    if (!r.notTimed.empty()) {
+      std::string sizes;
+      for (int b : r.notTimed) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+      std::printf("not timed: batch %s (%s)\n", sizes.c_str(), r.notTimedWhy.c_str());
+    }
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -195,7 +212,8 @@ int main(int argc, char** argv) {
   CLI::Option* latencyFlag = app.add_option(
       "--latency-sweep", latencySweep,
       "batch=1,2,4,...,4096: time the model's forward pass (inference) at each batch "
-      "size on one rank; prints ms per forward, samples/s and µs per sample");
+      "size on one rank; prints ms per forward, samples/s and µs per sample (--model gpt: "
+      "batches of --seq-character windows, tokens/s and µs per token)");
   std::string tracePath;
   app.add_option("--trace", tracePath,
                  "FILE: write the spans of every rank (the last steps' timeline) as Chrome trace "
@@ -233,6 +251,9 @@ int main(int argc, char** argv) {
     return fail("sample: generates text with --model gpt (allowed with --model " + config.model +
                 ": 0)");
   if (sample > 0 && (!sweep.empty() || latency)) return fail("sample: follows a training run");
+  if (sample > 0 && config.hasExperts() && config.ep > 1)
+    return fail("sample: generates on one rank, and --ep " + std::to_string(config.ep) +
+                " spreads the experts over ranks (allowed with --ep 1)");
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
   if (latency) return runLatencySweepCommand(config, latencySweep, json);
 
@@ -259,13 +280,18 @@ int main(int argc, char** argv) {
     }
     Trainer& trainer = *owned;
     const bool root = trainer.isRoot();  // under MPI only rank 0 prints
-    if (!json && root && config.model == "gpt")
+    if (!json && root && config.model == "gpt") {
+      const std::string ffn = config.hasExperts() ? "a mixture of " + std::to_string(config.experts) +
+                                                        " expert FFNs (top-" +
+                                                        std::to_string(config.topk) + ")"
+                                                  : std::string("the FFN");
       std::printf(
-          "GPT: %d blocks of causal self-attention (%d heads) and the FFN, width %d, context %d "
+          "GPT: %d blocks of causal self-attention (%d heads) and %s, width %d, context %d "
           "characters, untied output head; %s text, vocabulary %d characters; a context-free "
           "(unigram) model scores %.3f nats/char on the held-out text\n",
-          config.layers, config.heads, config.hidden, config.seq, trainer.data().name.c_str(),
-          trainer.data().classes, trainer.data().unigramLoss);
+          config.layers, config.heads, ffn.c_str(), config.hidden, config.seq,
+          trainer.data().name.c_str(), trainer.data().classes, trainer.data().unigramLoss);
+    }
     if (!json && root)
       std::printf(
           "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "

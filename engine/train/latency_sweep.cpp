@@ -1,10 +1,12 @@
 // Latency vs throughput: forward-only timings per batch size (see latency_sweep.h).
-// Try: paralab-run --latency-sweep batch=1,4,16,64,256 --json; tests/engine/tst_cli.cpp.
+// Try: paralab-run --latency-sweep batch=1,4,16,64,256 --json (--model gpt: windows, tokens/s);
+// tests/engine/tst_cli.cpp.
 #include "train/latency_sweep.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,11 +14,14 @@
 #include "capabilities.h"
 #include "cpu/gemm.h"
 #include "data/dataset.h"
+#include "cuda/device.h"
 #include "device/compute.h"
 #include "memory/memory_tracker.h"
+#include "memory_estimate.h"
 #include "metrics/metrics.h"
 #include "model/mlp.h"
 #include "model/moe.h"
+#include "schema.h"
 #include "teach/timing.h"
 
 namespace paralab {
@@ -41,7 +46,8 @@ int parseSize(const std::string& item) {
 }
 
 // One model of the configured kind on rank 0's Compute (--device, --kernel) behind one call: a
-// forward over `batch` samples.
+// forward over `batch` samples. The MLP and the GPT are Models; a GPT sample is a window of
+// T + 1 token ids, its evaluation T next-character predictions.
 class Forward {
  public:
   Forward(const RunConfig& c, const Dataset& data) : m_compute(Compute::forRank(c, 0)) {
@@ -73,6 +79,27 @@ class Forward {
   int64_t m_params = 0;
 };
 
+// "1,2,4,...,n" for the doubling sizes up to n, as parseLatencySweep reads them.
+std::string doublingList(int n) {
+  if (n <= 4) return n == 1 ? "1" : n == 2 ? "1,2" : "1,2,4";
+  return "1,2,4,...," + std::to_string(n);
+}
+
+// The memory a forward at `batch` needs (the run's estimate, memory_estimate.h, at that batch on
+// one rank: the model, the activations and the data; on a GPU the data stays on the host) and
+// what this machine has, or its GPU on cuda (0: unknown, nothing is checked).
+struct SweepMemory {
+  int64_t need = 0, have = 0;
+};
+SweepMemory sweepMemory(const RunConfig& c, int batch) {
+  RunConfig at = c;
+  at.batch = batch, at.ranks = 1, at.scaling = "strong";
+  const MemoryEstimate e = estimateMemory(at);
+  if (c.device == "cuda")
+    return {e.modelStates + e.activations, kernels::cuda_query_devices().memoryBytes};
+  return {e.total(), machineMemoryBytes()};
+}
+
 }  // namespace
 
 std::vector<int> parseLatencySweep(const std::string& spec) {
@@ -102,39 +129,67 @@ std::vector<int> parseLatencySweep(const std::string& spec) {
   return out;
 }
 
-std::string latencySweepProblem(const RunConfig& c) {
+std::string latencySweepProblem(const RunConfig& c, const std::vector<int>& batches) {
   if (c.ranks != 1 || c.tp != 1 || c.pp != 1 || c.ep != 1 || c.dpDegree() != 1)
     return "latency-sweep: times one model on one rank (allowed: --ranks 1, no "
            "--dp/--tp/--pp/--ep)";
-  // A batch of the GPT is windows of --seq characters, whose activations at the sweep's batch
-  // sizes (up to 4096 windows) would take gigabytes: not offered until it is measured.
-  if (c.model == "gpt")
-    return "latency-sweep: times the MLP and the MoE (allowed: --model mlp, moe); the GPT's "
-           "sweep over batch sizes is not built yet";
   // The device, the kernel of its ladder, a GPU being there, and what runs on it (no MoE on
   // cuda yet): as for training.
   if (auto err = c.validateDevice()) return *err;
-  return "";
+  if (batches.empty()) return "";
+  // The largest batch must fit: a GPT batch is windows of --seq characters, and its
+  // activations grow with batch x seq (gigabytes at a few thousand windows of a long context).
+  // The estimate is a lower one, so what is refused here could not have run.
+  const int largest = *std::max_element(batches.begin(), batches.end());
+  const SweepMemory m = sweepMemory(c, largest);
+  if (m.have <= 0 || m.need <= m.have) return "";
+  int fits = 0;  // the largest batch that does: the estimate grows with the batch
+  for (int lo = 1, hi = largest - 1; lo <= hi;) {
+    const int mid = lo + (hi - lo) / 2;
+    if (sweepMemory(c, mid).need <= m.have) fits = mid, lo = mid + 1;
+    else hi = mid - 1;
+  }
+  int pow2 = 1;
+  while (pow2 * 2 <= fits) pow2 *= 2;
+  const double GiB = 1024.0 * 1024 * 1024;
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "latency-sweep: batch %d of --model %s needs about %.1f GiB, %s has %.1f GiB "
+                "(allowed here: ",
+                largest, c.model.c_str(), m.need / GiB,
+                c.device == "cuda" ? "the GPU" : "this machine", m.have / GiB);
+  std::string s = line;
+  if (fits == 0)
+    return s + "no batch size; a smaller --hidden, --layers" + (c.model == "gpt" ? " or --seq" : "") +
+           " needs less)";
+  s += "batch sizes up to " + std::to_string(fits) + ", e.g. batch=" + doublingList(pow2);
+  if (c.model == "gpt") s += " windows of " + std::to_string(c.seq) + " characters";
+  return s + ")";
 }
 
-LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& batches,
+LatencySweepResult runLatencySweep(const RunConfig& config, const std::vector<int>& batches,
                                    const LatencySweepOptions& o,
                                    const std::function<bool(int, int)>& progress) {
-  if (const std::string p = latencySweepProblem(c); !p.empty()) throw ConfigError(p);
+  if (const std::string p = latencySweepProblem(config, batches); !p.empty()) throw ConfigError(p);
+  RunConfig c = config;
+  datasetFollowsModel(c);  // the GPT reads text: a default image data set gives way to it
   kernels::vendor_blas_set_threads(1);  // one rank is one worker, as in training
   const std::shared_ptr<const Dataset> data = loadRunData(c);
   Forward forward(c, *data);
   LatencySweepResult r;
   r.device = c.device, r.kernel = c.kernel, r.model = c.model;
   r.parameterCount = forward.parameterCount();
+  const bool gpt = c.model == "gpt";
+  if (gpt) r.tokensPerSample = c.seq;
   // The CPU's threaded rungs spread one GEMM over the GEMM pool; the others run on this thread.
   if (c.device == "cpu")
     r.threads = c.kernel == "threaded" || c.kernel == "tiled" ? kernels::gemm_threads() : 1;
   else
     r.gpu = gpuAvailability().name;
 
-  // The largest batch's inputs: test samples (inference sees held-out data), repeated when
-  // the batch is larger than the test split. Every batch size reads from the start.
+  // The largest batch's inputs: test samples (inference sees held-out data; the GPT's are
+  // windows), repeated when the batch is larger than the test split. Every batch size reads
+  // from the start.
   const int maxBatch = batches.empty() ? 0 : *std::max_element(batches.begin(), batches.end());
   const int64_t nTest = data->numTest(), dim = data->inputDim;
   std::vector<float> x(static_cast<size_t>(maxBatch * dim));
@@ -149,8 +204,31 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
   const auto msSince = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
+  const auto timedForward = [&](int batch) {
+    const auto t0 = Clock::now();
+    forward(x.data(), y.data(), batch);
+    return msSince(t0);
+  };
+  const int total = int(batches.size());
   for (int batch : batches) {
-    for (int w = 0; w < o.warmup; ++w) forward(x.data(), y.data(), batch);
+    // The first warm-up forward, timed: a GPT size whose timing would overrun the budget is
+    // left untimed, with every larger one (the list is sorted). A first forward at a new size
+    // also allocates and touches its buffers, so an overrun is confirmed by a second one.
+    const int forwards = std::max(1, o.warmup) + 1 + o.repeats;
+    double first = timedForward(batch);
+    if (gpt && first * forwards > o.maxMsPerSize) first = timedForward(batch);
+    if (gpt && first * forwards > o.maxMsPerSize) {
+      for (size_t i = r.points.size(); i < batches.size(); ++i) r.notTimed.push_back(batches[i]);
+      char why[300];
+      std::snprintf(why, sizeof why,
+                    "one forward at batch %d (%lld tokens) took %.2f s, and timing a batch "
+                    "size takes %d forwards: over the sweep's %.0f s per size",
+                    batch, (long long)batch * c.seq, first / 1e3, forwards, o.maxMsPerSize / 1e3);
+      r.notTimedWhy = why;
+      if (progress) progress(total, total);
+      break;
+    }
+    for (int w = 1; w < o.warmup; ++w) forward(x.data(), y.data(), batch);
     // How many forwards make one timed sample last minRepeatMs (timer and scheduler noise are
     // tens of µs; one forward at batch 1 is about that).
     auto t0 = Clock::now();
@@ -170,8 +248,9 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
     p.usPerSample = p.msPerForward * 1e3 / batch;
     p.repeats = o.repeats;
     p.forwardsPerRepeat = inner;
+    if (gpt) p.tokensPerS = p.samplesPerS * c.seq;
     r.points.push_back(p);
-    const int done = int(r.points.size()), total = int(batches.size());
+    const int done = int(r.points.size());
     if (progress && !progress(done, total) && done < total) {
       r.cancelled = true;
       break;
@@ -180,15 +259,24 @@ LatencySweepResult runLatencySweep(const RunConfig& c, const std::vector<int>& b
   return r;
 }
 
-nlohmann::json toJson(const LatencySweepResult& r, const RunConfig& c) {
+nlohmann::json toJson(const LatencySweepResult& r, const RunConfig& config) {
+  RunConfig c = config;
+  datasetFollowsModel(c);  // the data set the sweep ran on
+  const int T = r.tokensPerSample;
   nlohmann::json rows = nlohmann::json::array();
-  for (const LatencyPoint& p : r.points)
+  for (const LatencyPoint& p : r.points) {
     rows.push_back({{"batch", p.batch},
                     {"ms_per_forward", p.msPerForward},
                     {"samples_per_s", p.samplesPerS},
                     {"us_per_sample", p.usPerSample},
                     {"repeats", p.repeats},
                     {"forwards_per_repeat", p.forwardsPerRepeat}});
+    if (T > 0) {  // the GPT: a sample is a window of T predictions
+      rows.back()["tokens"] = int64_t(p.batch) * T;
+      rows.back()["tokens_per_s"] = p.tokensPerS;
+      rows.back()["us_per_token"] = p.usPerSample / T;
+    }
+  }
   nlohmann::json j = {{"schema", kMetricsSchema},
                       {"latency_sweep", true},
                       {"device", r.device},
@@ -201,6 +289,11 @@ nlohmann::json toJson(const LatencySweepResult& r, const RunConfig& c) {
     j["gemm_threads"] = r.threads;
   else
     j["gpu"] = r.gpu;
+  if (T > 0) j["tokens_per_sample"] = T;
+  if (!r.notTimed.empty()) {
+    j["not_timed"] = r.notTimed;
+    j["not_timed_why"] = r.notTimedWhy;
+  }
   return j;
 }
 

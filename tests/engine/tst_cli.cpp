@@ -241,6 +241,12 @@ class TstCli : public QObject {
         << sweep("batch=1,8") + QStringList{"--ranks", "2"} << "--ranks 1";
     QTest::newRow("with --sweep") << sweep("batch=1") + QStringList{"--sweep", "ranks=1,2"}
                                   << "latency-sweep";
+    // 65536 windows of 1024 characters at H=512 would hold about 12 TiB of activations; the
+    // refusal names the batch sizes that fit this machine.
+    QTest::newRow("gpt beyond memory")
+        << sweep("batch=1,65536") + QStringList{"--model", "gpt", "--seq", "1024", "--hidden",
+                                                  "512", "--layers", "4", "--batch", "1"}
+        << "batch sizes up to";
   }
   void latencySweepBadInput() {
     QFETCH(QStringList, args);
@@ -326,6 +332,44 @@ class TstCli : public QObject {
     const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QCOMPARE(o["model"].toString(), "moe");
     QCOMPARE(o["points"].toArray().size(), 2);
+  }
+
+  // The GPT's sweep: a batch is windows of --seq characters on the text the model follows (no
+  // --dataset given), each row its tokens and their throughput; a window is T predictions.
+  void latencySweepGpt() {
+    const Result r = run({"--latency-sweep", "batch=1,2,4", "--model", "gpt", "--hidden", "16",
+                          "--heads", "2", "--seq", "8", "--json"});
+    QCOMPARE(r.code, 0);
+    QJsonParseError e;
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8(), &e).object();
+    QCOMPARE(e.error, QJsonParseError::NoError);
+    QCOMPARE(o["model"].toString(), "gpt");
+    QCOMPARE(o["config"].toObject()["dataset"].toString(), "fortunes");
+    QCOMPARE(o["tokens_per_sample"].toInt(), 8);
+    QVERIFY(o["parameters"].toDouble() > 0);
+    QVERIFY(!o.contains("not_timed"));  // a tiny model's sizes fit the time budget
+    const QJsonArray points = o["points"].toArray();
+    QCOMPARE(points.size(), 3);
+    for (int i = 0; i < 3; ++i) {
+      const QJsonObject p = points[i].toObject();
+      const double ms = p["ms_per_forward"].toDouble(), tps = p["tokens_per_s"].toDouble();
+      QCOMPARE(p["batch"].toInt(), 1 << i);
+      QCOMPARE(p["tokens"].toInt(), 8 << i);
+      QVERIFY(ms > 0 && tps > 0);
+      QVERIFY(std::abs(tps - 8 * p["samples_per_s"].toDouble()) <= 1e-9 * tps);
+      QVERIFY(std::abs(p["us_per_token"].toDouble() * 8 - p["us_per_sample"].toDouble()) <=
+              1e-9 * p["us_per_sample"].toDouble());
+    }
+    // The table names windows and tokens, a row per batch size.
+    const Result table = run({"--latency-sweep", "batch=1,2", "--model", "gpt", "--hidden", "16",
+                              "--heads", "2", "--seq", "8"});
+    QCOMPARE(table.code, 0);
+    QVERIFY2(table.out.contains("windows of 8 characters") && table.out.contains("tokens/s") &&
+                 table.out.contains("µs/token") && !table.out.contains("samples/s"),
+             qPrintable(table.out));
+    const QStringList lines = table.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3 + 2);
+    QCOMPARE(lines[4].split(' ', Qt::SkipEmptyParts).mid(0, 2), QStringList({"2", "16"}));
   }
 
   // --model gpt alone trains on text: a dataset nobody gave follows the model. One given that

@@ -480,11 +480,13 @@ class TstCudaTraining : public QObject {
   }
 
   // --latency-sweep on the GPU: one row per batch size, smallest first, each a positive median
-  // time whose throughput and per-sample cost follow from it, for the MLP and the MoE.
+  // time whose throughput and per-sample cost follow from it, for the MLP, the MoE and the GPT
+  // (windows of T characters: tokens/s is T x windows/s).
   void latencySweepOnTheGpu_data() {
     QTest::addColumn<QString>("model");
     QTest::newRow("mlp") << "mlp";
     QTest::newRow("moe") << "moe";
+    QTest::newRow("gpt") << "gpt";
   }
   void latencySweepOnTheGpu() {
     SKIP_WITHOUT_GPU();
@@ -508,6 +510,7 @@ class TstCudaTraining : public QObject {
       QVERIFY2(p.msPerForward > 0, qPrintable(QString::number(p.msPerForward)));
       QVERIFY(std::abs(p.samplesPerS - p.batch / p.msPerForward * 1e3) <= 1e-6 * p.samplesPerS);
       QVERIFY(std::abs(p.usPerSample - p.msPerForward * 1e3 / p.batch) <= 1e-6 * p.usPerSample);
+      QCOMPARE(p.tokensPerS, model == "gpt" ? p.samplesPerS * c.seq : 0.0);
     }
   }
 

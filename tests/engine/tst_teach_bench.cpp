@@ -159,6 +159,42 @@ class TstTeachBench : public QObject {
     QCOMPARE(int(part.points.size()), 2);
   }
 
+  // The GPT through the same sweep: its dataset follows the model (text windows, not the
+  // default images), a point per batch size with tokens/s = windows/s x T, and sizes over the
+  // time budget left untimed and named, with the larger ones; the MLP has no budget.
+  void latencySweepGptTokensAndBudget() {
+    paralab::RunConfig c;
+    c.model = "gpt";
+    c.dataset = "synthetic";  // the generated text under --model gpt
+    c.hidden = 16, c.heads = 2, c.seq = 8, c.layers = 1;
+    const paralab::LatencySweepOptions o{.warmup = 1, .repeats = 1, .minRepeatMs = 0.1};
+    const paralab::LatencySweepResult r = paralab::runLatencySweep(c, {1, 2, 4}, o);
+    QCOMPARE(r.tokensPerSample, 8);
+    QCOMPARE(int(r.points.size()), 3);
+    QVERIFY(r.notTimed.empty());
+    for (size_t i = 0; i < 3; ++i) {
+      const paralab::LatencyPoint& p = r.points[i];
+      QCOMPARE(p.batch, 1 << i);
+      QVERIFY(p.msPerForward > 0);
+      QCOMPARE(p.tokensPerS, p.samplesPerS * 8);
+    }
+    paralab::LatencySweepOptions none = o;
+    none.maxMsPerSize = 0;  // no size fits
+    int reported = -1;
+    const paralab::LatencySweepResult skipped = paralab::runLatencySweep(
+        c, {1, 2, 4}, none, [&](int done, int total) { return reported = done, total > 0; });
+    QVERIFY(skipped.points.empty() && !skipped.cancelled);
+    QCOMPARE(skipped.notTimed, std::vector<int>({1, 2, 4}));
+    QVERIFY2(skipped.notTimedWhy.find("one forward at batch 1 (8 tokens)") != std::string::npos,
+             skipped.notTimedWhy.c_str());
+    QCOMPARE(reported, 3);  // progress ends full
+    c.model = "mlp";
+    const paralab::LatencySweepResult mlp = paralab::runLatencySweep(c, {1, 2}, none);
+    QCOMPARE(int(mlp.points.size()), 2);
+    QCOMPARE(mlp.tokensPerSample, 0);
+    QCOMPARE(mlp.points[0].tokensPerS, 0.0);
+  }
+
   void badOptionsNameTheField() {
     auto message = [](auto f) {
       try {
