@@ -142,6 +142,32 @@ class TstCudaMoe : public QObject {
     }
   }
 
+  // The GPT with an MoE FFN (--ffn moe): every position of every window routed on its own, on
+  // the GPU as on the CPU, and its experts spread over ranks as on one.
+  void gptExpertsMatchCpuAndSerial_data() {
+    QTest::addColumn<int>("topk");
+    QTest::addColumn<double>("capacity");
+    QTest::newRow("k=1") << 1 << 4.0;
+    QTest::newRow("k=2 drops") << 2 << 0.75;
+  }
+  void gptExpertsMatchCpuAndSerial() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, topk);
+    QFETCH(double, capacity);
+    RunConfig cpu = test::smallRun(16, 2, 8);
+    cpu.model = "gpt", cpu.heads = 2, cpu.seq = 16, cpu.optimizer = "adam", cpu.lr = 0.01;
+    cpu.ffn = "moe", cpu.experts = 4, cpu.topk = topk, cpu.capacityFactor = capacity;
+    cpu.auxLoss = 0.01;
+    RunConfig gpu = cpu;
+    test::useGpu(gpu);
+    RunConfig spread = gpu;
+    spread.ranks = 2, spread.ep = 2;
+    const auto ref = run(cpu, 15), got = run(gpu, 15), par = run(spread, 15);
+    compareRuns(got, ref, 1e-4, "gpt experts: cuda vs cpu");
+    compareRuns(par, got, 1e-4, "gpt experts: cuda ep=2 vs cuda serial");
+    QVERIFY2(ref.back().loss < 0.9 * ref.front().loss, "the run should learn");
+  }
+
   // NCCL moves the same rows and sums the same two addends as ThreadComm's device path.
   void ncclMatchesThreads_data() {
     QTest::addColumn<int>("ranks");
