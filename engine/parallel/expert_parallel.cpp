@@ -30,6 +30,7 @@
 #include "parallel/grad_sync.h"
 #include "parallel/holdings.h"
 #include "parallel/process_grid.h"
+#include "memory/memory_tracker.h"
 #include "parallel/replica.h"  // shardBegin, shardLen
 
 namespace paralab {
@@ -101,6 +102,14 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     h.items.push_back({m_ctx.config->model == "gpt" ? "global batch (windows)" : "global batch",
                        HoldingKind::Batch, 0, begin, begin + len, B, len, m_ctx.data->inputDim,
                        len * m_ctx.data->inputDim * 4});
+    // The activations the last forward kept, as measured: the experts' share of them follows
+    // the routing, which no shape predicts. Rows are tokens (the GPT's: every position).
+    const bool gpt = m_ctx.config->model == "gpt";
+    const int64_t per = gpt ? m_ctx.config->seq : 1;
+    const MemorySnapshot mem = m_ctx.memory ? m_ctx.memory->snapshot() : MemorySnapshot{};
+    h.items.push_back({gpt ? "activations (tokens)" : "activations", HoldingKind::Activations, 0,
+                       begin * per, (begin + len) * per, B * per, len * per, m_ctx.config->hidden,
+                       mem[MemCategory::Activations]});
     for (auto [name, comm] : {std::pair<const char*, Communicator*>{"dp", &m_grid->dp()},
                               {"ep", &m_grid->ep()},
                               {"expert-dp", &m_grid->expertDp()}}) {
