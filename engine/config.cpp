@@ -131,9 +131,6 @@ std::optional<std::string> RunConfig::validateLayout() const {
     if (sp && tp > 1 && seq % tp != 0)
       return "sp: sequence parallelism splits each window's --seq " + n(seq) +
              " tokens over the " + n(tp) + " tensor-parallel ranks (allowed: seq a multiple of tp)";
-    if ((tp > 1 || pp > 1) && recompute == "full")
-      return std::string("recompute: full recomputation runs on one rank and under the "
-                         "data-parallel strategies (with --tp or --pp allowed: none, selective)");
   }
   if (hasExperts()) {
     if (experts % ep != 0)

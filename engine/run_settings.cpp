@@ -230,7 +230,8 @@ std::vector<Setting> coreSettings() {
                             "None keeps every block's activations. Selective drops attention's "
                             "probabilities (B·heads·T² per block) and recomputes them before "
                             "the backward. Full keeps only each block's input and runs the "
-                            "block's forward again in its backward: about one more forward.")
+                            "block's forward again in its backward: about one more forward "
+                            "(under --tp its collectives too).")
                   .oneOf({{"none", "None", "Keep every activation"},
                           {"selective", "Selective", "Recompute attention's probabilities"},
                           {"full", "Full", "Keep block inputs only; recompute each block"}})

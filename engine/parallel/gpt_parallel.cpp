@@ -33,6 +33,12 @@
 //   their backward needs no exchange (every rank has the whole gradient and keeps its rows).
 //   LN1's and LN2's weights see only the rank's rows: one all-reduce per block per step (2 x 2C
 //   floats) sums their gradients over the group.
+// Recomputation (gpt.h) per micro-batch: selective recomputes the probabilities of the rank's
+// heads from the kept qkv, no exchange. Full keeps only each block's input (SP: the rank's
+// rows) and reruns the block's forward before its backward, as Megatron-LM's full activation
+// checkpointing does, into one block's buffers shared by the micro-batches (Workspace): its
+// collectives run again, 2 more all-reduces per block and micro-batch (SP: 2 all-gathers and
+// 2 reduce-scatters), the same B s x C floats each.
 // With --device cuda every buffer here is device memory of the rank's Compute, as in
 // tensor_parallel.cpp; each collective waits for the rank's stream first (ready()).
 #include "parallel/gpt_parallel.h"
@@ -59,10 +65,6 @@ GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
       m_Cl(shard.shape().hidden / tp.size()),
       m_NHl(shard.shape().heads / tp.size()),
       m_F(4 * shard.shape().hidden / tp.size()) {
-  if (shard.recompute() == Recompute::Full)
-    throw std::invalid_argument(
-        "recompute: full recomputation runs on one rank and under the data-parallel strategies; "
-        "with --tp or --pp use none or selective");
   if (m_sp && m_S % m_T != 0)
     throw std::invalid_argument("sp: sequence parallelism splits each window's " +
                                 std::to_string(m_S) + " tokens over --tp " +
@@ -80,6 +82,26 @@ MicroRows GptStage::rowsOf(int samples) const {
 
 bool GptStage::reportsLoss() const { return m_model.hasUnit(m_L + 1) && m_tp.rank() == 0; }
 
+GptBlockActs GptStage::blockLayout(int samples, const std::function<Tensor(Shape)>& make) const {
+  const MicroRows r = rowsOf(samples);
+  const int64_t full = r.full, local = r.local, C = m_C;
+  GptBlockActs k;
+  k.ln1 = make({full, C});
+  k.mean1 = make({local});
+  k.rstd1 = make({local});
+  k.qkv = make({full, 3 * int64_t(m_Cl)});
+  if (m_model.recompute() != Recompute::Selective)
+    k.att = make({int64_t(samples) * m_NHl * m_S * m_S});
+  k.y = make({full, m_Cl});
+  k.mid = make({local, C});
+  k.ln2 = make({full, C});
+  k.mean2 = make({local});
+  k.rstd2 = make({local});
+  k.h = make({full, m_F});
+  k.g = make({full, m_F});
+  return k;
+}
+
 std::unique_ptr<MicroActs> GptStage::layout(
     int micro, int samples, const std::function<Tensor(Shape)>& make) const {
   auto m = std::make_unique<GptMicroActs>();
@@ -89,21 +111,9 @@ std::unique_ptr<MicroActs> GptStage::layout(
   if (m_model.hasUnit(0)) m->tokens = act({full});
   const int blocks = m_model.endBlock() - m_model.firstBlock();
   for (int j = 0; j <= blocks; ++j) m->a.push_back(act({local, C}));
-  for (int j = 0; j < blocks; ++j) {
-    m->ln1.push_back(act({full, C}));
-    m->mean1.push_back(act({local}));
-    m->rstd1.push_back(act({local}));
-    m->qkv.push_back(act({full, 3 * int64_t(m_Cl)}));
-    if (m_model.recompute() == Recompute::None)
-      m->att.push_back(act({int64_t(samples) * m_NHl * m_S * m_S}));
-    m->y.push_back(act({full, m_Cl}));
-    m->mid.push_back(act({local, C}));
-    m->ln2.push_back(act({full, C}));
-    m->mean2.push_back(act({local}));
-    m->rstd2.push_back(act({local}));
-    m->h.push_back(act({full, m_F}));
-    m->g.push_back(act({full, m_F}));
-  }
+  // Full recomputation keeps the blocks' inputs (a) only.
+  if (m_model.recompute() != Recompute::Full)
+    for (int j = 0; j < blocks; ++j) m->block.push_back(blockLayout(samples, act));
   if (m_model.hasUnit(m_L + 1)) {
     m->targets = act({full});
     if (m_sp) m->aFull = act({full, C});
@@ -116,6 +126,23 @@ std::unique_ptr<MicroActs> GptStage::layout(
   return m;
 }
 
+int64_t GptStage::recomputedBytes(int samples) const {
+  if (m_model.endBlock() == m_model.firstBlock()) return 0;
+  switch (m_model.recompute()) {
+    case Recompute::None:
+      return 0;
+    case Recompute::Selective:  // the probabilities of the rank's heads
+      return int64_t(samples) * m_NHl * m_S * m_S * int64_t(sizeof(float));
+    case Recompute::Full: {  // a whole block's buffers, counted as layout() counts them
+      MicroActs count;
+      const auto none = [](const Shape&) { return Tensor(); };
+      blockLayout(samples, [&](Shape s) { return count.add(std::move(s), none); });
+      return count.bytes;
+    }
+  }
+  return 0;
+}
+
 void GptStage::ensureScratch(const MicroRows& r) {
   if (r.full <= m_capacity) return;
   const int64_t full = r.full, local = m_sp ? full / m_T : full, C = m_C;
@@ -125,6 +152,7 @@ void GptStage::ensureScratch(const MicroRows& r) {
   for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dqkv, &m_dh, &m_y, &m_att,
                     &m_attScratch})
     *t = Tensor();  // free first: an honest peak
+  m_block = GptBlockActs{};
   m_dA = work({local, C});
   m_dtmp = work({local, C});
   m_dln = work({full, C});
@@ -133,6 +161,8 @@ void GptStage::ensureScratch(const MicroRows& r) {
   const int64_t windows = full / m_S;
   m_attScratch = work({std::max<int64_t>(windows * m_NHl * m_S, m_S)});
   if (m_model.recompute() == Recompute::Selective) m_att = work({windows * m_NHl * m_S * m_S});
+  if (m_model.recompute() == Recompute::Full && m_model.endBlock() > m_model.firstBlock())
+    m_block = blockLayout(int(windows), work);
   if (m_sp) {
     m_dFull = work({full, C});
     m_y = work({full, C});
@@ -205,7 +235,8 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
     if (hooks) hooks->afterForward(unitOf(0));
   }
   eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), true,
-            hooks, [&](int j) { blockForward(step, j, m); });
+            hooks,
+            [&](int j) { blockForward(step, j, m, blockOf(m, j), m.a[size_t(j) + 1].data()); });
   if (!m_model.hasUnit(m_L + 1)) return 0;
   const float* in = gatherRows(m.a.back().data(), m.aFull.data(), r);  // SP ends
   if (hooks) hooks->beforeForward(unitOf(m_L + 1));
@@ -225,49 +256,48 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
   return loss;
 }
 
-void GptStage::blockForward(int64_t step, int j, GptMicroActs& m) {
+void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& k, float* out,
+                            bool again) {
   Gpt::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
-  const size_t k = size_t(j);
   const int64_t C = m_C;
   ParamSet& ps = m_model.params();
-  float* out = m.a[k + 1].data();
+  const float* in = m.a[size_t(j)].data();
   auto span = [&] {
-    return ComputeSpan(m_compute, m_spans, SpanKind::Forward, step + 1,
-                       microSpanLabel(true, m.micro));
+    return ComputeSpan(m_compute, m_spans, again ? SpanKind::Backward : SpanKind::Forward, step + 1,
+                       microSpanLabel(!again, m.micro));
   };
   {  // SP: the rank's rows of LN1's output land in its block of the gathered buffer
     auto s = span();
-    b.ln1.forward(m.a[k].data(), m.ln1[k].data() + r.first * C, m.mean1[k].data(),
-                  m.rstd1[k].data(), r.local);
+    b.ln1.forward(in, k.ln1.data() + r.first * C, k.mean1.data(), k.rstd1.data(), r.local);
   }
-  gatherRows(m.ln1[k].data() + r.first * C, m.ln1[k].data(), r);  // in place
+  gatherRows(k.ln1.data() + r.first * C, k.ln1.data(), r);  // in place
   {
     auto s = span();
-    b.qkv.forward(m.ln1[k].data(), m.qkv[k].data(), r.full);  // column-parallel: the rank's heads
-    m_compute.attention(m.y[k].data(), attOf(m, j), m.qkv[k].data(), r.rows, m_S, m_Cl, m_NHl);
+    b.qkv.forward(k.ln1.data(), k.qkv.data(), r.full);  // column-parallel: the rank's heads
+    m_compute.attention(k.y.data(), attOf(k), k.qkv.data(), r.rows, m_S, m_Cl, m_NHl);
     // Row-parallel: this rank's partial sum of proj's output, bias not yet added.
-    b.proj.forward(m.y[k].data(), m_sp ? m_y.data() : m.mid[k].data(), r.full, false);
+    b.proj.forward(k.y.data(), m_sp ? m_y.data() : k.mid.data(), r.full, false);
   }
-  sumRows(m_y.data(), m.mid[k].data(), r);
+  sumRows(m_y.data(), k.mid.data(), r);
   {
     auto s = span();
-    m_compute.biasAdd(m.mid[k].data(), ps.param(b.proj.biasRef()), r.local, m_C);
-    m_compute.residualAdd(m.mid[k].data(), m.a[k].data(), long(r.local) * C);
-    b.ln2.forward(m.mid[k].data(), m.ln2[k].data() + r.first * C, m.mean2[k].data(),
-                  m.rstd2[k].data(), r.local);
+    m_compute.biasAdd(k.mid.data(), ps.param(b.proj.biasRef()), r.local, m_C);
+    m_compute.residualAdd(k.mid.data(), in, long(r.local) * C);
+    b.ln2.forward(k.mid.data(), k.ln2.data() + r.first * C, k.mean2.data(), k.rstd2.data(),
+                  r.local);
   }
-  gatherRows(m.ln2[k].data() + r.first * C, m.ln2[k].data(), r);
+  gatherRows(k.ln2.data() + r.first * C, k.ln2.data(), r);
   {
     auto s = span();
-    b.fc1->forward(m.ln2[k].data(), m.h[k].data(), r.full);  // column-parallel
-    m_compute.gelu(m.g[k].data(), m.h[k].data(), long(r.full) * m_F);
-    b.fc2->forward(m.g[k].data(), m_sp ? m_y.data() : out, r.full, false);  // row-parallel
+    b.fc1->forward(k.ln2.data(), k.h.data(), r.full);  // column-parallel
+    m_compute.gelu(k.g.data(), k.h.data(), long(r.full) * m_F);
+    b.fc2->forward(k.g.data(), m_sp ? m_y.data() : out, r.full, false);  // row-parallel
   }
   sumRows(m_y.data(), out, r);
   auto s = span();
   m_compute.biasAdd(out, ps.param(b.fc2->biasRef()), r.local, m_C);
-  m_compute.residualAdd(out, m.mid[k].data(), long(r.local) * C);
+  m_compute.residualAdd(out, k.mid.data(), long(r.local) * C);
 }
 
 // [SECTION] Backward
@@ -318,8 +348,14 @@ void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float
 void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
   Gpt::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
-  const size_t k = size_t(j);
   const int64_t C = m_C;
+  // Full recomputation: the block's forward again, from its kept input into the stage's one
+  // set of buffers, all of it as Megatron-LM reruns a checkpointed layer: its collectives too,
+  // and fc2 with its sum, whose output (already in a[j + 1]) goes to scratch (m_dtmp, free
+  // until the LayerNorm's backward below).
+  if (m_model.recompute() == Recompute::Full)
+    blockForward(step, j, m, m_block, m_dtmp.data(), true);
+  GptBlockActs& k = blockOf(m, j);
   auto span = [&] {
     return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
                        microSpanLabel(false, m.micro));
@@ -333,15 +369,14 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
   const float* dY = gatherRows(dA, m_dFull.data(), r);
   {
     auto s = span();
-    b.fc2->backward(m.g[k].data(), dY, m_dh.data(), r.full);
-    m_compute.geluBackward(m_dh.data(), m.h[k].data(), m_dh.data(), long(r.full) * m_F);
-    b.fc1->backward(m.ln2[k].data(), m_dh.data(), m_dln.data(), r.full);  // partial
+    b.fc2->backward(k.g.data(), dY, m_dh.data(), r.full);
+    m_compute.geluBackward(m_dh.data(), k.h.data(), m_dh.data(), long(r.full) * m_F);
+    b.fc1->backward(k.ln2.data(), m_dh.data(), m_dln.data(), r.full);  // partial
   }
   float* dln = summed();
   {
     auto s = span();
-    b.ln2.backward(m.mid[k].data(), m.mean2[k].data(), m.rstd2[k].data(), dln, m_dtmp.data(),
-                   r.local);
+    b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), dln, m_dtmp.data(), r.local);
     m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);  // dA = dmid
   }
   // mid = a + proj(attention(qkv(ln1(a)))): the same again.
@@ -349,18 +384,18 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
   {
     auto s = span();
     float* dy = m_dh.data();  // attention's output gradient [full, C/T]
-    b.proj.backward(m.y[k].data(), dY, dy, r.full);
+    b.proj.backward(k.y.data(), dY, dy, r.full);
     if (m_model.recompute() == Recompute::Selective)  // the probabilities, from the kept qkv
-      m_compute.attentionProbs(attOf(m, j), m.qkv[k].data(), r.rows, m_S, m_Cl, m_NHl);
-    m_compute.attentionBackward(m_dqkv.data(), m_attScratch.data(), dy, m.qkv[k].data(),
-                                attOf(m, j), r.rows, m_S, m_Cl, m_NHl);
-    b.qkv.backward(m.ln1[k].data(), m_dqkv.data(), m_dln.data(), r.full);  // partial
+      m_compute.attentionProbs(attOf(k), k.qkv.data(), r.rows, m_S, m_Cl, m_NHl);
+    m_compute.attentionBackward(m_dqkv.data(), m_attScratch.data(), dy, k.qkv.data(), attOf(k),
+                                r.rows, m_S, m_Cl, m_NHl);
+    b.qkv.backward(k.ln1.data(), m_dqkv.data(), m_dln.data(), r.full);  // partial
     // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
     m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
   }
   dln = summed();
   auto s = span();
-  b.ln1.backward(m.a[k].data(), m.mean1[k].data(), m.rstd1[k].data(), dln, m_dtmp.data(),
+  b.ln1.backward(m.a[size_t(j)].data(), k.mean1.data(), k.rstd1.data(), dln, m_dtmp.data(),
                  r.local);
   m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);
 }

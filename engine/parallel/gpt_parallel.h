@@ -13,16 +13,22 @@
 
 namespace paralab {
 
+// One block's activations on a GPT stage, each rank's share: the LayerNorm outputs [full, C]
+// (SP: all-gathered), their statistics [local], qkv [full, 3C/T] (the rank's heads' q, k and
+// v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation), attention's
+// output [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
+struct GptBlockActs {
+  Tensor ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+};
+
 // What one micro-batch of B windows leaves on a GPT stage between its forward and its
 // backward. Rows are tokens: `full` = B x seq, `local` the residual stream rows this rank holds.
 struct GptMicroActs : MicroActs {
   Tensor tokens, targets;  // first / last stage: [full] int32 ids in a float tensor's bytes
   std::vector<Tensor> a;   // the residual stream into each block and out of the last [local, C]
-  // Per block, as Gpt's BlockActs, each rank's share: the LayerNorm outputs [full, C]
-  // (SP: all-gathered), their statistics [local], qkv [full, 3C/T] (the rank's heads' q, k and
-  // v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation), attention's
-  // output [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
-  std::vector<Tensor> ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+  // Per block; none with full recomputation, which keeps only `a` and refills the stage's one
+  // set of block buffers in the backward.
+  std::vector<GptBlockActs> block;
   Tensor aFull;                    // last stage, SP: the gathered residual stream [full, C]
   Tensor lnf, meanf, rstdf;        // last stage: the final LayerNorm [full, C] and stats [full]
   Tensor logits, dlogits;          // last stage [full, V]
@@ -30,8 +36,8 @@ struct GptMicroActs : MicroActs {
 
 class GptStage final : public Stage {
  public:
-  // As TensorParallelStage. Throws std::invalid_argument for --recompute full (not run per
-  // micro-batch here) and, with `sp`, a context that the group does not divide.
+  // As TensorParallelStage. Throws std::invalid_argument, with `sp`, for a context that the
+  // group does not divide.
   GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
            SpanRecorder* spans);
 
@@ -48,15 +54,25 @@ class GptStage final : public Stage {
                 UnitHooks* hooks = nullptr) override;
   void finishBackward(GradSync& sync) override;
   bool reportsLoss() const override;
+  int64_t recomputedBytes(int samples) const override;
 
  private:
   static GptMicroActs& acts(MicroActs& m) { return static_cast<GptMicroActs&>(m); }
   int unitOf(int globalUnit) const { return globalUnit - m_model.shard().firstUnit; }
-  float* attOf(GptMicroActs& m, int j) {
-    return m_model.recompute() == Recompute::Selective ? m_att.data() : m.att[size_t(j)].data();
+  // Block j's buffers for micro-batch m: its own, or (full recomputation) the stage's one set.
+  GptBlockActs& blockOf(GptMicroActs& m, int j) {
+    return m_model.recompute() == Recompute::Full ? m_block : m.block[size_t(j)];
   }
+  float* attOf(GptBlockActs& k) {
+    return m_model.recompute() == Recompute::Selective ? m_att.data() : k.att.data();
+  }
+  // One block's buffers for micro-batches of `samples` windows, each made by `make`.
+  GptBlockActs blockLayout(int samples, const std::function<Tensor(Shape)>& make) const;
   void loadTokens(GptMicroActs& m, const float* x);
-  void blockForward(int64_t step, int j, GptMicroActs& m);
+  // Block j's forward on micro-batch m into `k`, its output into `out` [local, C]. `again`:
+  // full recomputation's rerun inside the backward, its collectives included (spans: backward).
+  void blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& k, float* out,
+                    bool again = false);
   void blockBackward(int64_t step, int j, GptMicroActs& m, float* dA);
   // The partial sums of a row-parallel layer, `partial` [full, C], made whole where the
   // residual stream is kept: reduce-scatter into `local` (SP), all-reduce in place (TP; then
@@ -71,9 +87,11 @@ class GptStage final : public Stage {
   Gpt& m_model;
   int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
   int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T
-  // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace.
+  // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace. So are
+  // what recomputation refills: selective's probabilities (m_att), full's block (m_block).
   int m_capacity = 0;  // in rows (tokens)
   Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dqkv, m_dh, m_y, m_att, m_attScratch;
+  GptBlockActs m_block;
   std::vector<int> m_hostTokens, m_hostTargets;
 };
 

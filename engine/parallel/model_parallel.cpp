@@ -293,17 +293,19 @@ RankHoldings ModelParallel::holdings() const {
                                 : std::string(" activations")),
                        HoldingKind::Activations, 0, a, b, B * per, b - a, c.hidden, microBytes});
   }
-  // The GPT's selective recomputation: the micro-batches keep no probabilities; the stage
-  // recomputes each block's, for the rank's heads of every token of a micro-batch, into one
-  // buffer sized for the largest micro-batch (GptStage::ensureScratch), used by each in turn.
-  // (Full recomputation is not offered under tp or pp.)
+  // The GPT's recomputation: the stage's one set of buffers the backward recomputes into,
+  // sized for the largest micro-batch (GptStage::ensureScratch) and used by each in turn, the
+  // rank's share of every token of it. Selective: the probabilities of the rank's heads (a row
+  // of heads x T per token), which the micro-batches no longer keep; full: a whole block's
+  // buffers (the micro-batches keep only the blocks' inputs).
   if (const auto* g = dynamic_cast<const Gpt*>(m_model.get());
-      g && g->recompute() == Recompute::Selective) {
+      g && g->recompute() != Recompute::None) {
     const int T = g->shape().seq, heads = g->shape().heads / m_grid.shape().tp;
     const int64_t windows = (len + m_micros - 1) / m_micros;
-    h.items.push_back({recomputedActivationsName(Recompute::Selective), HoldingKind::Activations, 0,
-                       begin * T, (begin + len) * T, B * T, windows * T, int64_t(heads) * T,
-                       attentionProbsBytes(windows, heads, T), true});
+    const int64_t cols = g->recompute() == Recompute::Selective ? int64_t(heads) * T : c.hidden;
+    h.items.push_back({recomputedActivationsName(g->recompute()), HoldingKind::Activations, 0,
+                       begin * T, (begin + len) * T, B * T, windows * T, cols,
+                       m_stage->recomputedBytes(int(windows)), true});
   }
   return h;
 }

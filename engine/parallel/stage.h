@@ -86,6 +86,10 @@ class Stage {
   virtual void finishBackward(GradSync& sync) = 0;
   // The last stage's tp rank 0 (its tp partners compute the same loss).
   virtual bool reportsLoss() const = 0;
+  // The bytes of the buffers the backward recomputes activations into (the GPT's --recompute):
+  // one set, sized for micro-batches of `samples` samples and used by each in turn, counted as
+  // Workspace; 0 when nothing is recomputed (holdings).
+  virtual int64_t recomputedBytes(int /*samples*/) const { return 0; }
 
  protected:
   // The buffers of one micro-batch of `samples` samples, each made by MicroActs::add with

@@ -1,9 +1,9 @@
 // The GPT (--model gpt): its parameter count, the whole model's gradient against finite
 // differences, sampling, learning beyond a context-free model on text, equality with serial
 // under the data-parallel strategies and under tensor (by heads), sequence and pipeline
-// parallelism, the tensor-parallel traffic against Megatron's count, the GPT with a mixture of
-// experts in its blocks (--ffn moe: gradient, equal to serial under expert parallelism), and
-// the settings it refuses.
+// parallelism, the tensor-parallel traffic against Megatron's count, full recomputation's
+// memory and extra traffic under tp, the GPT with a mixture of experts in its blocks (--ffn moe:
+// gradient, equal to serial under expert parallelism), and the settings it refuses.
 // Run: ctest -R tst_gpt
 #include <QtTest>
 
@@ -246,11 +246,14 @@ class TstGpt : public QObject {
 
   // The same under model parallelism: attention split by heads and the FFN column-then-row
   // (tp), the LayerNorm regions split by tokens (sp), blocks over stages (pp, both schedules),
-  // composed with data parallelism and ZeRO, and with selective recomputation per micro-batch.
+  // composed with data parallelism and ZeRO, and with selective or full recomputation per
+  // micro-batch (full: each block's forward rerun, collectives included, before its backward).
   void modelParallelMatchesSerial_data() {
     QTest::addColumn<QString>("layout");
-    for (const char* l : {"tp2", "tp2 sp", "pp2 gpipe M2", "pp2 1f1b M3", "tp2 pp2 sp 1f1b M2",
-                          "dp2 tp2 sp zero1", "dp2 pp2 gpipe M2 zero2", "tp2 sp selective"})
+    for (const char* l :
+         {"tp2", "tp2 sp", "pp2 gpipe M2", "pp2 1f1b M3", "tp2 pp2 sp 1f1b M2", "dp2 tp2 sp zero1",
+          "dp2 pp2 gpipe M2 zero2", "tp2 sp selective", "tp2 full", "tp2 sp full",
+          "pp2 1f1b M2 full", "tp2 pp2 sp gpipe M2 full", "dp2 tp2 sp M2 zero3 full"})
       QTest::newRow(l) << QString(l);
   }
   void modelParallelMatchesSerial() {
@@ -258,8 +261,9 @@ class TstGpt : public QObject {
     const RunConfig serial = gptRun(10);
     QString words = layout;
     RunConfig parallel = serial;
-    if (words.contains("selective")) parallel.recompute = "selective";
-    parallel = test::withLayout(parallel, words.remove("selective"));
+    for (const char* r : {"selective", "full"})
+      if (words.contains(r)) parallel.recompute = r, words.remove(r);
+    parallel = test::withLayout(parallel, words);
     QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
     const int steps = 30;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
@@ -338,6 +342,68 @@ class TstGpt : public QObject {
     qInfo("GPT activation peak per rank, tp 2: TP %lld bytes, TP+SP %lld bytes (%.0f%%)",
           (long long)peak[false], (long long)peak[true],
           100.0 * double(peak[true]) / double(peak[false]));
+  }
+
+  // Full recomputation under tensor parallelism keeps only each block's input per micro-batch
+  // (and the head's buffers), and pays for it in traffic: the rerun forward's collectives. Per
+  // micro-batch of B windows of s tokens, n = B s:
+  //   activations (floats): the residual stream into each block and out, (L + 1) n C (SP: / T),
+  //   token ids and targets (2 n), the final LayerNorm (n C + 2 n), logits and their gradient
+  //   (2 n V), SP the gathered stream for the head (n C); less than none's, which adds every
+  //   block's buffers (sequenceParallelActivationMemory);
+  //   traffic: each block's forward runs twice, so per block and micro-batch 2 more all-reduces
+  //   (proj's and fc2's partial sums) of n C floats each: 2 L M more calls and 2 L M n C x 4 =
+  //   2 L x (global batch) s C x 4 more bytes per step; SP: as many more reduce-scatters and
+  //   all-gathers (LN1's and LN2's outputs) instead, the same bytes each.
+  void fullRecomputationUnderTensorParallelism_data() {
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"tp2", "tp2 M2", "tp2 sp M2"}) QTest::newRow(l) << QString(l);
+  }
+  void fullRecomputationUnderTensorParallelism() {
+    QFETCH(QString, layout);
+    struct Measured {
+      int64_t activations = 0, ar = 0, arBytes = 0, rs = 0, rsBytes = 0, ag = 0, agBytes = 0;
+      std::vector<double> losses;
+    };
+    std::map<std::string, Measured> got;
+    RunConfig c = test::withLayout(gptRun(8), layout);
+    for (const char* recompute : {"none", "full"}) {
+      c.recompute = recompute;
+      Trainer t(c);
+      Measured& m = got[recompute];
+      for (int step = 0; step < 2; ++step) m.losses.push_back(t.step().loss);
+      m.activations = t.memory(0).snapshot().peak[int(MemCategory::Activations)];
+      const CommTraffic& tr = t.lastTraffic(0);
+      m.arBytes = opBytes(tr, CommOp::AllReduce, &m.ar);
+      m.rsBytes = opBytes(tr, CommOp::ReduceScatter, &m.rs);
+      m.agBytes = opBytes(tr, CommOp::AllGather, &m.ag);
+    }
+    const Measured &none = got["none"], &full = got["full"];
+    // The rerun computes what the first run did, the same ops in the same order: so the second
+    // step (after an update from the first one's gradients) too, bit for bit.
+    QVERIFY(full.losses == none.losses);
+    const int64_t L = c.layers, M = c.microbatches, C = c.hidden, s = c.seq, T = c.tp;
+    Trainer probe(c);
+    const int64_t V = probe.data().classes, n = int64_t(c.globalBatch()) / M * s;
+    const int64_t stream = (L + 1) * n * C / (c.sp ? T : 1);
+    const int64_t kept = stream + 2 * n + n * C + 2 * n + 2 * n * V + (c.sp ? n * C : 0);
+    QCOMPARE(full.activations, 4 * kept);
+    QVERIFY(full.activations < none.activations);
+    const int64_t extra = 2 * L * M, extraBytes = 2 * L * M * n * C * 4;
+    if (!c.sp) {
+      QCOMPARE(full.ar - none.ar, extra);
+      QCOMPARE(full.arBytes - none.arBytes, extraBytes);
+      QCOMPARE(full.rs + full.ag, int64_t(0));
+    } else {
+      QCOMPARE(full.rs - none.rs, extra);
+      QCOMPARE(full.rsBytes - none.rsBytes, extraBytes);
+      QCOMPARE(full.ag - none.ag, extra);
+      QCOMPARE(full.agBytes - none.agBytes, extraBytes);
+      QCOMPARE(full.ar, none.ar);  // the LayerNorms' gradients, once a step either way
+    }
+    qInfo("GPT activation peak per rank, %s: none %lld bytes, full %lld bytes (%.0f%%)",
+          qPrintable(layout), (long long)none.activations, (long long)full.activations,
+          100.0 * double(full.activations) / double(none.activations));
   }
 
   // MFU's count (metrics.md): per token 6P plus attention's 12 L C T, a window's T tokens per
@@ -473,6 +539,32 @@ class TstGpt : public QObject {
     }
   }
 
+  // Live changes of the expert layout go through the serial layout (saved by whoever holds
+  // each expert, reloaded by whoever will): the loss goes on along the uninterrupted run.
+  void moeReconfigureContinuesTheTrajectory() {
+    auto layout = [](int ranks, int ep) {
+      RunConfig c = gptMoeRun(8, 2);
+      c.ranks = ranks, c.ep = ep;
+      return c;
+    };
+    const TrainingState serial = Trainer(layout(1, 1)).saveState();
+    QVERIFY2(Trainer(layout(2, 2)).saveState().params == serial.params,
+             "ep 2 saves the serial model's weights");
+    const int per = 5;
+    const std::vector<std::pair<int, int>> layouts = {{2, 2}, {4, 2}, {1, 1}};
+    const test::RunRecord ref = test::recordRun(layout(1, 1), per * int(layouts.size() + 1));
+    std::vector<double> got;
+    auto trainer = std::make_unique<Trainer>(layout(1, 1));
+    for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
+    for (auto [ranks, ep] : layouts) {
+      const TrainingState state = trainer->saveState();
+      trainer = std::make_unique<Trainer>(layout(ranks, ep));
+      trainer->loadState(state);
+      for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
+    }
+    VERIFY_TRAJECTORIES_AGREE(got, ref.losses, 1e-5, "reconfigured vs uninterrupted");
+  }
+
   void refusesWhatItCannotRun_data() {
     QTest::addColumn<QString>("change");
     QTest::addColumn<QString>("field");
@@ -480,7 +572,6 @@ class TstGpt : public QObject {
     QTest::addRow("heads") << "heads=3" << "heads:";
     QTest::addRow("tp over heads") << "tp=3" << "tp:";
     QTest::addRow("sp over tokens") << "tp=2 sp=1 seq=15" << "sp:";
-    QTest::addRow("full recompute per stage") << "pp=2 recompute=full" << "recompute:";
     QTest::addRow("fortunes for the mlp") << "model=mlp dataset=fortunes" << "dataset:";
     QTest::addRow("experts under tp") << "ffn=moe tp=2" << "model:";
     QTest::addRow("experts over ep") << "ffn=moe ep=3 ranks=3" << "ep:";

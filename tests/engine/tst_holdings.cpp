@@ -3,7 +3,8 @@
 // the columns of fc1 and the rows of fc2; replicated weights sit on every tp rank; each stage
 // holds its units; ZeRO chunks cover each unit once; batch slices cover the batch; the GPT's
 // activations are split into what the forward keeps and what the backward recomputes
-// (--recompute); the last step's traffic is the communicator's. Run: ctest -R tst_holdings
+// (--recompute, also per pipeline stage); the last step's traffic is the communicator's.
+// Run: ctest -R tst_holdings
 #include <QtTest>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -280,6 +281,64 @@ class TstHoldings : public QObject {
         QVERIFY(s.bytes <= t.memory(h.rank).snapshot()[MemCategory::Workspace]);
       }
       QCOMPARE(recomputedItems, 1);
+    }
+  }
+
+  // Full recomputation under tensor and pipeline parallelism: each micro-batch keeps only its
+  // blocks' inputs (the residual stream, SP: the rank's half of its rows) and the ends' buffers;
+  // the stage reruns each block into one block's buffers, sized for the largest micro-batch.
+  // Bytes from the shape, per tp rank: n tokens of a micro-batch, l of them in the rank's
+  // residual stream (SP: n / 2), the rank's C/2 attention columns, 2 heads and 4C/2 FFN columns.
+  void gptModelParallelRecomputesWholeBlocks_data() {
+    QTest::addColumn<bool>("sp");
+    QTest::newRow("tp2 pp2") << false;
+    QTest::newRow("tp2 pp2 sp") << true;
+  }
+  void gptModelParallelRecomputesWholeBlocks() {
+    QFETCH(bool, sp);
+    RunConfig c = config();
+    c.model = "gpt";
+    c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
+    c.tp = 2, c.pp = 2, c.ranks = 4, c.microbatches = 2, c.sp = sp;
+    c.recompute = "full";
+    Trainer t(c);
+    t.step();
+    const int64_t windows = 3, T = c.seq, C = c.hidden, V = t.data().classes;  // ceil(6 / 2)
+    const int64_t n = windows * T, l = sp ? n / 2 : n, Cl = C / 2, heads = c.heads / 2,
+                  F = 4 * C / 2;
+    // ln1, ln2 (gathered), their statistics, qkv, the probabilities, attention's output, the
+    // stream after attention, fc1's and GELU's outputs.
+    const int64_t block =
+        2 * n * C + 4 * l + 3 * n * Cl + windows * heads * T * T + n * Cl + l * C + 2 * n * F;
+    for (const RankHoldings& h : t.holdings()) {
+      const bool first = h.coords.pp == 0;
+      // One block per stage: its input and its output; the first stage's token ids, the last's
+      // targets, (SP) gathered stream, final LayerNorm, logits and their gradient.
+      const int64_t stored =
+          2 * l * C + (first ? n : n + (sp ? n * C : 0) + n * C + 2 * n + 2 * n * V);
+      int kept = 0, recomputed = 0;
+      for (const HeldSlice& s : h.items) {
+        if (s.kind != HoldingKind::Activations) continue;
+        if (!s.recomputed) {
+          ++kept;
+          QVERIFY2(s.tensor.ends_with("activations stored for backward (tokens)"),
+                   s.tensor.c_str());
+          QCOMPARE(s.bytes, stored * 4);
+          continue;
+        }
+        ++recomputed;
+        QCOMPARE(s.tensor, std::string("recomputed in backward: block internals (one block's "
+                                       "buffers)"));
+        QCOMPARE(s.bytes, block * 4);
+        QCOMPARE(s.rows, n);
+        QCOMPARE(s.end - s.begin, int64_t(c.batch) * T);  // serves every micro-batch in turn
+        QVERIFY(s.bytes <= t.memory(h.rank).snapshot()[MemCategory::Workspace]);
+      }
+      QCOMPARE(kept, c.microbatches);
+      QCOMPARE(recomputed, 1);
+      // 1F1B keeps P - s micro-batches' buffers at once (the pool), nothing else as activations.
+      QCOMPARE(t.memory(h.rank).snapshot()[MemCategory::Activations],
+               (2 - h.coords.pp) * stored * 4);
     }
   }
 
