@@ -824,6 +824,18 @@ void TestWindow::screenshots() {
                              15000);  // the GPU probe has answered
     QTest::qWait(100);
     QVERIFY(w.configPanel()->grab().save(screenshotDir() + "/config-panel.png"));
+    // The GPT with a mixture of experts: the FFN choice, and the experts' settings live.
+    RunConfig moe = w.configPanel()->config();
+    moe.model = "gpt", moe.dataset = "fortunes", moe.ffn = "moe", moe.ranks = 2, moe.ep = 2;
+    w.configPanel()->setConfig(moe);
+    QTest::qWait(100);
+    auto* ffn = child<QComboBox>(w.configPanel(), "ffn");
+    QCOMPARE(ffn->currentData().toString(), QString("moe"));
+    QVERIFY(ffn->isEnabled());
+    QVERIFY(child<QSpinBox>(w.configPanel(), "experts")->isEnabled());
+    QVERIFY(w.configPanel()->grab().save(screenshotDir() + "/config-panel-gpt-moe.png"));
+    w.configPanel()->setConfig(ConfigPanel::defaults());
+    QVERIFY(!child<QComboBox>(w.configPanel(), "ffn")->isEnabled());  // the MLP has no choice
     // The two lists open: the GPU entry greyed where there is none, the GEMM ladder.
     for (const char* name : {"device", "kernel"}) {
       auto* box = child<QComboBox>(w.configPanel(), name);
