@@ -20,7 +20,6 @@
 #include "memory_estimate.h"
 #include "metrics/metrics.h"
 #include "model/mlp.h"
-#include "model/moe.h"
 #include "schema.h"
 #include "teach/timing.h"
 
@@ -46,28 +45,19 @@ int parseSize(const std::string& item) {
 }
 
 // One model of the configured kind on rank 0's Compute (--device, --kernel) behind one call: a
-// forward over `batch` samples. The MLP and the GPT are Models; a GPT sample is a window of
-// T + 1 token ids, its evaluation T next-character predictions.
+// forward over `batch` samples. A GPT sample is a window of T + 1 token ids, its evaluation T
+// next-character predictions; the MoE's every expert is here and routes with no capacity limit.
 class Forward {
  public:
-  Forward(const RunConfig& c, const Dataset& data) : m_compute(Compute::forRank(c, 0)) {
-    if (c.model == "moe") {
-      MoeShape s;
-      s.input = data.inputDim, s.classes = data.classes, s.hidden = c.hidden, s.layers = c.layers;
-      s.experts = c.experts, s.topk = c.topk, s.capacityFactor = c.capacityFactor;
-      m_moe = std::make_unique<Moe>(s, c.seed, &m_memory, ExpertPlacement{}, m_compute.get());
-      m_params = s.parameterCount();
-    } else {
-      m_model = makeModel(c, data, &m_memory, m_compute.get());
-      m_params = parameterCountOf(c, data);
-    }
-  }
+  Forward(const RunConfig& c, const Dataset& data)
+      : m_compute(Compute::forRank(c, 0)),
+        m_model(makeModel(c, data, &m_memory, m_compute.get())),
+        m_params(parameterCountOf(c, data)) {}
   // Evaluation uploads the batch from host memory (on a GPU) and ends in an arg-max count the
   // host reads, so the forward has finished on any device when it returns: a host clock around
   // it times the whole forward, the input's trip to the device included.
   int operator()(const float* x, const int* labels, int batch) {
-    return m_model ? int(m_model->evaluate(x, labels, batch).correct)
-                   : m_moe->countCorrect(x, labels, batch);
+    return int(m_model->evaluate(x, labels, batch).correct);
   }
   int64_t parameterCount() const { return m_params; }
 
@@ -75,7 +65,6 @@ class Forward {
   std::unique_ptr<Compute> m_compute;
   MemoryTracker m_memory;
   std::unique_ptr<Model> m_model;
-  std::unique_ptr<Moe> m_moe;
   int64_t m_params = 0;
 };
 
