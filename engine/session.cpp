@@ -275,7 +275,8 @@ Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
     s.steps.assign(run->history.begin() + (std::max(fromStep, first) - first), run->history.end());
   if (spanSteps > 0 && run->trainer)
     for (int r = 0; r < run->trainer->localRankCount(); ++r)
-      s.spans.push_back(run->trainer->spans(r).since(s.stepsDone - spanSteps + 1));
+      s.spans.push_back(  // from step 1: spans between steps carry step -1 (Trainer::execute)
+          run->trainer->spans(r).since(std::max<int64_t>(1, s.stepsDone - spanSteps + 1)));
   return s;
 }
 

@@ -214,6 +214,9 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
 
 void Trainer::execute(Rank& r, Command c) {
   r.compute->makeCurrent();  // one local rank runs on whichever thread calls the trainer
+  // Collectives outside a step (evaluation with experts spread, saving, loading, sampling)
+  // belong to no step: their spans stay out of every step's timeline and figures.
+  if (c != Command::Step) r.comm->setStep(-1);
   if (c == Command::Step) {
     r.comm->setStep(m_step + 1);
     r.memory.resetPeaks();

@@ -386,6 +386,33 @@ class TstMoe : public QObject {
     QCOMPARE(b, a);
   }
 
+  // Evaluation's collectives (every EP rank runs its experts on rank 0's rows) belong to no
+  // step: a step's timeline and spans are the same with or without an evaluation after it.
+  void evaluationStaysOutOfTheStepsSpans() {
+    RunConfig quiet = moeConfig(2, 2, 2);
+    quiet.evalEvery = 0;
+    RunConfig evaluating = quiet;
+    evaluating.evalEvery = 1;
+    evaluating.evalSamples = 64;
+    auto commSpans = [](const RunConfig& c, bool* stepsOnly) {
+      Trainer t(c);
+      t.step();
+      t.step();
+      int n = 0;
+      for (const Span& s : t.spans(0).since(1))
+        if (s.kind == SpanKind::Comm) {
+          *stepsOnly = *stepsOnly && (s.step == 1 || s.step == 2);
+          ++n;
+        }
+      return n;
+    };
+    bool stepsOnly = true;
+    const int a = commSpans(quiet, &stepsOnly), b = commSpans(evaluating, &stepsOnly);
+    QVERIFY2(stepsOnly, "every span since step 1 is a step's");
+    QVERIFY(a > 0);
+    QCOMPARE(b, a);
+  }
+
   void modelStatesMatchFormula_data() {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<int>("ep");
