@@ -1,6 +1,7 @@
 // paralab-run: the headless engine. Trains as configured by flags and/or a JSON --config
 // (flags win), prints one JSON object per step with --json, then a summary.
-// Try: paralab-run --steps 100 --json    See tests/engine/tst_cli.cpp.
+// --save FILE / --resume FILE: checkpoints (train/checkpoint.h).
+// Try: paralab-run --steps 100 --json    See tests/engine/tst_cli.cpp, tst_checkpoint.cpp.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include "metrics/chrome_trace.h"
 #include "metrics/run_record.h"
 #include "platform.h"
+#include "train/checkpoint.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
 #include "train/trainer.h"
@@ -223,6 +225,16 @@ int main(int argc, char** argv) {
   app.add_option("--sample", sample,
                  "N: --model gpt prints N characters the trained model writes (0 = none)")
       ->check(CLI::Range(0, 100000));
+  std::string savePath, resumePath;
+  app.add_option("--save", savePath,
+                 "FILE: when the run ends, write a checkpoint (the parameters, the optimizer "
+                 "state, the step and the config) for --resume; written whole or not at all");
+  app.add_option("--resume", resumePath,
+                 "FILE: go on from a --save checkpoint, from its step: --steps counts the total "
+                 "steps, so the run takes steps (checkpoint's step + 1) to --steps, on the "
+                 "batches the uninterrupted run would have. The model, data set, optimizer, seed "
+                 "and global batch must match; the layout (--ranks, --strategy, --zero, --dp, "
+                 "--tp, --pp, --ep) may differ: the state is kept in the serial layout");
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
   datasetFollowsModel(config, app, configPath);
@@ -254,6 +266,25 @@ int main(int argc, char** argv) {
   if (sample > 0 && config.hasExperts() && config.ep > 1)
     return fail("sample: generates on one rank, and --ep " + std::to_string(config.ep) +
                 " spreads the experts over ranks (allowed with --ep 1)");
+  if ((!savePath.empty() || !resumePath.empty()) && (!sweep.empty() || latency))
+    return fail(std::string(savePath.empty() ? "resume" : "save") +
+                ": goes with a training run (not a sweep)");
+  if (!savePath.empty())
+    if (auto problem = checkpointPathProblem(savePath)) return fail(*problem);
+  // Read (and verified) before the data set loads; whether it fits this run is known once the
+  // Trainer has the parameter count.
+  std::optional<Checkpoint> resumed;
+  if (!resumePath.empty()) {
+    try {
+      resumed = readCheckpoint(resumePath);
+    } catch (const ConfigError& e) {
+      return fail(e.what());
+    }
+    if (resumed->state.step >= config.steps)
+      return fail("resume: the checkpoint is at step " + std::to_string(resumed->state.step) +
+                  " and --steps counts the total steps (allowed: --steps above " +
+                  std::to_string(resumed->state.step) + ")");
+  }
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
   if (latency) return runLatencySweepCommand(config, latencySweep, json);
 
@@ -280,6 +311,22 @@ int main(int argc, char** argv) {
     }
     Trainer& trainer = *owned;
     const bool root = trainer.isRoot();  // under MPI only rank 0 prints
+    if (resumed) {
+      if (auto why = checkpointMismatch(*resumed, trainer.config(), trainer.parameterCount()))
+        return fail(*why);
+      try {
+        trainer.loadState(resumed->state);
+      } catch (const std::exception& e) {
+        return fail(std::string("resume: ") + e.what());
+      }
+      resumed->state = TrainingState{};  // the strategies hold it now
+    }
+    // A strategy that cannot hand over its state says so now, not after the run.
+    if (!savePath.empty()) try {
+        (void)trainer.saveState();
+      } catch (const std::exception& e) {
+        return fail(std::string("save: ") + e.what());
+      }
     if (!json && root && config.model == "gpt") {
       const std::string ffn = config.hasExperts() ? "a mixture of " + std::to_string(config.experts) +
                                                         " expert FFNs (top-" +
@@ -302,15 +349,19 @@ int main(int argc, char** argv) {
     if (!json && root)
       for (const EmulatedPart& p : emulatedParts(config))
         std::printf("Emulated: %s\n", p.detail.c_str());
+    const int64_t first = trainer.stepsDone();  // 0, or the checkpoint's step
+    if (!json && root && resumed)
+      std::printf("Resumed from %s at step %lld; steps %lld to %d follow\n", resumePath.c_str(),
+                  (long long)first, (long long)first + 1, config.steps);
     RunSummary summary;
-    for (int s = 0; s < config.steps; ++s) {
+    for (int64_t s = first; s < config.steps; ++s) {
       const StepMetrics m = trainer.step();
       summary.add(m);
       if (!root) {
         continue;
       } else if (json) {
         std::cout << toJson(m).dump() << '\n' << std::flush;
-      } else if (m.step % 10 == 0 || m.step == 1 || m.testAccuracy) {
+      } else if (m.step % 10 == 0 || m.step == first + 1 || m.testAccuracy) {
         std::string test;
         if (m.testAccuracy) test += " test acc " + std::to_string(*m.testAccuracy);
         if (m.testLoss) test += " test loss " + std::to_string(*m.testLoss);
@@ -319,6 +370,23 @@ int main(int argc, char** argv) {
       }
     }
     const std::string text = trainer.generateText(sample);  // collective: every rank calls it
+    if (!savePath.empty()) {
+      TrainingState state;
+      try {
+        state = trainer.saveState();  // collective: every rank gathers, rank 0 holds it all
+      } catch (const std::exception& e) {
+        return fail(std::string("save: ") + e.what());
+      }
+      if (root) {
+        try {
+          writeCheckpoint(savePath, state, trainer.config(), trainer.parameterCount());
+        } catch (const ConfigError& e) {
+          return fail(e.what());
+        }
+        if (!json)
+          std::printf("checkpoint: %s (step %lld)\n", savePath.c_str(), (long long)state.step);
+      }
+    }
     if (!root) return 0;
     if (!tracePath.empty()) {
       std::vector<std::vector<Span>> spans;
@@ -339,9 +407,11 @@ int main(int argc, char** argv) {
       if (sample > 0) j["sample"] = text;
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
-      std::printf("done: %d steps, final loss %.4f, %.2f ms/step, %.0f samples/s, model "
+      const std::string after =
+          first > 0 ? " (" + std::to_string(config.steps - first) + " after resuming)" : "";
+      std::printf("done: %d steps%s, final loss %.4f, %.2f ms/step, %.0f samples/s, model "
                   "arithmetic %.2f GFLOP/s%s\n",
-                  config.steps, summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
+                  config.steps, after.c_str(), summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
                   summary.modelGflops(),
                   summary.testAccuracy
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
