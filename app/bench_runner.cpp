@@ -4,9 +4,11 @@
 
 #include <QJsonArray>
 #include <algorithm>
+#include <filesystem>
 
 #include "capabilities.h"
 #include "data/dataset.h"
+#include "schema.h"
 
 namespace paralab {
 
@@ -42,6 +44,15 @@ RunConfig BenchRunner::latencyConfig(const lessons::Bench& b) {
   RunConfig c;  // paralab-run's model, so the step and `paralab-run --latency-sweep` agree
   c.hidden = int(lessons::benchOption(b, "hidden"));
   c.layers = int(lessons::benchOption(b, "layers"));
+  if (lessons::benchWord(b, "model") == "gpt") {
+    c.model = "gpt";
+    c.seq = int(lessons::benchOption(b, "seq"));
+    c.heads = int(lessons::benchOption(b, "heads"));
+    datasetFollowsModel(c);  // its own text, as `paralab-run --model gpt` reads
+    // Without Debian's fortunes the synthetic text, as the MLP falls back to synthetic images.
+    if (!std::filesystem::is_directory(dataFolder(c))) c.dataset = "synthetic";
+    return c;
+  }
   c.dataset = missingFashionMnistFile(c.dataDir).empty() ? "fashion-mnist" : "synthetic";
   return c;
 }
@@ -60,22 +71,36 @@ static void runLatency(const lessons::Bench& bench, BenchResult& result,
   RunConfig gpu = cpu;
   gpu.device = "cuda";
   const GpuAvailability g = gpuAvailability();
-  std::string why = g.count > 0 ? latencySweepProblem(gpu) : g.reason;
+  // With the batches: a GPU too small for the largest is said, not an error of the whole step.
+  std::string why = g.count > 0 ? latencySweepProblem(gpu, batches) : g.reason;
   const int n = int(batches.size()), total = why.empty() ? 2 * n : n;
+  const LatencySweepOptions options;
+  result.latencyBudgetMs = options.maxMsPerSize;
   result.latencyCpu =
-      runLatencySweep(cpu, batches, {}, [&](int done, int) { return progress(done, total); });
-  result.latencyModel = QString("%1 H=%2, L=%3, %L4 parameters, %5 test samples")
-                            .arg(QString::fromStdString(cpu.model))
-                            .arg(cpu.hidden)
-                            .arg(cpu.layers)
-                            .arg(qint64(result.latencyCpu->parameterCount))
-                            .arg(QString::fromStdString(cpu.dataset));
+      runLatencySweep(cpu, batches, options, [&](int done, int) { return progress(done, total); });
+  const qint64 params = result.latencyCpu->parameterCount;
+  const QString data = QString::fromStdString(cpu.dataset);
+  if (cpu.model == "gpt")
+    result.latencyModel = QString("GPT H=%1, L=%2, %3 heads, T=%4, %L5 parameters, %6 test windows")
+                              .arg(cpu.hidden)
+                              .arg(cpu.layers)
+                              .arg(cpu.heads)
+                              .arg(cpu.seq)
+                              .arg(params)
+                              .arg(data);
+  else
+    result.latencyModel = QString("%1 H=%2, L=%3, %L4 parameters, %5 test samples")
+                              .arg(QString::fromStdString(cpu.model))
+                              .arg(cpu.hidden)
+                              .arg(cpu.layers)
+                              .arg(params)
+                              .arg(data);
   if (!why.empty() || result.latencyCpu->cancelled) {
     result.gpuNotRun = QString::fromStdString(why.empty() ? "cancelled" : why);
     return;
   }
-  result.latencyGpu =
-      runLatencySweep(gpu, batches, {}, [&](int done, int) { return progress(n + done, total); });
+  result.latencyGpu = runLatencySweep(gpu, batches, options,
+                                      [&](int done, int) { return progress(n + done, total); });
 }
 
 QJsonObject benchJson(const BenchResult& r) {
@@ -109,10 +134,12 @@ QJsonObject benchJson(const BenchResult& r) {
   }
   if (r.latencyCpu) {
     QJsonArray points;
-    for (const LatencyPoint& p : r.latencyCpu->points)
-      points.append(QJsonObject{{"batch", p.batch},
-                                {"ms_per_forward", p.msPerForward},
-                                {"samples_per_s", p.samplesPerS}});
+    for (const LatencyPoint& p : r.latencyCpu->points) {
+      QJsonObject row{
+          {"batch", p.batch}, {"ms_per_forward", p.msPerForward}, {"samples_per_s", p.samplesPerS}};
+      if (r.latencyCpu->tokensPerSample > 0) row.insert("tokens_per_s", p.tokensPerS);  // the GPT
+      points.append(row);
+    }
     o.insert("latency", points);
   }
   return o;

@@ -30,6 +30,9 @@ struct BenchResult {
   std::optional<LatencySweepResult> latencyCpu, latencyGpu;
   QString gpuNotRun;
   QString latencyModel;  // "mlp H=128, L=2, 365,706 parameters, fashion-mnist test samples"
+  // The time a GPT batch size may take to be timed (LatencySweepOptions::maxMsPerSize): the
+  // chart says which sizes it left out.
+  double latencyBudgetMs = 0;
   bool cancelled() const {
     return (ladder && ladder->cancelled) || (falseSharing && falseSharing->cancelled) ||
            (simd && simd->cancelled) || (latencyCpu && latencyCpu->cancelled) ||
@@ -39,7 +42,8 @@ struct BenchResult {
 
 // What a benchmark measured as the metric paths of a step's ```compare read it (defined in
 // lessons/reference/metrics.md): `widths[lanes=16].gflops`, `rungs[kernel=vendor].gflops`,
-// `peak_gflops`, `false_sharing[threads=2].slowdown`, `latency[batch=1].ms_per_forward`.
+// `peak_gflops`, `false_sharing[threads=2].slowdown`, `latency[batch=1].ms_per_forward` (and,
+// for the GPT, `latency[batch=1].tokens_per_s`).
 QJsonObject benchJson(const BenchResult& result);
 
 class BenchRunner : public QObject {
@@ -56,7 +60,8 @@ class BenchRunner : public QObject {
   // core this machine has; false sharing at least 2 threads, so that something is shared).
   static teach::GemmLadderOptions ladderOptions(const lessons::Bench& bench);
   static teach::FalseSharingOptions falseSharingOptions(const lessons::Bench& bench);
-  // The model and batch sizes a latency block sweeps: 1, 2, 4, ... up to its max-batch.
+  // The model and batch sizes a latency block sweeps: 1, 2, 4, ... up to its max-batch (for
+  // "model": "gpt", windows of its seq characters, on its own text).
   static RunConfig latencyConfig(const lessons::Bench& bench);
   static std::vector<int> latencyBatches(const lessons::Bench& bench);
 

@@ -29,6 +29,20 @@ QString shortBlasName(const std::string& name) {
 
 QString value(double v) { return QString::number(v, 'f', v < 10 ? 1 : 0); }
 
+// The batch sizes of a latency result along the x axis: those timed, then those a GPT sweep's
+// time budget left untimed (they keep their place, without a bar), on either device.
+std::vector<int> latencySlots(const BenchResult& r) {
+  std::vector<int> out;
+  for (const LatencySweepResult* s : {&*r.latencyCpu, r.latencyGpu ? &*r.latencyGpu : nullptr}) {
+    if (!s) continue;
+    std::vector<int> batches;
+    for (const LatencyPoint& p : s->points) batches.push_back(p.batch);
+    batches.insert(batches.end(), s->notTimed.begin(), s->notTimed.end());
+    if (batches.size() > out.size()) out = batches;
+  }
+  return out;
+}
+
 }  // namespace
 
 BenchChart::BenchChart(QWidget* parent) : Chart("benchmark", tr("Teaching benchmark"), parent) {
@@ -87,6 +101,8 @@ void BenchChart::clear() {
   yAxis->setScaleType(QCPAxis::stLinear);
   for (QCPItemText* t : m_labels) removeItem(t);
   m_labels.clear();
+  m_notTimed = nullptr;  // one of m_labels
+  setLabels({});
   setSubtitle(QString());
   setAxisLabel(xAxis, QString());
   setAxisLabel(yAxis, QString());
@@ -236,24 +252,46 @@ void BenchChart::showFalseSharing(const teach::FalseSharingSweep& s) {
 
 void BenchChart::showLatency(const BenchResult& r) {
   using namespace chartcolors;
+  // A GPT sample is a window of T characters, T next-character predictions per forward: its
+  // bars are tokens/s and its x axis counts windows. T is 0 for the MLP.
+  const int T = r.latencyCpu->tokensPerSample;
+  m_cpuRate->setName(T > 0 ? tr("CPU tokens/s (bars)") : tr("CPU samples/s (bars)"));
+  m_gpuRate->setName(T > 0 ? tr("GPU tokens/s (bars)") : tr("GPU samples/s (bars)"));
   QStringList names;
+  for (int batch : latencySlots(r)) names << QString::number(batch);
   double topRate = 0, minMs = 1e300, maxMs = 0;
+  int timed = 0;  // the slots with a bar, from the left
   const auto draw = [&](const LatencySweepResult& s, QCPBars* rate, QCPGraph* latency) {
     for (size_t i = 0; i < s.points.size(); ++i) {
       const LatencyPoint& p = s.points[i];
-      if (names.size() <= int(i)) names << QString::number(p.batch);
-      rate->addData(double(i + 1), p.samplesPerS);
+      const double perS = T > 0 ? p.tokensPerS : p.samplesPerS;
+      rate->addData(double(i + 1), perS);
       latency->addData(double(i + 1), p.msPerForward);
-      topRate = std::max(topRate, p.samplesPerS);
+      topRate = std::max(topRate, perS);
       minMs = std::min(minMs, p.msPerForward), maxMs = std::max(maxMs, p.msPerForward);
     }
+    timed = std::max(timed, int(s.points.size()));
     rate->addToLegend();
     latency->addToLegend();
   };
   draw(*r.latencyCpu, m_cpuRate, m_cpuLatency);
   if (r.latencyGpu) draw(*r.latencyGpu, m_gpuRate, m_gpuLatency);
   m_cpuRate->setWidth(r.latencyGpu ? 0.38 : 0.6);
-  const int n = int(r.latencyCpu->points.size());
+  const int n = int(names.size());
+  // Sizes left untimed by the budget are never silently missing: their slots stay empty on the
+  // axis, "not timed" is written in the slots that no device timed (fitNotTimed), and the
+  // subtitle and the CSV's comment lines say which and why.
+  if (timed < n) {
+    m_notTimed = new QCPItemText(this);
+    m_notTimed->position->setCoords((timed + 1 + n) / 2.0, 0);
+    m_notTimed->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    m_notTimed->setPadding(QMargins(0, 0, 0, 3));
+    m_notTimed->setColor(kReference);
+    m_notTimed->setFont(legend->font());
+    m_notTimed->setClipToAxisRect(false);
+    m_labels << m_notTimed;
+    m_untimedSlots = n - timed;
+  }
   setTickNames(names);
   xAxis->setRange(0.4, n + 0.6);
   yAxis->setRange(0, std::max(1.0, topRate) * 1.12);
@@ -263,9 +301,30 @@ void BenchChart::showLatency(const BenchResult& r) {
   yAxis2->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   yAxis2->setNumberFormat("gb");
   if (maxMs > 0) yAxis2->setRange(minMs / 2, maxMs * 2);
-  setAxisLabel(xAxis, tr("batch size (samples per forward)"), tr("batch size"));
-  setAxisLabel(yAxis, tr("throughput (samples/s)"), tr("samples/s"));
+  if (T > 0) {
+    setAxisLabel(xAxis, tr("batch (windows of %1 characters)").arg(T), tr("batch (windows)"));
+    setAxisLabel(yAxis, tr("throughput (tokens/s)"), tr("tokens/s"));
+  } else {
+    setAxisLabel(xAxis, tr("batch size (samples per forward)"), tr("batch size"));
+    setAxisLabel(yAxis, tr("throughput (samples/s)"), tr("samples/s"));
+  }
   setAxisLabel(yAxis2, tr("latency: ms per forward (log)"), tr("ms (log)"));
+  QString untimed;
+  QStringList why;
+  const QString budget = r.latencyBudgetMs > 0
+                             ? tr("over the %1 s budget per size").arg(r.latencyBudgetMs / 1e3)
+                             : tr("over the time budget per size");
+  const auto sayUntimed = [&](const LatencySweepResult& s, const QString& device) {
+    if (s.notTimed.empty()) return;
+    const QString sizes = s.notTimed.size() == 1
+                              ? QString::number(s.notTimed.front())
+                              : tr("%1 to %2").arg(s.notTimed.front()).arg(s.notTimed.back());
+    untimed += tr(" · not timed%1: batch %2 (%3)").arg(device, sizes, budget);
+    why << tr("not timed%1: %2").arg(device, QString::fromStdString(s.notTimedWhy));
+  };
+  sayUntimed(*r.latencyCpu, r.latencyGpu ? tr(" on the CPU") : QString());
+  if (r.latencyGpu) sayUntimed(*r.latencyGpu, tr(" on the GPU"));
+  setLabels(why);
   const int cores = int(std::thread::hardware_concurrency());
   setSubtitle(tr("Latency vs throughput, forward only: %1 · CPU GEMM %2 on %3 thread(s) of "
                  "this machine's %4 cores · %5")
@@ -275,7 +334,7 @@ void BenchChart::showLatency(const BenchResult& r) {
                   .arg(r.latencyGpu ? tr("GPU %1, the batch copied from host memory each forward")
                                           .arg(QString::fromStdString(r.latencyGpu->gpu))
                                     : tr("GPU half not run here (%1)").arg(r.gpuNotRun)) +
-              (r.cancelled() ? tr(" · cancelled before the end") : QString()));
+              untimed + (r.cancelled() ? tr(" · cancelled before the end") : QString()));
 }
 
 void BenchChart::setTickNames(const QStringList& names) {
@@ -295,6 +354,21 @@ void BenchChart::fitTickNames() {
   for (int i = 0; i < m_tickNames.size(); ++i)
     ticker->addTick(i + 1, i % every == 0 ? m_tickNames[i] : QString());
   xAxis->setTicker(ticker);
+  fitNotTimed(plot);
+}
+
+// "not timed" in the empty slots at the right end where it fits across them, on two lines
+// where only "timed" fits; hidden where neither does (the subtitle says it anyway).
+void BenchChart::fitNotTimed(int plot) {
+  if (!m_notTimed || m_tickNames.isEmpty()) return;
+  const double room = plot * (m_untimedSlots + 0.2) / (m_tickNames.size() + 0.2);
+  const QFontMetrics fm(m_notTimed->font());
+  const QString oneLine = tr("not timed"), twoLines = tr("not\ntimed");
+  const auto fits = [&](const QString& t) {
+    return fm.boundingRect(QRect(), Qt::TextDontClip, t).width() + 8 <= room;
+  };
+  m_notTimed->setText(fits(oneLine) ? oneLine : twoLines);
+  m_notTimed->setVisible(fits(m_notTimed->text()));
 }
 
 void BenchChart::resizeEvent(QResizeEvent* event) {
@@ -312,6 +386,28 @@ int BenchChart::pointCount() const {
 QStringList BenchChart::tickLabels() const { return m_tickNames; }
 
 void BenchChart::writeCsv(QTextStream& out) const {
+  if (m_result && m_result->latencyCpu && m_result->latencyCpu->tokensPerSample > 0) {
+    // The GPT: a row per batch size on the x axis, a size left untimed with empty cells (the
+    // comment lines above the table say why).
+    const int T = m_result->latencyCpu->tokensPerSample;
+    out << "batch,tokens_per_forward,cpu_ms_per_forward,cpu_tokens_per_s,gpu_ms_per_forward,"
+           "gpu_tokens_per_s\n";
+    const std::vector<int> batches = latencySlots(*m_result);
+    const auto cells = [&](const std::optional<LatencySweepResult>& s, size_t i) {
+      if (s && i < s->points.size())
+        out << csvNumber(s->points[i].msPerForward) << ',' << csvNumber(s->points[i].tokensPerS);
+      else
+        out << ',';
+    };
+    for (size_t i = 0; i < batches.size(); ++i) {
+      out << batches[i] << ',' << qint64(batches[i]) * T << ',';
+      cells(m_result->latencyCpu, i);
+      out << ',';
+      cells(m_result->latencyGpu, i);
+      out << '\n';
+    }
+    return;
+  }
   if (m_result && m_result->latencyCpu) {
     out << "batch,cpu_ms_per_forward,cpu_samples_per_s,gpu_ms_per_forward,gpu_samples_per_s\n";
     const auto& cpu = m_result->latencyCpu->points;

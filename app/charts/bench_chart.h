@@ -4,8 +4,9 @@
 // the dashed outline of lanes × the scalar rate (the reference). False sharing: ns per increment
 // at 1..N threads, counters in one cache line beside counters padded to a line each. Latency vs
 // throughput: samples/s per batch size as bars, ms per forward as a line on the right axis; the GPU
-// beside the CPU, or said not run. Exports like every chart (Export all). See
-// tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
+// beside the CPU, or said not run. The GPT's: tokens/s per batch of windows of T characters, and
+// the sizes its time budget left untimed said on the chart. Exports like every chart (Export
+// all). See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
 #pragma once
 #include <optional>
 
@@ -33,9 +34,14 @@ class BenchChart : public Chart {
   QCPBars* shared() const { return m_shared; }
   QCPBars* padded() const { return m_padded; }
   QCPGraph* peak() const { return m_peak; }
-  QCPBars* cpuRate() const { return m_cpuRate; }  // latency: samples/s per batch size
+  QCPBars* cpuRate() const { return m_cpuRate; }  // latency: samples/s (GPT: tokens/s) per batch
   QCPBars* gpuRate() const { return m_gpuRate; }
   QCPGraph* cpuLatency() const { return m_cpuLatency; }  // ms per forward, right axis
+  // Latency: "not timed", written in the slots of sizes no device timed (null: none, or hidden
+  // where the slots are too narrow for it).
+  const QCPItemText* notTimedNote() const {
+    return m_notTimed && m_notTimed->visible() ? m_notTimed : nullptr;
+  }
   // The names under the bars (x tick labels), left to right (all of them, also those a narrow
   // plot leaves out).
   QStringList tickLabels() const;
@@ -50,6 +56,7 @@ class BenchChart : public Chart {
   // for all names side by side, every second (or third, ...) is shown, the first always.
   void setTickNames(const QStringList& names);
   void fitTickNames();
+  void fitNotTimed(int plot);  // the "not timed" note, for a plot `plot` px wide
   void resizeEvent(QResizeEvent* event) override;
 
   std::optional<BenchResult> m_result;
@@ -58,6 +65,8 @@ class BenchChart : public Chart {
   QCPBarsGroup* m_group;
   QCPGraph* m_peak;  // the FMA-peak reference, a line across the ladder
   QList<QCPItemText*> m_labels;
+  QCPItemText* m_notTimed = nullptr;  // latency: in the slots no device timed (one of m_labels)
+  int m_untimedSlots = 0;             // those slots, at the right end of the x axis
   QStringList m_tickNames;  // at x = 1, 2, ...
 };
 

@@ -397,13 +397,27 @@ class LessonParser {
         keys << opt.key;
         if (!o.contains(opt.key)) continue;
         const QJsonValue v = o.value(opt.key);
-        if (!isInt(v) || v.toDouble() < opt.min || v.toDouble() > opt.max)
+        if (!opt.words.isEmpty()) {
+          if (!opt.words.contains(v.toString()))
+            bad(QString("'%1' of %2 is one of %3").arg(opt.key, b.kind, opt.words.join(", ")));
+        } else if (!isInt(v) || v.toDouble() < opt.min || v.toDouble() > opt.max) {
           bad(QString("'%1' of %2 is a whole number %3..%4")
                   .arg(opt.key, b.kind, QString::number(opt.min, 'f', 0),
                        QString::number(opt.max, 'f', 0)));
+        }
         b.options.insert(opt.key, v);
       }
       if (const QString u = unknownKeys(o, keys); !u.isEmpty()) bad(u);
+      if (b.kind == "latency") {
+        // The GPT's context and heads mean nothing to the MLP; the heads split the GPT's width.
+        const bool gpt = benchWord(b, "model") == "gpt";
+        for (const QString k : {"seq", "heads"})
+          if (!gpt && o.contains(k))
+            bad(QString("'%1' of latency needs \"model\": \"gpt\"").arg(k));
+        const int heads = int(benchOption(b, "heads")), hidden = int(benchOption(b, "hidden"));
+        if (gpt && heads > 0 && hidden % heads != 0)
+          bad(QString("'heads' (%1) of the GPT must divide 'hidden' (%2)").arg(heads).arg(hidden));
+      }
       step.bench = b;
     }
   }
@@ -551,7 +565,12 @@ QList<BenchOption> benchOptions(const QString& kind) {
   if (kind == "simd-width") return {{"repeats", 1, 20, 5}};
   if (kind == "false-sharing") return {{"threads", 0, 8, 0}, {"increments", 1000, 1e8, 2e6}};
   if (kind == "latency")
-    return {{"max-batch", 1, 4096, 1024}, {"hidden", 16, 1024, 128}, {"layers", 1, 8, 2}};
+    return {{"model", 0, 0, 0, {"mlp", "gpt"}},
+            {"max-batch", 1, 4096, 1024},
+            {"hidden", 16, 1024, 128},
+            {"layers", 1, 8, 2},
+            {"seq", 1, 1024, 64},
+            {"heads", 1, 64, 4}};
   return {};
 }
 
@@ -559,6 +578,13 @@ double benchOption(const Bench& bench, const QString& key) {
   for (const BenchOption& o : benchOptions(bench.kind))
     if (o.key == key) return bench.options.value(key).toDouble(o.fallback);
   return 0;
+}
+
+QString benchWord(const Bench& bench, const QString& key) {
+  for (const BenchOption& o : benchOptions(bench.kind))
+    if (o.key == key && !o.words.isEmpty())
+      return bench.options.value(key).toString(o.words.first());
+  return QString();
 }
 
 QStringList missingNeeds(const QStringList& needs, const QStringList& available) {

@@ -78,16 +78,20 @@ struct Bench {
 // gemm-ladder {size 16..2048 (default 512), threads 0..64 (0: every core), repeats 1..20 (3)};
 // simd-width {repeats 1..20 (5)};
 // false-sharing {threads 1..8 (0: every core, at least 2), increments 1000..1e8 (2,000,000)};
-// latency {max-batch 1..4096 (1024: batches 1, 2, 4, ... up to it), hidden 16..1024 (128),
-// layers 1..8 (2)}: paralab-run's model, forward only, on the CPU (and the GPU where there is one).
+// latency {model mlp|gpt (mlp), max-batch 1..4096 (1024: batches 1, 2, 4, ... up to it),
+// hidden 16..1024 (128), layers 1..8 (2), and for the GPT seq 1..1024 (64) and heads 1..64 (4),
+// which must divide hidden}: paralab-run's model, forward only, on the CPU (and the GPU where
+// there is one).
 QStringList benchKinds();
 struct BenchOption {
   QString key;
   double min, max, fallback;
+  QStringList words = {};  // a key named by a word, not a number: its values, the first the default
 };
 QList<BenchOption> benchOptions(const QString& kind);
 // The value of `key` in `bench` (its default where the block does not give it).
 double benchOption(const Bench& bench, const QString& key);
+QString benchWord(const Bench& bench, const QString& key);  // a key of words ("model")
 
 struct Step {
   QString title;

@@ -94,6 +94,15 @@ QString benchText(const Bench& b) {
     return QObject::tr("False sharing: 1 thread up to %1, %L2 increments each")
         .arg(threads > 0 ? on : QObject::tr("one per core (at least 2)"))
         .arg(qint64(benchOption(b, "increments")));
+  if (b.kind == "latency" && benchWord(b, "model") == "gpt")
+    return QObject::tr("Latency vs throughput: GPT forward passes at batch 1, 2, 4, … %1 windows "
+                       "of T = %2 characters (H = %3, L = %4, %5 heads), on the CPU and on a GPU "
+                       "where there is one")
+        .arg(benchOption(b, "max-batch"))
+        .arg(benchOption(b, "seq"))
+        .arg(benchOption(b, "hidden"))
+        .arg(benchOption(b, "layers"))
+        .arg(benchOption(b, "heads"));
   if (b.kind == "latency")
     return QObject::tr("Latency vs throughput: forward passes at batch 1, 2, 4, … %1 (H = %2, "
                        "L = %3), on the CPU and on a GPU where there is one")

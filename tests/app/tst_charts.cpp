@@ -60,6 +60,8 @@ class TestCharts : public QObject {
   void holdingsMapDrawsTheSlices();
   void benchChartDrawsEachKind_data();
   void benchChartDrawsEachKind();
+  void benchChartLabelsTheGpt_data();
+  void benchChartLabelsTheGpt();
 };
 
 void TestCharts::initTestCase() {
@@ -789,6 +791,160 @@ void TestCharts::benchChartDrawsEachKind() {
   chart.grab().save(QString("%1/screenshots/benchmark-%2-%3.png")
                         .arg(PARALAB_BINARY_DIR, kind)
                         .arg(size.width()));
+}
+
+void TestCharts::benchChartLabelsTheGpt_data() {
+  QTest::addColumn<QSize>("size");
+  QTest::addRow("narrow") << QSize(440, 330);
+  QTest::addRow("export") << QSize(1200, 750);
+}
+
+// A lesson's `"model": "gpt"` latency block: a batch is windows of T characters, so the bars are
+// tokens/s and the x axis counts windows; the sizes the time budget left untimed keep their
+// slots and are said on the chart (subtitle, a note in the empty slots where it fits, the CSV),
+// never silently missing. At a narrow dock's width and an export's, nothing clipped or
+// overlapping.
+void TestCharts::benchChartLabelsTheGpt() {
+  QFETCH(QSize, size);
+  // What the block's options become: the GPT on its own text; the MLP's default unchanged.
+  lessons::Bench block;
+  block.kind = "latency";
+  QCOMPARE(QString::fromStdString(BenchRunner::latencyConfig(block).model), QString("mlp"));
+  block.options = {{"model", "gpt"}, {"max-batch", 512}, {"hidden", 64}, {"seq", 64}};
+  const RunConfig c = BenchRunner::latencyConfig(block);
+  QCOMPARE(QString::fromStdString(c.model), QString("gpt"));
+  QCOMPARE(c.hidden, 64);
+  QCOMPARE(c.seq, 64);
+  QCOMPARE(c.heads, 4);  // not given: the default
+  QVERIFY2(c.dataset == "fortunes" || c.dataset == "synthetic", c.dataset.c_str());
+  QCOMPARE(BenchRunner::latencyBatches(block).back(), 512);
+
+  // The sweep of that block as a 2-core CPU gives it (tokens/s nearly level), its two largest
+  // sizes over the 5 s budget.
+  const int T = 64;
+  LatencySweepResult l;
+  l.device = "cpu", l.kernel = "vendor", l.model = "gpt", l.threads = 1;
+  l.parameterCount = 118898, l.tokensPerSample = T;
+  QList<double> expected;
+  for (int b = 1; b <= 128; b *= 2) {
+    LatencyPoint p;
+    p.batch = b;
+    p.msPerForward = 0.52 * b * (1 + 0.02 * std::log2(b));
+    p.samplesPerS = b / (p.msPerForward * 1e-3);
+    p.tokensPerS = p.samplesPerS * T;
+    l.points.push_back(p);
+    expected << p.tokensPerS;
+  }
+  l.notTimed = {256, 512};
+  l.notTimedWhy =
+      "one forward at batch 256 (16384 tokens) took 0.55 s, and timing a batch size "
+      "takes 11 forwards: over the sweep's 5 s per size";
+  BenchResult r;
+  r.kind = "latency";
+  r.latencyCpu = l;
+  r.gpuNotRun = "no CUDA driver is installed";
+  r.latencyModel = "GPT H=64, L=2, 4 heads, T=64, 118,898 parameters, fortunes test windows";
+  r.latencyBudgetMs = LatencySweepOptions{}.maxMsPerSize;
+
+  BenchChart chart;
+  chart.resize(size);
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.showResult(r);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  chart.replot(QCustomPlot::rpImmediateRefresh);  // the axis labels chosen for the layout
+  QList<double> drawn;
+  for (auto it = chart.cpuRate()->data()->constBegin(); it != chart.cpuRate()->data()->constEnd();
+       ++it)
+    drawn << it->value;
+  QCOMPARE(drawn, expected);
+  QCOMPARE(chart.cpuLatency()->dataCount(), 8);
+  QVERIFY2(chart.xAxis->label().startsWith("batch (windows"), qPrintable(chart.xAxis->label()));
+  if (size.width() >= 1200)
+    QCOMPARE(chart.xAxis->label(), QString("batch (windows of 64 characters)"));
+  QVERIFY2(chart.yAxis->label().contains("tokens/s"), qPrintable(chart.yAxis->label()));
+  QVERIFY(chart.yAxis2->label().contains("ms per forward") || chart.yAxis2->label() == "ms (log)");
+  QCOMPARE(chart.cpuRate()->name(), QString("CPU tokens/s (bars)"));
+  QVERIFY2(chart.subtitle().contains("forward only: GPT H=64"), qPrintable(chart.subtitle()));
+  // The untimed sizes: their slots on the axis, said in the subtitle and the CSV's comments.
+  QCOMPARE(chart.tickLabels(),
+           QStringList({"1", "2", "4", "8", "16", "32", "64", "128", "256", "512"}));
+  QVERIFY2(chart.subtitle().contains("not timed: batch 256 to 512 (over the 5 s budget per size)"),
+           qPrintable(chart.subtitle()));
+  QCOMPARE(chart.labels(), QStringList{"not timed: " + QString::fromStdString(l.notTimedWhy)});
+  if (size.width() >= 1200) {
+    QVERIFY(chart.notTimedNote());
+    QCOMPARE(chart.notTimedNote()->text(), QString("not timed"));
+  }
+  QString csv;
+  QTextStream out(&csv);
+  chart.writeCsv(out);
+  const QStringList rows = csv.trimmed().split('\n');
+  QCOMPARE(rows.size(), 11);
+  QCOMPARE(rows[0], QString("batch,tokens_per_forward,cpu_ms_per_forward,cpu_tokens_per_s,"
+                            "gpu_ms_per_forward,gpu_tokens_per_s"));
+  QVERIFY2(rows[1].startsWith("1,64,0.52,"), qPrintable(rows[1]));
+  QCOMPARE(rows[10], QString("512,32768,,,,"));
+  // What a step's comparison reads: the CPU's rows, with tokens/s for the GPT.
+  const QJsonObject json = benchJson(r);
+  QCOMPARE(lessons::metricAt(json, "latency[batch=64].tokens_per_s").value_or(-1), expected[6]);
+  QVERIFY(!lessons::metricAt(json, "latency[batch=256].tokens_per_s"));
+
+  const QList<TextBox> boxes = chartTextBoxes(&chart);
+  const QStringList cut = clipped(boxes), meet = overlapping(boxes);
+  QVERIFY2(cut.isEmpty(), qPrintable(cut.join('\n')));
+  QVERIFY2(meet.isEmpty(), qPrintable(meet.join('\n')));
+  QDir().mkpath(QString(PARALAB_BINARY_DIR) + "/screenshots");
+  chart.grab().save(QString("%1/screenshots/benchmark-latency-gpt-%2.png")
+                        .arg(PARALAB_BINARY_DIR)
+                        .arg(size.width()));
+
+  // With a GPU that timed every size: its bars stand in the CPU's untimed slots, so no note
+  // there; the subtitle says which device left them out.
+  LatencySweepResult g = l;
+  g.device = "cuda", g.kernel = "vendor", g.gpu = "NVIDIA H100 80GB HBM3", g.threads = 0;
+  g.notTimed.clear(), g.notTimedWhy.clear();
+  for (int b = 256; b <= 512; b *= 2) {
+    LatencyPoint p = g.points.back();
+    p.batch = b;
+    g.points.push_back(p);
+  }
+  for (LatencyPoint& p : g.points) {
+    p.msPerForward = 0.2 + 0.004 * p.batch;  // launches first, then the lanes fill
+    p.samplesPerS = p.batch / (p.msPerForward * 1e-3);
+    p.tokensPerS = p.samplesPerS * T;
+  }
+  r.latencyGpu = g;
+  chart.showResult(r);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  QCOMPARE(chart.gpuRate()->dataCount(), 10);
+  QCOMPARE(chart.gpuRate()->name(), QString("GPU tokens/s (bars)"));
+  QVERIFY(!chart.notTimedNote());
+  QVERIFY2(chart.subtitle().contains("not timed on the CPU: batch 256 to 512"),
+           qPrintable(chart.subtitle()));
+  csv.clear();
+  chart.writeCsv(out);
+  QVERIFY2(csv.trimmed().split('\n')[10].startsWith("512,32768,,,2.248,"), qPrintable(csv));
+  const QList<TextBox> withGpu = chartTextBoxes(&chart);
+  QVERIFY2(clipped(withGpu).isEmpty(), qPrintable(clipped(withGpu).join('\n')));
+  QVERIFY2(overlapping(withGpu).isEmpty(), qPrintable(overlapping(withGpu).join('\n')));
+  chart.grab().save(QString("%1/screenshots/benchmark-latency-gpt-gpu-%2.png")
+                        .arg(PARALAB_BINARY_DIR)
+                        .arg(size.width()));
+
+  // The MLP's result on the same chart afterwards: its own names again, nothing left over.
+  BenchResult mlp;
+  mlp.kind = "latency";
+  LatencySweepResult m;
+  m.device = "cpu", m.kernel = "vendor", m.model = "mlp", m.threads = 1;
+  m.points = {{1, 0.03, 33333, 30, 7, 1, 0}};
+  mlp.latencyCpu = m;
+  chart.showResult(mlp);
+  QCOMPARE(chart.cpuRate()->name(), QString("CPU samples/s (bars)"));
+  QVERIFY(chart.yAxis->label().contains("samples/s"));
+  QVERIFY(!chart.notTimedNote() && chart.labels().isEmpty());
+  QVERIFY(!chart.subtitle().contains("not timed"));
 }
 
 QTEST_MAIN(TestCharts)

@@ -140,6 +140,7 @@ class TestWindow : public QObject {
   void benchStepDrawsItsChart();
   void benchStepCancels();
   void benchStepFeedsItsComparison();
+  void benchStepTimesTheGpt();
   void exportPanelWritesPngAtDpi();
   void exportAllWritesEverything();
   void scriptedExportWritesEverything();
@@ -414,10 +415,10 @@ void TestWindow::lossCurvesChoiceMeasuredBySweep() {
   qInfo("%s", qPrintable(QTextDocumentFragment::fromHtml(text).toPlainText().simplified()));
 }
 
-// Opens lesson 4 at its step whose benchmark is `kind` and locks a prediction there.
-void openBenchStep(LessonDock* dock, const QString& kind) {
+// Opens lesson 4 (or `slug`) at its step whose benchmark is `kind` and locks a prediction there.
+void openBenchStep(LessonDock* dock, const QString& kind, const QString& slug = "04-cpu-gpu") {
   for (int i = 0; i < dock->lessons().size(); ++i)
-    if (dock->lessons()[i].slug == "04-cpu-gpu") {
+    if (dock->lessons()[i].slug == slug) {
       dock->openLesson(i);
       const QList<lessons::Step>& steps = dock->lessons()[i].steps;
       for (int s = 0; s < steps.size(); ++s)
@@ -560,6 +561,39 @@ void TestWindow::benchStepFeedsItsComparison() {
   QVERIFY2(std::abs(shown - ratio) <= 1e-3 * ratio,
            qPrintable(QString("shown %1, the chart's ratio %2").arg(shown).arg(ratio)));
   qInfo("AVX2 over scalar: %.2f x; %s", ratio, qPrintable(text.simplified()));
+}
+
+// Lesson 14's latency step times the GPT: windows of its T characters on its own text, the
+// bars in tokens/s, and the step's comparison reads the same sweep.
+void TestWindow::benchStepTimesTheGpt() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  openBenchStep(dock, "latency", "14-activations");
+  QSignalSpy finished(w.benchRunner(), &BenchRunner::finished);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  QCOMPARE(finished.at(0).at(1).toString(), QString());
+  auto* chart = w.chartHub()->find<BenchChart>();
+  QVERIFY(chart->result() && chart->result()->latencyCpu);
+  const LatencySweepResult& r = *chart->result()->latencyCpu;
+  QCOMPARE(QString::fromStdString(r.model), QString("gpt"));
+  QCOMPARE(r.tokensPerSample, 64);
+  QCOMPARE(int(r.points.size() + r.notTimed.size()), 7);  // batch 1 .. 64
+  QCOMPARE(chart->cpuRate()->data()->at(0)->value, r.points[0].tokensPerS);
+  QVERIFY(chart->xAxis->label().startsWith("batch (windows"));
+  QVERIFY(chart->yAxis->label().contains("tokens/s"));
+  QVERIFY2(chart->subtitle().contains("GPT H=64, L=2, 4 heads, T=64"),
+           qPrintable(chart->subtitle()));
+  const QString text = dock->comparisonText();
+  QVERIFY2(text.contains("Measured</td><td><b>"), qPrintable(text));
+  qInfo("%s", qPrintable(QTextDocumentFragment::fromHtml(text).toPlainText().simplified()));
+  // As a learner sees it: the step after its run beside its chart.
+  w.resize(1600, 1000);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QTRY_VERIFY(ChartHub::isInView(chart));
+  QTest::qWait(150);
+  QVERIFY(w.grab().save(screenshotDir() + "/window-benchmark-gpt.png"));
 }
 
 void TestWindow::sweepRunsOffTheGuiThread() {

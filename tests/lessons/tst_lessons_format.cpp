@@ -181,6 +181,24 @@ class TestLessonFormat : public QObject {
     QCOMPARE(benchOption(*t.bench, "threads"), 0.0);  // not given: its default, every core
     QCOMPARE(benchOption(*t.bench, "repeats"), 3.0);
 
+    // A latency block of the GPT: its context and heads, the defaults of the rest; the MLP's
+    // block (no "model") as before.
+    const QString gemm = "{\"kind\": \"gemm-ladder\", \"size\": 256}";
+    const ParseResult gpt = parseLesson(
+        QString(kLesson).replace(
+            gemm, "{\"kind\": \"latency\", \"model\": \"gpt\", \"max-batch\": 64, \"seq\": 32}"),
+        "07-tiny");
+    QVERIFY2(gpt.errors.isEmpty(), qPrintable(gpt.errors.join('\n')));
+    const Bench& g = *gpt.lesson->steps[1].bench;
+    QCOMPARE(benchWord(g, "model"), QString("gpt"));
+    QCOMPARE(benchOption(g, "seq"), 32.0);
+    QCOMPARE(benchOption(g, "heads"), 4.0);
+    QCOMPARE(benchOption(g, "hidden"), 128.0);
+    const ParseResult mlp =
+        parseLesson(QString(kLesson).replace(gemm, "{\"kind\": \"latency\"}"), "07-tiny");
+    QVERIFY2(mlp.errors.isEmpty(), qPrintable(mlp.errors.join('\n')));
+    QCOMPARE(benchWord(*mlp.lesson->steps[1].bench, "model"), QString("mlp"));
+
     QCOMPARE(l.retrieval.size(), 2);
     QCOMPARE(l.retrieval[0].a, QString("Because\nof reasons."));
     QCOMPARE(l.retrieval[1].q, QString("Second\nquestion?"));
@@ -228,6 +246,9 @@ class TestLessonFormat : public QObject {
     QTest::newRow("bench no kind") << "\"kind\": \"gemm-ladder\", " << "" << ":49: bench: 'kind' is missing (allowed: gemm-ladder";
     QTest::newRow("bench range") << "\"size\": 256" << "\"size\": 9000" << ":49: bench: 'size' of gemm-ladder is a whole number 16..2048";
     QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";
+    QTest::newRow("bench model") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"model\": \"rnn\"" << ":49: bench: 'model' of latency is one of mlp, gpt";
+    QTest::newRow("bench seq of the mlp") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"seq\": 128" << ":49: bench: 'seq' of latency needs \"model\": \"gpt\"";
+    QTest::newRow("bench heads") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"model\": \"gpt\", \"hidden\": 64, \"heads\": 5" << ":49: bench: 'heads' (5) of the GPT must divide 'hidden' (64)";
     QTest::newRow("repeated step title") << "## Step: Sweep it" << "## Step: Run it"
                                          << ":39: step title 'Run it' is also the title of the step on line";
     QTest::newRow("unclosed fence") << "## Flashcards" << "```text\n## Flashcards" << "a fenced block is not closed";
