@@ -258,6 +258,7 @@ void MainWindow::reset() {
   m_changes.clear();
   m_lastStep.reset();
   m_recordedFrom.clear();
+  m_settingsUnknown = false;
   m_history.clear();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
@@ -267,23 +268,36 @@ void MainWindow::reset() {
 }
 
 // A recorded run's steps are in the history (openRunFile): the charts draw them under the
-// subtitle of its settings, saying where they came from.
-void MainWindow::showRecordedRun(const QString& file, const RunConfig& config,
+// subtitle of its settings, saying where they came from. Without its settings (a file cut
+// short) only the ranks are known, from the steps; the subtitle says the rest is not.
+void MainWindow::showRecordedRun(const QString& file, const RunConfig* config,
                                  const StepMetrics& last) {
   m_history.flush();
-  m_runConfig = config;
+  RunConfig shown;
+  if (config) {
+    shown = *config;
+  } else {
+    shown.ranks = last.ranks.empty() ? 1 : int(last.ranks.size());
+  }
+  m_runConfig = shown;
   m_recordedFrom = file;
+  m_settingsUnknown = !config;
   m_lastStep = last;
   Snapshot s;
   s.state = RunState::Finished;
-  s.config = config;
+  s.config = shown;
   s.stepsDone = m_history.stepsSeen();
   s.steps = {last};
   const bool modelled = bytesModelled(last);
-  m_hub->setSubtitle(tr("recorded in %1 · %2%3")
-                         .arg(file, describe(config), modelled ? tr(" · bytes modelled") : ""),
-                     runLabels(config, modelled));
-  if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(config);
+  const QString what =
+      config ? describe(shown)
+             : (shown.ranks == 1 ? tr("measured · 1 rank") : tr("measured · %1 ranks").arg(shown.ranks)) +
+                   tr(", settings unknown (no summary line)");
+  m_hub->setSubtitle(
+      tr("recorded in %1 · %2%3").arg(file, what, modelled ? tr(" · bytes modelled") : ""),
+      config ? runLabels(shown, modelled) : QStringList());
+  // (Unknown settings name the series as an MLP's, rather than keep the last run's names.)
+  if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(shown);
   m_hub->show(m_history, s);
   m_hub->refreshAll();
   updateStatus();
@@ -313,6 +327,7 @@ bool MainWindow::startNewRun(bool paused) {
   m_changes.clear();
   m_lastStep.reset();
   m_recordedFrom.clear();
+  m_settingsUnknown = false;
   m_history.clear();
   m_hub->clear();
   m_hub->setSubtitle(describe(config), runLabels(config, false));

@@ -84,8 +84,11 @@ class MainWindow : public QMainWindow {
   RunReport report() const;  // what the summary says about the run shown
   // Shows a recorded run (the lines of paralab-run --json, or an export's run.jsonl) in the
   // charts, in place of the run shown, which is stopped. "" or one line saying what is wrong
-  // with the file. A recorded run has no timeline or holdings: those need the live engine.
-  QString openRunFile(const QString& path);
+  // with the file; a file refused leaves the run shown as it was. A file cut short (its last
+  // line incomplete, or no summary line) shows the steps it has, their settings unknown, and
+  // `*notice` says so in one line. A recorded run has no timeline or holdings: those need the
+  // live engine.
+  QString openRunFile(const QString& path, QString* notice = nullptr);
   QString recordedFrom() const { return m_recordedFrom; }  // its file's name ("" live)
 
  public slots:
@@ -141,7 +144,8 @@ class MainWindow : public QMainWindow {
   QString measuringNow() const;
   void openConfig();
   void openRun();  // asks for the file, and before the run shown is lost
-  void showRecordedRun(const QString& file, const RunConfig& config, const StepMetrics& last);
+  // `config` null: the file had no summary line, so the settings are not known.
+  void showRecordedRun(const QString& file, const RunConfig* config, const StepMetrics& last);
   void saveConfig();
   void showError(const QString& message);
 
@@ -159,6 +163,7 @@ class MainWindow : public QMainWindow {
   bool m_liveNoteWarns = false;
   QStringList m_changes;   // live reconfigurations of the run shown, for the summary
   QString m_recordedFrom;  // the file of the recorded run shown ("" a live run or none)
+  bool m_settingsUnknown = false;  // that file had no summary: m_runConfig is not the run's
   QString m_runFileError;  // said once in the status bar
   LoadProgress m_loading;  // what the run does before its first step
   int64_t m_parameterCount = 0;

@@ -80,8 +80,9 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
   QStringList files;
   if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size); !err.isEmpty())
     return err;
+  // A recorded run cut short has no settings to write: its charts, steps and trace only.
   const QString configPath = QDir(dir).filePath("run-config.json");
-  {
+  if (!m_settingsUnknown) {
     QSaveFile file(configPath);
     const std::string text = m_runConfig.toJson().dump(2) + "\n";
     if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
@@ -101,7 +102,7 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
         summary.add(m);
         file.write(QByteArray::fromStdString(toJson(m).dump() + "\n"));
       });
-      if (summary.steps > 0)
+      if (summary.steps > 0 && !m_settingsUnknown)
         file.write(QByteArray::fromStdString(toJson(summary, m_runConfig).dump() + "\n"));
     }
     if (!readError.isEmpty()) return readError;
@@ -116,11 +117,13 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
       !err.isEmpty())
     return err;
   files << tracePath;
-  RunReport r = report();
-  for (const QString& f : files) r.files << QFileInfo(f).fileName();
-  r.files << "summary.md"
-          << "summary.html";
-  if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
+  if (!m_settingsUnknown) {
+    RunReport r = report();
+    for (const QString& f : files) r.files << QFileInfo(f).fileName();
+    r.files << "summary.md"
+            << "summary.html";
+    if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
+  }
   if (written) *written = files;
   return {};
 }
@@ -131,37 +134,59 @@ void MainWindow::openRun() {
                                    tr("Recorded runs (*.jsonl *.json);;All files (*)"));
   if (path.isEmpty()) return;
   if (!confirm(tr("Open %1?").arg(QFileInfo(path).fileName()), {runAtRisk()}, tr("Open"))) return;
+  // A file cut short opens with a line in the status bar (openRunFile), not a dialog.
   if (const QString err = openRunFile(path); !err.isEmpty()) showError(err);
 }
 
-QString MainWindow::openRunFile(const QString& path) {
+QString MainWindow::openRunFile(const QString& path, QString* notice) {
+  if (notice) notice->clear();
   std::ifstream in(path.toStdString());
   if (!in) return tr("cannot open '%1'").arg(QDir::toNativeSeparators(path));
+  const QString name = QFileInfo(path).fileName();
   QApplication::setOverrideCursor(Qt::WaitCursor);
-  reset();  // the run shown stops; what is read replaces its data
-  std::optional<StepMetrics> last;
+  // Read twice: once to check the whole file, so a refused one leaves the run shown as it
+  // was; then into the history (holding every step in between could be gigabytes).
   RunConfig config;
   bool hasSettings = false;
-  const std::string err = readRecordedRun(
-      in,
-      [&](const StepMetrics& m) {
-        m_history.append(m);
-        last = m;
-      },
-      &config, &hasSettings);
-  QApplication::restoreOverrideCursor();
-  const QString name = QFileInfo(path).fileName();
-  if (!err.empty() || !hasSettings) {
-    reset();
-    return tr("%1: %2").arg(
-        name, err.empty() ? tr("no summary line with the run's settings (paralab-run --json "
-                               "writes it when the run ends)")
-                          : QString::fromStdString(err));
+  int64_t incomplete = 0;
+  const auto read = [&](const std::function<void(const StepMetrics&)>& onStep) {
+    in.clear();
+    in.seekg(0);
+    return readRecordedRun(in, onStep, &config, &hasSettings, &incomplete);
+  };
+  if (const std::string err = read([](const StepMetrics&) {}); !err.empty()) {
+    QApplication::restoreOverrideCursor();
+    return tr("%1: %2").arg(name, QString::fromStdString(err));
   }
-  showRecordedRun(name, config, *last);
-  statusBar()->showMessage(tr("Showing the run recorded in %1: %2 steps")
-                               .arg(QDir::toNativeSeparators(path))
-                               .arg(m_history.stepsSeen()));
+  reset();  // the run shown stops; what is read replaces its data
+  std::optional<StepMetrics> last;
+  const std::string err = read([&](const StepMetrics& m) {
+    m_history.append(m);
+    last = m;
+  });
+  QApplication::restoreOverrideCursor();
+  if (!err.empty() || !last) {  // the file changed between the two reads
+    reset();
+    return tr("%1: %2").arg(name, err.empty() ? tr("no step in it") : QString::fromStdString(err));
+  }
+  showRecordedRun(name, hasSettings ? &config : nullptr, *last);
+  const int64_t steps = m_history.stepsSeen();
+  // A file cut short: every step it has is shown, and one line says where it ends.
+  const QString cut =
+      incomplete > 0 ? tr("%1: line %2 is incomplete; showing the %3 steps before it")
+                           .arg(name)
+                           .arg(incomplete)
+                           .arg(steps)
+      : !hasSettings ? tr("%1: no summary line (the run was stopped early); showing its %2 "
+                          "steps, their settings unknown")
+                           .arg(name)
+                           .arg(steps)
+                     : QString();
+  if (notice) *notice = cut;
+  statusBar()->showMessage(!cut.isEmpty() ? cut
+                                          : tr("Showing the run recorded in %1: %2 steps")
+                                                .arg(QDir::toNativeSeparators(path))
+                                                .arg(steps));
   return {};
 }
 

@@ -94,10 +94,12 @@ int runScripted(MainWindow& window, const CommandLine& commandLine) {
 
 int openRecorded(MainWindow& window, const CommandLine& commandLine) {
   if (!commandLine.scripted()) window.restoreSettings(true);  // its layout and theme
-  if (const QString err = window.openRunFile(commandLine.openFile); !err.isEmpty()) {
+  QString notice;
+  if (const QString err = window.openRunFile(commandLine.openFile, &notice); !err.isEmpty()) {
     printLine(stderr, QObject::tr("open: %1").arg(err));
     return 2;
   }
+  if (!notice.isEmpty()) printLine(stderr, QObject::tr("open: %1").arg(notice));  // still 0
   if (commandLine.scripted()) {
     QStringList written;
     if (const QString err = window.exportAllTo(commandLine.exportDir, &written); !err.isEmpty()) {

@@ -15,7 +15,8 @@ int runScripted(MainWindow& window, const CommandLine& commandLine);
 
 // `paralab --open RUN.jsonl`: the window showing that recorded run (returns when it closes);
 // with --export DIR, its charts written into DIR instead (0 done, 1 a write failed). A file
-// that is not a recorded run: one line naming the line, exit 2.
+// that is not a recorded run, or of a schema this build does not read: one line naming the
+// line, exit 2. A file cut short: the steps it has, one line on stderr saying so, exit 0.
 int openRecorded(MainWindow& window, const CommandLine& commandLine);
 
 // Shows the window, starts the run and, every poll interval for `seconds`, times one frame:

@@ -171,13 +171,19 @@ RankMetrics rankFrom(const Reader& in) {
 
 }  // namespace
 
+std::string schemaRefusal(int schema) {
+  return "schema: version " + std::to_string(schema) + " (this build reads " +
+         (kMetricsSchema == 1 ? std::string("version 1")
+                              : "versions 1 to " + std::to_string(kMetricsSchema)) +
+         ")";
+}
+
 RankMetrics rankMetricsFromJson(const nlohmann::json& j) { return rankFrom({j, ""}); }
 
 StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
   const Reader in{j, ""};
   if (const int schema = in.get<int>("schema"); schema > kMetricsSchema || schema < 1)
-    throw std::runtime_error("schema: version " + std::to_string(schema) + " (allowed: 1 to " +
-                             std::to_string(kMetricsSchema) + ")");
+    throw std::runtime_error(schemaRefusal(schema));
   StepMetrics m;
   m.step = in.get<int64_t>("step");
   m.loss = in.get<double>("loss");

@@ -18,6 +18,9 @@ namespace paralab {
 // The version written as "schema" in every JSON line; a reader refuses newer ones.
 inline constexpr int kMetricsSchema = 1;
 
+// The refusal of a line of another schema: "schema: version 7 (this build reads version 1)".
+std::string schemaRefusal(int schema);
+
 // One rank's traffic in one step of one kind of call on one communicator group (the
 // communicator's CommOpTotals, algorithms summed): what the per-rank traffic bars stack.
 struct OpTraffic {

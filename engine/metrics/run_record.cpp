@@ -34,21 +34,54 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
   return j;
 }
 
+namespace {
+
+// Whether `line` is JSON that stops before its end: a parse error past its last character (an
+// object, string or literal left open), not a wrong character inside it.
+bool endsEarly(const std::string& line) {
+  const size_t end = line.find_last_not_of(" \t\r") + 1;
+  try {
+    (void)nlohmann::json::parse(line.substr(0, end));
+  } catch (const nlohmann::json::parse_error& e) {
+    return e.byte > end;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string readRecordedRun(std::istream& in, const std::function<void(const StepMetrics&)>& onStep,
-                            RunConfig* config, bool* hasSettings) {
+                            RunConfig* config, bool* hasSettings, int64_t* incompleteLine) {
   *hasSettings = false;
+  if (incompleteLine) *incompleteLine = 0;
   int64_t steps = 0;
+  int64_t cut = 0;  // a line that ended early: fine only if nothing but blank lines follow
+  const auto notAnObject = [](int64_t n) {
+    return "line " + std::to_string(n) +
+           ": not a JSON object (allowed: the lines paralab-run --json prints)";
+  };
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (cut > 0) return notAnObject(cut);
     const std::string where = "line " + std::to_string(n) + ": ";
     if (*hasSettings) return where + "a line after the summary (allowed: the summary last)";
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object())
-      return where + "not a JSON object (allowed: the lines paralab-run --json prints)";
+    if (!j.is_object()) {
+      if (incompleteLine && endsEarly(line)) {
+        cut = n;
+        continue;
+      }
+      return notAnObject(n);
+    }
     try {
       if (j.value("summary", false)) {
         if (!j.contains("config")) return where + "the summary has no \"config\"";
+        // The summary says its schema as every step does; one this build does not know could
+        // mean other settings than these names.
+        if (const int schema = j.value("schema", kMetricsSchema);
+            schema < 1 || schema > kMetricsSchema)
+          return where + schemaRefusal(schema);
         RunConfig c;
         applyJson(c, j.at("config"));
         *config = c;
@@ -62,7 +95,10 @@ std::string readRecordedRun(std::istream& in, const std::function<void(const Ste
     }
   }
   if (in.bad()) return "the file could not be read";
+  if (cut > 0 && steps == 0)
+    return "line " + std::to_string(cut) + ": incomplete (the file ends inside it), no step before it";
   if (steps == 0) return "no step in it (allowed: the lines paralab-run --json prints)";
+  if (incompleteLine) *incompleteLine = cut;
   return {};
 }
 

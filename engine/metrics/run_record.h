@@ -40,8 +40,12 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config);
 // Reads a recorded run from `in`: every step line to `onStep`, in order, and the summary line's
 // settings into `config` (`*hasSettings` says whether there was one: a run that was stopped has
 // none). Blank lines are skipped. Returns "" or one line naming the line that could not be read
-// and why ("line 12: ..."); a file with no step is an error too.
+// and why ("line 12: ..."); a file with no step is an error too, and so is a line of a schema
+// this build does not read ("line 1: schema: version 7 ..."). With `incompleteLine`, a last line
+// whose JSON ends early (the writer stopped mid-line, the file was cut) is not an error: the steps
+// before it stand and its number goes there (0: none was).
 std::string readRecordedRun(std::istream& in, const std::function<void(const StepMetrics&)>& onStep,
-                            RunConfig* config, bool* hasSettings);
+                            RunConfig* config, bool* hasSettings,
+                            int64_t* incompleteLine = nullptr);
 
 }  // namespace paralab

@@ -382,11 +382,46 @@ void TestApp::scriptedExport() {
   QVERIFY(open.waitForFinished(30000));
   QCOMPARE(open.exitCode(), 2);
   // (Qt may warn about the platform first; the program's own words are one line.)
-  const QStringList said = QString::fromLocal8Bit(open.readAllStandardError())
+  QStringList said = QString::fromLocal8Bit(open.readAllStandardError())
                                .split('\n', Qt::SkipEmptyParts)
                                .filter(QRegularExpression("^paralab: "));
   QCOMPARE(said.size(), 1);
   QVERIFY2(said[0].startsWith("paralab: open: bad.jsonl: line 1:"), qPrintable(said[0]));
+  const auto openAndSay = [&](const QString& name, const QByteArray& content,
+                              const QString& exportTo) {
+    QFile f(dir.filePath(name));
+    if (f.open(QIODevice::WriteOnly)) f.write(content);
+    f.close();
+    open.start(PARALAB_APP_EXE, {"--open", f.fileName(), "--export", exportTo});
+    if (!open.waitForFinished(30000)) return QStringList{"(did not finish)"};
+    return QString::fromLocal8Bit(open.readAllStandardError())
+        .split('\n', Qt::SkipEmptyParts)
+        .filter(QRegularExpression("^paralab: "));
+  };
+  // Cut short mid-line, as a stopped writer leaves it: the complete steps exported (the same
+  // rows as the whole run's), one line saying where it ends, exit 0.
+  QFile whole(out + "/run.jsonl");
+  QVERIFY(whole.open(QIODevice::ReadOnly));
+  const QList<QByteArray> recorded = whole.readAll().split('\n');
+  const QByteArray cut = recorded.mid(0, 25).join('\n') + '\n' + recorded[25].left(60);
+  const QString cutDir = dir.filePath("cut");
+  said = openAndSay("cut.jsonl", cut, cutDir);
+  QCOMPARE(open.exitCode(), 0);
+  QCOMPARE(said, QStringList{"paralab: open: cut.jsonl: line 26 is incomplete; showing the 25 "
+                             "steps before it"});
+  QCOMPARE(readLines(cutDir + "/loss.csv"), readLines(out + "/loss.csv").mid(0, 26));
+  QVERIFY(!QFile::exists(cutDir + "/run-config.json"));  // its settings are not known
+  // Nothing before the cut: exit 2.
+  said = openAndSay("cut1.jsonl", recorded[0].left(60), dir.filePath("cut1"));
+  QCOMPARE(open.exitCode(), 2);
+  QCOMPARE(said.size(), 1);
+  // A schema this build does not read: refused in one line naming the version and ours.
+  QByteArray newer = recorded.join('\n');
+  newer.replace("\"schema\":1", "\"schema\":7");
+  said = openAndSay("newer.jsonl", newer, dir.filePath("newer"));
+  QCOMPARE(open.exitCode(), 2);
+  QCOMPARE(said, QStringList{"paralab: open: newer.jsonl: line 1: schema: version 7 (this build "
+                             "reads version 1)"});
   // Every chart's PDF and SVG of the 4-rank run, as a reader sees them (the charts' fonts are
   // the application's default, as in the program).
   MainWindow w;

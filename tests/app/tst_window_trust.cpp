@@ -510,11 +510,26 @@ void TestWindowTrust::openRunShowsTheRecordedRun() {
     f.write((content.join('\n') + '\n').toUtf8());
     return f.fileName();
   };
-  QString err = w.openRunFile(write("broken.jsonl", {lines[0], "{\"loss\": "}));
+  QString err = w.openRunFile(write("broken.jsonl", {lines[0], "{\"loss\": x}", lines[1]}));
   QVERIFY2(err.startsWith("broken.jsonl: line 2: not a JSON object"), qPrintable(err));
-  err = w.openRunFile(write("stopped.jsonl", lines.mid(0, 10)));
-  QVERIFY2(err.startsWith("stopped.jsonl: no summary line"), qPrintable(err));
+  QString newer = lines[0];
+  newer.replace("\"schema\":1", "\"schema\":7");
+  err = w.openRunFile(write("newer.jsonl", {newer}));
+  QCOMPARE(err, QString("newer.jsonl: line 1: schema: version 7 (this build reads version 1)"));
   QVERIFY(w.openRunFile(second.filePath("missing.jsonl")).startsWith("cannot open"));
+  QCOMPARE(w.recordedFrom(), QString("run.jsonl"));
+  QCOMPARE(w.history().stepsSeen(), int64_t(30));
+  // Cut short: every complete step shown, their settings unknown, said in one line.
+  QString notice;
+  QCOMPARE(w.openRunFile(write("cut.jsonl", {lines[0], lines[1], lines[2].left(40)}), &notice),
+           QString());
+  QCOMPARE(notice, QString("cut.jsonl: line 3 is incomplete; showing the 2 steps before it"));
+  QCOMPARE(w.history().stepsSeen(), int64_t(2));
+  QVERIFY2(loss->subtitle().contains("settings unknown"), qPrintable(loss->subtitle()));
+  QVERIFY2(!loss->subtitle().contains("H=48"), qPrintable(loss->subtitle()));
+  QCOMPARE(w.openRunFile(write("stopped.jsonl", lines.mid(0, 10)), &notice), QString());
+  QVERIFY2(notice.startsWith("stopped.jsonl: no summary line"), qPrintable(notice));
+  QCOMPARE(w.history().stepsSeen(), int64_t(10));
   QVERIFY(!test::readLines(first.filePath("traffic.csv")).first().startsWith("#"));
 
   // A run whose bytes a library moved (MPI's collectives) under an emulated link: its charts and

@@ -260,6 +260,28 @@ class TestMetrics : public QObject {
                  stopped, [](const StepMetrics&) {}, &unset, &hasSettings),
              std::string());
     QVERIFY(!hasSettings);
+    // A last line cut short: the steps before it stand when the caller takes that, and the
+    // line is named; anything after it, or no step before it, is still refused.
+    const std::string cutLine = toJson(b).dump().substr(0, 50);
+    int64_t cut = -1;
+    int stepsRead = 0;
+    std::stringstream cutShort(stepLine + cutLine + "\n\n");
+    QCOMPARE(readRecordedRun(
+                 cutShort, [&](const StepMetrics&) { ++stepsRead; }, &unset, &hasSettings, &cut),
+             std::string());
+    QCOMPARE(cut, int64_t(2));
+    QCOMPARE(stepsRead, 1);
+    QVERIFY(error(stepLine + cutLine).startsWith("line 2: not a JSON object"));  // not asked
+    std::stringstream middle(stepLine + cutLine + "\n" + stepLine);
+    QVERIFY(readRecordedRun(middle, [](const StepMetrics&) {}, &unset, &hasSettings, &cut)
+                .starts_with("line 2: not a JSON object"));
+    std::stringstream only(cutLine);
+    QVERIFY(readRecordedRun(only, [](const StepMetrics&) {}, &unset, &hasSettings, &cut)
+                .starts_with("line 1: incomplete"));
+    nlohmann::json newerSummary = last;
+    newerSummary["schema"] = kMetricsSchema + 1;
+    QVERIFY2(error(stepLine + newerSummary.dump() + "\n").startsWith("line 2: schema: version"),
+             qPrintable(error(stepLine + newerSummary.dump() + "\n")));
   }
 
   // The trainer's steps as they leave the engine (the Session's snapshots, `--json`, the
