@@ -41,7 +41,7 @@ namespace {
 bool endsEarly(const std::string& line) {
   const size_t end = line.find_last_not_of(" \t\r") + 1;
   try {
-    (void)nlohmann::json::parse(line.substr(0, end));
+    [[maybe_unused]] const nlohmann::json parsed = nlohmann::json::parse(line.substr(0, end));
   } catch (const nlohmann::json::parse_error& e) {
     return e.byte > end;
   }
