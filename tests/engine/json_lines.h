@@ -1,6 +1,6 @@
-// The engine tests' way to run paralab-run (directly or under mpirun) with --json and read
-// what it printed: one JSON object per line (each step, then the summary).
-// Used by tst_zero, tst_model_parallel and tst_moe.
+// The engine tests' way to run paralab-run (directly or under mpirun): its exit code and what
+// it printed, or with --json what it printed as one JSON object per line (each step, then the
+// summary). Used by tst_cli, tst_checkpoint, tst_zero, tst_model_parallel and tst_moe.
 #pragma once
 #include <QProcess>
 #include <QStringList>
@@ -9,6 +9,23 @@
 #include <vector>
 
 namespace paralab::test {
+
+struct ProgramResult {
+  int code;  // -1: it ran past `timeoutMs` and was killed
+  QString out, err;
+};
+inline ProgramResult runProgram(const QString& program, const QStringList& args,
+                                int timeoutMs = 60000) {
+  QProcess p;
+  p.start(program, args);
+  if (!p.waitForFinished(timeoutMs)) {
+    p.kill();
+    p.waitForFinished();
+    return {-1, {}, "timeout"};
+  }
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
 
 // Runs `program args` (4 minutes at most) and parses its standard output's lines. When the
 // exit code is not 0 or the count is not `expected`, prints the program's standard error so

@@ -28,6 +28,17 @@ inline RunConfig smallRun(int hidden, int layers, int batch) {
   return c;
 }
 
+// A small GPT (H = 16, L = 2, 2 heads, context 16) on the synthetic text, trained with Adam.
+inline RunConfig smallGptRun(int batch) {
+  RunConfig c = smallRun(16, 2, batch);
+  c.model = "gpt";
+  c.heads = 2;
+  c.seq = 16;
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  return c;
+}
+
 // The loss of each of the first `steps` steps of a fresh run of `config`.
 inline std::vector<double> lossTrajectory(const RunConfig& config, int steps) {
   Trainer t(config);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "json_lines.h"
 #include "loss_trajectory.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -20,19 +21,8 @@ using namespace paralab;
 
 namespace {
 
-// As tst_gpt's gptRun: a small GPT trained with Adam.
-RunConfig gptRun(int batch) {
-  RunConfig c = test::smallRun(16, 2, batch);
-  c.model = "gpt";
-  c.heads = 2;
-  c.seq = 16;
-  c.optimizer = "adam";
-  c.lr = 0.01;
-  return c;
-}
-
 RunConfig runOf(const QString& model) {
-  return model == "gpt" ? gptRun(8) : test::smallRun(32, 2, 16);
+  return model == "gpt" ? test::smallGptRun(8) : test::smallRun(32, 2, 16);
 }
 
 RunConfig withLayout(RunConfig c, int ranks, int zero) {
@@ -66,17 +56,8 @@ class TstCheckpoint : public QObject {
   QTemporaryDir m_dir;
   std::string path(const char* name) const { return m_dir.filePath(name).toStdString(); }
 
-  struct Result {
-    int code;
-    QString out, err;
-  };
-  static Result run(const QStringList& args) {
-    QProcess p;
-    p.start(PARALAB_RUN, args);
-    if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-  }
+  using Result = test::ProgramResult;
+  static Result run(const QStringList& args) { return test::runProgram(PARALAB_RUN, args); }
 
  private slots:
   void initTestCase() { QVERIFY(m_dir.isValid()); }

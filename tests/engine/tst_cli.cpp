@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "json_lines.h"
 #include "comm/communicator.h"  // ncclAvailable
 #include "cuda/device.h"
 #include "metrics/run_record.h"
@@ -20,16 +21,9 @@
 class TstCli : public QObject {
   Q_OBJECT
 
-  struct Result {
-    int code;
-    QString out, err;
-  };
+  using Result = paralab::test::ProgramResult;
   static Result run(const QStringList& args) {
-    QProcess p;
-    p.start(PARALAB_RUN, args);
-    if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
+    return paralab::test::runProgram(PARALAB_RUN, args);
   }
 
  private slots:

@@ -154,8 +154,7 @@ class TstCudaMoe : public QObject {
     SKIP_WITHOUT_GPU();
     QFETCH(int, topk);
     QFETCH(double, capacity);
-    RunConfig cpu = test::smallRun(16, 2, 8);
-    cpu.model = "gpt", cpu.heads = 2, cpu.seq = 16, cpu.optimizer = "adam", cpu.lr = 0.01;
+    RunConfig cpu = test::smallGptRun(8);
     cpu.ffn = "moe", cpu.experts = 4, cpu.topk = topk, cpu.capacityFactor = capacity;
     cpu.auxLoss = 0.01;
     RunConfig gpu = cpu;

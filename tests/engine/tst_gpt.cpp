@@ -37,15 +37,7 @@ int64_t opBytes(const CommTraffic& t, CommOp op, int64_t* calls) {
   return bytes;
 }
 
-RunConfig gptRun(int batch) {
-  RunConfig c = test::smallRun(16, 2, batch);
-  c.model = "gpt";
-  c.heads = 2;
-  c.seq = 16;
-  c.optimizer = "adam";
-  c.lr = 0.01;
-  return c;
-}
+RunConfig gptRun(int batch) { return test::smallGptRun(batch); }
 
 // The GPT with 4 experts per block; capacity factor 4 (C = T k: nothing dropped unless a test
 // lowers it).
