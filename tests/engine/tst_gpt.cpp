@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -61,6 +62,23 @@ void agreesWithSerial(const RunConfig& serial, const RunConfig& parallel, bool l
   if (learns) QVERIFY2(a.losses.back() < 0.8 * a.losses.front(), "the run should learn");
 }
 
+// Embeddings drawn at 0.02 make LayerNorm's input so small that a finite-difference step of
+// 1e-2 is not small: the gradient checks draw them from N(0, 1) instead.
+void unitEmbeddings(Gpt& m) {
+  std::mt19937 gen(9);
+  std::normal_distribution<float> d(0, 1);
+  for (int ref : {m.wteRef(), m.wpeRef()})
+    for (int64_t i = 0; i < m.params().ref(ref).numel(); ++i) m.params().param(ref)[i] = d(gen);
+}
+
+// The parameter gradients of one forward (`loss`) and backward, from zero.
+std::vector<float> gradientsOf(Gpt& m, const std::function<double()>& loss) {
+  loss();
+  m.params().zeroGrads();
+  m.backward();
+  return {m.params().grads().data(), m.params().grads().data() + m.params().numel()};
+}
+
 // Every block's routing (choices and drops) of the model's last forward.
 std::vector<int> routingOf(Gpt& m) {
   std::vector<int> r;
@@ -97,21 +115,11 @@ class TstGpt : public QObject {
   void gradientMatchesFiniteDifferences() {
     const GptShape s{6, 5, 8, 2, 2};
     Gpt m(s, 7, nullptr);
-    // Embeddings drawn at 0.02 make LayerNorm's input so small that a step of h = 1e-2 is not
-    // small: the check draws them from N(0, 1) instead.
-    std::mt19937 gen(9);
-    std::normal_distribution<float> d(0, 1);
-    for (int ref : {0, 1})
-      for (int64_t i = 0; i < m.params().ref(ref).numel(); ++i)
-        m.params().param(ref)[i] = d(gen);
+    unitEmbeddings(m);
     const int B = 3;
     const std::vector<float> x = randomWindows(B, s.seq, s.vocab, 3);
     auto loss = [&] { return m.forwardLoss(x.data(), nullptr, B, B) / B; };
-    loss();
-    m.params().zeroGrads();
-    m.backward();
-    const std::vector<float> analytic(m.params().grads().data(),
-                                      m.params().grads().data() + m.params().numel());
+    const std::vector<float> analytic = gradientsOf(m, loss);
     const test::GradientCheck c = test::checkModelGradient(m.params(), analytic, loss);
     if (QTest::currentTestFailed()) return;
     QCOMPARE(c.checked, m.params().numel());
@@ -449,22 +457,14 @@ class TstGpt : public QObject {
     GptShape s{6, 5, 8, 2, 2};
     s.moe = MoeFfnShape{8, 4, topk, capacity, aux};
     Gpt m(s, 7, nullptr);
-    std::mt19937 gen(9);
-    std::normal_distribution<float> d(0, 1);
-    for (int ref : {0, 1})
-      for (int64_t i = 0; i < m.params().ref(ref).numel(); ++i)
-        m.params().param(ref)[i] = d(gen);
+    unitEmbeddings(m);
     const int B = 3;
     const std::vector<float> x = randomWindows(B, s.seq, s.vocab, 3);
     auto loss = [&] {
       return m.forwardLoss(x.data(), nullptr, B, B) / B + m.moeParts()->stats.auxLoss;
     };
-    loss();
-    const std::vector<int> base = routingOf(m);
-    m.params().zeroGrads();
-    m.backward();
-    const std::vector<float> analytic(m.params().grads().data(),
-                                      m.params().grads().data() + m.params().numel());
+    const std::vector<float> analytic = gradientsOf(m, loss);
+    const std::vector<int> base = routingOf(m);  // the routing the gradients were taken at
     int router = 0;
     const test::GradientCheck c = test::checkModelGradient(
         m.params(), analytic, loss, [&] { return routingOf(m) != base; },
