@@ -1,6 +1,7 @@
 // The engine tests' way to run paralab-run (directly or under mpirun): its exit code and what
 // it printed, or with --json what it printed as one JSON object per line (each step, then the
-// summary). Used by tst_cli, tst_checkpoint, tst_zero, tst_model_parallel and tst_moe.
+// summary). Used by tst_cli, tst_checkpoint, tst_async_strategies, tst_zero, tst_model_parallel
+// and tst_moe.
 #pragma once
 #include <QProcess>
 #include <QStringList>
@@ -11,7 +12,7 @@
 namespace paralab::test {
 
 struct ProgramResult {
-  int code;  // -1: it ran past `timeoutMs` and was killed
+  int code;  // -1: it crashed, or ran past `timeoutMs` and was killed
   QString out, err;
 };
 inline ProgramResult runProgram(const QString& program, const QStringList& args,
@@ -23,8 +24,8 @@ inline ProgramResult runProgram(const QString& program, const QStringList& args,
     p.waitForFinished();
     return {-1, {}, "timeout"};
   }
-  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+          QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
 }
 
 // Runs `program args` (4 minutes at most) and parses its standard output's lines. When the

@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QProcess>
 
+#include "json_lines.h"
 #include "comm/communicator.h"
 #include "parallel/replica.h"
 #include "parallel/strategy.h"
@@ -107,21 +108,8 @@ class ProcessComm final : public Communicator {
   [[noreturn]] static void fail() { throw CommError("this test communicator moves no data"); }
 };
 
-struct Run {
-  int code;
-  QString out, err;
-};
-Run runProcess(const QString& program, const QStringList& args, int timeoutMs) {
-  QProcess p;
-  p.start(program, args);
-  if (!p.waitForFinished(timeoutMs)) {
-    p.kill();
-    p.waitForFinished();
-    return {-1, {}, "timeout"};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-          QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+using Run = test::ProgramResult;
+const auto runProcess = test::runProgram;
 
 }  // namespace
 
