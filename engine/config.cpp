@@ -113,13 +113,14 @@ std::optional<std::string> RunConfig::validateDevice() const {
 
 std::optional<std::string> RunConfig::validateLayout() const {
   const auto n = [](int v) { return std::to_string(v); };
-  if (ranks % (tp * pp) != 0)
-    return "ranks: " + n(ranks) + " is not divisible by tp x pp = " + n(tp * pp);
-  if (const auto err = ProcessGrid::validate({dpDegree(), tp, pp, ep}, ranks)) return *err;
+  if (ranks % modelSplit() != 0)
+    return "ranks: " + n(ranks) + " is not divisible by tp x pp" + (cp > 1 ? " x cp" : "") +
+           " = " + n(modelSplit());
+  if (const auto err = ProcessGrid::validate({dpDegree(), tp, pp, ep, cp}, ranks)) return *err;
   if (hidden % tp != 0) return "tp: " + n(tp) + " must divide the hidden width H = " + n(hidden);
   if (pp > layers)
     return "pp: " + n(pp) + " stages but only " + n(layers) + " blocks (allowed: pp <= layers)";
-  if ((tp > 1 || pp > 1) && globalBatch() / dpDegree() < microbatches)
+  if (modelParallel() && globalBatch() / dpDegree() < microbatches)
     return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
            " samples each data-parallel rank gets per step";
   if (model == "gpt") {
@@ -131,6 +132,19 @@ std::optional<std::string> RunConfig::validateLayout() const {
     if (sp && tp > 1 && seq % tp != 0)
       return "sp: sequence parallelism splits each window's --seq " + n(seq) +
              " tokens over the " + n(tp) + " tensor-parallel ranks (allowed: seq a multiple of tp)";
+    // Context parallelism (ring_attention.h): zigzag cuts a window into 2 cp chunks, contiguous
+    // into cp.
+    const int chunks = cpOrder == "zigzag" ? 2 * cp : cp;
+    if (cp > 1 && seq % chunks != 0)
+      return "cp: context parallelism cuts each window's --seq " + n(seq) + " tokens into " +
+             n(chunks) + " equal chunks (" + (cpOrder == "zigzag" ? "2 per rank, zigzag" : "1 per rank") +
+             "; allowed: seq a multiple of " + n(chunks) + ")";
+    if (cp > 1 && sp)
+      return std::string("sp: sequence parallelism does not compose with context parallelism here "
+                         "(allowed: --cp 1 with --sp, or --cp with --no-sp)");
+  } else if (cp > 1) {
+    return "cp: context parallelism splits the GPT's windows (allowed: --cp 1 with --model " +
+           model + ")";
   }
   if (hasExperts()) {
     if (experts % ep != 0)

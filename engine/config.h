@@ -65,11 +65,14 @@ struct RunConfig {
   int syncEvery = 4;
   std::string topology = "ring";
   std::string scaling = "strong";
-  // The model-parallel family: world = dp x tp x pp (parallel/process_grid.h); ep divides dp
+  // The model-parallel family: world = dp x tp x pp x cp (parallel/process_grid.h); ep divides
+  // dp
   int dp = 0;
   int tp = 1;
   int pp = 1;
   bool sp = false;
+  int cp = 1;                       // context parallelism: each window's tokens over cp ranks
+  std::string cpOrder = "zigzag";  // which chunks a cp rank holds: zigzag | contiguous
   int microbatches = 1;
   std::string schedule = "1f1b";
   int ep = 1;
@@ -77,18 +80,22 @@ struct RunConfig {
   // default is absent.
   std::map<std::string, SettingValue> extra;
 
-  int dpDegree() const { return dp > 0 ? dp : ranks / (tp * pp); }
+  // Ranks one replica of the model spans: its tensor, pipeline and context splits.
+  int modelSplit() const { return tp * pp * cp; }
+  // A layout that cuts the model or its windows (ModelParallel, parallel/model_parallel.cpp).
+  bool modelParallel() const { return modelSplit() > 1; }
+  int dpDegree() const { return dp > 0 ? dp : ranks / modelSplit(); }
   // Blocks with a mixture-of-experts FFN: the MoE MLP, or the GPT with --ffn moe.
   bool hasExperts() const { return model == "moe" || (model == "gpt" && ffn == "moe"); }
-  // --dp/--tp/--pp given without --ranks: the world is their product.
+  // --dp/--tp/--pp/--cp given without --ranks: the world is their product.
   void deriveRanks() {
-    if (ranks == 1 && (dp > 0 || tp * pp > 1)) ranks = std::max(dp, 1) * tp * pp;
+    if (ranks == 1 && (dp > 0 || modelSplit() > 1)) ranks = std::max(dp, 1) * modelSplit();
   }
 
   int globalBatch() const { return scaling == "weak" ? batch * ranks : batch; }
 
   std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
-  std::optional<std::string> validateLayout() const;  // the dp x tp x pp (x ep) constraints
+  std::optional<std::string> validateLayout() const;  // the dp x tp x pp x cp (x ep) constraints
   std::optional<std::string> validateDevice() const;  // device and kernel; a GPU for cuda
   nlohmann::json toJson() const;
 };

@@ -40,7 +40,8 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     P -= int64_t(c.layers) * ffn.expertParameterCount() * c.experts * (std::max(1, c.ep) - 1) /
          std::max(1, c.ep);
   // Replicas: the data-parallel degree (ranks / (tp x pp)), each rank of them holding its
-  // share; ZeRO shards over them (sync only), every other strategy holds whole replicas.
+  // share; ZeRO shards over them (sync only), every other strategy holds whole replicas. The cp
+  // ranks of a replica hold the same weights (ZeRO shards over dp x cp).
   const int dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
   const int stage = c.strategy == "sync" ? c.zero : 0;
   MemoryEstimate e;
@@ -59,10 +60,12 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     // only (H) and refills one block's buffers (workspace, not counted here).
     // With --ffn moe, fc1's and GELU's 8H become each of the top-k rows' expert input, fc1 and
     // GELU outputs and combined output (10H each), plus the router's E probabilities; those
-    // stay under full recomputation too.
+    // stay under full recomputation too. Context parallelism's ring keeps no probabilities,
+    // only each token's log-sum-exp per head (NH floats).
     const int64_t T = c.seq, tokens = int64_t(c.globalBatch()) * T;
     const int64_t moe = c.hasExperts() ? int64_t(c.topk) * 10 * H + c.experts - 8 * H : 0;
     const int64_t block = c.recompute == "full"        ? H + (c.hasExperts() ? moe + 8 * H : 0)
+                          : c.cp > 1                   ? 16 * H + 4 + int64_t(c.heads)
                           : c.recompute == "selective" ? 16 * H + 4 + moe
                                                        : 16 * H + 4 + moe + int64_t(c.heads) * T;
     e.activations = 4 * tokens * (int64_t(c.layers) * block + 2 * H + 4 + kGptVocab);

@@ -133,8 +133,15 @@ Why pipelineOnly(const RunConfig& c) {
 }
 // Micro-batches cut each replica's batch in a tensor- or pipeline-parallel layout.
 Why modelParallelLayout(const RunConfig& c) {
-  if (c.tp > 1 || c.pp > 1) return std::nullopt;
-  return std::string("belongs to tensor or pipeline parallelism (--tp or --pp 2 or more)");
+  if (c.modelParallel()) return std::nullopt;
+  return std::string(
+      "belongs to tensor, pipeline or context parallelism (--tp, --pp or --cp 2 or more)");
+}
+// Context parallelism cuts the GPT's windows, on sync's replicas.
+Why contextParallel(const RunConfig& c) {
+  if (auto why = gptOnly(c)) return why;
+  if (auto why = refusedUnderMoe(c, [](RunConfig& p) { p.cp = 2; })) return why;
+  return usedByStrategy(c, "cp");
 }
 
 constexpr const char* kExecution = "Execution";
@@ -434,13 +441,13 @@ std::vector<Setting> coreSettings() {
                   .oneOf({{"strong", "Strong (fixed global batch)", ""},
                           {"weak", "Weak (batch per rank)", ""}})
                   .onlyParallel());
-  // [SECTION] Model parallelism: world = dp × tp × pp (parallel/process_grid.h)
+  // [SECTION] Model parallelism: world = dp × tp × pp × cp (parallel/process_grid.h)
   t.push_back(field("dp", &RunConfig::dp)
                   .in(kModelParallelism, "Data parallel (dp)")
                   .describe("Data-parallel degree: replicas of the (tensor- and pipeline-split) "
                             "model, each on its own slice of the batch")
                   .range(0, 64)
-                  .zeroIs("auto: ranks / (tp × pp)")
+                  .zeroIs("auto: ranks / (tp × pp × cp)")
                   .onlyParallel());
   t.push_back(field("tp", &RunConfig::tp)
                   .in(kModelParallelism, "Tensor parallel (tp)")
@@ -462,6 +469,29 @@ std::vector<Setting> coreSettings() {
                         "or more)");
                   })
                   .onlyParallel());
+  t.push_back(field("cp", &RunConfig::cp)
+                  .in(kModelParallelism, "Context parallel (cp)")
+                  .describe("Context-parallel degree (ring attention, Liu et al. 2023): each "
+                            "window's tokens split over cp ranks",
+                            "Each cp rank keeps 1/cp of every window's activations; attention "
+                            "passes the key/value blocks around the ring, cp − 1 steps each way.")
+                  .range(1, 64)
+                  .appliesWhen(contextParallel)
+                  .onlyParallel());
+  t.push_back(field("cp-order", &RunConfig::cpOrder)
+                  .in(kModelParallelism, "Context chunks")
+                  .describe("Which chunks of a window each cp rank holds",
+                            "zigzag: chunks i and 2cp − 1 − i of 2cp, so every rank has as "
+                            "much causal attention to compute; contiguous: chunk i of cp, so "
+                            "the last rank computes the most.")
+                  .oneOf({{"zigzag", "Zig-zag (balanced)", ""},
+                          {"contiguous", "Contiguous (unbalanced)", ""}})
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.cp > 1) return std::nullopt;
+                    return std::string("belongs to context parallelism (--cp 2 or more)");
+                  })
+                  .onlyParallel()
+                  .partOfAChoice(false));
   t.push_back(field("pp", &RunConfig::pp)
                   .in(kModelParallelism, "Pipeline stages (pp)")
                   .describe("Pipeline stages: the blocks cut into pp consecutive stages",

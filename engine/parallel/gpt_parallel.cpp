@@ -39,6 +39,10 @@
 // checkpointing does, into one block's buffers shared by the micro-batches (Workspace): its
 // collectives run again, 2 more all-reduces per block and micro-batch (SP: 2 all-gathers and
 // 2 reduce-scatters), the same B s x C floats each.
+// Context parallelism (--cp N, ring_attention.h): the rank's rows are its pieces of every
+// window (rowsOf: B s/N per micro-batch); every unit is row by row except the embeddings (by
+// position: each piece its own wpe rows) and attention (the ring). The weights' gradients are
+// each rank's share over its tokens, summed over dp x cp by the GradSync (model_parallel.cpp).
 // With --device cuda every buffer here is device memory of the rank's Compute, as in
 // tensor_parallel.cpp; each collective waits for the rank's stream first (ready()).
 #include "parallel/gpt_parallel.h"
@@ -55,7 +59,7 @@
 namespace paralab {
 
 GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
-                   MemoryTracker* memory, SpanRecorder* spans)
+                   MemoryTracker* memory, SpanRecorder* spans, Communicator* cp, bool zigzag)
     : Stage(tp, sp, compute, memory, spans),
       m_model(shard),
       m_S(shard.shape().seq),
@@ -65,14 +69,21 @@ GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
       m_Cl(shard.shape().hidden / tp.size()),
       m_NHl(shard.shape().heads / tp.size()),
       m_F(4 * shard.shape().hidden / tp.size()) {
+  if (cp && cp->size() > 1) {
+    if (m_sp) throw std::invalid_argument("sp: does not compose with context parallelism here");
+    m_ring = std::make_unique<RingAttention>(*cp, m_S, zigzag, m_NHl, m_Cl, compute, memory, spans);
+  }
+  m_Sl = m_ring ? m_ring->tokens() : m_S;
   if (m_sp && m_S % m_T != 0)
     throw std::invalid_argument("sp: sequence parallelism splits each window's " +
                                 std::to_string(m_S) + " tokens over --tp " +
                                 std::to_string(m_T) + " ranks; --seq must be a multiple of it");
 }
 
+GptStage::~GptStage() = default;
+
 MicroRows GptStage::rowsOf(int samples) const {
-  MicroRows r{samples, m_S, samples * m_S, samples * m_S, 0};
+  MicroRows r{samples, m_Sl, samples * m_Sl, samples * m_Sl, 0};
   if (m_sp) {
     r.local = r.full / m_T;
     r.first = m_tp.rank() * r.local;
@@ -90,7 +101,9 @@ GptBlockActs GptStage::blockLayout(int samples, const std::function<Tensor(Shape
   k.mean1 = make({local});
   k.rstd1 = make({local});
   k.qkv = make({full, 3 * int64_t(m_Cl)});
-  if (m_model.recompute() != Recompute::Selective)
+  if (m_ring)
+    k.lse = make({m_ring->lseFloats(samples)});
+  else if (m_model.recompute() != Recompute::Selective)
     k.att = make({int64_t(samples) * m_NHl * m_S * m_S});
   k.y = make({full, m_Cl});
   k.mid = make({local, C});
@@ -131,8 +144,8 @@ int64_t GptStage::recomputedBytes(int samples) const {
   switch (m_model.recompute()) {
     case Recompute::None:
       return 0;
-    case Recompute::Selective:  // the probabilities of the rank's heads
-      return int64_t(samples) * m_NHl * m_S * m_S * int64_t(sizeof(float));
+    case Recompute::Selective:  // the probabilities of the rank's heads (the ring keeps none)
+      return m_ring ? 0 : int64_t(samples) * m_NHl * m_S * m_S * int64_t(sizeof(float));
     case Recompute::Full: {  // a whole block's buffers, counted as layout() counts them
       MicroActs count;
       const auto none = [](const Shape&) { return Tensor(); };
@@ -158,9 +171,10 @@ void GptStage::ensureScratch(const MicroRows& r) {
   m_dln = work({full, C});
   m_dqkv = work({full, 3 * int64_t(m_Cl)});
   m_dh = work({full, m_F});
-  const int64_t windows = full / m_S;
-  m_attScratch = work({std::max<int64_t>(windows * m_NHl * m_S, m_S)});
-  if (m_model.recompute() == Recompute::Selective) m_att = work({windows * m_NHl * m_S * m_S});
+  const int64_t windows = full / m_Sl;
+  if (!m_ring) m_attScratch = work({std::max<int64_t>(windows * m_NHl * m_S, m_S)});
+  if (m_model.recompute() == Recompute::Selective && !m_ring)
+    m_att = work({windows * m_NHl * m_S * m_S});
   if (m_model.recompute() == Recompute::Full && m_model.endBlock() > m_model.firstBlock())
     m_block = blockLayout(int(windows), work);
   if (m_sp) {
@@ -173,10 +187,17 @@ void GptStage::ensureScratch(const MicroRows& r) {
 void GptStage::loadTokens(GptMicroActs& m, const float* x) {
   const int64_t n = m.r.full;
   const bool first = m_model.hasUnit(0), last = m_model.hasUnit(m_L + 1);
-  m_hostTokens.resize(size_t(n));
-  m_hostTargets.resize(size_t(n));
+  m_hostTokens.resize(size_t(m.r.rows) * m_S);
+  m_hostTargets.resize(size_t(m.r.rows) * m_S);
   splitWindows(x, m.r.rows, m_S, m_V, first ? m_hostTokens.data() : nullptr,
                last ? m_hostTargets.data() : nullptr);
+  if (m_ring)  // cp: keep the rank's pieces of each window (never ahead of where they were)
+    for (std::vector<int>* ids : {&m_hostTokens, &m_hostTargets}) {
+      int* at = ids->data();
+      for (int b = 0; b < m.r.rows; ++b)
+        for (const auto& [p0, len] : m_ring->chunks().pieces)
+          at = std::copy_n(ids->data() + int64_t(b) * m_S + p0, len, at);
+    }
   auto put = [&](Tensor& t, const std::vector<int>& ids) {
     int* dst = reinterpret_cast<int*>(t.data());
     if (m_compute.onGpu()) m_compute.uploadInts(dst, ids.data(), n);
@@ -226,10 +247,7 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
       auto s = span();
       // Every token's embedding (SP: then only this rank's rows are kept).
       float* all = m_sp ? m_y.data() : m.a[0].data();
-      ParamSet& ps = m_model.params();
-      m_compute.embedding(all, reinterpret_cast<const int*>(m.tokens.data()),
-                          ps.param(m_model.wteRef()), ps.param(m_model.wpeRef()), r.rows, m_S,
-                          m_C);
+      embed(m, all);
       if (m_sp) m_compute.copy(m.a[0].data(), all + r.first * C, int64_t(r.local) * C);
     }
     if (hooks) hooks->afterForward(unitOf(0));
@@ -275,7 +293,10 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
   {
     auto s = span();
     b.qkv.forward(k.ln1.data(), k.qkv.data(), r.full);  // column-parallel: the rank's heads
-    m_compute.attention(k.y.data(), attOf(k), k.qkv.data(), r.rows, m_S, m_Cl, m_NHl);
+  }
+  attend(step, m, k, again);  // in spans of its own (the ring's messages lie between them)
+  {
+    auto s = span();
     // Row-parallel: this rank's partial sum of proj's output, bias not yet added.
     b.proj.forward(k.y.data(), m_sp ? m_y.data() : k.mid.data(), r.full, false);
   }
@@ -338,9 +359,7 @@ void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float
   if (hooks) hooks->beforeBackward(unitOf(0));
   {
     auto s = span();
-    ParamSet& ps = m_model.params();
-    m_compute.embeddingBackward(ps.grad(m_model.wteRef()), ps.grad(m_model.wpeRef()), dA0,
-                                reinterpret_cast<const int*>(m.tokens.data()), r.rows, m_S, m_C);
+    embedBackward(m, dA0);
   }
   if (hooks) hooks->afterBackward(unitOf(0));
 }
@@ -381,14 +400,14 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
   }
   // mid = a + proj(attention(qkv(ln1(a)))): the same again.
   dY = gatherRows(dA, m_dFull.data(), r);
+  float* dy = m_dh.data();  // attention's output gradient [full, C/T]
   {
     auto s = span();
-    float* dy = m_dh.data();  // attention's output gradient [full, C/T]
     b.proj.backward(k.y.data(), dY, dy, r.full);
-    if (m_model.recompute() == Recompute::Selective)  // the probabilities, from the kept qkv
-      m_compute.attentionProbs(attOf(k), k.qkv.data(), r.rows, m_S, m_Cl, m_NHl);
-    m_compute.attentionBackward(m_dqkv.data(), m_attScratch.data(), dy, k.qkv.data(), attOf(k),
-                                r.rows, m_S, m_Cl, m_NHl);
+  }
+  attendBackward(step, m, k, dy);  // in spans of its own
+  {
+    auto s = span();
     b.qkv.backward(k.ln1.data(), m_dqkv.data(), m_dln.data(), r.full);  // partial
     // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
     m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
@@ -398,6 +417,55 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
   b.ln1.backward(m.a[size_t(j)].data(), k.mean1.data(), k.rstd1.data(), dln, m_dtmp.data(),
                  r.local);
   m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);
+}
+
+// [SECTION] The parts context parallelism changes: positions and attention
+
+void GptStage::embed(GptMicroActs& m, float* out) {
+  ParamSet& ps = m_model.params();
+  const int* tokens = reinterpret_cast<const int*>(m.tokens.data());
+  const float *wte = ps.param(m_model.wteRef()), *wpe = ps.param(m_model.wpeRef());
+  if (!m_ring) return m_compute.embedding(out, tokens, wte, wpe, m.r.rows, m_S, m_C);
+  int64_t row = 0;  // cp: each piece of each window, with its own positions' wpe rows
+  for (int b = 0; b < m.r.rows; ++b)
+    for (const auto& [p0, len] : m_ring->chunks().pieces) {
+      m_compute.embedding(out + row * m_C, tokens + row, wte, wpe + int64_t(p0) * m_C, 1, len,
+                          m_C);
+      row += len;
+    }
+}
+
+void GptStage::embedBackward(GptMicroActs& m, const float* dA) {
+  ParamSet& ps = m_model.params();
+  const int* tokens = reinterpret_cast<const int*>(m.tokens.data());
+  float *dwte = ps.grad(m_model.wteRef()), *dwpe = ps.grad(m_model.wpeRef());
+  if (!m_ring) return m_compute.embeddingBackward(dwte, dwpe, dA, tokens, m.r.rows, m_S, m_C);
+  int64_t row = 0;
+  for (int b = 0; b < m.r.rows; ++b)
+    for (const auto& [p0, len] : m_ring->chunks().pieces) {
+      m_compute.embeddingBackward(dwte, dwpe + int64_t(p0) * m_C, dA + row * m_C, tokens + row,
+                                  1, len, m_C);
+      row += len;
+    }
+}
+
+void GptStage::attend(int64_t step, GptMicroActs& m, GptBlockActs& k, bool again) {
+  if (m_ring) return m_ring->forward(step, m.micro, k.y.data(), k.lse.data(), k.qkv.data(),
+                                     m.r.rows, again);
+  ComputeSpan s(m_compute, m_spans, again ? SpanKind::Backward : SpanKind::Forward, step + 1,
+                microSpanLabel(!again, m.micro));
+  m_compute.attention(k.y.data(), attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
+}
+
+void GptStage::attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy) {
+  if (m_ring)
+    return m_ring->backward(step, m.micro, m_dqkv.data(), dy, k.y.data(), k.lse.data(),
+                            k.qkv.data(), m.r.rows);
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  if (m_model.recompute() == Recompute::Selective)  // the probabilities, from the kept qkv
+    m_compute.attentionProbs(attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
+  m_compute.attentionBackward(m_dqkv.data(), m_attScratch.data(), dy, k.qkv.data(), attOf(k),
+                              m.r.rows, m_S, m_Cl, m_NHl);
 }
 
 void GptStage::finishBackward(GradSync& sync) {

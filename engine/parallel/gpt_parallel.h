@@ -1,7 +1,9 @@
 // The GPT's pipeline stage (stage.h): a shard's units (gpt.h) run one micro-batch at a time,
 // attention split over the tensor-parallel group by heads and the FFN column-then-row
 // (Megatron-LM, Shoeybi et al. 2019), optionally with sequence parallelism over the tokens
-// (Korthikanti et al. 2022), on the rank's Compute. The collectives are in gpt_parallel.cpp.
+// (Korthikanti et al. 2022), or each window's tokens split over a context-parallel group with
+// ring attention (ring_attention.h), on the rank's Compute. The collectives are in
+// gpt_parallel.cpp.
 // See tests/engine/tst_gpt.cpp.
 #pragma once
 #include <functional>
@@ -9,16 +11,18 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "parallel/ring_attention.h"
 #include "parallel/stage.h"
 
 namespace paralab {
 
 // One block's activations on a GPT stage, each rank's share: the LayerNorm outputs [full, C]
 // (SP: all-gathered), their statistics [local], qkv [full, 3C/T] (the rank's heads' q, k and
-// v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation), attention's
-// output [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
+// v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation; under context
+// parallelism instead each query's log-sum-exp lse [B, NH/T, seq/cp]), attention's output
+// [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
 struct GptBlockActs {
-  Tensor ln1, mean1, rstd1, qkv, att, y, mid, ln2, mean2, rstd2, h, g;
+  Tensor ln1, mean1, rstd1, qkv, att, lse, y, mid, ln2, mean2, rstd2, h, g;
 };
 
 // What one micro-batch of B windows leaves on a GPT stage between its forward and its
@@ -37,9 +41,13 @@ struct GptMicroActs : MicroActs {
 class GptStage final : public Stage {
  public:
   // As TensorParallelStage. Throws std::invalid_argument, with `sp`, for a context that the
-  // group does not divide.
+  // group does not divide. `cp` (null or one rank: none): the context-parallel group, each
+  // window's tokens cut as `zigzag` says (ring_attention.h).
   GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
-           SpanRecorder* spans);
+           SpanRecorder* spans, Communicator* cp = nullptr, bool zigzag = true);
+  ~GptStage() override;
+  // Context parallelism's ring, or null.
+  const RingAttention* ring() const { return m_ring.get(); }
 
   MicroRows rowsOf(int samples) const override;
   int64_t boundaryFloats(int samples) const override {
@@ -84,8 +92,19 @@ class GptStage final : public Stage {
   std::unique_ptr<MicroActs> layout(int micro, int samples,
                                     const std::function<Tensor(Shape)>& make) const override;
 
+  // The embeddings of a micro-batch's tokens (its rows), or their gradient (+=), by position:
+  // the rank's pieces of each window under cp.
+  void embed(GptMicroActs& m, float* out);
+  void embedBackward(GptMicroActs& m, const float* dA);
+  // Attention of block k on micro-batch m: out [full, C/T] from k.qkv, its probabilities
+  // (att) or, under cp, the ring's lse kept in k.
+  void attend(int64_t step, GptMicroActs& m, GptBlockActs& k, bool again);
+  void attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy);
+
   Gpt& m_model;
+  std::unique_ptr<RingAttention> m_ring;  // cp > 1
   int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
+  int m_Sl;                // tokens of each window this rank holds: m_S / cp
   int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T
   // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace. So are
   // what recomputation refills: selective's probabilities (m_att), full's block (m_block).

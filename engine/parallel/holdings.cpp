@@ -101,7 +101,8 @@ nlohmann::json toJson(const RankHoldings& h) {
     ops.push_back(
         {{"op", commOpName(o.op)}, {"group", o.group}, {"calls", o.calls}, {"bytes_sent", o.sent}});
   return {{"rank", h.rank},
-          {"coords", {{"dp", h.coords.dp}, {"tp", h.coords.tp}, {"pp", h.coords.pp}}},
+          {"coords",
+           {{"dp", h.coords.dp}, {"tp", h.coords.tp}, {"pp", h.coords.pp}, {"cp", h.coords.cp}}},
           {"items", items},
           {"groups", groups},
           {"sent_to", h.lastStep.sentTo},

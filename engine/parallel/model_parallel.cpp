@@ -6,7 +6,10 @@
 // the model's Stage (stage.h: tensor_parallel.cpp, gpt_parallel.cpp); everything here is the
 // same for both. See tests/engine/tst_model_parallel.cpp, tst_gpt.cpp and tst_holdings.cpp.
 //
-// Ranks sit in ProcessGrid's dp x pp x tp mesh (process_grid.h, the only place the layout is).
+// Ranks sit in ProcessGrid's pp x dp x cp x tp mesh (process_grid.h, the only place the layout
+// is). Context parallelism (--cp, the GPT only): the cp ranks of a dp index take the same slice
+// of the batch, each its pieces of every window's tokens (ring_attention.h); their gradients
+// are shares over tokens, so the dp sum below runs over dp x cp.
 // Per step, the collectives, in order:
 //   1. the pipeline schedule (pipeline.cpp) over micro-batches, with point-to-point send/recv
 //      to the neighbouring stages on the pp group, and the tensor-parallel exchanges inside
@@ -32,6 +35,7 @@
 #include "device/compute.h"
 #include "model/gpt.h"
 #include "parallel/grad_sync.h"
+#include "parallel/gpt_parallel.h"
 #include "parallel/pipeline.h"
 #include "parallel/process_grid.h"
 #include "parallel/replica.h"  // shardBegin, shardLen
@@ -45,7 +49,9 @@ class ModelParallel final : public Strategy {
  public:
   explicit ModelParallel(RankContext& ctx)
       : m_ctx(ctx),
-        m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp}, *ctx.comm),
+        m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp, 1,
+                         ctx.config->cp},
+               *ctx.comm),
         m_micros(ctx.config->microbatches) {
     ensureCompute(m_ctx, m_ownCompute);
     const RunConfig& c = *ctx.config;
@@ -57,13 +63,16 @@ class ModelParallel final : public Strategy {
     // This rank's shard, on its device (drawn whole on the host, its slices kept).
     m_model = makeModel(c, *ctx.data, ctx.memory, &compute(),
                         ModelShard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1});
-    m_stage = makeStage(*m_model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans);
+    m_stage = makeStage(*m_model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
+                        m_grid.cp(), c.cpOrder == "zigzag");
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
-    // Data parallelism: the stage's weights have a replica on every rank of the dp group.
+    // Data parallelism: the stage's weights have a replica on every rank of the dp group (x cp).
     GradSyncSettings sync = GradSyncSettings::of(c);
     sync.callsDuringBackward = true;  // tp exchanges and pp messages
     m_sync = std::make_unique<GradSync>(
-        m_model->params(), std::vector<SyncGroup>{{&m_grid.dp(), "dp"}}, std::vector<SyncRange>{},
+        m_model->params(),
+        std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
+        std::vector<SyncRange>{},
         sync, compute(), ctx.memory, ctx.spans);
   }
 
@@ -76,8 +85,8 @@ class ModelParallel final : public Strategy {
     m_sync->update();                       // 4.
     RankStep out;
     if (m_stage->reportsLoss()) {
-      out.lossSum = loss;
-      out.samples = m_slice;
+      out.lossSum = loss;  // cp: this rank's tokens' share of its windows' losses
+      out.samples = m_grid.coords().cp == 0 ? m_slice : 0;  // each window counted once
     }
     return out;
   }
@@ -126,9 +135,9 @@ class ModelParallel final : public Strategy {
   void ready() { compute().sync(); }
 
   // The whole model's flat layout of `local` (laid out like the shard's parameters), from the
-  // dp-0 ranks (replicated weights from tp rank 0 only, so each float comes from one rank).
+  // dp-0, cp-0 ranks (replicated weights from tp rank 0 only, so each float comes from one rank).
   void toSerial(const std::vector<float>& local, std::vector<float>& serial) {
-    if (m_grid.coords().dp == 0)
+    if (m_grid.coords().dp == 0 && m_grid.coords().cp == 0)
       m_model->copySlices(serial.data(), true, m_grid.coords().tp == 0,
                           const_cast<float*>(local.data()));
   }
@@ -225,7 +234,7 @@ class ModelParallel final : public Strategy {
   std::unique_ptr<Model> m_model;  // this rank's shard: its stage's units, its tp slice
   std::unique_ptr<Stage> m_stage;
   std::vector<PipeStep> m_schedule;
-  std::unique_ptr<GradSync> m_sync;  // over dp: the gradient sum, the optimizer, ZeRO's shards
+  std::unique_ptr<GradSync> m_sync;  // over dp (x cp): the gradient sum, the optimizer, ZeRO
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
   std::vector<float> m_x;     // host: this dp replica's input rows, uploaded per micro-batch
   std::vector<int> m_labels;  // host: their labels
@@ -245,6 +254,11 @@ RankHoldings ModelParallel::holdings() const {
                             {"pp", &m_grid.pp()}}) {
     HeldGroup g{name, {}};
     for (int i = 0; i < comm->size(); ++i) g.worldRanks.push_back(comm->worldRankOf(i));
+    h.groups.push_back(g);
+  }
+  if (Communicator* cp = m_grid.cp()) {
+    HeldGroup g{"cp", {}};
+    for (int i = 0; i < cp->size(); ++i) g.worldRanks.push_back(cp->worldRankOf(i));
     h.groups.push_back(g);
   }
   // The weights as this rank's slices of the whole model's (ZeRO: the chunks instead, flat).
@@ -282,16 +296,36 @@ RankHoldings ModelParallel::holdings() const {
   // The residual stream rows of each micro-batch this rank keeps (SP: its 1/T of them; the
   // GPT's rows are tokens), and the bytes of one micro-batch's buffers (sized for the largest).
   const int64_t microBytes = m_stage->microBytes(int((len + m_micros - 1) / m_micros));
-  for (int m = 0; m < m_micros; ++m) {
-    const MicroRows r = m_stage->rowsOf(int(shardLen(m, m_micros, len)));
-    const int64_t per = r.perSample, rows = int64_t(r.rows) * per;
-    const int64_t at = (begin + shardBegin(m, m_micros, len)) * per;
-    const int64_t a = at + std::min<int64_t>(r.first, rows),
-                  b = at + std::min<int64_t>(r.first + r.local, rows);
-    h.items.push_back({"micro-batch " + std::to_string(m) +
-                           (gpt ? std::string(" ") + kStoredActivations + " (tokens)"
-                                : std::string(" activations")),
-                       HoldingKind::Activations, 0, a, b, B * per, b - a, c.hidden, microBytes});
+  const auto* gptStage = dynamic_cast<const GptStage*>(m_stage.get());
+  if (const RingAttention* ring = gptStage ? gptStage->ring() : nullptr) {
+    // cp: the rank's pieces of every window, by position within the window (0 .. T), each
+    // micro-batch's buffers shared out over them; and the ring's two K/V(+dK/dV) blocks.
+    const int T = c.seq;
+    for (int m = 0; m < m_micros; ++m) {
+      const int64_t windows = shardLen(m, m_micros, len);
+      for (const auto& [p0, n] : ring->chunks().pieces)
+        h.items.push_back({"micro-batch " + std::to_string(m) + " " + kStoredActivations +
+                               " (positions " + std::to_string(p0) + "–" +
+                               std::to_string(p0 + n - 1) + " of each window)",
+                           HoldingKind::Activations, 0, p0, p0 + n, T, windows * n, c.hidden,
+                           microBytes * n / ring->tokens()});
+    }
+    const int64_t rows = 2 * ((len + m_micros - 1) / m_micros) * ring->tokens();
+    h.items.push_back({"K/V blocks of the ring (the one in hand and the one arriving)",
+                       HoldingKind::Activations, -1, 0, rows, rows, rows,
+                       4 * int64_t(c.hidden) / c.tp, ring->workspaceBytes()});
+  } else {
+    for (int m = 0; m < m_micros; ++m) {
+      const MicroRows r = m_stage->rowsOf(int(shardLen(m, m_micros, len)));
+      const int64_t per = r.perSample, rows = int64_t(r.rows) * per;
+      const int64_t at = (begin + shardBegin(m, m_micros, len)) * per;
+      const int64_t a = at + std::min<int64_t>(r.first, rows),
+                    b = at + std::min<int64_t>(r.first + r.local, rows);
+      h.items.push_back({"micro-batch " + std::to_string(m) +
+                             (gpt ? std::string(" ") + kStoredActivations + " (tokens)"
+                                  : std::string(" activations")),
+                         HoldingKind::Activations, 0, a, b, B * per, b - a, c.hidden, microBytes});
+    }
   }
   // The GPT's recomputation: the stage's one set of buffers the backward recomputes into,
   // sized for the largest micro-batch (GptStage::ensureScratch) and used by each in turn, the
@@ -299,7 +333,8 @@ RankHoldings ModelParallel::holdings() const {
   // of heads x T per token), which the micro-batches no longer keep; full: a whole block's
   // buffers (the micro-batches keep only the blocks' inputs).
   if (const auto* g = dynamic_cast<const Gpt*>(m_model.get());
-      g && g->recompute() != Recompute::None) {
+      g && g->recompute() != Recompute::None &&
+      m_stage->recomputedBytes(int((len + m_micros - 1) / m_micros)) > 0) {
     const int T = g->shape().seq, heads = g->shape().heads / m_grid.shape().tp;
     const int64_t windows = (len + m_micros - 1) / m_micros;
     const int64_t cols = g->recompute() == Recompute::Selective ? int64_t(heads) * T : c.hidden;

@@ -51,9 +51,9 @@ Setting::Why modelParallelNeedsSync(const RunConfig& c) {
 }
 Setting::Why moeLayout(const RunConfig& c) {
   const std::string which = c.model == "moe" ? "--model moe" : "--ffn moe";
-  if (c.tp > 1 || c.pp > 1)
+  if (c.modelParallel())
     return "model: " + which +
-           " composes with data and expert parallelism only (allowed: tp = pp = 1)";
+           " composes with data and expert parallelism only (allowed: tp = pp = cp = 1)";
   if (c.strategy != "sync")
     return "model: " + which + " trains with --strategy sync (dp and ep are its axes)";
   return std::nullopt;
@@ -64,7 +64,7 @@ Setting::Why moeLayout(const RunConfig& c) {
 const std::vector<StrategyInfo>& strategyTable() {
   // Sync's data-parallel axis is where ZeRO, the gradient buckets and the model-parallel
   // layouts live; the other strategies combine whole replicas their own way.
-  const std::vector<std::string> syncUses = {"zero", "dp-version", "bucket-mb", "tp", "pp"};
+  const std::vector<std::string> syncUses = {"zero", "dp-version", "bucket-mb", "tp", "pp", "cp"};
   static const std::vector<StrategyInfo> table = {
       {"sync",
        "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with "
@@ -154,7 +154,7 @@ const std::vector<StrategyInfo>& strategyTable() {
 // parallelism on its dp axis; else --strategy, with --zero picking sync's ZeRO rows.
 static std::string rowName(const RunConfig& config) {
   return config.hasExperts()             ? "moe"
-         : config.tp > 1 || config.pp > 1 ? "model-parallel"
+         : config.modelParallel()         ? "model-parallel"
          : config.zero > 0                ? "zero-" + std::to_string(config.zero)
                                           : config.strategy;
 }
@@ -170,6 +170,10 @@ std::optional<std::string> cudaRefusal(const RunConfig& config) {
   // through the GPU.
   if (config.backend == "mpi")
     return "device: cuda needs --backend thread or nccl; --backend mpi moves host buffers only";
+  // Ring attention's block kernels (kernels/cpu/attention_blocks.h) have no GPU version yet.
+  if (config.cp > 1)
+    return std::string("cp: context parallelism runs on the CPU only (allowed: --device cpu "
+                       "with --cp, or --cp 1 on cuda)");
   return std::nullopt;
 }
 

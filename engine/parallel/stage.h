@@ -117,8 +117,10 @@ class Stage {
 
 // The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`
 // (size 1: no tensor parallelism), with sequence parallelism when `sp`. Every buffer is made
-// by `compute`, whose device the group's collectives are given.
+// by `compute`, whose device the group's collectives are given. `cp` (the GPT only; null: none):
+// the context-parallel group, each window's chunks `zigzag` or contiguous (ring_attention.h).
 std::unique_ptr<Stage> makeStage(Model& shard, Communicator& tp, bool sp, Compute& compute,
-                                 MemoryTracker* memory, SpanRecorder* spans);
+                                 MemoryTracker* memory, SpanRecorder* spans,
+                                 Communicator* cp = nullptr, bool zigzag = true);
 
 }  // namespace paralab

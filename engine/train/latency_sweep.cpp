@@ -119,7 +119,7 @@ std::vector<int> parseLatencySweep(const std::string& spec) {
 }
 
 std::string latencySweepProblem(const RunConfig& c, const std::vector<int>& batches) {
-  if (c.ranks != 1 || c.tp != 1 || c.pp != 1 || c.ep != 1 || c.dpDegree() != 1)
+  if (c.ranks != 1 || c.modelParallel() || c.ep != 1 || c.dpDegree() != 1)
     return "latency-sweep: times one model on one rank (allowed: --ranks 1, no "
            "--dp/--tp/--pp/--ep)";
   // The device, the kernel of its ladder, a GPU being there, and what runs on it (no MoE on

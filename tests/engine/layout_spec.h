@@ -1,6 +1,7 @@
 // The model-parallel tests' layouts, written as words: "dp2 tp2 pp2 sp gpipe M3 zero1 adam" on
 // top of a base configuration ("per-tensor" or "bucket0.02" set --dp-version and --bucket-mb);
-// ranks = dp x tp x pp. Used by tst_model_parallel, tst_cuda_model_parallel and tst_grad_sync.
+// "cp2" and "contiguous" set context parallelism and its chunks; ranks = dp x tp x pp x cp.
+// Used by tst_model_parallel, tst_cuda_model_parallel, tst_grad_sync and tst_context_parallel.
 #pragma once
 #include <QString>
 #include <QtGlobal>
@@ -42,10 +43,14 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
       c.optimizer = "adam", c.lr = 0.002;
     else if (w == "cpu")
       c.device = "cpu";
+    else if (w.startsWith("cp"))
+      c.cp = w.mid(2).toInt();
+    else if (w == "contiguous")
+      c.cpOrder = "contiguous";
     else
       qFatal("bad layout word %s", qPrintable(w));
   }
-  c.ranks = std::max(c.dp, 1) * c.tp * c.pp;
+  c.ranks = std::max(c.dp, 1) * c.modelSplit();
   return c;
 }
 

@@ -1,0 +1,119 @@
+// Context parallelism (`--cp N`): each window's tokens split over the N ranks of a cp group,
+// and causal attention computed as a ring (Liu et al. 2023, "Ring Attention with Blockwise
+// Transformers"; Megatron-Core's context parallelism). Every rank keeps the queries of its own
+// tokens and passes the keys and values of its tokens around the ring: at ring step i it holds
+// the K/V block of rank (r - i) mod N, folds it into its queries' running softmax
+// (kernels/cpu/attention_blocks.h: the online-softmax rescaling of FlashAttention) and sends it
+// on. After N - 1 steps every query has seen every key; the [s, s] probabilities are never
+// stored, only each query's log-sum-exp (lse), from which the backward recomputes them.
+//
+// Which tokens a rank holds (CpChunks). Under the causal mask a query sees only earlier keys,
+// so a rank holding the last chunk has N times the work of the first. zigzag (the default)
+// cuts a window into 2N chunks and gives rank i chunks i and 2N - 1 - i: every rank then has
+// the same number of visible (query, key) pairs. contiguous gives rank i chunk i of N (the
+// imbalance, to measure).
+//
+// Bytes, per layer, micro-batch of B windows of s tokens, with h the attention width a rank
+// computes (C, or C / tp under tensor parallelism), fp32, each rank sends:
+//   forward:  its K and V block N - 1 times:                  2 (N - 1) B (s/N) h 4 bytes;
+//   backward: the K/V block N - 1 times, and the partial dK/dV of each block, which travels
+//             one step behind it and is handed back to its owner: N - 1 times again
+//                                                              4 (N - 1) B (s/N) h 4 bytes,
+// in N - 1 messages forward and 2 (N - 1) backward, point-to-point on the cp group only (send
+// to r + 1, receive from r - 1).
+// Overlap: a rank passes a block on before folding it in and takes the next one after. On
+// thread ranks a send returns at once (the message is copied; an emulated link delays its
+// arrival), so the transfer runs behind the block's compute and only what is left of it shows
+// as waiting in recv. Under MPI and NCCL a send may wait for its recv: there the two calls run
+// together, ordered, before the block's compute, and nothing hides.
+// See tests/engine/tst_context_parallel.cpp.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "tensor.h"
+
+namespace paralab {
+
+class Communicator;
+class Compute;
+class MemoryTracker;
+class SpanRecorder;
+
+// The positions of a window that one cp rank holds, as pieces (first position, length) in the
+// order its rows hold them: zigzag {i K, K} and {(2N - 1 - i) K, K} with K = s / 2N, or
+// contiguous {i s/N, s/N}. Needs s a multiple of 2N (zigzag) or N.
+struct CpChunks {
+  std::vector<std::pair<int, int>> pieces;
+  int tokens() const;  // per window: s / N
+  // The visible (query, key) pairs of this rank's queries against every key of the window:
+  // the causal attention work it has, per window and head.
+  long visiblePairs() const;
+};
+CpChunks cpChunksOf(int cpRank, int cp, int seq, bool zigzag);
+
+class RingAttention {
+ public:
+  // `cp`: the group (size N > 1). `heads` and `width`: the heads the rank computes and their
+  // width h (C / tp). Buffers come from `compute` (CPU) as Workspace in `memory`.
+  RingAttention(Communicator& cp, int seq, bool zigzag, int heads, int width, Compute& compute,
+                MemoryTracker* memory, SpanRecorder* spans);
+
+  const CpChunks& chunks() const { return m_chunks; }
+  int tokens() const { return m_chunks.tokens(); }  // rows per window on this rank
+  // Floats of the kept log-sum-exp for B windows: B x heads x tokens.
+  int64_t lseFloats(int B) const { return int64_t(B) * m_NH * tokens(); }
+  // Floats one rank sends per layer for B windows (the formulas above).
+  int64_t forwardFloats(int B) const;
+  int64_t backwardFloats(int B) const;
+  // Bytes of the two blocks' buffers (in hand, arriving) as last sized; 0 before the first use.
+  int64_t workspaceBytes() const { return m_cur.bytes() + m_next.bytes(); }
+
+  // out [B tokens, h] = causal attention of the rank's queries over every key of their
+  // windows; lse [lseFloats(B)] kept for the backward. qkv [B tokens, 3h]: the rank's rows
+  // (window-major, pieces in order), q | k | v of its heads. `inBackward`: full
+  // recomputation's rerun (its spans are backward's).
+  void forward(int64_t step, int micro, float* out, float* lse, const float* qkv, int B,
+               bool inBackward = false);
+  // dqkv [B tokens, 3h] (overwritten) from dout [B tokens, h], the forward's out and lse.
+  void backward(int64_t step, int micro, float* dqkv, const float* dout, const float* out,
+                const float* lse, const float* qkv, int B);
+
+ private:
+  void ensure(int B);
+  // One block of keys and values, from rank `src`, into the queries' accumulators (forward) or
+  // into dq and the block's dk, dv (backward). kv: [B tokens, ldkv] k | v rows of rank src.
+  void foldForward(float* o, float* m, float* l, const float* qkv, const float* kv, int ldkv,
+                   int src, int B);
+  // dkv: the block's dK | dV, laid out as kv (ldkv).
+  void foldBackward(float* dqkv, float* dkv, const float* dout, const float* lse,
+                    const float* qkv, const float* kv, int ldkv, int src, int B);
+  // run(first row, length) for each (window, piece) of B windows, in row order: the query
+  // chunks whose [heads, length] statistics start at row x heads.
+  void eachPiece(int B, const std::function<void(int64_t, int)>& run) const;
+  // This rank's k | v columns of qkv, packed [B tokens, 2h] for the ring.
+  void pack(const float* qkv, int B, float* kv) const;
+  // Passes `count` floats of `send` to the next rank, and gets as many from the previous into
+  // `recv`: with posted sends (ThreadComm's send returns at once) only the send, and
+  // receive() takes the message after the block's compute; else both here, ordered so that no
+  // cycle waits (even ranks send first) and receive() does nothing.
+  void sendOn(const float* send, float* recv, int64_t count);
+  void receive(float* recv, int64_t count);
+
+  Communicator& m_cp;
+  int m_rank, m_N, m_S, m_NH, m_h;
+  bool m_zigzag;
+  CpChunks m_chunks;
+  Compute& m_compute;
+  MemoryTracker* m_memory;
+  SpanRecorder* m_spans;
+  bool m_posted;  // sends return at once (thread ranks): the ring overlaps the compute
+  int m_capacity = 0;  // windows the buffers hold
+  // Workspace: the block in hand and the one arriving, each [K/V | dK/dV] of B tokens x 4h;
+  // l, D and one row of scores.
+  Tensor m_cur, m_next, m_l, m_D, m_scores;
+};
+
+}  // namespace paralab
