@@ -54,9 +54,11 @@ std::optional<std::string> RunConfig::validate() const {
     return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
            allreduce + " lesson algorithm runs on --backend thread";
   if (auto err = validateDevice()) return err;
-  if (globalBatch() < ranks)
+  // The cp ranks of a replica share its windows (each holds a part of every one).
+  if (globalBatch() < ranks / std::max(1, cp))
     return "batch: the global batch (" + std::to_string(globalBatch()) +
-           ") must hold at least one sample per rank (" + std::to_string(ranks) + " ranks)";
+           ") must hold at least one sample per rank (" + std::to_string(ranks / std::max(1, cp)) +
+           (cp > 1 ? " ranks besides context parallelism's)" : " ranks)");
   if (auto err = validateLayout()) return err;
   GpuMemory gpus;
   if (device == "cuda") {

@@ -167,6 +167,8 @@ QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
     if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
     if (c.tp > 1) parts << (c.sp ? tr("tp %1 + sp") : QString("tp %1")).arg(c.tp);
     if (c.pp > 1) parts << QString("pp %1").arg(c.pp);
+    if (c.cp > 1)
+      parts << (c.cpOrder == "zigzag" ? QString("cp %1") : tr("cp %1 contiguous")).arg(c.cp);
     if (c.hasExperts() && c.ep > 1) parts << QString("ep %1").arg(c.ep);
   }
   if (c.hasExperts()) parts << tr("MoE %1 experts").arg(c.experts);

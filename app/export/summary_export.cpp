@@ -62,14 +62,17 @@ void settingsSection(QStringList& md, const RunReport& r) {
   if (c.ranks > 1) {
     row(QObject::tr("ZeRO stage"), QString::number(c.zero));
     row(QObject::tr("Layout"),
-        QObject::tr("dp %1 × tp %2 × pp %3; ep %4; sequence parallel %5; %6 micro-batches, %7")
+        QObject::tr("dp %1 × tp %2 × pp %3 × cp %8; ep %4; sequence parallel %5; %6 "
+                    "micro-batches, %7")
             .arg(c.dpDegree())
             .arg(c.tp)
             .arg(c.pp)
             .arg(c.ep)
             .arg(c.sp ? QObject::tr("on") : QObject::tr("off"))
             .arg(c.microbatches)
-            .arg(str(c.schedule)));
+            .arg(str(c.schedule))
+            .arg(c.cp > 1 ? QString("%1 (%2 chunks)").arg(c.cp).arg(str(c.cpOrder))
+                          : QString("1")));
     row(QObject::tr("Scaling"), c.scaling == "weak"
                                     ? QObject::tr("weak: batch %1 per rank").arg(c.batch)
                                     : QObject::tr("strong: global batch %1").arg(c.batch));

@@ -116,8 +116,9 @@ std::string layoutText(const RunConfig& c) {
   }
   s += c.strategy;
   if (c.zero) s += ", ZeRO-" + n(c.zero);
-  if (c.tp > 1 || c.pp > 1) {
+  if (c.modelParallel()) {
     s += ", dp " + n(c.dpDegree()) + " x tp " + n(c.tp) + " x pp " + n(c.pp);
+    if (c.cp > 1) s += " x cp " + n(c.cp) + " (ring attention, " + c.cpOrder + " chunks)";
     if (c.sp) s += ", sequence parallel";
     if (c.pp > 1) s += ", " + c.schedule + " with " + n(c.microbatches) + " micro-batches";
   }

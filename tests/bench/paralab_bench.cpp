@@ -1,5 +1,5 @@
 // paralab-bench: benchmark programs that print tables, each against a reference measured in
-// the same run. Try: paralab-bench step | gpt | gemm | teach | latency | dp | ep | mp | comm [--json]
+// the same run. Try: paralab-bench step | gpt | gemm | teach | latency | dp | ep | mp | cp | comm [--json]
 #include <cstdio>
 #include <cstring>
 
@@ -13,6 +13,7 @@ int benchDp(int argc, char** argv);
 int benchMp(int argc, char** argv);
 int benchEp(int argc, char** argv);
 int benchGpt(int argc, char** argv);
+int benchCp(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
 #endif
@@ -20,7 +21,7 @@ int benchComm(int argc, char** argv);
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
   const char* usage =
-      "usage: paralab-bench step|gpt|gemm|teach|latency|dp|ep|mp|comm [--json] [--help]\n";
+      "usage: paralab-bench step|gpt|gemm|teach|latency|dp|ep|mp|cp|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(what, "dp")) return benchDp(argc - 1, argv + 1);
   if (!std::strcmp(what, "mp")) return benchMp(argc - 1, argv + 1);
   if (!std::strcmp(what, "ep")) return benchEp(argc - 1, argv + 1);
+  if (!std::strcmp(what, "cp")) return benchCp(argc - 1, argv + 1);
 #ifndef PARALAB_NO_BENCH_COMM
   if (!std::strcmp(what, "comm")) return benchComm(argc - 1, argv + 1);
 #endif
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, teach, latency, dp, "
-               "ep, mp, comm)\n",
+               "ep, mp, cp, comm)\n",
                what);
   return 2;
 }

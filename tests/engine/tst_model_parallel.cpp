@@ -420,6 +420,11 @@ class TstModelParallel : public QObject {
         << QStringList{"--dp", "2", "--pp", "2", "--zero", "1", "--microbatches", "2"};
     // ZeRO-3 and the bucketed all-reduce on the dp axis (MPI: buckets inline, grad_sync.cpp).
     QTest::newRow("dp2 tp2 zero3") << QStringList{"--dp", "2", "--tp", "2", "--zero", "3"};
+    // Context parallelism's ring (send/recv on the cp group) on the GPT.
+    QTest::newRow("gpt cp4") << QStringList{"--model", "gpt", "--heads", "2", "--seq", "16",
+                                            "--cp", "4"};
+    QTest::newRow("gpt cp2 tp2") << QStringList{"--model", "gpt", "--heads", "2", "--seq", "16",
+                                                "--cp", "2", "--tp", "2"};
     QTest::newRow("dp2 pp2 1f1b M2 bucket")
         << QStringList{"--dp",         "2",      "--pp",        "2",   "--microbatches", "2",
                        "--dp-version", "bucket", "--bucket-mb", "0.02"};

@@ -1,0 +1,185 @@
+// `paralab-bench cp`: context parallelism (ring attention, parallel/ring_attention.h) against
+// the serial run of the same GPT, global batch and seed on the same machine, at a context long
+// enough that attention dominates the step. Rows: serial, cp 2 zigzag, cp 2 contiguous, cp 4
+// zigzag, cp 4 contiguous: step time, each rank's compute (the least and the most: zigzag
+// balances the causal work, contiguous leaves the last rank the most), time in the ring's
+// send/recv, bytes sent. What differs besides the split: serial runs the whole-sequence
+// attention kernel (cpu/attention.h, the [T, T] probabilities stored), cp the blockwise one
+// (cpu/attention_blocks.h, lse kept, probabilities recomputed in the backward); the table's
+// last lines time the two kernels alone on one thread at the same shape, so the reader can
+// tell the kernels' difference from the split's. Try: paralab-bench cp [--seq 1024] [--json]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "bench_common.h"
+#include "cpu/attention.h"
+#include "cpu/attention_blocks.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+struct Row {
+  std::string name;
+  int ranks = 1;
+  double stepMs = 0, computeMin = 0, computeMax = 0, commMs = 0, sentMb = 0;
+};
+
+// Medians over `steps` steps after 1 warm-up step.
+Row measure(const std::string& name, const RunConfig& c, int steps) {
+  Trainer t(c);
+  t.step();
+  std::vector<double> step, lo, hi, comm, sent;
+  for (int i = 0; i < steps; ++i) {
+    const StepMetrics m = t.step();
+    double mn = std::numeric_limits<double>::max(), mx = 0, cm = 0, sb = 0;
+    for (const RankMetrics& r : m.ranks) {
+      mn = std::min(mn, r.computeMs), mx = std::max(mx, r.computeMs);
+      cm += r.commMs, sb += double(r.bytesSent);
+    }
+    const double n = double(m.ranks.size());
+    step.push_back(m.stepMs);
+    lo.push_back(mn);
+    hi.push_back(mx);
+    comm.push_back(cm / n);
+    sent.push_back(sb / n / 1e6);
+  }
+  return {name,
+          c.ranks,
+          bench::median(step),
+          bench::median(lo),
+          bench::median(hi),
+          bench::median(comm),
+          bench::median(sent)};
+}
+
+// One layer's attention forward and backward on one thread, ms (median of 3): the whole
+// sequence at once (serial's kernels) and the blockwise kernels over the same sequence as one
+// query chunk and one K/V block (the ring's kernels, without the split).
+std::pair<double, double> attentionKernelsMs(int B, int T, int C, int NH) {
+  std::mt19937 gen(1);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(size_t(B) * T * C),
+      dqkv(qkv.size()), att(size_t(B) * NH * T * T), scratch(size_t(B) * NH * T),
+      lse(size_t(B) * NH * T), l(lse.size()), D(lse.size()), row(static_cast<size_t>(T));
+  for (float& x : qkv) x = d(gen);
+  for (float& x : dout) x = d(gen);
+  const int hs = C / NH;
+  const double whole = bench::timeMedian(
+      [&] {
+        kernels::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+        kernels::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
+                                    att.data(), B, T, C, NH);
+      },
+      3);
+  const double blocks = bench::timeMedian(
+      [&] {
+        kernels::attention_blocks_init(out.data(), lse.data(), l.data(), B, T, NH, hs);
+        kernels::attention_block_forward(out.data(), lse.data(), l.data(), row.data(), qkv.data(),
+                                         3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, NH,
+                                         hs, 0, T, 0, T);
+        kernels::attention_blocks_finish(out.data(), lse.data(), out.data(), lse.data(), l.data(),
+                                         B, T, NH, hs);
+        kernels::attention_blocks_delta(D.data(), out.data(), dout.data(), B, T, NH, hs);
+        std::fill(dqkv.begin(), dqkv.end(), 0.0f);
+        kernels::attention_block_backward(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C,
+                                          dout.data(), lse.data(), D.data(), qkv.data(), 3 * C,
+                                          qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, NH, hs, 0,
+                                          T, 0, T);
+      },
+      3);
+  return {whole * 1e3, blocks * 1e3};
+}
+
+}  // namespace
+
+int benchCp(int argc, char** argv) {
+  RunConfig c;
+  c.model = "gpt";
+  c.dataset = "synthetic";
+  c.seq = 1024;
+  c.hidden = 64;
+  c.layers = 2;
+  c.heads = 4;
+  c.batch = 4;
+  c.optimizer = "adam";
+  c.lr = 0.001;
+  c.evalEvery = 0;
+  int steps = 5;
+  bool json = false;
+  CLI::App app{"Context parallelism (ring attention) vs serial, at a long context"};
+  app.add_option("--seq", c.seq, "Context (tokens per window)")->capture_default_str();
+  app.add_option("--hidden", c.hidden)->capture_default_str();
+  app.add_option("--layers", c.layers)->capture_default_str();
+  app.add_option("--heads", c.heads)->capture_default_str();
+  app.add_option("--batch", c.batch, "Global batch (windows)")->capture_default_str();
+  app.add_option("--steps", steps, "Measured steps (median) after 1 warm-up step")
+      ->capture_default_str();
+  app.add_flag("--json", json);
+  CLI11_PARSE(app, argc, argv);
+  if (auto why = c.validate()) {
+    std::fprintf(stderr, "paralab-bench cp: %s\n", why->c_str());
+    return 2;
+  }
+
+  std::vector<Row> rows;
+  rows.push_back(measure("serial", c, steps));
+  for (int n : {2, 4})
+    for (const char* order : {"zigzag", "contiguous"}) {
+      RunConfig p = c;
+      p.ranks = n, p.cp = n, p.cpOrder = order;
+      if (auto why = p.validate()) {
+        std::fprintf(stderr, "paralab-bench cp: %s\n", why->c_str());
+        return 2;
+      }
+      rows.push_back(measure("cp " + std::to_string(n) + " " + order, p, steps));
+    }
+  const auto [wholeMs, blocksMs] = attentionKernelsMs(c.batch, c.seq, c.hidden, c.heads);
+  const double serial = rows.front().stepMs;
+  if (json) {
+    nlohmann::json j = {{"bench", "cp"},
+                        {"seq", c.seq},
+                        {"hidden", c.hidden},
+                        {"layers", c.layers},
+                        {"heads", c.heads},
+                        {"batch", c.batch},
+                        {"cores", std::thread::hardware_concurrency()},
+                        {"attention_whole_ms", wholeMs},
+                        {"attention_blocks_ms", blocksMs},
+                        {"rows", nlohmann::json::array()}};
+    for (const Row& r : rows)
+      j["rows"].push_back({{"name", r.name},
+                           {"ranks", r.ranks},
+                           {"step_ms", r.stepMs},
+                           {"speedup", serial / r.stepMs},
+                           {"compute_ms_min", r.computeMin},
+                           {"compute_ms_max", r.computeMax},
+                           {"comm_ms", r.commMs},
+                           {"sent_mb", r.sentMb}});
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf(
+      "Context parallelism, GPT T=%d H=%d L=%d heads=%d, global batch %d windows, thread ranks,\n"
+      "%u cores (more ranks than cores take turns). Median of %d steps. Compute: the least and\n"
+      "the most of any rank; comm: mean per rank, waiting in the ring's send/recv included.\n\n",
+      c.seq, c.hidden, c.layers, c.heads, c.batch, std::thread::hardware_concurrency(), steps);
+  std::printf("%-18s %5s %9s %8s %16s %8s %8s\n", "layout", "ranks", "step ms", "speedup",
+              "compute ms min-max", "comm ms", "MB sent");
+  for (const Row& r : rows)
+    std::printf("%-18s %5d %9.1f %7.2fx %7.1f - %-8.1f %8.1f %8.2f\n", r.name.c_str(), r.ranks,
+                r.stepMs, serial / r.stepMs, r.computeMin, r.computeMax, r.commMs, r.sentMb);
+  std::printf(
+      "\nThe kernels differ: serial runs the whole-sequence attention (probabilities stored), cp\n"
+      "the blockwise one (log-sum-exp kept, probabilities recomputed). One layer's attention,\n"
+      "forward + backward, one thread, this shape: whole-sequence %.1f ms, blockwise %.1f ms.\n",
+      wholeMs, blocksMs);
+  return 0;
+}
