@@ -10,6 +10,7 @@
 // tell the kernels' difference from the split's. Try: paralab-bench cp [--seq 1024] [--json]
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -60,18 +61,20 @@ Row measure(const std::string& name, const RunConfig& c, int steps) {
           bench::median(sent)};
 }
 
-// One layer's attention forward and backward on one thread, ms (median of 3): the whole
-// sequence at once (serial's kernels) and the blockwise kernels over the same sequence as one
-// query chunk and one K/V block (the ring's kernels, without the split).
-std::pair<double, double> attentionKernelsMs(int B, int T, int C, int NH) {
+// One layer's attention forward and backward on one thread, ms (median of 3), over the whole
+// sequence: serial's whole-sequence kernels, and the ring's blockwise kernels with the
+// sequence cut into chunks of `chunk` positions (cp 2 zigzag's: T / 4), every query chunk
+// folding in every key chunk as the ring does, so the two do the same work with each kernel.
+std::pair<double, double> attentionKernelsMs(int B, int T, int C, int NH, int chunk) {
   std::mt19937 gen(1);
   std::normal_distribution<float> d(0, 1);
+  const size_t stats = size_t(B) * NH * T;
   std::vector<float> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(size_t(B) * T * C),
-      dqkv(qkv.size()), att(size_t(B) * NH * T * T), scratch(size_t(B) * NH * T),
-      lse(size_t(B) * NH * T), l(lse.size()), D(lse.size()), row(static_cast<size_t>(T));
+      dqkv(qkv.size()), att(size_t(B) * NH * T * T), scratch(stats), lse(stats), l(stats),
+      D(stats), row(static_cast<size_t>(T));
   for (float& x : qkv) x = d(gen);
   for (float& x : dout) x = d(gen);
-  const int hs = C / NH;
+  const int hs = C / NH, chunks = T / chunk;
   const double whole = bench::timeMedian(
       [&] {
         kernels::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
@@ -79,20 +82,38 @@ std::pair<double, double> attentionKernelsMs(int B, int T, int C, int NH) {
                                     att.data(), B, T, C, NH);
       },
       3);
+  // Per window b and query chunk i: rows (b T + i chunk), statistics [heads, chunk] at row x NH.
+  auto eachPair = [&](const std::function<void(int64_t, int, int)>& run) {
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < chunks; ++i)
+        for (int j = 0; j < chunks; ++j) run(int64_t(b) * T + int64_t(i) * chunk, i, j + b * chunks);
+  };
   const double blocks = bench::timeMedian(
       [&] {
-        kernels::attention_blocks_init(out.data(), lse.data(), l.data(), B, T, NH, hs);
-        kernels::attention_block_forward(out.data(), lse.data(), l.data(), row.data(), qkv.data(),
-                                         3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, NH,
-                                         hs, 0, T, 0, T);
-        kernels::attention_blocks_finish(out.data(), lse.data(), out.data(), lse.data(), l.data(),
-                                         B, T, NH, hs);
-        kernels::attention_blocks_delta(D.data(), out.data(), dout.data(), B, T, NH, hs);
+        kernels::attention_blocks_init(out.data(), lse.data(), l.data(), 1, B * T, NH, hs);
+        eachPair([&](int64_t q, int i, int kb) {
+          const float* k = qkv.data() + int64_t(kb) * chunk * 3 * C + C;
+          kernels::attention_block_forward(out.data() + q * C, lse.data() + q * NH,
+                                           l.data() + q * NH, row.data(), qkv.data() + q * 3 * C,
+                                           3 * C, k, k + C, 3 * C, 1, NH, hs, i * chunk, chunk,
+                                           (kb % chunks) * chunk, chunk);
+        });
+        for (int64_t q = 0; q < int64_t(B) * T; q += chunk) {
+          kernels::attention_blocks_finish(out.data() + q * C, lse.data() + q * NH,
+                                           out.data() + q * C, lse.data() + q * NH,
+                                           l.data() + q * NH, 1, chunk, NH, hs);
+          kernels::attention_blocks_delta(D.data() + q * NH, out.data() + q * C,
+                                          dout.data() + q * C, 1, chunk, NH, hs);
+        }
         std::fill(dqkv.begin(), dqkv.end(), 0.0f);
-        kernels::attention_block_backward(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C,
-                                          dout.data(), lse.data(), D.data(), qkv.data(), 3 * C,
-                                          qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, NH, hs, 0,
-                                          T, 0, T);
+        eachPair([&](int64_t q, int i, int kb) {
+          const int64_t k = int64_t(kb) * chunk * 3 * C + C;
+          kernels::attention_block_backward(
+              dqkv.data() + q * 3 * C, dqkv.data() + k, dqkv.data() + k + C, dout.data() + q * C,
+              lse.data() + q * NH, D.data() + q * NH, qkv.data() + q * 3 * C, 3 * C,
+              qkv.data() + k, qkv.data() + k + C, 3 * C, 1, NH, hs, i * chunk, chunk,
+              (kb % chunks) * chunk, chunk);
+        });
       },
       3);
   return {whole * 1e3, blocks * 1e3};
@@ -141,7 +162,8 @@ int benchCp(int argc, char** argv) {
       }
       rows.push_back(measure("cp " + std::to_string(n) + " " + order, p, steps));
     }
-  const auto [wholeMs, blocksMs] = attentionKernelsMs(c.batch, c.seq, c.hidden, c.heads);
+  const int chunk = c.seq / 4;  // cp 2 zigzag's chunk
+  const auto [wholeMs, blocksMs] = attentionKernelsMs(c.batch, c.seq, c.hidden, c.heads, chunk);
   const double serial = rows.front().stepMs;
   if (json) {
     nlohmann::json j = {{"bench", "cp"},
@@ -153,6 +175,7 @@ int benchCp(int argc, char** argv) {
                         {"cores", std::thread::hardware_concurrency()},
                         {"attention_whole_ms", wholeMs},
                         {"attention_blocks_ms", blocksMs},
+                        {"attention_blocks_chunk", chunk},
                         {"rows", nlohmann::json::array()}};
     for (const Row& r : rows)
       j["rows"].push_back({{"name", r.name},
@@ -179,7 +202,8 @@ int benchCp(int argc, char** argv) {
   std::printf(
       "\nThe kernels differ: serial runs the whole-sequence attention (probabilities stored), cp\n"
       "the blockwise one (log-sum-exp kept, probabilities recomputed). One layer's attention,\n"
-      "forward + backward, one thread, this shape: whole-sequence %.1f ms, blockwise %.1f ms.\n",
-      wholeMs, blocksMs);
+      "forward + backward, one thread, this shape: whole-sequence %.1f ms, blockwise %.1f ms\n"
+      "(in chunks of %d positions, cp 2 zigzag's).\n",
+      wholeMs, blocksMs, chunk);
   return 0;
 }
