@@ -93,7 +93,7 @@ class TestLessonDock : public QObject {
   void loadsEveryLesson() {
     LessonDock dock(m_caps, paths());
     QVERIFY2(dock.loadErrors().isEmpty(), qPrintable(dock.loadErrors().join('\n')));
-    QCOMPARE(dock.lessons().size(), 14);
+    QCOMPARE(dock.lessons().size(), 15);
     QCOMPARE(dock.currentLesson(), 0);
     QCOMPARE(dock.currentPage(), 0);
   }
