@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "comm/communicator.h"
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -29,5 +30,8 @@ GpuAvailability gpuAvailability() {
   const kernels::GpuInfo info = kernels::cuda_query_devices();
   return {info.count, info.count > 0 ? info.firstName : "", info.count > 0 ? "" : info.reason};
 }
+
+bool mpiBuilt() { return mpiAvailable(); }
+bool ncclBuilt() { return ncclAvailable(); }
 
 }  // namespace paralab

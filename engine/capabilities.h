@@ -23,4 +23,9 @@ struct GpuAvailability {
 // Asks the CUDA runtime (may take a moment the first time: call it off a GUI thread).
 GpuAvailability gpuAvailability();
 
+// Whether this build can run ranks as processes under mpirun (--backend mpi), and one process
+// per GPU through NCCL (--backend nccl): compiled in, not whether a launcher or GPU is here.
+bool mpiBuilt();
+bool ncclBuilt();
+
 }  // namespace paralab

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/control_channel.h"
 #include "cli/run_options.h"
 #include "comm/communicator.h"
 #include "config.h"
@@ -20,6 +21,7 @@
 #include "metrics/chrome_trace.h"
 #include "metrics/run_record.h"
 #include "platform.h"
+#include "projection/projection.h"
 #include "train/checkpoint.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
@@ -188,6 +190,24 @@ int runLatencySweepCommand(const RunConfig& config, const std::string& spec, boo
   return 0;
 }
 
+// --project GPU:COUNT: the configuration projected onto real GPUs instead of trained
+// (projection/projection.h); every figure printed says "projected".
+int runProjectCommand(const RunConfig& config, const projection::RunProjection& request,
+                      bool json) {
+  try {
+    const projection::Projection p = projection::projectRun(config, request);
+    if (json)
+      std::cout << projection::toJson(p).dump() << '\n';
+    else
+      std::fputs(projection::toText(p).c_str(), stdout);
+  } catch (const ConfigError& e) {
+    return fail(e.what());
+  } catch (const std::exception& e) {
+    return fail(std::string("project: ") + e.what());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,9 +256,57 @@ int main(int argc, char** argv) {
                  "batches the uninterrupted run would have. The model, data set, optimizer, seed "
                  "and global batch must match; the layout (--ranks, --strategy, --zero, --dp, "
                  "--tp, --pp, --ep) may differ: the state is kept in the serial layout");
+  std::string control;
+  app.add_option("--control", control,
+                 std::string("stdin: obey commands read from standard input while training, one "
+                             "a line: ") +
+                     ControlChannel::commandsText() +
+                     ". Under mpirun rank 0 reads them and every rank obeys at the next step "
+                     "boundary; stop (or the end of the input) ends the run after the step in "
+                     "flight, with its summary");
+
+  projection::RunProjection project;
+  CLI::Option* projectFlag = app.add_option(
+      "--project", project.target,
+      "GPU:COUNT (GPU: " + projection::gpuNamesText() +
+          "): project the configuration the other flags describe onto COUNT such GPUs instead "
+          "of training it: memory per GPU, step time split, tokens/s, TFLOP/s per GPU and MFU, "
+          "all projected (--json: one object). Without --microbatches, micro-batches of one "
+          "sample");
+  const CLI::Option* projectOnly[] = {
+      app.add_option("--gpus-per-node", project.gpusPerNode, "N: GPUs per node for --project"),
+      app.add_option("--node-link", project.nodeLink,
+                     "infiniband|ethernet: between the nodes of --project (InfiniBand: the "
+                     "GPU's node adapters; ethernet: resources/links/ethernet.json, one port per "
+                     "node)"),
+      app.add_option("--vocab", project.vocab,
+                     "V: the GPT's vocabulary for --project (default 96; a training run's "
+                     "vocabulary is its data set's characters)"),
+      app.add_option("--precision", project.precision,
+                     "bf16|tf32|fp32: the arithmetic --project assumes (bf16: mixed precision "
+                     "with fp32 master weights)")};
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
   datasetFollowsModel(config, app, configPath);
+  if (projectFlag->count() > 0) {
+    if (!sweep.empty() || latencyFlag->count() > 0 || !tracePath.empty() || !savePath.empty() ||
+        !resumePath.empty() || sample > 0)
+      return fail("project: projects the configuration instead of running it (not with --sweep, "
+                  "--latency-sweep, --trace, --save, --resume or --sample)");
+    project.microBatchesGiven = app.get_option("--microbatches")->count() > 0;
+    if (!configPath.empty()) {  // already read and checked by applyJsonFile
+      std::ifstream in(configPath, std::ios::binary);
+      const nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
+      project.microBatchesGiven |= file.is_object() && file.contains("microbatches");
+    }
+    return runProjectCommand(config, project, json);
+  }
+  for (const CLI::Option* o : projectOnly)
+    if (o->count() > 0)
+      return fail(o->get_name().substr(2) + ": goes with --project GPU:COUNT" +
+                  (o->get_name() == "--vocab"
+                       ? " (a training run's vocabulary is its data set's characters)"
+                       : ""));
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
   // alone runs thread ranks, one per GPU, in this process.
@@ -264,6 +332,10 @@ int main(int argc, char** argv) {
     return fail("sample: generates text with --model gpt (allowed with --model " + config.model +
                 ": 0)");
   if (sample > 0 && (!sweep.empty() || latency)) return fail("sample: follows a training run");
+  if (!control.empty() && control != "stdin")
+    return fail("control: '" + control + "' is not a channel (allowed: stdin)");
+  if (!control.empty() && (!sweep.empty() || latency))
+    return fail("control: drives a training run (not a sweep)");
   if (sample > 0 && config.hasExperts() && config.ep > 1)
     return fail("sample: generates on one rank, and --ep " + std::to_string(config.ep) +
                 " spreads the experts over ranks (allowed with --ep 1)");
@@ -355,7 +427,10 @@ int main(int argc, char** argv) {
       std::printf("Resumed from %s at step %lld; steps %lld to %d follow\n", resumePath.c_str(),
                   (long long)first, (long long)first + 1, config.steps);
     RunSummary summary;
+    std::unique_ptr<ControlChannel> channel;
+    if (!control.empty()) channel = std::make_unique<ControlChannel>(root, mpiJob, json);
     for (int64_t s = first; s < config.steps; ++s) {
+      if (channel && !channel->beforeStep(trainer)) break;  // stopped: the summary follows
       const StepMetrics m = trainer.step();
       summary.add(m);
       if (!root) {
@@ -409,10 +484,10 @@ int main(int argc, char** argv) {
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
       const std::string after =
-          first > 0 ? " (" + std::to_string(config.steps - first) + " after resuming)" : "";
-      std::printf("done: %d steps%s, final loss %.4f, %.2f ms/step, %.0f samples/s, model "
+          first > 0 ? " (" + std::to_string(trainer.stepsDone() - first) + " after resuming)" : "";
+      std::printf("done: %lld steps%s, final loss %.4f, %.2f ms/step, %.0f samples/s, model "
                   "arithmetic %.2f GFLOP/s%s\n",
-                  config.steps, after.c_str(), summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
+                  (long long)trainer.stepsDone(), after.c_str(), summary.finalLoss, summary.meanStepMs(), summary.samplesPerS(),
                   summary.modelGflops(),
                   summary.testAccuracy
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()

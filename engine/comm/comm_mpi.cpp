@@ -48,6 +48,9 @@ bool mpiAvailable() { return false; }
 std::unique_ptr<Communicator> makeMpiWorld(CommOptions) {
   throw CommError("backend: ParaLab was built without MPI (install libopenmpi-dev and rebuild)");
 }
+std::string mpiBroadcastText(const std::string&) {
+  throw CommError("backend: ParaLab was built without MPI (install libopenmpi-dev and rebuild)");
+}
 
 #else
 
@@ -459,6 +462,38 @@ class MpiComm final : public Communicator {
 };
 
 bool mpiCallsFromAnyThread() { return g_serialized; }
+
+// [SECTION] Control messages (paralab-run --control): not training traffic, so outside the
+// accounting. A process waits for rank 0 with non-blocking calls and sleeps between polls: a
+// paused job idles instead of spinning, and no deadline applies (a pause may last hours; a
+// process that dies ends the job through mpirun).
+namespace {
+
+void waitAsleep(MPI_Request* request) {
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    // The first ~100 polls spin (a step boundary costs microseconds); then 1 ms naps.
+    if (polls >= 100) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+std::string mpiBroadcastText(const std::string& text) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int len = rank == 0 ? icount(static_cast<int64_t>(text.size()), "control") : 0;
+  MPI_Request request;
+  MPI_Ibcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  waitAsleep(&request);
+  if (len == 0) return {};
+  std::string out = rank == 0 ? text : std::string(static_cast<size_t>(len), '\0');
+  MPI_Ibcast(out.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD, &request);
+  waitAsleep(&request);
+  return out;
+}
 
 std::unique_ptr<Communicator> makeMpiWorld(CommOptions options) {
   if (options.link != "none")

@@ -271,6 +271,11 @@ int mpiLocalRank(int fallback);
 // MPI_COMM_WORLD as a Communicator. Initialises MPI if needed (and finalises it at exit).
 // Throws CommError without MPI or with a link profile (emulation is ThreadComm's).
 std::unique_ptr<Communicator> makeMpiWorld(CommOptions options = {});
+// Collective over the MPI job (MPI_COMM_WORLD, after makeMpiWorld): world rank 0's `text` on
+// every process, outside any accounting (a control message, not training traffic: paralab-run
+// --control). Costs one 4-byte broadcast when `text` is empty, a second one with the text when
+// not. Waiting processes sleep between polls, with no deadline. Throws CommError without MPI.
+std::string mpiBroadcastText(const std::string& text);
 
 // [SECTION] One rank per GPU, one process each, under mpirun: rank r uses local GPU
 // (local rank) and the NCCL unique id travels by MPI_Bcast. Host buffers go through MpiComm.

@@ -48,7 +48,42 @@ bool endsEarly(const std::string& line) {
   return false;
 }
 
+// A line's object: a step to `onStep`, or the summary's settings into `config`.
+std::string readObject(const nlohmann::json& j, const std::function<void(const StepMetrics&)>& onStep,
+                       RunConfig* config, bool* isSummary) {
+  *isSummary = false;
+  try {
+    if (j.value("summary", false)) {
+      if (!j.contains("config")) return "the summary has no \"config\"";
+      // The summary says its schema as every step does; one this build does not know could
+      // mean other settings than these names.
+      if (const int schema = j.value("schema", kMetricsSchema);
+          schema < 1 || schema > kMetricsSchema)
+        return schemaRefusal(schema);
+      RunConfig c;
+      applyJson(c, j.at("config"));
+      *config = c;
+      *isSummary = true;
+    } else {
+      onStep(stepMetricsFromJson(j));
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string readRecordedLine(const std::string& line,
+                             const std::function<void(const StepMetrics&)>& onStep,
+                             RunConfig* config, bool* isSummary) {
+  *isSummary = false;
+  if (line.find_first_not_of(" \t\r") == std::string::npos) return {};
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "not a JSON object (allowed: the lines paralab-run --json prints)";
+  return readObject(j, onStep, config, isSummary);
+}
 
 std::string readRecordedRun(std::istream& in, const std::function<void(const StepMetrics&)>& onStep,
                             RunConfig* config, bool* hasSettings, int64_t* incompleteLine) {
@@ -74,25 +109,13 @@ std::string readRecordedRun(std::istream& in, const std::function<void(const Ste
       }
       return notAnObject(n);
     }
-    try {
-      if (j.value("summary", false)) {
-        if (!j.contains("config")) return where + "the summary has no \"config\"";
-        // The summary says its schema as every step does; one this build does not know could
-        // mean other settings than these names.
-        if (const int schema = j.value("schema", kMetricsSchema);
-            schema < 1 || schema > kMetricsSchema)
-          return where + schemaRefusal(schema);
-        RunConfig c;
-        applyJson(c, j.at("config"));
-        *config = c;
-        *hasSettings = true;
-      } else {
-        onStep(stepMetricsFromJson(j));
-        ++steps;
-      }
-    } catch (const std::exception& e) {
-      return where + e.what();
-    }
+    bool summary = false;
+    if (const std::string err = readObject(j, onStep, config, &summary); !err.empty())
+      return where + err;
+    if (summary)
+      *hasSettings = true;
+    else
+      ++steps;
   }
   if (in.bad()) return "the file could not be read";
   if (cut > 0 && steps == 0)

@@ -48,4 +48,12 @@ std::string readRecordedRun(std::istream& in, const std::function<void(const Ste
                             RunConfig* config, bool* hasSettings,
                             int64_t* incompleteLine = nullptr);
 
+// One line of a recorded run, read as readRecordedRun reads it, for lines that arrive one at a
+// time (the window's MPI jobs): a step goes to `onStep`; the summary's settings go into `config`
+// and set `*isSummary`. A blank line is neither. Returns "" or why the line cannot be read
+// (without readRecordedRun's "line N: ").
+std::string readRecordedLine(const std::string& line,
+                             const std::function<void(const StepMetrics&)>& onStep,
+                             RunConfig* config, bool* isSummary);
+
 }  // namespace paralab

@@ -1,0 +1,179 @@
+// The compute part of the projection (compute_model.h): a block's operations, their FLOPs and
+// bytes, and their roofline time. See tests/engine/tst_projection.cpp.
+#include "projection/compute_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace paralab::projection {
+
+Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
+  Roofline r;
+  r.peakFlops = gpu.peakFlops(p);
+  r.matmulFraction = gpu.matmulFraction();
+  r.bytesPerS = gpu.hbmGBps * 1e9 * kHbmFraction;
+  r.sms = gpu.sms;
+  r.elementBytes = projection::elementBytes(p);
+  return r;
+}
+
+double waveEfficiency(double m, double n, double count, int sms) {
+  if (sms <= 0) return 1;
+  const double tiles = std::ceil(m / kTileRows) * std::ceil(n / kTileCols) * std::max(1.0, count);
+  const double waves = std::ceil(tiles / sms);
+  return tiles / (waves * sms);
+}
+
+OpCost gemmCost(const Roofline& r, std::string name, double m, double n, double k, double count) {
+  OpCost op;
+  op.name = std::move(name);
+  op.gemm = true;
+  op.m = m, op.n = n, op.k = k, op.count = count;
+  op.flops = 2 * m * n * k * count;
+  // Each operand read once and the output written once: the least traffic a GEMM can have.
+  op.bytes = double(r.elementBytes) * count * (m * k + k * n + m * n);
+  const double computeS = op.flops / (r.gemmFlops() * waveEfficiency(m, n, count, r.sms));
+  const double memoryS = op.bytes / r.bytesPerS;
+  op.computeBound = computeS >= memoryS;
+  op.seconds = std::max(computeS, memoryS);
+  return op;
+}
+
+OpCost elementwiseCost(const Roofline& r, std::string name, double bytes) {
+  OpCost op;
+  op.name = std::move(name);
+  op.bytes = bytes;
+  op.seconds = bytes / r.bytesPerS;
+  return op;
+}
+
+double totalSeconds(const std::vector<OpCost>& ops) {
+  double s = 0;
+  for (const OpCost& op : ops) s += op.seconds;
+  return s;
+}
+
+double totalFlops(const std::vector<OpCost>& ops) {
+  double f = 0;
+  for (const OpCost& op : ops) f += op.flops;
+  return f;
+}
+
+namespace {
+
+// Attention's core on this GPU: heads / tp heads of each of b sequences; its s / cp queries
+// against all s keys. Scores and probabilities: (heads / tp) s values per query token.
+void attentionCore(const Roofline& r, const BlockWork& w, std::vector<OpCost>& ops) {
+  const double e = r.elementBytes, T = w.tokens(), s = w.seq, cp = w.cp;
+  const double headsHere = double(w.heads) / w.tp, dh = double(w.hidden) / w.heads;
+  const double scores = headsHere * s * T;
+  ops.push_back(gemmCost(r, "attention scores QK^T", s / cp, s, dh, w.microBatch * headsHere));
+  ops.push_back(elementwiseCost(r, "scale, mask, softmax", 2 * e * scores));
+  // Dropout reads and writes each probability and writes its 1-byte mask.
+  if (w.dropout) ops.push_back(elementwiseCost(r, "attention dropout", (2 * e + 1) * scores));
+  ops.push_back(gemmCost(r, "attention weighted sum PV", s / cp, dh, s, w.microBatch * headsHere));
+}
+
+}  // namespace
+
+std::vector<OpCost> attentionCoreForward(const Roofline& r, const BlockWork& w) {
+  std::vector<OpCost> ops;
+  if (w.attention) attentionCore(r, w, ops);
+  return ops;
+}
+
+std::vector<OpCost> blockForward(const Roofline& r, const BlockWork& w) {
+  const double e = r.elementBytes, T = w.tokens(), h = w.hidden, t = w.tp;
+  const double f = w.ffnMultiple;
+  // Without sequence parallelism every tp rank repeats the LayerNorms, dropouts and residual
+  // adds on the whole hidden width; with it, each does 1/tp of the tokens.
+  const double shared = w.sequenceParallel ? t : 1;
+  // Residual add: read the branch and the stream, write the stream; dropout adds its mask.
+  const double residual = (3 * e + (w.dropout ? 1 : 0)) * h * T / shared;
+  const double layerNorm = 2 * e * h * T / shared;
+  std::vector<OpCost> ops;
+  if (w.attention) {
+    ops.push_back(elementwiseCost(r, "LayerNorm 1", layerNorm));
+    ops.push_back(gemmCost(r, "QKV projection", T, 3 * h / t, h));
+    attentionCore(r, w, ops);
+    ops.push_back(gemmCost(r, "attention output projection", T, h, h / t));
+    ops.push_back(elementwiseCost(r, "residual add (attention)", residual));
+  }
+  ops.push_back(elementwiseCost(r, w.attention ? "LayerNorm 2" : "LayerNorm", layerNorm));
+  if (w.experts > 0) {
+    // Each token to its top-k experts: k T rows through the experts this GPU holds (balanced
+    // routing), then the k results weighted back into one row.
+    const double rows = T * w.topk;
+    ops.push_back(gemmCost(r, "router", T, w.experts, h));
+    ops.push_back(gemmCost(r, "expert fc1", rows, f * h / t, h));
+    ops.push_back(elementwiseCost(r, "expert GELU", 2 * e * f * h / t * rows));
+    ops.push_back(gemmCost(r, "expert fc2", rows, h, f * h / t));
+    ops.push_back(elementwiseCost(r, "combine top-k", (w.topk + 1) * e * h * T));
+  } else {
+    ops.push_back(gemmCost(r, "FFN fc1", T, f * h / t, h));
+    ops.push_back(elementwiseCost(r, "bias + GELU", 2 * e * f * h / t * T));
+    ops.push_back(gemmCost(r, "FFN fc2", T, h, f * h / t));
+  }
+  ops.push_back(elementwiseCost(r, w.attention ? "residual add (FFN)" : "residual add", residual));
+  return ops;
+}
+
+std::vector<OpCost> blockBackward(const Roofline& r, const BlockWork& w) {
+  std::vector<OpCost> ops;
+  for (const OpCost& op : blockForward(r, w)) {
+    if (op.gemm) {
+      // C = A B (m x k by k x n): dA = dC B^T (m x n by n x k), dB = A^T dC (k x m by m x n).
+      ops.push_back(gemmCost(r, op.name + " input grad", op.m, op.k, op.n, op.count));
+      ops.push_back(gemmCost(r, op.name + " weight grad", op.k, op.n, op.m, op.count));
+    } else {
+      ops.push_back(elementwiseCost(r, op.name + " backward", 2 * op.bytes));
+    }
+  }
+  return ops;
+}
+
+std::vector<OpCost> firstEnd(const Roofline& r, const EndsWork& w) {
+  const double e = r.elementBytes, T = w.samples * w.seq / w.cp, h = w.hidden;
+  std::vector<OpCost> ops;
+  if (!w.gpt) {
+    // The input layer: forward and its weight gradient (nothing needs the pixels' gradient).
+    ops.push_back(gemmCost(r, "input layer", w.samples, h / w.tp, w.input));
+    ops.push_back(gemmCost(r, "input layer weight grad", w.input, h / w.tp, w.samples));
+    return ops;
+  }
+  // Forward reads a token row and a position row and writes their sum; backward adds the
+  // gradient rows into both tables.
+  ops.push_back(elementwiseCost(r, "token + position embedding", 2 * 3 * e * h * T));
+  return ops;
+}
+
+std::vector<OpCost> lastEnd(const Roofline& r, const EndsWork& w) {
+  const double e = r.elementBytes, T = w.samples * w.seq / w.cp, h = w.hidden;
+  std::vector<OpCost> ops;
+  const auto withBackward = [&](const std::string& name, double m, double n, double k) {
+    ops.push_back(gemmCost(r, name, m, n, k));
+    ops.push_back(gemmCost(r, name + " input grad", m, k, n));
+    ops.push_back(gemmCost(r, name + " weight grad", k, n, m));
+  };
+  const double outputs = w.gpt ? double(w.vocab) / w.tp : double(w.classes);
+  const double rows = w.gpt ? T : w.samples;
+  if (w.gpt)
+    ops.push_back(elementwiseCost(r, "final LayerNorm (forward and backward)", 3 * 2 * e * h * T));
+  withBackward(w.gpt ? "output head (logits)" : "output head", rows, outputs, h);
+  // Softmax cross-entropy in fp32: forward reads the logits and writes fp32 probabilities,
+  // backward reads them and writes the logits' gradient.
+  ops.push_back(elementwiseCost(r, "softmax cross-entropy (forward and backward)",
+                                2 * (e + 4) * outputs * rows));
+  return ops;
+}
+
+double narayananStepFlops(double B, double s, double l, double h, double V) {
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+
+double modelFlopsPerToken(double activeParameters, int layers, int hidden, int seq,
+                          bool attention) {
+  return 6 * activeParameters + (attention ? 12.0 * layers * hidden * double(seq) : 0.0);
+}
+
+}  // namespace paralab::projection

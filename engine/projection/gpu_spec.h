@@ -1,0 +1,53 @@
+// GpuSpec: one GPU kind as its vendor's datasheet gives it (peak dense FLOP/s per precision, HBM
+// size and bandwidth, NVLink, SMs), its measured maximum matmul rate, and the node it ships in
+// (GPUs per node and the node's network adapters), read from resources/gpus/<name>.json. Each
+// file names its sources. See tests/engine/tst_projection.cpp and `paralab-run --project`.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace paralab::projection {
+
+// The arithmetic a projected run does: bf16 GEMMs with fp32 master weights (mixed precision,
+// Micikevicius et al. 2018), TF32 tensor-core GEMMs on fp32 tensors, or plain fp32 (the engine's
+// own arithmetic, as it runs on a CPU).
+enum class Precision { Bf16Mixed, Tf32, Fp32 };
+Precision parsePrecision(const std::string& name);  // "bf16" | "tf32" | "fp32"; throws ConfigError
+const char* precisionName(Precision p);
+// Bytes of one activation (and of one parameter or gradient as the GEMMs read it).
+int elementBytes(Precision p);
+
+struct GpuSpec {
+  std::string name;                                       // the file stem: "a100-80gb"
+  std::string title;                                      // "NVIDIA A100 80GB SXM"
+  std::string source;                                     // where the figures come from
+  double bf16Tflops = 0, tf32Tflops = 0, fp32Tflops = 0;  // dense peak, 1e12 FLOP/s
+  double matmulTflopsBf16 = 0;  // measured maximum achievable bf16 matmul rate
+  double hbmGB = 0;             // memory, 1e9 bytes (the datasheet's GB)
+  double hbmGBps = 0;           // memory bandwidth, 1e9 bytes/s
+  double nvlinkGBps = 0;        // NVLink per direction per GPU, 1e9 bytes/s
+  int sms = 0;                  // streaming multiprocessors (GEMM tiles run one per SM at a time)
+  // The node it ships in: network adapters for the compute fabric and their rate.
+  std::string nodeTitle;  // "DGX A100"
+  int nodeGpus = 8;       // GPUs in that node
+  int nodeNics = 0;
+  double nicGBps = 0;    // per adapter per direction, 1e9 bytes/s
+  std::string nicTitle;  // "InfiniBand HDR 200 Gb/s, one adapter per GPU"
+
+  double peakFlops(Precision p) const;  // FLOP/s
+  // The measured matmul rate as a fraction of the bf16 peak: what large GEMMs really reach
+  // (clocks under the power limit, tile scheduling). Applied to every precision's peak.
+  double matmulFraction() const { return matmulTflopsBf16 / bf16Tflops; }
+  double hbmBytes() const { return hbmGB * 1e9; }
+  // One GPU's share of its node's network adapters, per direction, 1e9 bytes/s.
+  double networkGBpsPerGpu() const { return nicGBps * nodeNics / nodeGpus; }
+};
+
+// The GPU kinds in resources/gpus, sorted: "a100-80gb, h100-sxm, h200".
+std::vector<std::string> gpuNames();
+std::string gpuNamesText();
+// Reads resources/gpus/<name>.json; throws ConfigError "project: unknown GPU 'x' (allowed:
+// ...)" or naming the file and the field that is missing or malformed.
+GpuSpec loadGpu(const std::string& name);
+
+}  // namespace paralab::projection

@@ -1,0 +1,36 @@
+// The pipeline part of the projection: how long m micro-batches take through p stages under
+// GPipe (Huang et al. 2019: all forwards, then all backwards) or 1F1B (PipeDream-Flush,
+// Narayanan et al. 2021 §2.2.1), optionally interleaved over v model chunks per GPU (§2.2.2),
+// the bubble, and how many micro-batches' activations a stage holds at once. See
+// tests/engine/tst_projection.cpp (bubbleIsTheFillAndDrain).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace paralab::projection {
+
+enum class Schedule { GPipe, OneFOneB };
+Schedule parseSchedule(const std::string& name);  // "gpipe" | "1f1b"; throws ConfigError
+const char* scheduleName(Schedule s);
+
+// The bubble's share of the step for equal stages: (p - 1) / (m + p - 1), the same for GPipe
+// and 1F1B; interleaving v chunks divides the bubble by v: ((p - 1) / v) / (m + (p - 1) / v).
+double bubbleFraction(int p, int m, int v = 1);
+
+struct PipelineTime {
+  double total = 0;   // seconds from the first forward to the last backward
+  double bubble = 0;  // of which the busiest stage idles
+};
+// `slot[k]`: stage k's forward and backward of one micro-batch (seconds, its communication on
+// the critical path included). The busiest stage works m slots; the others' fill and drain add
+// (sum - max) / v: total = m max + (sum - max) / v, which for p equal slots is
+// (m + (p - 1) / v) slot.
+PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v = 1);
+
+// Micro-batches whose activations stage k (0-based) of p holds at its peak: GPipe keeps all m;
+// 1F1B keeps at most p - k (the first stage p, the last one); interleaving adds the chunks in
+// flight during warm-up: stage 0 holds p (1 + (p - 1) / (p v)) micro-batches' worth (Narayanan
+// et al. 2021 §2.2.2), spread over its v chunks.
+double microBatchesInFlight(Schedule s, int p, int m, int k, int v = 1);
+
+}  // namespace paralab::projection
