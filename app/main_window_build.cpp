@@ -29,6 +29,7 @@
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "panels/lesson_dock.h"
+#include "panels/projection_panel.h"
 #include "panels/sweep_panel.h"
 #include "theme.h"
 
@@ -109,6 +110,12 @@ void MainWindow::createMenus() {
   run->addActions({m_start, m_pause, m_step, m_reset});
   run->addSeparator();
   run->addAction(m_sweepAction);
+  QAction* project = run->addAction(tr("&Project to a Cluster…"), this, [this] {
+    openProjectionPanel(this, [this] { return m_configPanel->config(); });
+  });
+  project->setObjectName("projectAction");
+  project->setStatusTip(tr("These settings, or a published model, projected to a cluster of real "
+                           "GPUs: memory, step time, MFU (projected, not measured)"));
 
   m_viewMenu = menuBar()->addMenu(tr("&View"));
   QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
