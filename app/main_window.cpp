@@ -223,7 +223,7 @@ QString MainWindow::measuringNow() const {
 void MainWindow::start() {
   if (!measuringNow().isEmpty()) return;  // updateActions says why
   if (m_showingRun && m_state == RunState::Paused) {
-    m_session.resume();
+    resumeRun();
     poll();
     return;
   }
@@ -233,14 +233,14 @@ void MainWindow::start() {
 
 void MainWindow::pause() {
   if (!m_showingRun) return;
-  m_session.pause();
+  pauseRun();
   poll();
 }
 
 void MainWindow::step() {
   if (!measuringNow().isEmpty()) return;
   if (m_showingRun && isActive(m_state)) {
-    m_session.stepOnce();
+    stepRun();
     poll();
     return;
   }
@@ -248,7 +248,7 @@ void MainWindow::step() {
 }
 
 void MainWindow::reset() {
-  m_session.stop();
+  stopRun();
   m_pollTimer.stop();
   m_applyTimer.stop();
   m_showingRun = false;
@@ -306,22 +306,23 @@ void MainWindow::showRecordedRun(const QString& file, const RunConfig* config,
 
 bool MainWindow::startNewRun(bool paused) {
   const RunConfig config = m_configPanel->config();
-  const std::string err = m_session.start(config, paused);
+  const std::string err = startRun(config, paused);
   if (!err.empty()) {
     showError(QString::fromStdString(err));
     emit runEnded(false, QString::fromStdString(err));
     return false;
   }
-  if (paused) m_session.stepOnce();  // loads, does one step, then waits
+  if (paused) stepRun();  // loads, does one step, then waits
   // The run now drawn stays under the new one, faded, for comparison.
   if (auto* loss = m_hub->find<LossChart>(); loss && !m_history.isEmpty())
     loss->keepAsOverlay(LossChart::runLabel(m_runConfig));
   // Only the run id: asking from past the end copies no steps.
-  m_runId = m_session.snapshot(std::numeric_limits<int64_t>::max()).runId;
+  m_runId = runSnapshot(std::numeric_limits<int64_t>::max()).runId;
   m_seen = 0;
   m_showingRun = true;
   m_state = RunState::Loading;
   m_runConfig = config;
+  m_jobModelled = false;
   m_runError.clear();
   m_liveNote.clear();
   m_changes.clear();
@@ -342,11 +343,11 @@ bool MainWindow::startNewRun(bool paused) {
 
 void MainWindow::poll() {
   if (!m_showingRun) return;
-  Snapshot s = m_session.snapshot(m_seen, TimelineChart::kSteps);
+  Snapshot s = runSnapshot(m_seen);
   if (s.runId != m_runId) {  // someone started another run: show that one from its start
     m_runId = s.runId;
     m_history.clear();
-    s = m_session.snapshot(0, TimelineChart::kSteps);
+    s = runSnapshot(0);
   }
   // The steps go to the history (and its run file); the session need not keep them.
   if (!s.steps.empty() && s.steps.front().step > m_history.lastStep() + 1)
@@ -356,9 +357,16 @@ void MainWindow::poll() {
   for (const StepMetrics& m : s.steps) m_history.append(m);
   if (!s.steps.empty()) m_history.flush();
   m_seen = s.stepsDone;
-  m_session.release(m_seen);
+  releaseRun(m_seen);
   m_parameterCount = s.parameterCount;
   if (!s.steps.empty()) m_lastStep = s.steps.back();
+  // A job's bytes may be moved unseen by the library (MPI's collectives): its steps say so, and
+  // the charts and CSVs say it as they do for the same run opened from its file.
+  if (m_onJob && !s.steps.empty() && bytesModelled(s.steps.back()) != m_jobModelled) {
+    m_jobModelled = !m_jobModelled;
+    m_hub->setSubtitle(describe(s.config) + (m_jobModelled ? tr(" · bytes modelled") : QString()),
+                       runLabels(s.config, m_jobModelled));
+  }
   noteRunConfig(s);
   if (!s.steps.empty()) m_hub->show(m_history, s);
   if (const QString err = m_history.runFileError(); !err.isEmpty() && err != m_runFileError)
@@ -400,7 +408,7 @@ void MainWindow::applyLiveChanges() {
     m_liveNote.clear();
     return updateConfigNote();
   }
-  const std::string err = m_session.reconfigure(wanted);
+  const std::string err = reconfigureRun(wanted);
   m_liveNote = err.empty()
                    ? tr("Applying to the running training after the step in flight…")
                    : tr("Not applied to the running training: %1").arg(QString::fromStdString(err));
@@ -421,7 +429,8 @@ void MainWindow::noteRunConfig(const Snapshot& s) {
     m_history.addChange(s.configStep, change);
     m_liveNote = tr("Applied after step %1: %2").arg(s.configStep).arg(change);
     m_liveNoteWarns = false;
-    m_hub->setSubtitle(describe(s.config), runLabels(s.config, false));
+    m_hub->setSubtitle(describe(s.config) + (m_jobModelled ? tr(" · bytes modelled") : QString()),
+                       runLabels(s.config, m_onJob && m_jobModelled));
   }
   m_runConfig = s.config;
   if (!change.isEmpty() || !s.notice.empty()) updateConfigNote();

@@ -31,6 +31,7 @@ class ConfigPanel;
 class LessonDock;
 class SweepPanel;
 class BenchRunner;
+class JobRunner;
 class WelcomePage;
 
 class MainWindow : public QMainWindow {
@@ -47,6 +48,8 @@ class MainWindow : public QMainWindow {
   SweepPanel* sweepPanel() const { return m_sweepPanel; }
   LessonDock* lessonDock() const { return m_lessonDock; }
   BenchRunner* benchRunner() const { return m_benchRunner; }
+  // Runs whose ranks are processes (Execution: MPI processes or NCCL) are mpirun jobs.
+  JobRunner* jobRunner() const { return m_job; }
   ChartHub* chartHub() const { return m_hub; }
   QList<Chart*> charts() const;
   Chart* currentChart() const { return m_currentChart; }
@@ -148,8 +151,21 @@ class MainWindow : public QMainWindow {
   void showRecordedRun(const QString& file, const RunConfig* config, const StepMetrics& last);
   void saveConfig();
   void showError(const QString& message);
+  // [SECTION] main_window_jobs.cpp: where the run shown trains, the session (thread ranks) or
+  // an mpirun job (MPI processes, NCCL), behind one set of commands.
+  std::string startRun(const RunConfig& config, bool paused);  // "" or why it cannot start
+  void pauseRun();
+  void resumeRun();
+  void stepRun();
+  void stopRun();
+  std::string reconfigureRun(const RunConfig& config);
+  Snapshot runSnapshot(int64_t fromStep);
+  void releaseRun(int64_t step);
 
   Session m_session;
+  JobRunner* m_job = nullptr;  // the run shown is its job when m_onJob (main_window_jobs.cpp)
+  bool m_onJob = false;
+  bool m_jobModelled = false;  // its steps' bytes are modelled (MPI's own collectives)
   QTimer m_pollTimer{this};   // a child, so tests can find it by name
   QTimer m_applyTimer{this};  // debounces live reconfiguration
   MetricHistory m_history;

@@ -170,13 +170,16 @@ std::vector<Setting> coreSettings() {
                             "it does.")
                   .oneOf(kernelChoices, "device"));
   t.push_back(field("backend", &RunConfig::backend)
-                  .in(kExecution, "Backend")
+                  .in(kExecution, "Ranks run as")
                   .describe("How ranks are made and talk",
                             "thread: ranks as threads of this process; mpi: one process each, "
-                            "under mpirun; nccl: --device cuda, one rank per GPU.")
-                  .oneOf({{"thread", "", ""}, {"mpi", "", ""}, {"nccl", "", ""}})
-                  .fixedPerRun()
-                  .notInWindow());
+                            "under mpirun; nccl: --device cuda, one rank per GPU. The window "
+                            "launches mpi and nccl runs as mpirun jobs of paralab-run.")
+                  .oneOf({{"thread", "Threads", "Ranks as threads of this process"},
+                          {"mpi", "MPI processes", "One process per rank, launched by mpirun"},
+                          {"nccl", "NCCL, a process per GPU",
+                           "One process per GPU under mpirun, talking through NCCL"}})
+                  .fixedPerRun());
   t.push_back(field("ranks", &RunConfig::ranks)
                   .in(kExecution, "Ranks")
                   .describe("Ranks in all: how many workers train together (the world size)",

@@ -91,10 +91,12 @@ void settingsSection(QStringList& md, const RunReport& r) {
                                                           .arg(c.topk)
                                                     : QString())
                           : QObject::tr("MLP, ")) +
-          QObject::tr("H = %1, L = %2, P = %3 parameters")
+          // A job's or a recorded run's lines do not carry P: said, rather than "P = 0".
+          (r.parameterCount > 0 ? QObject::tr("H = %1, L = %2, P = %3 parameters")
+                                : QObject::tr("H = %1, L = %2, P not in the run's lines%3"))
               .arg(c.hidden)
               .arg(c.layers)
-              .arg(count(r.parameterCount)));
+              .arg(r.parameterCount > 0 ? count(r.parameterCount) : QString()));
   row(QObject::tr("Data"),
       QObject::tr("%1, global batch %2").arg(str(c.dataset)).arg(c.globalBatch()));
   row(QObject::tr("Training"),

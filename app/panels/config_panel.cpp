@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "capabilities.h"
+#include "job_command.h"
+#include "panels/job_fields.h"
 #include "schema.h"
 
 namespace paralab {
@@ -73,6 +75,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
       connect(edit, &QLineEdit::editingFinished, this, &ConfigPanel::onChanged);
   }
   connect(m_execution, &QComboBox::currentIndexChanged, this, &ConfigPanel::onExecutionChanged);
+  connect(m_jobFields, &JobFields::hostsChanged, this, &ConfigPanel::onChanged);
   probeGpu();
 }
 
@@ -164,6 +167,7 @@ void ConfigPanel::buildControls() {
       addRow(s.type == SettingType::Switch ? QString() : qs(s.label), c.widget);
       m_controls.append(c);
     }
+    if (group == "Execution") addRow(QString(), m_jobFields = new JobFields);
     if (form->rowCount() == 0) {  // a group with no control in the window
       delete box;
       continue;
@@ -174,6 +178,16 @@ void ConfigPanel::buildControls() {
   m_ranks = findChild<QSpinBox*>("ranks");
   auto* device = findChild<QComboBox*>("device");
   setItemEnabled(device, device->findData("cuda"), false, tr("Looking for a GPU…"));
+  // Ranks as processes need this build's MPI and an mpirun; NCCL a GPU too (probeGpu).
+  auto* backend = findChild<QComboBox*>("backend");
+  const QString noMpi = !mpiBuilt()                 ? tr("this build has no MPI")
+                        : mpirunProgram().isEmpty() ? tr("mpirun was not found (install OpenMPI)")
+                                                    : QString();
+  setItemEnabled(backend, backend->findData("mpi"), noMpi.isEmpty(), noMpi);
+  setItemEnabled(backend, backend->findData("nccl"), false,
+                 !noMpi.isEmpty() ? noMpi
+                 : !ncclBuilt()   ? tr("this build has no NCCL")
+                                  : tr("Looking for a GPU…"));
 }
 
 // [SECTION] Values
@@ -300,7 +314,14 @@ void ConfigPanel::updateAvailability() {
   }
   // The device's own reason (no GPU) stays on its tooltip.
   if (!m_gpuReason.isEmpty()) setGpuReason(m_gpuReason);
+  // A job's hosts and launcher command, under the choice that makes one.
+  const bool job = effect.config.backend != "thread";
+  if (QFormLayout* form = m_formOf.value(m_jobFields)) form->setRowVisible(m_jobFields, job);
+  if (job) m_jobFields->showCommand(effect.config);
 }
+
+QString ConfigPanel::hosts() const { return m_jobFields->hosts(); }
+void ConfigPanel::setHosts(const QString& hosts) { m_jobFields->setHosts(hosts); }
 
 void ConfigPanel::showValidation() {
   const QString p = problem();
@@ -365,6 +386,10 @@ void ConfigPanel::probeGpu() {
                 tr("%n GPU(s): %1; rank r computes on GPU r mod %n", "", count).arg(name));
           else
             setGpuReason(reason);
+          auto* backend = findChild<QComboBox*>("backend");
+          if (mpiBuilt() && ncclBuilt() && !mpirunProgram().isEmpty())
+            setItemEnabled(backend, backend->findData("nccl"), count > 0,
+                           count > 0 ? tr("%n process(es), one per GPU", "", count) : reason);
         },
         Qt::QueuedConnection);
   });

@@ -21,6 +21,7 @@ class QSpinBox;
 
 namespace paralab {
 
+class JobFields;
 struct Setting;
 
 class ConfigPanel : public QWidget {
@@ -41,6 +42,10 @@ class ConfigPanel : public QWidget {
   // validate()'s line for the settings shown ("" when they can run), naming the control.
   QString problem() const;
   bool isValid() const { return problem().isEmpty(); }
+  // Ranks as processes (Ranks run as: MPI processes, NCCL): the hosts mpirun uses ("" this
+  // machine, a hostfile's path, or a host list), beside the launcher command (job_fields.h).
+  QString hosts() const;
+  void setHosts(const QString& hosts);
   // A note under the controls, e.g. what live reconfiguration did ("" hides it).
   void setNote(const QString& note, bool warning = false);
   QString note() const;
@@ -79,6 +84,7 @@ class ConfigPanel : public QWidget {
   QHash<QWidget*, QFormLayout*> m_formOf;       // for labels and row visibility
   QHash<QComboBox*, std::string> m_choicesFor;  // the followed value a combo was filled for
   QComboBox* m_execution = nullptr;             // Serial / Parallel: the window's own switch
+  JobFields* m_jobFields = nullptr;             // hosts and launcher command of a job
   QSpinBox* m_ranks = nullptr;
   int m_parallelRanks = 4;  // what Parallel brings back
   QLabel* m_problem;        // validate()'s message, when there is one

@@ -1,0 +1,321 @@
+// JobRunner: a run of processes under mpirun, driven over the launcher's stdin and read from its
+// stdout (see job_runner.h). See tests/app/tst_window_jobs.cpp.
+#include "job_runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <QDir>
+#include <QFile>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <algorithm>
+
+#include "metrics/run_record.h"
+#include "schema.h"
+
+namespace paralab {
+
+// [SECTION] One launch: the launcher process, its group, and the token its processes carry.
+
+class JobLaunch : public QObject {
+ public:
+  explicit JobLaunch(QObject* parent) : QObject(parent) {
+    token = QString("%1-%2").arg(getpid()).arg(QRandomGenerator::global()->generate64(), 0, 16);
+    m_kill.setSingleShot(true);
+    connect(&m_kill, &QTimer::timeout, this, [this] { signalAll(SIGKILL); });
+    m_stop.setSingleShot(true);
+    connect(&m_stop, &QTimer::timeout, this, &JobLaunch::terminate);
+  }
+  ~JobLaunch() override { endNow(); }
+
+  QString start(const JobCommand& c) {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("PARALAB_JOB", token);  // inherited by every process mpirun starts here
+    process.setProcessEnvironment(env);
+    // A group of its own: signals to -group reach the launcher and whatever stayed in its group,
+    // never the window.
+    process.setChildProcessModifier([] { ::setpgid(0, 0); });
+    process.start(c.program, c.arguments);
+    if (!process.waitForStarted(10000))
+      return QObject::tr("backend: cannot start %1: %2").arg(c.program, process.errorString());
+    group = process.processId();
+    return {};
+  }
+  bool alive() const {
+    return process.state() != QProcess::NotRunning || !JobRunner::processesOf(token).isEmpty();
+  }
+  void send(const QByteArray& command) {
+    if (process.state() == QProcess::Running) process.write(command + '\n');
+  }
+  // "stop" over the channel, and the end of the input; whatever still runs kStopMs later is
+  // terminated.
+  void stop() {
+    send("stop");
+    if (process.state() == QProcess::Running) process.closeWriteChannel();
+    if (!m_stop.isActive() && !m_kill.isActive()) m_stop.start(JobRunner::kStopMs);
+  }
+  void terminate() {
+    if (!alive() || m_kill.isActive()) return;
+    signalAll(SIGTERM);
+    m_kill.start(JobRunner::kGraceMs);
+  }
+  // Synchronous, for the end of the window: SIGTERM, up to kGraceMs to go, then SIGKILL.
+  void endNow() {
+    m_stop.stop();
+    m_kill.stop();
+    if (!alive()) return;
+    signalAll(SIGTERM);
+    process.waitForFinished(JobRunner::kGraceMs);
+    for (int waited = 0; waited < JobRunner::kGraceMs && !JobRunner::processesOf(token).isEmpty();
+         waited += 50)
+      usleep(50 * 1000);
+    signalAll(SIGKILL);
+    process.waitForFinished(1000);
+  }
+  void signalAll(int sig) {
+    if (group > 0) ::kill(-pid_t(group), sig);
+    for (qint64 pid : JobRunner::processesOf(token)) ::kill(pid_t(pid), sig);
+  }
+
+  QProcess process;
+  QString token;
+  qint64 group = 0;
+  QByteArray err;  // its stderr, the first 64 KB
+
+ private:
+  QTimer m_stop, m_kill;
+};
+
+QList<qint64> JobRunner::processesOf(const QString& token) {
+  QList<qint64> pids;
+  const QByteArray entry = "PARALAB_JOB=" + token.toLatin1();
+  for (const QString& name : QDir("/proc").entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    bool number = false;
+    const qint64 pid = name.toLongLong(&number);
+    if (!number || pid == getpid()) continue;
+    QFile environ(QString("/proc/%1/environ").arg(name));
+    if (!environ.open(QIODevice::ReadOnly)) continue;  // gone, or another user's
+    if (environ.readAll().split('\0').contains(entry)) pids << pid;
+  }
+  return pids;
+}
+
+// [SECTION] The job: launches, commands, and the steps read back.
+
+JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
+
+JobRunner::~JobRunner() {
+  for (QObject* child : children())
+    if (auto* l = dynamic_cast<JobLaunch*>(child)) l->endNow();
+}
+
+qint64 JobRunner::processGroup() const { return m_launch ? m_launch->group : 0; }
+QString JobRunner::token() const { return m_launch ? m_launch->token : QString(); }
+
+// An earlier launch stops on its own time (kStopMs, then kGraceMs) and goes.
+static void retire(JobLaunch* l) {
+  l->stop();
+  QTimer::singleShot(JobRunner::kStopMs + JobRunner::kGraceMs + 500, l, &QObject::deleteLater);
+}
+
+QString JobRunner::start(const RunConfig& config, const QString& hosts, bool paused) {
+  if (m_launch) retire(m_launch);
+  m_launch = nullptr;
+  ++m_runId;
+  m_config = config;
+  m_hosts = hosts;
+  m_next.reset();
+  m_steps.clear();
+  m_released = m_configStep = 0;
+  m_paused = paused;
+  m_stopping = false;
+  m_error.clear();
+  m_notice.clear();
+  m_state = RunState::Loading;
+  if (const QString err = launch({}); !err.isEmpty()) {
+    m_state = RunState::Idle;
+    return err;
+  }
+  if (paused) m_launch->send("pause");
+  return {};
+}
+
+QString JobRunner::launch(const QString& resumeFrom) {
+  m_command = jobCommand(m_config, m_hosts, resumeFrom);
+  if (!m_command.error.isEmpty()) return m_command.error;
+  auto* l = new JobLaunch(this);
+  connect(&l->process, &QProcess::readyReadStandardOutput, this, [this, l] {
+    if (l == m_launch) readOutput();
+  });
+  connect(&l->process, &QProcess::readyReadStandardError, this, [l] {
+    const QByteArray more = l->process.readAllStandardError();
+    if (l->err.size() < 65536) l->err += more.left(65536 - l->err.size());
+  });
+  connect(&l->process, &QProcess::finished, this,
+          [this, l](int code, QProcess::ExitStatus status) {
+            if (l == m_launch) onFinished(code, status);
+          });
+  if (const QString err = l->start(m_command); !err.isEmpty()) {
+    delete l;
+    return err;
+  }
+  m_launch = l;
+  return {};
+}
+
+void JobRunner::send(const QByteArray& command) {
+  if (m_launch) m_launch->send(command);
+}
+
+void JobRunner::pause() {
+  m_paused = true;
+  send("pause");
+  if (m_state == RunState::Running) m_state = RunState::Paused;
+}
+
+void JobRunner::resume() {
+  m_paused = false;
+  send("resume");
+  if (m_state == RunState::Paused) m_state = RunState::Running;
+}
+
+void JobRunner::stepOnce() {
+  m_paused = true;
+  send("step");
+  if (m_state == RunState::Running) m_state = RunState::Paused;
+}
+
+void JobRunner::stop() {
+  m_stopping = true;
+  m_next.reset();
+  if (m_launch) m_launch->stop();
+}
+
+bool JobRunner::isRunning() const { return m_launch && m_launch->alive(); }
+
+QString JobRunner::reconfigure(const RunConfig& config) {
+  if (auto err = config.validate()) return QString::fromStdString(*err);
+  if (m_state == RunState::Finished || m_state == RunState::Failed || !m_launch)
+    return tr("reconfigure: the run has ended (Start a new one)");
+  const RunConfig& now = m_next ? *m_next : m_config;
+  for (const Setting& s : runSettings())
+    if (!s.live && s.get(config) != s.get(now))
+      return QString::fromStdString(s.key) + tr(": changing it needs a new run (Reset, then Start)");
+  if (const JobCommand c = jobCommand(config, m_hosts); !c.error.isEmpty()) return c.error;
+  const bool underWay = m_next.has_value();
+  m_next = config;
+  if (underWay) return {};  // the relaunch under way takes the newest settings
+  // Paused first, so the checkpoint is of the last step printed and the stop takes no other.
+  if (!m_checkpoints) m_checkpoints = std::make_unique<QTemporaryDir>();
+  m_checkpoint = m_checkpoints->filePath("live-change.ckpt");
+  QFile::remove(m_checkpoint);
+  send("pause");
+  send("save " + m_checkpoint.toUtf8());
+  send("stop");
+  return {};
+}
+
+void JobRunner::readOutput() {
+  while (m_launch->process.canReadLine()) {
+    const QByteArray line = m_launch->process.readLine();
+    if (m_transcript) m_transcript->write(line);
+    RunConfig summary;
+    bool isSummary = false;
+    const std::string err = readRecordedLine(
+        line.toStdString(), [this](const StepMetrics& m) { m_steps.push_back(m); }, &summary,
+        &isSummary);
+    if (!err.empty() && m_notice.isEmpty())
+      m_notice = tr("The job printed a line that is not a step: %1").arg(QString::fromStdString(err));
+  }
+  if (m_transcript) m_transcript->flush();
+  if (m_state == RunState::Loading && !m_steps.empty())
+    m_state = m_paused ? RunState::Paused : RunState::Running;
+}
+
+void JobRunner::onFinished(int exitCode, QProcess::ExitStatus status) {
+  readOutput();
+  m_launch->err += m_launch->process.readAllStandardError();
+  const bool ok = status == QProcess::NormalExit && exitCode == 0;
+  m_launch->terminate();  // a process of the job that outlived its launcher
+  if (m_stopping) {
+    m_state = RunState::Finished;
+    return;
+  }
+  if (m_next) {  // a live change: the job saved and stopped; it goes on from the checkpoint
+    if (!ok || !QFile::exists(m_checkpoint))
+      return fail(tr("the live change could not be applied: %1").arg(stderrLine()));
+    const int64_t stepsDone = m_released + int64_t(m_steps.size());
+    const RunConfig next = *m_next;
+    m_next.reset();
+    const RunConfig before = m_config;
+    m_config = next;
+    JobLaunch* old = m_launch;
+    if (const QString err = launch(m_checkpoint); !err.isEmpty()) {
+      m_config = before;
+      return fail(err);
+    }
+    retire(old);
+    m_configStep = stepsDone;
+    if (m_paused) m_launch->send("pause");
+    return;
+  }
+  if (ok)
+    m_state = RunState::Finished;
+  else
+    fail(stderrLine());
+}
+
+void JobRunner::fail(const QString& error) {
+  m_state = RunState::Failed;
+  m_error = error;
+  if (m_launch) m_launch->terminate();
+}
+
+// What a dying rank said ("paralab: world rank 1 aborted the job: ..."), before mpirun's own
+// banner; else the first line of the launcher's (mpirun refusing its arguments, a host).
+QString JobRunner::stderrLine() const {
+  const QList<QByteArray> lines = m_launch ? m_launch->err.split('\n') : QList<QByteArray>();
+  for (const QByteArray& l : lines)
+    if (l.startsWith("paralab")) return QString::fromUtf8(l.trimmed());
+  for (const QByteArray& l : lines)
+    if (!l.trimmed().isEmpty()) return QString::fromUtf8(l.trimmed());
+  const int code = m_launch ? m_launch->process.exitCode() : -1;
+  return m_launch && m_launch->process.exitStatus() == QProcess::CrashExit
+             ? tr("mpirun was killed")
+             : tr("mpirun ended with exit code %1 and no message").arg(code);
+}
+
+Snapshot JobRunner::snapshot(int64_t fromStep) const {
+  Snapshot s;
+  s.state = m_state;
+  s.error = m_error.toStdString();
+  s.notice = m_notice.toStdString();
+  s.config = m_config;
+  s.runId = m_runId;
+  s.stepsDone = m_released + int64_t(m_steps.size());
+  s.configStep = m_configStep;
+  if (fromStep < s.stepsDone)
+    s.steps.assign(m_steps.begin() + (std::max(fromStep, m_released) - m_released), m_steps.end());
+  return s;
+}
+
+void JobRunner::release(int64_t step) {
+  const int64_t drop = std::clamp<int64_t>(step - m_released, 0, int64_t(m_steps.size()));
+  m_steps.erase(m_steps.begin(), m_steps.begin() + drop);
+  m_released += drop;
+}
+
+void JobRunner::setTranscript(const QString& path) {
+  delete m_transcript;
+  m_transcript = nullptr;
+  if (path.isEmpty()) return;
+  m_transcript = new QFile(path, this);
+  if (!m_transcript->open(QIODevice::WriteOnly | QIODevice::Append)) {
+    delete m_transcript;
+    m_transcript = nullptr;
+  }
+}
+
+}  // namespace paralab

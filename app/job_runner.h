@@ -1,0 +1,89 @@
+// JobRunner: a run whose ranks are processes, launched by the window as an mpirun job of
+// `paralab-run --json --control stdin` (job_command.h). Commands go to rank 0 over the
+// launcher's standard input (pause, resume, step, stop, save FILE: no socket is opened); the
+// JSON lines it prints come back over its standard output, read as they arrive with the reader
+// of recorded runs (readRecordedLine), and are handed out as Session hands out a thread run's:
+// value snapshots of the steps not taken yet. So the window draws a job with the code that draws
+// thread runs and opened files.
+// The launcher runs in a process group of its own, and every process it starts here carries the
+// job's token in its environment: stopping, a failure and destruction end them all (SIGTERM,
+// then SIGKILL kGraceMs later), so no process outlives the job or the window.
+// See tests/app/tst_window_jobs.cpp.
+#pragma once
+#include <QObject>
+#include <QProcess>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "job_command.h"
+#include "session.h"
+
+class QFile;
+class QTemporaryDir;
+
+namespace paralab {
+
+class JobLaunch;
+
+class JobRunner : public QObject {
+  Q_OBJECT
+ public:
+  static constexpr int kStopMs = 1000;   // stop over the channel: the step in flight may end
+  static constexpr int kGraceMs = 1500;  // SIGTERM, then SIGKILL this much later
+
+  explicit JobRunner(QObject* parent = nullptr);
+  ~JobRunner() override;  // ends every process of the job: SIGTERM, SIGKILL kGraceMs later
+
+  // Launches the job for `config` (hosts as jobCommand takes them): "" when started, or one line
+  // saying why not. `paused`: no step until resume() or stepOnce().
+  QString start(const RunConfig& config, const QString& hosts, bool paused = false);
+  void pause();
+  void resume();
+  void stepOnce();  // one step, then paused (as Session::stepOnce)
+  // Ends the job: stop over the channel (the step in flight ends, the summary comes); what is
+  // still running kStopMs later is terminated. Returns at once.
+  void stop();
+  // A live change: the job pauses, rank 0 saves a checkpoint, the job stops and is launched
+  // again with `config` and --resume, so the steps go on from the same one. "" when accepted,
+  // or one line naming what needs a new run (as Session::reconfigure).
+  QString reconfigure(const RunConfig& config);
+
+  // As Session::snapshot: the steps from index `fromStep` on, those not released yet.
+  Snapshot snapshot(int64_t fromStep = 0) const;
+  void release(int64_t step);
+
+  bool isRunning() const;  // a process of the job is alive
+  QString commandText() const { return m_command.text(); }  // of the latest launch
+  // The launcher's process group, and the token in the environment (PARALAB_JOB) of every
+  // process it started here, of the latest launch (0 and "" before the first).
+  qint64 processGroup() const;
+  QString token() const;
+  // Every line the job prints on stdout is also appended to `path` (a recorded run's file).
+  void setTranscript(const QString& path);
+  // Local processes whose environment holds PARALAB_JOB=`token` (read from /proc).
+  static QList<qint64> processesOf(const QString& token);
+
+ private:
+  QString launch(const QString& resumeFrom);  // "" or why not; the new launch is m_launch
+  void send(const QByteArray& command);
+  void readOutput();
+  void onFinished(int exitCode, QProcess::ExitStatus status);
+  void fail(const QString& error);
+  QString stderrLine() const;  // the job's own message, or the launcher's first line
+
+  JobLaunch* m_launch = nullptr;  // the latest launch (earlier ones wind down on their own)
+  JobCommand m_command;
+  RunConfig m_config;               // of the processes now running
+  std::optional<RunConfig> m_next;  // a live change: launched once the job has saved
+  QString m_hosts, m_checkpoint;
+  std::unique_ptr<QTemporaryDir> m_checkpoints;  // where live changes save
+  RunState m_state = RunState::Idle;
+  bool m_paused = false, m_stopping = false;
+  QString m_error, m_notice;
+  int64_t m_runId = 0, m_released = 0, m_configStep = 0;
+  std::deque<StepMetrics> m_steps;  // not released yet
+  QFile* m_transcript = nullptr;
+};
+
+}  // namespace paralab
