@@ -24,10 +24,12 @@ const QString kBatch = QObject::tr("batch"), kActivations = QObject::tr("activat
 // The GPT's --recompute: the one block's buffers the backward recomputes into, a row of their
 // own under the activations the forward kept.
 const QString kRecomputed = QObject::tr("recomputed");
+// Context parallelism: the ring's K/V blocks, other ranks' tokens passing through.
+const QString kInFlight = QObject::tr("K/V in flight");
 
 // A row of the batch's rows (batch, activations, recomputed) rather than a layer's weights.
 bool isDataRow(const QString& row) {
-  return row == kBatch || row == kActivations || row == kRecomputed;
+  return row == kBatch || row == kActivations || row == kRecomputed || row == kInFlight;
 }
 
 QColor kindColor(HoldingKind k) {
@@ -64,6 +66,7 @@ double rowOrder(const QString& row) {
   if (row == kBatch) return -2;
   if (row == kActivations) return -1;
   if (row == kRecomputed) return -0.5;
+  if (row == kInFlight) return -0.25;
   if (row == "in_proj" || row == "embed") return 0;  // the input layer: the MLP's, the GPT's
   if (row == "classifier" || row == "head") return 1e9;
   // "block3", "block3.expert2", and "block3.experts" (ZeRO's flat chunks of all of them).
@@ -168,6 +171,10 @@ HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every ran
   m_recomputed->setName(tr("recomputed in backward"));
   m_recomputed->setBrush(QBrush(activations, Qt::BDiagPattern));
   m_recomputed->setPen(QPen(activations, 1));
+  m_inFlight = new RectLayer(xAxis, yAxis);
+  m_inFlight->setName(tr("K/V blocks of other ranks, in flight (ring)"));
+  m_inFlight->setBrush(QBrush(activations, Qt::DiagCrossPattern));
+  m_inFlight->setPen(QPen(activations, 1));
   setLegendColumns(3);
   setPlaceholderText(tr("No holdings yet: they come with the first step"));
   clear();
@@ -177,7 +184,9 @@ void HoldingsMap::clear() {
   for (RectLayer* l : m_layers) l->rects.clear();
   m_outlines->rects.clear();
   m_recomputed->rects.clear();
-  if (m_recomputed->removeFromLegend()) fitLegend();
+  m_inFlight->rects.clear();
+  const bool legendChanged = m_recomputed->removeFromLegend();
+  if (m_inFlight->removeFromLegend() || legendChanged) fitLegend();
   for (const ByteLabel& l : m_byteLabels) removeItem(l.item);
   m_byteLabels.clear();
   m_cells.clear();
@@ -247,6 +256,7 @@ std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldin
       const bool data = s.kind == HoldingKind::Batch || s.kind == HoldingKind::Activations;
       const QString row = !data                          ? rowOf(s.tensor)
                           : s.kind == HoldingKind::Batch ? kBatch
+                          : s.inFlight                   ? kInFlight
                           : s.recomputed                 ? kRecomputed
                                                          : kActivations;
       const auto [a, b] = fraction(s);
@@ -320,14 +330,16 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     const int row = int(m_rows.indexOf(c.row));
     const QCPRange y = barRows(row, c.kind, !isDataRow(c.row));
     const double x0 = c.rank + 0.08, w = 0.84;
-    RectLayer* layer = c.row == kRecomputed ? m_recomputed : m_layers[size_t(c.kind)];
+    RectLayer* layer = c.row == kRecomputed ? m_recomputed
+                       : c.row == kInFlight ? m_inFlight
+                                            : m_layers[size_t(c.kind)];
     for (const auto& [a, b] : c.parts)
       layer->rects.push_back({x0 + a * w, x0 + b * w, y.lower, y.upper});
   }
   // On the activations and recomputed bars, the bytes they take: the bars say which rows, not
   // how much, and kept against recomputed is what --recompute trades.
   for (const Cell& c : m_cells) {
-    if ((c.row != kActivations && c.row != kRecomputed) || c.parts.empty()) continue;
+    if (!isDataRow(c.row) || c.row == kBatch || c.parts.empty()) continue;
     const QString bytes = formatBytes(double(c.bytes));
     ByteLabel l;
     l.row = int(m_rows.indexOf(c.row));
@@ -335,6 +347,7 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     l.x1 = c.rank + 0.08 + c.parts.back().second * 0.84;
     l.texts = c.row == kActivations ? QStringList{tr("%1 kept for backward").arg(bytes),
                                                   tr("%1 kept").arg(bytes), bytes}
+              : c.row == kInFlight  ? QStringList{tr("%1 in flight").arg(bytes), bytes}
                                     : QStringList{tr("%1 for one block").arg(bytes), bytes};
     l.item = new QCPItemText(this);
     l.item->position->setCoords((l.x0 + l.x1) / 2, l.row + 0.5);
@@ -354,6 +367,10 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     m_recomputed->setName(what.isEmpty() ? tr("recomputed in backward")
                                          : tr("recomputed in backward: %1").arg(what));
     m_recomputed->addToLegend();
+    fitLegend();
+  }
+  if (!m_inFlight->rects.isEmpty()) {
+    m_inFlight->addToLegend();
     fitLegend();
   }
   for (const RankHoldings& h : holdings)

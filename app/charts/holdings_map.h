@@ -75,6 +75,7 @@ class HoldingsMap : public Chart {
   std::array<RectLayer*, 5> m_layers{};  // by HoldingKind
   RectLayer* m_outlines = nullptr;       // the whole of each row, per rank
   RectLayer* m_recomputed = nullptr;     // the "recomputed" row's parts, hatched
+  RectLayer* m_inFlight = nullptr;       // cp: the ring's K/V blocks, cross-hatched
   std::vector<Cell> m_cells;
   QStringList m_rows;
   std::vector<RankHoldings> m_holdings;  // as given, for the CSV

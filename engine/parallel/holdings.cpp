@@ -85,7 +85,7 @@ std::string recomputedActivationsName(Recompute recompute) {
 nlohmann::json toJson(const RankHoldings& h) {
   nlohmann::json items = nlohmann::json::array(), groups = nlohmann::json::array(),
                  ops = nlohmann::json::array();
-  for (const HeldSlice& s : h.items)
+  for (const HeldSlice& s : h.items) {
     items.push_back({{"tensor", s.tensor},
                      {"kind", holdingKindName(s.kind)},
                      {"dim", s.dim},
@@ -96,6 +96,8 @@ nlohmann::json toJson(const RankHoldings& h) {
                      {"cols", s.cols},
                      {"bytes", s.bytes},
                      {"recomputed", s.recomputed}});
+    if (s.inFlight) items.back()["in_flight"] = true;
+  }
   for (const HeldGroup& g : h.groups) groups.push_back({{"name", g.name}, {"ranks", g.worldRanks}});
   for (const CommOpTotals& o : h.lastStep.ops)
     ops.push_back(

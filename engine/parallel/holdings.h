@@ -33,6 +33,9 @@ struct HeldSlice {
   // Activations only: a buffer the backward recomputes tensors into (--recompute), rather than
   // what the forward kept for it.
   bool recomputed = false;
+  // Activations only: buffers other ranks' data passes through, not this rank's own (context
+  // parallelism's K/V blocks on their way around the ring).
+  bool inFlight = false;
 };
 
 // A communicator group this rank belongs to and its members, so per-op traffic can be drawn

@@ -313,7 +313,7 @@ RankHoldings ModelParallel::holdings() const {
     const int64_t rows = 2 * ((len + m_micros - 1) / m_micros) * ring->tokens();
     h.items.push_back({"K/V blocks of the ring (the one in hand and the one arriving)",
                        HoldingKind::Activations, -1, 0, rows, rows, rows,
-                       4 * int64_t(c.hidden) / c.tp, ring->workspaceBytes()});
+                       4 * int64_t(c.hidden) / c.tp, ring->workspaceBytes(), false, true});
   } else {
     for (int m = 0; m < m_micros; ++m) {
       const MicroRows r = m_stage->rowsOf(int(shardLen(m, m_micros, len)));
