@@ -1,6 +1,7 @@
 // The model-parallel tests' layouts, written as words: "dp2 tp2 pp2 sp gpipe M3 zero1 adam" on
 // top of a base configuration ("per-tensor" or "bucket0.02" set --dp-version and --bucket-mb);
-// "cp2" and "contiguous" set context parallelism and its chunks; ranks = dp x tp x pp x cp.
+// "cp2" and "contiguous" set context parallelism and its chunks, "selective" and "full" the
+// GPT's recomputation; ranks = dp x tp x pp x cp.
 // Used by tst_model_parallel, tst_cuda_model_parallel, tst_grad_sync and tst_context_parallel.
 #pragma once
 #include <QString>
@@ -47,6 +48,8 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
       c.cp = w.mid(2).toInt();
     else if (w == "contiguous")
       c.cpOrder = "contiguous";
+    else if (w == "selective" || w == "full")  // the GPT's --recompute
+      c.recompute = w.toStdString();
     else
       qFatal("bad layout word %s", qPrintable(w));
   }

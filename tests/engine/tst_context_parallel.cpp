@@ -73,11 +73,7 @@ class TestContextParallel : public QObject {
   void matchesSerial() {
     QFETCH(QString, layout);
     const RunConfig serial = gptRun(10);
-    QString words = layout;
-    RunConfig parallel = serial;
-    for (const char* r : {"selective", "full"})
-      if (words.contains(r)) parallel.recompute = r, words.remove(r);
-    parallel = test::withLayout(parallel, words);
+    const RunConfig parallel = test::withLayout(serial, layout);
     QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
     const int steps = 30;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
@@ -98,10 +94,7 @@ class TestContextParallel : public QObject {
   }
   void ringTraffic() {
     QFETCH(QString, layout);
-    QString words = layout;
-    RunConfig c = gptRun(8);
-    if (words.contains("full")) c.recompute = "full", words.remove("full");
-    c = test::withLayout(c, words);
+    const RunConfig c = test::withLayout(gptRun(8), layout);
     Trainer t(c);
     t.step();
     t.step();

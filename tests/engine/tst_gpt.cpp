@@ -265,12 +265,7 @@ class TstGpt : public QObject {
   void modelParallelMatchesSerial() {
     QFETCH(QString, layout);
     const RunConfig serial = gptRun(10);
-    QString words = layout;
-    RunConfig parallel = serial;
-    for (const char* r : {"selective", "full"})
-      if (words.contains(r)) parallel.recompute = r, words.remove(r);
-    parallel = test::withLayout(parallel, words);
-    agreesWithSerial(serial, parallel, false);
+    agreesWithSerial(serial, test::withLayout(serial, layout), false);
   }
 
   // Megatron's count for a block of attention and FFN: per micro-batch of b windows of s

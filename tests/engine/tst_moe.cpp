@@ -527,7 +527,7 @@ class TstMoe : public QObject {
     QTest::addColumn<QString>("message");
     QTest::newRow("tp") << "tp"
                         << "model: --model moe composes with data and expert parallelism only "
-                           "(allowed: tp = pp = 1)";
+                           "(allowed: tp = pp = cp = 1)";
     QTest::newRow("strategy")
         << "strategy"
         << "model: --model moe trains with --strategy sync (dp and ep are its axes)";

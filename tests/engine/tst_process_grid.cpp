@@ -10,6 +10,17 @@
 
 using namespace paralab;
 
+namespace {
+
+// A group's world ranks, in group order, learnt by an all-gather of the world rank.
+std::vector<int> members(Communicator& c) {
+  std::vector<float> mine = {float(c.worldRank())}, all(size_t(c.size()));
+  c.allGather(mine.data(), all.data(), 1);
+  return std::vector<int>(all.begin(), all.end());
+}
+
+}  // namespace
+
 class TstProcessGrid : public QObject {
   Q_OBJECT
  private slots:
@@ -41,12 +52,6 @@ class TstProcessGrid : public QObject {
     std::vector<std::vector<int>> dpMembers(8), tpMembers(8), ppMembers(8);
     world.run([&](Communicator& comm) {
       ProcessGrid g(s, comm);
-      // Each group's world ranks, learnt by an all-gather of the world rank.
-      auto members = [](Communicator& c) {
-        std::vector<float> mine = {float(c.worldRank())}, all(size_t(c.size()));
-        c.allGather(mine.data(), all.data(), 1);
-        return std::vector<int>(all.begin(), all.end());
-      };
       const auto dp = members(g.dp()), tp = members(g.tp()), pp = members(g.pp());
       std::lock_guard lock(m);
       dpMembers[size_t(comm.rank())] = dp;
@@ -80,11 +85,6 @@ class TstProcessGrid : public QObject {
     std::vector<std::vector<int>> cpMembers(8), replicaMembers(8), dpMembers(8);
     world.run([&](Communicator& comm) {
       ProcessGrid g(s, comm);
-      auto members = [](Communicator& c) {
-        std::vector<float> mine = {float(c.worldRank())}, all(size_t(c.size()));
-        c.allGather(mine.data(), all.data(), 1);
-        return std::vector<int>(all.begin(), all.end());
-      };
       const auto cp = members(*g.cp()), rep = members(g.replicas()), dp = members(g.dp());
       std::lock_guard lock(m);
       cpMembers[size_t(comm.rank())] = cp;
