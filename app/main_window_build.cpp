@@ -111,7 +111,14 @@ void MainWindow::createMenus() {
   run->addSeparator();
   run->addAction(m_sweepAction);
   QAction* project = run->addAction(tr("&Project to a Cluster…"), this, [this] {
-    openProjectionPanel(this, [this] { return m_configPanel->config(); });
+    ProjectionPanel* panel = openProjectionPanel(this, [this] { return m_configPanel->config(); });
+    // The run shown once it has steps; before that, the settings it would start with.
+    panel->setMeasuredRun([this] {
+      const bool measured = m_history.stepsSeen() > 0;
+      return ProjectionPanel::MeasuredRun{measured ? m_runConfig : m_configPanel->config(),
+                                          m_history.stepsSeen(), m_history.recentStepMs(),
+                                          m_state == RunState::Running};
+    });
   });
   project->setObjectName("projectAction");
   project->setStatusTip(tr("These settings, or a published model, projected to a cluster of real "

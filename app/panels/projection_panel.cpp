@@ -2,6 +2,7 @@
 // (see projection_panel.h). See tests/app/tst_window_projection.cpp.
 #include "panels/projection_panel.h"
 
+#include <QApplication>
 #include <QComboBox>
 #include <QDialog>
 #include <QDir>
@@ -11,10 +12,12 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
+#include <QPointer>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
+#include <thread>
 
 #include "charts/projection_chart.h"
 #include "panels/export_panel.h"
@@ -153,6 +156,24 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   resultLayout->addWidget(m_memoryNote);
   resultLayout->addWidget(m_refused);
 
+  // [SECTION] The check on this machine
+  m_hostButton = new QPushButton(tr("Project the run shown on this machine"));
+  m_hostButton->setObjectName("projectOnHost");
+  m_hostButton->setToolTip(
+      tr("Measures this machine (GEMMs at the run's shapes, the engine's kernels, the ranks' "
+         "all-reduce; about a second) and projects the run shown from those figures, beside the "
+         "step time the run measured"));
+  m_hostCheck = new QLabel(tr("The same model, fed this machine's measured figures, set beside "
+                              "the run you just made."));
+  m_hostCheck->setObjectName("hostCheck");
+  m_hostCheck->setWordWrap(true);
+  m_hostCheck->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* hostBox = new QGroupBox(tr("Check on this machine"));
+  auto* hostLayout = new QVBoxLayout(hostBox);
+  hostLayout->addWidget(m_hostButton);
+  hostLayout->addWidget(m_hostCheck);
+  connect(m_hostButton, &QPushButton::clicked, this, &ProjectionPanel::checkOnThisMachine);
+
   auto* left = new QWidget;
   auto* leftLayout = new QVBoxLayout(left);
   leftLayout->setContentsMargins(0, 0, 0, 0);
@@ -163,6 +184,7 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   leftLayout->addLayout(sweepForm);
   leftLayout->addWidget(resultBox);
   leftLayout->addWidget(m_validated);
+  leftLayout->addWidget(hostBox);
   leftLayout->addStretch(1);
   left->setMinimumWidth(320);
   left->setMaximumWidth(400);
@@ -346,6 +368,86 @@ void ProjectionPanel::refresh() {
     m_sweepChart->clear(m_refused->text());
   }
 }
+
+void ProjectionPanel::checkOnThisMachine() {
+  MeasuredRun run;
+  if (m_measured)
+    run = m_measured();
+  else
+    run.config = m_runConfig();
+  m_hostButton->setEnabled(false);
+  m_hostCheck->setText(tr("Measuring this machine (GEMMs at the run's shapes, the engine's "
+                          "kernels, the ranks' all-reduce)…"));
+  // About a second of measuring: on a thread of its own, so the window stays smooth.
+  QPointer<ProjectionPanel> self(this);
+  std::thread([self, run] {
+    std::optional<HostProfile> host;
+    std::optional<Projection> p;
+    QString error;
+    try {
+      host = measureHost(run.config);
+      p = projectOnHost(run.config, *host);
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(
+        qApp,
+        [self, run, host, p, error] {
+          if (!self) return;
+          self->m_hostButton->setEnabled(true);
+          if (!error.isEmpty()) {
+            self->m_hostProjection.reset();
+            self->m_hostCheck->setText(tr("Not projected on this machine: %1").arg(error));
+          } else {
+            self->showHostCheck(run, *host, *p);
+          }
+          emit self->hostChecked();
+        },
+        Qt::QueuedConnection);
+  }).detach();
+}
+
+void ProjectionPanel::showHostCheck(const MeasuredRun& run, const HostProfile& host,
+                                    const Projection& p) {
+  m_hostProjection = p;
+  const StepSplit& s = p.split;
+  const double ms = p.stepSeconds * 1e3;
+  QString text =
+      tr("<b>Projected on this machine: %1 ms</b> per step (compute %2, TP %3, pipeline sends "
+         "%4, bubble %5, exposed DP %6, optimizer %7 ms).")
+          .arg(num(ms, 2), num(s.compute * 1e3, 2), num(s.tpComm * 1e3, 2),
+               num(s.ppComm * 1e3, 2), num(s.ppBubble * 1e3, 2), num(s.dpCommExposed * 1e3, 2),
+               num(s.optimizer * 1e3, 2));
+  if (run.steps > 0 && run.stepMs > 0)
+    text += tr("<br><b>Measured in the run shown: %1 ms</b> (mean of its last steps, %2 steps "
+               "made). Projected / measured: <b>%3×</b>.")
+                .arg(num(run.stepMs, 2))
+                .arg(run.steps)
+                .arg(num(ms / run.stepMs, 2));
+  else
+    text += tr("<br>The run shown has no steps yet: start it to set a measured step beside this.");
+  text += tr("<br><small>From: GEMM %1 GFLOP/s per core at the run's shapes; the engine's "
+             "elementwise kernels %2 GB/s per core%3; %4 ranks on %5 cores (each rank gets %6 of "
+             "a core); %7: latency %8 µs, %9 GB/s.%10 The lessons' layouts are checked by "
+             "<tt>paralab-bench project</tt>.</small>")
+              .arg(num(host.gemmFlops / 1e9))
+              .arg(num(host.bytesPerS / 1e9))
+              .arg(host.attentionFlops > 0
+                       ? tr("; attention %1 GFLOP/s per core").arg(num(host.attentionFlops / 1e9))
+                       : QString())
+              .arg(host.ranks)
+              .arg(host.cores)
+              .arg(num(host.coreShare(), 2))
+              .arg(QString::fromStdString(host.link.title).toHtmlEscaped())
+              .arg(num(host.link.alphaS * 1e6))
+              .arg(num(host.link.bytesPerS / 1e9, 2))
+              .arg(run.running ? tr(" The run was training while this machine was measured: "
+                                    "pause it for the machine's own figures.")
+                               : QString());
+  m_hostCheck->setText(text);
+}
+
+QString ProjectionPanel::hostCheckText() const { return m_hostCheck->text(); }
 
 void ProjectionPanel::exportChart(Chart* chart) {
   QDir().mkpath(Settings::exportDir());

@@ -6,7 +6,10 @@
 // engine/projection: memory per GPU against the GPU's (red with how much over when it does not
 // fit), the step-time split, MFU, tokens/s and TFLOP/s per GPU as text, and one layout axis
 // (tp or pp) swept as a chart. Every figure says "projected" and names the published runs the
-// model is validated against. Its charts export like every chart (their context menu).
+// model is validated against. Its charts export like every chart (their context menu). "Check on
+// this machine" projects the run shown from this machine's measured figures and sets it beside
+// the step time the run measured: how far the model can be trusted, seen on the learner's own
+// run.
 // See tests/app/tst_window_projection.cpp.
 #pragma once
 #include <QWidget>
@@ -14,6 +17,7 @@
 #include <optional>
 
 #include "config.h"
+#include "projection/host_profile.h"
 #include "projection/projection.h"
 
 class QComboBox;
@@ -53,10 +57,34 @@ class ProjectionPanel : public QWidget {
   void useRunLayout();
   void refresh();  // projects the controls' inputs (every control's change calls it)
 
+  // The check on this machine: the run the window shows, projected from this machine's measured
+  // figures (projection/host_profile.h), beside the step time the run measured.
+  struct MeasuredRun {
+    RunConfig config;     // the run shown
+    int64_t steps = 0;    // steps it has made (0: nothing measured yet)
+    double stepMs = 0;    // its mean step time over the last steps
+    bool running = false; // training while this machine is measured (the figures suffer)
+  };
+  void setMeasuredRun(std::function<MeasuredRun()> measured) { m_measured = std::move(measured); }
+  // Measures this machine on a worker thread and shows the check when done (hostChecked()).
+  void checkOnThisMachine();
+  const std::optional<projection::Projection>& hostProjection() const { return m_hostProjection; }
+  QString hostCheckText() const;
+
+ signals:
+  void hostChecked();
+
  private:
   void exportChart(Chart* chart);
 
+  void showHostCheck(const MeasuredRun& run, const projection::HostProfile& host,
+                     const projection::Projection& p);
+
   std::function<RunConfig()> m_runConfig;
+  std::function<MeasuredRun()> m_measured;
+  std::optional<projection::Projection> m_hostProjection;
+  QPushButton* m_hostButton = nullptr;
+  QLabel* m_hostCheck = nullptr;
   projection::GpuSpec m_gpu;  // of the kind chosen
   QComboBox *m_gpuKind, *m_model, *m_zero, *m_recompute, *m_sweepAxis;
   QSpinBox *m_nodes, *m_perNode, *m_tp, *m_pp, *m_micro, *m_batch;

@@ -85,6 +85,7 @@ const LinkProfile& profile(const char* name) {
 }  // namespace
 
 Link linkFor(const Cluster& c, const GroupPlacement& group) {
+  if (c.measuredLink) return *c.measuredLink;
   Link nvlink;
   nvlink.title = "NVLink";
   nvlink.alphaS = profile("nvlink").latencyUs * 1e-6;

@@ -5,6 +5,7 @@
 // its ranks sit (parallel/process_grid.h, the one place the rank layout lives). See
 // tests/engine/tst_projection.cpp (collectivesFollowAlphaBeta, groupsUseTheirLinks).
 #pragma once
+#include <optional>
 #include <string>
 
 #include "parallel/process_grid.h"
@@ -26,21 +27,24 @@ enum class NodeLink { InfiniBand, Ethernet };
 NodeLink parseNodeLink(const std::string& name);  // "infiniband" | "ethernet"; throws ConfigError
 const char* nodeLinkName(NodeLink l);
 
-// The machines: `gpus` GPUs of one kind, `gpusPerNode` to a node, nodes joined by `nodeLink`.
-struct Cluster {
-  GpuSpec gpu;
-  int gpus = 8;
-  int gpusPerNode = 8;
-  NodeLink nodeLink = NodeLink::InfiniBand;
-  int nodes() const { return (gpus + gpusPerNode - 1) / gpusPerNode; }
-};
-
 // One link class as a collective sees it: alpha seconds per step, beta = 1 / bytesPerS.
 struct Link {
   std::string title;  // "NVLink", "InfiniBand HDR 200 Gb/s, one adapter per GPU"
   double alphaS = 0;
   double bytesPerS = 0;  // per rank per direction
   bool interNode = false;
+};
+
+// The machines: `gpus` GPUs of one kind, `gpusPerNode` to a node, nodes joined by `nodeLink`.
+struct Cluster {
+  GpuSpec gpu;
+  int gpus = 8;
+  int gpusPerNode = 8;
+  NodeLink nodeLink = NodeLink::InfiniBand;
+  // One machine whose ranks all talk over one measured link (host_profile.h): every group
+  // uses it, whatever the GPU's NVLink and the node's adapters say.
+  std::optional<Link> measuredLink;
+  int nodes() const { return (gpus + gpusPerNode - 1) / gpusPerNode; }
 };
 
 enum class Axis { Dp, Tp, Pp, Cp, Ep };

@@ -13,6 +13,7 @@ Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
   r.matmulFraction = gpu.matmulFraction();
   r.bytesPerS = gpu.hbmGBps * 1e9 * kHbmFraction;
   r.sms = gpu.sms;
+  r.attentionFlops = gpu.attentionTflops * 1e12;
   r.elementBytes = projection::elementBytes(p);
   return r;
 }
@@ -61,17 +62,27 @@ double totalFlops(const std::vector<OpCost>& ops) {
 
 namespace {
 
+// Attention's two products, computed by attention's own kernel where it has one.
+constexpr const char* kScores = "attention scores QK^T";
+constexpr const char* kWeightedSum = "attention weighted sum PV";
+
 // Attention's core on this GPU: heads / tp heads of each of b sequences; its s / cp queries
 // against all s keys. Scores and probabilities: (heads / tp) s values per query token.
 void attentionCore(const Roofline& r, const BlockWork& w, std::vector<OpCost>& ops) {
   const double e = r.elementBytes, T = w.tokens(), s = w.seq, cp = w.cp;
   const double headsHere = double(w.heads) / w.tp, dh = double(w.hidden) / w.heads;
   const double scores = headsHere * s * T;
-  ops.push_back(gemmCost(r, "attention scores QK^T", s / cp, s, dh, w.microBatch * headsHere));
+  // A kernel of attention's own runs the products at its measured rate, not the GEMMs'.
+  const auto product = [&](const char* name, double m, double n, double k) {
+    OpCost op = gemmCost(r, name, m, n, k, w.microBatch * headsHere);
+    if (r.attentionFlops > 0) op.seconds = op.flops / r.attentionFlops, op.computeBound = true;
+    return op;
+  };
+  ops.push_back(product(kScores, s / cp, s, dh));
   ops.push_back(elementwiseCost(r, "scale, mask, softmax", 2 * e * scores));
   // Dropout reads and writes each probability and writes its 1-byte mask.
   if (w.dropout) ops.push_back(elementwiseCost(r, "attention dropout", (2 * e + 1) * scores));
-  ops.push_back(gemmCost(r, "attention weighted sum PV", s / cp, dh, s, w.microBatch * headsHere));
+  ops.push_back(product(kWeightedSum, s / cp, dh, s));
 }
 
 }  // namespace
@@ -123,8 +134,12 @@ std::vector<OpCost> blockBackward(const Roofline& r, const BlockWork& w) {
   for (const OpCost& op : blockForward(r, w)) {
     if (op.gemm) {
       // C = A B (m x k by k x n): dA = dC B^T (m x n by n x k), dB = A^T dC (k x m by m x n).
-      ops.push_back(gemmCost(r, op.name + " input grad", op.m, op.k, op.n, op.count));
-      ops.push_back(gemmCost(r, op.name + " weight grad", op.k, op.n, op.m, op.count));
+      OpCost input = gemmCost(r, op.name + " input grad", op.m, op.k, op.n, op.count);
+      OpCost weight = gemmCost(r, op.name + " weight grad", op.k, op.n, op.m, op.count);
+      if (r.attentionFlops > 0 && (op.name == kScores || op.name == kWeightedSum))
+        for (OpCost* g : {&input, &weight}) g->seconds = g->flops / r.attentionFlops;
+      ops.push_back(input);
+      ops.push_back(weight);
     } else {
       ops.push_back(elementwiseCost(r, op.name + " backward", 2 * op.bytes));
     }

@@ -28,6 +28,9 @@ struct Roofline {
   double bytesPerS = 0;       // achievable memory bandwidth
   int sms = 0;                // 0: no wave quantization (a CPU, or a rate measured as a whole)
   int elementBytes = 2;       // one activation
+  // FLOP/s of attention's score and weighted-sum products where a kernel of its own computes
+  // them (a CPU run's attention loops, host_profile.h); 0: they are GEMMs at the GEMM rate.
+  double attentionFlops = 0;
   static Roofline of(const GpuSpec& gpu, Precision p);
   double gemmFlops() const { return peakFlops * matmulFraction; }
   double ridge() const { return gemmFlops() / bytesPerS; }  // FLOP per byte where bounds meet

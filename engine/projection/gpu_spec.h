@@ -27,6 +27,9 @@ struct GpuSpec {
   double hbmGBps = 0;           // memory bandwidth, 1e9 bytes/s
   double nvlinkGBps = 0;        // NVLink per direction per GPU, 1e9 bytes/s
   int sms = 0;                  // streaming multiprocessors (GEMM tiles run one per SM at a time)
+  // Attention's products computed by a kernel of its own at this rate, 1e12 FLOP/s (a CPU
+  // measured by host_profile.h); 0: they are GEMMs at the matmul rate.
+  double attentionTflops = 0;
   // The node it ships in: network adapters for the compute fabric and their rate.
   std::string nodeTitle;  // "DGX A100"
   int nodeGpus = 8;       // GPUs in that node

@@ -361,13 +361,15 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
 
   // [SECTION] Gradient synchronisation and the optimizer step (the busiest stage's replicas)
   const double gradS = stageParams[busiest] * gradBytes;
+  const double calls = std::max(1.0, std::round(double(l.dpCalls) / pp));
   double dpS = 0;
   if (l.zero == 0)
-    dpS = coll(Collective::AllReduce, gradS, replicas, p.dpLink);
+    dpS = calls * coll(Collective::AllReduce, gradS / calls, replicas, p.dpLink);
   else  // reduce-scatter the gradients, all-gather the updated parameters (Rajbhandari et al.)
-    dpS = coll(Collective::ReduceScatter, gradS, replicas, p.dpLink) +
-          (l.zero < 3 ? coll(Collective::AllGather, stageParams[busiest] * e, replicas, p.dpLink)
-                      : 0);
+    dpS = calls * (coll(Collective::ReduceScatter, gradS / calls, replicas, p.dpLink) +
+                   (l.zero < 3 ? coll(Collective::AllGather, stageParams[busiest] * e / calls,
+                                      replicas, p.dpLink)
+                               : 0));
   const double lastBackward =
       layersOf(model.layers, pp, busiest) * (totalSeconds(bwd) + recomputeS);
   const double dpExposed = l.overlapDpComm ? std::max(0.0, dpS - lastBackward) : dpS;
@@ -521,6 +523,8 @@ nlohmann::json toJson(const Projection& p) {
               {"schedule", scheduleName(l.schedule)},
               {"virtual_stages", l.virtualStages},
               {"zero", l.zero},
+              {"dp_calls", std::max(1, l.dpCalls)},
+              {"dp_overlapped", l.overlapDpComm},
               {"recompute", l.recompute == Recompute::Full        ? "full"
                             : l.recompute == Recompute::Selective ? "selective"
                                                                   : "none"},

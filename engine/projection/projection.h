@@ -94,6 +94,11 @@ struct Layout {
   // Each micro-batch's weight gradients added into the accumulated ones by the GEMM itself
   // (false: a separate pass reads and writes the accumulated gradients).
   bool fusedGradAccumulation = false;
+  // Gradient synchronisation's collective calls per step, each paying the link's latency:
+  // 0 = one flat buffer per stage (Megatron-LM's). The engine's per-tensor sync makes one per
+  // parameter tensor, its buckets one per bucket, its ZeRO a reduce-scatter and an all-gather
+  // per model unit: layoutOf counts them for the whole model, a stage makes its 1/pp share.
+  int dpCalls = 0;
 };
 
 // Seconds of one step of the busiest pipeline stage, by where they go; they sum to the step.

@@ -11,6 +11,8 @@
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -69,6 +71,7 @@ class TestWindowProjection : public QObject {
   void overCapacityIsRed();
   void everyFigureSaysProjected();
   void sweepAndExport();
+  void checkOnThisMachine();
 };
 
 // GPT-3 175B on 128 nodes of 8 H100s, tp 8, pp 8, full recomputation: the text and the bars are
@@ -285,6 +288,50 @@ void TestWindowProjection::sweepAndExport() {
   }
   QVERIFY(panel->window()->grab().save(shots + "/projection-panel-dark.png"));
   w.setTheme(Theme::Light);
+}
+
+// "Check on this machine": the run shown, projected from this machine's measured figures, set
+// beside the step time the run measured; before any step, the projection alone, saying so.
+void TestWindowProjection::checkOnThisMachine() {
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(12, 2));
+  ProjectionPanel* panel = open(w);
+  QVERIFY(panel);
+  auto* button = child<QPushButton>(panel, "projectOnHost");
+  QVERIFY(button);
+  QSignalSpy checked(panel, &ProjectionPanel::hostChecked);
+  button->click();
+  QVERIFY(!button->isEnabled());  // measuring, off the GUI thread
+  QVERIFY(checked.wait(30000));
+  QVERIFY(button->isEnabled());
+  QVERIFY(panel->hostProjection());
+  QString check = text(panel, "hostCheck");
+  QVERIFY2(check.contains("Projected on this machine: " +
+                          num(panel->hostProjection()->stepSeconds * 1e3, 2) + " ms"),
+           qPrintable(check));
+  QVERIFY2(check.contains("no steps yet"), qPrintable(check));
+  QVERIFY(check.contains("2 ranks on"));
+
+  // After a run: the measured step beside it, and their ratio.
+  w.startAction()->trigger();
+  QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() >= 12, 30000);
+  QTRY_VERIFY_WITH_TIMEOUT(w.startAction()->isEnabled(), 10000);  // finished
+  button->click();
+  QVERIFY(checked.wait(30000));
+  check = text(panel, "hostCheck");
+  const double measured = w.history().recentStepMs();
+  const double projected = panel->hostProjection()->stepSeconds * 1e3;
+  QVERIFY2(check.contains("Measured in the run shown: " + num(measured, 2) + " ms"),
+           qPrintable(check));
+  QVERIFY2(check.contains(num(projected / measured, 2) + "×"), qPrintable(check));
+  QCOMPARE(panel->hostProjection()->layout.dp, 2);
+
+  QWidget* top = panel->window();
+  top->resize(1280, 860);
+  QTest::qWait(50);
+  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
+  QDir().mkpath(dir);
+  QVERIFY(top->grab().save(dir + "/projection-panel-host.png"));
 }
 
 QTEST_MAIN(TestWindowProjection)

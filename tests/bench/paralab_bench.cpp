@@ -14,6 +14,7 @@ int benchMp(int argc, char** argv);
 int benchEp(int argc, char** argv);
 int benchGpt(int argc, char** argv);
 int benchCp(int argc, char** argv);
+int benchProject(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
 #endif
@@ -21,7 +22,7 @@ int benchComm(int argc, char** argv);
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
   const char* usage =
-      "usage: paralab-bench step|gpt|gemm|teach|latency|dp|ep|mp|cp|comm [--json] [--help]\n";
+      "usage: paralab-bench step|gpt|gemm|teach|latency|dp|ep|mp|cp|project|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(what, "mp")) return benchMp(argc - 1, argv + 1);
   if (!std::strcmp(what, "ep")) return benchEp(argc - 1, argv + 1);
   if (!std::strcmp(what, "cp")) return benchCp(argc - 1, argv + 1);
+  if (!std::strcmp(what, "project")) return benchProject(argc - 1, argv + 1);
 #ifndef PARALAB_NO_BENCH_COMM
   if (!std::strcmp(what, "comm")) return benchComm(argc - 1, argv + 1);
 #endif
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, teach, latency, dp, "
-               "ep, mp, cp, comm)\n",
+               "ep, mp, cp, project, comm)\n",
                what);
   return 2;
 }

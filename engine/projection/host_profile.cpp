@@ -1,0 +1,270 @@
+// This machine measured as the projection's device (host_profile.h).
+#include "projection/host_profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config.h"
+#include "cpu/attention.h"
+#include "cpu/gemm.h"
+#include "cpu/layers.h"
+#include "model/gpt.h"
+#include "model/mlp.h"
+
+namespace paralab::projection {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds of `f` over `repeats` calls after one warm-up call.
+template <typename F>
+double timeMedian(F&& f, int repeats) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = Clock::now();
+    f();
+    t.push_back(secondsSince(t0));
+  }
+  return medianOf(t);
+}
+
+// The GEMMs one micro-batch of the run issues (a block, the first and last ends), as the
+// compute model lists them: their shapes are what gets timed.
+std::vector<OpCost> runGemms(const Projection& shape) {
+  Roofline unit;  // any rates: only the shapes are read
+  unit.peakFlops = 1, unit.bytesPerS = 1, unit.elementBytes = 4;
+  const ModelSpec& m = shape.model;
+  const Layout& l = shape.layout;
+  BlockWork w;
+  w.attention = m.gpt();
+  w.microBatch = l.microBatchSize;
+  w.seq = m.tokensPerSample();
+  w.hidden = m.hidden, w.heads = m.heads, w.ffnMultiple = m.ffnMultiple;
+  w.tp = l.tp, w.cp = l.cp;
+  w.experts = m.experts, w.topk = m.topk;
+  EndsWork e;
+  e.gpt = m.gpt();
+  e.samples = l.microBatchSize;
+  e.seq = m.tokensPerSample();
+  e.hidden = m.hidden, e.vocab = m.vocab, e.tp = l.tp, e.cp = l.cp;
+  e.input = m.input, e.classes = m.classes;
+  std::vector<OpCost> ops;
+  for (const auto& part : {blockForward(unit, w), firstEnd(unit, e), lastEnd(unit, e)})
+    for (const OpCost& op : part)
+      if (op.gemm) ops.push_back(op);
+  return ops;
+}
+
+// FLOP/s of the run's kernel on one thread over the GEMMs' shapes: their FLOPs over the sum of
+// their median times, each GEMM weighted as often as the block issues it.
+double measureGemm(const std::string& kernel, const std::vector<OpCost>& gemms) {
+  kernels::GemmFn fn = kernels::gemm_find(kernel);
+  if (!fn) fn = kernels::gemm_vendor<float>;
+  kernels::vendor_blas_set_threads(1);
+  kernels::gemm_set_threads(1);
+  double flops = 0, seconds = 0;
+  for (const OpCost& op : gemms) {
+    const int M = std::max(1, int(op.m)), N = std::max(1, int(op.n)), K = std::max(1, int(op.k));
+    std::vector<float> A(size_t(M) * K, 0.5f), B(size_t(K) * N, 0.25f), C(size_t(M) * N);
+    // Enough calls for a few milliseconds, so a timer tick does not matter.
+    const double one = 2.0 * M * N * K;
+    const int calls = std::clamp(int(2e7 / one), 1, 1000);
+    const double s = timeMedian(
+        [&] {
+          for (int i = 0; i < calls; ++i)
+            fn(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N);
+        },
+        5);
+    flops += one * op.count;
+    seconds += s / calls * op.count;
+  }
+  return flops / seconds;
+}
+
+// The engine's elementwise kernels on one core over a block's activations (T rows of width h):
+// LayerNorm and GELU (on the FFN's 4h), forward and backward, timed; bytes counted as the
+// compute model counts them (compute_model.cpp: LayerNorm 2 e h T, GELU 2 e 4h T, a backward
+// twice its forward), so the rate is what the model's byte counts take here.
+double measureElementwise(int rows, int h) {
+  rows = std::max(rows, 1);
+  const size_t R = static_cast<size_t>(rows), H = static_cast<size_t>(h), n = R * H, wide = 4 * n;
+  std::vector<float> x(n, 0.3f), y(n), dy(n, 0.1f), dx(n), gamma(H, 1.0f), beta(H, 0.0f),
+      dgamma(H), dbeta(H), mean(R), rstd(R), a(wide, 0.2f), b(wide), da(wide), db(wide, 0.1f);
+  const double bytes = 3.0 * (2 * 4.0 * double(n)) + 3.0 * (2 * 4.0 * double(wide));
+  const int calls = std::clamp(int(4e7 / bytes), 1, 1000);
+  const double s = timeMedian(
+      [&] {
+        for (int c = 0; c < calls; ++c) {
+          kernels::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                                     beta.data(), rows, h);
+          kernels::layernorm_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
+                                      mean.data(), rstd.data(), gamma.data(), rows, h);
+          kernels::gelu_forward(b.data(), a.data(), long(wide));
+          kernels::gelu_backward(da.data(), a.data(), db.data(), long(wide));
+        }
+      },
+      5);
+  return bytes * calls / s;
+}
+
+// The engine's attention kernel (cpu/attention.h) on one core at the run's shape: b sequences
+// of s tokens, the heads this rank computes. Returns FLOP/s of the two products (scores and
+// weighted sum) forward and backward, as the compute model counts them, less the softmax's
+// bytes at the elementwise rate (the model counts those apart).
+double measureAttention(int b, int s, int headsHere, int dh, double elementwiseBytesPerS) {
+  const int C = headsHere * dh;
+  const size_t rows = size_t(b) * s;
+  std::vector<float> qkv(rows * 3 * C, 0.01f), out(rows * C), att(size_t(b) * headsHere * s * s),
+      dout(rows * C, 0.01f), dqkv(rows * 3 * C), scratch(static_cast<size_t>(s));
+  const int calls = std::clamp(int(2e7 / (12.0 * b * headsHere * double(s) * s * dh)), 1, 1000);
+  const double t = timeMedian(
+      [&] {
+        for (int c = 0; c < calls; ++c) {
+          kernels::attention_forward(out.data(), att.data(), qkv.data(), b, s, C, headsHere);
+          kernels::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
+                                      att.data(), b, s, C, headsHere);
+        }
+      },
+      5) / calls;
+  const double scores = double(b) * headsHere * s * s;
+  const double flops = 3.0 * (2 * 2.0 * scores * dh);  // forward, and the backward's two GEMMs each
+  const double softmax = 3.0 * (2 * 4.0 * scores) / elementwiseBytesPerS;
+  return flops / std::max(t - softmax, 0.5 * t);
+}
+
+// The ranks' all-reduce under the run's link: median seconds at `floats`, every rank taking
+// part as in a step.
+double allReduceSeconds(ThreadWorld& world, int64_t floats, int repeats) {
+  std::vector<double> times(size_t(world.size()));
+  world.run([&](Communicator& comm) {
+    std::vector<float> buf(size_t(floats), 1.0f);
+    std::vector<double> t;
+    for (int i = 0; i <= repeats; ++i) {
+      comm.barrier();
+      const auto t0 = Clock::now();
+      comm.allReduce(buf.data(), buf.data(), floats);
+      if (i > 0) t.push_back(secondsSince(t0));
+    }
+    times[size_t(comm.rank())] = medianOf(t);
+  });
+  return *std::max_element(times.begin(), times.end());
+}
+
+// The engine's gradient synchronisation calls in one step (parallel/grad_sync.h), each paying
+// the link's latency: per tensor, the MLP's input layer and head (a weight and a bias each) and
+// a block's LayerNorm and two linear layers, or the GPT's two embedding tables, final LayerNorm
+// and head, and a block's two LayerNorms and four linear layers; bucketed, one per --bucket-mb
+// of a stage's gradients; ZeRO, one unit per block and per end.
+int engineDpCalls(const RunConfig& c) {
+  const bool gpt = c.model == "gpt";
+  if (c.zero > 0) return c.layers + 2;
+  if (c.dpVersion == "per-tensor") return gpt ? 6 + 12 * c.layers : 4 + 6 * c.layers;
+  const double parameters =
+      double(gpt ? GptShape{kEngineVocab, c.seq, c.hidden, c.layers, c.heads}.parameterCount()
+                 : MlpShape{784, c.hidden, c.layers, 10}.parameterCount());
+  const double stageBytes = 4.0 * parameters / (c.tp * c.pp);
+  return c.pp * std::max(1, int(std::ceil(stageBytes / (c.bucketMb * 1024 * 1024))));
+}
+
+}  // namespace
+
+double HostProfile::coreShare() const {
+  return std::min(1.0, double(cores) / std::max(1, ranks));
+}
+
+HostProfile measureHost(const RunConfig& c) {
+  HostProfile h;
+  h.cores = std::max(1u, std::thread::hardware_concurrency());
+  h.ranks = std::max(1, c.ranks);
+  // The run's shapes: its projection on any device resolves the micro-batch and the split.
+  HostProfile shapeOnly = h;
+  shapeOnly.gemmFlops = 1e9, shapeOnly.bytesPerS = 1e9;
+  shapeOnly.link.bytesPerS = 1e9;
+  const Projection shape = projectOnHost(c, shapeOnly);
+  h.gemmFlops = measureGemm(c.kernel, runGemms(shape));
+  const Layout& l = shape.layout;
+  const ModelSpec& m = shape.model;
+  const int tokens = l.microBatchSize * m.tokensPerSample() / l.cp;
+  h.bytesPerS = measureElementwise(tokens, m.hidden);
+  if (m.gpt())
+    h.attentionFlops = measureAttention(l.microBatchSize, m.seq / l.cp, m.heads / l.tp,
+                                        m.hidden / m.heads, h.bytesPerS);
+
+  // alpha from a one-float all-reduce, beta from one of the gradients' size: the ring's
+  // 2(n - 1) alpha + 2 (n - 1) / n bytes / B (comm_model.h), n the run's ranks.
+  const int n = h.ranks;
+  if (n > 1) {
+    CommOptions options;
+    options.link = c.link;
+    options.algorithm = AllReduceAlgo::Ring;
+    ThreadWorld world(n, options);
+    const int64_t big = std::max<int64_t>(int64_t(shape.parameters / std::max(1, l.tp * l.pp)),
+                                          int64_t(1) << 20);
+    const double tSmall = allReduceSeconds(world, 1, 20);
+    const double tBig = allReduceSeconds(world, big, 5);
+    const double steps = 2.0 * (n - 1), share = 2.0 * (n - 1) / n;
+    h.link.alphaS = tSmall / steps;
+    h.link.bytesPerS = share * 4.0 * double(big) / std::max(1e-9, tBig - tSmall);
+    const double fit = collectiveSeconds(Collective::AllReduce, 4.0 * double(big), n, h.link);
+    h.linkFitError = std::abs(fit - tBig) / tBig;
+    h.link.title = c.link == "none" ? "thread ranks, shared memory (measured)"
+                                    : "thread ranks, emulated " + c.link + " link (measured)";
+  } else {
+    h.link.title = "one rank: no link";
+    h.link.bytesPerS = 1e12;
+  }
+  char title[256];
+  std::snprintf(title, sizeof title, "this machine: %d cores, %s kernel (measured)", h.cores,
+                c.kernel.c_str());
+  h.title = title;
+  return h;
+}
+
+Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab) {
+  Cluster cluster;
+  GpuSpec& g = cluster.gpu;
+  g.name = "this-machine";
+  g.title = host.title;
+  g.source = "measured on this machine for this run's shapes";
+  // Every precision at the measured fp32 rate; the roofline's bandwidth share undone, since the
+  // elementwise rate is already what the kernels reach.
+  const double share = host.coreShare();
+  g.fp32Tflops = g.tf32Tflops = g.bf16Tflops = host.gemmFlops * share / 1e12;
+  g.matmulTflopsBf16 = g.bf16Tflops;
+  g.hbmGBps = host.bytesPerS * share / 1e9 / kHbmFraction;
+  g.attentionTflops = host.attentionFlops * share / 1e12;
+  g.hbmGB = 1e6;  // memory is not what this projection checks
+  g.sms = 0;
+  g.nodeGpus = std::max(1, c.ranks);
+  cluster.gpus = std::max(1, c.ranks);
+  cluster.gpusPerNode = cluster.gpus;
+  cluster.measuredLink = host.link;
+
+  const ModelSpec model = modelOf(c, vocab);
+  Layout layout = layoutOf(c);
+  layout.precision = Precision::Fp32;
+  layout.dpCalls = engineDpCalls(c);
+  // The engine overlaps only stage 0's buckets with the backward (a thread of their own); its
+  // ZeRO reduce-scatters in line, after a unit's backward or the whole backward.
+  layout.overlapDpComm = c.zero == 0 && c.dpVersion == "bucket";
+  if (auto err = validate(model, layout, cluster)) throw ConfigError(*err);
+  return project(model, layout, cluster);
+}
+
+}  // namespace paralab::projection

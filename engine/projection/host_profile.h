@@ -1,0 +1,45 @@
+// This machine as the projection's device: the figures the projection takes from a GPU's
+// datasheet, measured here instead, for one run's shapes. The GEMM rate at the run's own GEMM
+// shapes with the run's kernel on one thread (a rank is one worker), the rates of the engine's
+// own elementwise and attention kernels at the run's activation shapes, and the thread ranks' collectives under the run's link
+// (alpha and beta fitted from a small and a large all-reduce among the run's ranks). When there
+// are more ranks than cores, each rank gets cores / ranks of a core.
+//
+// projectOnHost() then runs the same model as a projection onto real GPUs (projection.h), so a
+// learner can set the projected step beside the one just measured: the check that the model
+// is worth believing when it speaks of a cluster. See tests/engine/tst_projection_host.cpp and
+// `paralab-bench project`.
+#pragma once
+#include <string>
+
+#include "projection/projection.h"
+
+namespace paralab {
+struct RunConfig;
+}
+
+namespace paralab::projection {
+
+struct HostProfile {
+  std::string title;       // "this machine: 2 cores, OpenBLAS 0.3.21 ... (measured)"
+  int cores = 1;           // hardware threads the ranks share
+  int ranks = 1;           // the run's ranks
+  double gemmFlops = 0;    // one core, FLOP/s, over the run's GEMM shapes
+  double bytesPerS = 0;    // one core, the engine's elementwise kernels on a block's activations
+  double attentionFlops = 0;  // one core, the engine's attention kernel (the GPT), FLOP/s
+  Link link;               // the thread ranks' collectives, measured (the run's emulated link)
+  double linkFitError = 0; // the fit's worst relative error over the sizes timed
+  // Each rank's share of a core while every rank computes: min(1, cores / ranks).
+  double coreShare() const;
+};
+
+// Times the run's GEMM shapes, its elementwise and attention kernels and the ranks'
+// all-reduce; about a second.
+// Throws ConfigError where projectRun() would (a strategy or model a projection does not cover).
+HostProfile measureHost(const RunConfig& c);
+
+// The run the settings describe, projected onto this machine as `host` measured it: one GPU per
+// rank, every group on the measured link, fp32 arithmetic, the engine's vocabulary `vocab`.
+Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab = kEngineVocab);
+
+}  // namespace paralab::projection

@@ -1,0 +1,174 @@
+// The projection fed this machine's measured figures (projection/host_profile.h): with figures
+// given by hand, the projected step follows from them exactly as the model says (each rank's
+// share of the cores, one measured link for every group, the engine's gradient calls, the
+// attention kernel's own rate); measured here, the figures are sane. The check against measured
+// step times needs a quiet machine: tst_projection_host_timing and `paralab-bench project`.
+// Run: ctest -R tst_projection_host --output-on-failure
+#include <QtTest>
+#include <cmath>
+
+#include "config.h"
+#include "projection/host_profile.h"
+
+using namespace paralab;
+using namespace paralab::projection;
+
+namespace {
+
+// Figures a machine could have, given by hand so the arithmetic below is exact.
+HostProfile handProfile(int cores, int ranks) {
+  HostProfile h;
+  h.cores = cores;
+  h.ranks = ranks;
+  h.gemmFlops = 100e9;
+  h.bytesPerS = 10e9;
+  h.attentionFlops = 5e9;
+  h.link.title = "hand";
+  h.link.alphaS = 10e-6;
+  h.link.bytesPerS = 1e9;
+  return h;
+}
+
+// Lesson 5's experiment: the MLP over 4 thread ranks, ring all-reduce per tensor.
+RunConfig lesson5() {
+  RunConfig c;
+  c.layers = 2;
+  c.ranks = 4;
+  c.hidden = 128;
+  c.batch = 256;
+  c.allreduce = "ring";
+  c.dpVersion = "per-tensor";
+  return c;
+}
+
+// Lesson 10's: the GPT over tp 2.
+RunConfig lesson10() {
+  RunConfig c;
+  c.model = "gpt";
+  c.dataset = "fortunes";
+  c.layers = 2;
+  c.ranks = 2;
+  c.tp = 2;
+  c.hidden = 128;
+  c.heads = 4;
+  c.seq = 64;
+  c.batch = 16;
+  return c;
+}
+
+bool near(double a, double b, double relative = 1e-9) {
+  return std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b));
+}
+
+}  // namespace
+
+class TestProjectionHost : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // More ranks than cores: each rank computes at cores / ranks of a core, so compute time
+  // scales by ranks / cores; with a core each, not at all.
+  void ranksShareTheCores() {
+    const RunConfig c = lesson5();
+    const Projection shared = projectOnHost(c, handProfile(2, 4));
+    const Projection own = projectOnHost(c, handProfile(4, 4));
+    QCOMPARE(handProfile(2, 4).coreShare(), 0.5);
+    QCOMPARE(handProfile(8, 4).coreShare(), 1.0);
+    QVERIFY(near(shared.split.compute, 2 * own.split.compute));
+    QVERIFY(near(shared.split.optimizer, 2 * own.split.optimizer));
+    // The link is the machine's, not the cores': communication does not scale.
+    QVERIFY(near(shared.split.dpCommExposed, own.split.dpCommExposed));
+  }
+
+  // Every group talks over the one measured link.
+  void everyGroupUsesTheMeasuredLink() {
+    const Projection p = projectOnHost(lesson10(), handProfile(2, 2));
+    for (const Link* l : {&p.tpLink, &p.ppLink, &p.dpLink, &p.cpLink, &p.epLink}) {
+      QCOMPARE(QString::fromStdString(l->title), QString("hand"));
+      QCOMPARE(l->alphaS, 10e-6);
+      QCOMPARE(l->bytesPerS, 1e9);
+    }
+  }
+
+  // The engine's per-tensor sync: one ring all-reduce per parameter tensor (16 for the MLP of 2
+  // blocks), each paying 2 (n - 1) latencies, after the backward (nothing hidden).
+  void perTensorSyncPaysALatencyPerTensor() {
+    const RunConfig c = lesson5();
+    const Projection p = projectOnHost(c, handProfile(2, 4));
+    const double gradientBytes = 4.0 * double(p.parameters);
+    const int n = 4, tensors = 16;
+    const double expected =
+        tensors * 2 * (n - 1) * 10e-6 + 2.0 * (n - 1) / n * gradientBytes / 1e9;
+    QVERIFY2(near(p.split.dpCommExposed, expected, 1e-9),
+             qPrintable(QString("%1 vs %2").arg(p.split.dpCommExposed).arg(expected)));
+    // Bucketed instead: 0.25 MiB buckets, overlapped with the backward, so less is exposed.
+    RunConfig bucketed = c;
+    bucketed.dpVersion = "bucket";
+    QVERIFY(projectOnHost(bucketed, handProfile(2, 4)).split.dpCommExposed <
+            p.split.dpCommExposed);
+  }
+
+  // ZeRO-1 in the engine: a reduce-scatter and an all-gather per unit (the MLP's input layer,
+  // its blocks, its head), after the backward.
+  void zeroSyncsPerUnit() {
+    RunConfig c = lesson5();
+    c.zero = 1;
+    c.optimizer = "adam";
+    const Projection p = projectOnHost(c, handProfile(2, 4));
+    const double bytes = 4.0 * double(p.parameters);
+    const int n = 4, units = 4;
+    const double expected = 2 * units * (n - 1) * 10e-6 + 2 * (n - 1.0) / n * bytes / 1e9;
+    QVERIFY2(near(p.split.dpCommExposed, expected, 1e-9),
+             qPrintable(QString("%1 vs %2").arg(p.split.dpCommExposed).arg(expected)));
+  }
+
+  // The GPT's attention runs at the attention kernel's measured rate, not the GEMMs'.
+  void attentionAtItsOwnRate() {
+    HostProfile slow = handProfile(2, 2), fast = slow;
+    fast.attentionFlops = 2 * slow.attentionFlops;
+    const Projection a = projectOnHost(lesson10(), slow), b = projectOnHost(lesson10(), fast);
+    QVERIFY(a.split.compute > b.split.compute);
+    double attention = 0;  // the products' FLOPs in one block, forward and backward
+    for (const OpCost& op : a.blockOps)
+      if (op.name.find("attention scores") == 0 || op.name.find("attention weighted") == 0)
+        attention += op.flops;
+    QVERIFY(attention > 0);
+    // 2 blocks, one micro-batch (tp 2 splits the heads: each rank computes its half), at the
+    // rank's share of a core (1: two ranks, two cores).
+    const double saved = 2 * (attention / 5e9 - attention / 10e9);
+    QVERIFY2(near(a.split.compute - b.split.compute, saved, 1e-6),
+             qPrintable(QString("%1 vs %2").arg(a.split.compute - b.split.compute).arg(saved)));
+  }
+
+  // Measured here: positive, finite, and about what a core can do.
+  void measuredFiguresAreSane() {
+    for (const RunConfig& c : {lesson5(), lesson10()}) {
+      const HostProfile h = measureHost(c);
+      QVERIFY(h.cores >= 1);
+      QCOMPARE(h.ranks, c.ranks);
+      QVERIFY2(h.gemmFlops > 1e8 && h.gemmFlops < 1e13, qPrintable(QString::number(h.gemmFlops)));
+      QVERIFY2(h.bytesPerS > 1e7 && h.bytesPerS < 1e13, qPrintable(QString::number(h.bytesPerS)));
+      QVERIFY(h.link.alphaS > 0 && h.link.bytesPerS > 0);
+      QCOMPARE(h.attentionFlops > 0, c.model == "gpt");
+      const Projection p = projectOnHost(c, h);
+      QVERIFY(std::isfinite(p.stepSeconds) && p.stepSeconds > 0);
+      QVERIFY(QString::fromStdString(p.cluster.gpu.title).contains("measured"));
+    }
+  }
+
+  // What a projection does not cover is refused with the field named.
+  void refusesWhatItDoesNotCover() {
+    RunConfig c = lesson5();
+    c.tp = 3;  // does not divide the hidden width
+    c.ranks = 3;
+    try {
+      projectOnHost(c, handProfile(2, 3));
+      QFAIL("tp 3 was projected");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString(e.what()).startsWith("tp"), e.what());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestProjectionHost)
+#include "tst_projection_host.moc"
