@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "capabilities.h"
+#include "config.h"
 #include "data/dataset.h"
 #include "schema.h"
 
@@ -61,6 +62,35 @@ std::vector<int> BenchRunner::latencyBatches(const lessons::Bench& b) {
   std::vector<int> batches;
   for (int n = 1; n <= int(lessons::benchOption(b, "max-batch")); n *= 2) batches.push_back(n);
   return batches;
+}
+
+teach::RooflineOptions BenchRunner::rooflineOptions(const lessons::Bench& b,
+                                                    const RunConfig& settings) {
+  teach::RooflineOptions o;
+  const auto given = [&](const char* key, int fallback) {
+    return b.options.contains(key) ? int(lessons::benchOption(b, key)) : fallback;
+  };
+  o.hidden = given("hidden", settings.hidden);
+  o.layers = given("layers", settings.layers);
+  o.kernel = isGemmKernel("cpu", settings.kernel) ? settings.kernel : "vendor";
+  o.batches = {1, int(lessons::benchOption(b, "max-batch"))};
+  o.precision = projection::parsePrecision(lessons::benchWord(b, "precision").toStdString());
+  o.repeats = int(lessons::benchOption(b, "repeats"));
+  return o;
+}
+
+teach::LayoutProjectionOptions BenchRunner::layoutOptions(const lessons::Bench& b) {
+  teach::LayoutProjectionOptions o;
+  const auto n = [&](const char* key) { return int(lessons::benchOption(b, key)); };
+  o.gpu = lessons::benchWord(b, "gpu").toStdString();
+  o.gpus = n("gpus");
+  o.nodeLink = lessons::benchWord(b, "node-link").toStdString();
+  o.layers = n("layers"), o.hidden = n("hidden"), o.heads = n("heads");
+  o.seq = n("seq"), o.vocab = n("vocab"), o.batch = n("batch"), o.pp = n("pp");
+  o.recompute = lessons::benchWord(b, "recompute").toStdString();
+  o.tps.clear();
+  for (int tp = n("min-tp"); tp <= n("max-tp"); tp *= 2) o.tps.push_back(tp);
+  return o;
 }
 
 // The CPU's sweep, then the GPU's where there is one; progress counts the batch sizes of both.
@@ -132,6 +162,72 @@ QJsonObject benchJson(const BenchResult& r) {
                                 {"slowdown", p.slowdown()}});
     o.insert("false_sharing", points);
   }
+  if (r.roofline) {
+    const teach::RooflineResult& f = *r.roofline;
+    o.insert("hidden", f.hidden);
+    o.insert("layers", f.layers);
+    o.insert("precision", QString::fromStdString(f.precision));
+    QJsonArray gpus;
+    for (const teach::RooflineGpu& g : f.gpus)
+      gpus.append(QJsonObject{{"gpu", QString::fromStdString(g.name)},
+                              {"title", QString::fromStdString(g.title)},
+                              {"gemm_tflops", g.gemmTflops},
+                              {"memory_gbps", g.memoryGBps},
+                              {"ridge_flops_per_byte", g.ridge}});
+    o.insert("gpus", gpus);
+    QJsonArray batches;
+    for (const teach::RooflineBatch& b : f.batches) {
+      QJsonArray layers;
+      for (const teach::RooflineLayer& l : b.layers) {
+        QJsonArray projected;
+        for (size_t g = 0; g < l.projected.size() && g < f.gpus.size(); ++g)
+          projected.append(QJsonObject{{"gpu", QString::fromStdString(f.gpus[g].name)},
+                                       {"ms", l.projected[g].seconds * 1e3},
+                                       {"compute_bound", l.projected[g].computeBound},
+                                       {"sm_busy", l.projected[g].smBusy}});
+        QJsonObject row{{"layer", QString::fromStdString(l.key)},
+                        {"count", l.count},
+                        {"cpu_ms", l.cpuSeconds * 1e3},
+                        {"projected", projected}};
+        if (!l.projected.empty()) {
+          row.insert("flops", l.projected[0].flops);
+          row.insert("bytes", l.projected[0].bytes);
+          row.insert("flops_per_byte", l.projected[0].intensity());
+        }
+        if (l.gpuSeconds > 0) row.insert("gpu_ms", l.gpuSeconds * 1e3);
+        layers.append(row);
+      }
+      QJsonObject batch{{"batch", b.batch}, {"cpu_step_ms", b.cpuStepSeconds() * 1e3},
+                        {"layers", layers}};
+      for (size_t g = 0; g < f.gpus.size(); ++g)
+        batch.insert(QString::fromStdString(f.gpus[g].name) + "_step_ms",
+                     b.projectedStepSeconds(g) * 1e3);
+      if (b.gpuStepSeconds() > 0) batch.insert("gpu_step_ms", b.gpuStepSeconds() * 1e3);
+      batches.append(batch);
+    }
+    o.insert("batches", batches);
+  }
+  if (r.layouts) {
+    QJsonArray layouts;
+    for (const teach::LayoutPoint& p : r.layouts->points) {
+      if (!p.projected) continue;
+      const projection::Projection& q = p.projection;
+      const projection::StepSplit& s = q.split;
+      layouts.append(QJsonObject{{"tp", p.tp},
+                                 {"pp", q.layout.pp},
+                                 {"dp", q.layout.dp},
+                                 {"tp_nodes", p.tpNodes},
+                                 {"step_ms", q.stepSeconds * 1e3},
+                                 {"compute_ms", s.compute * 1e3},
+                                 {"tp_comm_ms", s.tpComm * 1e3},
+                                 {"tp_share", p.tpShare()},
+                                 {"tp_allreduce_ms", p.tpAllReduceSeconds * 1e3},
+                                 {"tp_link_gbps", q.tpLink.bytesPerS / 1e9},
+                                 {"mfu", q.mfu},
+                                 {"tokens_per_s", q.tokensPerS}});
+    }
+    o.insert("layouts", layouts);
+  }
   if (r.latencyCpu) {
     QJsonArray points;
     for (const LatencyPoint& p : r.latencyCpu->points) {
@@ -145,12 +241,12 @@ QJsonObject benchJson(const BenchResult& r) {
   return o;
 }
 
-bool BenchRunner::start(const lessons::Bench& bench) {
+bool BenchRunner::start(const lessons::Bench& bench, const RunConfig& settings) {
   if (m_running || bench.kind.isEmpty()) return false;
   if (m_thread.joinable()) m_thread.join();  // the last benchmark's thread, already at its end
   m_cancel = false;
   m_running = true;
-  m_thread = std::thread([this, bench] {
+  m_thread = std::thread([this, bench, settings] {
     // Each piece (a GEMM call, a thread count) takes milliseconds or more: no flood to throttle.
     const auto onProgress = [this](int done, int total) {
       QMetaObject::invokeMethod(
@@ -170,6 +266,13 @@ bool BenchRunner::start(const lessons::Bench& bench) {
         result.falseSharing = teach::runFalseSharing(falseSharingOptions(bench), onProgress);
       else if (bench.kind == "latency")
         runLatency(bench, result, onProgress);
+      else if (bench.kind == "roofline")
+        result.roofline = teach::runRoofline(rooflineOptions(bench, settings), onProgress);
+      else if (bench.kind == "layouts") {
+        const teach::LayoutProjectionOptions options = layoutOptions(bench);
+        if (options.tps.empty()) throw std::invalid_argument("bench: min-tp is above max-tp");
+        result.layouts = teach::runLayoutProjection(options);
+      }
       else
         error = tr("bench: no benchmark called '%1'").arg(bench.kind);
     } catch (const std::exception& e) {

@@ -187,7 +187,7 @@ void MainWindow::createLessonDock() {
                                   "to itself; Resume (F5) to go on training."),
                                8000);
     }
-    if (!m_benchRunner->start(bench)) return;
+    if (!m_benchRunner->start(bench, m_configPanel->config())) return;
     m_lessonDock->showBenchProgress(0, 1);
     updateActions();
   });

@@ -5,7 +5,11 @@
 // at 1..N threads, counters in one cache line beside counters padded to a line each. Latency vs
 // throughput: samples/s per batch size as bars, ms per forward as a line on the right axis; the GPU
 // beside the CPU, or said not run. The GPT's: tokens/s per batch of windows of T characters, and
-// the sizes its time budget left untimed said on the chart. Exports like every chart (Export
+// the sizes its time budget left untimed said on the chart. CPU against GPU (roofline): each
+// layer's forward + backward time on a log axis, at batch 1 and at the largest batch, measured
+// on this CPU beside projected for an H100 SXM and an A100 80GB, solid where the roofline says
+// the GPU is compute-bound, hatched where memory-bound. Layouts: one GPT's projected step per
+// tensor-parallel degree, stacked by where the time goes. Exports like every chart (Export
 // all). See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
 #pragma once
 #include <optional>
@@ -37,6 +41,17 @@ class BenchChart : public Chart {
   QCPBars* cpuRate() const { return m_cpuRate; }  // latency: samples/s (GPT: tokens/s) per batch
   QCPBars* gpuRate() const { return m_gpuRate; }
   QCPGraph* cpuLatency() const { return m_cpuLatency; }  // ms per forward, right axis
+  // Roofline: µs per layer measured on this CPU (and on a GPU where one answered); projected
+  // per GPU of the result (0: H100, 1: A100), compute-bound bars and memory-bound bars.
+  QCPBars* cpuLayers() const { return m_cpuLayers; }
+  QCPBars* gpuLayers() const { return m_gpuLayers; }
+  QCPBars* projectedLayers(int gpu, bool computeBound) const {
+    return m_projected[gpu][computeBound ? 1 : 0];
+  }
+  // Layouts: the stacked parts of each projected step (compute, TP comm, pipeline, the rest).
+  QCPBars* splitBars(int part) const { return m_split[part]; }
+  // The texts drawn on the plot (value labels, group names, notes), in order.
+  QStringList plotTexts() const;
   // Latency: "not timed", written in the slots of sizes no device timed (null: none, or hidden
   // where the slots are too narrow for it).
   const QCPItemText* notTimedNote() const {
@@ -51,6 +66,9 @@ class BenchChart : public Chart {
   void showSimd(const teach::SimdWidthResult& r, int repeats);
   void showFalseSharing(const teach::FalseSharingSweep& s);
   void showLatency(const BenchResult& r);
+  void showRoofline(const teach::RooflineResult& r);
+  void showLayouts(const teach::LayoutProjection& p);
+  QCPItemText* addNote(double x, double yRatio, const QString& text, const QColor& color);
   void addValueLabel(double x, double y, const QString& text, const QColor& color);
   // The x axis names each bar (kernel, thread count, batch size); where the plot is too narrow
   // for all names side by side, every second (or third, ...) is shown, the first always.
@@ -62,6 +80,17 @@ class BenchChart : public Chart {
   std::optional<BenchResult> m_result;
   QCPBars *m_rungs, *m_vendor, *m_ideal, *m_shared, *m_padded, *m_cpuRate, *m_gpuRate;
   QCPGraph *m_cpuLatency, *m_gpuLatency;
+  QCPBars *m_cpuLayers, *m_gpuLayers, *m_projected[2][2], *m_split[4], *m_boundKey;
+  QList<QCPAbstractItem*> m_items;  // separators drawn with a result, removed by clear()
+  // Roofline: each batch's note over its group of `m_groupSlots` slots, in full and short (the
+  // batch alone) where the full one would not fit (fitNotes).
+  struct GroupNote {
+    QCPItemText* item;
+    QString full, brief;
+  };
+  QList<GroupNote> m_groupNotes;
+  int m_groupSlots = 0;
+  void fitNotes(int plot);
   QCPBarsGroup* m_group;
   QCPGraph* m_peak;  // the FMA-peak reference, a line across the ladder
   QList<QCPItemText*> m_labels;

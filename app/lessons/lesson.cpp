@@ -557,7 +557,9 @@ LibraryResult loadLessons(const QString& lessonsRoot, int cores) {
 
 // [SECTION] Capabilities.
 
-QStringList benchKinds() { return {"gemm-ladder", "simd-width", "false-sharing", "latency"}; }
+QStringList benchKinds() {
+  return {"gemm-ladder", "simd-width", "false-sharing", "latency", "roofline", "layouts"};
+}
 
 QList<BenchOption> benchOptions(const QString& kind) {
   if (kind == "gemm-ladder")
@@ -571,6 +573,26 @@ QList<BenchOption> benchOptions(const QString& kind) {
             {"layers", 1, 8, 2},
             {"seq", 1, 1024, 64},
             {"heads", 1, 64, 4}};
+  if (kind == "roofline")
+    return {{"precision", 0, 0, 0, {"fp32", "tf32"}},
+            {"max-batch", 2, 4096, 4096},
+            {"hidden", 16, 1024, 128},
+            {"layers", 1, 8, 2},
+            {"repeats", 1, 20, 5}};
+  if (kind == "layouts")
+    return {{"gpu", 0, 0, 0, {"h100-sxm", "a100-80gb", "h200"}},
+            {"node-link", 0, 0, 0, {"infiniband", "ethernet"}},
+            {"recompute", 0, 0, 0, {"selective", "full", "none"}},
+            {"gpus", 8, 16384, 512},
+            {"layers", 1, 256, 80},
+            {"hidden", 64, 65536, 8192},
+            {"heads", 1, 512, 64},
+            {"seq", 1, 131072, 4096},
+            {"vocab", 2, 1000000, 32000},
+            {"batch", 1, 1000000, 1024},
+            {"pp", 1, 128, 8},
+            {"min-tp", 1, 64, 8},
+            {"max-tp", 1, 64, 16}};
   return {};
 }
 

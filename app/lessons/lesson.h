@@ -81,7 +81,13 @@ struct Bench {
 // latency {model mlp|gpt (mlp), max-batch 1..4096 (1024: batches 1, 2, 4, ... up to it),
 // hidden 16..1024 (128), layers 1..8 (2), and for the GPT seq 1..1024 (64) and heads 1..64 (4),
 // which must divide hidden}: paralab-run's model, forward only, on the CPU (and the GPU where
-// there is one).
+// there is one);
+// roofline {precision fp32|tf32 (fp32), max-batch 2..4096 (4096), hidden 16..1024 and layers
+// 1..8 (else the run settings'), repeats 1..20 (5)}: the MLP's layers measured on this CPU at
+// batch 1 and max-batch, projected for H100 SXM and A100 80GB;
+// layouts {gpu h100-sxm|a100-80gb|h200, node-link infiniband|ethernet, recompute
+// selective|full|none, gpus, layers, hidden, heads, seq, vocab, batch, pp, min-tp, max-tp
+// (tp doubling from min to max)}: one GPT projected on a cluster at each tp.
 QStringList benchKinds();
 struct BenchOption {
   QString key;

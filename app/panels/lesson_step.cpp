@@ -109,6 +109,22 @@ QString benchText(const Bench& b) {
         .arg(benchOption(b, "max-batch"))
         .arg(benchOption(b, "hidden"))
         .arg(benchOption(b, "layers"));
+  if (b.kind == "roofline")
+    return QObject::tr("CPU against GPU, layer by layer: the MLP's forward + backward measured on "
+                       "this CPU at batch 1 and %1, each layer projected for NVIDIA H100 SXM and "
+                       "A100 80GB (%2) by the roofline")
+        .arg(benchOption(b, "max-batch"))
+        .arg(benchWord(b, "precision"));
+  if (b.kind == "layouts")
+    return QObject::tr("Layouts projected (not run): a GPT of %1 blocks, H = %2, on %3 × %4, "
+                       "pp %5, tp %6 to %7")
+        .arg(benchOption(b, "layers"))
+        .arg(benchOption(b, "hidden"))
+        .arg(benchOption(b, "gpus"))
+        .arg(benchWord(b, "gpu"))
+        .arg(benchOption(b, "pp"))
+        .arg(benchOption(b, "min-tp"))
+        .arg(benchOption(b, "max-tp"));
   return b.kind;
 }
 

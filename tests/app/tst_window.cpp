@@ -141,6 +141,8 @@ class TestWindow : public QObject {
   void benchStepCancels();
   void benchStepFeedsItsComparison();
   void benchStepTimesTheGpt();
+  void benchStepProjectsEachLayer();
+  void benchStepProjectsLayouts();
   void exportPanelWritesPngAtDpi();
   void exportAllWritesEverything();
   void scriptedExportWritesEverything();
@@ -594,6 +596,88 @@ void TestWindow::benchStepTimesTheGpt() {
   QTRY_VERIFY(ChartHub::isInView(chart));
   QTest::qWait(150);
   QVERIFY(w.grab().save(screenshotDir() + "/window-benchmark-gpt.png"));
+}
+
+// Opens the first step of lesson `slug` whose benchmark is `kind` and locks `answer` in.
+static void openFirstBenchStep(LessonDock* dock, const QString& kind, const QString& slug,
+                               const QString& answer) {
+  for (int i = 0; i < dock->lessons().size(); ++i)
+    if (dock->lessons()[i].slug == slug) {
+      dock->openLesson(i);
+      const QList<lessons::Step>& steps = dock->lessons()[i].steps;
+      for (int s = 0; s < steps.size(); ++s)
+        if (steps[s].bench && steps[s].bench->kind == kind) {
+          dock->openPage(s + 1);
+          break;
+        }
+    }
+  QVERIFY(dock->currentStep() && dock->currentStep()->bench);
+  QCOMPARE(dock->currentStep()->bench->kind, kind);
+  dock->findChild<QLineEdit*>("lessonPrediction")->setText(answer);
+  dock->findChild<QPushButton*>("lessonLock")->click();
+}
+
+// Lesson 4's roofline step: every layer measured here at batch 1 and 4096, projected for the
+// H100 and the A100 beside it, and the comparison's Measured row the projection's FLOPs per
+// byte of fc1 at batch 1.
+void TestWindow::benchStepProjectsEachLayer() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  openFirstBenchStep(dock, "roofline", "04-cpu-gpu", "0.5");
+  QSignalSpy finished(w.benchRunner(), &BenchRunner::finished);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 180000);
+  QCOMPARE(finished.at(0).at(1).toString(), QString());
+  auto* chart = w.chartHub()->find<BenchChart>();
+  QVERIFY(chart->result() && chart->result()->roofline);
+  const teach::RooflineResult& r = *chart->result()->roofline;
+  QCOMPARE(r.batches.size(), size_t(2));
+  QCOMPARE(r.batches[1].batch, 4096);
+  QCOMPARE(r.hidden, w.configPanel()->config().hidden);  // the run settings' MLP
+  for (const teach::RooflineBatch& b : r.batches)
+    for (const teach::RooflineLayer& l : b.layers) QVERIFY2(l.cpuSeconds > 0, l.key.c_str());
+  const double intensity = r.batches[0].layers[2].projected[0].intensity();
+  static const QRegularExpression measuredRow("Measured</td><td><b>([0-9.,]+)");
+  const QRegularExpressionMatch m = measuredRow.match(dock->comparisonText());
+  QVERIFY2(m.hasMatch(), qPrintable(dock->comparisonText()));
+  QVERIFY(std::abs(QLocale().toDouble(m.captured(1)) - intensity) <= 1e-3 * intensity);
+  w.resize(1600, 1000);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QTRY_VERIFY(ChartHub::isInView(chart));
+  QTest::qWait(150);
+  QVERIFY(w.grab().save(screenshotDir() + "/window-benchmark-roofline.png"));
+}
+
+// Lesson 13's projection to 512 H100s: tp 8 and tp 16 projected, the comparison's Measured row
+// the chart's ratio of communication to compute.
+void TestWindow::benchStepProjectsLayouts() {
+  MainWindow w;
+  LessonDock* dock = w.lessonDock();
+  openFirstBenchStep(dock, "layouts", "13-putting-together", "2");
+  QSignalSpy finished(w.benchRunner(), &BenchRunner::finished);
+  dock->findChild<QPushButton*>("lessonRun")->click();
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+  QCOMPARE(finished.at(0).at(1).toString(), QString());
+  auto* chart = w.chartHub()->find<BenchChart>();
+  QVERIFY(chart->result() && chart->result()->layouts);
+  const auto& pts = chart->result()->layouts->points;
+  QCOMPARE(pts.size(), size_t(2));
+  QVERIFY(pts[1].tpShare() > pts[0].tpShare());
+  const auto ratio = [](const teach::LayoutPoint& p) {
+    return p.projection.split.tpComm / p.projection.split.compute;
+  };
+  const double expected = ratio(pts[1]) / ratio(pts[0]);
+  static const QRegularExpression measuredRow("Measured</td><td><b>([0-9.,]+)");
+  const QRegularExpressionMatch m = measuredRow.match(dock->comparisonText());
+  QVERIFY2(m.hasMatch(), qPrintable(dock->comparisonText()));
+  QVERIFY(std::abs(QLocale().toDouble(m.captured(1)) - expected) <= 1e-3 * expected);
+  w.resize(1600, 1000);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QTRY_VERIFY(ChartHub::isInView(chart));
+  QTest::qWait(150);
+  QVERIFY(w.grab().save(screenshotDir() + "/window-benchmark-layouts.png"));
 }
 
 void TestWindow::sweepRunsOffTheGuiThread() {

@@ -15,6 +15,8 @@ int benchEp(int argc, char** argv);
 int benchGpt(int argc, char** argv);
 int benchCp(int argc, char** argv);
 int benchProject(int argc, char** argv);
+int benchRoofline(int argc, char** argv);
+int benchLayouts(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
 #endif
@@ -22,7 +24,7 @@ int benchComm(int argc, char** argv);
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
   const char* usage =
-      "usage: paralab-bench step|gpt|gemm|teach|latency|dp|ep|mp|cp|project|comm [--json] [--help]\n";
+      "usage: paralab-bench step|gpt|gemm|teach|latency|roofline|layouts|dp|ep|mp|cp|project|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
   if (!std::strcmp(what, "gemm")) return benchGemm(argc - 1, argv + 1);
   if (!std::strcmp(what, "teach")) return benchTeach(argc - 1, argv + 1);
   if (!std::strcmp(what, "latency")) return benchLatency(argc - 1, argv + 1);
+  if (!std::strcmp(what, "roofline")) return benchRoofline(argc - 1, argv + 1);
+  if (!std::strcmp(what, "layouts")) return benchLayouts(argc - 1, argv + 1);
   if (!std::strcmp(what, "dp")) return benchDp(argc - 1, argv + 1);
   if (!std::strcmp(what, "mp")) return benchMp(argc - 1, argv + 1);
   if (!std::strcmp(what, "ep")) return benchEp(argc - 1, argv + 1);
@@ -47,8 +51,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, teach, latency, dp, "
-               "ep, mp, cp, project, comm)\n",
+               "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, teach, latency, "
+               "roofline, layouts, dp, ep, mp, cp, project, comm)\n",
                what);
   return 2;
 }

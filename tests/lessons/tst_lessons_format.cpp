@@ -242,12 +242,14 @@ class TestLessonFormat : public QObject {
     QTest::newRow("answerless card") << "A: Yes." << "" << "this 'Q:' has no 'A:'";
     QTest::newRow("stray text") << "Q: Card?" << "Stray.\nQ: Card?" << "belongs to a 'Q:' or an 'A:'";
     QTest::newRow("no cards") << "## Flashcards\n\nQ: Card?\nA: Yes." << "" << "'## Flashcards' with Q:/A: pairs is missing";
-    QTest::newRow("bench kind") << "\"gemm-ladder\"" << "\"gemm\"" << ":49: bench: 'kind' is 'gemm', not a benchmark (allowed: gemm-ladder, simd-width, false-sharing, latency)";
+    QTest::newRow("bench kind") << "\"gemm-ladder\"" << "\"gemm\"" << ":49: bench: 'kind' is 'gemm', not a benchmark (allowed: gemm-ladder, simd-width, false-sharing, latency, roofline, layouts)";
     QTest::newRow("bench no kind") << "\"kind\": \"gemm-ladder\", " << "" << ":49: bench: 'kind' is missing (allowed: gemm-ladder";
     QTest::newRow("bench range") << "\"size\": 256" << "\"size\": 9000" << ":49: bench: 'size' of gemm-ladder is a whole number 16..2048";
     QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";
     QTest::newRow("bench model") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"model\": \"rnn\"" << ":49: bench: 'model' of latency is one of mlp, gpt";
     QTest::newRow("bench seq of the mlp") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"seq\": 128" << ":49: bench: 'seq' of latency needs \"model\": \"gpt\"";
+    QTest::newRow("bench roofline precision") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"roofline\", \"precision\": \"bf16\"" << ":49: bench: 'precision' of roofline is one of fp32, tf32";
+    QTest::newRow("bench layouts gpus") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"layouts\", \"gpus\": 4" << ":49: bench: 'gpus' of layouts is a whole number 8..16384";
     QTest::newRow("bench heads") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"model\": \"gpt\", \"hidden\": 64, \"heads\": 5" << ":49: bench: 'heads' (5) of the GPT must divide 'hidden' (64)";
     QTest::newRow("repeated step title") << "## Step: Sweep it" << "## Step: Run it"
                                          << ":39: step title 'Run it' is also the title of the step on line";
