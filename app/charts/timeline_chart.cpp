@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
 
 #include "charts/byte_units.h"
 #include "charts/chart_colors.h"
@@ -100,6 +101,17 @@ TimelineChart::TimelineChart(QWidget* parent)
   m_waitingLayer->setBrush(QBrush(chartcolors::spanColor(SpanKind::Comm), Qt::FDiagPattern));
   m_waitingLayer->setPen(QPen(chartcolors::faint(chartcolors::spanColor(SpanKind::Comm)), 1));
   m_waitingLayer->keepThin = false;
+  // cp's ring lane: a block in flight, green under the rank's compute, red where not. Listed
+  // in the legend only while a ring is drawn.
+  m_ringHiddenLayer = new RectLayer(xAxis, yAxis);
+  m_ringHiddenLayer->setBrush(chartcolors::kGreen);
+  m_ringHiddenLayer->setPen(Qt::NoPen);
+  m_ringExposedLayer = new RectLayer(xAxis, yAxis);
+  m_ringExposedLayer->setName(tr("cp ring in flight, exposed (nothing computed)"));
+  m_ringExposedLayer->setBrush(chartcolors::kRed);
+  m_ringExposedLayer->setPen(Qt::NoPen);
+  m_ringHiddenLayer->removeFromLegend();
+  m_ringExposedLayer->removeFromLegend();
   setLegendColumns(3);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   axisRect()->setRangeDrag(Qt::Horizontal);
@@ -121,8 +133,24 @@ TimelineChart::TimelineChart(QWidget* parent)
   clear();
 }
 
+namespace {
+// The op ring_attention.cpp gives a K/V block's transfer span.
+constexpr char kRingOp[] = "send→recv · ring ";
+bool isRingOp(const char* op) { return op && std::string_view(op).starts_with(kRingOp); }
+}  // namespace
+
+bool TimelineChart::isRingTransfer(const Bar& b) {
+  return b.kind == SpanKind::Comm && b.op.startsWith(QString::fromUtf8(kRingOp));
+}
+
 void TimelineChart::clear() {
   for (RectLayer* l : m_layers) l->rects.clear();
+  for (RectLayer* l : {m_ringHiddenLayer, m_ringExposedLayer}) {
+    l->rects.clear();
+    l->removeFromLegend();
+  }
+  m_ringParts.clear();
+  m_ringHidden = -1;
   m_waitingLayer->rects.clear();
   m_waiting.clear();
   for (QCPAbstractItem* item : m_marks) removeItem(item);
@@ -180,6 +208,12 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
       it->second.second = std::max(it->second.second, sp.endNs);
     }
   auto ms = [origin](int64_t ns) { return double(ns - origin) * 1e-6; };
+  auto length = [](const std::vector<Interval>& v) {
+    int64_t ns = 0;
+    for (const auto& [a, b] : v) ns += b - a;
+    return ns;
+  };
+  int64_t ringNs = 0, ringHiddenNs = 0;
 
   for (size_t r = 0; r < spans.size(); ++r) {
     const int rank = int(r);
@@ -187,27 +221,56 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
       m_bars.push_back({rank, sp.kind, ms(sp.startNs), ms(sp.endNs), sp.bytes,
                         QString::fromUtf8(sp.op ? sp.op : ""), sp.step});
     // Inside each step's window: idle, the time no span of this rank covers; waiting, the time
-    // in a transfer (comm spans) and in no compute span.
+    // in a transfer (comm spans) and in no compute span. The ring's time in flight, and the
+    // part of it under compute (as ringOverlap in ring_attention.h measures it).
     for (const auto& [step, window] : steps) {
-      std::vector<Interval> comm, compute;
-      for (const Span& sp : spans[r])
-        if (sp.step == step)
-          (sp.kind == SpanKind::Comm ? comm : compute).push_back({sp.startNs, sp.endNs});
+      std::vector<Interval> comm, compute, ring, calls;
+      for (const Span& sp : spans[r]) {
+        if (sp.step != step) continue;
+        (sp.kind == SpanKind::Comm ? comm : compute).push_back({sp.startNs, sp.endNs});
+        if (sp.kind == SpanKind::Comm)
+          (isRingOp(sp.op) ? ring : calls).push_back({sp.startNs, sp.endNs});
+      }
       std::vector<Interval> any = comm;
       any.insert(any.end(), compute.begin(), compute.end());
       for (const auto& [a, b] : minus({window}, merged(any)))
         m_bars.push_back({rank, SpanKind::Idle, ms(a), ms(b), 0, {}, step});
       for (const auto& [a, b] : minus(merged(comm), merged(compute)))
         m_waiting.push_back({rank, SpanKind::Comm, ms(a), ms(b), 0, "waiting", step});
+      if (ring.empty()) continue;
+      // Hidden: in flight while the rank computed; exposed: while it sat in a call. (The
+      // microseconds from one call to the next are neither, as in ringOverlap.)
+      const std::vector<Interval> inFlight = merged(ring);
+      const std::vector<Interval> hidden = minus(inFlight, minus(inFlight, merged(compute))),
+                                  exposed = minus(inFlight, minus(inFlight, merged(calls)));
+      ringNs += length(inFlight);
+      ringHiddenNs += length(hidden);
+      for (const auto& [a, b] : hidden)
+        m_ringParts.push_back({rank, SpanKind::Comm, ms(a), ms(b), 0, "hidden", step});
+      for (const auto& [a, b] : exposed)
+        m_ringParts.push_back({rank, SpanKind::Comm, ms(a), ms(b), 0, "exposed", step});
     }
   }
+  if (ringNs > 0) m_ringHidden = double(ringHiddenNs) / double(ringNs);
   for (const Bar& b : m_waiting)
     m_waitingLayer->rects.push_back(
         {b.startMs, b.endMs, computeRow(b.rank).lower, computeRow(b.rank).upper});
-  for (const Bar& b : m_bars) {
-    const QCPRange row = b.kind == SpanKind::Comm ? commRow(b.rank) : computeRow(b.rank);
-    m_layers[size_t(b.kind)]->rects.push_back({b.startMs, b.endMs, row.lower, row.upper});
+  for (const Bar& b : m_bars)
+    if (!isRingTransfer(b)) {
+      const QCPRange row = b.kind == SpanKind::Comm ? commRow(b.rank) : computeRow(b.rank);
+      m_layers[size_t(b.kind)]->rects.push_back({b.startMs, b.endMs, row.lower, row.upper});
+    }
+  for (const Bar& b : m_ringParts)
+    (b.op == "hidden" ? m_ringHiddenLayer : m_ringExposedLayer)
+        ->rects.push_back({b.startMs, b.endMs, ringRow(b.rank).lower, ringRow(b.rank).upper});
+  // The ring's legend entries, the hidden one with its share of the time in flight.
+  if (m_ringHidden >= 0) {
+    m_ringHiddenLayer->setName(tr("cp ring in flight, hidden behind compute: %1% of it")
+                                   .arg(qRound(100 * m_ringHidden)));
+    m_ringHiddenLayer->addToLegend();
+    m_ringExposedLayer->addToLegend();
   }
+  fitLegend();
 
   // Step boundaries: where the first rank began the step.
   for (const auto& [step, window] : steps) {
@@ -245,14 +308,20 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
 void TimelineChart::fitRowLabels() {
   const double rankPx = std::abs(yAxis->coordToPixel(1) - yAxis->coordToPixel(0));
   const double line = QFontMetrics(yAxis->tickLabelFont()).height() + 1;
-  const RowLabels want{rankPx * (commRow(0).center() - computeRow(0).center()) >= line,
+  const bool comm = rankPx * (commRow(0).center() - computeRow(0).center()) >= line;
+  const RowLabels want{comm,
+                       comm && m_ringHidden >= 0 &&
+                           rankPx * (ringRow(0).center() - commRow(0).center()) >= line,
                        std::max(1, int(std::ceil(line / std::max(1.0, rankPx))))};
-  if (want.comm == m_rowLabels.comm && want.every == m_rowLabels.every) return;
+  if (want.comm == m_rowLabels.comm && want.ring == m_rowLabels.ring &&
+      want.every == m_rowLabels.every)
+    return;
   m_rowLabels = want;
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (int r = 0; r < m_rankRows; r += want.every) {
     ticker->addTick(computeRow(r).center(), tr("rank %1").arg(r));
     if (want.comm) ticker->addTick(commRow(r).center(), tr("comm"));
+    if (want.ring) ticker->addTick(ringRow(r).center(), tr("ring"));
   }
   yAxis->setTicker(ticker);
   replot(rpQueuedReplot);
@@ -279,7 +348,9 @@ QString TimelineChart::describeAt(double t, double row) const {
   const Bar* best = nullptr;
   double bestDistance = slack;
   for (const Bar& b : m_bars) {
-    const QCPRange rows = b.kind == SpanKind::Comm ? commRow(b.rank) : computeRow(b.rank);
+    const QCPRange rows = isRingTransfer(b)            ? ringRow(b.rank)
+                          : b.kind == SpanKind::Comm ? commRow(b.rank)
+                                                     : computeRow(b.rank);
     if (!rows.contains(row)) continue;
     const double distance = t < b.startMs ? b.startMs - t : t > b.endMs ? t - b.endMs : 0;
     if (distance <= bestDistance) best = &b, bestDistance = distance;
@@ -320,7 +391,10 @@ bool TimelineChart::event(QEvent* e) {
       text = tr("Measured spans of the last %1 steps. Communication runs in the thin row under "
                 "each rank, so where it sits under backward it overlapped. Hatched orange: waiting "
                 "in a transfer with nothing to compute, as in a pipeline bubble; hatched grey: "
-                "idle, no span at all.\nDrag or wheel: pan and zoom time · double-click: follow "
+                "idle, no span at all. Context parallelism: the ring lane under the comm row is "
+                "the time a K/V block the rank sent was in flight, from its send until the next "
+                "rank has it: green where the rank computed meanwhile (hidden), red where not "
+                "(exposed).\nDrag or wheel: pan and zoom time · double-click: follow "
                 "the run again")
                  .arg(kSteps);
     QToolTip::showText(help->globalPos(), text, this);

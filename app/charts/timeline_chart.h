@@ -1,7 +1,11 @@
 // TimelineChart: a Gantt chart of the last steps, a row per rank coloured by what it did
 // (data, forward, backward, optimizer, idle) with its communication in a thinner row under it,
-// so overlap and pipeline bubbles show. Drag and wheel pan and zoom time; hover names the span.
-// See tests/app/tst_charts.cpp (timelineDrawsEverySpan) and screenshots/timeline*.png.
+// so overlap and pipeline bubbles show. Context parallelism's ring: the time a K/V block the
+// rank sent is in flight fills a third, thinnest lane, green where the rank computed meanwhile
+// (hidden) and red where it did not (exposed). Drag and wheel pan and zoom time; hover names
+// the span.
+// See tests/app/tst_charts.cpp (timelineDrawsEverySpan, timelineDrawsTheRing) and
+// screenshots/timeline*.png.
 #pragma once
 #include <QString>
 #include <array>
@@ -28,6 +32,8 @@ class TimelineChart : public Chart {
   void clear();
   void writeCsv(QTextStream& out) const override;
   int pointCount() const override;
+  // What the empty chart says (an opened file without spans says why).
+  using Chart::setPlaceholderText;
   // The spans drawn as a Chrome trace (chrome_trace.h); "" or what failed.
   QString writeChromeTrace(const QString& path) const;
 
@@ -46,11 +52,20 @@ class TimelineChart : public Chart {
   // at the same time (a pipeline's bubble; an all-reduce not overlapped). Derived from the comm
   // spans, so not in bars() nor the CSV; kind Comm, op "waiting".
   const std::vector<Bar>& waiting() const { return m_waiting; }
+  // A K/V block of the ring in flight (ring_attention.h: op "send→recv · ring ..."): drawn in
+  // the ring lane, not the communication row.
+  static bool isRingTransfer(const Bar& b);
+  // Of the ring's time in flight in the steps drawn (every rank's, summed), the share under the
+  // same rank's compute spans: hidden behind it. Negative: no ring drawn.
+  double ringHiddenShare() const { return m_ringHidden; }
   // What hovering at (time ms, row coordinate) shows, "" over no bar.
   QString describeAt(double timeMs, double row) const;
   // The row coordinates of a rank's compute row and of its thinner communication row.
   static QCPRange computeRow(int rank) { return {rank + 0.06, rank + 0.58}; }
   static QCPRange commRow(int rank) { return {rank + 0.62, rank + 0.86}; }
+  static QCPRange ringRow(int rank) { return {rank + 0.89, rank + 0.99}; }  // cp's ring lane
+  // The ring lane's parts: in flight while the rank computed (hidden) or not (exposed).
+  const std::vector<Bar>& ringParts() const { return m_ringParts; }
   bool following() const { return m_follow; }
 
  protected:
@@ -66,6 +81,10 @@ class TimelineChart : public Chart {
   std::vector<Bar> m_bars;
   std::vector<Bar> m_waiting;
   RectLayer* m_waitingLayer = nullptr;
+  RectLayer* m_ringHiddenLayer = nullptr;   // the ring lane, where the rank computed
+  RectLayer* m_ringExposedLayer = nullptr;  // the ring lane, where it did not
+  std::vector<Bar> m_ringParts;             // op "hidden" or "exposed"
+  double m_ringHidden = -1;
   std::vector<std::vector<Span>> m_spans;    // the spans drawn, per rank (for the trace)
   std::vector<std::vector<Span>> m_pending;  // newer spans held back while not following
   QString m_emulated;
@@ -75,6 +94,7 @@ class TimelineChart : public Chart {
   int m_rankRows = 0;           // ranks drawn (0: none), for the room above rank 0
   struct RowLabels {
     bool comm = false;  // a "comm" label on each rank's second row
+    bool ring = false;  // a "ring" label on each rank's third lane (cp's ring drawn)
     int every = 0;      // a "rank N" label on every `every`-th rank (0: not labelled yet)
   } m_rowLabels;
 };

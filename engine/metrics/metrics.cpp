@@ -50,6 +50,9 @@ nlohmann::json toJson(const RankMetrics& r) {
     j["stage"] = {
         {"first_ns", r.stage->firstNs}, {"last_ns", r.stage->lastNs}, {"busy_ns", r.stage->busyNs}};
   if (r.bubble) j["bubble"] = *r.bubble;
+  if (r.cpTransferMs) j["cp_transfer_ms"] = *r.cpTransferMs;
+  if (r.cpHiddenMs) j["cp_hidden_ms"] = *r.cpHiddenMs;
+  if (r.cpExposedMs) j["cp_exposed_ms"] = *r.cpExposedMs;
   if (r.emulatedStragglerMs) j["emulated_straggler_ms"] = *r.emulatedStragglerMs;
   if (!r.expertTokens.empty()) j["expert_tokens"] = r.expertTokens;
   if (r.droppedTokens) j["dropped_tokens"] = *r.droppedTokens;
@@ -159,6 +162,9 @@ RankMetrics rankFrom(const Reader& in) {
                          s.get<int64_t>("busy_ns"), true};
   }
   r.bubble = in.optional<double>("bubble");
+  r.cpTransferMs = in.optional<double>("cp_transfer_ms");
+  r.cpHiddenMs = in.optional<double>("cp_hidden_ms");
+  r.cpExposedMs = in.optional<double>("cp_exposed_ms");
   r.emulatedStragglerMs = in.optional<double>("emulated_straggler_ms");
   r.expertTokens = in.optional<std::vector<std::vector<int64_t>>>("expert_tokens")
                        .value_or(std::vector<std::vector<int64_t>>{});
@@ -227,7 +233,8 @@ bool operator==(const RankMetrics& a, const RankMetrics& b) {
          a.optimizerMs == b.optimizerMs && a.bytesSent == b.bytesSent &&
          a.bytesRecv == b.bytesRecv && a.sentTo == b.sentTo && a.ops == b.ops &&
          a.bytesModelled == b.bytesModelled && a.staleness == b.staleness && a.spread == b.spread &&
-         a.stage == b.stage && a.bubble == b.bubble &&
+         a.stage == b.stage && a.bubble == b.bubble && a.cpTransferMs == b.cpTransferMs &&
+         a.cpHiddenMs == b.cpHiddenMs && a.cpExposedMs == b.cpExposedMs &&
          a.emulatedStragglerMs == b.emulatedStragglerMs && a.expertTokens == b.expertTokens &&
          a.droppedTokens == b.droppedTokens && a.tokens == b.tokens && a.auxLoss == b.auxLoss &&
          a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&

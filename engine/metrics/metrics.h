@@ -63,6 +63,10 @@ struct RankMetrics {
   std::optional<double> spread;     // local SGD, gossip: max distance from the mean model
   std::optional<StageTimes> stage;  // --pp > 1: the stage's pipeline work, when it had any
   std::optional<double> bubble;     // --pp > 1: share of the pipeline's time this stage idled
+  // --cp > 1: the ring attention's transfers (ringOverlap, ring_attention.h), ms: the time a
+  // K/V block this rank sent was in flight, the part of it the rank computed through (hidden)
+  // and the part it sat in the ring's send/recv (exposed)
+  std::optional<double> cpTransferMs, cpHiddenMs, cpExposedMs;
   // --straggler: the slowed rank's emulated extra compute (a sleep), ms; part of backwardMs
   std::optional<double> emulatedStragglerMs;
   // --model moe, this rank's share: token choices of its tokens routed to each expert per block

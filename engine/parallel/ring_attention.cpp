@@ -11,8 +11,11 @@
 #include "parallel/ring_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
 #include <stdexcept>
 
@@ -24,6 +27,81 @@
 namespace paralab {
 
 namespace kn = kernels;
+
+// [SECTION] Transfer spans
+
+namespace {
+
+std::atomic<bool> g_orderEveryRing{false};
+
+constexpr std::string_view kTransferPrefix = "send→recv · ring ";
+
+// "send→recv · ring K/V forward, step 1 of 3": a span's op must live as long as the program
+// (span_recorder.h), so each label is kept once, whatever the ring that asked for it.
+const char* transferLabel(const char* what, int step, int steps) {
+  static std::mutex mutex;
+  static std::set<std::string> labels;
+  const std::string label = std::string(kTransferPrefix) + what + ", step " +
+                            std::to_string(step) + " of " + std::to_string(steps);
+  std::lock_guard lock(mutex);
+  return labels.insert(label).first->c_str();
+}
+
+using Interval = std::pair<int64_t, int64_t>;
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const Interval& i : v)
+    if (!out.empty() && i.first <= out.back().second)
+      out.back().second = std::max(out.back().second, i.second);
+    else
+      out.push_back(i);
+  return out;
+}
+
+// ns of the time both unions (sorted, disjoint) cover.
+int64_t overlapNs(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  int64_t ns = 0;
+  size_t j = 0;
+  for (const auto& [a0, a1] : a) {
+    while (j < b.size() && b[j].second <= a0) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < a1; ++k)
+      ns += std::max<int64_t>(0, std::min(a1, b[k].second) - std::max(a0, b[k].first));
+  }
+  return ns;
+}
+
+}  // namespace
+
+bool isRingTransfer(const Span& s) {
+  return s.kind == SpanKind::Comm && s.op && std::string_view(s.op).starts_with(kTransferPrefix);
+}
+
+RingOverlap ringOverlap(const std::vector<Span>& spans) {
+  RingOverlap o;
+  std::vector<Interval> transfer, compute, calls;
+  for (const Span& s : spans) {
+    if (isRingTransfer(s)) {
+      transfer.push_back({s.startNs, s.endNs});
+      ++o.transfers;
+      o.bytes += s.bytes;
+    } else if (s.kind == SpanKind::Comm) {
+      calls.push_back({s.startNs, s.endNs});
+    } else if (s.kind != SpanKind::Idle) {
+      compute.push_back({s.startNs, s.endNs});
+    }
+  }
+  const std::vector<Interval> inFlight = merged(transfer);
+  int64_t total = 0;
+  for (const auto& [a, b] : inFlight) total += b - a;
+  o.transferMs = double(total) * 1e-6;
+  o.hiddenMs = double(overlapNs(inFlight, merged(compute))) * 1e-6;
+  o.exposedMs = double(overlapNs(inFlight, merged(calls))) * 1e-6;
+  return o;
+}
+
+void RingAttention::orderEveryRing(bool on) { g_orderEveryRing = on; }
 
 int CpChunks::tokens() const {
   int n = 0;
@@ -71,7 +149,7 @@ RingAttention::RingAttention(Communicator& cp, int seq, bool zigzag, int heads, 
       m_compute(compute),
       m_memory(memory),
       m_spans(spans),
-      m_posted(std::string(cp.backend()) == "thread") {
+      m_posted(std::string(cp.backend()) == "thread" && !g_orderEveryRing) {
   if (compute.onGpu())
     throw std::invalid_argument("cp: ring attention runs on the CPU only (allowed: --device cpu)");
   if (seq % (zigzag ? 2 * m_N : m_N) != 0)
@@ -102,17 +180,28 @@ void RingAttention::pack(const float* qkv, int B, float* kv) const {
     std::memcpy(kv + r * 2 * m_h, qkv + r * 3 * m_h + m_h, sizeof(float) * 2 * m_h);
 }
 
-void RingAttention::sendOn(const float* send, float* recv, int64_t count) {
+void RingAttention::sendOn(const float* send, float* recv, int64_t count, int64_t step,
+                           const char* label) {
   const int next = (m_rank + 1) % m_N, prev = (m_rank + m_N - 1) % m_N;
+  int64_t start = nowNs(), arrives = 0;
   if (m_posted) {  // returns at once; receive() collects the matching message later
     m_cp.send(send, count, next);
+    // Handed over (copied): with no emulated link it is there; an emulated link delivers it
+    // this long after the send (ThreadComm::doSend). The copy itself is the send call's.
+    start = arrives = nowNs();
+    if (m_cp.emulated()) arrives += m_cp.link().stepNs(count * int64_t(sizeof(float)), 0);
   } else if (m_rank % 2 == 0) {  // a send that may wait for its recv: even ranks send first
     m_cp.send(send, count, next);
     m_cp.recv(recv, count, prev);
+    arrives = nowNs();
   } else {
     m_cp.recv(recv, count, prev);
     m_cp.send(send, count, next);
+    arrives = nowNs();
   }
+  if (m_spans)
+    m_spans->record(
+        Span{SpanKind::Comm, start, arrives, count * int64_t(sizeof(float)), label, step});
 }
 
 void RingAttention::receive(float* recv, int64_t count) {
@@ -158,10 +247,11 @@ void RingAttention::forward(int64_t step, int micro, float* out, float* lse, con
     pack(qkv, B, m_cur.data());
   }
   // Step i: the block of rank (r - i), passed on while (posted sends) it is folded in.
+  const char* what = inBackward ? "K/V recompute" : "K/V forward";
   for (int i = 0; i < m_N; ++i) {
     const bool more = i < m_N - 1;
     const float* kv = m_cur.data();
-    if (more) sendOn(kv, m_next.data(), block);
+    if (more) sendOn(kv, m_next.data(), block, step + 1, transferLabel(what, i + 1, m_N - 1));
     {
       auto s = span();
       if (i == 0)  // this rank's own keys, read in place
@@ -232,7 +322,8 @@ void RingAttention::backward(int64_t step, int micro, float* dqkv, const float* 
     const bool more = i < m_N - 1, carries = i >= 1;
     float *kv = m_cur.data(), *dkv = kv + block;
     float* arriving = m_next.data();  // its K/V, then its dK/dV (the last step: ours, home)
-    if (more) sendOn(kv, arriving, block);
+    if (more)
+      sendOn(kv, arriving, block, step + 1, transferLabel("K/V backward", i + 1, m_N - 1));
     {
       auto s = span();
       if (i == 0) {  // this rank's own keys, read in place; dK/dV straight into dqkv
@@ -242,7 +333,8 @@ void RingAttention::backward(int64_t step, int micro, float* dqkv, const float* 
         foldBackward(dqkv, dkv, dout, lse, qkv, kv, 2 * m_h, (m_rank - i + m_N) % m_N, B);
       }
     }
-    if (carries) sendOn(dkv, arriving + block, block);
+    if (carries)
+      sendOn(dkv, arriving + block, block, step + 1, transferLabel("dK/dV backward", i, m_N - 1));
     if (more) receive(arriving, block);
     if (carries) receive(arriving + block, block);
     if (more) std::swap(m_cur, m_next);

@@ -26,13 +26,17 @@
 // arrival), so the transfer runs behind the block's compute and only what is left of it shows
 // as waiting in recv. Under MPI and NCCL a send may wait for its recv: there the two calls run
 // together, ordered, before the block's compute, and nothing hides.
-// See tests/engine/tst_context_parallel.cpp.
+// On the timeline: every message of the ring is one span (kind Comm, op "send→recv · ring ...",
+// its bytes) while the block is on its way to the next rank; ringOverlap() measures from a
+// rank's spans how much of that time hid behind its compute and how much it sat in send/recv.
+// See tests/engine/tst_context_parallel.cpp (ringStepsOnTheTimeline, ringHidesBehindCompute).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <utility>
 #include <vector>
 
+#include "metrics/span_recorder.h"
 #include "tensor.h"
 
 namespace paralab {
@@ -54,8 +58,31 @@ struct CpChunks {
 };
 CpChunks cpChunksOf(int cpRank, int cp, int seq, bool zigzag);
 
+// [SECTION] The ring's transfers, measured from a rank's spans
+//
+// A transfer span runs while the block is on its way to the next rank: on thread ranks the send
+// copies the message and returns, and an emulated link delivers it latency + bytes / bandwidth
+// later (link_model.h): the span runs from the send's return to then (with no emulated link it
+// is empty: handed over is there). On an ordered ring (MPI, NCCL) it is the send and recv calls.
+bool isRingTransfer(const Span& s);  // a span RingAttention recorded for one message
+struct RingOverlap {
+  int transfers = 0;      // transfer spans (messages sent)
+  int64_t bytes = 0;      // their bytes: the rank's sent bytes on the cp group
+  double transferMs = 0;  // the union of the transfer spans: time a block it sent was in flight
+  double hiddenMs = 0;    // of that, the time the rank computed (forward / backward spans)
+  double exposedMs = 0;   // of that, the time it sat in a send or recv call (other comm spans)
+  // hidden + exposed = transfer, up to the few microseconds between one call and the next.
+};
+// `spans`: one rank's, of one step (or more). No transfer spans: all zero.
+RingOverlap ringOverlap(const std::vector<Span>& spans);
+
 class RingAttention {
  public:
+  // Every RingAttention made after this call with `on` orders its ring as MPI's (send and recv
+  // together, before the block's compute), even on thread ranks: to compare, in tests and
+  // `paralab-bench cp`. Process-wide.
+  static void orderEveryRing(bool on);
+
   // `cp`: the group (size N > 1). `heads` and `width`: the heads the rank computes and their
   // width h (C / tp). Buffers come from `compute` (CPU) as Workspace in `memory`.
   RingAttention(Communicator& cp, int seq, bool zigzag, int heads, int width, Compute& compute,
@@ -99,7 +126,8 @@ class RingAttention {
   // `recv`: with posted sends (ThreadComm's send returns at once) only the send, and
   // receive() takes the message after the block's compute; else both here, ordered so that no
   // cycle waits (even ranks send first) and receive() does nothing.
-  void sendOn(const float* send, float* recv, int64_t count);
+  // Records the message's transfer span (step: the span's step, `label`: its op).
+  void sendOn(const float* send, float* recv, int64_t count, int64_t step, const char* label);
   void receive(float* recv, int64_t count);
 
   Communicator& m_cp;

@@ -19,6 +19,7 @@
 #include "model/gpt.h"
 #include "model/moe.h"
 #include "parallel/pipeline.h"
+#include "parallel/ring_attention.h"
 #include "train/faults.h"
 
 namespace paralab {
@@ -424,6 +425,9 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
   k.spread = res.spread;
   if (m_config.pp > 1 && m_config.instrument)  // the stage's pipeline work (pipeline.h)
     if (const StageTimes st = stageTimes(spans); st.any) k.stage = st;
+  if (m_config.cp > 1 && m_config.instrument)  // the ring's transfers (ring_attention.h)
+    if (const RingOverlap o = ringOverlap(spans); o.transfers > 0)
+      k.cpTransferMs = o.transferMs, k.cpHiddenMs = o.hiddenMs, k.cpExposedMs = o.exposedMs;
   if (!res.expertTokens.empty()) {  // [L x E], flat in the strategy's report
     const size_t E = size_t(m_config.experts);
     for (size_t i = 0; i < res.expertTokens.size(); i += E)

@@ -55,6 +55,7 @@ class TestCharts : public QObject {
   void trafficBarsAreTheCountedBytes();
   void heatmapCellsAreSentTo();
   void timelineDrawsEverySpan();
+  void timelineDrawsTheRing();
   void chromeTraceParses();
   void lossOverlays();
   void holdingsMapDrawsTheSlices();
@@ -62,6 +63,10 @@ class TestCharts : public QObject {
   void benchChartDrawsEachKind();
   void benchChartLabelsTheGpt_data();
   void benchChartLabelsTheGpt();
+  void benchChartDrawsTheRoofline_data();
+  void benchChartDrawsTheRoofline();
+  void benchChartDrawsLayouts_data();
+  void benchChartDrawsLayouts();
 };
 
 void TestCharts::initTestCase() {
@@ -465,6 +470,42 @@ void TestCharts::timelineDrawsEverySpan() {
   QVERIFY(!chart.following());
 }
 
+// Context parallelism's ring (ring_attention.h): a block in flight is drawn in a lane of its
+// own, cut where the rank computed (hidden) and where not (exposed), measured from the spans:
+// in flight 0 -> 2 ms, forward 0.1 -> 1.5 ms, so 1.4 of 2 ms hid.
+void TestCharts::timelineDrawsTheRing() {
+  auto ns = [](double ms) { return int64_t(ms * 1e6); };
+  Snapshot s;
+  s.spans = {{Span{SpanKind::Comm, ns(0), ns(0.1), 4096, "send p2p", 1},
+              Span{SpanKind::Comm, ns(0), ns(2), 4096, "send→recv · ring K/V forward, step 1 of 1", 1},
+              Span{SpanKind::Forward, ns(0.1), ns(1.5), 0, "", 1},
+              Span{SpanKind::Comm, ns(1.5), ns(2.2), 4096, "recv p2p", 1}}};
+  TimelineChart chart;
+  chart.resize(800, 400);
+  chart.showSnapshot(s);
+  int ring = 0;
+  for (const TimelineChart::Bar& b : chart.bars()) ring += TimelineChart::isRingTransfer(b);
+  QCOMPARE(ring, 1);
+  QVERIFY(qFuzzyCompare(chart.ringHiddenShare(), 0.7));
+  double hidden = 0, exposed = 0;
+  for (const TimelineChart::Bar& p : chart.ringParts())
+    (p.op == "hidden" ? hidden : exposed) += p.endMs - p.startMs;
+  QVERIFY(qFuzzyCompare(hidden, 1.4));
+  QVERIFY(qFuzzyCompare(exposed, 0.6));  // 0 -> 0.1 in the send, 1.5 -> 2 in the recv
+  const QString inFlight = chart.describeAt(1.0, TimelineChart::ringRow(0).center());
+  QVERIFY2(inFlight.contains("ring K/V forward"), qPrintable(inFlight));
+  const QString call = chart.describeAt(1.8, TimelineChart::commRow(0).center());
+  QVERIFY2(call.contains("recv p2p"), qPrintable(call));
+  bool listed = false;
+  for (int i = 0; i < chart.legend->itemCount(); ++i)
+    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.legend->item(i)))
+      listed = listed || item->plottable()->name().contains("hidden behind compute: 70%");
+  QVERIFY(listed);
+  // No ring: no share, no legend entry.
+  chart.showSnapshot(syntheticSnapshot(2));
+  QCOMPARE(chart.ringHiddenShare(), -1.0);
+}
+
 void TestCharts::chromeTraceParses() {
   const Snapshot s = syntheticSnapshot(3);
   const QByteArray json = chromeTraceJson(s.spans, "pcie");
@@ -791,6 +832,162 @@ void TestCharts::benchChartDrawsEachKind() {
   chart.grab().save(QString("%1/screenshots/benchmark-%2-%3.png")
                         .arg(PARALAB_BINARY_DIR, kind)
                         .arg(size.width()));
+}
+
+// Every value label and note on the plot inside it and clear of the others; the names under
+// the bars clear of each other. Saves the chart as screenshots/benchmark-<name>-<width>.png.
+static void checkBenchTexts(BenchChart& chart, const QString& name) {
+  QList<QRect> shown, ticks;
+  for (const test::TextBox& b : test::chartTextBoxes(&chart))
+    if (b.owner.endsWith(" item")) {
+      QVERIFY2(b.room.contains(b.box), qPrintable(b.describe()));
+      for (const QRect& other : shown)
+        QVERIFY2(!other.intersects(b.box), qPrintable(b.describe()));
+      shown << b.box;
+    } else if (b.owner.endsWith(" tick label") && !b.text.isEmpty() &&
+               b.box.top() > chart.axisRect()->bottom()) {
+      for (const QRect& other : ticks)
+        QVERIFY2(!other.intersects(b.box), qPrintable(b.describe()));
+      ticks << b.box;
+    }
+  QVERIFY(ticks.size() >= 2);
+  QDir().mkpath(QString(PARALAB_BINARY_DIR) + "/screenshots");
+  chart.grab().save(QString("%1/screenshots/benchmark-%2-%3.png")
+                        .arg(PARALAB_BINARY_DIR, name)
+                        .arg(chart.width()));
+}
+
+void TestCharts::benchChartDrawsTheRoofline_data() {
+  QTest::addColumn<QSize>("size");
+  QTest::addRow("narrow") << QSize(440, 330);
+  QTest::addRow("export") << QSize(1200, 750);
+}
+
+// CPU against GPU: the layers measured here (a small MLP, batch 1 and 256), each GPU bar the
+// projection's figure in µs, in the compute-bound bars exactly where the roofline says so, the
+// labels "measured on this CPU" and "projected for NVIDIA H100 SXM", and no GPU claimed.
+void TestCharts::benchChartDrawsTheRoofline() {
+  QFETCH(QSize, size);
+  teach::RooflineOptions o;
+  o.hidden = 32, o.layers = 2, o.batches = {1, 256}, o.repeats = 1, o.measureGpu = false;
+  BenchResult r;
+  r.kind = "roofline";
+  r.roofline = teach::runRoofline(o);
+  r.roofline->gpuNotRun = "no GPU here";
+  BenchChart chart;
+  chart.resize(size);
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.showResult(r);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  const int layers = int(r.roofline->batches[0].layers.size());
+  QCOMPARE(chart.cpuLayers()->dataCount(), 2 * (layers + 1));  // the layers and the step
+  QCOMPARE(chart.gpuLayers()->dataCount(), 0);
+  QVERIFY(chart.cpuLayers()->name().startsWith("measured on this CPU"));
+  QVERIFY(chart.projectedLayers(0, true)->name().startsWith("projected for NVIDIA H100 SXM (fp32)"));
+  QStringList legend;
+  for (int i = 0; i < chart.legend->itemCount(); ++i)
+    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.legend->item(i)))
+      legend << item->plottable()->name();
+  QVERIFY2(legend.filter(QRegularExpression("^measured on this CPU")).size() == 1 &&
+               legend.contains("projected for NVIDIA H100 SXM (fp32)") &&
+               legend.filter("memory-bound").size() == 1,
+           qPrintable(legend.join('|')));
+  QVERIFY(chart.projectedLayers(1, false)->name().startsWith("projected for NVIDIA A100"));
+  QCOMPARE(chart.yAxis->scaleType(), QCPAxis::stLogarithmic);
+  // H100's bars: each layer's projected µs, compute-bound ones among the solid bars only.
+  QList<double> solid, hatched, expectSolid, expectHatched, cpu, expectCpu;
+  for (auto it = chart.projectedLayers(0, true)->data()->constBegin();
+       it != chart.projectedLayers(0, true)->data()->constEnd(); ++it)
+    solid << it->value;
+  for (auto it = chart.projectedLayers(0, false)->data()->constBegin();
+       it != chart.projectedLayers(0, false)->data()->constEnd(); ++it)
+    hatched << it->value;
+  for (auto it = chart.cpuLayers()->data()->constBegin(); it != chart.cpuLayers()->data()->constEnd(); ++it)
+    cpu << it->value;
+  for (const teach::RooflineBatch& b : r.roofline->batches) {
+    for (const teach::RooflineLayer& l : b.layers) {
+      (l.projected[0].computeBound ? expectSolid : expectHatched) << l.projected[0].seconds * 1e6;
+      expectCpu << l.cpuSeconds * 1e6;
+    }
+    expectCpu << b.cpuStepSeconds() * 1e6;
+  }
+  const auto near = [](QList<double> a, QList<double> b) {  // the step bars may add to either
+    std::sort(a.begin(), a.end());
+    for (double v : b)
+      if (std::none_of(a.begin(), a.end(), [&](double x) { return std::abs(x - v) <= 1e-9 * v; }))
+        return false;
+    return true;
+  };
+  QVERIFY(near(solid, expectSolid));
+  QVERIFY(near(hatched, expectHatched));
+  QVERIFY(near(cpu, expectCpu));
+  QCOMPARE(solid.size() + hatched.size(), 2 * (layers + 1));
+  QVERIFY(!expectHatched.isEmpty());
+  QVERIFY(chart.subtitle().contains("no GPU here"));
+  QVERIFY(chart.subtitle().contains("nothing ran on a GPU"));
+  // Each batch named above its group, with its step measured here and projected for the H100.
+  const QStringList notes = chart.plotTexts();
+  QCOMPARE(notes.size(), 2);
+  QVERIFY(notes[0].startsWith("batch 1"));
+  QVERIFY(notes[1].startsWith("batch 256"));
+  if (size.width() >= 1000) {  // in full where there is room; the batch alone in a narrow dock
+    QVERIFY(notes[0].startsWith("batch 1\nstep: this CPU "));
+    QVERIFY(notes[1].contains("\nH100 SXM ") && notes[1].endsWith(" (projected)"));
+  }
+  // What a step's comparison reads.
+  const QJsonObject json = benchJson(r);
+  const teach::RooflineLayer& fc1 = r.roofline->batches[0].layers[2];
+  QCOMPARE(lessons::metricAt(json, "batches[batch=1].layers[layer=fc1].flops_per_byte").value_or(-1),
+           fc1.projected[0].intensity());
+  QCOMPARE(lessons::metricAt(json, "batches[batch=1].layers[layer=fc1].projected[gpu=h100-sxm].ms")
+               .value_or(-1),
+           fc1.projected[0].seconds * 1e3);
+  QString csv;
+  QTextStream out(&csv);
+  chart.writeCsv(out);
+  const QStringList rows = csv.trimmed().split('\n');
+  QCOMPARE(rows.size(), 1 + 2 * layers);
+  QVERIFY(rows[0].startsWith("batch,layer,count,flops,bytes,cpu_measured_us"));
+  checkBenchTexts(chart, "roofline");
+}
+
+void TestCharts::benchChartDrawsLayouts_data() {
+  QTest::addColumn<QSize>("size");
+  QTest::addRow("narrow") << QSize(440, 330);
+  QTest::addRow("export") << QSize(1200, 750);
+}
+
+// Lesson 13's layouts: a stacked bar per tp, the parts the projection's split, its TP share
+// written above each bar, every part labelled "projected".
+void TestCharts::benchChartDrawsLayouts() {
+  QFETCH(QSize, size);
+  BenchResult r;
+  r.kind = "layouts";
+  r.layouts = teach::runLayoutProjection({});
+  BenchChart chart;
+  chart.resize(size);
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.showResult(r);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  QCOMPARE(chart.splitBars(0)->dataCount(), 2);
+  for (int i = 0; i < 4; ++i) QVERIFY(chart.splitBars(i)->name().endsWith("(projected)"));
+  for (int p = 0; p < 2; ++p) {
+    const teach::LayoutPoint& pt = r.layouts->points[size_t(p)];
+    double sum = 0;
+    for (int i = 0; i < 4; ++i) sum += chart.splitBars(i)->data()->at(p)->value;
+    QVERIFY(std::abs(sum - pt.projection.split.total()) <= 1e-9 * sum);
+    QCOMPARE(chart.splitBars(1)->data()->at(p)->value, pt.projection.split.tpComm);
+    const QString share = QString("TP comm %1%").arg(100 * pt.tpShare(), 0, 'f', 1);
+    QVERIFY2(chart.plotTexts().filter(share).size() == 1, qPrintable(chart.plotTexts().join('|')));
+  }
+  QVERIFY(chart.tickLabels()[1].contains("across 2 nodes"));
+  QVERIFY(chart.subtitle().startsWith("Projected, not measured"));
+  const QJsonObject json = benchJson(r);
+  QVERIFY(lessons::metricAt(json, "layouts[tp=16].tp_share").value_or(0) >
+          lessons::metricAt(json, "layouts[tp=8].tp_share").value_or(1));
+  checkBenchTexts(chart, "layouts");
 }
 
 void TestCharts::benchChartLabelsTheGpt_data() {
