@@ -75,6 +75,17 @@ QString sweptText(const Step& s) {
   return swept + QObject::tr(" (past this machine's %1)").arg(cores);
 }
 
+// What the compare row's value is: measured, or where the step's figure comes from the
+// projection (a "layouts" benchmark, a "projected" figure) or a count of FLOPs and bytes, that.
+QString compareLabel(const Step& s) {
+  const QString metric = s.compare ? s.compare->metric : QString();
+  if ((s.bench && s.bench->kind == "layouts") || metric.contains("projected"))
+    return QObject::tr("Projected");
+  if (metric.contains("flops_per_byte") || metric.endsWith(".flops") || metric.endsWith(".bytes"))
+    return QObject::tr("Counted");
+  return QObject::tr("Measured");
+}
+
 // "GEMM ladder, n = 512, every core, median of 3 calls": what the step's benchmark measures.
 QString benchText(const Bench& b) {
   const int threads = int(benchOption(b, "threads"));
@@ -371,7 +382,7 @@ QString LessonDock::comparisonText() const {
     // A fitted fraction says what it stands on, on a line of its own: the ranks and whether
     // they shared the cores.
     const QString basis = fitNote(*s);
-    html += row(tr("Measured"), measured, s->compare->metric,
+    html += row(compareLabel(*s), measured, s->compare->metric,
                 basis.isEmpty() || misses.isEmpty() ? basis + misses.join("; ")
                                                     : basis + "\n" + misses.join("; "));
   }
@@ -380,7 +391,8 @@ QString LessonDock::comparisonText() const {
     html += tr("<p><b>Where the reference comes from:</b> %1</p>")
                 .arg(paragraphHtml(p.reasoning, &m_glossary));
   if (s->compare && m_measured)
-    html += tr("<p><b>Measured against reference:</b> %1</p>")
+    html += tr("<p><b>%1 against reference:</b> %2</p>")
+                .arg(compareLabel(*s))
                 .arg(paragraphHtml(s->compare->explain, &m_glossary));
   return html;
 }

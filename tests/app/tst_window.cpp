@@ -618,7 +618,7 @@ static void openFirstBenchStep(LessonDock* dock, const QString& kind, const QStr
 }
 
 // Lesson 4's roofline step: every layer measured here at batch 1 and 4096, projected for the
-// H100 and the A100 beside it, and the comparison's Measured row the projection's FLOPs per
+// H100 and the A100 beside it, and the comparison's row ("Counted") the projection's FLOPs per
 // byte of fc1 at batch 1.
 void TestWindow::benchStepProjectsEachLayer() {
   MainWindow w;
@@ -637,7 +637,7 @@ void TestWindow::benchStepProjectsEachLayer() {
   for (const teach::RooflineBatch& b : r.batches)
     for (const teach::RooflineLayer& l : b.layers) QVERIFY2(l.cpuSeconds > 0, l.key.c_str());
   const double intensity = r.batches[0].layers[2].projected[0].intensity();
-  static const QRegularExpression measuredRow("Measured</td><td><b>([0-9.,]+)");
+  static const QRegularExpression measuredRow("Counted</td><td><b>([0-9.,]+)");
   const QRegularExpressionMatch m = measuredRow.match(dock->comparisonText());
   QVERIFY2(m.hasMatch(), qPrintable(dock->comparisonText()));
   QVERIFY(std::abs(QLocale().toDouble(m.captured(1)) - intensity) <= 1e-3 * intensity);
@@ -668,7 +668,7 @@ void TestWindow::benchStepProjectsLayouts() {
     return p.projection.split.tpComm / p.projection.split.compute;
   };
   const double expected = ratio(pts[1]) / ratio(pts[0]);
-  static const QRegularExpression measuredRow("Measured</td><td><b>([0-9.,]+)");
+  static const QRegularExpression measuredRow("Projected</td><td><b>([0-9.,]+)");
   const QRegularExpressionMatch m = measuredRow.match(dock->comparisonText());
   QVERIFY2(m.hasMatch(), qPrintable(dock->comparisonText()));
   QVERIFY(std::abs(QLocale().toDouble(m.captured(1)) - expected) <= 1e-3 * expected);
