@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "metrics/run_record.h"
 #include "schema.h"
@@ -128,6 +129,8 @@ QString JobRunner::start(const RunConfig& config, const QString& hosts, bool pau
   m_hosts = hosts;
   m_next.reset();
   m_steps.clear();
+  m_lastStep.reset();
+  m_views.clear();
   m_released = m_configStep = 0;
   m_paused = paused;
   m_stopping = false;
@@ -222,12 +225,27 @@ void JobRunner::readOutput() {
     const QByteArray line = m_launch->process.readLine();
     if (m_transcript) m_transcript->write(line);
     RunConfig summary;
-    bool isSummary = false;
+    bool isSummary = false, isStep = false;
+    const std::string text = line.toStdString();
     const std::string err = readRecordedLine(
-        line.toStdString(), [this](const StepMetrics& m) { m_steps.push_back(m); }, &summary,
-        &isSummary);
+        text,
+        [this, &isStep](const StepMetrics& m) {
+          m_steps.push_back(m);
+          m_lastStep = m;
+          isStep = true;
+        },
+        &summary, &isSummary);
     if (!err.empty() && m_notice.isEmpty())
       m_notice = tr("The job printed a line that is not a step: %1").arg(QString::fromStdString(err));
+    if (!isStep) continue;
+    // The same line again, for what the figures' reader leaves aside: spans and holdings.
+    try {
+      m_views.add(nlohmann::json::parse(text));
+    } catch (const std::exception& e) {
+      if (m_notice.isEmpty())
+        m_notice = tr("The job's timeline or holdings could not be read: %1")
+                       .arg(QString::fromUtf8(e.what()));
+    }
   }
   if (m_transcript) m_transcript->flush();
   if (m_state == RunState::Loading && !m_steps.empty())
@@ -298,6 +316,8 @@ Snapshot JobRunner::snapshot(int64_t fromStep) const {
   s.configStep = m_configStep;
   if (fromStep < s.stepsDone)
     s.steps.assign(m_steps.begin() + (std::max(fromStep, m_released) - m_released), m_steps.end());
+  s.spans = m_views.spans();
+  s.holdings = m_views.holdings(m_lastStep ? &*m_lastStep : nullptr);
   return s;
 }
 

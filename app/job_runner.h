@@ -3,8 +3,9 @@
 // launcher's standard input (pause, resume, step, stop, save FILE: no socket is opened); the
 // JSON lines it prints come back over its standard output, read as they arrive with the reader
 // of recorded runs (readRecordedLine), and are handed out as Session hands out a thread run's:
-// value snapshots of the steps not taken yet. So the window draws a job with the code that draws
-// thread runs and opened files.
+// value snapshots of the steps not taken yet, with the spans of the last steps and the ranks'
+// holdings the lines carry (metrics/step_views.h). So the window draws a job with the code that
+// draws thread runs and opened files, timeline and holdings map included.
 // The launcher runs in a process group of its own, and every process it starts here carries the
 // job's token in its environment: stopping, a failure and destruction end them all (SIGTERM,
 // then SIGKILL kGraceMs later), so no process outlives the job or the window.
@@ -17,6 +18,7 @@
 #include <optional>
 
 #include "job_command.h"
+#include "metrics/step_views.h"
 #include "session.h"
 
 class QFile;
@@ -49,7 +51,8 @@ class JobRunner : public QObject {
   // or one line naming what needs a new run (as Session::reconfigure).
   QString reconfigure(const RunConfig& config);
 
-  // As Session::snapshot: the steps from index `fromStep` on, those not released yet.
+  // As Session::snapshot: the steps from index `fromStep` on, those not released yet, and the
+  // spans of the last RunViews::kSteps steps and the latest holdings, when the lines had them.
   Snapshot snapshot(int64_t fromStep = 0) const;
   void release(int64_t step);
 
@@ -83,6 +86,8 @@ class JobRunner : public QObject {
   QString m_error, m_notice;
   int64_t m_runId = 0, m_released = 0, m_configStep = 0;
   std::deque<StepMetrics> m_steps;  // not released yet
+  std::optional<StepMetrics> m_lastStep;  // the newest, released or not (the holdings' traffic)
+  RunViews m_views;                       // spans and holdings of the lines read
   QFile* m_transcript = nullptr;
 };
 

@@ -89,8 +89,8 @@ class MainWindow : public QMainWindow {
   // charts, in place of the run shown, which is stopped. "" or one line saying what is wrong
   // with the file; a file refused leaves the run shown as it was. A file cut short (its last
   // line incomplete, or no summary line) shows the steps it has, their settings unknown, and
-  // `*notice` says so in one line. A recorded run has no timeline or holdings: those need the
-  // live engine.
+  // `*notice` says so in one line. The timeline and holdings map draw the spans and holdings
+  // its lines carry (metrics/step_views.h); a file without them says so in those two charts.
   QString openRunFile(const QString& path, QString* notice = nullptr);
   QString recordedFrom() const { return m_recordedFrom; }  // its file's name ("" live)
 

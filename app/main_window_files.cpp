@@ -14,10 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "charts/chart_hub.h"
+#include "charts/holdings_map.h"
+#include "charts/timeline_chart.h"
 #include "export/chart_export.h"
 #include "export/chrome_trace.h"
 #include "export/summary_export.h"
 #include "metrics/run_record.h"
+#include "metrics/step_views.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "settings.h"
@@ -170,6 +173,26 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
     return tr("%1: %2").arg(name, err.empty() ? tr("no step in it") : QString::fromStdString(err));
   }
   showRecordedRun(name, hasSettings ? &config : nullptr, *last);
+  // The timeline and the holdings map draw what the lines carry (each rank's spans of the last
+  // steps, the latest holdings); a file written before lines carried them says so in each.
+  in.clear();
+  in.seekg(0);
+  const RunViews views = readRunViews(in);
+  if (views.hasSpans() || views.hasHoldings()) {
+    Snapshot s = m_hub->lastSnapshot();
+    s.spans = views.spans();
+    s.holdings = views.holdings(&*last);
+    m_hub->show(m_history, s);
+    m_hub->refreshAll();
+  }
+  if (auto* t = m_hub->find<TimelineChart>(); t && !views.hasSpans())
+    t->setPlaceholderText(tr("%1 has no spans: its lines carry none (recorded before "
+                             "paralab-run wrote them, exported by the window, or run with "
+                             "--no-instrument)").arg(name));
+  if (auto* h = m_hub->find<HoldingsMap>(); h && !views.hasHoldings())
+    h->setPlaceholderText(tr("%1 says nothing of what the ranks hold: its lines carry no "
+                             "holdings (recorded before paralab-run wrote them, or exported by "
+                             "the window)").arg(name));
   const int64_t steps = m_history.stepsSeen();
   // A file cut short: every step it has is shown, and one line says where it ends.
   const QString cut =

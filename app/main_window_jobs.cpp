@@ -4,7 +4,9 @@
 // summary) is one code path. See tests/app/tst_window_jobs.cpp.
 #include "job_runner.h"
 #include "main_window.h"
+#include "charts/holdings_map.h"
 #include "charts/timeline_chart.h"
+#include "charts/chart_hub.h"
 #include "panels/config_panel.h"
 
 namespace paralab {
@@ -13,6 +15,11 @@ namespace paralab {
 static bool isJob(const RunConfig& c) { return c.backend != "thread"; }
 
 std::string MainWindow::startRun(const RunConfig& config, bool paused) {
+  // An opened file without spans or holdings said so in these charts (openRunFile); a run has them.
+  if (auto* t = m_hub->find<TimelineChart>())
+    t->setPlaceholderText(tr("No spans yet: press Start (F5) to train"));
+  if (auto* h = m_hub->find<HoldingsMap>())
+    h->setPlaceholderText(tr("No holdings yet: they come with the first step"));
   if (!isJob(config)) {
     const std::string err = m_session.start(config, paused);
     if (err.empty()) m_onJob = false;
@@ -33,8 +40,8 @@ std::string MainWindow::reconfigureRun(const RunConfig& config) {
   return m_onJob ? m_job->reconfigure(config).toStdString() : m_session.reconfigure(config);
 }
 
-// A job's lines carry no spans or holdings (the timeline and holdings map need the live engine
-// in this process), as a recorded run's do not.
+// A job's snapshots carry the spans and holdings its lines brought (JobRunner), as a thread
+// run's carry the session's: the timeline and holdings map draw both alike.
 Snapshot MainWindow::runSnapshot(int64_t fromStep) {
   return m_onJob ? m_job->snapshot(fromStep) : m_session.snapshot(fromStep, TimelineChart::kSteps);
 }

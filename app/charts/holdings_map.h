@@ -24,6 +24,8 @@ class HoldingsMap : public Chart {
   void clear();
   void writeCsv(QTextStream& out) const override;  // the holdings drawn, one row per slice
   int pointCount() const override;
+  // What the empty map says (an opened file without holdings says why).
+  using Chart::setPlaceholderText;
 
   // What one bar shows: the parts of a row (layer, or "batch" / "activations" / "recomputed",
   // the GPT's --recompute buffers) a rank holds of one kind, as fractions [begin, end) of the

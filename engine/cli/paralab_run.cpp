@@ -11,8 +11,10 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/control_channel.h"
+#include "cli/line_views.h"
 #include "cli/run_options.h"
 #include "comm/communicator.h"
 #include "config.h"
@@ -429,14 +431,21 @@ int main(int argc, char** argv) {
     RunSummary summary;
     std::unique_ptr<ControlChannel> channel;
     if (!control.empty()) channel = std::make_unique<ControlChannel>(root, mpiJob, json);
+    // --json: each line also carries every rank's spans and, when they change, holdings (the
+    // window's timeline and holdings map); gathered from every process under mpirun.
+    std::optional<LineViews> views;
+    if (json) views.emplace(mpiJob);
     for (int64_t s = first; s < config.steps; ++s) {
       if (channel && !channel->beforeStep(trainer)) break;  // stopped: the summary follows
+      if (views) views->stepBegins();
       const StepMetrics m = trainer.step();
       summary.add(m);
-      if (!root) {
+      if (json) {
+        nlohmann::json line = root ? toJson(m) : nlohmann::json();
+        views->addTo(trainer, root ? &line : nullptr);  // collective under mpirun
+        if (root) std::cout << line.dump() << '\n' << std::flush;
+      } else if (!root) {
         continue;
-      } else if (json) {
-        std::cout << toJson(m).dump() << '\n' << std::flush;
       } else if (m.step % 10 == 0 || m.step == first + 1 || m.testAccuracy) {
         std::string test;
         if (m.testAccuracy) test += " test acc " + std::to_string(*m.testAccuracy);

@@ -22,11 +22,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cerrno>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "capabilities.h"
 #include "charts/chart.h"
 #include "charts/chart_hub.h"
+#include "charts/holdings_map.h"
+#include "charts/timeline_chart.h"
 #include "job_command.h"
 #include "job_runner.h"
 #include "main_window.h"
@@ -71,6 +74,42 @@ bool runToEnd(MainWindow& w, int timeoutMs = 180000) {
 
 QStringList csvFiles(const QString& dir) {
   return QDir(dir).entryList({"*.csv"}, QDir::Files, QDir::Name);
+}
+
+// The timeline and the holdings map of `w` draw every one of `np` ranks: each rank's forward,
+// backward and communication bars in each of the last TimelineChart::kSteps steps (up to
+// `lastStep`), and its column of holdings.
+void checkTimelineAndHoldings(MainWindow& w, int np, int64_t lastStep) {
+  auto* timeline = w.chartHub()->find<TimelineChart>();
+  auto* holdings = w.chartHub()->find<HoldingsMap>();
+  QVERIFY(timeline && holdings);
+  std::set<int64_t> steps;
+  for (int r = 0; r < np; ++r) {
+    std::set<SpanKind> kinds;
+    for (const TimelineChart::Bar& b : timeline->bars())
+      if (b.rank == r) kinds.insert(b.kind), steps.insert(b.step);
+    QVERIFY2(kinds.count(SpanKind::Forward) && kinds.count(SpanKind::Backward) &&
+                 kinds.count(SpanKind::Comm),
+             qPrintable(QString("the timeline lacks rank %1's forward, backward or comm").arg(r)));
+  }
+  std::set<int64_t> last;
+  for (int64_t s = lastStep - TimelineChart::kSteps + 1; s <= lastStep; ++s) last.insert(s);
+  QVERIFY(steps == last);
+  std::set<int> ranks, timelineRanks;
+  for (const TimelineChart::Bar& b : timeline->bars()) timelineRanks.insert(b.rank);
+  QCOMPARE(int(timelineRanks.size()), np);
+  for (const HoldingsMap::Cell& c : holdings->cells()) ranks.insert(c.rank);
+  QCOMPARE(int(ranks.size()), np);
+  QVERIFY(holdings->pointCount() > 0);
+}
+
+// The text a chart shows in its empty plot (its placeholder), unwrapped.
+QString shownText(QCustomPlot* chart) {
+  QString all;
+  for (int i = 0; i < chart->itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(chart->item(i)); t && t->visible())
+      all += t->text().replace('\n', ' ') + ' ';
+  return all;
 }
 
 }  // namespace
@@ -145,6 +184,7 @@ class TestWindowJobs : public QObject {
     QCOMPARE(int(w.chartHub()->lastSnapshot().steps.back().ranks.size()), np);
     for (int r = 0; r < np; ++r)
       QCOMPARE(w.chartHub()->lastSnapshot().steps.back().ranks[size_t(r)].rank, r);
+    checkTimelineAndHoldings(w, np, 24);
     const QString live = dir.filePath("live"), opened = dir.filePath("opened");
     QCOMPARE(w.exportAllTo(live), QString());
     // Memory and traffic draw a bar (or more) per rank: every rank is on them.
@@ -161,12 +201,43 @@ class TestWindowJobs : public QObject {
     MainWindow again;
     QCOMPARE(again.openRunFile(transcript), QString());
     QCOMPARE(again.history().stepsSeen(), int64_t(24));
+    checkTimelineAndHoldings(again, np, 24);
     QCOMPARE(again.exportAllTo(opened), QString());
     QVERIFY(csvFiles(live).size() >= 5);
     QCOMPARE(csvFiles(opened), csvFiles(live));
     for (const QString& csv : csvFiles(live))
       QVERIFY2(test::readLines(opened + "/" + csv) == test::readLines(live + "/" + csv),
                qPrintable(csv));
+    // The timeline's and holdings' data are among them, and hold every rank.
+    for (const char* name : {"timeline.csv", "holdings.csv"}) {
+      const QStringList rows = test::readLines(live + "/" + name);
+      QVERIFY2(rows.size() > np, qPrintable(QString("%1: %2 rows").arg(name).arg(rows.size())));
+    }
+
+    // The same lines as a file from before they carried spans and holdings: it opens, with
+    // every step, and the two charts say why they are empty.
+    const QString old = dir.filePath("old.jsonl");
+    QFile out(old);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    for (const QString& line : test::readLines(transcript)) {
+      nlohmann::json j = nlohmann::json::parse(line.toStdString());
+      j.erase("holdings");
+      j.erase("started_ms");
+      if (j.contains("ranks"))
+        for (auto& r : j["ranks"]) r.erase("spans"), r.erase("spans_dropped");
+      out.write(QByteArray::fromStdString(j.dump()) + '\n');
+    }
+    out.close();
+    MainWindow before;
+    QCOMPARE(before.openRunFile(old), QString());
+    QCOMPARE(before.history().stepsSeen(), int64_t(24));
+    auto* timeline = before.chartHub()->find<TimelineChart>();
+    auto* holdings = before.chartHub()->find<HoldingsMap>();
+    QVERIFY(timeline->bars().empty() && holdings->cells().empty());
+    QVERIFY2(shownText(timeline).contains("old.jsonl has no spans"),
+             qPrintable(shownText(timeline)));
+    QVERIFY2(shownText(holdings).contains("old.jsonl says nothing of what the ranks hold"),
+             qPrintable(shownText(holdings)));
   }
 
   // Pause holds the job, Step takes one step, Resume goes on; Reset ends every process.

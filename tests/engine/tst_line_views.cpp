@@ -1,0 +1,218 @@
+// The spans and holdings paralab-run --json writes beside each step's figures, for the window's
+// timeline and holdings map: on thread ranks every rank's spans of each step match the spans the
+// same run's Trainer records (count, kinds, names), the holdings come on the first line and again
+// only when they change and equal the Trainer's; under mpirun -np 2 (--backend mpi) both ranks'
+// spans and holdings reach rank 0's lines. RunViews reads them back onto one time axis.
+// Run: ctest -R tst_line_views
+#include <QtTest>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "json_lines.h"
+#include "metrics/step_views.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+const QStringList kRun = {"--dataset", "synthetic", "--hidden", "32",    "--batch", "64",
+                          "--steps",   "3",         "--seed",   "7",     "--eval-every", "0",
+                          "--json"};
+
+RunConfig runConfig(int ranks) {
+  RunConfig c;
+  c.dataset = "synthetic";
+  c.hidden = 32;
+  c.batch = 64;
+  c.steps = 3;
+  c.seed = 7;
+  c.evalEvery = 0;
+  c.ranks = ranks;
+  c.deriveRanks();
+  return c;
+}
+
+// (kind, op) of each span, sorted: what must match, whatever the order threads recorded them in.
+using SpanShape = std::multiset<std::pair<std::string, std::string>>;
+
+SpanShape shapeOf(const std::vector<Span>& spans) {
+  SpanShape s;
+  for (const Span& sp : spans) s.insert({std::string(spanKindName(sp.kind)), sp.op ? sp.op : ""});
+  return s;
+}
+
+SpanShape shapeOf(const nlohmann::json& spans) {
+  SpanShape s;
+  for (const auto& sp : spans) s.insert({sp.at("kind").get<std::string>(), sp.value("op", "")});
+  return s;
+}
+
+}  // namespace
+
+class TstLineViews : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void threadLinesCarryTheTimelinesSpans() {
+    const auto lines = test::runJsonLines(PARALAB_RUN, QStringList{"--ranks", "2"} + kRun, 4);
+    QCOMPARE(lines.size(), size_t(4));  // 3 steps, the summary
+
+    // The same run in this process: the spans its timeline draws (Session: Trainer::spans).
+    RunConfig c = runConfig(2);
+    QVERIFY(!c.validate());
+    Trainer trainer(c);
+    std::vector<nlohmann::json> held;
+    for (int s = 0; s < 3; ++s) {
+      trainer.step();
+      nlohmann::json all = nlohmann::json::array();
+      for (const RankHoldings& h : trainer.holdings()) all.push_back(holdingsLayoutJson(h));
+      held.push_back(all);
+    }
+    for (int step = 1; step <= 3; ++step) {
+      const nlohmann::json& line = lines[size_t(step - 1)];
+      QCOMPARE(line.at("step").get<int>(), step);
+      QVERIFY(line.contains("started_ms"));
+      QCOMPARE(line.at("ranks").size(), size_t(2));
+      for (int r = 0; r < 2; ++r) {
+        const nlohmann::json& rank = line.at("ranks")[size_t(r)];
+        QVERIFY2(rank.contains("spans"), "a rank without spans");
+        QVERIFY(!rank.contains("spans_dropped"));
+        std::vector<Span> own;
+        for (const Span& sp : trainer.spans(r).since(step))
+          if (sp.step == step) own.push_back(sp);
+        QVERIFY(!own.empty());
+        QCOMPARE(rank.at("spans").size(), own.size());
+        QVERIFY(shapeOf(rank.at("spans")) == shapeOf(own));
+        int forward = 0, backward = 0;
+        for (const auto& sp : rank.at("spans")) {
+          // Offsets from the step's start: after it, and each span ends after it starts.
+          QVERIFY(sp.at("start_ms").get<double>() >= 0);
+          QVERIFY(sp.at("end_ms").get<double>() >= sp.at("start_ms").get<double>());
+          forward += sp.at("kind") == "forward";
+          backward += sp.at("kind") == "backward";
+        }
+        QVERIFY(forward > 0 && backward > 0);
+      }
+    }
+    // Holdings: on the first line, for both ranks, as the Trainer has them; later lines carry
+    // them only when they changed.
+    QVERIFY(lines[0].contains("holdings"));
+    QCOMPARE(lines[0].at("holdings"), held[0]);
+    nlohmann::json latest = lines[0].at("holdings");
+    for (int step = 2; step <= 3; ++step)
+      if (lines[size_t(step - 1)].contains("holdings")) {
+        QVERIFY2(lines[size_t(step - 1)].at("holdings") != latest, "holdings repeated unchanged");
+        latest = lines[size_t(step - 1)].at("holdings");
+      } else {
+        QCOMPARE(held[size_t(step - 1)], held[size_t(step - 2)]);
+      }
+    QCOMPARE(latest, held[2]);
+  }
+
+  // Read back as the window reads them: one axis, the last 3 steps, every rank, in order.
+  void runViewsReadTheLines() {
+    const auto lines = test::runJsonLines(PARALAB_RUN, QStringList{"--ranks", "2"} + kRun, 4);
+    QCOMPARE(lines.size(), size_t(4));
+    std::ostringstream text;
+    for (const auto& l : lines) text << l.dump() << '\n';
+    std::istringstream in(text.str());
+    const RunViews views = readRunViews(in);
+    QVERIFY(views.hasSpans() && views.hasHoldings());
+    const auto spans = views.spans();
+    QCOMPARE(spans.size(), size_t(2));
+    for (int r = 0; r < 2; ++r) {
+      std::map<int64_t, int64_t> firstStart, lastEnd;
+      for (const Span& s : spans[size_t(r)]) {
+        firstStart.try_emplace(s.step, s.startNs);
+        firstStart[s.step] = std::min(firstStart[s.step], s.startNs);
+        lastEnd[s.step] = std::max(lastEnd[s.step], s.endNs);
+      }
+      QCOMPARE(int(firstStart.size()), 3);
+      // Steps follow one another on the axis (rank 0's clock between them).
+      QVERIFY(firstStart[2] >= lastEnd[1] && firstStart[3] >= lastEnd[2]);
+      size_t count = 0;
+      for (int step = 1; step <= 3; ++step)
+        count += lines[size_t(step - 1)].at("ranks")[size_t(r)].at("spans").size();
+      QCOMPARE(spans[size_t(r)].size(), count);
+    }
+    // The last step's traffic under each rank of the map, from the step's figures.
+    const StepMetrics last = stepMetricsFromJson(lines[2]);
+    const auto held = views.holdings(&last);
+    QCOMPARE(held.size(), size_t(2));
+    for (const RankHoldings& h : held) {
+      QVERIFY(!h.items.empty());
+      QCOMPARE(h.lastStep.sentTo, last.ranks[size_t(h.rank)].sentTo);
+    }
+    // A file without them (written before lines carried them): nothing, and no error.
+    std::ostringstream old;
+    for (auto l : lines) {
+      l.erase("holdings");
+      l.erase("started_ms");
+      if (l.contains("ranks"))
+        for (auto& r : l["ranks"]) r.erase("spans");
+      old << l.dump() << '\n';
+    }
+    std::istringstream oldIn(old.str());
+    const RunViews none = readRunViews(oldIn);
+    QVERIFY(!none.hasSpans() && !none.hasHoldings());
+  }
+
+  // A step with more spans than a line keeps: the first kMaxLineSpans, the rest counted.
+  void spansAreCapped() {
+    std::vector<Span> many(kMaxLineSpans + 5);
+    for (size_t i = 0; i < many.size(); ++i)
+      many[i] = {SpanKind::Comm, int64_t(i) * 1000, int64_t(i) * 1000 + 500, 8, "allreduce", 1};
+    int64_t dropped = -1;
+    const nlohmann::json j = spansToJson(many, 0, kMaxLineSpans, &dropped);
+    QCOMPARE(j.size(), kMaxLineSpans);
+    QCOMPARE(dropped, int64_t(5));
+    const std::vector<Span> back = spansFromJson(j, 1, 2'000'000);
+    QCOMPARE(back.size(), kMaxLineSpans);
+    QCOMPARE(back[3].startNs, int64_t(2'003'000));
+    QCOMPARE(back[3].endNs, int64_t(2'003'500));
+    QCOMPARE(QString(back[3].op), QString("allreduce"));
+    QCOMPARE(back[3].bytes, int64_t(8));
+  }
+
+  void mpiLinesCarryEveryRanksSpans() {
+#ifndef PARALAB_MPIRUN
+    QSKIP("built without MPI (or no mpirun)");
+#else
+    const auto lines = test::runJsonLines(
+        PARALAB_MPIRUN,
+        QStringList{"--oversubscribe", "-np", "2", PARALAB_RUN, "--backend", "mpi"} + kRun, 4);
+    QCOMPARE(lines.size(), size_t(4));
+    for (int step = 1; step <= 3; ++step) {
+      const nlohmann::json& line = lines[size_t(step - 1)];
+      QCOMPARE(line.at("ranks").size(), size_t(2));
+      for (int r = 0; r < 2; ++r) {
+        const nlohmann::json& rank = line.at("ranks")[size_t(r)];
+        QCOMPARE(rank.at("rank").get<int>(), r);
+        QVERIFY2(rank.contains("spans") && !rank.at("spans").empty(), "a rank without spans");
+        const SpanShape shape = shapeOf(rank.at("spans"));
+        QVERIFY(std::any_of(shape.begin(), shape.end(),
+                            [](const auto& k) { return k.first == "forward"; }));
+        QVERIFY(std::any_of(shape.begin(), shape.end(),
+                            [](const auto& k) { return k.first == "comm"; }));
+      }
+    }
+    QVERIFY(lines[0].contains("holdings"));
+    QCOMPARE(lines[0].at("holdings").size(), size_t(2));
+    for (int r = 0; r < 2; ++r)
+      QCOMPARE(lines[0].at("holdings")[size_t(r)].at("rank").get<int>(), r);
+    // Both ranks' spans, read back, fill both rows of the timeline.
+    std::ostringstream text;
+    for (const auto& l : lines) text << l.dump() << '\n';
+    std::istringstream in(text.str());
+    const RunViews views = readRunViews(in);
+    QCOMPARE(views.spans().size(), size_t(2));
+    QVERIFY(!views.spans()[1].empty());
+#endif
+  }
+};
+
+QTEST_GUILESS_MAIN(TstLineViews)
+#include "tst_line_views.moc"
