@@ -40,11 +40,11 @@ const Part kStepParts[] = {
     {"TP comm", "tp_comm_ms", chartcolors::kOrange},
     {"PP bubble", "pp_bubble_ms", chartcolors::kGrey},
     {"exposed DP comm", "dp_comm_exposed_ms", chartcolors::kRed},
-    {"other", "other_ms", chartcolors::kOlive},  // PP sends, CP/EP exchanges, the optimizer
+    {"other", "other_ms", chartcolors::kOlive},  // PP sends, CP/EP exchanges, the optimizer, the batch
 };
 std::vector<double> stepValues(const StepSplit& s) {
   return {s.compute * 1e3, s.tpComm * 1e3, s.ppBubble * 1e3, s.dpCommExposed * 1e3,
-          (s.ppComm + s.cpComm + s.epComm + s.optimizer) * 1e3};
+          (s.ppComm + s.cpComm + s.epComm + s.optimizer + s.data) * 1e3};
 }
 
 QString num(double v) { return QString::number(v, 'f', v < 10 ? 2 : 1); }

@@ -18,9 +18,17 @@ Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
   return r;
 }
 
-double waveEfficiency(double m, double n, double count, int sms) {
-  if (sms <= 0) return 1;
+double splitK(double m, double n, double k, double count, int sms) {
+  if (sms <= 0 || k <= 0) return 1;
   const double tiles = std::ceil(m / kTileRows) * std::ceil(n / kTileCols) * std::max(1.0, count);
+  if (tiles >= sms) return 1;
+  return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / kSplitDepth)));
+}
+
+double waveEfficiency(double m, double n, double count, int sms, double k) {
+  if (sms <= 0) return 1;
+  const double tiles = std::ceil(m / kTileRows) * std::ceil(n / kTileCols) * std::max(1.0, count) *
+                       splitK(m, n, k, count, sms);
   const double waves = std::ceil(tiles / sms);
   return tiles / (waves * sms);
 }
@@ -33,7 +41,10 @@ OpCost gemmCost(const Roofline& r, std::string name, double m, double n, double 
   op.flops = 2 * m * n * k * count;
   // Each operand read once and the output written once: the least traffic a GEMM can have.
   op.bytes = double(r.elementBytes) * count * (m * k + k * n + m * n);
-  const double computeS = op.flops / (r.gemmFlops() * waveEfficiency(m, n, count, r.sms));
+  // Split-K's partial sums, written in fp32 and read back to be added.
+  const double splits = splitK(m, n, k, count, r.sms);
+  op.bytes += (splits - 1) * 2 * 4.0 * count * m * n;
+  const double computeS = op.flops / (r.gemmFlops() * waveEfficiency(m, n, count, r.sms, k));
   const double memoryS = op.bytes / r.bytesPerS;
   op.computeBound = computeS >= memoryS;
   op.seconds = std::max(computeS, memoryS);
@@ -103,11 +114,17 @@ std::vector<OpCost> blockForward(const Roofline& r, const BlockWork& w) {
   const double residual = (3 * e + (w.dropout ? 1 : 0)) * h * T / shared;
   const double layerNorm = 2 * e * h * T / shared;
   std::vector<OpCost> ops;
+  // A linear layer's bias in a pass of its own: read and write its output.
+  const auto bias = [&](const std::string& layer, double width) {
+    if (w.unfusedBias) ops.push_back(elementwiseCost(r, layer + " bias", 2 * e * width * T));
+  };
   if (w.attention) {
     ops.push_back(elementwiseCost(r, "LayerNorm 1", layerNorm));
     ops.push_back(gemmCost(r, "QKV projection", T, 3 * h / t, h));
+    bias("QKV projection", 3 * h / t);
     attentionCore(r, w, ops);
     ops.push_back(gemmCost(r, "attention output projection", T, h, h / t));
+    bias("attention output projection", h);
     ops.push_back(elementwiseCost(r, "residual add (attention)", residual));
   }
   ops.push_back(elementwiseCost(r, w.attention ? "LayerNorm 2" : "LayerNorm", layerNorm));
@@ -124,6 +141,7 @@ std::vector<OpCost> blockForward(const Roofline& r, const BlockWork& w) {
     ops.push_back(gemmCost(r, "FFN fc1", T, f * h / t, h));
     ops.push_back(elementwiseCost(r, "bias + GELU", 2 * e * f * h / t * T));
     ops.push_back(gemmCost(r, "FFN fc2", T, h, f * h / t));
+    bias("FFN fc2", h);
   }
   ops.push_back(elementwiseCost(r, w.attention ? "residual add (FFN)" : "residual add", residual));
   return ops;

@@ -1,7 +1,7 @@
 // The compute part of the projection: each operation of a block as FLOPs and bytes, and its
 // time on a GPU from a roofline (Williams et al. 2009): max(FLOPs / achievable FLOP/s, bytes /
 // achievable bytes/s). GEMMs run at the GPU's measured matmul rate, less the wave quantization
-// of their tiles over the SMs; elementwise operations (LayerNorm, softmax, GELU, dropout,
+// of their tiles over the SMs (a GEMM of few tiles split along k); elementwise operations (LayerNorm, softmax, GELU, dropout,
 // residual adds) are memory-bound. See tests/engine/tst_projection.cpp
 // (blockFlopsAreTheTransformersCount, rooflineSeparatesComputeFromMemory).
 #pragma once
@@ -45,8 +45,14 @@ struct OpCost {
   double m = 0, n = 0, k = 0, count = 0;
 };
 
-// Busy share of the SMs over a GEMM's waves of tiles (1 when every wave is full).
-double waveEfficiency(double m, double n, double count, int sms);
+// A GEMM with fewer output tiles than SMs is split along k into this many slices, each at least
+// kSplitDepth deep, as many as the idle SMs take (cuBLAS's split-K); their partial sums are then
+// added. 1: not split.
+constexpr int kSplitDepth = 256;
+double splitK(double m, double n, double k, double count, int sms);
+// Busy share of the SMs over a GEMM's waves of tiles (1 when every wave is full), the tiles of
+// split-K's slices counted when `k` is given.
+double waveEfficiency(double m, double n, double count, int sms, double k = 0);
 OpCost gemmCost(const Roofline& r, std::string name, double m, double n, double k,
                 double count = 1);
 OpCost elementwiseCost(const Roofline& r, std::string name, double bytes);
@@ -65,6 +71,9 @@ struct BlockWork {
       false;             // LayerNorm, dropout and residual split over tp (Korthikanti 2022)
   bool dropout = false;  // dropout after softmax and in both residual branches (Megatron's GPT)
   int experts = 0, topk = 1;  // experts > 0: a mixture-of-experts FFN, each token to its top-k
+  // Each linear layer's bias added (and its gradient summed) in a pass of its own, as the
+  // engine's CPU layers do; Megatron-LM's kernels fuse them into their neighbours.
+  bool unfusedBias = false;
   double tokens() const { return microBatch * seq / cp; }  // rows this GPU computes
 };
 

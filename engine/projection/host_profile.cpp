@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -71,27 +73,31 @@ std::vector<OpCost> runGemms(const Projection& shape) {
   return ops;
 }
 
-// FLOP/s of the run's kernel on one thread over the GEMMs' shapes: their FLOPs over the sum of
-// their median times, each GEMM weighted as often as the block issues it.
+// FLOP/s of the run's kernel on one thread over the GEMMs' shapes, each as the engine's linear
+// layer issues it (model/layers.cpp): the forward C = A B, the weight gradient dB += A^T dC and
+// the input gradient dA = dC B^T. Their FLOPs over the sum of their median times, each GEMM
+// weighted as often as the block issues it.
 double measureGemm(const std::string& kernel, const std::vector<OpCost>& gemms) {
   kernels::GemmFn fn = kernels::gemm_find(kernel);
   if (!fn) fn = kernels::gemm_vendor<float>;
-  kernels::vendor_blas_set_threads(1);
-  kernels::gemm_set_threads(1);
   double flops = 0, seconds = 0;
   for (const OpCost& op : gemms) {
     const int M = std::max(1, int(op.m)), N = std::max(1, int(op.n)), K = std::max(1, int(op.k));
-    std::vector<float> A(size_t(M) * K, 0.5f), B(size_t(K) * N, 0.25f), C(size_t(M) * N);
+    std::vector<float> A(size_t(M) * K, 0.5f), B(size_t(K) * N, 0.25f), C(size_t(M) * N, 0.1f),
+        dA(A.size()), dB(B.size());
     // Enough calls for a few milliseconds, so a timer tick does not matter.
     const double one = 2.0 * M * N * K;
     const int calls = std::clamp(int(2e7 / one), 1, 1000);
     const double s = timeMedian(
         [&] {
-          for (int i = 0; i < calls; ++i)
+          for (int i = 0; i < calls; ++i) {
             fn(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N);
+            fn(true, false, K, N, M, 1.0f, A.data(), K, C.data(), N, 1.0f, dB.data(), N);
+            fn(false, true, M, K, N, 1.0f, C.data(), N, B.data(), N, 0.0f, dA.data(), K);
+          }
         },
         5);
-    flops += one * op.count;
+    flops += 3 * one * op.count;
     seconds += s / calls * op.count;
   }
   return flops / seconds;
@@ -148,6 +154,41 @@ double measureAttention(int b, int s, int headsHere, int dh, double elementwiseB
   return flops / std::max(t - softmax, 0.5 * t);
 }
 
+// Bytes/s of one core gathering a batch of `rows` samples of `rowBytes` each from random places
+// of a 64 MiB buffer (a data set larger than the caches), as a rank takes its batch slice.
+double measureBatchCopy(int rows, double rowBytes) {
+  const size_t row = std::max<size_t>(4, size_t(rowBytes) / 4), count = (size_t(64) << 20) / 4;
+  const size_t slots = std::max<size_t>(1, count / row);
+  std::vector<float> data(slots * row, 1.0f), batch(size_t(std::max(rows, 1)) * row);
+  uint64_t state = 88172645463325252ull;  // xorshift: random rows
+  const auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  const int calls = std::clamp(int(2e7 / (double(rows) * rowBytes)), 1, 1000);
+  const double s = timeMedian(
+      [&] {
+        for (int c = 0; c < calls; ++c)
+          for (int i = 0; i < rows; ++i)
+            std::memcpy(&batch[size_t(i) * row], &data[(next() % slots) * row], row * 4);
+      },
+      5);
+  return double(rows) * double(row) * 4 * calls / s;
+}
+
+// `measure` run on `threads` threads at once, each timing its own copy: their mean rate.
+template <typename F>
+double onEveryBusyCore(int threads, F&& measure) {
+  std::vector<double> rates(size_t(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < rates.size(); ++i) pool.emplace_back([&, i] { rates[i] = measure(); });
+  rates[0] = measure();
+  for (std::thread& t : pool) t.join();
+  double sum = 0;
+  for (double r : rates) sum += r;
+  return sum / double(rates.size());
+}
+
 // The ranks' all-reduce under the run's link: median seconds at `floats`, every rank taking
 // part as in a step.
 double allReduceSeconds(ThreadWorld& world, int64_t floats, int repeats) {
@@ -197,14 +238,26 @@ HostProfile measureHost(const RunConfig& c) {
   shapeOnly.gemmFlops = 1e9, shapeOnly.bytesPerS = 1e9;
   shapeOnly.link.bytesPerS = 1e9;
   const Projection shape = projectOnHost(c, shapeOnly);
-  h.gemmFlops = measureGemm(c.kernel, runGemms(shape));
   const Layout& l = shape.layout;
   const ModelSpec& m = shape.model;
   const int tokens = l.microBatchSize * m.tokensPerSample() / l.cp;
-  h.bytesPerS = measureElementwise(tokens, m.hidden);
+  const std::vector<OpCost> gemms = runGemms(shape);
+  // As many cores busy at once as the run keeps busy: a core's rate with its neighbours at work
+  // (shared caches, memory, clocks) is what a rank gets, not its rate alone.
+  const int busy = std::min(h.cores, h.ranks);
+  kernels::vendor_blas_set_threads(1);  // a rank is one worker
+  kernels::gemm_set_threads(1);
+  h.gemmFlops = onEveryBusyCore(busy, [&] { return measureGemm(c.kernel, gemms); });
+  h.bytesPerS = onEveryBusyCore(busy, [&] { return measureElementwise(tokens, m.hidden); });
+  // The batch a rank copies: an image's 784 floats, or a window's tokens and targets (ints).
+  h.sampleBytes = m.gpt() ? 2.0 * 4 * m.seq : 4.0 * m.input;
+  const int perRank = std::max(1, l.globalBatch / std::max(1, l.dp * l.cp));
+  h.dataBytesPerS = onEveryBusyCore(busy, [&] { return measureBatchCopy(perRank, h.sampleBytes); });
   if (m.gpt())
-    h.attentionFlops = measureAttention(l.microBatchSize, m.seq / l.cp, m.heads / l.tp,
-                                        m.hidden / m.heads, h.bytesPerS);
+    h.attentionFlops = onEveryBusyCore(busy, [&] {
+      return measureAttention(l.microBatchSize, m.seq / l.cp, m.heads / l.tp, m.hidden / m.heads,
+                              h.bytesPerS);
+    });
 
   // alpha from a one-float all-reduce, beta from one of the gradients' size: the ring's
   // 2(n - 1) alpha + 2 (n - 1) / n bytes / B (comm_model.h), n the run's ranks.
@@ -236,7 +289,9 @@ HostProfile measureHost(const RunConfig& c) {
   return h;
 }
 
-Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab) {
+namespace {
+
+Projection projectAtShare(const RunConfig& c, const HostProfile& host, int vocab, double share) {
   Cluster cluster;
   GpuSpec& g = cluster.gpu;
   g.name = "this-machine";
@@ -244,7 +299,6 @@ Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab)
   g.source = "measured on this machine for this run's shapes";
   // Every precision at the measured fp32 rate; the roofline's bandwidth share undone, since the
   // elementwise rate is already what the kernels reach.
-  const double share = host.coreShare();
   g.fp32Tflops = g.tf32Tflops = g.bf16Tflops = host.gemmFlops * share / 1e12;
   g.matmulTflopsBf16 = g.bf16Tflops;
   g.hbmGBps = host.bytesPerS * share / 1e9 / kHbmFraction;
@@ -256,7 +310,8 @@ Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab)
   cluster.gpusPerNode = cluster.gpus;
   cluster.measuredLink = host.link;
 
-  const ModelSpec model = modelOf(c, vocab);
+  ModelSpec model = modelOf(c, vocab);
+  model.engineKernels = true;
   Layout layout = layoutOf(c);
   layout.precision = Precision::Fp32;
   layout.dpCalls = engineDpCalls(c);
@@ -264,7 +319,49 @@ Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab)
   // ZeRO reduce-scatters in line, after a unit's backward or the whole backward.
   layout.overlapDpComm = c.zero == 0 && c.dpVersion == "bucket";
   if (auto err = validate(model, layout, cluster)) throw ConfigError(*err);
-  return project(model, layout, cluster);
+  Projection p = project(model, layout, cluster);
+  // Each rank copies its share of the batch (cp ranks their pieces of each window).
+  if (host.dataBytesPerS > 0) {
+    const Layout& l = p.layout;
+    const double samples = double(l.globalBatch) / std::max(1, l.dp);
+    p.split.data = samples * host.sampleBytes / l.cp / (host.dataBytesPerS * share);
+    const double scale = (p.stepSeconds + p.split.data) / p.stepSeconds;
+    p.stepSeconds += p.split.data;
+    p.tokensPerS /= scale, p.samplesPerS /= scale, p.tflopsPerGpu /= scale;
+    p.modelTflopsPerGpu /= scale, p.mfu /= scale, p.hfu /= scale;
+  }
+  return p;
+}
+
+}  // namespace
+
+// More ranks than cores: while every rank computes, each gets cores / ranks of a core. A
+// pipeline's stages do not all compute at once: its schedule is played out in time with the
+// cores shared by the stages that can run (pipeline_schedule.h), the rest of the step (gradient
+// sync, optimizer) at the shared rate.
+Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab) {
+  Projection shared = projectAtShare(c, host, vocab, host.coreShare());
+  if (host.coreShare() >= 1 || shared.layout.pp == 1) return shared;
+  const Projection own = projectAtShare(c, host, vocab, 1.0);
+  const Layout& l = own.layout;
+  // A stage is ranks / pp ranks (its tp, dp and cp ranks), computing together.
+  const double stageCores = double(host.cores) * l.pp / std::max(1, host.ranks);
+  const double pipeline = sharedCoresPipelineTime(own.stageForwardS, own.stageBackwardS,
+                                                  l.microBatches, l.schedule, stageCores);
+  Projection p = shared;
+  p.split = own.split;  // the stages' work with a core each...
+  p.split.dpCommExposed = shared.split.dpCommExposed;
+  p.split.optimizer = shared.split.optimizer;
+  p.split.data = shared.split.data;
+  // ... and the rest of the pipeline's time: fill and drain, or waiting for a core.
+  const StepSplit& o = own.split;
+  p.split.ppBubble = std::max(0.0, pipeline - (o.compute + o.tpComm + o.cpComm + o.epComm +
+                                               o.ppComm));
+  p.stepSeconds = p.split.total();
+  const double scale = p.stepSeconds / shared.stepSeconds;
+  p.tokensPerS /= scale, p.samplesPerS /= scale, p.tflopsPerGpu /= scale;
+  p.modelTflopsPerGpu /= scale, p.mfu /= scale, p.hfu /= scale;
+  return p;
 }
 
 }  // namespace paralab::projection

@@ -27,6 +27,11 @@ struct HostProfile {
   double gemmFlops = 0;    // one core, FLOP/s, over the run's GEMM shapes
   double bytesPerS = 0;    // one core, the engine's elementwise kernels on a block's activations
   double attentionFlops = 0;  // one core, the engine's attention kernel (the GPT), FLOP/s
+  // One core copying the run's samples from random places of a buffer larger than the caches
+  // into a batch, bytes/s, and one sample's bytes (an image's floats; a window's tokens and
+  // targets).
+  double dataBytesPerS = 0;
+  double sampleBytes = 0;
   Link link;               // the thread ranks' collectives, measured (the run's emulated link)
   double linkFitError = 0; // the fit's worst relative error over the sizes timed
   // Each rank's share of a core while every rank computes: min(1, cores / ranks).
@@ -40,6 +45,8 @@ HostProfile measureHost(const RunConfig& c);
 
 // The run the settings describe, projected onto this machine as `host` measured it: one GPU per
 // rank, every group on the measured link, fp32 arithmetic, the engine's vocabulary `vocab`.
+// With more ranks than cores, a pipeline's schedule is played out in time with the cores shared
+// by the stages that can run: a stage waiting in the bubble gives its share to the others.
 Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab = kEngineVocab);
 
 }  // namespace paralab::projection

@@ -27,6 +27,16 @@ struct PipelineTime {
 // (m + (p - 1) / v) slot.
 PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v = 1);
 
+// p stages on fewer cores than stages (ranks as threads on a CPU): the schedule played out in
+// time, each stage running its forwards and backwards in the schedule's order as soon as their
+// inputs are there, the cores shared evenly by the stages that can run (a stage waiting for its
+// input leaves its share to the others). `forward[k]`, `backward[k]`: one micro-batch on stage k
+// with a core to itself, seconds. Returns the time from the first forward to the last backward;
+// with a core per stage and equal stages, 1F1B's (m + p - 1) slots.
+double sharedCoresPipelineTime(const std::vector<double>& forward,
+                               const std::vector<double>& backward, int m, Schedule s,
+                               double cores);
+
 // Micro-batches whose activations stage k (0-based) of p holds at its peak: GPipe keeps all m;
 // 1F1B keeps at most p - k (the first stage p, the last one); interleaving adds the chunks in
 // flight during warm-up: stage 0 holds p (1 + (p - 1) / (p v)) micro-batches' worth (Narayanan

@@ -58,6 +58,7 @@ BlockWork blockOf(const ModelSpec& m, const Layout& l) {
   w.dropout = m.dropout;
   w.experts = m.experts;
   w.topk = m.topk;
+  w.unfusedBias = m.engineKernels;
   return w;
 }
 
@@ -357,6 +358,11 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
     zero3Exposed = m * std::max(0.0, gathers - slotCompute[0]);
   }
   const PipelineTime pipe = pipelineTime(slot, m, v);
+  const double forwardShare = totalSeconds(fwd) / blockS;
+  for (int k = 0; k < pp; ++k) {
+    p.stageForwardS.push_back(slot[size_t(k)] * forwardShare);
+    p.stageBackwardS.push_back(slot[size_t(k)] * (1 - forwardShare));
+  }
   const int busiest = int(std::max_element(slot.begin(), slot.end()) - slot.begin());
 
   // [SECTION] Gradient synchronisation and the optimizer step (the busiest stage's replicas)
@@ -376,7 +382,8 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
   // Adam (say) reads and writes its fp32 weights and each state (8 bytes each), reads the
   // gradient, and in mixed precision writes the bf16 weights the GEMMs read.
   const double optimizerBytes = 8.0 * (1 + optimizerStateSlots(l.optimizer)) + gradBytes +
-                                (l.precision == Precision::Bf16Mixed ? e : 0);
+                                (l.precision == Precision::Bf16Mixed ? e : 0) +
+                                (model.engineKernels ? gradBytes : 0);  // zeroing the gradients
   const double optimizerS =
       stageParams[busiest] / (l.zero >= 1 ? replicas : 1) * optimizerBytes / HBM;
 
@@ -498,7 +505,8 @@ nlohmann::json toJson(const Projection& p) {
                 {"pp_comm", ms(p.split.ppComm)},
                 {"pp_bubble", ms(p.split.ppBubble)},
                 {"dp_comm_exposed", ms(p.split.dpCommExposed)},
-                {"optimizer", ms(p.split.optimizer)}};
+                {"optimizer", ms(p.split.optimizer)},
+                {"data", ms(p.split.data)}};
   json mem = {{"params", p.memory.params},       {"grads", p.memory.grads},
               {"optimizer", p.memory.optimizer}, {"activations", p.memory.activations},
               {"workspace", p.memory.workspace}, {"total", p.memory.total()}};
@@ -594,6 +602,7 @@ std::string toText(const Projection& p) {
   part("pipeline bubble", p.split.ppBubble, true);
   part("exposed data-parallel communication", p.split.dpCommExposed, true);
   part("optimizer step", p.split.optimizer, true);
+  part("copying the batch", p.split.data, p.split.data > 0);
   part("total", step, true);
   add("Throughput (projected): %.0f tokens/s, %.1f samples/s; %.1f TFLOP/s per GPU executed "
       "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s peak "

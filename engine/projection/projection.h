@@ -55,6 +55,10 @@ struct ModelSpec {
   bool tiedEmbeddings = false;    // the output head is the token embedding (no head bias)
   bool dropout = false;           // dropout after attention's softmax and in both residuals
   ActivationRecipe activations = ActivationRecipe::Engine;
+  // The engine's own CPU layers: every bias a pass of its own and the gradients zeroed before
+  // each step's backward (host_profile.h projects them); a cluster's kernels fuse the first and
+  // skip the second.
+  bool engineKernels = false;
 
   bool gpt() const { return kind == Kind::Gpt; }
   int tokensPerSample() const { return gpt() ? seq : 1; }
@@ -111,8 +115,12 @@ struct StepSplit {
   double ppBubble = 0;       // idle while the pipeline fills and drains
   double dpCommExposed = 0;  // gradient (and ZeRO) communication not hidden behind compute
   double optimizer = 0;      // the optimizer step (memory-bound)
+  // Copying the batch into the rank's buffers: a host's measured rate (host_profile.h); 0 on a
+  // cluster, whose input pipeline runs beside the step.
+  double data = 0;
   double total() const {
-    return compute + tpComm + cpComm + epComm + ppComm + ppBubble + dpCommExposed + optimizer;
+    return compute + tpComm + cpComm + epComm + ppComm + ppBubble + dpCommExposed + optimizer +
+           data;
   }
 };
 
@@ -135,6 +143,9 @@ struct Projection {
   double memoryCapacity = 0;  // the GPU's, bytes
   bool fits() const { return memory.total() <= memoryCapacity; }
   std::vector<OpCost> blockOps;  // one block, one micro-batch, one GPU: forward then backward
+  // One micro-batch on each pipeline stage, seconds, its slot split by a block's forward share:
+  // what a schedule played out in time needs (sharedCoresPipelineTime).
+  std::vector<double> stageForwardS, stageBackwardS;
   Link tpLink, ppLink, dpLink, cpLink, epLink;
   // Which published runs this model is checked against.
   static constexpr const char* kValidatedBy =

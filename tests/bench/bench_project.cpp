@@ -118,21 +118,22 @@ int benchProject(int argc, char** argv) {
     return 0;
   }
   std::printf("Projected beside measured on this machine (%s)\n", rows.front().host.title.c_str());
-  std::printf("%-44s %9s %9s %7s | %8s %8s %8s %8s %8s\n", "layout", "measured", "projected",
-              "ratio", "compute", "comm", "bubble", "dp-exp", "optim");
+  std::printf("%-44s %9s %9s %7s | %8s %8s %8s %8s %8s %8s\n", "layout", "measured",
+              "projected", "ratio", "compute", "comm", "bubble", "dp-exp", "optim", "data");
   for (const Row& r : rows) {
     const auto& s = r.projected.split;
-    std::printf("%-44s %7.2f ms %7.2f ms %6.2fx | %8.2f %8.2f %8.2f %8.2f %8.2f\n",
+    std::printf("%-44s %7.2f ms %7.2f ms %6.2fx | %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n",
                 r.name.c_str(), r.measuredMs, r.projected.stepSeconds * 1e3,
                 r.projected.stepSeconds * 1e3 / r.measuredMs, s.compute * 1e3,
                 (s.tpComm + s.cpComm + s.epComm + s.ppComm) * 1e3, s.ppBubble * 1e3,
-                s.dpCommExposed * 1e3, s.optimizer * 1e3);
+                s.dpCommExposed * 1e3, s.optimizer * 1e3, s.data * 1e3);
     std::printf("%-44s measured compute %.2f ms (slowest rank), comm %.2f ms (mean)\n", "",
                 r.measuredComputeMs, r.measuredCommMs);
     std::printf("%-44s host: GEMM %.2f GFLOP/s/core, elementwise %.2f GB/s/core, attention %.2f GFLOP/s/core, %d ranks on %d "
-                "cores, link alpha %.1f us, %.2f GB/s (fit %.0f%%)\n",
+                "cores, link alpha %.1f us, %.2f GB/s (fit %.0f%%), batch copy %.2f GB/s/core\n",
                 "", r.host.gemmFlops / 1e9, r.host.bytesPerS / 1e9, r.host.attentionFlops / 1e9, r.host.ranks, r.host.cores,
-                r.host.link.alphaS * 1e6, r.host.link.bytesPerS / 1e9, r.host.linkFitError * 100);
+                r.host.link.alphaS * 1e6, r.host.link.bytesPerS / 1e9, r.host.linkFitError * 100,
+                r.host.dataBytesPerS / 1e9);
   }
   return 0;
 }

@@ -288,6 +288,12 @@ class TstProjection : public QObject {
     // One tile more than the SMs hold takes a second wave.
     QVERIFY(near(waveEfficiency(kTileRows, kTileCols * (a100.sms + 1), 1, a100.sms),
                  double(a100.sms + 1) / (2 * a100.sms), 1e-12));
+    // A narrow GEMM (a weight gradient of the MLP at batch 4096: 128 x 512 out, k 4096) has 4
+    // tiles for 108 SMs: split along k into 16 slices of 256, 64 tiles in one wave.
+    QCOMPARE(splitK(128, 512, 4096, 1, a100.sms), 16.0);
+    QVERIFY(near(waveEfficiency(128, 512, 1, a100.sms, 4096), 64.0 / a100.sms, 1e-12));
+    QCOMPARE(splitK(8192, 8192, 8192, 1, a100.sms), 1.0);  // enough tiles: not split
+    QCOMPARE(splitK(128, 512, 200, 1, a100.sms), 1.0);     // too shallow to split
   }
 
   // [SECTION] Memory

