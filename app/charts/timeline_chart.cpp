@@ -15,6 +15,7 @@
 #include "charts/metric_history.h"
 #include "charts/rect_layer.h"
 #include "export/chrome_trace.h"
+#include "metrics/intervals.h"
 
 namespace paralab {
 
@@ -36,34 +37,9 @@ QString legendName(SpanKind k) {
   }
 }
 
-using Interval = std::pair<int64_t, int64_t>;
-
-// The union of `v` as sorted, disjoint intervals.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const Interval& i : v)
-    if (!out.empty() && i.first <= out.back().second)
-      out.back().second = std::max(out.back().second, i.second);
-    else
-      out.push_back(i);
-  return out;
-}
-
-// The parts of `a` that no interval of `b` covers (both sorted and disjoint).
-std::vector<Interval> minus(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::vector<Interval> out;
-  size_t j = 0;
-  for (auto [start, end] : a) {
-    while (j < b.size() && b[j].second <= start) ++j;
-    for (size_t k = j; k < b.size() && b[k].first < end; ++k) {
-      if (b[k].first > start) out.push_back({start, b[k].first});
-      start = std::max(start, b[k].second);
-    }
-    if (start < end) out.push_back({start, end});
-  }
-  return out;
-}
+using intervals::Interval;
+using intervals::merged;
+using intervals::minus;
 
 }  // namespace
 

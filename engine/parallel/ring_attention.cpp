@@ -22,6 +22,7 @@
 #include "comm/communicator.h"
 #include "cpu/attention_blocks.h"
 #include "device/compute.h"
+#include "metrics/intervals.h"
 #include "parallel/pipeline.h"  // microSpanLabel
 
 namespace paralab {
@@ -47,30 +48,8 @@ const char* transferLabel(const char* what, int step, int steps) {
   return labels.insert(label).first->c_str();
 }
 
-using Interval = std::pair<int64_t, int64_t>;
-
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const Interval& i : v)
-    if (!out.empty() && i.first <= out.back().second)
-      out.back().second = std::max(out.back().second, i.second);
-    else
-      out.push_back(i);
-  return out;
-}
-
-// ns of the time both unions (sorted, disjoint) cover.
-int64_t overlapNs(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  int64_t ns = 0;
-  size_t j = 0;
-  for (const auto& [a0, a1] : a) {
-    while (j < b.size() && b[j].second <= a0) ++j;
-    for (size_t k = j; k < b.size() && b[k].first < a1; ++k)
-      ns += std::max<int64_t>(0, std::min(a1, b[k].second) - std::max(a0, b[k].first));
-  }
-  return ns;
-}
+using intervals::Interval;
+using intervals::merged;
 
 }  // namespace
 
@@ -96,8 +75,8 @@ RingOverlap ringOverlap(const std::vector<Span>& spans) {
   int64_t total = 0;
   for (const auto& [a, b] : inFlight) total += b - a;
   o.transferMs = double(total) * 1e-6;
-  o.hiddenMs = double(overlapNs(inFlight, merged(compute))) * 1e-6;
-  o.exposedMs = double(overlapNs(inFlight, merged(calls))) * 1e-6;
+  o.hiddenMs = double(intervals::overlap(inFlight, merged(compute))) * 1e-6;
+  o.exposedMs = double(intervals::overlap(inFlight, merged(calls))) * 1e-6;
   return o;
 }
 

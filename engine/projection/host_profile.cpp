@@ -364,4 +364,23 @@ Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab)
   return p;
 }
 
+const std::vector<CheckedLayout>& lessonLayouts() {
+  static const std::vector<CheckedLayout> layouts = {
+      {"lesson 5: dp 4, ring, per tensor",
+       R"({"layers": 2, "ranks": 4, "hidden": 128, "batch": 256, "allreduce": "ring",
+           "dp-version": "per-tensor"})"},
+      {"lesson 7: dp 4, ZeRO-1, Adam",
+       R"({"layers": 2, "ranks": 4, "hidden": 256, "batch": 256, "optimizer": "adam",
+           "lr": 0.001, "zero": 1})"},
+      {"lesson 10: GPT, tp 2",
+       R"({"model": "gpt", "dataset": "fortunes", "layers": 2, "ranks": 2, "tp": 2,
+           "hidden": 128, "heads": 4, "seq": 64, "batch": 16})"},
+      {"lesson 11: GPT, pp 4, 1F1B, 4 micro-batches",
+       R"({"model": "gpt", "dataset": "fortunes", "ranks": 4, "pp": 4, "layers": 4,
+           "hidden": 128, "heads": 4, "seq": 64, "batch": 32, "microbatches": 4,
+           "schedule": "1f1b"})"},
+  };
+  return layouts;
+}
+
 }  // namespace paralab::projection

@@ -11,6 +11,7 @@
 // `paralab-bench project`.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "projection/projection.h"
 
@@ -48,5 +49,14 @@ HostProfile measureHost(const RunConfig& c);
 // With more ranks than cores, a pipeline's schedule is played out in time with the cores shared
 // by the stages that can run: a stage waiting in the bubble gives its share to the others.
 Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab = kEngineVocab);
+
+// The layouts the projection on this machine is checked on (paralab-bench project,
+// tst_projection_host_timing): the experiments of lessons 5 (data parallelism), 7 (ZeRO),
+// 10 (tensor parallelism) and 11 (the pipeline), as run settings in JSON, steps aside.
+struct CheckedLayout {
+  const char* name;
+  const char* settings;
+};
+const std::vector<CheckedLayout>& lessonLayouts();
 
 }  // namespace paralab::projection

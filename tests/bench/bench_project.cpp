@@ -20,28 +20,6 @@ using namespace paralab;
 
 namespace {
 
-struct Layout {
-  const char* name;
-  const char* json;  // the lesson's experiment settings
-};
-
-// The lessons' experiments (lessons/*/lesson.md), steps and evaluation aside.
-const Layout kLayouts[] = {
-    {"lesson 5: dp 4, ring, per tensor",
-     R"({"layers": 2, "ranks": 4, "hidden": 128, "batch": 256, "allreduce": "ring",
-         "dp-version": "per-tensor"})"},
-    {"lesson 7: dp 4, ZeRO-1, Adam",
-     R"({"layers": 2, "ranks": 4, "hidden": 256, "batch": 256, "optimizer": "adam",
-         "lr": 0.001, "zero": 1})"},
-    {"lesson 10: GPT, tp 2",
-     R"({"model": "gpt", "dataset": "fortunes", "layers": 2, "ranks": 2, "tp": 2,
-         "hidden": 128, "heads": 4, "seq": 64, "batch": 16})"},
-    {"lesson 11: GPT, pp 4, 1F1B, 4 micro-batches",
-     R"({"model": "gpt", "dataset": "fortunes", "ranks": 4, "pp": 4, "layers": 4,
-         "hidden": 128, "heads": 4, "seq": 64, "batch": 32, "microbatches": 4,
-         "schedule": "1f1b"})"},
-};
-
 struct Row {
   std::string name;
   double measuredMs = 0, measuredComputeMs = 0, measuredCommMs = 0;
@@ -64,13 +42,13 @@ int benchProject(int argc, char** argv) {
                  "Instead of the lessons' layouts, this one: run settings as a JSON object");
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<Layout> layouts(std::begin(kLayouts), std::end(kLayouts));
+  std::vector<projection::CheckedLayout> layouts = projection::lessonLayouts();
   if (!only.empty()) layouts = {{"--layout", only.c_str()}};
   std::vector<Row> rows;
-  for (const Layout& layout : layouts) {
+  for (const projection::CheckedLayout& layout : layouts) {
     RunConfig c;
     try {
-      applyJson(c, nlohmann::json::parse(layout.json));
+      applyJson(c, nlohmann::json::parse(layout.settings));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "paralab-bench project: --layout: %s\n", e.what());
       return 2;

@@ -20,23 +20,6 @@ using namespace paralab::projection;
 
 namespace {
 
-// The lessons' experiments (lessons/*/lesson.md), steps and evaluation aside.
-const char* const kLayouts[][2] = {
-    {"lesson 5: dp 4, ring, per tensor",
-     R"({"layers": 2, "ranks": 4, "hidden": 128, "batch": 256, "allreduce": "ring",
-         "dp-version": "per-tensor"})"},
-    {"lesson 7: dp 4, ZeRO-1, Adam",
-     R"({"layers": 2, "ranks": 4, "hidden": 256, "batch": 256, "optimizer": "adam",
-         "lr": 0.001, "zero": 1})"},
-    {"lesson 10: GPT, tp 2",
-     R"({"model": "gpt", "dataset": "fortunes", "layers": 2, "ranks": 2, "tp": 2,
-         "hidden": 128, "heads": 4, "seq": 64, "batch": 16})"},
-    {"lesson 11: GPT, pp 4, 1F1B, 4 micro-batches",
-     R"({"model": "gpt", "dataset": "fortunes", "ranks": 4, "pp": 4, "layers": 4,
-         "hidden": 128, "heads": 4, "seq": 64, "batch": 32, "microbatches": 4,
-         "schedule": "1f1b"})"},
-};
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -66,7 +49,8 @@ class TestProjectionHostTiming : public QObject {
 
   void projectedWithinTwentyPercent_data() {
     QTest::addColumn<QString>("settings");
-    for (const auto& layout : kLayouts) QTest::newRow(layout[0]) << QString(layout[1]);
+    for (const CheckedLayout& layout : lessonLayouts())
+      QTest::newRow(layout.name) << QString(layout.settings);
   }
 
   // Median of 10 steps after 2 warm-up steps, then this machine measured for the run and the
