@@ -51,21 +51,8 @@ double timeMedian(F&& f, int repeats) {
 std::vector<OpCost> runGemms(const Projection& shape) {
   Roofline unit;  // any rates: only the shapes are read
   unit.peakFlops = 1, unit.bytesPerS = 1, unit.elementBytes = 4;
-  const ModelSpec& m = shape.model;
-  const Layout& l = shape.layout;
-  BlockWork w;
-  w.attention = m.gpt();
-  w.microBatch = l.microBatchSize;
-  w.seq = m.tokensPerSample();
-  w.hidden = m.hidden, w.heads = m.heads, w.ffnMultiple = m.ffnMultiple;
-  w.tp = l.tp, w.cp = l.cp;
-  w.experts = m.experts, w.topk = m.topk;
-  EndsWork e;
-  e.gpt = m.gpt();
-  e.samples = l.microBatchSize;
-  e.seq = m.tokensPerSample();
-  e.hidden = m.hidden, e.vocab = m.vocab, e.tp = l.tp, e.cp = l.cp;
-  e.input = m.input, e.classes = m.classes;
+  const BlockWork w = blockOf(shape.model, shape.layout);
+  const EndsWork e = endsOf(shape.model, shape.layout);
   std::vector<OpCost> ops;
   for (const auto& part : {blockForward(unit, w), firstEnd(unit, e), lastEnd(unit, e)})
     for (const OpCost& op : part)

@@ -44,6 +44,24 @@ EndParameters endParameters(const ModelSpec& m, int pp) {
   return e;
 }
 
+// Blocks of pipeline stage k of p: an even split, the first L mod p stages one more.
+int layersOf(int layers, int p, int k) { return layers / p + (k < layers % p ? 1 : 0); }
+
+// Activations outside the blocks, per token this GPU computes: the first stage's embedding
+// output (and token ids), the last stage's final LayerNorm and logits. The engine's recipe is
+// memory_estimate.cpp's 2H + 4 + V floats (embeddings, final LayerNorm and its statistics, the
+// logits, the ids); Megatron's keeps the embedding's dropout mask and fp32 logits.
+double endActivationBytesPerToken(const ModelSpec& m, const Layout& l, bool first) {
+  const double e = elementBytes(l.precision), h = m.hidden;
+  if (!m.gpt()) return e * (first ? m.input : m.classes);
+  const double V = double(m.vocab) / l.tp;
+  if (m.activations == ActivationRecipe::Megatron)
+    return first ? e * h + (m.dropout ? h : 0) : e * h + 4 * V;
+  return first ? e * h + 8 : e * (h + 2 + V);
+}
+
+}  // namespace
+
 BlockWork blockOf(const ModelSpec& m, const Layout& l) {
   BlockWork w;
   w.attention = m.gpt();
@@ -75,24 +93,6 @@ EndsWork endsOf(const ModelSpec& m, const Layout& l) {
   e.classes = m.classes;
   return e;
 }
-
-// Blocks of pipeline stage k of p: an even split, the first L mod p stages one more.
-int layersOf(int layers, int p, int k) { return layers / p + (k < layers % p ? 1 : 0); }
-
-// Activations outside the blocks, per token this GPU computes: the first stage's embedding
-// output (and token ids), the last stage's final LayerNorm and logits. The engine's recipe is
-// memory_estimate.cpp's 2H + 4 + V floats (embeddings, final LayerNorm and its statistics, the
-// logits, the ids); Megatron's keeps the embedding's dropout mask and fp32 logits.
-double endActivationBytesPerToken(const ModelSpec& m, const Layout& l, bool first) {
-  const double e = elementBytes(l.precision), h = m.hidden;
-  if (!m.gpt()) return e * (first ? m.input : m.classes);
-  const double V = double(m.vocab) / l.tp;
-  if (m.activations == ActivationRecipe::Megatron)
-    return first ? e * h + (m.dropout ? h : 0) : e * h + 4 * V;
-  return first ? e * h + 8 : e * (h + 2 + V);
-}
-
-}  // namespace
 
 // [SECTION] The model
 

@@ -154,6 +154,11 @@ struct Projection {
 
 // The layout with dp, microBatches and microBatchSize derived, or nullopt where validate() fails.
 std::optional<Layout> resolve(const ModelSpec& model, const Layout& layout, const Cluster& cluster);
+// One block, and the model's ends, of one micro-batch on one GPU of a resolved layout: what the
+// compute model costs (compute_model.h).
+BlockWork blockOf(const ModelSpec& model, const Layout& layout);
+EndsWork endsOf(const ModelSpec& model, const Layout& layout);
+
 // One line naming the first bad field and what is allowed ("tp: 3 does not divide the hidden
 // width 4096 ..."), or nothing.
 std::optional<std::string> validate(const ModelSpec& model, const Layout& layout,
