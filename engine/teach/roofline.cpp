@@ -106,33 +106,32 @@ std::map<std::string, std::function<void()>> mlpLayerCalls(const Compute& c, Buf
   c.uploadInts(reinterpret_cast<int*>(labelMem), labels.data(), B);
   ints.push_back(labelMem);
   const int* y = reinterpret_cast<const int*>(labelMem);
+  // A linear layer's three GEMMs as model/layers.cpp issues them: y = x w, dw += x^T dy and,
+  // unless `dx` is null, dx = dy w^T (x is rows x n, w n x m).
+  const auto linear = [&c, B](int n, int m, const float* xin, const float* w, float* y,
+                              const float* dy, float* dw, float* dx) {
+    c.gemm(false, false, B, m, n, 1.f, xin, n, w, m, 0.f, y, m);
+    c.gemm(true, false, n, m, B, 1.f, xin, n, dy, m, 1.f, dw, m);
+    if (dx) c.gemm(false, true, B, n, m, 1.f, dy, m, w, m, 0.f, dx, n);
+  };
   std::map<std::string, std::function<void()>> calls;
   calls["input"] = [=, &c] {  // no input gradient: the pixels need none
-    c.gemm(false, false, B, H, in, 1.f, x, in, win, H, 0.f, a, H);
+    linear(in, H, x, win, a, da, dwin, nullptr);
     c.biasAdd(a, bin, B, H);
-    c.gemm(true, false, in, H, B, 1.f, x, in, da, H, 1.f, dwin, H);
     c.biasBackward(dbin, da, B, H);
   };
   calls["layernorm"] = [=, &c] {
     c.layerNorm(ln, mean, rstd, a, gamma, beta, B, H);
     c.layerNormBackward(da, dgamma, dbeta, dln, a, mean, rstd, gamma, B, H);
   };
-  calls["fc1"] = [=, &c] {
-    c.gemm(false, false, B, F, H, 1.f, ln, H, w1, F, 0.f, h1, F);
-    c.gemm(true, false, H, F, B, 1.f, ln, H, dh1, F, 1.f, dw1, F);
-    c.gemm(false, true, B, H, F, 1.f, dh1, F, w1, F, 0.f, dln, H);
-  };
+  calls["fc1"] = [=] { linear(H, F, ln, w1, h1, dh1, dw1, dln); };
   calls["gelu"] = [=, &c] {
     c.biasAdd(h1, b1, B, F);
     c.gelu(g, h1, long(B) * F);
     c.geluBackward(dh1, h1, dg, long(B) * F);
     c.biasBackward(db1, dh1, B, F);
   };
-  calls["fc2"] = [=, &c] {
-    c.gemm(false, false, B, H, F, 1.f, g, F, w2, H, 0.f, h2, H);
-    c.gemm(true, false, F, H, B, 1.f, g, F, dh2, H, 1.f, dw2, H);
-    c.gemm(false, true, B, F, H, 1.f, dh2, H, w2, H, 0.f, dg, F);
-  };
+  calls["fc2"] = [=] { linear(F, H, g, w2, h2, dh2, dw2, dg); };
   calls["residual"] = [=, &c] {
     c.biasAdd(h2, b2, B, H);
     c.residualAdd(a, h2, long(B) * H);
@@ -140,11 +139,9 @@ std::map<std::string, std::function<void()>> mlpLayerCalls(const Compute& c, Buf
     c.residualAdd(da, dln, long(B) * H);
   };
   calls["head"] = [=, &c] {
-    c.gemm(false, false, B, classes, H, 1.f, a, H, wh, classes, 0.f, logits, classes);
+    linear(H, classes, a, wh, logits, dlogits, dwh, da);
     c.biasAdd(logits, bh, B, classes);
-    c.gemm(true, false, H, classes, B, 1.f, a, H, dlogits, classes, 1.f, dwh, classes);
     c.biasBackward(dbh, dlogits, B, classes);
-    c.gemm(false, true, B, H, classes, 1.f, dlogits, classes, wh, classes, 0.f, da, H);
   };
   calls["loss"] = [=, &c] { c.softmaxXent(dlogits, logits, y, B, classes, double(B)); };
   return calls;
