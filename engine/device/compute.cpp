@@ -9,12 +9,14 @@
 #include "comm/communicator.h"  // mpiLaunchSize, mpiLocalRank
 #include "config.h"
 #include "cpu/attention.h"
+#include "cpu/attention_blocks.h"
 #include "cpu/embedding.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
 #include "cpu/moe.h"
 #include "cpu/optim.h"
 #include "cuda/attention.h"
+#include "cuda/attention_blocks.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/layers.h"
@@ -193,6 +195,64 @@ void Compute::attentionBackward(float* dqkv, float* scratch, const float* dout, 
     attention_backward_cuda(dqkv, scratch, dout, qkv, att, B, T, C, NH, m_stream);
   else
     attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+}
+
+void Compute::attentionBlocksInit(float* o, float* m, float* l, int B, int Tq, int NH,
+                                  int hs) const {
+  if (onGpu())
+    attention_blocks_init_cuda(o, m, l, B, Tq, NH, hs, m_stream);
+  else
+    attention_blocks_init(o, m, l, B, Tq, NH, hs);
+}
+
+long Compute::attentionBlockForward(float* o, float* m, float* l, float* scratch, const float* q,
+                                    int ldq, const float* k, const float* v, int ldkv, int B,
+                                    int NH, int hs, int q0, int Tq, int k0, int Tk) const {
+  if (onGpu())
+    return attention_block_forward_cuda(o, m, l, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk,
+                                        m_stream);
+  return attention_block_forward(o, m, l, scratch, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk);
+}
+
+void Compute::attentionBlocksFinish(float* out, float* lse, const float* o, const float* m,
+                                    const float* l, int B, int Tq, int NH, int hs) const {
+  if (onGpu())
+    attention_blocks_finish_cuda(out, lse, o, m, l, B, Tq, NH, hs, m_stream);
+  else
+    attention_blocks_finish(out, lse, o, m, l, B, Tq, NH, hs);
+}
+
+void Compute::attentionBlocksDelta(float* D, const float* out, const float* dout, int B, int Tq,
+                                   int NH, int hs) const {
+  if (onGpu())
+    attention_blocks_delta_cuda(D, out, dout, B, Tq, NH, hs, m_stream);
+  else
+    attention_blocks_delta(D, out, dout, B, Tq, NH, hs);
+}
+
+long Compute::attentionBlockBackward(float* dq, float* dk, float* dv, const float* dout,
+                                     const float* lse, const float* D, const float* q, int ldq,
+                                     const float* k, const float* v, int ldkv, int B, int NH,
+                                     int hs, int q0, int Tq, int k0, int Tk) const {
+  if (onGpu())
+    return attention_block_backward_cuda(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs,
+                                         q0, Tq, k0, Tk, m_stream);
+  return attention_block_backward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs, q0,
+                                  Tq, k0, Tk);
+}
+
+void Compute::copyRows(float* dst, int ldd, const float* src, int lds, int64_t rows,
+                       int cols) const {
+  if (onGpu()) return rows_copy_cuda(dst, ldd, src, lds, long(rows), cols, m_stream);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * ldd, src + r * lds, sizeof(float) * size_t(std::max(cols, 0)));
+}
+
+void Compute::addRows(float* dst, int ldd, const float* src, int lds, int64_t rows,
+                      int cols) const {
+  if (onGpu()) return rows_add_cuda(dst, ldd, src, lds, long(rows), cols, m_stream);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) dst[r * ldd + c] += src[r * lds + c];
 }
 
 void Compute::embedding(float* out, const int* tokens, const float* wte, const float* wpe, int B,

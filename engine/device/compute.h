@@ -93,6 +93,27 @@ class Compute {
   void attentionProbs(float* att, const float* qkv, int B, int T, int C, int NH) const;
   void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                          const float* att, int B, int T, int C, int NH) const;
+  // Causal attention one K/V block at a time, for ring attention (parallel/ring_attention.h):
+  // cpu/attention_blocks.h and cuda/attention_blocks.h, the same shapes and semantics.
+  // attentionBlockForward's `scratch` holds Tk floats (the CPU's row of scores; the GPU
+  // rescores instead and leaves it alone). The two folds return the visible (query, key)
+  // pairs per sequence and head, 0 for a block wholly in the chunk's future.
+  void attentionBlocksInit(float* o, float* m, float* l, int B, int Tq, int NH, int hs) const;
+  long attentionBlockForward(float* o, float* m, float* l, float* scratch, const float* q,
+                             int ldq, const float* k, const float* v, int ldkv, int B, int NH,
+                             int hs, int q0, int Tq, int k0, int Tk) const;
+  void attentionBlocksFinish(float* out, float* lse, const float* o, const float* m,
+                             const float* l, int B, int Tq, int NH, int hs) const;
+  void attentionBlocksDelta(float* D, const float* out, const float* dout, int B, int Tq, int NH,
+                            int hs) const;
+  long attentionBlockBackward(float* dq, float* dk, float* dv, const float* dout,
+                              const float* lse, const float* D, const float* q, int ldq,
+                              const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                              int q0, int Tq, int k0, int Tk) const;
+  // Strided rows: dst[r*ldd + c] = src[r*lds + c] (copyRows) or += (addRows), r < rows,
+  // c < cols; dst and src do not overlap.
+  void copyRows(float* dst, int ldd, const float* src, int lds, int64_t rows, int cols) const;
+  void addRows(float* dst, int ldd, const float* src, int lds, int64_t rows, int cols) const;
   void embedding(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
                  int C) const;
   void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B,

@@ -21,6 +21,15 @@ struct Span {
   int64_t step = 0;
 };
 
+// A message of cp's ring attention on its way to the next rank (parallel/ring_attention.h): a
+// Comm span whose op starts with kRingTransferOp. It runs while the rank computes, so the views
+// draw these on a row of their own (the window's timeline, the Chrome trace).
+inline constexpr std::string_view kRingTransferOp = "send→recv · ring ";
+inline bool isRingTransfer(SpanKind kind, std::string_view op) {
+  return kind == SpanKind::Comm && op.starts_with(kRingTransferOp);
+}
+inline bool isRingTransfer(const Span& s) { return isRingTransfer(s.kind, s.op ? s.op : ""); }
+
 inline int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

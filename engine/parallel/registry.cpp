@@ -170,10 +170,6 @@ std::optional<std::string> cudaRefusal(const RunConfig& config) {
   // through the GPU.
   if (config.backend == "mpi")
     return "device: cuda needs --backend thread or nccl; --backend mpi moves host buffers only";
-  // Ring attention's block kernels (kernels/cpu/attention_blocks.h) have no GPU version yet.
-  if (config.cp > 1)
-    return std::string("cp: context parallelism runs on the CPU only (allowed: --device cpu "
-                       "with --cp, or --cp 1 on cuda)");
   return std::nullopt;
 }
 

@@ -7,12 +7,13 @@
 //   a K/V block      [B n, 2h]: k | v of another rank's rows, in that rank's piece order;
 //                    during the backward its dK | dV [B n, 2h] travels right behind it.
 // Every call into the kernels is one (window, query piece, key piece) triple with B = 1, so
-// the pieces need not be adjacent.
+// the pieces need not be adjacent. The kernels run through Compute (the CPU's or the GPU's
+// attention_blocks), every buffer lives on the rank's device, and the ring's messages move
+// device buffers on the GPU (Communicator send/recv with Device::Cuda).
 #include "parallel/ring_attention.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -35,14 +36,12 @@ namespace {
 
 std::atomic<bool> g_orderEveryRing{false};
 
-constexpr std::string_view kTransferPrefix = "send→recv · ring ";
-
 // "send→recv · ring K/V forward, step 1 of 3": a span's op must live as long as the program
 // (span_recorder.h), so each label is kept once, whatever the ring that asked for it.
 const char* transferLabel(const char* what, int step, int steps) {
   static std::mutex mutex;
   static std::set<std::string> labels;
-  const std::string label = std::string(kTransferPrefix) + what + ", step " +
+  const std::string label = std::string(kRingTransferOp) + what + ", step " +
                             std::to_string(step) + " of " + std::to_string(steps);
   std::lock_guard lock(mutex);
   return labels.insert(label).first->c_str();
@@ -52,10 +51,6 @@ using intervals::Interval;
 using intervals::merged;
 
 }  // namespace
-
-bool isRingTransfer(const Span& s) {
-  return s.kind == SpanKind::Comm && s.op && std::string_view(s.op).starts_with(kTransferPrefix);
-}
 
 RingOverlap ringOverlap(const std::vector<Span>& spans) {
   RingOverlap o;
@@ -129,10 +124,11 @@ RingAttention::RingAttention(Communicator& cp, int seq, bool zigzag, int heads, 
       m_memory(memory),
       m_spans(spans),
       m_posted(std::string(cp.backend()) == "thread" && !g_orderEveryRing) {
-  if (compute.onGpu())
-    throw std::invalid_argument("cp: ring attention runs on the CPU only (allowed: --device cpu)");
   if (seq % (zigzag ? 2 * m_N : m_N) != 0)
-    throw std::invalid_argument("cp: --seq must be a multiple of the chunks it is cut into");
+    throw std::invalid_argument("cp: --seq " + std::to_string(seq) + " must be a multiple of the " +
+                                std::to_string(zigzag ? 2 * m_N : m_N) +
+                                " chunks it is cut into (allowed: --seq a multiple of " +
+                                (zigzag ? "2 x --cp under --cp-order zigzag)" : "--cp)"));
 }
 
 int64_t RingAttention::forwardFloats(int B) const {
@@ -154,28 +150,30 @@ void RingAttention::ensure(int B) {
 }
 
 void RingAttention::pack(const float* qkv, int B, float* kv) const {
-  const int64_t rows = int64_t(B) * tokens();
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(kv + r * 2 * m_h, qkv + r * 3 * m_h + m_h, sizeof(float) * 2 * m_h);
+  m_compute.copyRows(kv, 2 * m_h, qkv + m_h, 3 * m_h, int64_t(B) * tokens(), 2 * m_h);
 }
 
 void RingAttention::sendOn(const float* send, float* recv, int64_t count, int64_t step,
                            const char* label) {
   const int next = (m_rank + 1) % m_N, prev = (m_rank + m_N - 1) % m_N;
+  const Device d = m_compute.device();
+  // On the GPU the communicator reads `send` from its own stream: the block must be complete
+  // (packed, or its dK/dV folded) first. This also finishes any fold still reading `recv`.
+  m_compute.sync();
   int64_t start = nowNs(), arrives = 0;
   if (m_posted) {  // returns at once; receive() collects the matching message later
-    m_cp.send(send, count, next);
+    m_cp.send(send, count, next, d);
     // Handed over (copied): with no emulated link it is there; an emulated link delivers it
     // this long after the send (ThreadComm::doSend). The copy itself is the send call's.
     start = arrives = nowNs();
     if (m_cp.emulated()) arrives += m_cp.link().stepNs(count * int64_t(sizeof(float)), 0);
   } else if (m_rank % 2 == 0) {  // a send that may wait for its recv: even ranks send first
-    m_cp.send(send, count, next);
-    m_cp.recv(recv, count, prev);
+    m_cp.send(send, count, next, d);
+    m_cp.recv(recv, count, prev, d);
     arrives = nowNs();
   } else {
-    m_cp.recv(recv, count, prev);
-    m_cp.send(send, count, next);
+    m_cp.recv(recv, count, prev, d);
+    m_cp.send(send, count, next, d);
     arrives = nowNs();
   }
   if (m_spans)
@@ -184,7 +182,8 @@ void RingAttention::sendOn(const float* send, float* recv, int64_t count, int64_
 }
 
 void RingAttention::receive(float* recv, int64_t count) {
-  if (m_posted) m_cp.recv(recv, count, (m_rank + m_N - 1) % m_N);
+  // Returns with the block in `recv` (the communicator waits for its own copy on the GPU).
+  if (m_posted) m_cp.recv(recv, count, (m_rank + m_N - 1) % m_N, m_compute.device());
 }
 
 // [SECTION] Forward
@@ -200,9 +199,9 @@ void RingAttention::foldForward(float* o, float* m, float* l, const float* qkv, 
       int kRow = b * n;
       for (const auto& [k0, Tk] : theirs.pieces) {
         const float* k = kv + int64_t(kRow) * ldkv;
-        kn::attention_block_forward(o + int64_t(qRow) * m_h, m + stats, l + stats,
-                                    m_scores.data(), qkv + int64_t(qRow) * 3 * m_h, 3 * m_h, k,
-                                    k + m_h, ldkv, 1, m_NH, hs, q0, Tq, k0, Tk);
+        m_compute.attentionBlockForward(o + int64_t(qRow) * m_h, m + stats, l + stats,
+                                        m_scores.data(), qkv + int64_t(qRow) * 3 * m_h, 3 * m_h,
+                                        k, k + m_h, ldkv, 1, m_NH, hs, q0, Tq, k0, Tk);
         kRow += Tk;
       }
       qRow += Tq;
@@ -222,7 +221,7 @@ void RingAttention::forward(int64_t step, int micro, float* out, float* lse, con
   {
     auto s = span();
     // The running output starts in `out`, the running max in `lse` (finished in place).
-    kn::attention_blocks_init(out, lse, m_l.data(), 1, int(rows), m_NH, hs);  // elementwise
+    m_compute.attentionBlocksInit(out, lse, m_l.data(), 1, int(rows), m_NH, hs);  // elementwise
     pack(qkv, B, m_cur.data());
   }
   // Step i: the block of rank (r - i), passed on while (posted sends) it is folded in.
@@ -245,8 +244,8 @@ void RingAttention::forward(int64_t step, int micro, float* out, float* lse, con
   }
   auto s = span();
   eachPiece(B, [&](int64_t row, int Tq) {
-    kn::attention_blocks_finish(out + row * m_h, lse + row * m_NH, out + row * m_h,
-                                lse + row * m_NH, m_l.data() + row * m_NH, 1, Tq, m_NH, hs);
+    m_compute.attentionBlocksFinish(out + row * m_h, lse + row * m_NH, out + row * m_h,
+                                    lse + row * m_NH, m_l.data() + row * m_NH, 1, Tq, m_NH, hs);
   });
 }
 
@@ -263,10 +262,11 @@ void RingAttention::foldBackward(float* dqkv, float* dkv, const float* dout, con
       int kRow = b * n;
       for (const auto& [k0, Tk] : theirs.pieces) {
         const int64_t at = int64_t(kRow) * ldkv;
-        kn::attention_block_backward(dqkv + int64_t(qRow) * 3 * m_h, dkv + at, dkv + at + m_h,
-                                     dout + int64_t(qRow) * m_h, lse + stats, m_D.data() + stats,
-                                     qkv + int64_t(qRow) * 3 * m_h, 3 * m_h, kv + at,
-                                     kv + at + m_h, ldkv, 1, m_NH, hs, q0, Tq, k0, Tk);
+        m_compute.attentionBlockBackward(dqkv + int64_t(qRow) * 3 * m_h, dkv + at,
+                                         dkv + at + m_h, dout + int64_t(qRow) * m_h, lse + stats,
+                                         m_D.data() + stats, qkv + int64_t(qRow) * 3 * m_h,
+                                         3 * m_h, kv + at, kv + at + m_h, ldkv, 1, m_NH, hs, q0,
+                                         Tq, k0, Tk);
         kRow += Tk;
       }
       qRow += Tq;
@@ -291,10 +291,10 @@ void RingAttention::backward(int64_t step, int micro, float* dqkv, const float* 
   {
     auto s = span();
     eachPiece(B, [&](int64_t row, int Tq) {
-      kn::attention_blocks_delta(m_D.data() + row * m_NH, out + row * m_h, dout + row * m_h, 1,
-                                 Tq, m_NH, hs);
+      m_compute.attentionBlocksDelta(m_D.data() + row * m_NH, out + row * m_h,
+                                     dout + row * m_h, 1, Tq, m_NH, hs);
     });
-    std::fill_n(dqkv, rows * 3 * m_h, 0.0f);
+    m_compute.zero(dqkv, rows * 3 * m_h);
     pack(qkv, B, m_cur.data());
   }
   for (int i = 0; i < m_N; ++i) {
@@ -308,7 +308,7 @@ void RingAttention::backward(int64_t step, int micro, float* dqkv, const float* 
       if (i == 0) {  // this rank's own keys, read in place; dK/dV straight into dqkv
         foldBackward(dqkv, dqkv + m_h, dout, lse, qkv, qkv + m_h, 3 * m_h, m_rank, B);
       } else {
-        if (i == 1) std::fill_n(dkv, block, 0.0f);  // the block's dK/dV starts here
+        if (i == 1) m_compute.zero(dkv, block);  // the block's dK/dV starts here
         foldBackward(dqkv, dkv, dout, lse, qkv, kv, 2 * m_h, (m_rank - i + m_N) % m_N, B);
       }
     }
@@ -320,12 +320,7 @@ void RingAttention::backward(int64_t step, int micro, float* dqkv, const float* 
   }
   if (m_N == 1) return;
   auto s = span();  // this rank's dK/dV, home after visiting every other rank
-  const float* mine = m_next.data() + block;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* d = dqkv + r * 3 * m_h + m_h;
-    const float* add = mine + r * 2 * m_h;
-    for (int c = 0; c < 2 * m_h; ++c) d[c] += add[c];
-  }
+  m_compute.addRows(dqkv + m_h, 3 * m_h, m_next.data() + block, 2 * m_h, rows, 2 * m_h);
 }
 
 }  // namespace paralab

@@ -3,9 +3,10 @@
 // Transformers"; Megatron-Core's context parallelism). Every rank keeps the queries of its own
 // tokens and passes the keys and values of its tokens around the ring: at ring step i it holds
 // the K/V block of rank (r - i) mod N, folds it into its queries' running softmax
-// (kernels/cpu/attention_blocks.h: the online-softmax rescaling of FlashAttention) and sends it
-// on. After N - 1 steps every query has seen every key; the [s, s] probabilities are never
-// stored, only each query's log-sum-exp (lse), from which the backward recomputes them.
+// (kernels/cpu/attention_blocks.h, or cuda/attention_blocks.h on a GPU: the online-softmax
+// rescaling of FlashAttention) and sends it on. After N - 1 steps every query has seen every
+// key; the [s, s] probabilities are never stored, only each query's log-sum-exp (lse), from
+// which the backward recomputes them.
 //
 // Which tokens a rank holds (CpChunks). Under the causal mask a query sees only earlier keys,
 // so a rank holding the last chunk has N times the work of the first. zigzag (the default)
@@ -29,6 +30,12 @@
 // On the timeline: every message of the ring is one span (kind Comm, op "send→recv · ring ...",
 // its bytes) while the block is on its way to the next rank; ringOverlap() measures from a
 // rank's spans how much of that time hid behind its compute and how much it sat in send/recv.
+// Devices: the folds go through Compute, so on --device cuda they are the GPU kernels on the
+// rank's stream, every buffer here (the two blocks, l, D, the lse and output) is device memory
+// and the ring's messages are device buffers (ThreadComm's device path, NCCL's send/recv).
+// Before each send the rank waits for its stream, since the communicator reads the block from
+// a stream of its own. On the GPU this has run on the emulated GPU only (the kernel source
+// executed on the host: tst_cuda_model_parallel_emulated), not on a real one.
 // See tests/engine/tst_context_parallel.cpp (ringStepsOnTheTimeline, ringHidesBehindCompute).
 #pragma once
 #include <cstdint>
@@ -64,7 +71,7 @@ CpChunks cpChunksOf(int cpRank, int cp, int seq, bool zigzag);
 // copies the message and returns, and an emulated link delivers it latency + bytes / bandwidth
 // later (link_model.h): the span runs from the send's return to then (with no emulated link it
 // is empty: handed over is there). On an ordered ring (MPI, NCCL) it is the send and recv calls.
-bool isRingTransfer(const Span& s);  // a span RingAttention recorded for one message
+// isRingTransfer(span) (metrics/span_recorder.h) tells them from the rank's other spans.
 struct RingOverlap {
   int transfers = 0;      // transfer spans (messages sent)
   int64_t bytes = 0;      // their bytes: the rank's sent bytes on the cp group
@@ -84,7 +91,8 @@ class RingAttention {
   static void orderEveryRing(bool on);
 
   // `cp`: the group (size N > 1). `heads` and `width`: the heads the rank computes and their
-  // width h (C / tp). Buffers come from `compute` (CPU) as Workspace in `memory`.
+  // width h (C / tp). Buffers come from `compute` (on the rank's device, CPU or GPU) as
+  // Workspace in `memory`.
   RingAttention(Communicator& cp, int seq, bool zigzag, int heads, int width, Compute& compute,
                 MemoryTracker* memory, SpanRecorder* spans);
 
@@ -139,8 +147,9 @@ class RingAttention {
   SpanRecorder* m_spans;
   bool m_posted;  // sends return at once (thread ranks): the ring overlaps the compute
   int m_capacity = 0;  // windows the buffers hold
-  // Workspace: the block in hand and the one arriving, each [K/V | dK/dV] of B tokens x 4h;
-  // l, D and one row of scores.
+  // Workspace on the rank's device: the block in hand and the one arriving, each
+  // [K/V | dK/dV] of B tokens x 4h; l, D and one row of scores (the CPU kernel's; the GPU's
+  // rescores instead).
   Tensor m_cur, m_next, m_l, m_D, m_scores;
 };
 

@@ -1,6 +1,6 @@
-// Tensor, sequence and pipeline parallelism with --device cuda: thread ranks sharing one GPU,
-// every shard's parameters, gradients, optimizer state, activations and messages in device
-// memory, collectives through ThreadComm's device path.
+// Tensor, sequence, pipeline and context parallelism with --device cuda: thread ranks sharing
+// one GPU, every shard's parameters, gradients, optimizer state, activations and messages in
+// device memory, collectives through ThreadComm's device path.
 //   * tp 2, tp 2 + sp, pp 2 (GPipe, 1F1B), tp 2 x pp 2 and dp 2 x tp 2 reproduce the CUDA serial
 //     loss trajectory over 20 steps within 1e-4 relative, with each gradient sync on the dp
 //     axis (ZeRO-1/2/3, per-tensor and bucketed all-reduce). On the CPU these layouts match serial
@@ -9,6 +9,13 @@
 //     algorithm for each shard's narrower GEMMs and the device reduction sums in its own order,
 //     ~1e-7 per operation, compounding over the steps: 1e-4, as tst_cuda_training.cpp allows
 //     data parallelism on the GPU.
+//   * Context parallelism (ring attention, cuda/attention_blocks.h): a GPT under cp 2 and cp 4
+//     (zigzag and contiguous), cp 2 x tp 2, cp 2 x pp 2, cp 2 x tp 2 x pp 2, dp 2 x cp 2 with
+//     ZeRO-1 and cp 2 with full recomputation reproduces the CUDA serial GPT over
+//     10 steps, loss and final parameters, within 1e-4 relative as above (the ring's blockwise
+//     softmax sums in another order than serial's whole-row kernel); the ring's K/V and dK/dV
+//     blocks travel as device buffers, and each rank's bytes and messages on the cp group are
+//     what RingAttention::forwardFloats and backwardFloats say.
 //   * Each rank's tracking allocator sees its activations on the GPU: per pipeline stage, the
 //     schedule's micro-batches in flight times one micro-batch's buffers.
 //   * Evaluation gathers the shards onto rank 0's GPU and agrees with the serial run's.
@@ -20,11 +27,14 @@
 #include <QtTest>
 #include <cmath>
 
+#include "comm/comm_accounting.h"
+#include "comm/communicator.h"
 #include "cuda_skip.h"
 #include "device/compute.h"
 #include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "parallel/pipeline.h"
+#include "parallel/ring_attention.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -33,6 +43,14 @@ namespace {
 
 RunConfig baseConfig() {
   RunConfig c = test::smallRun(32, 4, 48);
+  test::useGpu(c);
+  return c;
+}
+
+// A small GPT (T = 16, H = 16, 2 heads, 2 layers, Adam) on the GPU: the emulated one runs the
+// kernels block after block on the host, so the windows stay few and short.
+RunConfig gptConfig() {
+  RunConfig c = test::smallGptRun(8);
   test::useGpu(c);
   return c;
 }
@@ -75,6 +93,79 @@ class TstCudaModelParallel : public QObject {
                               got = test::lossTrajectory(parallel, steps);
     VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, "cuda " + spec + " vs cuda serial");
     QVERIFY2(ref.back() < 0.9 * ref.front(), "the run should learn");
+  }
+
+  // Context parallelism on the GPU against the CUDA serial GPT: the loss of every step and the
+  // parameters after the last, with the ring's folds on the GPU and its messages device buffers.
+  void contextParallelMatchesCudaSerial_data() {
+    QTest::addColumn<QString>("layout");
+    for (const char* l :
+         {"cp2", "cp4", "cp2 contiguous", "cp4 contiguous", "cp2 tp2", "cp2 pp2 1f1b M2",
+          "cp2 tp2 pp2 gpipe M2", "dp2 cp2 zero1", "cp2 full"})
+      QTest::newRow(l) << QString(l);
+  }
+  void contextParallelMatchesCudaSerial() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, layout);
+    const RunConfig serial = gptConfig();
+    const RunConfig parallel = test::withLayout(serial, layout);
+    QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
+    QCOMPARE(parallel.device, std::string("cuda"));
+    const int steps = 10;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-4, "cuda " + layout + " vs cuda serial");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-4,
+                            "final parameters, cuda " + layout + " vs cuda serial");
+    QVERIFY2(a.losses.back() < 0.9 * a.losses.front(), "the run should learn");
+  }
+
+  // The ring's traffic per rank and step on the GPU, on the cp group only: per layer and
+  // micro-batch of b windows, N - 1 K/V sends forward and 2 (N - 1) sends backward (K/V, and
+  // dK/dV behind them), RingAttention::forwardFloats(b) + backwardFloats(b) floats in all, as
+  // tst_context_parallel's ringTraffic counts on the CPU. The expected numbers come from
+  // RingAttention objects of the same shape on a CPU ring (made, never run).
+  void contextParallelRingTraffic_data() {
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"cp2", "cp4", "cp4 contiguous", "cp2 tp2", "cp2 M2"})
+      QTest::newRow(l) << QString(l);
+  }
+  void contextParallelRingTraffic() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, layout);
+    const RunConfig c = test::withLayout(gptConfig(), layout);
+    QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
+    const int N = c.cp, M = c.microbatches, L = c.layers;
+    const int b = c.globalBatch() / c.dpDegree() / M;  // windows per micro-batch on a rank
+    std::vector<int64_t> fwd(static_cast<size_t>(N)), bwd(static_cast<size_t>(N));
+    ThreadWorld ring(N);
+    ring.run([&](Communicator& comm) {
+      const std::unique_ptr<Compute> cpu = Compute::cpu();
+      const RingAttention r(comm, c.seq, c.cpOrder == "zigzag", c.heads / c.tp, c.hidden / c.tp,
+                            *cpu, nullptr, nullptr);
+      fwd[size_t(comm.rank())] = r.forwardFloats(b);
+      bwd[size_t(comm.rank())] = r.backwardFloats(b);
+    });
+    Trainer t(c);
+    t.step();
+    t.step();
+    for (int r = 0; r < t.localRankCount(); ++r) {
+      QVERIFY(t.compute(r).onGpu());
+      int64_t sent = 0, sends = 0, recvs = 0;
+      for (const CommOpTotals& o : t.lastTraffic(r).ops) {
+        if (o.group != "cp") continue;
+        if (o.op == CommOp::Send) sent += o.bytes, sends += o.calls;
+        if (o.op == CommOp::Recv) recvs += o.calls;
+      }
+      const int64_t N1 = N - 1, floats = fwd[0] + bwd[0];
+      QCOMPARE(fwd[size_t(N - 1)], fwd[0]);  // every rank of the ring sends as much
+      QCOMPARE(bwd[0], 2 * fwd[0]);
+      QCOMPARE(sends, int64_t(L) * M * 3 * N1);
+      QCOMPARE(recvs, sends);
+      QCOMPARE(sent, int64_t(L) * M * floats * int64_t(sizeof(float)));
+      if (r == 0)
+        qInfo("cuda %s: %lld bytes sent by each rank per step on the cp group",
+              qPrintable(layout), (long long)sent);
+    }
   }
 
   // The tracking allocator counts each stage's micro-batch buffers on the GPU: with k

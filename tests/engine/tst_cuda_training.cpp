@@ -520,16 +520,18 @@ class TstCudaTraining : public QObject {
   void refusalsNameWhatRuns_data() {
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("cp");
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("backend");
     QTest::addColumn<QString>("expected");  // empty: allowed
     for (const char* backend : {"thread", "nccl"}) {
       for (const char* s : {"sync", "ps-sync", "ps-async", "hogwild", "local-sgd", "gossip"})
-        QTest::addRow("%s %s", backend, s) << s << 1 << "mlp" << backend << "";
-      QTest::addRow("%s tp", backend) << "sync" << 2 << "mlp" << backend << "";
-      QTest::addRow("%s moe", backend) << "sync" << 1 << "moe" << backend << "";
+        QTest::addRow("%s %s", backend, s) << s << 1 << 1 << "mlp" << backend << "";
+      QTest::addRow("%s tp", backend) << "sync" << 2 << 1 << "mlp" << backend << "";
+      QTest::addRow("%s moe", backend) << "sync" << 1 << 1 << "moe" << backend << "";
+      QTest::addRow("%s cp", backend) << "sync" << 1 << 2 << "gpt" << backend << "";
     }
-    QTest::newRow("mpi") << "sync" << 1 << "mlp"
+    QTest::newRow("mpi") << "sync" << 1 << 1 << "mlp"
                          << "mpi"
                          << "device: cuda needs --backend thread or nccl; --backend mpi moves "
                             "host buffers only";
@@ -537,6 +539,7 @@ class TstCudaTraining : public QObject {
   void refusalsNameWhatRuns() {
     QFETCH(QString, strategy);
     QFETCH(int, tp);
+    QFETCH(int, cp);
     QFETCH(QString, model);
     QFETCH(QString, backend);
     QFETCH(QString, expected);
@@ -545,6 +548,7 @@ class TstCudaTraining : public QObject {
     c.ranks = 2;
     c.strategy = strategy.toStdString();
     c.tp = tp;
+    c.cp = cp;
     c.model = model.toStdString();
     c.backend = backend.toStdString();
     const std::optional<std::string> why = cudaRefusal(c);

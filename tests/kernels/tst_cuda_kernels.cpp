@@ -19,11 +19,13 @@
 #include <vector>
 
 #include "cpu/attention.h"
+#include "cpu/attention_blocks.h"
 #include "cpu/embedding.h"
 #include "cpu/layers.h"
 #include "cpu/moe.h"
 #include "cpu/optim.h"
 #include "cuda/attention.h"
+#include "cuda/attention_blocks.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -110,6 +112,9 @@ class TstCudaKernels : public QObject {
   void attentionTiled_data();
   void attentionTiled();
   void attentionTiledRejectsLargeHeads();
+  void attentionBlocks_data();
+  void attentionBlocks();
+  void stridedRows();
   void embedding();
   void deviceReduction();
   void teachingExperiments();
@@ -591,6 +596,155 @@ void TstCudaKernels::attentionTiledRejectsLargeHeads() {
   }
   attention_forward_tiled_cuda(dOut.p, nullptr, dQkv.p, B, T, NH * hsMax, NH);
   expectNear(dOut.get(), zeros(dOut.n), 0, 0, "tiled attention out at the head size limit");
+}
+
+// The blockwise kernels of ring attention against cpu/attention_blocks.h. Each row folds two
+// K/V blocks into one query chunk (positions q0 .. q0+Tq-1 of B sequences): first the chunk's
+// own keys, read in place from its packed qkv (ldkv = 3C, the diagonal block: every query sees
+// at least its own key), then the block under test from a packed k | v array (ldkv = 2C), as a
+// ring's later steps do. It compares o, m, l after each fold, out and lse after finish, D, and
+// the backward of both blocks added onto random dq, dk, dv (the accumulation: +=, never =),
+// the diagonal block's dq and dk/dv being columns of one dqkv array. Blocks: wholly in the past,
+// partly visible (a key in the chunk's middle), wholly in the future (nothing launched, the
+// accumulators and gradients left untouched bit for bit, 0 pairs), and chunks and blocks
+// longer than one 32-row tile.
+void TstCudaKernels::attentionBlocks_data() {
+  QTest::addColumn<int>("B");
+  QTest::addColumn<int>("NH");
+  QTest::addColumn<int>("hs");
+  QTest::addColumn<int>("q0");
+  QTest::addColumn<int>("Tq");
+  QTest::addColumn<int>("k0");
+  QTest::addColumn<int>("Tk");
+  QTest::newRow("past block") << 2 << 2 << 4 << 8 << 4 << 0 << 6;
+  QTest::newRow("partial overlap") << 2 << 3 << 5 << 4 << 6 << 6 << 7;
+  QTest::newRow("block starts with the chunk") << 1 << 2 << 8 << 3 << 5 << 3 << 2;
+  QTest::newRow("wholly in the future") << 2 << 2 << 4 << 0 << 4 << 4 << 3;
+  QTest::newRow("one row, one key") << 1 << 1 << 1 << 0 << 1 << 0 << 1;
+  QTest::newRow("over a tile") << 1 << 2 << 16 << 10 << 40 << 5 << 45;
+}
+
+void TstCudaKernels::attentionBlocks() {
+  REQUIRE_GPU();
+  QFETCH(int, B);
+  QFETCH(int, NH);
+  QFETCH(int, hs);
+  QFETCH(int, q0);
+  QFETCH(int, Tq);
+  QFETCH(int, k0);
+  QFETCH(int, Tk);
+  const int C = NH * hs;
+  const size_t qRows = size_t(B) * Tq, kRows = size_t(B) * Tk, stats = size_t(B) * NH * Tq;
+  const std::vector<float> qkv = randomVec(qRows * 3 * C, 50, -2.f, 2.f),
+                           kv = randomVec(kRows * 2 * C, 51, -2.f, 2.f),
+                           dout = randomVec(qRows * C, 52), dqkv0 = randomVec(qRows * 3 * C, 53),
+                           dkv0 = randomVec(kRows * 2 * C, 54);
+  const long pairs = attention_block_pairs(q0, Tq, k0, Tk);
+  // CPU, keeping the state after the diagonal block to check the future block against.
+  std::vector<float> o(qRows * C), m(stats), l(stats), scratch(size_t(std::max(Tq, Tk)));
+  attention_blocks_init(o.data(), m.data(), l.data(), B, Tq, NH, hs);
+  attention_block_forward(o.data(), m.data(), l.data(), scratch.data(), qkv.data(), 3 * C,
+                          qkv.data() + C, qkv.data() + 2 * C, 3 * C, B, NH, hs, q0, Tq, q0, Tq);
+  const std::vector<float> o1 = o, m1 = m, l1 = l;
+  QCOMPARE(attention_block_forward(o.data(), m.data(), l.data(), scratch.data(), qkv.data(),
+                                   3 * C, kv.data(), kv.data() + C, 2 * C, B, NH, hs, q0, Tq, k0,
+                                   Tk),
+           pairs);
+  std::vector<float> out(qRows * C), lse(stats), D(stats);
+  attention_blocks_finish(out.data(), lse.data(), o.data(), m.data(), l.data(), B, Tq, NH, hs);
+  attention_blocks_delta(D.data(), out.data(), dout.data(), B, Tq, NH, hs);
+  std::vector<float> dqkv = dqkv0, dkv = dkv0;
+  attention_block_backward(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, dout.data(),
+                           lse.data(), D.data(), qkv.data(), 3 * C, qkv.data() + C,
+                           qkv.data() + 2 * C, 3 * C, B, NH, hs, q0, Tq, q0, Tq);
+  QCOMPARE(attention_block_backward(dqkv.data(), dkv.data(), dkv.data() + C, dout.data(),
+                                    lse.data(), D.data(), qkv.data(), 3 * C, kv.data(),
+                                    kv.data() + C, 2 * C, B, NH, hs, q0, Tq, k0, Tk),
+           pairs);
+
+  // The GPU: NaN in o, m, l (init must write them all) and in out, lse and D.
+  auto nans = [](size_t n) { return std::vector<float>(n, NAN); };
+  Dev<float> dQkv(qkv), dKv(kv), dDout(dout), dO(nans(o.size())), dM(nans(stats)),
+      dL(nans(stats)), dOut(nans(out.size())), dLse(nans(stats)), dD(nans(stats)), dDqkv(dqkv0),
+      dDkv(dkv0);
+  attention_blocks_init_cuda(dO.p, dM.p, dL.p, B, Tq, NH, hs);
+  QCOMPARE(attention_block_forward_cuda(dO.p, dM.p, dL.p, dQkv.p, 3 * C, dQkv.p + C,
+                                        dQkv.p + 2 * C, 3 * C, B, NH, hs, q0, Tq, q0, Tq),
+           attention_block_pairs(q0, Tq, q0, Tq));
+  // Error budget (u, e as in attention()), over the Tq + Tk keys a query folds at most: the
+  // scores and exps of the naive kernel, and the rescale by alpha of o and l once per block.
+  // m is a score: off by <= 4 hs^1.5 u per side. o = sum of up to Tk + Tq terms p v, |p| <= 1,
+  // |v| <= 2, and l the sum of the p; the result out = o / l and lse as the tiled kernel's.
+  const double u = 6e-8, hs15 = hs * std::sqrt(double(hs)), T = Tq + Tk;
+  const double e = u * (8 * hs15 + T + 8);
+  const double tolM = 8 * hs15 * u + 1e-7, tolL = 2 * T * e + 8 * u * T, tolO = 2 * tolL;
+  const double tolOut = 4 * (e + T * u) + 16 * u, tolLse = u * (8 * hs15 + 2 * T + 32);
+  expectNear(dO.get(), o1, tolO, 0, "o after the diagonal block");
+  expectNear(dM.get(), m1, tolM, 0, "m after the diagonal block");
+  expectNear(dL.get(), l1, tolL, 0, "l after the diagonal block");
+  const std::vector<float> o1Gpu = dO.get(), m1Gpu = dM.get(), l1Gpu = dL.get();
+  QCOMPARE(attention_block_forward_cuda(dO.p, dM.p, dL.p, dQkv.p, 3 * C, dKv.p, dKv.p + C, 2 * C,
+                                        B, NH, hs, q0, Tq, k0, Tk),
+           pairs);
+  if (pairs == 0) {  // a future block: not a bit changed
+    expectNear(dO.get(), o1Gpu, 0, 0, "o after a future block");
+    expectNear(dM.get(), m1Gpu, 0, 0, "m after a future block");
+    expectNear(dL.get(), l1Gpu, 0, 0, "l after a future block");
+  }
+  expectNear(dO.get(), o, tolO, 0, "o");
+  expectNear(dM.get(), m, tolM, 0, "m");
+  expectNear(dL.get(), l, tolL, 0, "l");
+  attention_blocks_finish_cuda(dOut.p, dLse.p, dO.p, dM.p, dL.p, B, Tq, NH, hs);
+  expectNear(dOut.get(), out, tolOut, 0, "out");
+  expectNear(dLse.get(), lse, tolLse, 0, "lse");
+  // In place, as the ring finishes (out == o, lse == m), and lse left out: the same out.
+  attention_blocks_finish_cuda(dO.p, dM.p, dO.p, dM.p, dL.p, B, Tq, NH, hs);
+  expectNear(dO.get(), dOut.get(), 0, 0, "out, finished in place");
+  expectNear(dM.get(), dLse.get(), 0, 0, "lse, finished in place");
+  // The backward from the CPU's out and lse, so that only its own rounding is compared.
+  Dev<float> dOutCpu(out), dLseCpu(lse);
+  attention_blocks_delta_cuda(dD.p, dOutCpu.p, dDout.p, B, Tq, NH, hs);
+  expectNear(dD.get(), D, 8 * double(hs) * hs * u + u, 0, "D");  // hs products <= 2, summed
+  Dev<float> dDCpu(D);
+  attention_block_backward_cuda(dDqkv.p, dDqkv.p + C, dDqkv.p + 2 * C, dDout.p, dLseCpu.p,
+                                dDCpu.p, dQkv.p, 3 * C, dQkv.p + C, dQkv.p + 2 * C, 3 * C, B, NH,
+                                hs, q0, Tq, q0, Tq);
+  const std::vector<float> dqkvDiag = dDqkv.get();
+  QCOMPARE(attention_block_backward_cuda(dDqkv.p, dDkv.p, dDkv.p + C, dDout.p, dLseCpu.p, dDCpu.p,
+                                         dQkv.p, 3 * C, dKv.p, dKv.p + C, 2 * C, B, NH, hs, q0,
+                                         Tq, k0, Tk),
+           pairs);
+  // As attention()'s backward bound over T keys (the values added onto are exact on both sides).
+  const double tolD = 8 * std::sqrt(double(hs)) * u * T * (2 * hs + 2 * T + 4);
+  expectNear(dDqkv.get(), dqkv, tolD, 0, "dqkv (dq of both blocks, dk and dv of the diagonal)");
+  expectNear(dDkv.get(), dkv, tolD, 0, "dk | dv of the block, added onto dkv");
+  if (pairs == 0) {
+    expectNear(dDqkv.get(), dqkvDiag, 0, 0, "dqkv after a future block");
+    expectNear(dDkv.get(), dkv0, 0, 0, "dkv after a future block");
+  } else {  // the block's share arrived: dk and dv differ from where they started
+    QVERIFY(dDkv.get() != dkv0);
+  }
+}
+
+// The ring's strided copies: k | v columns of a packed qkv copied into a [rows, 2C] block, and
+// a block added back onto those columns. Exact.
+void TstCudaKernels::stridedRows() {
+  REQUIRE_GPU();
+  const int C = 5;
+  const long rows = 37;
+  const std::vector<float> qkv = randomVec(size_t(rows) * 3 * C, 60),
+                           add = randomVec(size_t(rows) * 2 * C, 61);
+  std::vector<float> packed(size_t(rows) * 2 * C), sum = qkv;
+  for (long r = 0; r < rows; ++r)
+    for (int c = 0; c < 2 * C; ++c) {
+      packed[size_t(r * 2 * C + c)] = qkv[size_t(r * 3 * C + C + c)];
+      sum[size_t(r * 3 * C + C + c)] += add[size_t(r * 2 * C + c)];
+    }
+  Dev<float> dQkv(qkv), dPacked(std::vector<float>(packed.size(), NAN)), dAdd(add);
+  rows_copy_cuda(dPacked.p, 2 * C, dQkv.p + C, 3 * C, rows, 2 * C);
+  expectNear(dPacked.get(), packed, 0, 0, "rows copied");
+  rows_add_cuda(dQkv.p + C, 3 * C, dAdd.p, 2 * C, rows, 2 * C);
+  expectNear(dQkv.get(), sum, 0, 0, "rows added (q columns untouched)");
 }
 
 // Token + position embedding: the forward and both gradients are sums of the same terms in the
