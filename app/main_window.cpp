@@ -260,6 +260,7 @@ void MainWindow::reset() {
   m_recordedFrom.clear();
   m_settingsUnknown = false;
   m_history.clear();
+  m_stepViews.clear();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
   updateActions();
@@ -330,6 +331,7 @@ bool MainWindow::startNewRun(bool paused) {
   m_recordedFrom.clear();
   m_settingsUnknown = false;
   m_history.clear();
+  m_stepViews.clear();
   m_hub->clear();
   m_hub->setSubtitle(describe(config), runLabels(config, false));
   if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(config);
@@ -347,6 +349,7 @@ void MainWindow::poll() {
   if (s.runId != m_runId) {  // someone started another run: show that one from its start
     m_runId = s.runId;
     m_history.clear();
+    m_stepViews.clear();
     s = runSnapshot(0);
   }
   // The steps go to the history (and its run file); the session need not keep them.
@@ -356,6 +359,10 @@ void MainWindow::poll() {
                   .arg(s.steps.front().step - 1));
   for (const StepMetrics& m : s.steps) m_history.append(m);
   if (!s.steps.empty()) m_history.flush();
+  // Each step's spans (the snapshot has those of the last steps) and the holdings, for the
+  // run's lines that Export All writes.
+  if (!s.steps.empty())
+    m_stepViews.add(s.spans, s.holdings, s.steps.front().step, s.steps.back().step);
   m_seen = s.stepsDone;
   releaseRun(m_seen);
   m_parameterCount = s.parameterCount;

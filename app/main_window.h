@@ -13,6 +13,7 @@
 
 #include "charts/metric_history.h"
 #include "export/summary_export.h"
+#include "metrics/step_views.h"
 #include "session.h"
 #include "settings.h"
 #include "train/sweep.h"
@@ -169,6 +170,8 @@ class MainWindow : public QMainWindow {
   QTimer m_pollTimer{this};   // a child, so tests can find it by name
   QTimer m_applyTimer{this};  // debounces live reconfiguration
   MetricHistory m_history;
+  // The spans and holdings of its last steps, for run.jsonl (Export All): bounded, see there.
+  StepViewsLog m_stepViews;
   bool m_showingRun = false;  // false after Reset: the stopped run's data is not shown
   int64_t m_runId = -1;       // the run the charts show (-1: adopt the next one)
   int64_t m_seen = 0;         // steps of that run already copied

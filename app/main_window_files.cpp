@@ -94,16 +94,21 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
     files << configPath;
   }
   // Every step and the run's settings, as paralab-run --json writes them: File > Open Run
-  // shows them again.
+  // shows them again, its timeline and holdings map too. The lines of the last steps carry
+  // each rank's spans (StepViewsLog::kSteps steps; older lines go without), and the holdings
+  // come on the first line the window kept them for and again when they changed.
   const QString runPath = QDir(dir).filePath("run.jsonl");
   {
     QSaveFile file(runPath);
     QString readError;
     if (file.open(QIODevice::WriteOnly)) {
       RunSummary summary;
+      StepViewsLog::Lines views(m_stepViews);
       readError = m_history.steps().forEach([&](const MetricHistory::Row&, const StepMetrics& m) {
         summary.add(m);
-        file.write(QByteArray::fromStdString(toJson(m).dump() + "\n"));
+        nlohmann::json line = toJson(m);
+        views.addTo(line);
+        file.write(QByteArray::fromStdString(line.dump() + "\n"));
       });
       if (summary.steps > 0 && !m_settingsUnknown)
         file.write(QByteArray::fromStdString(toJson(summary, m_runConfig).dump() + "\n"));
@@ -163,8 +168,10 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
   }
   reset();  // the run shown stops; what is read replaces its data
   std::optional<StepMetrics> last;
+  int64_t firstStep = 0;
   const std::string err = read([&](const StepMetrics& m) {
     m_history.append(m);
+    if (!last) firstStep = m.step;
     last = m;
   });
   QApplication::restoreOverrideCursor();
@@ -184,15 +191,19 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
     s.holdings = views.holdings(&*last);
     m_hub->show(m_history, s);
     m_hub->refreshAll();
+    // Exported again, its lines carry what it showed (the holdings from its first line).
+    m_stepViews.add(s.spans, views.holdings(nullptr), firstStep, last->step);
   }
+  // Spans its lines left out (over kMaxLineSpans a rank a step): the legend says how many.
+  if (auto* t = m_hub->find<TimelineChart>()) t->setSpansDropped(views.spansDropped());
   if (auto* t = m_hub->find<TimelineChart>(); t && !views.hasSpans())
     t->setPlaceholderText(tr("%1 has no spans: its lines carry none (recorded before "
-                             "paralab-run wrote them, exported by the window, or run with "
-                             "--no-instrument)").arg(name));
+                             "paralab-run wrote them, exported by a window from before, or run "
+                             "with --no-instrument)").arg(name));
   if (auto* h = m_hub->find<HoldingsMap>(); h && !views.hasHoldings())
     h->setPlaceholderText(tr("%1 says nothing of what the ranks hold: its lines carry no "
                              "holdings (recorded before paralab-run wrote them, or exported by "
-                             "the window)").arg(name));
+                             "a window from before)").arg(name));
   const int64_t steps = m_history.stepsSeen();
   // A file cut short: every step it has is shown, and one line says where it ends.
   const QString cut =

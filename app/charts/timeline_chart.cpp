@@ -16,6 +16,7 @@
 #include "charts/rect_layer.h"
 #include "export/chrome_trace.h"
 #include "metrics/intervals.h"
+#include "metrics/step_views.h"
 
 namespace paralab {
 
@@ -88,6 +89,11 @@ TimelineChart::TimelineChart(QWidget* parent)
   m_ringExposedLayer->setPen(Qt::NoPen);
   m_ringHiddenLayer->removeFromLegend();
   m_ringExposedLayer->removeFromLegend();
+  // Spans the lines left out (an opened run's): listed in the legend only while there are.
+  m_droppedLayer = new RectLayer(xAxis, yAxis);
+  m_droppedLayer->setBrush(Qt::NoBrush);
+  m_droppedLayer->setPen(QPen(chartcolors::kReference, 1, Qt::DashLine));
+  m_droppedLayer->removeFromLegend();
   setLegendColumns(3);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   axisRect()->setRangeDrag(Qt::Horizontal);
@@ -109,14 +115,8 @@ TimelineChart::TimelineChart(QWidget* parent)
   clear();
 }
 
-namespace {
-// The op ring_attention.cpp gives a K/V block's transfer span.
-constexpr char kRingOp[] = "send→recv · ring ";
-bool isRingOp(const char* op) { return op && std::string_view(op).starts_with(kRingOp); }
-}  // namespace
-
 bool TimelineChart::isRingTransfer(const Bar& b) {
-  return b.kind == SpanKind::Comm && b.op.startsWith(QString::fromUtf8(kRingOp));
+  return paralab::isRingTransfer(b.kind, b.op.toStdString());
 }
 
 void TimelineChart::clear() {
@@ -127,6 +127,8 @@ void TimelineChart::clear() {
   }
   m_ringParts.clear();
   m_ringHidden = -1;
+  m_dropped = 0;
+  m_droppedLayer->removeFromLegend();
   m_waitingLayer->rects.clear();
   m_waiting.clear();
   for (QCPAbstractItem* item : m_marks) removeItem(item);
@@ -142,6 +144,25 @@ void TimelineChart::clear() {
   yAxis->setRange(-0.1, 1);
   yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
+
+QString TimelineChart::droppedText() const {
+  if (m_dropped <= 0) return {};
+  const QString cap = QString::number(qulonglong(kMaxLineSpans));
+  if (m_dropped == 1) return tr("1 span not recorded (over %1 a rank a step)").arg(cap);
+  return tr("%1 spans not recorded (over %2 a rank a step)").arg(m_dropped).arg(cap);
+}
+
+void TimelineChart::setSpansDropped(int64_t count) {
+  m_dropped = std::max<int64_t>(0, count);
+  if (m_dropped > 0) {
+    m_droppedLayer->setName(droppedText());
+    m_droppedLayer->addToLegend();
+  } else {
+    m_droppedLayer->removeFromLegend();
+  }
+  fitLegend();
   replot(rpQueuedReplot);
 }
 
@@ -171,8 +192,11 @@ void TimelineChart::showSnapshot(const Snapshot& s) {
 
 void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
   const bool follow = m_follow;
+  const int64_t dropped = m_dropped;
   clear();
   m_follow = follow;
+  m_dropped = dropped;
+  if (m_dropped > 0) m_droppedLayer->addToLegend();
   m_spans = spans;
   int64_t origin = std::numeric_limits<int64_t>::max();
   std::map<int64_t, std::pair<int64_t, int64_t>> steps;  // step -> [first start, last end]
@@ -205,7 +229,7 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
         if (sp.step != step) continue;
         (sp.kind == SpanKind::Comm ? comm : compute).push_back({sp.startNs, sp.endNs});
         if (sp.kind == SpanKind::Comm)
-          (isRingOp(sp.op) ? ring : calls).push_back({sp.startNs, sp.endNs});
+          (paralab::isRingTransfer(sp) ? ring : calls).push_back({sp.startNs, sp.endNs});
       }
       std::vector<Interval> any = comm;
       any.insert(any.end(), compute.begin(), compute.end());

@@ -34,6 +34,12 @@ class TimelineChart : public Chart {
   int pointCount() const override;
   // What the empty chart says (an opened file without spans says why).
   using Chart::setPlaceholderText;
+  // Spans of the steps drawn that their lines did not record (an opened run's
+  // "spans_dropped": past kMaxLineSpans a rank a step), said by a line of the legend,
+  // droppedText(), while nonzero. A new run (clear()) has none.
+  void setSpansDropped(int64_t count);
+  int64_t spansDropped() const { return m_dropped; }
+  QString droppedText() const;  // "" when none
   // The spans drawn as a Chrome trace (chrome_trace.h); "" or what failed.
   QString writeChromeTrace(const QString& path) const;
 
@@ -85,6 +91,8 @@ class TimelineChart : public Chart {
   RectLayer* m_ringExposedLayer = nullptr;  // the ring lane, where it did not
   std::vector<Bar> m_ringParts;             // op "hidden" or "exposed"
   double m_ringHidden = -1;
+  RectLayer* m_droppedLayer = nullptr;  // no rectangles: its legend line says what is missing
+  int64_t m_dropped = 0;
   std::vector<std::vector<Span>> m_spans;    // the spans drawn, per rank (for the trace)
   std::vector<std::vector<Span>> m_pending;  // newer spans held back while not following
   QString m_emulated;

@@ -105,26 +105,15 @@ void LineViews::stepBegins() {
 std::vector<nlohmann::json> LineViews::local(Trainer& trainer) {
   const int64_t step = trainer.stepsDone();  // the step just taken (1-based)
   const bool instrumented = trainer.config().instrument;
-  std::vector<RankHoldings> held = trainer.holdings();
-  m_sentHoldings.resize(size_t(trainer.localRankCount()));
+  const std::vector<RankHoldings> held = trainer.holdings();
   std::vector<nlohmann::json> out;
   for (int i = 0; i < trainer.localRankCount(); ++i) {
-    nlohmann::json part = {{"rank", trainer.rankOfLocal(i)}};
-    if (instrumented) {
-      std::vector<Span> spans;
+    std::vector<Span> spans;
+    if (instrumented)
       for (const Span& s : trainer.spans(i).since(step))
         if (s.step == step) spans.push_back(s);
-      int64_t dropped = 0;
-      part["spans"] = spansToJson(spans, m_runStartNs, kMaxLineSpans, &dropped);
-      if (dropped > 0) part["dropped"] = dropped;
-    }
-    // Sent when it changed (the activations grow to the largest batch; a live change re-shards).
-    const nlohmann::json layout = holdingsLayoutJson(held.at(size_t(i)));
-    if (std::string text = layout.dump(); text != m_sentHoldings[size_t(i)]) {
-      m_sentHoldings[size_t(i)] = std::move(text);
-      part["holdings"] = layout;
-    }
-    out.push_back(std::move(part));
+    out.push_back(m_writer.rankPart(trainer.rankOfLocal(i), instrumented ? &spans : nullptr,
+                                    m_runStartNs, &held.at(size_t(i))));
   }
   return out;
 }
@@ -137,20 +126,7 @@ void LineViews::addTo(Trainer& trainer, nlohmann::json* line) {
     for (const std::string& s : all) parts.push_back(nlohmann::json::parse(s));
   }
   if (!line) return;
-  (*line)["started_ms"] = double(m_stepStartNs - m_runStartNs) / 1e6;
-  bool changed = false;
-  for (const nlohmann::json& p : parts) {
-    const size_t rank = p.at("rank").get<size_t>();
-    if (m_holdings.size() <= rank) m_holdings.resize(rank + 1);
-    if (p.contains("holdings")) m_holdings[rank] = p.at("holdings"), changed = true;
-    if (!p.contains("spans")) continue;
-    for (nlohmann::json& r : (*line)["ranks"])
-      if (r.value("rank", -1) == int(rank)) {
-        r["spans"] = p.at("spans");
-        if (p.contains("dropped")) r["spans_dropped"] = p.at("dropped");
-      }
-  }
-  if (changed) (*line)["holdings"] = m_holdings;
+  m_writer.addTo(*line, double(m_stepStartNs - m_runStartNs) / 1e6, parts);
 }
 
 }  // namespace paralab

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "metrics/step_views.h"
+
 namespace paralab {
 
 class Trainer;
@@ -28,17 +30,17 @@ class LineViews {
   // On every process after each step (collective under MPI): rank 0's `line` (null elsewhere)
   // receives "started_ms" (rank 0's step start), each ranks[] object its "spans" (times in ms
   // from the origin; "spans_dropped" past kMaxLineSpans), and "holdings" when some rank's
-  // changed since the last line.
+  // changed since the last line: as LineViewsWriter writes them (the window's export too).
   void addTo(Trainer& trainer, nlohmann::json* line);
 
  private:
-  // This process's part: per local rank {"rank", "spans", "dropped"[, "holdings"]}.
+  // This process's parts: per local rank, LineViewsWriter::rankPart.
   std::vector<nlohmann::json> local(Trainer& trainer);
 
   bool m_mpi;
   int64_t m_runStartNs = -1, m_stepStartNs = 0;
-  std::vector<std::string> m_sentHoldings;        // per local rank: the layout last sent
-  std::vector<nlohmann::json> m_holdings;         // rank 0: every rank's latest layout
+  // Each process: its ranks' parts (the layout each last sent); rank 0: the lines.
+  LineViewsWriter m_writer;
 };
 
 }  // namespace paralab

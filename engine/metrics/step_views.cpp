@@ -3,6 +3,7 @@
 #include "metrics/step_views.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <istream>
 #include <mutex>
@@ -68,6 +69,131 @@ nlohmann::json holdingsLayoutJson(const RankHoldings& h) {
   j.erase("sent_to");  // the step's traffic: every line's ranks[] carry it
   j.erase("sent_by_op");
   return j;
+}
+
+// [SECTION] A line's views, line by line
+
+nlohmann::json LineViewsWriter::rankPart(int rank, const std::vector<Span>* spans, int64_t originNs,
+                                         const RankHoldings* holdings, int64_t dropped) {
+  nlohmann::json part = {{"rank", rank}};
+  if (spans) {
+    int64_t past = 0;
+    part["spans"] = spansToJson(*spans, originNs, kMaxLineSpans, &past);
+    if (past + dropped > 0) part["spans_dropped"] = past + dropped;
+  }
+  // Sent when it changed (the activations grow to the largest batch; a live change re-shards).
+  if (holdings && rank >= 0) {
+    if (m_sent.size() <= size_t(rank)) m_sent.resize(size_t(rank) + 1);
+    nlohmann::json layout = holdingsLayoutJson(*holdings);
+    if (std::string text = layout.dump(); text != m_sent[size_t(rank)]) {
+      m_sent[size_t(rank)] = std::move(text);
+      part["holdings"] = std::move(layout);
+    }
+  }
+  return part;
+}
+
+void LineViewsWriter::addTo(nlohmann::json& line, std::optional<double> startedMs,
+                            const std::vector<nlohmann::json>& parts) {
+  if (startedMs) line["started_ms"] = *startedMs;
+  bool changed = false;
+  for (const nlohmann::json& p : parts) {
+    const size_t rank = p.at("rank").get<size_t>();
+    if (m_holdings.size() <= rank) m_holdings.resize(rank + 1);
+    if (p.contains("holdings")) m_holdings[rank] = p.at("holdings"), changed = true;
+    if (!p.contains("spans") || !line.contains("ranks")) continue;
+    for (nlohmann::json& r : line["ranks"])
+      if (r.value("rank", -1) == int(rank)) {
+        r["spans"] = p.at("spans");
+        if (p.contains("spans_dropped")) r["spans_dropped"] = p.at("spans_dropped");
+      }
+  }
+  if (changed) line["holdings"] = m_holdings;
+}
+
+// [SECTION] What the window keeps to write its lines
+
+void StepViewsLog::add(const std::vector<std::vector<Span>>& spans,
+                       const std::vector<RankHoldings>& holdings, int64_t firstStep,
+                       int64_t lastStep) {
+  if (!holdings.empty()) {
+    std::string text;
+    for (const RankHoldings& h : holdings) text += holdingsLayoutJson(h).dump() + '\n';
+    if (text != m_lastHoldings) {
+      m_holdings.push_back({m_holdings.empty() ? firstStep : lastStep, holdings});
+      for (RankHoldings& h : m_holdings.back().ranks) h.lastStep = {};  // a line has its traffic
+      m_lastHoldings = std::move(text);
+      while (m_holdings.size() > size_t(kHoldingChanges)) m_holdings.pop_front();
+    }
+  }
+  // The steps done and not kept yet, in order.
+  const int64_t after = m_steps.empty() ? 0 : m_steps.back().step;
+  std::vector<int64_t> steps;
+  for (const auto& rank : spans)
+    for (const Span& s : rank)
+      if (s.step > after && s.step <= lastStep) steps.push_back(s.step);
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  for (int64_t step : steps) {
+    StepSpans kept;
+    kept.step = step;
+    kept.ranks.resize(spans.size());
+    kept.dropped.resize(spans.size());
+    for (size_t r = 0; r < spans.size(); ++r)
+      for (const Span& s : spans[r]) {
+        if (s.step != step) continue;
+        if (kept.ranks[r].size() < kMaxLineSpans)
+          kept.ranks[r].push_back(s);
+        else
+          ++kept.dropped[r];
+      }
+    // Rank 0's start of the step (any rank's, where rank 0 recorded none in it).
+    int64_t first = INT64_MAX;
+    for (const auto& rank : kept.ranks) {
+      for (const Span& s : rank) first = std::min(first, s.startNs);
+      if (first != INT64_MAX) break;
+    }
+    kept.startNs = first;
+    if (!m_steps.empty() && kept.startNs < m_steps.back().startNs) {  // a new clock
+      m_steps.clear();
+      m_spanCount = 0;
+      m_originNs = -1;
+    }
+    if (m_originNs < 0) m_originNs = kept.startNs;
+    for (const auto& r : kept.ranks) m_spanCount += r.size();
+    m_steps.push_back(std::move(kept));
+    while (m_steps.size() > size_t(kSteps) || (m_steps.size() > 1 && m_spanCount > kMaxSpans)) {
+      for (const auto& r : m_steps.front().ranks) m_spanCount -= r.size();
+      m_steps.pop_front();
+    }
+  }
+}
+
+void StepViewsLog::clear() { *this = StepViewsLog(); }
+
+void StepViewsLog::Lines::addTo(nlohmann::json& line) {
+  const int64_t step = line.value("step", int64_t(0));
+  const auto spans = std::find_if(m_log.m_steps.begin(), m_log.m_steps.end(),
+                                  [step](const StepSpans& s) { return s.step == step; });
+  const StepSpans* kept = spans == m_log.m_steps.end() ? nullptr : &*spans;
+  // The holdings in force at the step: the last kept from it or before. Given to the writer
+  // only when they are others than the last line's (it tells a change by their text).
+  const Holdings* held = nullptr;
+  for (const Holdings& h : m_log.m_holdings)
+    if (h.fromStep <= step) held = &h;
+  const Holdings* give = held != m_held ? held : nullptr;
+  m_held = held;
+  std::vector<nlohmann::json> parts;
+  const size_t ranks = std::max(kept ? kept->ranks.size() : 0, give ? give->ranks.size() : 0);
+  for (size_t r = 0; r < ranks; ++r) {
+    const std::vector<Span>* s = kept && r < kept->ranks.size() ? &kept->ranks[r] : nullptr;
+    const RankHoldings* h = give && r < give->ranks.size() ? &give->ranks[r] : nullptr;
+    if (s || h)
+      parts.push_back(m_writer.rankPart(int(r), s, m_log.m_originNs, h, s ? kept->dropped[r] : 0));
+  }
+  m_writer.addTo(line,
+                 kept ? std::optional<double>(ms(kept->startNs - m_log.m_originNs)) : std::nullopt,
+                 parts);
 }
 
 // [SECTION] Reading

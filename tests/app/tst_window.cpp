@@ -1,7 +1,8 @@
 // The lab window, offscreen: Start draws every chart, a live change of ranks keeps the loss
 // curve on the uninterrupted one, a lesson's experiment runs and reports back, the sweep runs
 // off the GUI thread, Export All and the scripted export write every file in a form that
-// parses, settings stay out of the user's store. The settings panel's controls are tested in
+// parses (its run.jsonl opens again with the same timeline and holdings map), settings stay out
+// of the user's store. The settings panel's controls are tested in
 // tst_window_controls.cpp. Saves window screenshots (light, dark, 1 and 8 ranks, a pipeline)
 // under <build>/screenshots/. Run: ctest -R tst_window --output-on-failure
 #include <QAbstractItemView>
@@ -145,6 +146,8 @@ class TestWindow : public QObject {
   void benchStepProjectsLayouts();
   void exportPanelWritesPngAtDpi();
   void exportAllWritesEverything();
+  void exportedRunOpensWithItsTimeline();
+  void timelineSaysWhatTheLinesLeftOut();
   void scriptedExportWritesEverything();
   void startupAndFrameBenchPrint();
   void screenshots();
@@ -843,6 +846,135 @@ void TestWindow::exportAllWritesEverything() {
   QVERIFY(written.contains(dir.filePath("run.jsonl")));
   QCOMPARE(readLines(dir.filePath("run.jsonl")).size(), kSteps + 1);
   QCOMPARE(written.size(), w.charts().size() * 4 + 5);
+}
+
+// A thread run exported with Export All and opened again (File > Open Run) draws the same
+// timeline and holdings map: its run.jsonl carries each rank's spans of the last steps and the
+// holdings, as paralab-run --json writes them.
+void TestWindow::exportedRunOpensWithItsTimeline() {
+  constexpr int kRanks = 2, kSteps = 12;
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(kSteps, kRanks));
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+  QTemporaryDir dir;
+  const QString live = dir.filePath("live"), opened = dir.filePath("opened");
+  QCOMPARE(w.exportAllTo(live), QString());
+  auto* timeline = w.chartHub()->find<TimelineChart>();
+  auto* holdings = w.chartHub()->find<HoldingsMap>();
+  QVERIFY(timeline && holdings);
+  QVERIFY(!timeline->bars().empty() && !holdings->cells().empty());
+
+  // The lines: every rank's spans on the last ones, the holdings on the first.
+  const QStringList lines = readLines(live + "/run.jsonl");
+  QCOMPARE(lines.size(), kSteps + 1);
+  const nlohmann::json first = nlohmann::json::parse(lines[0].toStdString());
+  QVERIFY(first.contains("holdings"));
+  QCOMPARE(first.at("holdings").size(), size_t(kRanks));
+  const nlohmann::json last = nlohmann::json::parse(lines[kSteps - 1].toStdString());
+  QVERIFY(last.contains("started_ms"));
+  for (const auto& r : last.at("ranks")) QVERIFY(!r.at("spans").empty());
+
+  MainWindow again;
+  QCOMPARE(again.openRunFile(live + "/run.jsonl"), QString());
+  auto* timeline2 = again.chartHub()->find<TimelineChart>();
+  auto* holdings2 = again.chartHub()->find<HoldingsMap>();
+  QCOMPARE(timeline2->bars().size(), timeline->bars().size());
+  for (size_t i = 0; i < timeline->bars().size(); ++i) {
+    const TimelineChart::Bar &a = timeline->bars()[i], &b = timeline2->bars()[i];
+    QCOMPARE(b.rank, a.rank);
+    QCOMPARE(b.kind, a.kind);
+    QCOMPARE(b.step, a.step);
+    QCOMPARE(b.op, a.op);
+    QCOMPARE(b.bytes, a.bytes);
+    QCOMPARE(b.startMs, a.startMs);
+    QCOMPARE(b.endMs, a.endMs);
+  }
+  QCOMPARE(timeline2->spansDropped(), int64_t(0));
+  QCOMPARE(holdings2->cells().size(), holdings->cells().size());
+  for (size_t i = 0; i < holdings->cells().size(); ++i) {
+    const HoldingsMap::Cell &a = holdings->cells()[i], &b = holdings2->cells()[i];
+    QCOMPARE(b.rank, a.rank);
+    QCOMPARE(b.row, a.row);
+    QCOMPARE(b.kind, a.kind);
+    QCOMPARE(b.bytes, a.bytes);
+    QVERIFY(b.parts == a.parts);
+  }
+  // Their tables, exported again, are the live run's; and so is its run.jsonl.
+  QCOMPARE(again.exportAllTo(opened), QString());
+  for (const char* name : {"timeline.csv", "holdings.csv"}) {
+    const QStringList rows = readLines(live + "/" + name);
+    QVERIFY2(rows.size() > kRanks, name);
+    QVERIFY2(readLines(opened + "/" + name) == rows, name);
+  }
+  MainWindow third;
+  QCOMPARE(third.openRunFile(opened + "/run.jsonl"), QString());
+  QCOMPARE(third.chartHub()->find<TimelineChart>()->bars().size(), timeline->bars().size());
+  QCOMPARE(third.chartHub()->find<HoldingsMap>()->cells().size(), holdings->cells().size());
+}
+
+// Spans a line left out ("spans_dropped": past kMaxLineSpans a rank a step) are counted in the
+// timeline's legend, only while there are any, through redraws, and not after a new run.
+void TestWindow::timelineSaysWhatTheLinesLeftOut() {
+  auto legendNames = [](const TimelineChart& c) {
+    QStringList names;
+    for (int i = 0; i < c.legend->itemCount(); ++i)
+      if (auto* p = qobject_cast<QCPPlottableLegendItem*>(c.legend->item(i)))
+        names << p->plottable()->name();
+    return names;
+  };
+  {
+    TimelineChart chart;
+    chart.resize(800, 400);
+    QCOMPARE(chart.droppedText(), QString());
+    chart.setSpansDropped(7);
+    QCOMPARE(chart.droppedText(), QString("7 spans not recorded (over 512 a rank a step)"));
+    QVERIFY(legendNames(chart).contains(chart.droppedText()));
+    Snapshot s;
+    s.spans = {{Span{SpanKind::Forward, 0, 1'000'000, 0, "", 1}}};
+    chart.showSnapshot(s);  // a redraw keeps it
+    QCOMPARE(chart.spansDropped(), int64_t(7));
+    QVERIFY(legendNames(chart).contains(chart.droppedText()));
+    chart.setSpansDropped(1);
+    QCOMPARE(chart.droppedText(), QString("1 span not recorded (over 512 a rank a step)"));
+    chart.setSpansDropped(0);
+    QCOMPARE(chart.droppedText(), QString());
+    QVERIFY(!legendNames(chart).join('|').contains("not recorded"));
+    chart.setSpansDropped(3);
+    chart.clear();  // a new run
+    QCOMPARE(chart.spansDropped(), int64_t(0));
+    QVERIFY(!legendNames(chart).join('|').contains("not recorded"));
+  }
+  // A recorded run whose last lines say so: the opened run's timeline counts those of the
+  // steps it draws.
+  MainWindow w;
+  w.configPanel()->setConfig(quickConfig(6, 2));
+  QSignalSpy ended(&w, &MainWindow::runEnded);
+  w.startAction()->trigger();
+  QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 30000);
+  QTemporaryDir dir;
+  QCOMPARE(w.exportAllTo(dir.path()), QString());
+  const QString cut = dir.filePath("cut.jsonl");
+  QFile out(cut);
+  QVERIFY(out.open(QIODevice::WriteOnly));
+  for (const QString& text : readLines(dir.filePath("run.jsonl"))) {
+    nlohmann::json j = nlohmann::json::parse(text.toStdString());
+    if (j.contains("ranks") && j.value("step", 0) >= 5)  // 2 of the 3 steps drawn: 2 · 2 · 5
+      for (auto& r : j["ranks"]) r["spans_dropped"] = 5;
+    out.write(QByteArray::fromStdString(j.dump()) + '\n');
+  }
+  out.close();
+  MainWindow opened;
+  QCOMPARE(opened.openRunFile(cut), QString());
+  auto* timeline = opened.chartHub()->find<TimelineChart>();
+  QCOMPARE(timeline->spansDropped(), int64_t(20));
+  QVERIFY(legendNames(*timeline).contains("20 spans not recorded (over 512 a rank a step)"));
+  // The run's own file drew none.
+  QCOMPARE(w.chartHub()->find<TimelineChart>()->spansDropped(), int64_t(0));
+  opened.reset();
+  QCOMPARE(timeline->spansDropped(), int64_t(0));
 }
 
 void TestWindow::scriptedExportWritesEverything() {

@@ -2,7 +2,8 @@
 // timeline and holdings map: on thread ranks every rank's spans of each step match the spans the
 // same run's Trainer records (count, kinds, names), the holdings come on the first line and again
 // only when they change and equal the Trainer's; under mpirun -np 2 (--backend mpi) both ranks'
-// spans and holdings reach rank 0's lines. RunViews reads them back onto one time axis.
+// spans and holdings reach rank 0's lines. RunViews reads them back onto one time axis. The
+// window's Export All writes the same lines again (StepViewsLog), bounded however long the run.
 // Run: ctest -R tst_line_views
 #include <QtTest>
 #include <map>
@@ -175,6 +176,125 @@ class TstLineViews : public QObject {
     QCOMPARE(back[3].endNs, int64_t(2'003'500));
     QCOMPARE(QString(back[3].op), QString("allreduce"));
     QCOMPARE(back[3].bytes, int64_t(8));
+  }
+
+  // The window's Export All writes its lines again through StepViewsLog: the same keys as
+  // paralab-run's, from what the window saw of each step (its snapshots: the spans of the last
+  // steps, the holdings).
+  void logWritesTheLinesAgain() {
+    RunConfig c = runConfig(2);
+    QVERIFY(!c.validate());
+    Trainer trainer(c);
+    StepViewsLog log;
+    std::vector<StepMetrics> steps;
+    std::vector<nlohmann::json> held;
+    for (int s = 0; s < 3; ++s) {
+      steps.push_back(trainer.step());
+      std::vector<std::vector<Span>> spans;  // as Session::snapshot(from, 3) hands them out
+      for (int r = 0; r < 2; ++r)
+        spans.push_back(trainer.spans(r).since(std::max<int64_t>(1, trainer.stepsDone() - 2)));
+      log.add(spans, trainer.holdings(), trainer.stepsDone(), trainer.stepsDone());
+      nlohmann::json all = nlohmann::json::array();
+      for (const RankHoldings& h : trainer.holdings()) all.push_back(holdingsLayoutJson(h));
+      held.push_back(all);
+    }
+    QCOMPARE(log.stepsKept(), int64_t(3));
+    StepViewsLog::Lines writer(log);
+    std::ostringstream text;
+    std::vector<nlohmann::json> lines;
+    for (const StepMetrics& m : steps) {
+      nlohmann::json line = toJson(m);
+      writer.addTo(line);
+      text << line.dump() << '\n';
+      lines.push_back(line);
+    }
+    for (int step = 1; step <= 3; ++step) {
+      const nlohmann::json& line = lines[size_t(step - 1)];
+      QVERIFY(line.contains("started_ms"));
+      for (int r = 0; r < 2; ++r) {
+        const nlohmann::json& rank = line.at("ranks")[size_t(r)];
+        QVERIFY(!rank.contains("spans_dropped"));
+        std::vector<Span> own;
+        for (const Span& sp : trainer.spans(r).since(step))
+          if (sp.step == step) own.push_back(sp);
+        QCOMPARE(rank.at("spans").size(), own.size());
+        QVERIFY(shapeOf(rank.at("spans")) == shapeOf(own));
+      }
+    }
+    // The first line carries the holdings; the others only where they changed.
+    QCOMPARE(lines[0].at("holdings"), held[0]);
+    for (int step = 2; step <= 3; ++step)
+      QCOMPARE(lines[size_t(step - 1)].contains("holdings"),
+               held[size_t(step - 1)] != held[size_t(step - 2)]);
+    // Read back: every span, on the run's one axis.
+    std::istringstream in(text.str());
+    const RunViews views = readRunViews(in);
+    QVERIFY(views.hasSpans() && views.hasHoldings());
+    QCOMPARE(views.spansDropped(), int64_t(0));
+    const auto back = views.spans();
+    QCOMPARE(back.size(), size_t(2));
+    for (int r = 0; r < 2; ++r) {
+      const std::vector<Span> own = trainer.spans(r).since(1);
+      QCOMPARE(back[size_t(r)].size(), own.size());
+      // The same times, from one origin: every span's offset from rank 0's first is kept.
+      const int64_t o0 = trainer.spans(0).since(1).front().startNs, b0 = back[0].front().startNs;
+      for (size_t i = 0; i < own.size(); ++i)
+        QCOMPARE(back[size_t(r)][i].startNs - b0, own[i].startNs - o0);
+    }
+  }
+
+  // What the log keeps is bounded: the spans of the last kSteps steps, at most kMaxLineSpans a
+  // rank a step (the rest counted in the line's "spans_dropped"), the last kHoldingChanges
+  // holdings; older lines go without.
+  void logIsBounded() {
+    constexpr int64_t kStepsRun = StepViewsLog::kSteps + 40;
+    constexpr size_t kPerStep = kMaxLineSpans + 7;
+    StepViewsLog log;
+    for (int64_t step = 1; step <= kStepsRun; ++step) {
+      std::vector<std::vector<Span>> spans(2);
+      for (auto& rank : spans)
+        for (size_t i = 0; i < kPerStep; ++i) {
+          const int64_t t = step * 10'000'000 + int64_t(i) * 1000;
+          rank.push_back({SpanKind::Comm, t, t + 500, 8, "allreduce", step});
+        }
+      // A layout that changes every step: only the last kHoldingChanges are kept.
+      RankHoldings h;
+      h.items.push_back({"w", HoldingKind::Params, 0, 0, step, step, step, 1, 4 * step});
+      RankHoldings h1 = h;
+      h1.rank = 1;
+      log.add(spans, {h, h1}, step, step);
+      QVERIFY(log.stepsKept() <= StepViewsLog::kSteps);
+      QVERIFY(log.spansKept() <= StepViewsLog::kMaxSpans);
+    }
+    QCOMPARE(log.stepsKept(), int64_t(StepViewsLog::kSteps));
+    QCOMPARE(log.spansKept(), size_t(StepViewsLog::kSteps) * 2 * kMaxLineSpans);
+    StepViewsLog::Lines writer(log);
+    int64_t withSpans = 0, withHoldings = 0;
+    for (int64_t step = 1; step <= kStepsRun; ++step) {
+      StepMetrics m;
+      m.step = step;
+      m.ranks.resize(2);
+      m.ranks[1].rank = 1;
+      nlohmann::json line = toJson(m);
+      writer.addTo(line);
+      const bool kept = step > kStepsRun - StepViewsLog::kSteps;
+      QCOMPARE(line.at("ranks")[0].contains("spans"), kept);
+      QCOMPARE(line.contains("started_ms"), kept);
+      withSpans += kept;
+      if (kept)
+        for (int r = 0; r < 2; ++r) {
+          QCOMPARE(line.at("ranks")[size_t(r)].at("spans").size(), kMaxLineSpans);
+          QCOMPARE(line.at("ranks")[size_t(r)].at("spans_dropped").get<int64_t>(),
+                   int64_t(kPerStep - kMaxLineSpans));
+        }
+      QCOMPARE(line.contains("holdings"), step > kStepsRun - StepViewsLog::kHoldingChanges);
+      withHoldings += line.contains("holdings");
+    }
+    QCOMPARE(withSpans, int64_t(StepViewsLog::kSteps));
+    QCOMPARE(withHoldings, int64_t(StepViewsLog::kHoldingChanges));
+    log.clear();
+    QCOMPARE(log.stepsKept(), int64_t(0));
+    QCOMPARE(log.spansKept(), size_t(0));
   }
 
   void mpiLinesCarryEveryRanksSpans() {
