@@ -1,5 +1,6 @@
 // Chrome trace JSON of the ranks' spans (the Trace Event Format: "X" complete events, pid =
-// rank, tid 0 compute / 1 communication, ts and dur in µs), which opens in Perfetto
+// rank, tid 0 compute / 1 communication / 2 and up cp's ring messages in flight, ts and dur in
+// µs), which opens in Perfetto
 // (ui.perfetto.dev) and chrome://tracing. Written by `paralab-run --trace FILE` and the
 // window's export. See tests/engine/tst_cli.cpp (traceHasEveryRank) and tests/app/tst_charts.cpp.
 #pragma once

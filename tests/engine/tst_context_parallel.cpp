@@ -16,6 +16,7 @@
 #include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "memory/memory_tracker.h"
+#include "metrics/chrome_trace.h"
 #include "parallel/ring_attention.h"
 #include "train/trainer.h"
 
@@ -286,6 +287,60 @@ class TestContextParallel : public QObject {
     const double gap = sum.transferMs - sum.hiddenMs - sum.exposedMs;
     QVERIFY2(gap <= 0.05 * sum.transferMs,
              qPrintable(QString("%1 of %2 ms in flight in no span").arg(gap).arg(sum.transferMs)));
+  }
+
+  // The Chrome trace (paralab-run --trace, the window's export) puts each ring message on a
+  // row of its own, named, and every row of every rank holds events that nest or follow each
+  // other, as trace viewers require: a message in flight overlaps the rank's compute and calls.
+  void ringRowsInTheChromeTrace() {
+    RunConfig c = test::withLayout(gptRun(8), "cp4");
+    c.link = "ethernet";  // messages in flight for a while: they overlap the compute
+    Trainer t(c);
+    t.step();
+    t.step();
+    std::vector<std::vector<Span>> spans;
+    for (int r = 0; r < t.localRankCount(); ++r) spans.push_back(t.spans(r).recent(100000));
+    const nlohmann::json trace = chromeTrace(spans);
+    std::map<std::pair<int, int>, std::string> rowNames;
+    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> rows;
+    int ringEvents = 0, expected = 0;
+    for (const auto& rank : spans)
+      for (const Span& s : rank) expected += isRingTransfer(s);
+    for (const nlohmann::json& e : trace["traceEvents"]) {
+      const std::pair<int, int> row{e["pid"].get<int>(), e.value("tid", 0)};
+      if (e["ph"] == "M" && e["name"] == "thread_name")
+        rowNames[row] = e["args"]["name"].get<std::string>();
+      if (e["ph"] != "X") continue;
+      const bool ring = e["name"].get<std::string>().find(kRingTransferOp) != std::string::npos;
+      QCOMPARE(row.second >= 2, ring);
+      ringEvents += ring;
+      rows[row].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    }
+    QVERIFY(expected > 0);
+    QCOMPARE(ringEvents, expected);
+    for (auto& [row, events] : rows) {
+      QVERIFY2(rowNames.count(row),
+               qPrintable(QString("rank %1 row %2 unnamed").arg(row.first).arg(row.second)));
+      if (row.second >= 2) QVERIFY(QString::fromStdString(rowNames[row]).startsWith("ring"));
+      // Sorted by start (longer first on a tie): each event lies inside or after those open.
+      std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first || (a.first == b.first && a.second > b.second);
+      });
+      std::vector<double> open;  // ends of the enclosing events
+      for (const auto& [start, end] : events) {
+        while (!open.empty() && open.back() <= start + 1e-3) open.pop_back();
+        const double enclosingEnd = open.empty() ? end : open.back();
+        QVERIFY2(end <= enclosingEnd + 1e-3,
+                 qPrintable(QString("rank %1 row %2: an event from %3 to %4 us crosses one ending "
+                                    "at %5 us")
+                                .arg(row.first)
+                                .arg(row.second)
+                                .arg(start)
+                                .arg(end)
+                                .arg(enclosingEnd)));
+        open.push_back(end);
+      }
+    }
   }
 
   // The layouts the ring cannot run are refused before a step, naming the field.
