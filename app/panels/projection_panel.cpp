@@ -432,9 +432,10 @@ void ProjectionPanel::showHostCheck(const MeasuredRun& run, const HostProfile& h
              "<tt>paralab-bench project</tt>.</small>")
               .arg(num(host.gemmFlops / 1e9))
               .arg(num(host.bytesPerS / 1e9))
-              .arg(host.attentionFlops > 0
-                       ? tr("; attention %1 GFLOP/s per core").arg(num(host.attentionFlops / 1e9))
-                       : QString())
+              .arg((host.attentionFlops > 0
+                        ? tr("; attention %1 GFLOP/s per core").arg(num(host.attentionFlops / 1e9))
+                        : QString()) +
+                   tr("; the optimizer %1 GB/s per core").arg(num(host.optimizerBytesPerS / 1e9)))
               .arg(host.ranks)
               .arg(host.cores)
               .arg(num(host.coreShare(), 2))

@@ -14,6 +14,7 @@ Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
   r.bytesPerS = gpu.hbmGBps * 1e9 * kHbmFraction;
   r.sms = gpu.sms;
   r.attentionFlops = gpu.attentionTflops * 1e12;
+  r.optimizerBytesPerS = gpu.optimizerGBps * 1e9;
   r.elementBytes = projection::elementBytes(p);
   return r;
 }

@@ -31,6 +31,9 @@ struct Roofline {
   // FLOP/s of attention's score and weighted-sum products where a kernel of its own computes
   // them (a CPU run's attention loops, host_profile.h); 0: they are GEMMs at the GEMM rate.
   double attentionFlops = 0;
+  // bytes/s of the optimizer's update where it is measured as a kernel of its own (a CPU's);
+  // 0: at bytesPerS.
+  double optimizerBytesPerS = 0;
   static Roofline of(const GpuSpec& gpu, Precision p);
   double gemmFlops() const { return peakFlops * matmulFraction; }
   double ridge() const { return gemmFlops() / bytesPerS; }  // FLOP per byte where bounds meet

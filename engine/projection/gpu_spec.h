@@ -30,6 +30,10 @@ struct GpuSpec {
   // Attention's products computed by a kernel of its own at this rate, 1e12 FLOP/s (a CPU
   // measured by host_profile.h); 0: they are GEMMs at the matmul rate.
   double attentionTflops = 0;
+  // The optimizer's update computed by a kernel of its own at this rate over the bytes the
+  // model counts for it, 1e9 bytes/s (a CPU's Adam is not bound by memory: host_profile.h);
+  // 0: at the memory bandwidth.
+  double optimizerGBps = 0;
   // The node it ships in: network adapters for the compute fabric and their rate.
   std::string nodeTitle;  // "DGX A100"
   int nodeGpus = 8;       // GPUs in that node

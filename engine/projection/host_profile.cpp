@@ -15,8 +15,11 @@
 #include "cpu/attention.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
+#include "cpu/optim.h"
 #include "model/gpt.h"
 #include "model/mlp.h"
+#include "optim/optimizer.h"
+#include "parallel/holdings.h"  // optimizerStateSlots
 
 namespace paralab::projection {
 
@@ -163,6 +166,35 @@ double measureBatchCopy(int rows, double rowBytes) {
   return double(rows) * double(row) * 4 * calls / s;
 }
 
+// Bytes/s of the engine's optimizer update (cpu/optim.h) on one core over `numel` parameters,
+// bytes counted as the compute model counts them (projection.cpp: the weights and each state
+// read and written, the gradient read). Adam's square root and division make it slower than a
+// copy of as many bytes: the reason it is measured apart from the elementwise kernels.
+double measureOptimizer(const std::string& optimizer, int64_t numel) {
+  const size_t n = size_t(std::clamp<int64_t>(numel, 1 << 12, int64_t(1) << 24));
+  std::vector<float> p(n, 0.5f), g(n, 0.01f), m(n, 0.0f), v(n, 0.0f);
+  const OptimizerHyper hyper;
+  const OptimizerKind kind = optimizerKind(optimizer);
+  const double bytes = double(n) * (8.0 * (1 + optimizerStateSlots(optimizer)) + 4.0);
+  const int calls = std::clamp(int(4e7 / bytes), 1, 1000);
+  long t = 0;
+  const double s = timeMedian(
+      [&] {
+        for (int c = 0; c < calls; ++c) {
+          ++t;
+          if (kind == OptimizerKind::Sgd) kernels::sgd_update(p.data(), g.data(), long(n), hyper.lr);
+          else if (kind == OptimizerKind::Momentum)
+            kernels::momentum_update(p.data(), m.data(), g.data(), long(n), hyper.lr,
+                                     hyper.momentum);
+          else
+            kernels::adam_update(p.data(), m.data(), v.data(), g.data(), long(n), hyper.lr,
+                                 hyper.beta1, hyper.beta2, hyper.eps, t);
+        }
+      },
+      5);
+  return bytes * calls / s;
+}
+
 // `measure` run on `threads` threads at once, each timing its own copy: their mean rate.
 template <typename F>
 double onEveryBusyCore(int threads, F&& measure) {
@@ -240,6 +272,12 @@ HostProfile measureHost(const RunConfig& c) {
   h.sampleBytes = m.gpt() ? 2.0 * 4 * m.seq : 4.0 * m.input;
   const int perRank = std::max(1, l.globalBatch / std::max(1, l.dp * l.cp));
   h.dataBytesPerS = onEveryBusyCore(busy, [&] { return measureBatchCopy(perRank, h.sampleBytes); });
+  // The parameters one rank updates: its stage's share of the weights, a 1/replicas shard of
+  // them under ZeRO.
+  const double updated = shape.parameters / std::max(1, l.tp * l.pp) /
+                         (l.zero >= 1 ? std::max(1, l.dp * l.cp) : 1);
+  h.optimizerBytesPerS =
+      onEveryBusyCore(busy, [&] { return measureOptimizer(c.optimizer, int64_t(updated)); });
   if (m.gpt())
     h.attentionFlops = onEveryBusyCore(busy, [&] {
       return measureAttention(l.microBatchSize, m.seq / l.cp, m.heads / l.tp, m.hidden / m.heads,
@@ -290,6 +328,7 @@ Projection projectAtShare(const RunConfig& c, const HostProfile& host, int vocab
   g.matmulTflopsBf16 = g.bf16Tflops;
   g.hbmGBps = host.bytesPerS * share / 1e9 / kHbmFraction;
   g.attentionTflops = host.attentionFlops * share / 1e12;
+  g.optimizerGBps = host.optimizerBytesPerS * share / 1e9;
   g.hbmGB = 1e6;  // memory is not what this projection checks
   g.sms = 0;
   g.nodeGpus = std::max(1, c.ranks);

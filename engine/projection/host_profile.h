@@ -1,9 +1,10 @@
 // This machine as the projection's device: the figures the projection takes from a GPU's
 // datasheet, measured here instead, for one run's shapes. The GEMM rate at the run's own GEMM
 // shapes with the run's kernel on one thread (a rank is one worker), the rates of the engine's
-// own elementwise and attention kernels at the run's activation shapes, and the thread ranks' collectives under the run's link
-// (alpha and beta fitted from a small and a large all-reduce among the run's ranks). When there
-// are more ranks than cores, each rank gets cores / ranks of a core.
+// own elementwise and attention kernels at the run's activation shapes and of its optimizer
+// over a rank's parameters, and the thread ranks' collectives under the run's link (alpha and
+// beta fitted from a small and a large all-reduce among the run's ranks). When there are more
+// ranks than cores, each rank gets cores / ranks of a core.
 //
 // projectOnHost() then runs the same model as a projection onto real GPUs (projection.h), so a
 // learner can set the projected step beside the one just measured: the check that the model
@@ -28,6 +29,9 @@ struct HostProfile {
   double gemmFlops = 0;    // one core, FLOP/s, over the run's GEMM shapes
   double bytesPerS = 0;    // one core, the engine's elementwise kernels on a block's activations
   double attentionFlops = 0;  // one core, the engine's attention kernel (the GPT), FLOP/s
+  // One core, the engine's optimizer update over a rank's parameters, bytes/s as the model
+  // counts them (weights and states read and written, the gradient read)
+  double optimizerBytesPerS = 0;
   // One core copying the run's samples from random places of a buffer larger than the caches
   // into a batch, bytes/s, and one sample's bytes (an image's floats; a window's tokens and
   // targets).

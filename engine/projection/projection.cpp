@@ -380,12 +380,14 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
       layersOf(model.layers, pp, busiest) * (totalSeconds(bwd) + recomputeS);
   const double dpExposed = l.overlapDpComm ? std::max(0.0, dpS - lastBackward) : dpS;
   // Adam (say) reads and writes its fp32 weights and each state (8 bytes each), reads the
-  // gradient, and in mixed precision writes the bf16 weights the GEMMs read.
-  const double optimizerBytes = 8.0 * (1 + optimizerStateSlots(l.optimizer)) + gradBytes +
-                                (l.precision == Precision::Bf16Mixed ? e : 0) +
-                                (model.engineKernels ? gradBytes : 0);  // zeroing the gradients
-  const double optimizerS =
-      stageParams[busiest] / (l.zero >= 1 ? replicas : 1) * optimizerBytes / HBM;
+  // gradient, and in mixed precision writes the bf16 weights the GEMMs read; the engine also
+  // zeroes the gradients each step.
+  const double updateBytes = 8.0 * (1 + optimizerStateSlots(l.optimizer)) + gradBytes +
+                             (l.precision == Precision::Bf16Mixed ? e : 0);
+  const double zeroingBytes = model.engineKernels ? gradBytes : 0;
+  const double updateRate = r.optimizerBytesPerS > 0 ? r.optimizerBytesPerS : HBM;
+  const double optimizerS = stageParams[busiest] / (l.zero >= 1 ? replicas : 1) *
+                            (updateBytes / updateRate + zeroingBytes / HBM);
 
   p.stepSeconds = pipe.total + dpExposed + zero3Exposed + optimizerS;
   const int Lb = layersOf(model.layers, pp, busiest);

@@ -108,10 +108,10 @@ int benchProject(int argc, char** argv) {
     std::printf("%-44s measured compute %.2f ms (slowest rank), comm %.2f ms (mean)\n", "",
                 r.measuredComputeMs, r.measuredCommMs);
     std::printf("%-44s host: GEMM %.2f GFLOP/s/core, elementwise %.2f GB/s/core, attention %.2f GFLOP/s/core, %d ranks on %d "
-                "cores, link alpha %.1f us, %.2f GB/s (fit %.0f%%), batch copy %.2f GB/s/core\n",
+                "cores, link alpha %.1f us, %.2f GB/s (fit %.0f%%), batch copy %.2f GB/s/core, optimizer %.2f GB/s/core\n",
                 "", r.host.gemmFlops / 1e9, r.host.bytesPerS / 1e9, r.host.attentionFlops / 1e9, r.host.ranks, r.host.cores,
                 r.host.link.alphaS * 1e6, r.host.link.bytesPerS / 1e9, r.host.linkFitError * 100,
-                r.host.dataBytesPerS / 1e9);
+                r.host.dataBytesPerS / 1e9, r.host.optimizerBytesPerS / 1e9);
   }
   return 0;
 }

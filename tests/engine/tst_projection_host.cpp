@@ -171,6 +171,33 @@ class TestProjectionHost : public QObject {
              qPrintable(QString("%1 vs %2").arg(a.split.compute - b.split.compute).arg(saved)));
   }
 
+  // The optimizer's update runs at its own measured rate (a CPU's Adam is slower than a copy of
+  // its bytes); the zeroing of the gradients stays at the elementwise rate.
+  void optimizerAtItsOwnRate() {
+    RunConfig c = lesson5();
+    c.zero = 1;
+    c.optimizer = "adam";
+    HostProfile slow = handProfile(2, 4), fast = slow;
+    slow.optimizerBytesPerS = 2e9;
+    fast.optimizerBytesPerS = 4e9;
+    const Projection a = projectOnHost(c, slow), b = projectOnHost(c, fast);
+    // ZeRO-1 over 4 replicas: each rank updates a quarter of the weights, at half a core; Adam
+    // reads and writes the weights, m and v (8 bytes each) and reads the gradient (4).
+    const double updated = double(a.parameters) / 4, bytes = 8.0 * 3 + 4, share = 0.5;
+    const double saved = updated * bytes * (1 / (2e9 * share) - 1 / (4e9 * share));
+    QVERIFY2(near(a.split.optimizer - b.split.optimizer, saved, 1e-9),
+             qPrintable(QString("%1 vs %2").arg(a.split.optimizer - b.split.optimizer).arg(saved)));
+    const double zeroing = updated * 4 / (10e9 * share);
+    QVERIFY2(near(b.split.optimizer, updated * bytes / (4e9 * share) + zeroing, 1e-9),
+             qPrintable(QString::number(b.split.optimizer)));
+    // Not measured (0): at the elementwise rate, as on a GPU.
+    HostProfile unmeasured = slow;
+    unmeasured.optimizerBytesPerS = 0;
+    QVERIFY2(near(projectOnHost(c, unmeasured).split.optimizer,
+                  updated * (bytes + 4) / (10e9 * share), 1e-9),
+             "an unmeasured optimizer runs at the elementwise rate");
+  }
+
   // Measured here: positive, finite, and about what a core can do.
   void measuredFiguresAreSane() {
     for (const RunConfig& c : {lesson5(), lesson10()}) {
@@ -181,6 +208,8 @@ class TestProjectionHost : public QObject {
       QVERIFY2(h.bytesPerS > 1e7 && h.bytesPerS < 1e13, qPrintable(QString::number(h.bytesPerS)));
       QVERIFY(h.link.alphaS > 0 && h.link.bytesPerS > 0);
       QCOMPARE(h.attentionFlops > 0, c.model == "gpt");
+      QVERIFY2(h.optimizerBytesPerS > 1e7 && h.optimizerBytesPerS < 1e13,
+               qPrintable(QString::number(h.optimizerBytesPerS)));
       const Projection p = projectOnHost(c, h);
       QVERIFY(std::isfinite(p.stepSeconds) && p.stepSeconds > 0);
       QVERIFY(QString::fromStdString(p.cluster.gpu.title).contains("measured"));
