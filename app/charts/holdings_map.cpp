@@ -143,7 +143,6 @@ HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every ran
   setKeyColumn("rank");
   setAxisLabel(xAxis, QString());
   xAxis->setVisible(true);
-  connect(this, &QCustomPlot::afterLayout, this, &HoldingsMap::fitLabels);
   connect(this, &QCustomPlot::afterLayout, this, &HoldingsMap::fitByteLabels);
   setAxisLabel(yAxis, tr("layer"));
   yAxis->setRangeReversed(true);
@@ -193,6 +192,8 @@ void HoldingsMap::clear() {
   m_rows.clear();
   m_holdings.clear();
   m_columns.clear();
+  m_columnLabels.clear();
+  m_rowLabels.clear();
   setAxisLabel(xAxis, QString());
   xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
@@ -410,13 +411,32 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     }
     m_columns.push_back(c);
   }
-  m_columnWidth = m_rowsEvery = -1;
-  fitLabels();
-  fitByteLabels();
+  const bool shared = std::all_of(m_columns.begin(), m_columns.end(), [&](const Column& c) {
+    return c.groups == m_columns.front().groups;
+  });
+  setAxisLabel(xAxis,
+               shared ? tr("rank (every rank in %1)").arg(m_columns.front().groups) : tr("rank"),
+               tr("rank"));
+  // The ranges first: the labels are fitted to the columns and rows as the plot shows them.
   xAxis->setRange(0, double(holdings.size()));
   yAxis->setRange(0, double(m_rows.size()));
+  fitLabels();
+  fitByteLabels();
   setPlaceholderVisible(false);
   replot(rpQueuedReplot);
+}
+
+void HoldingsMap::updateLayout() {
+  QCustomPlot::updateLayout();
+  // After a change the labels are fitted again to the plot their margins leave, never wider
+  // nor denser than before in this layout: thinner labels leave a plot at least as large, so
+  // this settles in a pass or two, on labels that fit the plot drawn.
+  int width = std::numeric_limits<int>::max(), every = 1;
+  for (int pass = 0; pass < 4 && fitLabels(width, every); ++pass) {
+    width = m_columnWidth;
+    every = m_rowsEvery;
+    QCustomPlot::updateLayout();  // the axes' tick labels and margins from the new tickers
+  }
 }
 
 // What a column's width allows under it, most needed first: "rank N" (or "N"), its groups
@@ -424,24 +444,24 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
 // in the axis label, not under every column.
 // The rows likewise: each row's name where a line of text fits a row, else every k-th row's
 // (hovering a bar names its row).
-void HoldingsMap::fitLabels() {
-  if (m_columns.empty()) return;
-  const int width = int(std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0))) - 6;
-  const double rowPx = std::abs(yAxis->coordToPixel(1) - yAxis->coordToPixel(0));
-  const int every =
-      std::max(1, int(std::ceil((QFontMetrics(yAxis->tickLabelFont()).height() + 1) / rowPx)));
-  if (width == m_columnWidth && every == m_rowsEvery) return;
+bool HoldingsMap::fitLabels(int maxWidth, int minEvery) {
+  if (m_columns.empty()) return false;
+  const int width = std::min(
+      maxWidth, int(std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0))) - 6);
+  const double rowPx = std::max(1e-3, std::abs(yAxis->coordToPixel(1) - yAxis->coordToPixel(0)));
+  const int every = std::max(
+      minEvery,
+      std::max(1, int(std::ceil((QFontMetrics(yAxis->tickLabelFont()).height() + 1) / rowPx))));
   m_columnWidth = width;
   m_rowsEvery = every;
-  auto rows = QSharedPointer<QCPAxisTickerText>::create();
-  for (int i = 0; i < m_rows.size(); i += every) rows->addTick(i + 0.5, m_rows[i]);
-  yAxis->setTicker(rows);
+  QStringList rowLabels;
+  for (int i = 0; i < m_rows.size(); ++i) rowLabels << (i % every == 0 ? m_rows[i] : QString());
   const QFontMetrics fm(xAxis->tickLabelFont());
   auto fits = [&](const QString& line) { return fm.horizontalAdvance(line) <= width; };
   const bool shared = std::all_of(m_columns.begin(), m_columns.end(), [&](const Column& c) {
     return c.groups == m_columns.front().groups;
   });
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  QStringList columnLabels;
   for (const Column& c : m_columns) {
     const QString rank = tr("rank %1").arg(c.rank);
     QStringList lines{fits(rank) ? rank : QString::number(c.rank)};
@@ -450,13 +470,20 @@ void HoldingsMap::fitLabels() {
         if (fits(g)) lines << g;
     // The bytes and whom they went to together, or neither ("→ all" alone says too little).
     if (std::all_of(c.traffic.begin(), c.traffic.end(), fits)) lines += c.traffic;
-    ticker->addTick(c.rank + 0.5, lines.join('\n'));
+    columnLabels << lines.join('\n');
   }
+  if (rowLabels == m_rowLabels && columnLabels == m_columnLabels) return false;
+  m_rowLabels = rowLabels;
+  m_columnLabels = columnLabels;
+  auto rows = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < m_rows.size(); ++i)
+    if (!rowLabels[i].isEmpty()) rows->addTick(i + 0.5, rowLabels[i]);
+  yAxis->setTicker(rows);
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (size_t i = 0; i < m_columns.size(); ++i)
+    ticker->addTick(m_columns[i].rank + 0.5, columnLabels[int(i)]);
   xAxis->setTicker(ticker);
-  setAxisLabel(xAxis,
-               shared ? tr("rank (every rank in %1)").arg(m_columns.front().groups) : tr("rank"),
-               tr("rank"));
-  replot(rpQueuedReplot);
+  return true;
 }
 
 // The longest wording that fits inside the bar's filled part, none where not even the bytes

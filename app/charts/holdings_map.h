@@ -1,10 +1,12 @@
 // HoldingsMap: what every rank holds, a column per rank and a row per layer (and per expert):
 // which part of each layer's parameters, gradients and optimizer state, which rows of the
 // batch and activations, and under each column whom it exchanged how much with last step.
-// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices) and screenshots/holdings*.png.
+// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices, holdingsMapLabelsFitEveryRoom) and
+// screenshots/holdings*.png.
 #pragma once
 #include <QString>
 #include <array>
+#include <limits>
 #include <vector>
 
 #include "charts/chart.h"
@@ -51,7 +53,13 @@ class HoldingsMap : public Chart {
   void applyLook(const QPalette& palette) override;  // the bars' byte labels too
 
  private:
-  void fitLabels();      // after each layout: the columns' and rows' labels their size allows
+  // Lays the chart out with labels fitted to the plot that layout gives: the labels take
+  // margins of their own, so it lays out again until they settle, and the frame drawn shows
+  // labels fitted to it, not to the plot of the layout before.
+  void updateLayout() override;
+  // The columns' and rows' labels the plot as laid out allows, none wider than `maxWidth` px
+  // a column nor closer than every `minEvery` rows; whether they changed.
+  bool fitLabels(int maxWidth = std::numeric_limits<int>::max(), int minEvery = 1);
   void fitByteLabels();  // each byte label's longest wording its bar's filled part fits
   void styleByteLabels(const QPalette& palette);  // their font and colours
 
@@ -72,8 +80,9 @@ class HoldingsMap : public Chart {
     QStringList traffic;  // bytes sent last step, to whom
   };
   std::vector<Column> m_columns;
-  int m_columnWidth = -1;                // px, of the labels made last
-  int m_rowsEvery = -1;                  // every how many rows a row is named
+  QStringList m_columnLabels, m_rowLabels;  // the labels fitted last, as the tickers hold them
+  int m_columnWidth = 0;                    // px a column, and every how many rows a row is
+  int m_rowsEvery = 1;                      // named, that fitted them
   std::array<RectLayer*, 5> m_layers{};  // by HoldingKind
   RectLayer* m_outlines = nullptr;       // the whole of each row, per rank
   RectLayer* m_recomputed = nullptr;     // the "recomputed" row's parts, hatched

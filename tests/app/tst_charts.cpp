@@ -59,6 +59,7 @@ class TestCharts : public QObject {
   void chromeTraceParses();
   void lossOverlays();
   void holdingsMapDrawsTheSlices();
+  void holdingsMapLabelsFitEveryRoom();
   void benchChartDrawsEachKind_data();
   void benchChartDrawsEachKind();
   void benchChartLabelsTheGpt_data();
@@ -706,6 +707,56 @@ void TestCharts::holdingsMapDrawsTheSlices() {
   experts.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(e))));
   experts.showHoldings(holdingsOf(e));
   saveScreenshot(experts, "holdings-moe-ep");
+}
+
+// A mixture of experts on 8 ranks (14 rows, 8 columns, each column's traffic on two lines) in
+// the rooms a dock gives it, large to small and back, and fed again in the small one (a window
+// re-feeds its charts when their text changes): every frame drawn has row and column labels
+// fitted to that frame's plot, none clipped, none overlapping another. Measured right after one
+// replot, with no events between: what is on screen, not what a later replot would correct.
+void TestCharts::holdingsMapLabelsFitEveryRoom() {
+  RunConfig e;
+  e.model = "moe", e.ranks = 8, e.ep = 4, e.experts = 4, e.layers = 2;
+  const std::vector<RankHoldings> eight = holdingsOf(e);
+  RunConfig two;
+  two.ranks = 2, two.layers = 2;
+  const std::vector<RankHoldings> small = holdingsOf(two);
+
+  HoldingsMap map;
+  map.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(e))));
+  map.resize(1200, 750);
+  map.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&map));
+  auto problems = [&](const QString& where) {
+    map.replot(QCustomPlot::rpImmediateRefresh);
+    const QList<test::TextBox> boxes = test::chartTextBoxes(&map);
+    QStringList out;
+    for (const QString& c : test::clipped(boxes)) out << where + ": clipped: " + c;
+    for (const QString& o : test::overlapping(boxes)) out << where + ": overlap: " + o;
+    return out;
+  };
+  QStringList found;
+  map.showHoldings(eight);
+  found += problems("fed at 1200x750");
+  for (const QSize room : {QSize(900, 600), QSize(640, 420), QSize(460, 330), QSize(455, 340)}) {
+    map.resize(room);
+    found += problems(QString("resized to %1x%2").arg(room.width()).arg(room.height()));
+  }
+  // Fed again where it is small: the same run, then another, then the 8 ranks again.
+  for (const auto* h : {&eight, &small, &eight}) {
+    map.showHoldings(*h);
+    found += problems(QString("fed %1 ranks at 455x340").arg(h->size()));
+    QCOMPARE(map.xAxis->tickVectorLabels().size(), int(h->size()));  // this run's columns
+    QCOMPARE(map.xAxis->range().upper, double(h->size()));
+  }
+  QVERIFY(map.grab().save(screenshotDir() + "/holdings-moe-8-ranks-small.png"));
+  // Labels thinned for a small room come back in a large one.
+  map.resize(1200, 750);
+  found += problems("grown to 1200x750");
+  QVERIFY2(found.isEmpty(), qPrintable(found.join('\n')));
+  QVERIFY(map.yAxis->tickVectorLabels().contains("block0.expert1"));  // every row named
+  QVERIFY(map.xAxis->tickVectorLabels().value(0).startsWith("rank 0"));
+  QCOMPARE(map.xAxis->tickVectorLabels().size(), 8);  // the current run's columns
 }
 
 // [SECTION] The Benchmark chart (lesson benchmarks; the run from a lesson step is in tst_window)
