@@ -15,6 +15,7 @@ Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
   r.sms = gpu.sms;
   r.attentionFlops = gpu.attentionTflops * 1e12;
   r.optimizerBytesPerS = gpu.optimizerGBps * 1e9;
+  r.lossBytesPerS = gpu.lossGBps * 1e9;
   r.elementBytes = projection::elementBytes(p);
   return r;
 }
@@ -189,15 +190,18 @@ std::vector<OpCost> lastEnd(const Roofline& r, const EndsWork& w) {
     ops.push_back(gemmCost(r, name + " input grad", m, k, n));
     ops.push_back(gemmCost(r, name + " weight grad", k, n, m));
   };
-  const double outputs = w.gpt ? double(w.vocab) / w.tp : double(w.classes);
+  const double outputs =
+      w.gpt ? double(w.vocab) / (w.vocabParallel ? w.tp : 1) : double(w.classes);
   const double rows = w.gpt ? T : w.samples;
   if (w.gpt)
     ops.push_back(elementwiseCost(r, "final LayerNorm (forward and backward)", 3 * 2 * e * h * T));
   withBackward(w.gpt ? "output head (logits)" : "output head", rows, outputs, h);
   // Softmax cross-entropy in fp32: forward reads the logits and writes fp32 probabilities,
   // backward reads them and writes the logits' gradient.
-  ops.push_back(elementwiseCost(r, "softmax cross-entropy (forward and backward)",
-                                2 * (e + 4) * outputs * rows));
+  OpCost loss = elementwiseCost(r, "softmax cross-entropy (forward and backward)",
+                                2 * (e + 4) * outputs * rows);
+  if (r.lossBytesPerS > 0) loss.seconds = loss.bytes / r.lossBytesPerS;
+  ops.push_back(loss);
   return ops;
 }
 

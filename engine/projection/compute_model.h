@@ -34,6 +34,9 @@ struct Roofline {
   // bytes/s of the optimizer's update where it is measured as a kernel of its own (a CPU's);
   // 0: at bytesPerS.
   double optimizerBytesPerS = 0;
+  // bytes/s of the softmax cross-entropy where it is measured as a kernel of its own (a CPU's,
+  // bound by its exponentials); 0: at bytesPerS.
+  double lossBytesPerS = 0;
   static Roofline of(const GpuSpec& gpu, Precision p);
   double gemmFlops() const { return peakFlops * matmulFraction; }
   double ridge() const { return gemmFlops() / bytesPerS; }  // FLOP per byte where bounds meet
@@ -98,11 +101,14 @@ struct EndsWork {
   double samples = 1;  // b
   int seq = 1, hidden = 128, vocab = 96, tp = 1, cp = 1;
   int input = 784, classes = 10;  // the MLP's
+  // The head and the loss split over tp by vocabulary (Megatron's); false: whole on every tp
+  // rank (the engine's CPU GPT).
+  bool vocabParallel = true;
 };
 // First stage: token and position embeddings (the MLP: its input layer).
 std::vector<OpCost> firstEnd(const Roofline& r, const EndsWork& w);
-// Last stage: final LayerNorm, output head (split over tp by vocabulary) and the fp32 softmax
-// cross-entropy (the MLP: its head and loss).
+// Last stage: final LayerNorm, output head (split over tp by vocabulary where vocabParallel)
+// and the fp32 softmax cross-entropy (the MLP: its head and loss).
 std::vector<OpCost> lastEnd(const Roofline& r, const EndsWork& w);
 
 // Narayanan et al. 2021, §5.1, eq. (3): FLOPs of one training step of a GPT with full activation

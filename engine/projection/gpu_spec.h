@@ -34,6 +34,9 @@ struct GpuSpec {
   // model counts for it, 1e9 bytes/s (a CPU's Adam is not bound by memory: host_profile.h);
   // 0: at the memory bandwidth.
   double optimizerGBps = 0;
+  // The softmax cross-entropy likewise (a CPU's is bound by its exponentials), 1e9 bytes/s
+  // over the bytes the model counts for it; 0: at the memory bandwidth.
+  double lossGBps = 0;
   // The node it ships in: network adapters for the compute fabric and their rate.
   std::string nodeTitle;  // "DGX A100"
   int nodeGpus = 8;       // GPUs in that node

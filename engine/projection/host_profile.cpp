@@ -12,6 +12,7 @@
 
 #include "comm/communicator.h"
 #include "config.h"
+#include "data/dataset.h"
 #include "cpu/attention.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
@@ -144,26 +145,55 @@ double measureAttention(int b, int s, int headsHere, int dh, double elementwiseB
   return flops / std::max(t - softmax, 0.5 * t);
 }
 
-// Bytes/s of one core gathering a batch of `rows` samples of `rowBytes` each from random places
-// of a 64 MiB buffer (a data set larger than the caches), as a rank takes its batch slice.
-double measureBatchCopy(int rows, double rowBytes) {
-  const size_t row = std::max<size_t>(4, size_t(rowBytes) / 4), count = (size_t(64) << 20) / 4;
-  const size_t slots = std::max<size_t>(1, count / row);
-  std::vector<float> data(slots * row, 1.0f), batch(size_t(std::max(rows, 1)) * row);
+// Bytes/s of one core taking a rank's batch slice as the engine does (parallel/replica.cpp):
+// `rows` samples, each a row of the run's own data set copied from a random place with its
+// label. The data set as it lies in memory, not a buffer of the same size: on a machine that
+// keeps its cold pages elsewhere, a row read once an epoch costs far more than its bytes.
+double measureBatchCopy(int rows, const Dataset& data) {
+  const size_t D = size_t(data.inputDim), count = size_t(std::max<int64_t>(1, data.numTrain()));
+  std::vector<float> batch(size_t(std::max(rows, 1)) * D);
+  std::vector<int> labels(size_t(std::max(rows, 1)));
   uint64_t state = 88172645463325252ull;  // xorshift: random rows
   const auto next = [&] {
     state ^= state << 13, state ^= state >> 7, state ^= state << 17;
     return state;
   };
-  const int calls = std::clamp(int(2e7 / (double(rows) * rowBytes)), 1, 1000);
+  const double rowBytes = 4.0 * double(D);
+  const int calls = std::clamp(int(2e6 / (double(rows) * rowBytes)), 1, 1000);
   const double s = timeMedian(
       [&] {
         for (int c = 0; c < calls; ++c)
-          for (int i = 0; i < rows; ++i)
-            std::memcpy(&batch[size_t(i) * row], &data[(next() % slots) * row], row * 4);
+          for (int i = 0; i < rows; ++i) {
+            const size_t sample = next() % count;
+            std::memcpy(&batch[size_t(i) * D], &data.trainX[sample * D], D * 4);
+            labels[size_t(i)] = data.trainY[sample];
+          }
       },
       5);
-  return double(rows) * double(row) * 4 * calls / s;
+  return double(rows) * rowBytes * calls / s;
+}
+
+// Bytes/s of the engine's softmax cross-entropy (cpu/layers.h: the loss and the logits' gradient
+// in one pass) on one core over `rows` rows of `classes` logits, bytes counted as the compute
+// model counts them (compute_model.cpp: 2 (4 + 4) bytes per logit). An exponential per logit
+// makes it far slower than its bytes: the reason it is measured apart.
+double measureLoss(int rows, int classes) {
+  rows = std::max(rows, 1);
+  const size_t n = size_t(rows) * size_t(classes);
+  std::vector<float> logits(n), dlogits(n);
+  for (size_t i = 0; i < n; ++i) logits[i] = 0.01f * float(i % 97);  // spread, as trained logits
+  std::vector<int> labels(static_cast<size_t>(rows));
+  for (int i = 0; i < rows; ++i) labels[size_t(i)] = i % classes;
+  const double bytes = 2.0 * (4 + 4) * double(n);
+  const int calls = std::clamp(int(4e6 / bytes), 1, 1000);
+  const double s = timeMedian(
+      [&] {
+        for (int c = 0; c < calls; ++c)
+          kernels::softmax_xent(dlogits.data(), logits.data(), labels.data(), rows, classes,
+                                double(rows));
+      },
+      5);
+  return bytes * calls / s;
 }
 
 // Bytes/s of the engine's optimizer update (cpu/optim.h) on one core over `numel` parameters,
@@ -252,11 +282,13 @@ HostProfile measureHost(const RunConfig& c) {
   HostProfile h;
   h.cores = std::max(1u, std::thread::hardware_concurrency());
   h.ranks = std::max(1, c.ranks);
-  // The run's shapes: its projection on any device resolves the micro-batch and the split.
+  // The run's data (shared with the run's, if it is training) and its shapes: their projection
+  // on any device resolves the micro-batch and the split.
+  const std::shared_ptr<const Dataset> data = loadRunData(c);
   HostProfile shapeOnly = h;
   shapeOnly.gemmFlops = 1e9, shapeOnly.bytesPerS = 1e9;
   shapeOnly.link.bytesPerS = 1e9;
-  const Projection shape = projectOnHost(c, shapeOnly);
+  const Projection shape = projectOnHost(c, shapeOnly, data->text() ? data->classes : kEngineVocab);
   const Layout& l = shape.layout;
   const ModelSpec& m = shape.model;
   const int tokens = l.microBatchSize * m.tokensPerSample() / l.cp;
@@ -271,7 +303,13 @@ HostProfile measureHost(const RunConfig& c) {
   // The batch a rank copies: an image's 784 floats, or a window's tokens and targets (ints).
   h.sampleBytes = m.gpt() ? 2.0 * 4 * m.seq : 4.0 * m.input;
   const int perRank = std::max(1, l.globalBatch / std::max(1, l.dp * l.cp));
-  h.dataBytesPerS = onEveryBusyCore(busy, [&] { return measureBatchCopy(perRank, h.sampleBytes); });
+  h.dataBytesPerS = onEveryBusyCore(busy, [&] { return measureBatchCopy(perRank, *data); });
+  // The loss over a micro-batch's rows: a window's every token against the vocabulary, or an
+  // image against the classes.
+  h.lossBytesPerS = onEveryBusyCore(busy, [&] {
+    return measureLoss(l.microBatchSize * m.tokensPerSample() / l.cp,
+                       m.gpt() ? m.vocab : m.classes);
+  });
   // The parameters one rank updates: its stage's share of the weights, a 1/replicas shard of
   // them under ZeRO.
   const double updated = shape.parameters / std::max(1, l.tp * l.pp) /
@@ -329,6 +367,7 @@ Projection projectAtShare(const RunConfig& c, const HostProfile& host, int vocab
   g.hbmGBps = host.bytesPerS * share / 1e9 / kHbmFraction;
   g.attentionTflops = host.attentionFlops * share / 1e12;
   g.optimizerGBps = host.optimizerBytesPerS * share / 1e9;
+  g.lossGBps = host.lossBytesPerS * share / 1e9;
   g.hbmGB = 1e6;  // memory is not what this projection checks
   g.sms = 0;
   g.nodeGpus = std::max(1, c.ranks);

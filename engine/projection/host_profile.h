@@ -1,8 +1,8 @@
 // This machine as the projection's device: the figures the projection takes from a GPU's
 // datasheet, measured here instead, for one run's shapes. The GEMM rate at the run's own GEMM
 // shapes with the run's kernel on one thread (a rank is one worker), the rates of the engine's
-// own elementwise and attention kernels at the run's activation shapes and of its optimizer
-// over a rank's parameters, and the thread ranks' collectives under the run's link (alpha and
+// own elementwise, attention and loss kernels at the run's activation shapes and of its
+// optimizer over a rank's parameters, and the thread ranks' collectives under the run's link (alpha and
 // beta fitted from a small and a large all-reduce among the run's ranks). When there are more
 // ranks than cores, each rank gets cores / ranks of a core.
 //
@@ -32,9 +32,11 @@ struct HostProfile {
   // One core, the engine's optimizer update over a rank's parameters, bytes/s as the model
   // counts them (weights and states read and written, the gradient read)
   double optimizerBytesPerS = 0;
-  // One core copying the run's samples from random places of a buffer larger than the caches
-  // into a batch, bytes/s, and one sample's bytes (an image's floats; a window's tokens and
-  // targets).
+  // One core, the engine's softmax cross-entropy over a micro-batch's logits, bytes/s as the
+  // model counts them
+  double lossBytesPerS = 0;
+  // One core copying the run's samples from random places of its data set into a batch,
+  // bytes/s, and one sample's bytes (an image's floats; a window's tokens and targets).
   double dataBytesPerS = 0;
   double sampleBytes = 0;
   Link link;               // the thread ranks' collectives, measured (the run's emulated link)

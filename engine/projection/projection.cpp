@@ -91,6 +91,7 @@ EndsWork endsOf(const ModelSpec& m, const Layout& l) {
   e.cp = l.cp;
   e.input = m.input;
   e.classes = m.classes;
+  e.vocabParallel = !m.engineKernels;  // the engine's GPT computes its head whole on each tp rank
   return e;
 }
 

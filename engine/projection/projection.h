@@ -55,9 +55,10 @@ struct ModelSpec {
   bool tiedEmbeddings = false;    // the output head is the token embedding (no head bias)
   bool dropout = false;           // dropout after attention's softmax and in both residuals
   ActivationRecipe activations = ActivationRecipe::Engine;
-  // The engine's own CPU layers: every bias a pass of its own and the gradients zeroed before
-  // each step's backward (host_profile.h projects them); a cluster's kernels fuse the first and
-  // skip the second.
+  // The engine's own CPU layers: every bias a pass of its own, the gradients zeroed before
+  // each step's backward, and under tp the output head and loss whole on every rank
+  // (host_profile.h projects them); a cluster's kernels fuse the first, skip the second and
+  // split the head by vocabulary.
   bool engineKernels = false;
 
   bool gpt() const { return kind == Kind::Gpt; }

@@ -198,6 +198,35 @@ class TestProjectionHost : public QObject {
              "an unmeasured optimizer runs at the elementwise rate");
   }
 
+  // The loss runs at its own measured rate, over the whole vocabulary on each tp rank: the
+  // engine's GPT computes its head and softmax whole on every rank of a tp group (a cluster's
+  // Megatron splits them by vocabulary).
+  void lossAtItsOwnRate() {
+    HostProfile slow = handProfile(2, 2), fast = slow;
+    slow.lossBytesPerS = 1e9;
+    fast.lossBytesPerS = 2e9;
+    const RunConfig c = lesson10();
+    const Projection a = projectOnHost(c, slow), b = projectOnHost(c, fast);
+    // One micro-batch of 16 windows of 64 tokens, each against the 96 symbols: 2 (4 + 4) bytes a
+    // logit, at a core each (2 ranks, 2 cores).
+    const double bytes = 2.0 * (4 + 4) * 96 * 16 * 64;
+    const double saved = bytes / 1e9 - bytes / 2e9;
+    QVERIFY2(near(a.split.compute - b.split.compute, saved, 1e-6),
+             qPrintable(QString("%1 vs %2").arg(a.split.compute - b.split.compute).arg(saved)));
+    // The head's outputs per rank: all 96 here; on a cluster's kernels, split over tp 2.
+    const auto headOutputs = [](const EndsWork& w) {
+      Roofline unit;
+      unit.peakFlops = 1, unit.bytesPerS = 1, unit.elementBytes = 4;
+      for (const OpCost& op : lastEnd(unit, w))
+        if (op.name == "output head (logits)") return op.n;
+      return 0.0;
+    };
+    ModelSpec cluster = a.model;
+    cluster.engineKernels = false;
+    QCOMPARE(headOutputs(endsOf(a.model, a.layout)), 96.0);
+    QCOMPARE(headOutputs(endsOf(cluster, a.layout)), 48.0);
+  }
+
   // Measured here: positive, finite, and about what a core can do.
   void measuredFiguresAreSane() {
     for (const RunConfig& c : {lesson5(), lesson10()}) {
@@ -210,6 +239,10 @@ class TestProjectionHost : public QObject {
       QCOMPARE(h.attentionFlops > 0, c.model == "gpt");
       QVERIFY2(h.optimizerBytesPerS > 1e7 && h.optimizerBytesPerS < 1e13,
                qPrintable(QString::number(h.optimizerBytesPerS)));
+      QVERIFY2(h.lossBytesPerS > 1e7 && h.lossBytesPerS < 1e13,
+               qPrintable(QString::number(h.lossBytesPerS)));
+      QVERIFY2(h.dataBytesPerS > 1e6 && h.dataBytesPerS < 1e13,
+               qPrintable(QString::number(h.dataBytesPerS)));
       const Projection p = projectOnHost(c, h);
       QVERIFY(std::isfinite(p.stepSeconds) && p.stepSeconds > 0);
       QVERIFY(QString::fromStdString(p.cluster.gpu.title).contains("measured"));
