@@ -119,6 +119,26 @@ class TstCudaModelParallel : public QObject {
     QVERIFY2(a.losses.back() < 0.9 * a.losses.front(), "the run should learn");
   }
 
+  // The ring over NCCL (one process's threads, one GPU each; send/recv only): the same
+  // trajectory as the thread ranks' ring on the GPU. Skips, saying why, without a GPU per rank.
+  void contextParallelOverNccl_data() {
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"cp2", "cp4", "cp2 tp2"}) QTest::newRow(l) << QString(l);
+  }
+  void contextParallelOverNccl() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(QString, layout);
+    const RunConfig thread = test::withLayout(gptConfig(), layout);
+    SKIP_WITHOUT_NCCL_GPUS(thread.ranks);
+    RunConfig nccl = thread;
+    nccl.backend = "nccl";
+    QVERIFY2(!nccl.validate(), nccl.validate().value_or("").c_str());
+    const test::RunRecord a = test::recordRun(thread, 10), b = test::recordRun(nccl, 10);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-4, "nccl " + layout + " vs thread ranks");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-4,
+                            "final parameters, nccl " + layout + " vs thread ranks");
+  }
+
   // The ring's traffic per rank and step on the GPU, on the cp group only: per layer and
   // micro-batch of b windows, N - 1 K/V sends forward and 2 (N - 1) sends backward (K/V, and
   // dK/dV behind them), RingAttention::forwardFloats(b) + backwardFloats(b) floats in all, as
