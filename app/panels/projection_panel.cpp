@@ -14,6 +14,8 @@
 #include <QLocale>
 #include <QPointer>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -186,8 +188,17 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   leftLayout->addWidget(m_validated);
   leftLayout->addWidget(hostBox);
   leftLayout->addStretch(1);
+  // The column scrolls where the window is shorter than its boxes (the check's figures wrap to
+  // several lines): nothing of it is cut off.
+  auto* leftScroll = new QScrollArea;
+  leftScroll->setWidget(left);
+  leftScroll->setWidgetResizable(true);
+  leftScroll->setFrameShape(QFrame::NoFrame);
+  leftScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   left->setMinimumWidth(320);
-  left->setMaximumWidth(400);
+  const int bar = leftScroll->verticalScrollBar()->sizeHint().width();
+  leftScroll->setMinimumWidth(320 + bar);
+  leftScroll->setMaximumWidth(400 + bar);
 
   // [SECTION] The charts
   m_memoryChart = new ProjectionChart(ProjectionChart::Kind::Memory);
@@ -205,7 +216,7 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   charts->setStretchFactor(2, 4);
 
   auto* layout = new QHBoxLayout(this);
-  layout->addWidget(left);
+  layout->addWidget(leftScroll);
   layout->addWidget(charts, 1);
 
   for (QComboBox* c : {m_gpuKind, m_zero, m_recompute, m_sweepAxis})
@@ -414,10 +425,10 @@ void ProjectionPanel::showHostCheck(const MeasuredRun& run, const HostProfile& h
   const double ms = p.stepSeconds * 1e3;
   QString text =
       tr("<b>Projected on this machine: %1 ms</b> per step (compute %2, TP %3, pipeline sends "
-         "%4, bubble %5, exposed DP %6, optimizer %7 ms).")
+         "%4, bubble %5, exposed DP %6, optimizer %7, taking the batch %8 ms).")
           .arg(num(ms, 2), num(s.compute * 1e3, 2), num(s.tpComm * 1e3, 2),
                num(s.ppComm * 1e3, 2), num(s.ppBubble * 1e3, 2), num(s.dpCommExposed * 1e3, 2),
-               num(s.optimizer * 1e3, 2));
+               num(s.optimizer * 1e3, 2), num(s.data * 1e3, 2));
   if (run.steps > 0 && run.stepMs > 0)
     text += tr("<br><b>Measured in the run shown: %1 ms</b> (mean of its last steps, %2 steps "
                "made). Projected / measured: <b>%3×</b>.")
@@ -426,16 +437,17 @@ void ProjectionPanel::showHostCheck(const MeasuredRun& run, const HostProfile& h
                 .arg(num(ms / run.stepMs, 2));
   else
     text += tr("<br>The run shown has no steps yet: start it to set a measured step beside this.");
-  text += tr("<br><small>From: GEMM %1 GFLOP/s per core at the run's shapes; the engine's "
-             "elementwise kernels %2 GB/s per core%3; %4 ranks on %5 cores (each rank gets %6 of "
-             "a core); %7: latency %8 µs, %9 GB/s.%10 The lessons' layouts are checked by "
-             "<tt>paralab-bench project</tt>.</small>")
+  text += tr("<br><small>From, per core: GEMM %1 GFLOP/s at the run's shapes; elementwise "
+             "%2 GB/s%3; %4 ranks on %5 cores (%6 of a core each); %7: latency %8 µs, %9 GB/s.%10 "
+             "The lessons' layouts are checked by <tt>paralab-bench project</tt>.</small>")
               .arg(num(host.gemmFlops / 1e9))
               .arg(num(host.bytesPerS / 1e9))
               .arg((host.attentionFlops > 0
-                        ? tr("; attention %1 GFLOP/s per core").arg(num(host.attentionFlops / 1e9))
+                        ? tr("; attention %1 GFLOP/s").arg(num(host.attentionFlops / 1e9))
                         : QString()) +
-                   tr("; the optimizer %1 GB/s per core").arg(num(host.optimizerBytesPerS / 1e9)))
+                   tr("; loss %1 GB/s; optimizer %2 GB/s; the batch from the run's data %3 GB/s")
+                       .arg(num(host.lossBytesPerS / 1e9), num(host.optimizerBytesPerS / 1e9),
+                            num(host.dataBytesPerS / 1e9, 2)))
               .arg(host.ranks)
               .arg(host.cores)
               .arg(num(host.coreShare(), 2))

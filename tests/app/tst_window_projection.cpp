@@ -311,6 +311,10 @@ void TestWindowProjection::checkOnThisMachine() {
            qPrintable(check));
   QVERIFY2(check.contains("no steps yet"), qPrintable(check));
   QVERIFY(check.contains("2 ranks on"));
+  // Every part of the projected step is named, the batch included.
+  QVERIFY2(check.contains("taking the batch " +
+                          num(panel->hostProjection()->split.data * 1e3, 2) + " ms"),
+           qPrintable(check));
 
   // After a run: the measured step beside it, and their ratio.
   w.startAction()->trigger();
