@@ -6,6 +6,8 @@
 // Run: ctest -R tst_projection_host --output-on-failure
 #include <QtTest>
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "config.h"
 #include "projection/host_profile.h"
@@ -29,32 +31,23 @@ HostProfile handProfile(int cores, int ranks) {
   return h;
 }
 
-// Lesson 5's experiment: the MLP over 4 thread ranks, ring all-reduce per tensor.
-RunConfig lesson5() {
-  RunConfig c;
-  c.layers = 2;
-  c.ranks = 4;
-  c.hidden = 128;
-  c.batch = 256;
-  c.allreduce = "ring";
-  c.dpVersion = "per-tensor";
-  return c;
+// The settings of one of the layouts the projection is checked on (lessonLayouts()), whose
+// name starts with `lesson`.
+RunConfig checkedLayout(const std::string& lesson) {
+  for (const CheckedLayout& l : lessonLayouts())
+    if (std::string(l.name).starts_with(lesson)) {
+      RunConfig c;
+      applyJson(c, nlohmann::json::parse(l.settings));
+      return c;
+    }
+  qFatal("no checked layout '%s'", lesson.c_str());
 }
 
+// Lesson 5's experiment: the MLP over 4 thread ranks, ring all-reduce per tensor.
+RunConfig lesson5() { return checkedLayout("lesson 5:"); }
+
 // Lesson 10's: the GPT over tp 2.
-RunConfig lesson10() {
-  RunConfig c;
-  c.model = "gpt";
-  c.dataset = "fortunes";
-  c.layers = 2;
-  c.ranks = 2;
-  c.tp = 2;
-  c.hidden = 128;
-  c.heads = 4;
-  c.seq = 64;
-  c.batch = 16;
-  return c;
-}
+RunConfig lesson10() { return checkedLayout("lesson 10:"); }
 
 bool near(double a, double b, double relative = 1e-9) {
   return std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b));
