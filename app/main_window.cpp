@@ -345,7 +345,9 @@ bool MainWindow::startNewRun(bool paused) {
 
 void MainWindow::poll() {
   if (!m_showingRun) return;
-  Snapshot s = runSnapshot(m_seen);
+  std::optional<Snapshot> taken = tryRunSnapshot(m_seen);
+  if (!taken) return;  // the training holds its buffers this instant: the next tick takes them
+  Snapshot s = std::move(*taken);
   if (s.runId != m_runId) {  // someone started another run: show that one from its start
     m_runId = s.runId;
     m_history.clear();

@@ -161,6 +161,9 @@ class MainWindow : public QMainWindow {
   void stopRun();
   std::string reconfigureRun(const RunConfig& config);
   Snapshot runSnapshot(int64_t fromStep);
+  // As runSnapshot, but nothing when the training holds what it must copy (Session::trySnapshot):
+  // the poll asks again at its next tick rather than wait on a lower-priority thread.
+  std::optional<Snapshot> tryRunSnapshot(int64_t fromStep);
   void releaseRun(int64_t step);
 
   Session m_session;

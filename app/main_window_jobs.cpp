@@ -46,6 +46,11 @@ Snapshot MainWindow::runSnapshot(int64_t fromStep) {
   return m_onJob ? m_job->snapshot(fromStep) : m_session.snapshot(fromStep, TimelineChart::kSteps);
 }
 
+std::optional<Snapshot> MainWindow::tryRunSnapshot(int64_t fromStep) {
+  if (m_onJob) return m_job->snapshot(fromStep);
+  return m_session.trySnapshot(fromStep, TimelineChart::kSteps);
+}
+
 void MainWindow::releaseRun(int64_t step) {
   m_onJob ? m_job->release(step) : m_session.release(step);
 }

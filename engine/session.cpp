@@ -44,21 +44,60 @@ void trainBehindTheCaller() {
   setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), kTrainingNice);
 #endif
 }
+}  // namespace
+
 // A trainer's buffers, freed, stay with the allocator's per-thread arenas unless handed back:
 // the next trainer's ranks, new threads, draw from other arenas, and the process would grow by
 // a trainer's worth at every live change (measured: about 10 MB per change at 8 ranks, H 128,
-// scripts/soak.sh). Called once a trainer is gone.
-void returnFreedMemory() {
+// scripts/soak.sh). malloc_trim hands them back, but it holds each arena's lock in turn, the
+// window's too, for 5-13 ms in all (measured there): called by the training's low-priority
+// thread and preempted, it made the window wait tens of ms. So a thread of the caller's
+// priority, the session's own, trims, woken each time a trainer is gone.
+class Session::MemoryReturner {
+ public:
+  MemoryReturner() : m_thread([this] { loop(); }) {}
+  ~MemoryReturner() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_closing = true;
+    }
+    m_wake.notify_one();
+    m_thread.join();
+  }
+  void request() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_wanted = true;
+    }
+    m_wake.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(m_mutex);
+    while (true) {
+      m_wake.wait(lock, [&] { return m_wanted || m_closing; });
+      if (m_closing) return;
+      m_wanted = false;
+      lock.unlock();
 #ifdef __GLIBC__
-  malloc_trim(0);
+      malloc_trim(0);
 #endif
-}
-}  // namespace
+      lock.lock();
+    }
+  }
+
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_wanted = false, m_closing = false;
+  std::thread m_thread;  // last: it starts once the members above exist
+};
 
 // Everything one run shares between the caller's thread and its training thread.
 struct Session::Run {
   RunConfig config;
   int64_t id = 0;
+  MemoryReturner* returner = nullptr;  // the session's, which outlives every run
 
   mutable std::mutex mutex;  // guards everything below, held only to copy values
   std::condition_variable wake;
@@ -71,8 +110,9 @@ struct Session::Run {
   std::string notice;
   int64_t configStep = 0;  // stepsDone when `config` took effect
   LoadProgress loading;
-  std::deque<StepMetrics> history;     // the last steps not released, kHistorySteps at most
+  std::deque<StepMetrics> history;     // the last steps not freed, kHistorySteps at most
   int64_t stepsDone = 0;               // all steps, kept or not
+  int64_t released = 0;                // steps [0, released) the caller took: not handed out
   std::unique_ptr<Trainer> trainer;    // kept after the run ends so spans stay readable
   std::vector<RankHoldings> holdings;  // read on the training thread between steps
 
@@ -92,18 +132,21 @@ struct Session::Run {
     next.steps = config.steps;
     lock.unlock();
     std::unique_ptr<Trainer> fresh;
+    std::vector<RankHoldings> h;
     std::string why;
     try {
       const TrainingState state = trainer->saveState();
       fresh = std::make_unique<Trainer>(next);
       fresh->loadState(state);
+      h = fresh->holdings();  // the new layout, read before its first step
     } catch (const std::exception& e) {
       why = e.what();
+      fresh.reset();
     }
     lock.lock();
     if (fresh) {
       std::swap(trainer, fresh);
-      holdings = trainer->holdings();  // the new layout, read before its first step
+      std::swap(holdings, h);
       config = next;
       configStep = stepsDone;
       notice.clear();
@@ -112,7 +155,8 @@ struct Session::Run {
     }
     lock.unlock();
     fresh.reset();  // the old trainer's ranks end outside the lock
-    returnFreedMemory();
+    h.clear();
+    returner->request();
     lock.lock();
   }
 
@@ -141,12 +185,27 @@ struct Session::Run {
         if (paused) --stepsAllowed;
         state = RunState::Running;
         lock.unlock();
-        StepMetrics m = trainer->step();  // the work happens outside the lock
+        // The work, and every allocation and free it can, happen outside the lock: the caller
+        // may be waiting for it (see trySnapshot).
+        StepMetrics m = trainer->step();
+        std::vector<RankHoldings> h = trainer->holdings();  // between steps: the step's traffic
+        std::vector<StepMetrics> freed;
+        freed.reserve(8);
         lock.lock();
         history.push_back(std::move(m));
-        holdings = trainer->holdings();  // between steps; carries the step's traffic
+        std::swap(holdings, h);
         ++stepsDone;
-        if (int64_t(history.size()) > kHistorySteps) history.pop_front();  // bounded memory
+        // Released steps, and any past the bound, leave under the lock and are freed after it.
+        while (!history.empty() && (stepsDone - int64_t(history.size()) < released ||
+                                    int64_t(history.size()) > kHistorySteps)) {
+          if (freed.size() == freed.capacity()) break;  // the rest after the next step
+          freed.push_back(std::move(history.front()));
+          history.pop_front();
+        }
+        lock.unlock();
+        freed.clear();
+        h.clear();
+        lock.lock();
       }
       state = RunState::Finished;
     } catch (const std::exception& e) {
@@ -157,7 +216,7 @@ struct Session::Run {
   }
 };
 
-Session::Session() = default;
+Session::Session() : m_returner(std::make_unique<MemoryReturner>()) {}
 
 Session::~Session() {
   stop();
@@ -174,6 +233,7 @@ std::string Session::start(const RunConfig& config, bool paused) {
   auto run = std::make_shared<Run>();
   std::lock_guard guard(m_mutex);
   run->config = config;
+  run->returner = m_returner.get();
   run->paused = paused;  // before the thread exists: it cannot step first
   run->id = ++m_runCounter;
   std::shared_ptr<Run> previous = std::move(m_run);
@@ -188,7 +248,7 @@ std::string Session::start(const RunConfig& config, bool paused) {
   r->thread = std::thread([r, previous]() mutable {
     trainBehindTheCaller();
     if (previous && previous->thread.joinable()) previous->thread.join();
-    if (previous) previous.reset(), returnFreedMemory();
+    if (previous) previous.reset(), r->returner->request();
     r->body();
   });
   m_run = std::move(run);
@@ -242,9 +302,15 @@ void Session::release(int64_t step) {
   const auto run = current();
   if (!run) return;
   std::lock_guard lock(run->mutex);
-  const int64_t first = run->stepsDone - int64_t(run->history.size());  // oldest kept
-  const int64_t drop = std::clamp<int64_t>(step - first, 0, int64_t(run->history.size()));
-  run->history.erase(run->history.begin(), run->history.begin() + drop);
+  run->released = std::max(run->released, std::min(step, run->stepsDone));
+  // A run that steps no more (ended, or paused) frees them here: no training thread holds an
+  // allocator lock the caller could wait on while it is not stepping.
+  if (run->state == RunState::Finished || run->state == RunState::Failed ||
+      run->state == RunState::Paused) {
+    const int64_t first = run->stepsDone - int64_t(run->history.size());  // oldest kept
+    const int64_t drop = std::clamp<int64_t>(run->released - first, 0, int64_t(run->history.size()));
+    run->history.erase(run->history.begin(), run->history.begin() + drop);
+  }
 }
 
 void Session::stop() {
@@ -260,24 +326,54 @@ Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {
   const auto run = current();
   if (!run) return s;
   std::lock_guard lock(run->mutex);
-  s.state = run->state;
-  s.error = run->error;
-  s.notice = run->notice;
-  s.holdings = run->holdings;
-  s.config = run->config;
-  s.runId = run->id;
-  s.stepsDone = run->stepsDone;
-  s.configStep = run->configStep;
-  s.loading = run->loading;
-  if (run->trainer) s.parameterCount = run->trainer->parameterCount();
-  const int64_t first = run->stepsDone - int64_t(run->history.size());  // oldest kept
-  if (fromStep < s.stepsDone)
-    s.steps.assign(run->history.begin() + (std::max(fromStep, first) - first), run->history.end());
-  if (spanSteps > 0 && run->trainer)
-    for (int r = 0; r < run->trainer->localRankCount(); ++r)
-      s.spans.push_back(  // from step 1: spans between steps carry step -1 (Trainer::execute)
-          run->trainer->spans(r).since(std::max<int64_t>(1, s.stepsDone - spanSteps + 1)));
+  copyRun(*run, fromStep, spanSteps, false, s);
   return s;
+}
+
+std::optional<Snapshot> Session::trySnapshot(int64_t fromStep, int spanSteps) const {
+  Snapshot s;
+  std::shared_ptr<Run> run;
+  {
+    if (!tryLockBriefly(m_mutex)) return std::nullopt;
+    std::lock_guard lock(m_mutex, std::adopt_lock);
+    run = m_run;
+  }
+  if (!run) return s;
+  if (!tryLockBriefly(run->mutex)) return std::nullopt;
+  std::lock_guard lock(run->mutex, std::adopt_lock);
+  if (!copyRun(*run, fromStep, spanSteps, true, s)) return std::nullopt;
+  return s;
+}
+
+// With run.mutex held. `tryOnly`: a span buffer that is held makes it return false.
+bool Session::copyRun(const Run& run, int64_t fromStep, int spanSteps, bool tryOnly,
+                      Snapshot& s) {
+  s.state = run.state;
+  s.error = run.error;
+  s.notice = run.notice;
+  s.holdings = run.holdings;
+  s.config = run.config;
+  s.runId = run.id;
+  s.stepsDone = run.stepsDone;
+  s.configStep = run.configStep;
+  s.loading = run.loading;
+  if (run.trainer) s.parameterCount = run.trainer->parameterCount();
+  const int64_t first = run.stepsDone - int64_t(run.history.size());  // oldest kept
+  const int64_t from = std::max({fromStep, first, run.released});      // released: not again
+  if (from < s.stepsDone) s.steps.assign(run.history.begin() + (from - first), run.history.end());
+  if (spanSteps > 0 && run.trainer) {
+    // From step 1: spans between steps carry step -1 (Trainer::execute).
+    const int64_t since = std::max<int64_t>(1, s.stepsDone - spanSteps + 1);
+    s.spans.resize(size_t(run.trainer->localRankCount()));
+    for (size_t r = 0; r < s.spans.size(); ++r) {
+      const SpanRecorder& spans = run.trainer->spans(int(r));
+      if (!tryOnly)
+        s.spans[r] = spans.since(since);
+      else if (!spans.trySince(since, s.spans[r]))
+        return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace paralab

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,17 +78,28 @@ class Session {
 
   // Steps from index `fromStep` (0-based) on, plus the spans of the last `spanSteps` steps.
   Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const;
+  // snapshot() for a caller that must not wait: the window's GUI thread. The training's threads
+  // run at a lower priority (session.cpp), so one the kernel preempts while it holds the run's
+  // lock or a rank's span buffer holds it until its turn comes back: tens of ms when 8 ranks
+  // share 2 cores, the GUI waiting on them. Returns nothing when one is held (after a few
+  // tries, a few µs); the caller asks again at its next poll.
+  std::optional<Snapshot> trySnapshot(int64_t fromStep = 0, int spanSteps = 0) const;
   // The caller has taken steps [0, `step`) of the current run: the session keeps them no more
-  // (later snapshots start after them), so its memory does not grow with the run.
+  // (later snapshots start after them), so its memory does not grow with the run. The steps
+  // are freed by the training thread after its next step (the caller's thread never frees what
+  // a training thread allocated: that can wait on the allocator's lock of a preempted thread).
   void release(int64_t step);
 
  private:
   struct Run;
+  class MemoryReturner;
   std::shared_ptr<Run> current() const;  // the run commands go to, copied under m_mutex
+  static bool copyRun(const Run& run, int64_t fromStep, int spanSteps, bool tryOnly, Snapshot& s);
 
   mutable std::mutex m_mutex;  // guards m_run and m_runCounter (callers may be on any thread)
   std::shared_ptr<Run> m_run;
   int64_t m_runCounter = 0;
+  std::unique_ptr<MemoryReturner> m_returner;  // destroyed after the runs' threads are joined
 };
 
 }  // namespace paralab

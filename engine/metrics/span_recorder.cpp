@@ -38,13 +38,25 @@ std::vector<Span> SpanRecorder::recent(size_t maxCount) const {
 // Only the spans asked for are copied, not the whole ring first (a snapshot of 8 ranks asks
 // 30 times a second).
 std::vector<Span> SpanRecorder::since(int64_t step) const {
-  std::lock_guard lock(m_mutex);
   std::vector<Span> out;
+  std::lock_guard lock(m_mutex);
+  copySince(step, out);
+  return out;
+}
+
+bool SpanRecorder::trySince(int64_t step, std::vector<Span>& out) const {
+  if (!tryLockBriefly(m_mutex)) return false;
+  std::lock_guard lock(m_mutex, std::adopt_lock);
+  out.clear();
+  copySince(step, out);
+  return true;
+}
+
+void SpanRecorder::copySince(int64_t step, std::vector<Span>& out) const {
   for (size_t i = m_size; i > 0; --i) {
     const Span& s = m_ring[(m_next + m_ring.size() - i) % m_ring.size()];
     if (s.step >= step) out.push_back(s);
   }
-  return out;
 }
 
 void SpanRecorder::clear() {

@@ -36,6 +36,14 @@ inline int64_t nowNs() {
       .count();
 }
 
+// Locks `m` if it is free within a few tries (a holder that runs frees it in well under a µs;
+// one preempted while holding it would make the caller wait for its next turn).
+inline bool tryLockBriefly(std::mutex& m) {
+  for (int i = 0; i < 64; ++i)
+    if (m.try_lock()) return true;
+  return false;
+}
+
 // A ring of the last `capacity` spans of one rank. Written by that rank, read by snapshots.
 class SpanRecorder {
  public:
@@ -43,9 +51,14 @@ class SpanRecorder {
   void record(const Span& s);
   std::vector<Span> recent(size_t maxCount) const;  // oldest first
   std::vector<Span> since(int64_t step) const;      // spans with step >= `step`, oldest first
+  // since() without waiting: false, `out` untouched, when the writer holds the buffer (after a
+  // few tries; see Session::trySnapshot).
+  bool trySince(int64_t step, std::vector<Span>& out) const;
   void clear();
 
  private:
+  void copySince(int64_t step, std::vector<Span>& out) const;  // with m_mutex held
+
   mutable std::mutex m_mutex;  // uncontended: one writer, rare readers
   std::vector<Span> m_ring;
   size_t m_next = 0, m_size = 0;

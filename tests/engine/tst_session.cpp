@@ -184,6 +184,45 @@ class TstSession : public QObject {
     QCOMPARE(s.snapshot(0).stepsDone, 40);
   }
 
+  // Steps released while the run trains are not handed out again, though the training thread
+  // frees them only after its next step (the caller never frees what it allocated).
+  void releasedWhileTrainingAreNotHandedOut() {
+    Session s;
+    QCOMPARE(QString::fromStdString(s.start(smallRun(400))), QString());
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 20; }, 30000));
+    const int64_t taken = s.snapshot().stepsDone;
+    s.release(taken);
+    const Snapshot after = s.snapshot(0);
+    QVERIFY(after.steps.empty() || after.steps.front().step > taken);
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 60000));
+    const Snapshot end = s.snapshot(0);
+    QCOMPARE(end.steps.front().step, taken + 1);
+    QCOMPARE(end.steps.back().step, int64_t(400));
+  }
+
+  // trySnapshot, the window's: while the run trains it gives the steps snapshot() gives or
+  // nothing (never a part of them); once nothing holds the run, the same as snapshot().
+  void trySnapshotIsSnapshotOrNothing() {
+    Session s;
+    QCOMPARE(QString::fromStdString(s.start(smallRun(300))), QString());
+    int taken = 0;
+    while (s.snapshot().state != RunState::Finished) {
+      const std::optional<Snapshot> t = s.trySnapshot(0, 3);
+      if (!t) continue;
+      ++taken;
+      QCOMPARE(int64_t(t->steps.size()), t->stepsDone);
+      if (t->stepsDone > 0) QCOMPARE(int(t->spans.size()), 1);
+    }
+    QVERIFY(taken > 0);
+    const std::optional<Snapshot> t = s.trySnapshot(5, 3);
+    QVERIFY(t.has_value());
+    const Snapshot full = s.snapshot(5, 3);
+    QCOMPARE(t->steps.size(), full.steps.size());
+    QCOMPARE(t->steps.front().step, full.steps.front().step);
+    QCOMPARE(t->spans.at(0).size(), full.spans.at(0).size());
+    QVERIFY(!full.spans.at(0).empty());
+  }
+
   // The snapshot says what loading the run did, and how far it went (all 4 ranks built).
   void loadingSaysHowFarItIs() {
     Session s;
