@@ -317,6 +317,7 @@ Snapshot JobRunner::snapshot(int64_t fromStep) const {
   if (fromStep < s.stepsDone)
     s.steps.assign(m_steps.begin() + (std::max(fromStep, m_released) - m_released), m_steps.end());
   s.spans = m_views.spans();
+  s.spansLeftOut = m_views.spansLeftOut();
   s.holdings = m_views.holdings(m_lastStep ? &*m_lastStep : nullptr);
   return s;
 }

@@ -364,7 +364,7 @@ void MainWindow::poll() {
   // Each step's spans (the snapshot has those of the last steps) and the holdings, for the
   // run's lines that Export All writes.
   if (!s.steps.empty())
-    m_stepViews.add(s.spans, s.holdings, s.steps.front().step, s.steps.back().step);
+    m_stepViews.add(s.spans, s.holdings, s.steps.front().step, s.steps.back().step, s.spansLeftOut);
   m_seen = s.stepsDone;
   releaseRun(m_seen);
   m_parameterCount = s.parameterCount;

@@ -186,16 +186,17 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
   in.seekg(0);
   const RunViews views = readRunViews(in);
   if (views.hasSpans() || views.hasHoldings()) {
+    // Spans its lines left out (over kMaxLineSpans a rank a step): the timeline's legend says
+    // how many, and its lines written again count them.
     Snapshot s = m_hub->lastSnapshot();
     s.spans = views.spans();
+    s.spansLeftOut = views.spansLeftOut();
     s.holdings = views.holdings(&*last);
     m_hub->show(m_history, s);
     m_hub->refreshAll();
     // Exported again, its lines carry what it showed (the holdings from its first line).
-    m_stepViews.add(s.spans, views.holdings(nullptr), firstStep, last->step);
+    m_stepViews.add(s.spans, views.holdings(nullptr), firstStep, last->step, s.spansLeftOut);
   }
-  // Spans its lines left out (over kMaxLineSpans a rank a step): the legend says how many.
-  if (auto* t = m_hub->find<TimelineChart>()) t->setSpansDropped(views.spansDropped());
   if (auto* t = m_hub->find<TimelineChart>(); t && !views.hasSpans())
     t->setPlaceholderText(tr("%1 has no spans: its lines carry none (recorded before "
                              "paralab-run wrote them, exported by a window from before, or run "

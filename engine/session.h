@@ -43,6 +43,7 @@ struct Snapshot {
   // release()).
   std::vector<StepMetrics> steps;
   std::vector<std::vector<Span>> spans;  // per rank: spans of the last `spanSteps` steps
+  std::vector<SpansLeftOut> spansLeftOut;  // of those steps, spans their lines did not carry
   // What every rank holds (the strategies' sharding) and what it sent in the last step; empty
   // until the run is built.
   std::vector<RankHoldings> holdings;

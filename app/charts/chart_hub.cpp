@@ -126,10 +126,13 @@ void ChartHub::show(const MetricHistory& history, const Snapshot& snapshot) {
   if (!snapshot.steps.empty()) {
     // Everything the snapshot carries, but of its steps only the newest (what the per-rank
     // charts draw); spans come with the snapshots that asked for them.
-    auto spans = snapshot.spans.empty() ? std::move(m_snapshot.spans) : snapshot.spans;
+    const bool keepSpans = snapshot.spans.empty();
+    auto spans = keepSpans ? std::move(m_snapshot.spans) : snapshot.spans;
+    auto leftOut = keepSpans ? std::move(m_snapshot.spansLeftOut) : snapshot.spansLeftOut;
     m_snapshot = snapshot;
     m_snapshot.steps.erase(m_snapshot.steps.begin(), m_snapshot.steps.end() - 1);
     m_snapshot.spans = std::move(spans);
+    m_snapshot.spansLeftOut = std::move(leftOut);
     m_hasSnapshot = true;
   }
   for (Entry& e : m_entries) e.stale |= e.chart->followsRun();  // a new step to draw

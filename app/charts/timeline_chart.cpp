@@ -183,10 +183,15 @@ void TimelineChart::showSnapshot(const Snapshot& s) {
   for (size_t r = 0; r < s.spans.size(); ++r)
     for (const Span& sp : s.spans[r])
       if (sp.step > last - kSteps) kept[r].push_back(sp);
+  int64_t dropped = 0;  // what the lines of those steps left out (a job's, an opened run's)
+  for (const SpansLeftOut& d : s.spansLeftOut)
+    if (d.step > last - kSteps) dropped += d.count;
   if (!m_follow) {
     m_pending = std::move(kept);
+    m_pendingDropped = dropped;
     return;
   }
+  m_dropped = dropped;
   draw(kept);
 }
 
@@ -196,7 +201,10 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
   clear();
   m_follow = follow;
   m_dropped = dropped;
-  if (m_dropped > 0) m_droppedLayer->addToLegend();
+  if (m_dropped > 0) {
+    m_droppedLayer->setName(droppedText());
+    m_droppedLayer->addToLegend();
+  }
   m_spans = spans;
   int64_t origin = std::numeric_limits<int64_t>::max();
   std::map<int64_t, std::pair<int64_t, int64_t>> steps;  // step -> [first start, last end]
@@ -405,6 +413,7 @@ bool TimelineChart::event(QEvent* e) {
 
 void TimelineChart::mouseDoubleClickEvent(QMouseEvent* event) {
   m_follow = true;
+  if (!m_pending.empty()) m_dropped = m_pendingDropped;
   draw(m_pending.empty() ? m_spans : m_pending);  // a copy: draw() starts by clearing both
   Chart::mouseDoubleClickEvent(event);
 }

@@ -26,17 +26,19 @@ class TimelineChart : public Chart {
 
   explicit TimelineChart(QWidget* parent = nullptr);
   void showHistory(const MetricHistory& history) override;  // an empty history clears
-  // The spans of the last kSteps steps in `snapshot` (none: left as it is). While the user
-  // has zoomed or panned, the view holds still; a double-click follows the run again.
+  // The spans of the last kSteps steps in `snapshot` (none: left as it is), and how many of
+  // theirs the lines left out (Snapshot::spansLeftOut, said in the legend: droppedText()).
+  // While the user has zoomed or panned, the view holds still; a double-click follows the run
+  // again.
   void showSnapshot(const Snapshot& snapshot);
   void clear();
   void writeCsv(QTextStream& out) const override;
   int pointCount() const override;
   // What the empty chart says (an opened file without spans says why).
   using Chart::setPlaceholderText;
-  // Spans of the steps drawn that their lines did not record (an opened run's
+  // Spans of the steps drawn that their lines did not record (a job's or an opened run's
   // "spans_dropped": past kMaxLineSpans a rank a step), said by a line of the legend,
-  // droppedText(), while nonzero. A new run (clear()) has none.
+  // droppedText(), while nonzero. Each snapshot drawn sets it; a new run (clear()) has none.
   void setSpansDropped(int64_t count);
   int64_t spansDropped() const { return m_dropped; }
   QString droppedText() const;  // "" when none
@@ -95,6 +97,7 @@ class TimelineChart : public Chart {
   int64_t m_dropped = 0;
   std::vector<std::vector<Span>> m_spans;    // the spans drawn, per rank (for the trace)
   std::vector<std::vector<Span>> m_pending;  // newer spans held back while not following
+  int64_t m_pendingDropped = 0;              // what their lines left out
   QString m_emulated;
   QList<QCPAbstractItem*> m_marks;  // step boundaries and their labels
   bool m_follow = true;

@@ -30,6 +30,15 @@ inline bool isRingTransfer(SpanKind kind, std::string_view op) {
 }
 inline bool isRingTransfer(const Span& s) { return isRingTransfer(s.kind, s.op ? s.op : ""); }
 
+// Spans of one rank's step that were not kept (a step's line carries kMaxLineSpans a rank at
+// most, metrics/step_views.h: the rest are counted). A job's and an opened run's snapshots
+// carry these beside their spans; a thread run keeps every span.
+struct SpansLeftOut {
+  int64_t step = 0;
+  int rank = 0;
+  int64_t count = 0;
+};
+
 inline int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

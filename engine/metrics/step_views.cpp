@@ -115,7 +115,7 @@ void LineViewsWriter::addTo(nlohmann::json& line, std::optional<double> startedM
 
 void StepViewsLog::add(const std::vector<std::vector<Span>>& spans,
                        const std::vector<RankHoldings>& holdings, int64_t firstStep,
-                       int64_t lastStep) {
+                       int64_t lastStep, const std::vector<SpansLeftOut>& leftOut) {
   if (!holdings.empty()) {
     std::string text;
     for (const RankHoldings& h : holdings) text += holdingsLayoutJson(h).dump() + '\n';
@@ -147,6 +147,9 @@ void StepViewsLog::add(const std::vector<std::vector<Span>>& spans,
         else
           ++kept.dropped[r];
       }
+    for (const SpansLeftOut& d : leftOut)
+      if (d.step == step && d.rank >= 0 && size_t(d.rank) < spans.size())
+        kept.dropped[size_t(d.rank)] += d.count;
     // Rank 0's start of the step (any rank's, where rank 0 recorded none in it).
     int64_t first = INT64_MAX;
     for (const auto& rank : kept.ranks) {
@@ -273,9 +276,9 @@ void RunViews::add(const nlohmann::json& line) {
   for (const nlohmann::json& r : ranks) {
     const size_t rank = r.value("rank", s.ranks.size());
     if (rank >= 4096) throw std::runtime_error("spans: rank " + std::to_string(rank));
-    if (s.ranks.size() <= rank) s.ranks.resize(rank + 1);
+    if (s.ranks.size() <= rank) s.ranks.resize(rank + 1), s.dropped.resize(rank + 1);
     if (r.contains("spans")) s.ranks[rank] = spansFromJson(r.at("spans"), s.step, 0);
-    s.dropped += r.value("spans_dropped", int64_t(0));
+    s.dropped[rank] += std::max<int64_t>(0, r.value("spans_dropped", int64_t(0)));
     for (const Span& sp : s.ranks[rank]) s.endNs = std::max(s.endNs, sp.endNs);
   }
   m_steps.push_back(std::move(s));
@@ -299,8 +302,16 @@ std::vector<std::vector<Span>> RunViews::spans() const {
 
 int64_t RunViews::spansDropped() const {
   int64_t n = 0;
-  for (const StepSpans& s : m_steps) n += s.dropped;
+  for (const SpansLeftOut& d : spansLeftOut()) n += d.count;
   return n;
+}
+
+std::vector<SpansLeftOut> RunViews::spansLeftOut() const {
+  std::vector<SpansLeftOut> out;
+  for (const StepSpans& s : m_steps)
+    for (size_t r = 0; r < s.dropped.size(); ++r)
+      if (s.dropped[r] > 0) out.push_back({s.step, int(r), s.dropped[r]});
+  return out;
 }
 
 std::vector<RankHoldings> RunViews::holdings(const StepMetrics* last) const {

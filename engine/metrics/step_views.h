@@ -88,8 +88,10 @@ class StepViewsLog {
   // are kept when they differ from the last kept: from `firstStep` (the first of the steps
   // since the last call) when none is kept yet, else from `lastStep`. A step whose spans start
   // before the last kept step's (a job launched again: its clock is new) drops the spans kept.
+  // `leftOut`: spans of these steps left out before they came here (a job's lines, an opened
+  // run's), counted with those past the cap in each line's "spans_dropped".
   void add(const std::vector<std::vector<Span>>& spans, const std::vector<RankHoldings>& holdings,
-           int64_t firstStep, int64_t lastStep);
+           int64_t firstStep, int64_t lastStep, const std::vector<SpansLeftOut>& leftOut = {});
   void clear();
   // The run's lines written again, in step order: on each, what was kept of its step.
   class Lines {
@@ -145,11 +147,13 @@ class RunViews {
   bool hasSpans() const { return !m_steps.empty(); }
   bool hasHoldings() const { return !m_holdings.empty(); }
   int64_t spansDropped() const;  // over the steps kept, every rank
+  std::vector<SpansLeftOut> spansLeftOut() const;  // per step kept and rank, where any
 
  private:
   struct StepSpans {
-    int64_t step = 0, originNs = 0, endNs = 0, dropped = 0;
+    int64_t step = 0, originNs = 0, endNs = 0;
     std::vector<std::vector<Span>> ranks;
+    std::vector<int64_t> dropped;  // per rank: its "spans_dropped"
   };
   std::deque<StepSpans> m_steps;
   std::vector<RankHoldings> m_holdings;

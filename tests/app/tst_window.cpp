@@ -916,7 +916,8 @@ void TestWindow::exportedRunOpensWithItsTimeline() {
 }
 
 // Spans a line left out ("spans_dropped": past kMaxLineSpans a rank a step) are counted in the
-// timeline's legend, only while there are any, through redraws, and not after a new run.
+// timeline's legend, only while there are any, those of the steps drawn, and not after a new
+// run.
 void TestWindow::timelineSaysWhatTheLinesLeftOut() {
   auto legendNames = [](const TimelineChart& c) {
     QStringList names;
@@ -934,9 +935,15 @@ void TestWindow::timelineSaysWhatTheLinesLeftOut() {
     QVERIFY(legendNames(chart).contains(chart.droppedText()));
     Snapshot s;
     s.spans = {{Span{SpanKind::Forward, 0, 1'000'000, 0, "", 1}}};
-    chart.showSnapshot(s);  // a redraw keeps it
+    s.spansLeftOut = {{1, 0, 7}, {-2, 0, 100}};  // step -2 is not drawn (steps -1 to 1 are)
+    chart.showSnapshot(s);
     QCOMPARE(chart.spansDropped(), int64_t(7));
     QVERIFY(legendNames(chart).contains(chart.droppedText()));
+    s.spansLeftOut.clear();  // a thread run keeps every span
+    chart.showSnapshot(s);
+    QCOMPARE(chart.spansDropped(), int64_t(0));
+    QVERIFY(!legendNames(chart).join('|').contains("not recorded"));
+    chart.setSpansDropped(7);
     chart.setSpansDropped(1);
     QCOMPARE(chart.droppedText(), QString("1 span not recorded (over 512 a rank a step)"));
     chart.setSpansDropped(0);
@@ -973,6 +980,21 @@ void TestWindow::timelineSaysWhatTheLinesLeftOut() {
   QVERIFY(legendNames(*timeline).contains("20 spans not recorded (over 512 a rank a step)"));
   // The run's own file drew none.
   QCOMPARE(w.chartHub()->find<TimelineChart>()->spansDropped(), int64_t(0));
+  // Exported again, its lines say what the file's said, rank by rank.
+  QTemporaryDir again;
+  QCOMPARE(opened.exportAllTo(again.path()), QString());
+  int counted = 0;
+  for (const QString& text : readLines(again.filePath("run.jsonl"))) {
+    const nlohmann::json j = nlohmann::json::parse(text.toStdString());
+    if (!j.contains("step") || !j.contains("ranks") || !j.at("ranks").is_array() ||
+        !j.at("ranks").at(0).contains("spans"))
+      continue;
+    for (const auto& r : j.at("ranks")) {
+      QCOMPARE(r.value("spans_dropped", 0), j.value("step", 0) >= 5 ? 5 : 0);
+      counted += r.value("spans_dropped", 0);
+    }
+  }
+  QCOMPARE(counted, 20);
   opened.reset();
   QCOMPARE(timeline->spansDropped(), int64_t(0));
 }

@@ -22,8 +22,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cerrno>
-#include <set>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "capabilities.h"
 #include "charts/chart.h"
@@ -238,6 +239,58 @@ class TestWindowJobs : public QObject {
              qPrintable(shownText(timeline)));
     QVERIFY2(shownText(holdings).contains("old.jsonl says nothing of what the ranks hold"),
              qPrintable(shownText(holdings)));
+  }
+
+  // A job whose lines leave spans out (a pipeline of 256 micro-batches records over
+  // kMaxLineSpans a rank a step): the live timeline's legend counts those of the steps it
+  // draws, as its lines say, and Export All's run.jsonl says the same rank by rank.
+  void jobTimelineSaysWhatItsLinesLeftOut() {
+    if (!canLaunch()) QSKIP("no MPI in this build, or no mpirun");
+    QTemporaryDir dir;
+    const QString transcript = dir.filePath("job.jsonl");
+    MainWindow w;
+    RunConfig c = jobConfig(2, 4);
+    c.pp = 2;
+    c.batch = 256;
+    c.microbatches = 256;
+    c.evalEvery = 0;
+    w.configPanel()->setConfig(c);
+    QSignalSpy ended(&w, &MainWindow::runEnded);
+    w.startAction()->trigger();
+    QVERIFY(w.jobRunner());
+    w.jobRunner()->setTranscript(transcript);
+    QVERIFY2(ended.wait(180000), runStateName(w.runState()));
+    QVERIFY2(ended.at(0).at(0).toBool(), qPrintable(ended.at(0).at(1).toString()));
+    // What the job's lines of the steps drawn (2, 3, 4) left out, rank by rank.
+    std::map<std::pair<int64_t, int>, int64_t> said;
+    int64_t drawn = 0;
+    for (const QString& line : test::readLines(transcript)) {
+      const nlohmann::json j = nlohmann::json::parse(line.toStdString());
+      if (!j.contains("step") || !j.contains("ranks") || !j.at("ranks").is_array()) continue;
+      for (const auto& r : j.at("ranks")) {
+        const int64_t n = r.value("spans_dropped", int64_t(0));
+        said[{j.at("step").get<int64_t>(), r.value("rank", 0)}] = n;
+        if (j.at("step").get<int64_t>() >= 2) drawn += n;
+      }
+    }
+    QVERIFY2(drawn > 0, "the job's lines left no span out: the test needs more micro-batches");
+    auto* timeline = w.chartHub()->find<TimelineChart>();
+    QCOMPARE(timeline->spansDropped(), drawn);
+    QVERIFY2(timeline->droppedText().startsWith(QString::number(drawn) + " spans not recorded"),
+             qPrintable(timeline->droppedText()));
+    QCOMPARE(w.exportAllTo(dir.filePath("live")), QString());
+    int withSpans = 0;
+    for (const QString& line : test::readLines(dir.filePath("live/run.jsonl"))) {
+      const nlohmann::json j = nlohmann::json::parse(line.toStdString());
+      if (!j.contains("step") || !j.contains("ranks") || !j.at("ranks").is_array() ||
+          !j.at("ranks").at(0).contains("spans"))
+        continue;
+      ++withSpans;
+      for (const auto& r : j.at("ranks"))
+        QCOMPARE(r.value("spans_dropped", int64_t(0)),
+                 (said[{j.at("step").get<int64_t>(), r.value("rank", 0)}]));
+    }
+    QVERIFY(withSpans >= TimelineChart::kSteps);
   }
 
   // Pause holds the job, Step takes one step, Resume goes on; Reset ends every process.

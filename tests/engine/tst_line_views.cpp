@@ -297,6 +297,48 @@ class TstLineViews : public QObject {
     QCOMPARE(log.spansKept(), size_t(0));
   }
 
+  // What lines left out is known per step and rank where they are read (a job's stdout, an
+  // opened file), and written again with them: a line's "spans_dropped" read, then the same
+  // spans kept and written by the window's log, gives the same count on the same rank.
+  void leftOutCountsSurviveAReadAndAWrite() {
+    RunViews views;
+    for (int64_t step = 1; step <= 4; ++step) {
+      nlohmann::json line = {{"step", step}, {"started_ms", double(step)}};
+      for (int r = 0; r < 2; ++r) {
+        const double t = double(step) + 0.1 * r;
+        nlohmann::json part = {
+            {"rank", r}, {"spans", {{{"kind", "forward"}, {"start_ms", t}, {"end_ms", t + 0.05}}}}};
+        if (step >= 3 && r == 1) part["spans_dropped"] = 10 * step;  // 30 and 40, rank 1 only
+        line["ranks"].push_back(part);
+      }
+      views.add(line);
+    }
+    const std::vector<SpansLeftOut> left = views.spansLeftOut();  // of the last kSteps: 2, 3, 4
+    QCOMPARE(left.size(), size_t(2));
+    QCOMPARE(left[0].step, int64_t(3));
+    QCOMPARE(left[0].rank, 1);
+    QCOMPARE(left[0].count, int64_t(30));
+    QCOMPARE(left[1].step, int64_t(4));
+    QCOMPARE(left[1].count, int64_t(40));
+    QCOMPARE(views.spansDropped(), int64_t(70));
+
+    StepViewsLog log;
+    log.add(views.spans(), {}, 2, 4, left);
+    StepViewsLog::Lines writer(log);
+    for (int64_t step = 2; step <= 4; ++step) {
+      StepMetrics m;
+      m.step = step;
+      m.ranks.resize(2);
+      m.ranks[1].rank = 1;
+      nlohmann::json line = toJson(m);
+      writer.addTo(line);
+      QVERIFY(!line.at("ranks")[0].contains("spans_dropped"));
+      const nlohmann::json& rank1 = line.at("ranks")[1];
+      QCOMPARE(rank1.at("spans").size(), size_t(1));
+      QCOMPARE(rank1.value("spans_dropped", int64_t(0)), step >= 3 ? 10 * step : int64_t(0));
+    }
+  }
+
   void mpiLinesCarryEveryRanksSpans() {
 #ifndef PARALAB_MPIRUN
     QSKIP("built without MPI (or no mpirun)");
