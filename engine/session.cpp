@@ -308,7 +308,8 @@ void Session::release(int64_t step) {
   if (run->state == RunState::Finished || run->state == RunState::Failed ||
       run->state == RunState::Paused) {
     const int64_t first = run->stepsDone - int64_t(run->history.size());  // oldest kept
-    const int64_t drop = std::clamp<int64_t>(run->released - first, 0, int64_t(run->history.size()));
+    const int64_t drop =
+        std::clamp<int64_t>(run->released - first, 0, int64_t(run->history.size()));
     run->history.erase(run->history.begin(), run->history.begin() + drop);
   }
 }
@@ -346,8 +347,7 @@ std::optional<Snapshot> Session::trySnapshot(int64_t fromStep, int spanSteps) co
 }
 
 // With run.mutex held. `tryOnly`: a span buffer that is held makes it return false.
-bool Session::copyRun(const Run& run, int64_t fromStep, int spanSteps, bool tryOnly,
-                      Snapshot& s) {
+bool Session::copyRun(const Run& run, int64_t fromStep, int spanSteps, bool tryOnly, Snapshot& s) {
   s.state = run.state;
   s.error = run.error;
   s.notice = run.notice;
@@ -359,7 +359,7 @@ bool Session::copyRun(const Run& run, int64_t fromStep, int spanSteps, bool tryO
   s.loading = run.loading;
   if (run.trainer) s.parameterCount = run.trainer->parameterCount();
   const int64_t first = run.stepsDone - int64_t(run.history.size());  // oldest kept
-  const int64_t from = std::max({fromStep, first, run.released});      // released: not again
+  const int64_t from = std::max({fromStep, first, run.released});     // released: not again
   if (from < s.stepsDone) s.steps.assign(run.history.begin() + (from - first), run.history.end());
   if (spanSteps > 0 && run.trainer) {
     // From step 1: spans between steps carry step -1 (Trainer::execute).
