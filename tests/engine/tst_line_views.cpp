@@ -51,6 +51,17 @@ SpanShape shapeOf(const nlohmann::json& spans) {
   return s;
 }
 
+// A step's line of a 2-rank run (toJson of its figures) with what `writer` puts on it.
+nlohmann::json twoRankLine(StepViewsLog::Lines& writer, int64_t step) {
+  StepMetrics m;
+  m.step = step;
+  m.ranks.resize(2);
+  m.ranks[1].rank = 1;
+  nlohmann::json line = toJson(m);
+  writer.addTo(line);
+  return line;
+}
+
 }  // namespace
 
 class TstLineViews : public QObject {
@@ -271,12 +282,7 @@ class TstLineViews : public QObject {
     StepViewsLog::Lines writer(log);
     int64_t withSpans = 0, withHoldings = 0;
     for (int64_t step = 1; step <= kStepsRun; ++step) {
-      StepMetrics m;
-      m.step = step;
-      m.ranks.resize(2);
-      m.ranks[1].rank = 1;
-      nlohmann::json line = toJson(m);
-      writer.addTo(line);
+      const nlohmann::json line = twoRankLine(writer, step);
       const bool kept = step > kStepsRun - StepViewsLog::kSteps;
       QCOMPARE(line.at("ranks")[0].contains("spans"), kept);
       QCOMPARE(line.contains("started_ms"), kept);
@@ -326,12 +332,7 @@ class TstLineViews : public QObject {
     log.add(views.spans(), {}, 2, 4, left);
     StepViewsLog::Lines writer(log);
     for (int64_t step = 2; step <= 4; ++step) {
-      StepMetrics m;
-      m.step = step;
-      m.ranks.resize(2);
-      m.ranks[1].rank = 1;
-      nlohmann::json line = toJson(m);
-      writer.addTo(line);
+      const nlohmann::json line = twoRankLine(writer, step);
       QVERIFY(!line.at("ranks")[0].contains("spans_dropped"));
       const nlohmann::json& rank1 = line.at("ranks")[1];
       QCOMPARE(rank1.at("spans").size(), size_t(1));
