@@ -113,6 +113,12 @@ struct Session::Run {
   std::deque<StepMetrics> history;     // the last steps not freed, kHistorySteps at most
   int64_t stepsDone = 0;               // all steps, kept or not
   int64_t released = 0;                // steps [0, released) the caller took: not handed out
+  // Of the steps kept, how many at the front may go: released, or past kHistorySteps.
+  int64_t stepsToFree() const {
+    const int64_t kept = int64_t(history.size());
+    return std::max(std::clamp<int64_t>(released - (stepsDone - kept), 0, kept),
+                    kept - kHistorySteps);
+  }
   std::unique_ptr<Trainer> trainer;    // kept after the run ends so spans stay readable
   std::vector<RankHoldings> holdings;  // read on the training thread between steps
 
@@ -196,9 +202,8 @@ struct Session::Run {
         std::swap(holdings, h);
         ++stepsDone;
         // Released steps, and any past the bound, leave under the lock and are freed after it.
-        while (!history.empty() && (stepsDone - int64_t(history.size()) < released ||
-                                    int64_t(history.size()) > kHistorySteps)) {
-          if (freed.size() == freed.capacity()) break;  // the rest after the next step
+        // At most freed.capacity() a step: the rest go after the next one.
+        for (int64_t n = std::min<int64_t>(stepsToFree(), int64_t(freed.capacity())); n > 0; --n) {
           freed.push_back(std::move(history.front()));
           history.pop_front();
         }
@@ -306,12 +311,8 @@ void Session::release(int64_t step) {
   // A run that steps no more (ended, or paused) frees them here: no training thread holds an
   // allocator lock the caller could wait on while it is not stepping.
   if (run->state == RunState::Finished || run->state == RunState::Failed ||
-      run->state == RunState::Paused) {
-    const int64_t first = run->stepsDone - int64_t(run->history.size());  // oldest kept
-    const int64_t drop =
-        std::clamp<int64_t>(run->released - first, 0, int64_t(run->history.size()));
-    run->history.erase(run->history.begin(), run->history.begin() + drop);
-  }
+      run->state == RunState::Paused)
+    run->history.erase(run->history.begin(), run->history.begin() + run->stepsToFree());
 }
 
 void Session::stop() {
