@@ -49,9 +49,10 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   out.config = base;
   RunConfig& config = out.config;
   std::string configPath = findConfigPath(argc, argv);
+  std::set<std::string> configKeys;  // what the --config file gave
   if (!configPath.empty()) {
     try {
-      applyJsonFile(config, configPath);
+      configKeys = applyJsonFile(config, configPath);
     } catch (const ConfigError& e) {
       return fail(e.what());
     }
@@ -92,9 +93,15 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   app.add_flag("--measure-startup", out.measureStartup,
                "Print the time from process start to the window's first paint, then exit");
   addRunConfigOptions(app, config);
+  // Flags that name something: "" would read as not given (and open the window).
+  for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},
+                                      {"--export", "a folder"},
+                                      {"--open", "a recorded run's file"},
+                                      {"--settings", "a file name"}})
+    refuseEmpty(app.get_option(flag), allowed);
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab")) return *code;
-  datasetFollowsModel(config, app, configPath);
+  datasetFollowsModel(config, app, configKeys);
   config.deriveRanks();
   // The benchmark's point is a busy machine: 8 thread ranks unless the ranks were given.
   if (out.benchFramesS > 0 && !hasArgument(argc, argv, {"--ranks"}) && config.ranks == 1 &&

@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -14,6 +13,7 @@
 #include "memory_estimate.h"
 #include "parallel/process_grid.h"
 #include "parallel/strategy.h"  // cudaRefusal, strategyFor
+#include "read_file.h"
 #include "schema.h"
 
 namespace paralab {
@@ -174,15 +174,16 @@ void applyJson(RunConfig& c, const nlohmann::json& j) {
 // A --config file: a regular, readable file holding one JSON object of settings, each key once
 // and each value a plain value. Anything else is one ConfigError naming the path and what is
 // wrong, never an exception of the library or a silently dropped key.
-void applyJsonFile(RunConfig& c, const std::string& path) {
+std::set<std::string> applyJsonFile(RunConfig& c, const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw ConfigError("config: cannot open '" + path + "' (no such file)");
   if (!std::filesystem::is_regular_file(path, ec))
     throw ConfigError("config: '" + path + "' is not a file (allowed: a JSON file)");
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) throw ConfigError("config: cannot read '" + path + "'");
+  std::string why;
+  const std::optional<std::string> read = readWholeFile(path, why);
+  if (!read) throw ConfigError("config: cannot read '" + path + "' (" + why + ")");
+  const std::string& text = *read;
   // Duplicate keys would silently keep the last; a value that is an object or array nests,
   // and only one level (the object of settings) is allowed, so parsing stops at depth 2.
   std::string problem, key;
@@ -216,6 +217,7 @@ void applyJsonFile(RunConfig& c, const std::string& path) {
   if (!problem.empty()) throw ConfigError(problem);
   applyJson(c, j);
   c.deriveRanks();
+  return keys;
 }
 
 }  // namespace paralab

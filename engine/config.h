@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -108,8 +109,9 @@ bool isGemmKernel(const std::string& device, const std::string& kernel);
 // Reads keys named like the flags ("hidden", "data-dir", ...) into `config`. Unknown keys and
 // wrong types throw ConfigError naming the key.
 void applyJson(RunConfig& config, const nlohmann::json& j);
-// Reads a --config file; throws ConfigError naming the path when missing or malformed.
-void applyJsonFile(RunConfig& config, const std::string& path);
+// Reads a --config file; throws ConfigError naming the path when missing or malformed. Returns
+// the keys the file gave.
+std::set<std::string> applyJsonFile(RunConfig& config, const std::string& path);
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;

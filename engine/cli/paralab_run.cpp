@@ -217,9 +217,10 @@ int main(int argc, char** argv) {
   RunConfig config;
   bool json = false;
   std::string configPath = findConfigPath(argc, argv);
+  std::set<std::string> configKeys;  // what the --config file gave
   if (!configPath.empty()) {
     try {
-      applyJsonFile(config, configPath);
+      configKeys = applyJsonFile(config, configPath);
     } catch (const ConfigError& e) {
       return fail(e.what());
     }
@@ -288,19 +289,24 @@ int main(int argc, char** argv) {
                      "bf16|tf32|fp32: the arithmetic --project assumes (bf16: mixed precision "
                      "with fp32 master weights)")};
 
+  // Flags that name something: "" would read as not given.
+  for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},
+                                      {"--sweep", "ranks=1,2,4,8"},
+                                      {"--trace", "a file name"},
+                                      {"--save", "a file name"},
+                                      {"--resume", "a --save checkpoint"},
+                                      {"--control", "stdin"}})
+    refuseEmpty(app.get_option(flag), allowed);
+
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
-  datasetFollowsModel(config, app, configPath);
+  datasetFollowsModel(config, app, configKeys);
   if (projectFlag->count() > 0) {
     if (!sweep.empty() || latencyFlag->count() > 0 || !tracePath.empty() || !savePath.empty() ||
         !resumePath.empty() || sample > 0)
       return fail("project: projects the configuration instead of running it (not with --sweep, "
                   "--latency-sweep, --trace, --save, --resume or --sample)");
-    project.microBatchesGiven = app.get_option("--microbatches")->count() > 0;
-    if (!configPath.empty()) {  // already read and checked by applyJsonFile
-      std::ifstream in(configPath, std::ios::binary);
-      const nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
-      project.microBatchesGiven |= file.is_object() && file.contains("microbatches");
-    }
+    project.microBatchesGiven =
+        app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
     return runProjectCommand(config, project, json);
   }
   for (const CLI::Option* o : projectOnly)

@@ -3,8 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "config.h"
 #include "schema.h"
@@ -25,6 +23,14 @@ std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv, const 
     return badInput(program, std::string(e.what()) + " (see --help)");
   }
   return std::nullopt;
+}
+
+CLI::Option* refuseEmpty(CLI::Option* option, const std::string& allowed) {
+  return option->check(CLI::Validator(
+      [allowed](const std::string& value) {
+        return value.empty() ? "empty (allowed: " + allowed + ")" : std::string();
+      },
+      ""));
 }
 
 namespace {
@@ -86,13 +92,9 @@ void addRunConfigOptions(CLI::App& app, RunConfig& config) {
   }
 }
 
-void datasetFollowsModel(RunConfig& config, const CLI::App& app, const std::string& configPath) {
-  if (app.get_option("--dataset")->count() > 0) return;
-  if (!configPath.empty()) {  // already read and checked by applyJsonFile
-    std::ifstream in(configPath, std::ios::binary);
-    const nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
-    if (file.is_object() && file.contains("dataset")) return;
-  }
+void datasetFollowsModel(RunConfig& config, const CLI::App& app,
+                         const std::set<std::string>& configKeys) {
+  if (app.get_option("--dataset")->count() > 0 || configKeys.contains("dataset")) return;
   paralab::datasetFollowsModel(config);
 }
 

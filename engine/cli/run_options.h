@@ -3,10 +3,12 @@
 // See `paralab-run --help`, `paralab --help`, tests/engine/tst_cli.cpp.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace paralab {
@@ -23,13 +25,18 @@ int badInput(const char* program, const std::string& message);
 // bad flag gives badInput(program, "<what CLI11 says> (see --help)"). nullopt: parsed, go on.
 std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv, const char* program);
 
+// A flag that names something (a file, a channel, a list) refuses "": "--save: empty (allowed:
+// <allowed>)", instead of reading as if the flag were not given. Returns `option`.
+CLI::Option* refuseEmpty(CLI::Option* option, const std::string& allowed);
+
 // Adds a flag for every setting of the schema (schema.h), writing into `config`; --config (read
 // before the other flags, see findConfigPath) is each program's own.
 void addRunConfigOptions(CLI::App& app, RunConfig& config);
-// A dataset the command line did not give (nor the --config file at `configPath`) follows the
-// model: its first choice, fashion-mnist for mlp and moe, fortunes for gpt. Call after the
-// parse, before validate().
-void datasetFollowsModel(RunConfig& config, const CLI::App& app, const std::string& configPath);
+// A dataset the command line did not give (nor the --config file, whose keys applyJsonFile
+// returned) follows the model: its first choice, fashion-mnist for mlp and moe, fortunes for
+// gpt. Call after the parse, before validate().
+void datasetFollowsModel(RunConfig& config, const CLI::App& app,
+                         const std::set<std::string>& configKeys);
 // The value of --config, looked up before the full parse so the file can supply defaults that
 // flags then override ("" when absent).
 std::string findConfigPath(int argc, char** argv);

@@ -6,10 +6,9 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string_view>
 
+#include "read_file.h"
 #include "rng.h"
 
 namespace paralab {
@@ -32,11 +31,10 @@ bool fortuneFileName(const std::filesystem::directory_entry& e) {
 }
 
 std::string readFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw DataError("cannot open " + p.string() + " (" + kInstall + ")");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw DataError("cannot read " + p.string() + " (" + kInstall + ")");
-  return bytes;
+  std::string why;
+  std::optional<std::string> bytes = readWholeFile(p.string(), why);
+  if (!bytes) throw DataError("cannot read " + p.string() + " (" + why + "; " + kInstall + ")");
+  return std::move(*bytes);
 }
 
 // Appends the lines of a fortune file to out, leaving out the "%" lines between entries (a

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+
+#include "read_file.h"
 
 namespace paralab {
 
@@ -79,6 +79,10 @@ std::optional<std::string> checkpointPathProblem(const std::string& path) {
   std::error_code ec;
   if (path.empty()) return "save: needs a file name";
   if (fs::is_directory(path, ec)) return "save: '" + path + "' is a directory (allowed: a file)";
+  // The checkpoint replaces the file whole (a rename), so a device or a pipe would be replaced.
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    return "save: '" + path +
+           "' is not a regular file (allowed: a file, which the checkpoint replaces)";
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
     return "save: the folder of '" + path + "' does not exist";
@@ -140,10 +144,10 @@ void writeCheckpoint(const std::string& path, const TrainingState& state, const 
 Checkpoint readCheckpoint(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw ConfigError("resume: '" + path + "' is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("resume: cannot read '" + path + "' (" + systemError() + ")");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ConfigError("resume: cannot read '" + path + "'");
+  std::string why;
+  const std::optional<std::string> read = readWholeFile(path, why);
+  if (!read) throw ConfigError("resume: cannot read '" + path + "' (" + why + ")");
+  const std::string& bytes = *read;
 
   const size_t fixed = sizeof kMagic + sizeof(uint32_t) + sizeof(uint64_t);
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
@@ -181,7 +185,7 @@ Checkpoint readCheckpoint(const std::string& path) {
       const uint64_t n = h.at("arrays").at(key).get<uint64_t>();
       if (n > (body - at) / sizeof(float)) throw malformed(std::string("size of ") + key);
       to->resize(size_t(n));
-      std::memcpy(to->data(), bytes.data() + at, size_t(n) * sizeof(float));
+      if (n > 0) std::memcpy(to->data(), bytes.data() + at, size_t(n) * sizeof(float));
       at += size_t(n) * sizeof(float);
     }
     if (at != body) throw malformed("bytes after the arrays");

@@ -450,6 +450,14 @@ void TestApp::badInputExits2_data() {
   QTest::newRow("export folder") << QByteArray(R"({"dataset": "synthetic"})")
                                  << QStringList{"--export", "/proc/paralab-cannot-be-made"}
                                  << "export";
+  // A flag that names something, given as "": refused, not read as absent (the window would open).
+  QTest::newRow("empty export") << QByteArray(R"({"dataset": "synthetic"})")
+                                << QStringList{"--export", ""}
+                                << "--export: empty (allowed: a folder)";
+  QTest::newRow("empty open") << QByteArray(R"({"dataset": "synthetic"})")
+                              << QStringList{"--open", ""} << "--open: empty";
+  QTest::newRow("empty settings") << QByteArray(R"({"dataset": "synthetic"})")
+                                  << QStringList{"--settings", ""} << "--settings: empty";
 }
 
 void TestApp::badInputExits2() {

@@ -51,6 +51,22 @@ class TstCli : public QObject {
                                     << "straggler: rank 5 does not exist (allowed: 0..3)";
     QTest::newRow("fail form") << QStringList{"--ranks", "2", "--fail", "1"}
                                << "fail: '1' is not RANK@STEP";
+    // A flag that names something, given as "": refused, not read as absent.
+    for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},
+                                        {"--sweep", "ranks=1,2,4,8"},
+                                        {"--trace", "a file name"},
+                                        {"--save", "a file name"},
+                                        {"--resume", "a --save checkpoint"},
+                                        {"--control", "stdin"}})
+      QTest::newRow(qPrintable(QString("empty %1").arg(flag)))
+          << QStringList{flag, ""} << QString("%1: empty (allowed: %2)").arg(flag, allowed);
+    // A file that opens but fails as it is read (a stream would throw from inside the library).
+    QTest::newRow("config read error")
+        << QStringList{"--config", "/proc/self/mem"} << "config: cannot read '/proc/self/mem'";
+    // The checkpoint replaces its file whole: a device would be replaced by a file.
+    QTest::newRow("save over a device")
+        << QStringList{"--dataset", "synthetic", "--steps", "1", "--save", "/dev/null"}
+        << "save: '/dev/null' is not a regular file";
     // One rank more than this machine has GPUs: no GPU (as in CI) is said first, else the count.
     const int gpus = paralab::kernels::cuda_query_devices().count;
     QTest::newRow("nccl on too few GPUs")
