@@ -3,6 +3,11 @@
 // (parameters: the largest difference against the largest parameter): the ranks sum the
 // same products in a different order (each rank's GEMM over its slice, then the all-reduce),
 // so fp32 rounding differs at ~1e-7 per step and may grow slowly; nothing else may differ.
+// Adam's parameters get 5e-5: it divides each step by the gradient's running RMS, so that
+// rounding is not scaled down with a gradient that is small, and the worst of 42,282 ends
+// 8.4e-6 (N=2) to 1.2e-5 (N=3, 4) apart, 1.3e-5 at N=2 under ASan+UBSan, whose code rounds a
+// little differently; with momentum the worst is 2e-7. Every strategy at one N gives the same
+// figure: only the order of the sum differs from serial.
 // Run: ctest -R tst_parallel_equals_serial
 #include <QtTest>
 
@@ -36,8 +41,9 @@ class TstParallelEqualsSerial : public QObject {
       for (int n : {2, 3, 4})
         QTest::addRow("%s %s N=%d", qPrintable(strategy), qPrintable(variant), n)
             << strategy << variant << "momentum" << n;
-      QTest::addRow("%s %s N=2 adam", qPrintable(strategy), qPrintable(variant))
-          << strategy << variant << "adam" << 2;
+      for (int n : {2, 3, 4})
+        QTest::addRow("%s %s N=%d adam", qPrintable(strategy), qPrintable(variant), n)
+            << strategy << variant << "adam" << n;
     }
   }
 
@@ -61,7 +67,8 @@ class TstParallelEqualsSerial : public QObject {
     const int steps = 50;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "parallel vs serial");
-    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters, parallel vs serial");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, optimizer == "adam" ? 5e-5 : 1e-5,
+                            "final parameters, parallel vs serial");
     QVERIFY2(a.losses.back() < 0.8 * a.losses.front(), "the run should learn");
   }
 };
