@@ -13,6 +13,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
@@ -310,10 +311,16 @@ class TestWindowJobs : public QObject {
 
     w.pauseAction()->trigger();
     QCOMPARE(w.runState(), RunState::Paused);
-    QTest::qWait(1000);  // the step in flight arrives
-    const int64_t held = w.history().stepsSeen();
-    QTest::qWait(1000);
-    QCOMPARE(w.history().stepsSeen(), held);
+    // The steps in flight arrive (late on a loaded machine, or under ASan), then none: while
+    // it trains, this job's steps come several a second.
+    int64_t held = w.history().stepsSeen();
+    QElapsedTimer still, waited;
+    still.start(), waited.start();
+    while (still.elapsed() < 1500 && waited.elapsed() < 30000) {
+      QTest::qWait(100);
+      if (w.history().stepsSeen() != held) held = w.history().stepsSeen(), still.restart();
+    }
+    QVERIFY2(still.elapsed() >= 1500, "steps kept coming for 30 s after Pause");
     w.stepAction()->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(w.history().stepsSeen(), held + 1, 20000);
     QTest::qWait(800);
