@@ -39,16 +39,16 @@ SAN_ARGS = -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF \
 
 # AddressSanitizer + UndefinedBehaviorSanitizer (a finding fails the test): the whole suite,
 # the window's offscreen tests and the MPI runs included. On 2 cores its build and run take
-# about an hour, so `make test` runs only test-asan-subset below.
+# about 40 minutes, so `make test` runs only test-asan-subset below.
 build-asan/CMakeCache.txt:
 	cmake -S . -B build-asan -DPARALAB_SANITIZE=address $(SAN_ARGS)
 
 test-asan: deps build-asan/CMakeCache.txt
 	cmake --build build-asan -j $(JOBS)
-	# LeakSanitizer's tracer itself now and then crashes at exit in a process that passed
-	# ("Tracer caught signal 11", google/sanitizers#1353, open upstream; seen in the 4-process
-	# MPI run). Only a failed test whose own output shows that crash runs once more; both runs
-	# stay in the log. A test that failed for any other reason fails the target at once.
+	# LeakSanitizer's tracer used to crash at exit in a process that passed ("Tracer caught
+	# signal 11"; cmake/Sanitizers.cmake now avoids its cause). Should it happen again, only a
+	# failed test whose own output shows that crash runs once more; both runs stay in the log.
+	# A test that failed for any other reason fails the target at once.
 	cd build-asan && (ctest --output-on-failure -j $(JOBS) || ../scripts/rerun-tracer-crashes.sh)
 
 # What `make test` runs under ASan+UBSan: thread ranks' communicator and gradient sync, the
