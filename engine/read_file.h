@@ -8,7 +8,9 @@
 
 namespace paralab {
 
-// The file's bytes, or nothing with `why` set to the system's reason ("Input/output error").
+// The file's bytes, or nothing with `why` set to the system's reason ("Input/output error"), or
+// to "not a regular file": a device or a pipe could be read forever (/dev/zero) or wait for a
+// writer, so only regular files are read.
 std::optional<std::string> readWholeFile(const std::string& path, std::string& why);
 
 }  // namespace paralab

@@ -62,6 +62,10 @@ class TstCli : public QObject {
     QTest::newRow("save over a device")
         << QStringList{"--dataset", "synthetic", "--steps", "1", "--save", "/dev/null"}
         << "save: '/dev/null' is not a regular file";
+    // A device read to its end would never end.
+    QTest::newRow("resume from a device")
+        << QStringList{"--dataset", "synthetic", "--resume", "/dev/zero"}
+        << "resume: cannot read '/dev/zero' (not a regular file)";
     // One rank more than this machine has GPUs: no GPU (as in CI) is said first, else the count.
     const int gpus = paralab::kernels::cuda_query_devices().count;
     QTest::newRow("nccl on too few GPUs")
