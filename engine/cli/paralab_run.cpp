@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -334,6 +335,10 @@ int main(int argc, char** argv) {
           "trace: needs thread ranks (--backend thread or nccl; under mpirun each process holds "
           "only its own rank's spans)");
     if (!config.instrument) return fail("trace: needs the spans that --no-instrument turns off");
+    // A pipe would wait for a reader before the run starts; a device swallows the trace.
+    std::error_code ec;
+    if (std::filesystem::exists(tracePath, ec) && !std::filesystem::is_regular_file(tracePath, ec))
+      return fail("trace: '" + tracePath + "' is not a regular file (allowed: a file name)");
     if (!std::ofstream(tracePath)) return fail("trace: cannot write '" + tracePath + "'");
   }
   if (sample > 0 && config.model != "gpt")

@@ -62,6 +62,10 @@ class TstCli : public QObject {
     QTest::newRow("save over a device")
         << QStringList{"--dataset", "synthetic", "--steps", "1", "--save", "/dev/null"}
         << "save: '/dev/null' is not a regular file";
+    // A pipe opened for the trace would wait for a reader.
+    QTest::newRow("trace into a pipe")
+        << QStringList{"--dataset", "synthetic", "--trace", "/proc/self/fd/0"}
+        << "trace: '/proc/self/fd/0' is not a regular file";
     // A device read to its end would never end.
     QTest::newRow("resume from a device")
         << QStringList{"--dataset", "synthetic", "--resume", "/dev/zero"}
