@@ -121,6 +121,9 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
       out.configGiven = true;
   if (out.reconfigureEveryS > 0 && out.benchFramesS == 0)
     return fail("reconfigure-every: changes the run of --bench-frames S (allowed: with it)");
+  // The settings are read at start and written at exit: a pipe would hold the window.
+  if (const QFileInfo s(out.settingsFile); !settingsFile.empty() && s.exists() && !s.isFile())
+    return fail("settings: '" + settingsFile + "' is not a regular file (allowed: a file name)");
   if (!openFile.empty() && !QFileInfo(out.openFile).isFile())
     return fail("open: cannot read '" + openFile + "' (allowed: a recorded run's file)");
   if (!openFile.empty() && out.configGiven)

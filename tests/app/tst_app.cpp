@@ -458,6 +458,9 @@ void TestApp::badInputExits2_data() {
                               << QStringList{"--open", ""} << "--open: empty";
   QTest::newRow("empty settings") << QByteArray(R"({"dataset": "synthetic"})")
                                   << QStringList{"--settings", ""} << "--settings: empty";
+  QTest::newRow("settings on a device")
+      << QByteArray(R"({"dataset": "synthetic"})") << QStringList{"--settings", "/dev/null"}
+      << "settings: '/dev/null' is not a regular file";
 }
 
 void TestApp::badInputExits2() {
