@@ -188,13 +188,19 @@ class TstFaults : public QObject {
   void asyncStrategiesDoNotWait() {
     QFETCH(QString, strategy);
     QFETCH(QString, straggler);
-    const Measured plain = measure(stragglerRun(strategy.toStdString(), "none"));
-    const Measured slow = measure(stragglerRun(strategy.toStdString(), straggler.toStdString()));
-    const double ratio = slow.samplesPerS / plain.samplesPerS;
-    const double fastRatio = slow.rank0SamplesPerS / plain.rank0SamplesPerS;
-    qInfo("%s: %.0f -> %.0f samples/s with straggler %s (x%.2f); rank 0 alone x%.2f",
-          qPrintable(strategy), plain.samplesPerS, slow.samplesPerS, qPrintable(straggler), ratio,
-          fastRatio);
+    // Each window is about half a second: another test on the other core (ctest -j2) can slow
+    // one of the pair. Up to three pairs; the best counts, and a rank that waited for the
+    // straggler would give about 1/3 in every one.
+    Measured plain, slow;
+    double fastRatio = 0;
+    for (int attempt = 0; attempt < 3 && fastRatio < 0.6; ++attempt) {
+      plain = measure(stragglerRun(strategy.toStdString(), "none"));
+      slow = measure(stragglerRun(strategy.toStdString(), straggler.toStdString()));
+      fastRatio = std::max(fastRatio, slow.rank0SamplesPerS / plain.rank0SamplesPerS);
+      qInfo("%s: %.0f -> %.0f samples/s with straggler %s (x%.2f); rank 0 alone x%.2f",
+            qPrintable(strategy), plain.samplesPerS, slow.samplesPerS, qPrintable(straggler),
+            slow.samplesPerS / plain.samplesPerS, slow.rank0SamplesPerS / plain.rank0SamplesPerS);
+    }
     QVERIFY2(fastRatio >= 0.6, qPrintable(QString::number(fastRatio)));
     // The straggler did act: it delivered fewer samples than the rank it did not slow.
     QVERIFY2(slow.samples[1] < slow.samples[0],
