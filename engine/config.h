@@ -83,7 +83,7 @@ struct RunConfig {
 
   // Ranks one replica of the model spans: its tensor, pipeline and context splits.
   int modelSplit() const { return tp * pp * cp; }
-  // A layout that cuts the model or its windows (ModelParallel, parallel/model_parallel.cpp).
+  // A layout that cuts the model or its windows (ModelParallel, parallel/pipeline/model_parallel.cpp).
   bool modelParallel() const { return modelSplit() > 1; }
   int dpDegree() const { return dp > 0 ? dp : ranks / modelSplit(); }
   // Blocks with a mixture-of-experts FFN: the MoE MLP, or the GPT with --ffn moe.

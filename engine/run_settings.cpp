@@ -562,7 +562,7 @@ std::vector<Setting> coreSettings() {
                   .units("s")
                   .notInWindow());
   // [SECTION] Faults on purpose (train/faults.h): emulated in the forward and backward the
-  // data-parallel family shares (parallel/replica.cpp)
+  // data-parallel family shares (parallel/data/replica.cpp)
   const auto replicasOnly = [](const RunConfig& c) -> Why {
     if (!c.hasExperts() && c.tp == 1 && c.pp == 1) return std::nullopt;
     return std::string(

@@ -93,7 +93,7 @@ class Compute {
   void attentionProbs(float* att, const float* qkv, int B, int T, int C, int NH) const;
   void attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                          const float* att, int B, int T, int C, int NH) const;
-  // Causal attention one K/V block at a time, for ring attention (parallel/ring_attention.h):
+  // Causal attention one K/V block at a time, for ring attention (parallel/context/ring_attention.h):
   // cpu/attention_blocks.h and cuda/attention_blocks.h, the same shapes and semantics.
   // attentionBlockForward's `scratch` holds Tk floats (the CPU's row of scores; the GPU
   // rescores instead and leaves it alone). The two folds return the visible (query, key)

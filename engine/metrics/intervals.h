@@ -1,5 +1,5 @@
 // Time intervals [start, end) in ns, as spans cover them: their union, what one set leaves of
-// another, and how long two sets overlap. The ring's hidden share (parallel/ring_attention.h)
+// another, and how long two sets overlap. The ring's hidden share (parallel/context/ring_attention.h)
 // and the timeline's idle and waiting bars (app/charts/timeline_chart.h) are both made of these.
 #pragma once
 #include <algorithm>

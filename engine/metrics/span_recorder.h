@@ -21,7 +21,7 @@ struct Span {
   int64_t step = 0;
 };
 
-// A message of cp's ring attention on its way to the next rank (parallel/ring_attention.h): a
+// A message of cp's ring attention on its way to the next rank (parallel/context/ring_attention.h): a
 // Comm span whose op starts with kRingTransferOp. It runs while the rank computes, so the views
 // draw these on a row of their own (the window's timeline, the Chrome trace).
 inline constexpr std::string_view kRingTransferOp = "send→recv · ring ";

@@ -21,7 +21,7 @@
 // FFN column-then-row. gpt_parallel.cpp runs a shard.
 // With --ffn moe each block's FFN is a mixture of experts (moe_ffn.h): x += MoE(LN2(x)), every
 // token of every window routed on its own. A shard may then hold some of each block's experts
-// (ModelShard::epRank/epSize; expert parallelism, engine/parallel/expert_parallel.cpp).
+// (ModelShard::epRank/epSize; expert parallelism, engine/parallel/expert/expert_parallel.cpp).
 // See tests/engine/tst_gpt.cpp (gradient check, learning) and tst_parallel_equals_serial.cpp.
 #pragma once
 #include <cstdint>

@@ -2,7 +2,7 @@
 // replaced by the MoE FFN of moe_ffn.h — x + MoE(LN(x)): E expert FFNs behind a learned router,
 // top-k routing, an expert capacity, the Switch load-balancing loss. Experts may sit on other
 // ranks (expert parallelism): the strategy then gives the model an ExpertExchange
-// (moeParts()->exchange, engine/parallel/expert_parallel.cpp). The model runs on the rank's
+// (moeParts()->exchange, engine/parallel/expert/expert_parallel.cpp). The model runs on the rank's
 // Compute, the CPU or a GPU. One sample is one token.
 // See tests/engine/tst_moe.cpp and tst_cuda_moe.cpp.
 #pragma once

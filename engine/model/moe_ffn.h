@@ -5,7 +5,7 @@
 // sum_j gate_j expert_j(x) to its residual stream, x the block's normalised rows (tokens).
 // Experts may sit on other ranks (expert parallelism, Rajbhandari et al. 2022, DeepSpeed-MoE):
 // the layer then moves token rows through an ExpertExchange, written by
-// engine/parallel/expert_parallel.cpp. The layer runs on the model's Compute, the CPU or a GPU;
+// engine/parallel/expert/expert_parallel.cpp. The layer runs on the model's Compute, the CPU or a GPU;
 // the routing decisions are made on the host either way (moe_ffn.cpp says why).
 // See tests/engine/tst_moe.cpp, tst_cuda_moe.cpp and tst_gpt.cpp.
 #pragma once

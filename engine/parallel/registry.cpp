@@ -16,7 +16,7 @@
 //      its memory and traffic checked against the formula its lesson states, a lesson step.
 #include "device/compute.h"
 #include "parallel/strategy.h"
-#include "parallel/zero.h"
+#include "parallel/data/zero.h"
 
 namespace paralab {
 

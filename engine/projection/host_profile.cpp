@@ -145,7 +145,7 @@ double measureAttention(int b, int s, int headsHere, int dh, double elementwiseB
   return flops / std::max(t - softmax, 0.5 * t);
 }
 
-// Bytes/s of one core taking a rank's batch slice as the engine does (parallel/replica.cpp):
+// Bytes/s of one core taking a rank's batch slice as the engine does (parallel/data/replica.cpp):
 // `rows` samples, each a row of the run's own data set copied from a random place with its
 // label. The data set as it lies in memory, not a buffer of the same size: on a machine that
 // keeps its cold pages elsewhere, a row read once an epoch costs far more than its bytes.
@@ -256,7 +256,7 @@ double allReduceSeconds(ThreadWorld& world, int64_t floats, int repeats) {
   return *std::max_element(times.begin(), times.end());
 }
 
-// The engine's gradient synchronisation calls in one step (parallel/grad_sync.h), each paying
+// The engine's gradient synchronisation calls in one step (parallel/data/grad_sync.h), each paying
 // the link's latency: per tensor, the MLP's input layer and head (a weight and a bias each) and
 // a block's LayerNorm and two linear layers, or the GPT's two embedding tables, final LayerNorm
 // and head, and a block's two LayerNorms and four linear layers; bucketed, one per --bucket-mb

@@ -18,8 +18,8 @@
 #include "emulated_parts.h"
 #include "model/gpt.h"
 #include "model/moe.h"
-#include "parallel/pipeline.h"
-#include "parallel/ring_attention.h"
+#include "parallel/pipeline/pipeline.h"
+#include "parallel/context/ring_attention.h"
 #include "train/faults.h"
 
 namespace paralab {

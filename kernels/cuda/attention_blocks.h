@@ -1,6 +1,6 @@
 // Causal multi-head attention one K/V block at a time on the GPU, float, device pointers: the
 // same shapes, layouts, formulas and semantics as cpu/attention_blocks.h (read that first),
-// for ring attention's folds (engine/parallel/ring_attention.h) on a rank's GPU. The first rung
+// for ring attention's folds (engine/parallel/context/ring_attention.h) on a rank's GPU. The first rung
 // of a ladder, like the naive kernels of cuda/attention.h: a thread block takes one sequence
 // b, one head h and a tile of 32 rows (query rows, or for dK/dV key rows), one thread per row,
 // each thread looping over the keys (queries) that row sees in the CPU's order. Nothing is

@@ -1,4 +1,4 @@
-// `paralab-bench cp`: context parallelism (ring attention, parallel/ring_attention.h) against
+// `paralab-bench cp`: context parallelism (ring attention, parallel/context/ring_attention.h) against
 // the serial run of the same GPT, global batch and seed on the same machine, at a context long
 // enough that attention dominates the step. Rows: serial, cp 2 zigzag, cp 2 contiguous, cp 4
 // zigzag, cp 4 contiguous: step time, each rank's compute (the least and the most: zigzag
@@ -25,7 +25,7 @@
 #include "bench_common.h"
 #include "cpu/attention.h"
 #include "cpu/attention_blocks.h"
-#include "parallel/ring_attention.h"
+#include "parallel/context/ring_attention.h"
 #include "train/trainer.h"
 
 using namespace paralab;

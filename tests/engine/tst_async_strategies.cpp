@@ -12,7 +12,7 @@
 
 #include "json_lines.h"
 #include "comm/communicator.h"
-#include "parallel/replica.h"
+#include "parallel/data/replica.h"
 #include "parallel/strategy.h"
 #include "train/trainer.h"
 

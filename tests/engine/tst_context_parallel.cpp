@@ -1,4 +1,4 @@
-// Context parallelism (--cp, parallel/ring_attention.h): each window's tokens over cp ranks,
+// Context parallelism (--cp, parallel/context/ring_attention.h): each window's tokens over cp ranks,
 // attention as a ring of K/V blocks. Checked here: which chunks a rank holds and the causal
 // work they carry (zigzag balanced, contiguous not); the trajectory and parameters equal
 // serial's under cp 2 and 4, with tp, pp, dp, ZeRO and recomputation; the ring's bytes and
@@ -17,7 +17,7 @@
 #include "loss_trajectory.h"
 #include "memory/memory_tracker.h"
 #include "metrics/chrome_trace.h"
-#include "parallel/ring_attention.h"
+#include "parallel/context/ring_attention.h"
 #include "train/trainer.h"
 
 using namespace paralab;

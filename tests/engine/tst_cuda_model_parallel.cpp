@@ -33,8 +33,8 @@
 #include "device/compute.h"
 #include "layout_spec.h"
 #include "loss_trajectory.h"
-#include "parallel/pipeline.h"
-#include "parallel/ring_attention.h"
+#include "parallel/pipeline/pipeline.h"
+#include "parallel/context/ring_attention.h"
 #include "train/trainer.h"
 
 using namespace paralab;

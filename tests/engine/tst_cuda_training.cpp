@@ -34,7 +34,7 @@
 #include "loss_trajectory.h"
 #include "model/mlp.h"
 #include "parallel/strategy.h"
-#include "parallel/zero.h"
+#include "parallel/data/zero.h"
 #include "train/latency_sweep.h"
 #include "train/trainer.h"
 

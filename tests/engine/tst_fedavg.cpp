@@ -1,4 +1,4 @@
-// Federated averaging (engine/parallel/fedavg.cpp): one client taking part in every round with
+// Federated averaging (engine/parallel/async/fedavg.cpp): one client taking part in every round with
 // one local step is serial SGD, loss and parameters; label-skewed clients learn less in the same
 // rounds than IID ones; a round costs one reduce and one broadcast of the model; the window's
 // and the command line's settings are the strategy's own.

@@ -1,4 +1,4 @@
-// One gradient synchronisation (engine/parallel/grad_sync.h) wherever there is a data-parallel
+// One gradient synchronisation (engine/parallel/data/grad_sync.h) wherever there is a data-parallel
 // dimension: ZeRO-1/2/3 and the all-reduce (per tensor, bucketed with overlap) inside tensor x
 // pipeline layouts and with the mixture of experts, each against the serial run on the same
 // global batch and seed (loss trajectory 1e-5 relative, and the final parameters); model states
@@ -13,8 +13,8 @@
 #include "model/moe.h"
 #include "moe_runs.h"
 #include "parallel/process_grid.h"
-#include "parallel/replica.h"  // shardBegin
-#include "parallel/zero.h"
+#include "parallel/data/replica.h"  // shardBegin
+#include "parallel/data/zero.h"
 #include "tiles.h"
 #include "train/trainer.h"
 #include "zero_formula.h"

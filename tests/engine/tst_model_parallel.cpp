@@ -14,7 +14,7 @@
 #include "json_lines.h"
 #include "layout_spec.h"
 #include "loss_trajectory.h"
-#include "parallel/pipeline.h"
+#include "parallel/pipeline/pipeline.h"
 #include "train/trainer.h"
 
 using namespace paralab;

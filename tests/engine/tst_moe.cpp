@@ -18,7 +18,7 @@
 #include "model_gradcheck.h"
 #include "moe_runs.h"
 #include "parallel/holdings.h"
-#include "parallel/replica.h"
+#include "parallel/data/replica.h"
 #include "train/trainer.h"
 
 using namespace paralab;

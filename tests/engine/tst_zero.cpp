@@ -9,7 +9,7 @@
 #include "comm/communicator.h"
 #include "json_lines.h"
 #include "memory_estimate.h"
-#include "parallel/zero.h"
+#include "parallel/data/zero.h"
 #include "train/trainer.h"
 #include "zero_formula.h"
 

@@ -10,7 +10,7 @@
 // the pieces need not be adjacent. The kernels run through Compute (the CPU's or the GPU's
 // attention_blocks), every buffer lives on the rank's device, and the ring's messages move
 // device buffers on the GPU (Communicator send/recv with Device::Cuda).
-#include "parallel/ring_attention.h"
+#include "parallel/context/ring_attention.h"
 
 #include <algorithm>
 #include <atomic>
@@ -24,7 +24,7 @@
 #include "cpu/attention_blocks.h"
 #include "device/compute.h"
 #include "metrics/intervals.h"
-#include "parallel/pipeline.h"  // microSpanLabel
+#include "parallel/pipeline/pipeline.h"  // microSpanLabel
 
 namespace paralab {
 

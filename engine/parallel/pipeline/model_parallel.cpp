@@ -34,12 +34,12 @@
 #include "comm/communicator.h"
 #include "device/compute.h"
 #include "model/gpt.h"
-#include "parallel/grad_sync.h"
-#include "parallel/gpt_parallel.h"
-#include "parallel/pipeline.h"
+#include "parallel/data/grad_sync.h"
+#include "parallel/tensor/gpt_parallel.h"
+#include "parallel/pipeline/pipeline.h"
 #include "parallel/process_grid.h"
-#include "parallel/replica.h"  // shardBegin, shardLen
-#include "parallel/stage.h"
+#include "parallel/data/replica.h"  // shardBegin, shardLen
+#include "parallel/pipeline/stage.h"
 
 namespace paralab {
 

@@ -8,8 +8,8 @@
 #include <numeric>
 
 #include "comm/communicator.h"
-#include "parallel/model_spread.h"
-#include "parallel/replica.h"
+#include "parallel/async/model_spread.h"
+#include "parallel/data/replica.h"
 #include "rng.h"
 
 namespace paralab {

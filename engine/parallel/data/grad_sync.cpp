@@ -20,7 +20,7 @@
 // With --device cuda every buffer is device memory of the rank's Compute; each collective waits
 // for the rank's stream first (Compute::sync), since the communicator works on its own.
 // See tests/engine/tst_grad_sync.cpp, tst_zero.cpp and tst_parallel_equals_serial.cpp.
-#include "parallel/grad_sync.h"
+#include "parallel/data/grad_sync.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -34,15 +34,15 @@
 // With --device cuda every buffer here is device memory of the rank's Compute and every
 // kernel goes on its stream; each collective waits for that stream first (ready()), since the
 // communicator reads and writes from its own, and returns once its own is done.
-#include "parallel/tensor_parallel.h"
+#include "parallel/tensor/tensor_parallel.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "comm/communicator.h"
 #include "device/compute.h"
-#include "parallel/grad_sync.h"
-#include "parallel/pipeline.h"
+#include "parallel/data/grad_sync.h"
+#include "parallel/pipeline/pipeline.h"
 
 namespace paralab {
 

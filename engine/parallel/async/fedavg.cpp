@@ -12,7 +12,7 @@
 
 #include "comm/communicator.h"
 #include "data/dataset.h"
-#include "parallel/replica.h"
+#include "parallel/data/replica.h"
 #include "rng.h"
 #include "schema.h"
 

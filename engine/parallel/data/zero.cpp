@@ -1,6 +1,6 @@
 // ZeRO's shard layout (see zero.h): units cut at the model's units and at the groups' ranges,
 // each padded to its group's N. See tests/engine/tst_zero.cpp.
-#include "parallel/zero.h"
+#include "parallel/data/zero.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -12,7 +12,7 @@
 #include "comm/communicator.h"
 #include "cuda/runtime.h"
 #include "memory/device_allocator.h"
-#include "parallel/replica.h"
+#include "parallel/data/replica.h"
 
 namespace paralab {
 

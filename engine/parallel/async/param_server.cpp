@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "comm/communicator.h"
-#include "parallel/replica.h"
+#include "parallel/data/replica.h"
 
 namespace paralab {
 

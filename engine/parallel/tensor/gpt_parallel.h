@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "model/gpt.h"
-#include "parallel/ring_attention.h"
-#include "parallel/stage.h"
+#include "parallel/context/ring_attention.h"
+#include "parallel/pipeline/stage.h"
 
 namespace paralab {
 

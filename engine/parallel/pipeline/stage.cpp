@@ -1,5 +1,5 @@
 // The stage of a shard, whichever model it is (see stage.h).
-#include "parallel/stage.h"
+#include "parallel/pipeline/stage.h"
 
 #include <stdexcept>
 
@@ -7,8 +7,8 @@
 #include "device/compute.h"
 #include "model/gpt.h"
 #include "model/mlp.h"
-#include "parallel/gpt_parallel.h"
-#include "parallel/tensor_parallel.h"
+#include "parallel/tensor/gpt_parallel.h"
+#include "parallel/tensor/tensor_parallel.h"
 
 namespace paralab {
 

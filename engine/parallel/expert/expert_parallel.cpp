@@ -27,11 +27,11 @@
 #include "data/dataset.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
-#include "parallel/grad_sync.h"
+#include "parallel/data/grad_sync.h"
 #include "parallel/holdings.h"
 #include "parallel/process_grid.h"
 #include "memory/memory_tracker.h"
-#include "parallel/replica.h"  // shardBegin, shardLen
+#include "parallel/data/replica.h"  // shardBegin, shardLen
 
 namespace paralab {
 

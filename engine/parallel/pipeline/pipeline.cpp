@@ -12,7 +12,7 @@
 //     run, so a stage holds at most P - s of them: less memory, the same bubble.
 // Both flush at the end of the step: every stage is idle (P-1)/(M+P-1) of the pipeline's time
 // when stages are balanced (P - 1 forward and backward slots while the pipe fills and drains).
-#include "parallel/pipeline.h"
+#include "parallel/pipeline/pipeline.h"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // ReplicaStrategy: what every data-parallel strategy shares — a model replica on this rank,
 // this rank's slice of the global batch, forward and backward with a span per unit, and the
 // optimizer, all on the rank's Compute (its device and GEMM). Subclasses add the collectives.
-// See engine/parallel/data_parallel.cpp and grad_sync.cpp.
+// See engine/parallel/data/data_parallel.cpp and grad_sync.cpp.
 #pragma once
 #include <memory>
 #include <vector>

@@ -11,8 +11,8 @@
 // Try: paralab-run --ranks 4 --zero 3 --optimizer adam --lr 0.002 --json
 // See tests/engine/tst_parallel_equals_serial.cpp, tst_zero.cpp and tst_cuda_training.cpp.
 #include "comm/communicator.h"
-#include "parallel/grad_sync.h"
-#include "parallel/replica.h"
+#include "parallel/data/grad_sync.h"
+#include "parallel/data/replica.h"
 
 namespace paralab {
 

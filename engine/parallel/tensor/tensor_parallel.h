@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "model/mlp.h"
-#include "parallel/stage.h"
+#include "parallel/pipeline/stage.h"
 
 namespace paralab {
 

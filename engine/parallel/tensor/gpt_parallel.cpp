@@ -45,7 +45,7 @@
 // each rank's share over its tokens, summed over dp x cp by the GradSync (model_parallel.cpp).
 // With --device cuda every buffer here is device memory of the rank's Compute, as in
 // tensor_parallel.cpp; each collective waits for the rank's stream first (ready()).
-#include "parallel/gpt_parallel.h"
+#include "parallel/tensor/gpt_parallel.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -53,8 +53,8 @@
 
 #include "comm/communicator.h"
 #include "device/compute.h"
-#include "parallel/grad_sync.h"
-#include "parallel/pipeline.h"
+#include "parallel/data/grad_sync.h"
+#include "parallel/pipeline/pipeline.h"
 
 namespace paralab {
 

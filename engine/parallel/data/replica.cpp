@@ -1,5 +1,5 @@
 // The shared part of the data-parallel strategies (see replica.h).
-#include "parallel/replica.h"
+#include "parallel/data/replica.h"
 
 #include <algorithm>
 #include <cstring>

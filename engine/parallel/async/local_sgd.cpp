@@ -5,8 +5,8 @@
 // GPU; the spread's distances on the host, from copies made on averaging steps only).
 // See tests/engine/tst_async_strategies.cpp and tst_cuda_training.cpp.
 #include "comm/communicator.h"
-#include "parallel/model_spread.h"
-#include "parallel/replica.h"
+#include "parallel/async/model_spread.h"
+#include "parallel/data/replica.h"
 
 namespace paralab {
 

@@ -22,7 +22,7 @@
 #include "model/mlp.h"  // UnitHooks
 #include "optim/optimizer.h"
 #include "parallel/holdings.h"
-#include "parallel/zero.h"
+#include "parallel/data/zero.h"
 #include "train/training_state.h"
 
 namespace paralab {
