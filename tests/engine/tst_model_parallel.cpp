@@ -1,6 +1,6 @@
 // Tensor, sequence and pipeline parallelism and their composition with data parallelism:
 // the serial loss trajectory on the same global batch and seed; the collectives each issues
-// against the formulas of tensor_parallel.cpp and pipeline.cpp; the schedules' structure and
+// against the formulas of tensor_parallel.cpp and schedule.cpp; the schedules' structure and
 // bubble against (P-1)/(M+P-1); activation memory (GPipe M micro-batches, 1F1B at most P; SP
 // below TP); bad layouts named with exit code 2; the same runs under mpirun. The mpirun rows
 // run from their own CTest (tst_model_parallel_mpi, PARALAB_MP_MPI=1). Run: ctest -R model_parallel
@@ -236,7 +236,7 @@ class TstModelParallel : public QObject {
         for (int M = 1; M <= 16; ++M) {
           const auto b = modelledBubble(sched, P, M, 1.0, 2.0);
           QVERIFY2(b, qPrintable(QString("%1 P=%2 M=%3 deadlocks").arg(sched).arg(P).arg(M)));
-          for (double x : *b) QVERIFY(std::abs(x - bubbleReference(P, M)) < 1e-12);
+          for (double x : *b) QVERIFY(std::abs(x - bubbleFraction(P, M)) < 1e-12);
           for (int s = 0; s < P; ++s) {
             const int live = peakInFlight(pipelineSchedule(sched, s, P, M));
             QCOMPARE(live, std::string(sched) == "gpipe" ? M : std::min(P - s, M));
@@ -259,7 +259,7 @@ class TstModelParallel : public QObject {
     t.step();
     const StepMetrics m = t.step();
     QVERIFY(m.bubble && m.bubbleReference);
-    QCOMPARE(*m.bubbleReference, bubbleReference(c.pp, c.microbatches));
+    QCOMPARE(*m.bubbleReference, bubbleFraction(c.pp, c.microbatches));
     const int P = c.pp, M = c.microbatches, T = c.tp;
     std::vector<MicroSpans> stage;
     for (int s = 0; s < P; ++s) stage.push_back(microSpans(t.spans(s * T).since(2)));  // tp rank 0
@@ -315,7 +315,7 @@ class TstModelParallel : public QObject {
     std::vector<double> bubble;
     for (int i = 0; i < 6; ++i) bubble.push_back(*t.step().bubble);
     std::sort(bubble.begin(), bubble.end());
-    const double median = (bubble[2] + bubble[3]) / 2, ref = bubbleReference(2, 4);
+    const double median = (bubble[2] + bubble[3]) / 2, ref = bubbleFraction(2, 4);
     qInfo("%s: measured bubble %.3f (median of 6 steps), reference %.3f", qPrintable(schedule),
           median, ref);
     QVERIFY2(std::abs(median - ref) <= 0.1 * ref,

@@ -11,8 +11,8 @@
 // of the batch, each its pieces of every window's tokens (ring_attention.h); their gradients
 // are shares over tokens, so the dp sum below runs over dp x cp.
 // Per step, the collectives, in order:
-//   1. the pipeline schedule (pipeline.cpp) over micro-batches, with point-to-point send/recv
-//      to the neighbouring stages on the pp group, and the tensor-parallel exchanges inside
+//   1. the stage's list of the pipeline schedule (schedule.h) over micro-batches, executed in
+//      order, with point-to-point send/recv to the neighbouring stages on the pp group, and the tensor-parallel exchanges inside
 //      each stage's forward and backward on the tp group (tensor_parallel.cpp);
 //   2. data parallelism over the dp group: the stage's gradients summed by the rank's GradSync
 //      (grad_sync.cpp) as --zero and --dp-version say: all-reduce (per tensor, or buckets started
@@ -66,6 +66,8 @@ class ModelParallel final : public Strategy {
     m_stage = makeStage(*m_model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
                         m_grid.cp(), c.cpOrder == "zigzag");
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
+    for (const PipeStep& p : m_schedule)  // a shard holds one chunk of the model
+      if (p.chunk != 0) throw std::invalid_argument("schedule: one model chunk per stage");
     // Data parallelism: the stage's weights have a replica on every rank of the dp group (x cp).
     GradSyncSettings sync = GradSyncSettings::of(c);
     sync.callsDuringBackward = true;  // tp exchanges and pp messages

@@ -1,0 +1,106 @@
+// The table of pipeline schedules (schedule.h) and what every schedule shares: the lookups,
+// the peak of micro-batches in flight and the bubble formula.
+// See tests/engine/tst_pipeline_schedule.cpp.
+// Adding a schedule: its builder in schedule_<name>.cpp, its value in PipeSchedule, its row
+// here, its test beside tst_pipeline_schedule.cpp's, and its name among --schedule's choices.
+#include "parallel/pipeline/schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include "config.h"  // ConfigError
+
+namespace paralab {
+
+std::vector<PipeStep> gpipeSteps(const PipeShape& shape);     // schedule_gpipe.cpp
+std::vector<PipeStep> oneFOneBSteps(const PipeShape& shape);  // schedule_1f1b.cpp
+
+namespace {
+
+const std::array kSchedules{
+    PipeScheduleRow{.schedule = PipeSchedule::OneFOneB,
+                    .name = "1f1b",
+                    .cite = "Narayanan et al. 2019, PipeDream-Flush; Megatron-LM",
+                    .build = oneFOneBSteps},
+    PipeScheduleRow{.schedule = PipeSchedule::GPipe,
+                    .name = "gpipe",
+                    .cite = "Huang et al. 2019, GPipe",
+                    .build = gpipeSteps},
+};
+
+}  // namespace
+
+const char* pipeActionName(PipeAction a) {
+  switch (a) {
+    case PipeAction::RecvAct:
+      return "recv-act";
+    case PipeAction::Forward:
+      return "forward";
+    case PipeAction::SendAct:
+      return "send-act";
+    case PipeAction::RecvGrad:
+      return "recv-grad";
+    case PipeAction::Backward:
+      return "backward";
+    case PipeAction::SendGrad:
+      return "send-grad";
+  }
+  return "?";
+}
+
+std::span<const PipeScheduleRow> pipeSchedules() { return kSchedules; }
+
+const PipeScheduleRow& pipeSchedule(PipeSchedule s) {
+  for (const PipeScheduleRow& r : kSchedules)
+    if (r.schedule == s) return r;
+  throw std::invalid_argument("pipeSchedule: a schedule without a row");
+}
+
+const PipeScheduleRow& pipeScheduleNamed(std::string_view name) {
+  std::string allowed;
+  for (const PipeScheduleRow& r : kSchedules) {
+    if (name == r.name) return r;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(r.name);
+  }
+  throw ConfigError("schedule: '" + std::string(name) +
+                    "' is not a pipeline schedule (allowed: " + allowed + ")");
+}
+
+std::vector<PipeStep> pipelineSchedule(PipeSchedule s, const PipeShape& shape) {
+  if (shape.stages < 1 || shape.stage < 0 || shape.stage >= shape.stages || shape.micros < 1 ||
+      shape.chunks < 1)
+    throw std::invalid_argument("pipelineSchedule: bad stage or sizes");
+  return pipeSchedule(s).build(shape);
+}
+
+std::vector<PipeStep> pipelineSchedule(const std::string& schedule, int stage, int stages,
+                                       int micros) {
+  return pipelineSchedule(pipeScheduleNamed(schedule).schedule,
+                          PipeShape{.stage = stage, .stages = stages, .micros = micros});
+}
+
+std::vector<std::vector<PipeStep>> pipelinePlan(PipeSchedule s, int stages, int micros,
+                                                int chunks) {
+  std::vector<std::vector<PipeStep>> plan;
+  for (int k = 0; k < stages; ++k)
+    plan.push_back(pipelineSchedule(
+        s, PipeShape{.stage = k, .stages = stages, .micros = micros, .chunks = chunks}));
+  return plan;
+}
+
+int peakInFlight(const std::vector<PipeStep>& steps) {
+  int live = 0, peak = 0;
+  for (const PipeStep& p : steps) {
+    if (p.action == PipeAction::Forward) peak = std::max(peak, ++live);
+    if (p.action == PipeAction::Backward) --live;
+  }
+  return peak;
+}
+
+double bubbleFraction(int stages, int micros, int chunks) {
+  const double fill = double(stages - 1) / std::max(1, chunks);
+  return fill / (micros + fill);
+}
+
+}  // namespace paralab

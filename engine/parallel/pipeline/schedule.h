@@ -1,0 +1,78 @@
+// A pipeline schedule as data: for every stage (pp rank), the ordered list of what it does in
+// one step — forward or backward of a micro-batch on a model chunk, and the transfers between
+// neighbours. model_parallel.cpp executes these lists, schedule_play.h plays them out in
+// modelled time, and each schedule is one builder in the table of schedule.cpp.
+// See tests/engine/tst_pipeline_schedule.cpp.
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace paralab {
+
+// What a stage does next. Transfers are explicit, in the order the stage issues them: the
+// engine's sends block until the neighbour receives (MPI's rendezvous), so their order is part
+// of the schedule. A schedule that splits the backward into its input-gradient and
+// weight-gradient halves (zero-bubble schedules) adds its kind here.
+enum class PipeAction {
+  RecvAct,  // the micro-batch's residual stream from the previous stage
+  Forward,
+  SendAct,   // to the next stage
+  RecvGrad,  // the gradient of this stage's output, from the next stage
+  Backward,
+  SendGrad,  // the gradient of this stage's input, to the previous stage
+};
+const char* pipeActionName(PipeAction a);  // "recv-act", "forward", ...
+inline bool isCompute(PipeAction a) {
+  return a == PipeAction::Forward || a == PipeAction::Backward;
+}
+
+struct PipeStep {
+  PipeAction action;
+  int micro;      // micro-batch, 0..M-1
+  int chunk = 0;  // model chunk on this stage: 0 unless the schedule interleaves chunks
+  bool operator==(const PipeStep&) const = default;
+};
+
+// Which lists to build: stage `stage` of `stages`, `micros` micro-batches, `chunks` model
+// chunks per stage (virtual stage c * stages + stage holds chunk c; 1 without interleaving).
+struct PipeShape {
+  int stage = 0;
+  int stages = 1;
+  int micros = 1;
+  int chunks = 1;
+};
+
+// The schedules, one builder each in a file of its own (schedule_<name>.cpp).
+enum class PipeSchedule { GPipe, OneFOneB };
+
+struct PipeScheduleRow {
+  PipeSchedule schedule;
+  const char* name;  // the --schedule value
+  const char* cite;  // where the schedule is described
+  std::vector<PipeStep> (*build)(const PipeShape& shape);
+};
+std::span<const PipeScheduleRow> pipeSchedules();
+const PipeScheduleRow& pipeSchedule(PipeSchedule s);
+// The row called `name`; throws ConfigError naming the allowed values otherwise.
+const PipeScheduleRow& pipeScheduleNamed(std::string_view name);
+
+// One stage's list; throws std::invalid_argument on a stage outside [0, stages) or sizes < 1.
+std::vector<PipeStep> pipelineSchedule(PipeSchedule s, const PipeShape& shape);
+std::vector<PipeStep> pipelineSchedule(const std::string& schedule, int stage, int stages,
+                                       int micros);
+// Every stage's list, stage 0 first.
+std::vector<std::vector<PipeStep>> pipelinePlan(PipeSchedule s, int stages, int micros,
+                                                int chunks = 1);
+
+// Most micro-batches whose activations the stage holds at once (forward done, backward not):
+// GPipe M; 1F1B min(P - stage, M).
+int peakInFlight(const std::vector<PipeStep>& steps);
+
+// The bubble: with P balanced stages and M micro-batches each stage is idle (P-1)/(M+P-1) of
+// the pipeline's time (Huang et al. 2019), for GPipe and 1F1B alike; interleaving v chunks per
+// stage divides the fill and drain by v: ((P-1)/v) / (M + (P-1)/v) (Narayanan et al. 2021).
+double bubbleFraction(int stages, int micros, int chunks = 1);
+
+}  // namespace paralab

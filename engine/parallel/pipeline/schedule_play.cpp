@@ -1,0 +1,139 @@
+// A schedule played out in modelled time (schedule_play.h): a discrete-event loop over the
+// stages' lists. See tests/engine/tst_pipeline_schedule.cpp and tst_projection_host.cpp.
+#include "parallel/pipeline/schedule_play.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+namespace paralab {
+
+namespace {
+
+struct Endpoint {
+  int stage;
+  PipeStep step;
+};
+
+// The transfer on the other side of `p` on stage s of P with `chunks` chunks per stage: the
+// neighbour and the step it must be at. Virtual stage c * P + s holds chunk c of stage s, so
+// past the last stage a micro-batch goes on to stage 0's next chunk.
+Endpoint partner(const PipeStep& p, int s, int P) {
+  const int up = s + 1 < P ? s + 1 : 0, upChunk = s + 1 < P ? p.chunk : p.chunk + 1;
+  const int down = s > 0 ? s - 1 : P - 1, downChunk = s > 0 ? p.chunk : p.chunk - 1;
+  switch (p.action) {
+    case PipeAction::SendAct:
+      return {up, {PipeAction::RecvAct, p.micro, upChunk}};
+    case PipeAction::RecvAct:
+      return {down, {PipeAction::SendAct, p.micro, downChunk}};
+    case PipeAction::SendGrad:
+      return {down, {PipeAction::RecvGrad, p.micro, downChunk}};
+    case PipeAction::RecvGrad:
+      return {up, {PipeAction::SendGrad, p.micro, upChunk}};
+    default:
+      throw std::invalid_argument("partner: not a transfer");
+  }
+}
+
+}  // namespace
+
+std::vector<double> PipePlayback::bubble() const {
+  std::vector<double> out;
+  for (double b : busy) out.push_back(end > start ? 1.0 - b / (end - start) : 0.0);
+  return out;
+}
+
+std::optional<PipePlayback> playSchedule(const std::vector<std::vector<PipeStep>>& plan,
+                                         const PipeTimes& times) {
+  const int P = int(plan.size());
+  const auto at = [](int k) { return size_t(k); };
+  std::vector<size_t> pc(at(P), 0);
+  std::vector<double> left(at(P), -1);  // of the running forward or backward; -1: none started
+  // Buffered sends: the messages left and not yet received, as (stage, the receive they meet).
+  std::set<std::tuple<int, int, int, int>> posted;
+  const auto key = [](int k, const PipeStep& p) {
+    return std::make_tuple(k, int(p.action), p.micro, p.chunk);
+  };
+  const auto current = [&](int k) -> const PipeStep* {
+    return pc[at(k)] < plan[at(k)].size() ? &plan[at(k)][pc[at(k)]] : nullptr;
+  };
+  // Moves stage k through the transfers it can complete now; true when it moved.
+  const auto transfer = [&](int k) {
+    bool moved = false;
+    for (const PipeStep* p = current(k); p && !isCompute(p->action); p = current(k)) {
+      const Endpoint e = partner(*p, k, P);
+      if (e.stage < 0 || e.stage >= P) throw std::invalid_argument("playSchedule: no neighbour");
+      const bool send = p->action == PipeAction::SendAct || p->action == PipeAction::SendGrad;
+      if (times.sends == PipeSends::Buffered) {
+        if (send) {
+          posted.insert(key(e.stage, e.step));
+        } else {
+          const auto it = posted.find(key(k, *p));
+          if (it == posted.end()) break;
+          posted.erase(it);
+        }
+      } else {
+        const PipeStep* q = current(e.stage);
+        if (!q || !(*q == e.step)) break;
+        ++pc[at(e.stage)];
+      }
+      ++pc[at(k)];
+      moved = true;
+    }
+    return moved;
+  };
+
+  PipePlayback out;
+  out.busy.assign(at(P), 0.0);
+  bool started = false;
+  double t = 0;
+  for (;;) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int k = 0; k < P; ++k) moved = transfer(k) || moved;
+    }
+    std::vector<int> running;  // stages at a forward or backward
+    for (int k = 0; k < P; ++k)
+      if (current(k) && isCompute(current(k)->action)) running.push_back(k);
+    if (running.empty()) break;
+    const double rate = std::min(1.0, times.cores / double(running.size()));
+    double step = 1e300;  // until the first running forward or backward finishes
+    for (int k : running) {
+      double& l = left[at(k)];
+      if (l < 0) {
+        l = current(k)->action == PipeAction::Forward ? times.forward[at(k)]
+                                                      : times.backward[at(k)];
+        if (!started) out.start = t;
+        started = true;
+      }
+      step = std::min(step, l / rate);
+    }
+    t += step;
+    for (int k : running) {
+      double& l = left[at(k)];
+      l -= step * rate;
+      if (l <= 1e-15) {
+        out.busy[at(k)] += current(k)->action == PipeAction::Forward ? times.forward[at(k)]
+                                                                     : times.backward[at(k)];
+        out.end = t;
+        ++pc[at(k)];
+        l = -1;
+      }
+    }
+  }
+  for (int k = 0; k < P; ++k)
+    if (current(k)) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<double>> modelledBubble(const std::string& schedule, int P, int M,
+                                                  double tf, double tb) {
+  const PipeTimes times{.forward = std::vector<double>(size_t(P), tf),
+                        .backward = std::vector<double>(size_t(P), tb)};
+  const auto played = playSchedule(pipelinePlan(pipeScheduleNamed(schedule).schedule, P, M), times);
+  if (!played) return std::nullopt;
+  return played->bubble();
+}
+
+}  // namespace paralab
