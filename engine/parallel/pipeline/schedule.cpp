@@ -21,10 +21,12 @@ namespace {
 const std::array kSchedules{
     PipeScheduleRow{.schedule = PipeSchedule::OneFOneB,
                     .name = "1f1b",
+                    .label = "1F1B",
                     .cite = "Narayanan et al. 2019, PipeDream-Flush; Megatron-LM",
                     .build = oneFOneBSteps},
     PipeScheduleRow{.schedule = PipeSchedule::GPipe,
                     .name = "gpipe",
+                    .label = "GPipe",
                     .cite = "Huang et al. 2019, GPipe",
                     .build = gpipeSteps},
 };

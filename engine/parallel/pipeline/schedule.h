@@ -14,7 +14,8 @@ namespace paralab {
 // What a stage does next. Transfers are explicit, in the order the stage issues them: the
 // engine's sends block until the neighbour receives (MPI's rendezvous), so their order is part
 // of the schedule. A schedule that splits the backward into its input-gradient and
-// weight-gradient halves (zero-bubble schedules) adds its kind here.
+// weight-gradient halves (zero-bubble schedules) adds a kind here, with its time in PipeTimes
+// (schedule_play.h) and its case in model_parallel.cpp.
 enum class PipeAction {
   RecvAct,  // the micro-batch's residual stream from the previous stage
   Forward,
@@ -49,8 +50,9 @@ enum class PipeSchedule { GPipe, OneFOneB };
 
 struct PipeScheduleRow {
   PipeSchedule schedule;
-  const char* name;  // the --schedule value
-  const char* cite;  // where the schedule is described
+  const char* name;   // the --schedule value
+  const char* label;  // how the window names it
+  const char* cite;   // where the schedule is described
   std::vector<PipeStep> (*build)(const PipeShape& shape);
 };
 std::span<const PipeScheduleRow> pipeSchedules();
