@@ -1,0 +1,47 @@
+// The tensor-parallel pair's exchanges (column_row.h). Each collective waits for the rank's
+// stream first (ready()): the communicator reads and writes on its own.
+// See tests/engine/tst_model_parallel.cpp and tst_gpt.cpp.
+#include "parallel/tensor/column_row.h"
+
+#include "comm/communicator.h"
+#include "parallel/data/grad_sync.h"
+
+namespace paralab {
+
+const float* ColumnRowStage::gatherRows(const float* mine, float* all, const MicroRows& r,
+                                        int64_t width) const {
+  if (!m_sp) return mine;
+  ready();
+  m_tp.allGather(mine, all, int64_t(r.local) * width, device());
+  return all;
+}
+
+void ColumnRowStage::sumRows(float* partial, float* local, const MicroRows& r,
+                             int64_t width) const {
+  if (m_sp) {
+    ready();
+    m_tp.reduceScatter(partial, local, int64_t(r.local) * width, ReduceOp::Sum, device());
+  } else if (m_T > 1) {
+    ready();
+    m_tp.allReduce(local, local, int64_t(r.local) * width, ReduceOp::Sum, AllReduceAlgo::Configured,
+                   device());
+  }
+}
+
+float* ColumnRowStage::sumPartialGradient(float* partial, float* scratch, const MicroRows& r,
+                                          int64_t width) const {
+  float* local = m_sp ? scratch : partial;
+  sumRows(partial, local, r, width);
+  return local;
+}
+
+void ColumnRowStage::sumNormGradients(GradSync& sync, const std::vector<int64_t>& offsets,
+                                      int64_t width) const {
+  if (!m_sp) return;
+  ready();
+  for (const int64_t at : offsets)
+    for (const HeldGradients& g : sync.heldGradients(at, at + 2 * width))
+      m_tp.allReduce(g.grads, g.grads, g.count, ReduceOp::Sum, AllReduceAlgo::Configured, device());
+}
+
+}  // namespace paralab
