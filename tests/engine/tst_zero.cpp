@@ -189,6 +189,9 @@ class TstZero : public QObject {
     // two gathers per micro-batch.
     const int halves[] = {2, 2, 5, 12};
     for (int i = 0; i < 4; ++i) QCOMPARE(table[size_t(i)].ringHalves(4), halves[i]);
+    const char* traffic[] = {"2(N-1)/N x 4P", "2(N-1)/N x 4P", "2(N-1)/N x 4P", "3(N-1)/N x 4P"};
+    for (int i = 0; i < 4; ++i)
+      QCOMPARE(QString::fromStdString(table[size_t(i)].trafficText()), QString(traffic[i]));
     QCOMPARE(zeroPolicy(ZeroStage::Parameters).trafficBytes(1000, 4), 3 * 0.75 * 4000);
     QCOMPARE(QString(zeroPolicy(ZeroStage::Gradients).row), QString("zero-2"));
   }

@@ -18,8 +18,7 @@ const std::vector<ZeroPolicy>& zeroPolicies() {
        .shardsParameters = false,
        .allReduces = {.perStep = 1, .perMicroBatch = 0},  // after the last micro-batch
        .reduceScatters = {.perStep = 0, .perMicroBatch = 0},
-       .allGathers = {.perStep = 0, .perMicroBatch = 0},
-       .trafficText = "2(N-1)/N x 4P"},
+       .allGathers = {.perStep = 0, .perMicroBatch = 0}},
       {.stage = ZeroStage::OptimizerState,
        .row = "zero-1",
        .title = "ZeRO-1",
@@ -29,8 +28,7 @@ const std::vector<ZeroPolicy>& zeroPolicies() {
        .shardsParameters = false,
        .allReduces = {.perStep = 0, .perMicroBatch = 0},
        .reduceScatters = {.perStep = 1, .perMicroBatch = 0},  // after the last micro-batch
-       .allGathers = {.perStep = 1, .perMicroBatch = 0},      // the updated chunks
-       .trafficText = "2(N-1)/N x 4P"},
+       .allGathers = {.perStep = 1, .perMicroBatch = 0}},     // the updated chunks
       {.stage = ZeroStage::Gradients,
        .row = "zero-2",
        .title = "ZeRO-2",
@@ -41,8 +39,7 @@ const std::vector<ZeroPolicy>& zeroPolicies() {
        .shardsParameters = false,
        .allReduces = {.perStep = 0, .perMicroBatch = 0},
        .reduceScatters = {.perStep = 0, .perMicroBatch = 1},  // as backward finishes each unit
-       .allGathers = {.perStep = 1, .perMicroBatch = 0},
-       .trafficText = "2(N-1)/N x 4P"},
+       .allGathers = {.perStep = 1, .perMicroBatch = 0}},
       {.stage = ZeroStage::Parameters,
        .row = "zero-3",
        .title = "ZeRO-3 / FSDP",
@@ -53,8 +50,7 @@ const std::vector<ZeroPolicy>& zeroPolicies() {
        .shardsParameters = true,
        .allReduces = {.perStep = 0, .perMicroBatch = 0},
        .reduceScatters = {.perStep = 0, .perMicroBatch = 1},
-       .allGathers = {.perStep = 0, .perMicroBatch = 2},  // before each forward and backward
-       .trafficText = "3(N-1)/N x 4P"},
+       .allGathers = {.perStep = 0, .perMicroBatch = 2}},  // before each forward and backward
   };
   return table;
 }
@@ -107,6 +103,10 @@ int ZeroPolicy::ringHalves(int microBatches) const {
 
 double ZeroPolicy::trafficBytes(double P, int N, int microBatches) const {
   return ringHalves(microBatches) * double(N - 1) / N * 4 * P;
+}
+
+std::string ZeroPolicy::trafficText() const {
+  return std::to_string(ringHalves(1)) + "(N-1)/N x 4P";
 }
 
 }  // namespace paralab

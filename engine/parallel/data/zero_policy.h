@@ -40,7 +40,6 @@ struct ZeroPolicy {
   // The ring's traffic: an all-reduce sends 2(N-1)/N x 4P bytes per rank, a reduce-scatter or an
   // all-gather (N-1)/N x 4P (lessons/05).
   ZeroCollectives allReduces, reduceScatters, allGathers;
-  const char* trafficText = "";  // the same at M = 1, as the lesson writes it
 
   bool shardsAnything() const { return shardsOptimizer || shardsGradients || shardsParameters; }
   // fp32 parameters and gradients (4 bytes each) and K bytes of optimizer state per parameter,
@@ -52,6 +51,8 @@ struct ZeroPolicy {
   int ringHalves(int microBatches = 1) const;
   // Bytes one rank sends per step with the ring, over a group of N ranks.
   double trafficBytes(double P, int N, int microBatches = 1) const;
+  // The same in words at M = 1: "3(N-1)/N x 4P" (ZeRO-3).
+  std::string trafficText() const;
 };
 
 // Every stage, 0 first.
