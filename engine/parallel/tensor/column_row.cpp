@@ -4,9 +4,23 @@
 #include "parallel/tensor/column_row.h"
 
 #include "comm/communicator.h"
+#include "device/compute.h"
 #include "parallel/data/grad_sync.h"
 
 namespace paralab {
+
+MicroRows ColumnRowStage::splitRows(MicroRows r) const {
+  if (!m_sp) return r;
+  r.full = (r.full + m_T - 1) / m_T * m_T;
+  r.local = r.full / m_T;
+  r.first = m_tp.rank() * r.local;
+  return r;
+}
+
+void ColumnRowStage::keepOwnRows(float* mine, const float* all, const MicroRows& r,
+                                 int64_t width) const {
+  if (m_sp) m_compute.copy(mine, all + int64_t(r.first) * width, int64_t(r.local) * width);
+}
 
 const float* ColumnRowStage::gatherRows(const float* mine, float* all, const MicroRows& r,
                                         int64_t width) const {

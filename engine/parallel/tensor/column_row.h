@@ -34,6 +34,13 @@ class ColumnRowStage : public Stage {
   using Stage::Stage;
 
  protected:
+  // SP: the split of a micro-batch's `full` rows, rounded up to a multiple of T so that
+  // reduce-scatter gets equal blocks (padding rows are zero and get zero gradients): `local`
+  // = full / T from `first` = tp rank x local. Else `r` as it is.
+  MicroRows splitRows(MicroRows r) const;
+  // SP: this rank's rows of a whole [full, width] buffer every rank computed alike, into
+  // `mine` [local, width]; else nothing (`all` is `mine`).
+  void keepOwnRows(float* mine, const float* all, const MicroRows& r, int64_t width) const;
   // Every row of a split region for the column-parallel layer (or the replicated layers at a
   // region's end): SP all-gathers the rank's `local` rows of `width` floats at `mine` into
   // `all` and returns it (in place when `mine` is the rank's block of `all`); else `mine`.

@@ -83,12 +83,8 @@ GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, Memo
 GptStage::~GptStage() = default;
 
 MicroRows GptStage::rowsOf(int samples) const {
-  MicroRows r{samples, m_Sl, samples * m_Sl, samples * m_Sl, 0};
-  if (m_sp) {
-    r.local = r.full / m_T;
-    r.first = m_tp.rank() * r.local;
-  }
-  return r;
+  // SP: --seq is a multiple of T (the constructor says so), so no padding rows.
+  return splitRows({samples, m_Sl, samples * m_Sl, samples * m_Sl, 0});
 }
 
 bool GptStage::reportsLoss() const { return m_model.hasUnit(m_L + 1) && m_tp.rank() == 0; }
@@ -231,7 +227,7 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
       // Every token's embedding (SP: then only this rank's rows are kept).
       float* all = m_sp ? m_y.data() : m.a[0].data();
       embed(m, all);
-      if (m_sp) m_compute.copy(m.a[0].data(), all + r.first * C, int64_t(r.local) * C);
+      keepOwnRows(m.a[0].data(), all, r, C);
     }
     if (hooks) hooks->afterForward(unitOf(0));
   }
@@ -325,7 +321,7 @@ void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float
       m_model.head().backward(m.lnf.data(), m.dlogits.data(), m_dln.data(), r.full);
       m_model.finalNorm().backward(in, m.meanf.data(), m.rstdf.data(), m_dln.data(),
                                    m_sp ? m_dFull.data() : dA, r.full);
-      if (m_sp) m_compute.copy(dA, m_dFull.data() + r.first * C, localFloats);
+      keepOwnRows(dA, m_dFull.data(), r, C);
     }
     if (hooks) hooks->afterBackward(unitOf(m_L + 1));
   } else {

@@ -40,13 +40,7 @@ TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, 
       m_F(4 * shard.shape().hidden / tp.size()) {}
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
-  MicroRows r{rows, 1, rows, rows, 0};
-  if (m_sp) {
-    r.full = (rows + m_T - 1) / m_T * m_T;
-    r.local = r.full / m_T;
-    r.first = m_tp.rank() * r.local;
-  }
-  return r;
+  return splitRows({rows, 1, rows, rows, 0});
 }
 
 bool TensorParallelStage::reportsLoss() const {
@@ -186,7 +180,7 @@ void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* 
         // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
         m_compute.zero(m_dFull.data(), r.full * H);  // padding rows: zero
         m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
-        m_compute.copy(dA, m_dFull.data() + r.first * H, localFloats);
+        keepOwnRows(dA, m_dFull.data(), r, H);
       } else {
         m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
       }
