@@ -13,14 +13,16 @@
 #include "model/gpt.h"
 #include "model/mlp.h"
 #include "model/moe.h"
+#include "parallel/data/zero_policy.h"
 #include "parallel/holdings.h"  // optimizerStateSlots
 
 namespace paralab {
 
 ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N) {
-  const double p = double(P), n = double(N);
-  return {stage >= 3 ? 4 * p / n : 4 * p, stage >= 2 ? 4 * p / n : 4 * p,
-          stage >= 1 ? K * p / n : K * p};
+  // RunConfig::validate refuses other stages; an estimate asked for before it stays defined.
+  const ZeroStage z = *zeroStageOf(std::clamp(stage, 0, 3));
+  const ZeroStateBytes b = zeroPolicy(z).bytesPerRank(double(P), N, K);
+  return {b.params, b.grads, b.optimizer};
 }
 
 MemoryEstimate estimateMemory(const RunConfig& c) {

@@ -7,6 +7,7 @@
 
 #include "capabilities.h"
 #include "comm/link_model.h"
+#include "parallel/data/zero_policy.h"
 #include "parallel/strategy.h"
 #include "schema.h"
 #include "train/faults.h"
@@ -25,14 +26,12 @@ std::vector<SettingChoice> strategyChoices(const RunConfig&) {
   return out;
 }
 
-// ZeRO stages: 0, then the summaries of the table's ZeRO rows.
+// ZeRO stages: the policy table's rows (parallel/data/zero_policy.h).
 std::vector<SettingChoice> zeroChoices(const RunConfig&) {
-  std::vector<SettingChoice> out = {
-      {"0", "0: none", "Every rank holds all parameters, gradients and optimizer state"}};
-  for (const StrategyInfo& s : strategyTable()) {
-    if (s.chosenBy != ChosenBy::ZeroStage) continue;
-    const std::string name = s.name, summary = s.summary, stage = name.substr(5);  // "zero-N"
-    out.push_back({stage, stage + ": " + summary.substr(0, summary.find(':')), summary});
+  std::vector<SettingChoice> out;
+  for (const ZeroPolicy& z : zeroPolicies()) {
+    const std::string stage = std::to_string(int(z.stage));
+    out.push_back({stage, stage + ": " + z.title, z.summary});
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include "charts/memory_reference.h"
 
 #include "memory_estimate.h"
+#include "parallel/data/zero_policy.h"  // the formula in words
 #include "parallel/holdings.h"  // optimizerStateSlots
 
 namespace paralab {
@@ -18,24 +19,7 @@ std::optional<ModelStatesReference> modelStatesReference(int64_t P, int stage, i
   r.params = bytes.params;
   r.grads = bytes.grads;
   r.optimizer = bytes.optimizer;
-  auto term = [](int bytes, bool shared) {
-    return bytes == 0 ? QString() : QString("%1P%2").arg(bytes).arg(shared ? "/N" : "");
-  };
-  switch (stage) {
-    case 0:
-      r.formula =
-          K > 0 ? QString("4P + 4P + %1P = %2P").arg(K).arg(8 + K) : QString("4P + 4P = 8P");
-      break;
-    case 1:
-      r.formula = K > 0 ? QString("4P + 4P + %1").arg(term(K, true)) : QString("4P + 4P");
-      break;
-    case 2:
-      r.formula = QString("4P + %1").arg(term(4 + K, true));
-      break;
-    case 3:
-      r.formula = term(8 + K, true);
-      break;
-  }
+  r.formula = QString::fromStdString(zeroPolicy(ZeroStage(stage)).formulaText(K));
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include "device/compute.h"
 #include "parallel/strategy.h"
 #include "parallel/data/zero.h"
+#include "parallel/data/zero_policy.h"
 
 namespace paralab {
 
@@ -59,6 +60,18 @@ Setting::Why moeLayout(const RunConfig& c) {
   return std::nullopt;
 }
 
+// A ZeRO stage's row: sync data parallelism with the row's name and summary from its policy.
+StrategyInfo zeroRow(ZeroStage stage, std::unique_ptr<Strategy> (*make)(RankContext&)) {
+  const ZeroPolicy& z = zeroPolicy(stage);
+  return {z.row, z.summary, true, false, make, ChosenBy::ZeroStage};
+}
+
+// The row of --zero N (N != 0); a stage with no policy names no row, refused as unavailable.
+std::string zeroRowName(int n) {
+  const std::optional<ZeroStage> stage = zeroStageOf(n);
+  return stage ? zeroPolicy(*stage).row : "zero-" + std::to_string(n);
+}
+
 }  // namespace
 
 const std::vector<StrategyInfo>& strategyTable() {
@@ -70,14 +83,9 @@ const std::vector<StrategyInfo>& strategyTable() {
        "Synchronous data parallel: gradients summed by all-reduce (naive, or bucketed with "
        "overlap)",
        true, false, makeDataParallel, ChosenBy::StrategyFlag, syncUses},
-      {"zero-1", "ZeRO-1: sync data parallel with the optimizer state sharded over the ranks", true,
-       false, makeZero1, ChosenBy::ZeroStage},
-      {"zero-2",
-       "ZeRO-2: sync data parallel with optimizer state and gradients sharded (reduce-scatter)",
-       true, false, makeZero2, ChosenBy::ZeroStage},
-      {"zero-3",
-       "ZeRO-3 / FSDP: optimizer state, gradients and parameters sharded; units gathered on use",
-       true, false, makeZero3, ChosenBy::ZeroStage},
+      zeroRow(ZeroStage::OptimizerState, makeZero1),
+      zeroRow(ZeroStage::Gradients, makeZero2),
+      zeroRow(ZeroStage::Parameters, makeZero3),
       {"ps-sync",
        "Parameter server, synchronous: gradient shards reduced onto their servers, updated, "
        "broadcast back",
@@ -155,7 +163,7 @@ const std::vector<StrategyInfo>& strategyTable() {
 static std::string rowName(const RunConfig& config) {
   return config.hasExperts()             ? "moe"
          : config.modelParallel()         ? "model-parallel"
-         : config.zero > 0                ? "zero-" + std::to_string(config.zero)
+         : config.zero != 0               ? zeroRowName(config.zero)
                                           : config.strategy;
 }
 

@@ -12,9 +12,10 @@
 #include "loss_trajectory.h"
 #include "model/moe.h"
 #include "moe_runs.h"
-#include "parallel/process_grid.h"
 #include "parallel/data/replica.h"  // shardBegin
 #include "parallel/data/zero.h"
+#include "parallel/data/zero_policy.h"
+#include "parallel/process_grid.h"
 #include "tiles.h"
 #include "train/trainer.h"
 #include "zero_formula.h"
@@ -78,6 +79,16 @@ double formulaModelStates(int stage, const ZeroLayout& l, const std::vector<int>
   double bytes = 0;
   for (size_t g = 0; g < floats.size(); ++g)
     bytes += test::zeroFormulaBytes(stage, groupSizes[g], floats[g]);
+  return bytes;
+}
+
+// The same from the policy GradSync follows (zero_policy.h), Adam's K = 8.
+double policyModelStates(int stage, const ZeroLayout& l, const std::vector<int>& groupSizes) {
+  std::vector<double> floats(groupSizes.size(), 0.0);
+  for (const ZeroLayout::Unit& u : l.units) floats[size_t(u.group)] += double(u.len);
+  double bytes = 0;
+  for (size_t g = 0; g < floats.size(); ++g)
+    bytes += zeroPolicy(ZeroStage(stage)).bytesPerRank(floats[g], groupSizes[g], 8).total();
   return bytes;
 }
 
@@ -161,6 +172,7 @@ class TstGradSync : public QObject {
           (long long)r.mem[MemCategory::Optimizer], (long long)got, formula,
           (long long)r.mem.peak[int(MemCategory::Comm)]);
       QCOMPARE(got, exactModelStates(stage, l));
+      QVERIFY(std::abs(policyModelStates(stage, l, groups) - formula) <= 1e-9 * formula);
       QCOMPARE(r.mem[MemCategory::Optimizer], 8 * l.shardNumel);
       QVERIFY2(
           std::abs(double(got) - formula) <= 0.05 * formula,
@@ -188,6 +200,8 @@ class TstGradSync : public QObject {
     t.step();
     const int64_t M = c.microbatches, N = c.dpDegree();
     const int64_t collectives = c.zero == 1 ? 2 : c.zero == 2 ? M + 1 : 3 * M;
+    // The policy the synchronisation follows says the same (its row is what a lesson reads).
+    QCOMPARE(int64_t(zeroPolicy(ZeroStage(c.zero)).ringHalves(int(M))), collectives);
     for (int r = 0; r < t.localRankCount(); ++r) {
       const ZeroLayout l = modelParallelLayout(c, t.rankOfLocal(r));
       const int64_t got = sentOn(t.lastTraffic(r), "dp");

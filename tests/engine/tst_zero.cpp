@@ -2,7 +2,8 @@
 // states per rank from the tracking allocator (fp32 Adam: 16P serial; 8P + 8P/N; 4P + 12P/N;
 // 16P/N), bytes sent per rank per step from the communicator (2(N-1)/N x 4P for the ring
 // all-reduce and stages 1-2, 1.5x that for stage 3), evaluation of a sharded model, and ranks
-// that disagree. The loss equals serial: tst_parallel_equals_serial. Run: ctest -R tst_zero
+// that disagree; the policy table GradSync follows (zero_policy.h) states the same formulas. The
+// loss equals serial: tst_parallel_equals_serial. Run: ctest -R tst_zero
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include "json_lines.h"
 #include "memory_estimate.h"
 #include "parallel/data/zero.h"
+#include "parallel/data/zero_policy.h"
 #include "train/trainer.h"
 #include "zero_formula.h"
 
@@ -89,6 +91,9 @@ class TstZero : public QObject {
                                            .arg(got)
                                            .arg(formulaBytes(stage, ranks, p))));
       QCOMPARE(got, exact[stage]);
+      // The policy GradSync follows states the lesson's formula.
+      const double policy = zeroPolicy(ZeroStage(stage)).bytesPerRank(p, ranks, 8).total();
+      QVERIFY(std::abs(policy - formulaBytes(stage, ranks, p)) <= 1e-9 * policy);
       QCOMPARE(r.mem[MemCategory::Optimizer], stage == 0 ? 8 * layout.numel : 2 * shard);
       if (stage >= 2) {
         // Full-size gradient staging (and stage 3's gathered parameters) were Comm, and are
@@ -136,6 +141,8 @@ class TstZero : public QObject {
       const StepMetrics m = t.step();
       const double k = stage == 3 ? 3 : 2;  // (N-1)/N x 4P per collective over the model
       const double formula = k / 2 * allReduce;
+      const double policy = zeroPolicy(ZeroStage(stage)).trafficBytes(p, n);
+      QVERIFY2(std::abs(policy - formula) <= 1e-9 * formula, qPrintable(QString::number(policy)));
       for (const RankMetrics& r : m.ranks) {
         const double rel = std::abs(double(r.bytesSent) - formula) / formula;
         QVERIFY2(rel <= 1e-3, qPrintable(QString("zero-%1 rank %2: %3 bytes sent, formula %4")
@@ -154,6 +161,39 @@ class TstZero : public QObject {
           stage, n, (long long)m.ranks[0].bytesSent, formula, ratio);
       QVERIFY2(std::abs(ratio - k / 2) <= 1e-3, qPrintable(QString::number(ratio)));
     }
+  }
+
+  // [SECTION] The policy table: what each stage shards, its formula and its traffic in words.
+  void policyTableStatesTheLesson() {
+    const std::vector<ZeroPolicy>& table = zeroPolicies();
+    QCOMPARE(int(table.size()), 4);
+    for (int i = 0; i < 4; ++i) {
+      QCOMPARE(int(table[size_t(i)].stage), i);
+      QCOMPARE(*zeroStageOf(i), table[size_t(i)].stage);
+      // Each stage shards what the one before does, and one state more (GradSync relies on it).
+      const ZeroPolicy& z = table[size_t(i)];
+      QCOMPARE(int(z.shardsOptimizer) + int(z.shardsGradients) + int(z.shardsParameters), i);
+      QVERIFY(!z.shardsGradients || z.shardsOptimizer);
+      QVERIFY(!z.shardsParameters || z.shardsGradients);
+    }
+    QVERIFY(!zeroStageOf(4));
+    QVERIFY(!zeroStageOf(-1));
+    const char* adam[] = {"4P + 4P + 8P = 16P", "4P + 4P + 8P/N", "4P + 12P/N", "16P/N"};
+    const char* sgd[] = {"4P + 4P = 8P", "4P + 4P", "4P + 4P/N", "8P/N"};
+    for (int i = 0; i < 4; ++i) {
+      QCOMPARE(QString::fromStdString(table[size_t(i)].formulaText(8)), QString(adam[i]));
+      QCOMPARE(QString::fromStdString(table[size_t(i)].formulaText(0)), QString(sgd[i]));
+    }
+    // In units of (N-1)/N x 4P with M = 4 micro-batches: the all-reduce 2, ZeRO-1 a
+    // reduce-scatter and an all-gather, ZeRO-2 one reduce-scatter per micro-batch, ZeRO-3 also
+    // two gathers per micro-batch.
+    const int halves[] = {2, 2, 5, 12};
+    for (int i = 0; i < 4; ++i) QCOMPARE(table[size_t(i)].ringHalves(4), halves[i]);
+    const char* traffic[] = {"2(N-1)/N x 4P", "2(N-1)/N x 4P", "2(N-1)/N x 4P", "3(N-1)/N x 4P"};
+    for (int i = 0; i < 4; ++i)
+      QCOMPARE(QString::fromStdString(table[size_t(i)].trafficText()), QString(traffic[i]));
+    QCOMPARE(zeroPolicy(ZeroStage::Parameters).trafficBytes(1000, 4), 3 * 0.75 * 4000);
+    QCOMPARE(QString(zeroPolicy(ZeroStage::Gradients).row), QString("zero-2"));
   }
 
   // [SECTION] Evaluation gathers the sharded model (a collective) and frees it again.

@@ -1,7 +1,8 @@
 // ZeRO's model-state formula as the lesson states it (Rajbhandari et al. 2020), in one place:
 // bytes of params + grads + Adam state per rank for P fp32 parameters over N ranks (4 + 4 + 8
-// bytes each): 16P; stage 1: 8P + 8P/N; stage 2: 4P + 12P/N; stage 3: 16P/N. Used by tst_zero and
-// tst_grad_sync.
+// bytes each): 16P; stage 1: 8P + 8P/N; stage 2: 4P + 12P/N; stage 3: 16P/N. Written out apart
+// from the engine's policy (parallel/data/zero_policy.h) so that the tests comparing the two can
+// fail. Used by tst_zero and tst_grad_sync.
 #pragma once
 
 #include "memory/memory_tracker.h"

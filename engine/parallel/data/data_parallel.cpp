@@ -7,7 +7,7 @@
 //          communication thread while backward goes on (PyTorch DDP, Li et al. 2020);
 //   ZeRO-1/2/3 (Rajbhandari et al. 2020): optimizer state, gradients and parameters sharded
 //          over the ranks, with reduce-scatter and all-gather.
-// Traffic per rank per step with the ring: 2(N-1)/N x 4P bytes sent (ZeRO-3: 1.5x; lessons/05).
+// What each stage shards, holds and sends per step: zero_policy.h.
 // Try: paralab-run --ranks 4 --zero 3 --optimizer adam --lr 0.002 --json
 // See tests/engine/tst_parallel_equals_serial.cpp, tst_zero.cpp and tst_cuda_training.cpp.
 #include "comm/communicator.h"
@@ -20,7 +20,7 @@ namespace {
 
 class DataParallel final : public ReplicaStrategy {
  public:
-  DataParallel(RankContext& ctx, int stage)
+  DataParallel(RankContext& ctx, ZeroStage stage)
       : ReplicaStrategy(ctx),
         m_sync(m_model->params(), {{ctx.comm, "dp"}}, {}, settings(stage), compute(), ctx.memory,
                ctx.spans) {}
@@ -63,7 +63,7 @@ class DataParallel final : public ReplicaStrategy {
   }
 
  private:
-  GradSyncSettings settings(int stage) const {
+  GradSyncSettings settings(ZeroStage stage) const {
     GradSyncSettings s = GradSyncSettings::of(*m_ctx.config);
     s.zero = stage;
     return s;
@@ -75,16 +75,16 @@ class DataParallel final : public ReplicaStrategy {
 }  // namespace
 
 std::unique_ptr<Strategy> makeDataParallel(RankContext& ctx) {
-  return std::make_unique<DataParallel>(ctx, 0);
+  return std::make_unique<DataParallel>(ctx, ZeroStage::None);
 }
 std::unique_ptr<Strategy> makeZero1(RankContext& ctx) {
-  return std::make_unique<DataParallel>(ctx, 1);
+  return std::make_unique<DataParallel>(ctx, ZeroStage::OptimizerState);
 }
 std::unique_ptr<Strategy> makeZero2(RankContext& ctx) {
-  return std::make_unique<DataParallel>(ctx, 2);
+  return std::make_unique<DataParallel>(ctx, ZeroStage::Gradients);
 }
 std::unique_ptr<Strategy> makeZero3(RankContext& ctx) {
-  return std::make_unique<DataParallel>(ctx, 3);
+  return std::make_unique<DataParallel>(ctx, ZeroStage::Parameters);
 }
 
 }  // namespace paralab

@@ -16,7 +16,8 @@
 //   With M micro-batches (a pipeline) each unit's backward runs M times: buckets start after the
 //   last; ZeRO-2 and -3 reduce-scatter every micro-batch's gradients and ZeRO-3 gathers the unit
 //   2M times, M x the traffic (why DeepSpeed pairs pipelines with ZeRO-1).
-// Model states per rank with Adam (bytes): 16P; stage 1: 8P + 8P/N; 2: 4P + 12P/N; 3: 16P/N.
+// zero_policy.h holds each stage's table row: what it shards (which this file asks), its model
+// states per rank (with Adam: 16P; stage 1: 8P + 8P/N; 2: 4P + 12P/N; 3: 16P/N) and its traffic.
 // With --device cuda every buffer is device memory of the rank's Compute; each collective waits
 // for the rank's stream first (Compute::sync), since the communicator works on its own.
 // See tests/engine/tst_grad_sync.cpp, tst_zero.cpp and tst_parallel_equals_serial.cpp.
@@ -30,7 +31,9 @@
 namespace paralab {
 
 GradSyncSettings GradSyncSettings::of(const RunConfig& c) {
-  return {c.zero, c.dpVersion, c.bucketMb, c.optimizer, c.lr, false};
+  const std::optional<ZeroStage> stage = zeroStageOf(c.zero);
+  if (!stage) throw std::logic_error("GradSyncSettings: --zero " + std::to_string(c.zero));
+  return {*stage, c.dpVersion, c.bucketMb, c.optimizer, c.lr, false};
 }
 
 namespace {
@@ -54,7 +57,7 @@ GradSync::GradSync(ParamSet& ps, std::vector<SyncGroup> groups, std::vector<Sync
     : m_ps(ps),
       m_groups(std::move(groups)),
       m_settings(settings),
-      m_stage(settings.zero),
+      m_zero(zeroPolicy(settings.zero)),
       m_compute(compute),
       m_memory(memory),
       m_spans(spans),
@@ -64,7 +67,7 @@ GradSync::GradSync(ParamSet& ps, std::vector<SyncGroup> groups, std::vector<Sync
   OptimizerHyper hyper;
   hyper.lr = float(settings.lr);
   const OptimizerKind kind = optimizerKind(settings.optimizer);
-  if (m_stage == 0) {  // the ParamSet's flat buffers stay; one optimizer over them
+  if (!m_zero.shardsAnything()) {  // the ParamSet's flat buffers stay; one optimizer over them
     m_opts.push_back(std::make_unique<Optimizer>(kind, hyper, ps.numel(), memory, &compute));
     if (settings.dpVersion == "bucket") planBuckets();
     return;
@@ -72,11 +75,11 @@ GradSync::GradSync(ParamSet& ps, std::vector<SyncGroup> groups, std::vector<Sync
   // Model states as this stage keeps them (Params / Grads: what ZeRO shards). Every rank built
   // the same initial weights from the seed; keep this stage's part of them.
   const int64_t full = m_layout.paddedNumel, shard = m_layout.shardNumel;
-  m_params = compute.tensor({m_stage < 3 ? full : shard}, MemCategory::Params, memory);
-  m_grads = compute.tensor({m_stage < 2 ? full : shard}, MemCategory::Grads, memory);
+  m_params = compute.tensor({m_zero.shardsParameters ? shard : full}, MemCategory::Params, memory);
+  m_grads = compute.tensor({m_zero.shardsGradients ? shard : full}, MemCategory::Grads, memory);
   const float* flat = ps.params().data();
   for (const ZeroLayout::Unit& u : m_layout.units) {
-    if (m_stage < 3) {
+    if (!m_zero.shardsParameters) {
       compute.copy(m_params.data() + u.paddedBegin, flat + u.begin, u.len);
       continue;
     }
@@ -112,37 +115,40 @@ void GradSync::beginStep(int64_t step, int backwardsPerUnit) {
     std::lock_guard lock(m_mutex);
     m_done = 0;
   }
-  if (m_stage == 0) m_ps.zeroGrads();
-  if (m_stage == 1) m_grads.zero();  // stages 2-3: each unit's staging buffer starts at zero
+  // Sharded gradients need nothing: each unit's staging buffer starts at zero.
+  if (!m_zero.shardsAnything())
+    m_ps.zeroGrads();
+  else if (!m_zero.shardsGradients)
+    m_grads.zero();
 }
 
 void GradSync::beforeForward(int m) {
-  if (m_stage == 3) bindGathered(m, gatherUnit(m, m_gathered), nullptr);
+  if (m_zero.shardsParameters) bindGathered(m, gatherUnit(m, m_gathered), nullptr);
 }
 
 void GradSync::afterForward(int m) {
-  if (m_stage < 3) return;
+  if (!m_zero.shardsParameters) return;
   bindResting(m);
   m_gathered = Tensor();
 }
 
 void GradSync::beforeBackward(int m) {
-  if (m_stage < 2) return;
+  if (!m_zero.shardsGradients) return;
   // The unit's full gradients live only while backward makes them: transient, so Comm.
   // Zero-filled on allocation: backward accumulates into them.
   m_staging = m_compute.tensor({unitPadded(m)}, MemCategory::Comm, m_memory);
   const int64_t base = m_layout.units[size_t(m_layout.firstUnit[size_t(m)])].paddedBegin;
-  bindGathered(m, m_stage == 3 ? gatherUnit(m, m_gathered) : m_params.data() + base,
+  bindGathered(m, m_zero.shardsParameters ? gatherUnit(m, m_gathered) : m_params.data() + base,
                m_staging.data());
 }
 
 void GradSync::afterBackward(int m) {
   const int seen = ++m_seen[size_t(m)];
-  if (m_stage == 0) {
+  if (!m_zero.shardsAnything()) {
     if (seen == m_backwards) startBuckets(m);
     return;
   }
-  if (m_stage < 2) return;
+  if (!m_zero.shardsGradients) return;
   const int first = m_layout.firstUnit[size_t(m)], end = m_layout.firstUnit[size_t(m) + 1];
   const int64_t base = m_layout.units[size_t(first)].paddedBegin;
   m_compute.sync();  // backward's gradients are in the staging buffer
@@ -165,7 +171,7 @@ void GradSync::afterBackward(int m) {
 }
 
 void GradSync::reduce() {
-  if (m_stage == 0 && m_settings.dpVersion == "per-tensor") {
+  if (!m_zero.shardsAnything() && m_settings.dpVersion == "per-tensor") {
     m_compute.sync();  // backward's gradients are complete
     for (const ZeroLayout::Unit& u : m_layout.units) {
       Communicator& c = comm(u);
@@ -177,27 +183,28 @@ void GradSync::reduce() {
                       AllReduceAlgo::Configured, device());
       }
     }
-  } else if (m_stage == 0 && !m_inline && !m_buckets.empty()) {
+  } else if (!m_zero.shardsAnything() && !m_inline && !m_buckets.empty()) {
     // Wait for the last bucket (the comm thread's spans cover this wait in the timeline).
     std::unique_lock lock(m_mutex);
     m_cv.wait(lock, [&] { return m_done == int(m_buckets.size()) || m_error; });
     if (m_error) std::rethrow_exception(m_error);
-  } else if (m_stage == 1) {
+  } else if (m_zero.shardsAnything() && !m_zero.shardsGradients) {
     m_compute.sync();
     for (const ZeroLayout::Unit& u : m_layout.units)  // in place: chunk r gets the sum
       reduceScatter(u, m_grads.data() + u.paddedBegin, ownedGrads(u));
   }
-  // Stages 2-3 reduce-scattered each unit as backward finished it.
+  // Sharded gradients were reduce-scattered unit by unit as backward finished them.
 }
 
 std::vector<HeldGradients> GradSync::heldGradients(int64_t begin, int64_t end) {
   std::vector<HeldGradients> out;
   for (const ZeroLayout::Unit& u : m_layout.units) {
-    const int64_t from = m_stage == 0 ? u.begin : u.begin + ownedFrom(u);
-    const int64_t to = m_stage == 0 ? u.begin + u.len : std::min(u.begin + u.len, from + u.chunk);
+    const bool whole = !m_zero.shardsAnything();
+    const int64_t from = whole ? u.begin : u.begin + ownedFrom(u);
+    const int64_t to = whole ? u.begin + u.len : std::min(u.begin + u.len, from + u.chunk);
     const int64_t lo = std::max(begin, from), hi = std::min(end, to);
     if (lo >= hi) continue;
-    float* at = m_stage == 0 ? m_ps.grads().data() + lo : ownedGrads(u) + (lo - from);
+    float* at = whole ? m_ps.grads().data() + lo : ownedGrads(u) + (lo - from);
     out.push_back({at, hi - lo});
   }
   return out;
@@ -206,13 +213,14 @@ std::vector<HeldGradients> GradSync::heldGradients(int64_t begin, int64_t end) {
 void GradSync::update() {
   {
     ComputeSpan s(m_compute, m_spans, SpanKind::Optimizer, m_step + 1, "optimizer");
-    if (m_stage == 0)
+    if (!m_zero.shardsAnything())
       m_opts.front()->step(m_ps.params().data(), m_ps.grads().data());
     else
       for (size_t i = 0; i < m_layout.units.size(); ++i)
         m_opts[i]->step(ownedParams(m_layout.units[i]), ownedGrads(m_layout.units[i]));
   }
-  if (m_stage == 1 || m_stage == 2) {  // every rank gets the others' updated chunks (in place)
+  // Parameters held whole: every rank gets the others' updated chunks (in place).
+  if (m_zero.shardsAnything() && !m_zero.shardsParameters) {
     m_compute.sync();
     for (const ZeroLayout::Unit& u : m_layout.units)
       allGather(u, ownedParams(u), m_params.data() + u.paddedBegin);
@@ -347,8 +355,8 @@ void GradSync::allGather(const ZeroLayout::Unit& u, const float* owned, float* f
     m_compute.copy(full, owned, u.chunk);
 }
 
-// Stage 3: model unit m's parameters from every rank's chunks into `into` (Comm), laid out
-// like its part of the padded buffer: (N-1)/N x 4 x padded bytes sent.
+// Sharded parameters: model unit m's parameters from every rank's chunks into `into` (Comm), laid
+// out like its part of the padded buffer: (N-1)/N x 4 x padded bytes sent.
 float* GradSync::gatherUnit(int m, Tensor& into) {
   into = m_compute.tensor({unitPadded(m)}, MemCategory::Comm, m_memory);
   m_compute.sync();  // the owned chunks' update and the buffer's zero fill are done
@@ -361,13 +369,14 @@ float* GradSync::gatherUnit(int m, Tensor& into) {
   return into.data();
 }
 
-// Stages 1-2: the padded parameters (stage 1 also gradients); stage 3: nothing (gathered on use).
+// The padded parameters unless sharded (gathered on use), the padded gradients unless sharded
+// (made in a staging buffer on use).
 void GradSync::bindResting(int m) {
   for (int i = m_layout.firstUnit[size_t(m)]; i < m_layout.firstUnit[size_t(m) + 1]; ++i) {
     const ZeroLayout::Unit& u = m_layout.units[size_t(i)];
     m_ps.bindRange(u.begin, u.begin + u.len,
-                   m_stage < 3 ? m_params.data() + u.paddedBegin : nullptr,
-                   m_stage == 1 ? m_grads.data() + u.paddedBegin : nullptr);
+                   m_zero.shardsParameters ? nullptr : m_params.data() + u.paddedBegin,
+                   m_zero.shardsGradients ? nullptr : m_grads.data() + u.paddedBegin);
   }
 }
 
@@ -396,12 +405,12 @@ int64_t GradSync::ownedFrom(const ZeroLayout::Unit& u) const {
 
 // This rank's chunk of a unit: inside the full buffer (chunk r of the unit) or the shard.
 float* GradSync::ownedParams(const ZeroLayout::Unit& u) {
-  return m_stage < 3 ? m_params.data() + u.paddedBegin + ownedFrom(u)
-                     : m_params.data() + u.shardBegin;
+  return m_zero.shardsParameters ? m_params.data() + u.shardBegin
+                                 : m_params.data() + u.paddedBegin + ownedFrom(u);
 }
 float* GradSync::ownedGrads(const ZeroLayout::Unit& u) {
-  return m_stage < 2 ? m_grads.data() + u.paddedBegin + ownedFrom(u)
-                     : m_grads.data() + u.shardBegin;
+  return m_zero.shardsGradients ? m_grads.data() + u.shardBegin
+                                : m_grads.data() + u.paddedBegin + ownedFrom(u);
 }
 
 float* GradSync::moment(size_t i, int k) const {
@@ -411,7 +420,7 @@ float* GradSync::moment(size_t i, int k) const {
 // [SECTION] Evaluation and live reconfiguration
 
 void GradSync::gatherAll() {
-  if (m_stage < 3) return;
+  if (!m_zero.shardsParameters) return;
   m_evalParams = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
   m_compute.sync();
   for (const ZeroLayout::Unit& u : m_layout.units) {
@@ -421,23 +430,24 @@ void GradSync::gatherAll() {
 }
 
 void GradSync::releaseAll() {
-  if (m_stage < 3) return;
+  if (!m_zero.shardsParameters) return;
   for (int m = 0; m < int(m_ps.units().size()); ++m) bindResting(m);
   m_evalParams = Tensor();
 }
 
 std::vector<float> GradSync::hostParams() {
   std::vector<float> host(size_t(m_layout.numel));
-  if (m_stage == 0) {
+  if (!m_zero.shardsAnything()) {
     m_compute.download(host.data(), m_ps.params().data(), m_layout.numel);
     return host;
   }
-  Tensor full;  // stage 3: one unit gathered (Comm)
-  if (m_stage == 3) full = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
+  Tensor full;  // sharded parameters: gathered here (Comm)
+  if (m_zero.shardsParameters)
+    full = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
   m_compute.sync();
   for (const ZeroLayout::Unit& u : m_layout.units) {
     const float* at = m_params.data() + u.paddedBegin;
-    if (m_stage == 3) {
+    if (m_zero.shardsParameters) {
       allGather(u, ownedParams(u), full.data() + u.paddedBegin);
       at = full.data() + u.paddedBegin;
     }
@@ -449,7 +459,7 @@ std::vector<float> GradSync::hostParams() {
 std::vector<float> GradSync::hostMoment(int k) {
   if (!moment(0, k)) return {};
   std::vector<float> host(size_t(m_layout.numel));
-  if (m_stage == 0) {
+  if (!m_zero.shardsAnything()) {
     m_compute.download(host.data(), moment(0, k), m_layout.numel);
     return host;
   }
@@ -502,20 +512,20 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
       local[k].resize(size_t(P));
       fromSerial(*from[k], local[k]);
     }
-  if (m_stage == 0) {
+  if (!m_zero.shardsAnything()) {
     m_compute.upload(m_ps.params().data(), local[0].data(), P);
     for (int k = 0; k < 2; ++k)
       if (moment(0, k) && !local[k + 1].empty())
         m_compute.upload(moment(0, k), local[k + 1].data(), P);
   }
-  for (size_t i = 0; m_stage > 0 && i < m_layout.units.size(); ++i) {
+  for (size_t i = 0; m_zero.shardsAnything() && i < m_layout.units.size(); ++i) {
     const ZeroLayout::Unit& u = m_layout.units[i];
     // This rank's chunk of the unit: its real floats (the padded tail stays zero).
     const int64_t at = ownedFrom(u), n = std::clamp<int64_t>(u.len - at, 0, u.chunk);
     auto take = [&](const std::vector<float>& src, float* dst) {
       if (dst && !src.empty() && n > 0) m_compute.upload(dst, src.data() + u.begin + at, n);
     };
-    if (m_stage < 3)
+    if (!m_zero.shardsParameters)
       m_compute.upload(m_params.data() + u.paddedBegin, local[0].data() + u.begin, u.len);
     else
       take(local[0], ownedParams(u));
@@ -529,12 +539,12 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
 
 void GradSync::addHoldings(std::vector<HeldSlice>& items,
                            const std::function<void(HoldingKind)>& tensors) const {
-  if (m_stage < 3) tensors(HoldingKind::Params);
-  if (m_stage < 2) tensors(HoldingKind::Grads);
+  if (!m_zero.shardsParameters) tensors(HoldingKind::Params);
+  if (!m_zero.shardsGradients) tensors(HoldingKind::Grads);
   const int slots = optimizerStateSlots(m_settings.optimizer);
   for (const ZeroLayout::Unit& u : m_layout.units) {
     const std::string name = u.name + " (flat)";
-    if (m_stage == 0) {
+    if (!m_zero.shardsAnything()) {
       if (slots > 0)
         items.push_back(
             {name, HoldingKind::Optimizer, -1, 0, u.len, u.len, u.len, slots, u.len * slots * 4});
@@ -544,8 +554,8 @@ void GradSync::addHoldings(std::vector<HeldSlice>& items,
     auto chunk = [&](HoldingKind k, int64_t cols) {
       items.push_back({name, k, 0, begin, end, u.len, u.chunk, cols, u.chunk * cols * 4});
     };
-    if (m_stage == 3) chunk(HoldingKind::Params, 1);
-    if (m_stage >= 2) chunk(HoldingKind::Grads, 1);
+    if (m_zero.shardsParameters) chunk(HoldingKind::Params, 1);
+    if (m_zero.shardsGradients) chunk(HoldingKind::Grads, 1);
     if (slots > 0) chunk(HoldingKind::Optimizer, slots);
   }
 }

@@ -21,8 +21,9 @@
 #include "device/compute.h"
 #include "model/mlp.h"  // UnitHooks
 #include "optim/optimizer.h"
-#include "parallel/holdings.h"
 #include "parallel/data/zero.h"
+#include "parallel/data/zero_policy.h"
+#include "parallel/holdings.h"
 #include "train/training_state.h"
 
 namespace paralab {
@@ -36,7 +37,7 @@ struct SyncGroup {
 };
 
 struct GradSyncSettings {
-  int zero = 0;                      // ZeRO stage 0..3
+  ZeroStage zero = ZeroStage::None;  // what ZeRO shards (zero_policy.h)
   std::string dpVersion = "bucket";  // stage 0: naive | bucket
   double bucketMb = 0.25;            // bucket: MiB of gradients per bucket
   std::string optimizer = "sgd";     // optimizer.h's kinds
@@ -138,7 +139,7 @@ class GradSync final : public UnitHooks {
   std::vector<SyncGroup> m_groups;
   std::vector<int> m_rankIn;  // this rank's index in each group
   GradSyncSettings m_settings;
-  int m_stage;
+  const ZeroPolicy& m_zero;  // what this stage shards
   Compute& m_compute;
   MemoryTracker* m_memory;
   SpanRecorder* m_spans;
@@ -146,12 +147,12 @@ class GradSync final : public UnitHooks {
   int64_t m_step = 0;
   int m_backwards = 1;
   std::vector<int> m_seen;  // backwards of each model unit so far this step
-  // ZeRO: stages 1-2 the padded parameters of every unit, 3 the owned shard; stage 1 the padded
-  // gradients, 2-3 the owned shard. Stage 0 uses the ParamSet's flat buffers.
+  // ZeRO: the padded parameters of every unit, or the owned shard where the stage shards them;
+  // the same for the gradients. Stage 0 uses the ParamSet's flat buffers.
   Tensor m_params, m_grads;
-  Tensor m_gathered;    // stage 3: one model unit's parameters while it runs (Comm)
-  Tensor m_staging;     // stages 2-3: one model unit's gradients while backward makes them (Comm)
-  Tensor m_evalParams;  // stage 3: the whole model for an evaluation (Comm)
+  Tensor m_gathered;    // sharded parameters: one model unit's while it runs (Comm)
+  Tensor m_staging;     // sharded gradients: one model unit's while backward makes them (Comm)
+  Tensor m_evalParams;  // sharded parameters: the whole model for an evaluation (Comm)
   // Stage 0: one optimizer over the flat buffer; ZeRO: one per unit over its owned chunk (Adam
   // and momentum are elementwise: the same update, and owned chunks need no copying).
   std::vector<std::unique_ptr<Optimizer>> m_opts;

@@ -5,7 +5,7 @@
 //
 // A block is x += proj(attention(qkv(LN1(x)))), then x += fc2(GELU(fc1(LN2(x)))). Megatron's
 // split of each half into a column-parallel and a row-parallel layer, so that only their sum
-// is exchanged:
+// is exchanged (column_row.h has the pair's exchanges, TP and SP):
 //   attention: qkv column-parallel by heads (rank t computes q, k and v of heads t NH/T ..
 //     (t+1) NH/T - 1 for every token), attention itself on those heads alone (heads are
 //     independent), proj row-parallel (the input rows of those heads) -> partial sums;
@@ -26,7 +26,7 @@
 //               fc1 and qkv;
 //   the same bytes as TP's all-reduces, while the residual stream, the stream after attention
 //   and the LayerNorm statistics take 1/T of the memory. (The gathered LayerNorm outputs are
-//   kept, as in the MLP's stage: tensor_parallel.cpp says why.) At the ends: the first stage
+//   kept: column_row.h says why.) At the ends: the first stage
 //   computes the embeddings of every token (cheap: a lookup) and keeps its own rows; its
 //   backward all-gathers the gradient rows, so every rank computes the whole, identical
 //   embedding gradient. The last stage all-gathers the stream for the final LayerNorm and head;
@@ -44,7 +44,7 @@
 // position: each piece its own wpe rows) and attention (the ring). The weights' gradients are
 // each rank's share over its tokens, summed over dp x cp by the GradSync (model_parallel.cpp).
 // With --device cuda every buffer here is device memory of the rank's Compute, as in
-// tensor_parallel.cpp; each collective waits for the rank's stream first (ready()).
+// tensor_parallel.cpp.
 #include "parallel/tensor/gpt_parallel.h"
 
 #include <algorithm>
@@ -58,9 +58,9 @@
 
 namespace paralab {
 
-GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
-                   MemoryTracker* memory, SpanRecorder* spans, Communicator* cp, bool zigzag)
-    : Stage(tp, sp, compute, memory, spans),
+GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
+                   SpanRecorder* spans, Communicator* cp, bool zigzag)
+    : ColumnRowStage(tp, sp, compute, memory, spans),
       m_model(shard),
       m_S(shard.shape().seq),
       m_C(shard.shape().hidden),
@@ -76,19 +76,15 @@ GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute,
   m_Sl = m_ring ? m_ring->tokens() : m_S;
   if (m_sp && m_S % m_T != 0)
     throw std::invalid_argument("sp: sequence parallelism splits each window's " +
-                                std::to_string(m_S) + " tokens over --tp " +
-                                std::to_string(m_T) + " ranks; --seq must be a multiple of it");
+                                std::to_string(m_S) + " tokens over --tp " + std::to_string(m_T) +
+                                " ranks; --seq must be a multiple of it");
 }
 
 GptStage::~GptStage() = default;
 
 MicroRows GptStage::rowsOf(int samples) const {
-  MicroRows r{samples, m_Sl, samples * m_Sl, samples * m_Sl, 0};
-  if (m_sp) {
-    r.local = r.full / m_T;
-    r.first = m_tp.rank() * r.local;
-  }
-  return r;
+  // SP: --seq is a multiple of T (the constructor says so), so no padding rows.
+  return splitRows({samples, m_Sl, samples * m_Sl, samples * m_Sl, 0});
 }
 
 bool GptStage::reportsLoss() const { return m_model.hasUnit(m_L + 1) && m_tp.rank() == 0; }
@@ -115,8 +111,8 @@ GptBlockActs GptStage::blockLayout(int samples, const std::function<Tensor(Shape
   return k;
 }
 
-std::unique_ptr<MicroActs> GptStage::layout(
-    int micro, int samples, const std::function<Tensor(Shape)>& make) const {
+std::unique_ptr<MicroActs> GptStage::layout(int micro, int samples,
+                                            const std::function<Tensor(Shape)>& make) const {
   auto m = std::make_unique<GptMicroActs>();
   begin(*m, micro, samples);
   const int64_t full = m->r.full, local = m->r.local, C = m_C;
@@ -162,8 +158,7 @@ void GptStage::ensureScratch(const MicroRows& r) {
   auto work = [&](Shape s) {
     return m_compute.tensor(std::move(s), MemCategory::Workspace, m_memory);
   };
-  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dqkv, &m_dh, &m_y, &m_att,
-                    &m_attScratch})
+  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dqkv, &m_dh, &m_y, &m_att, &m_attScratch})
     *t = Tensor();  // free first: an honest peak
   m_block = GptBlockActs{};
   m_dA = work({local, C});
@@ -200,29 +195,13 @@ void GptStage::loadTokens(GptMicroActs& m, const float* x) {
     }
   auto put = [&](Tensor& t, const std::vector<int>& ids) {
     int* dst = reinterpret_cast<int*>(t.data());
-    if (m_compute.onGpu()) m_compute.uploadInts(dst, ids.data(), n);
-    else std::copy_n(ids.data(), n, dst);
+    if (m_compute.onGpu())
+      m_compute.uploadInts(dst, ids.data(), n);
+    else
+      std::copy_n(ids.data(), n, dst);
   };
   if (first) put(m.tokens, m_hostTokens);
   if (last) put(m.targets, m_hostTargets);
-}
-
-const float* GptStage::gatherRows(const float* mine, float* all, const MicroRows& r) {
-  if (!m_sp) return mine;
-  ready();
-  m_tp.allGather(mine, all, int64_t(r.local) * m_C, device());
-  return all;
-}
-
-void GptStage::sumRows(float* partial, float* local, const MicroRows& r) {
-  if (m_sp) {
-    ready();
-    m_tp.reduceScatter(partial, local, int64_t(r.local) * m_C, ReduceOp::Sum, device());
-  } else if (m_T > 1) {
-    ready();
-    m_tp.allReduce(local, local, int64_t(r.local) * m_C, ReduceOp::Sum,
-                   AllReduceAlgo::Configured, device());
-  }
 }
 
 // [SECTION] Forward
@@ -248,7 +227,7 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
       // Every token's embedding (SP: then only this rank's rows are kept).
       float* all = m_sp ? m_y.data() : m.a[0].data();
       embed(m, all);
-      if (m_sp) m_compute.copy(m.a[0].data(), all + r.first * C, int64_t(r.local) * C);
+      keepOwnRows(m.a[0].data(), all, r, C);
     }
     if (hooks) hooks->afterForward(unitOf(0));
   }
@@ -256,7 +235,7 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
             hooks,
             [&](int j) { blockForward(step, j, m, blockOf(m, j), m.a[size_t(j) + 1].data()); });
   if (!m_model.hasUnit(m_L + 1)) return 0;
-  const float* in = gatherRows(m.a.back().data(), m.aFull.data(), r);  // SP ends
+  const float* in = gatherRows(m.a.back().data(), m.aFull.data(), r, C);  // SP ends
   if (hooks) hooks->beforeForward(unitOf(m_L + 1));
   double loss = 0;
   {
@@ -289,7 +268,7 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     auto s = span();
     b.ln1.forward(in, k.ln1.data() + r.first * C, k.mean1.data(), k.rstd1.data(), r.local);
   }
-  gatherRows(k.ln1.data() + r.first * C, k.ln1.data(), r);  // in place
+  gatherRows(k.ln1.data() + r.first * C, k.ln1.data(), r, C);  // in place
   {
     auto s = span();
     b.qkv.forward(k.ln1.data(), k.qkv.data(), r.full);  // column-parallel: the rank's heads
@@ -298,9 +277,9 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
   {
     auto s = span();
     // Row-parallel: this rank's partial sum of proj's output, bias not yet added.
-    b.proj.forward(k.y.data(), m_sp ? m_y.data() : k.mid.data(), r.full, false);
+    b.proj.forward(k.y.data(), partialOutput(k.mid.data(), m_y.data()), r.full, false);
   }
-  sumRows(m_y.data(), k.mid.data(), r);
+  sumRows(m_y.data(), k.mid.data(), r, C);
   {
     auto s = span();
     m_compute.biasAdd(k.mid.data(), ps.param(b.proj.biasRef()), r.local, m_C);
@@ -308,14 +287,14 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     b.ln2.forward(k.mid.data(), k.ln2.data() + r.first * C, k.mean2.data(), k.rstd2.data(),
                   r.local);
   }
-  gatherRows(k.ln2.data() + r.first * C, k.ln2.data(), r);
+  gatherRows(k.ln2.data() + r.first * C, k.ln2.data(), r, C);
   {
     auto s = span();
     b.fc1->forward(k.ln2.data(), k.h.data(), r.full);  // column-parallel
     m_compute.gelu(k.g.data(), k.h.data(), long(r.full) * m_F);
-    b.fc2->forward(k.g.data(), m_sp ? m_y.data() : out, r.full, false);  // row-parallel
+    b.fc2->forward(k.g.data(), partialOutput(out, m_y.data()), r.full, false);  // row-parallel
   }
-  sumRows(m_y.data(), out, r);
+  sumRows(m_y.data(), out, r, C);
   auto s = span();
   m_compute.biasAdd(out, ps.param(b.fc2->biasRef()), r.local, m_C);
   m_compute.residualAdd(out, k.mid.data(), long(r.local) * C);
@@ -342,7 +321,7 @@ void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float
       m_model.head().backward(m.lnf.data(), m.dlogits.data(), m_dln.data(), r.full);
       m_model.finalNorm().backward(in, m.meanf.data(), m.rstdf.data(), m_dln.data(),
                                    m_sp ? m_dFull.data() : dA, r.full);
-      if (m_sp) m_compute.copy(dA, m_dFull.data() + r.first * C, localFloats);
+      keepOwnRows(dA, m_dFull.data(), r, C);
     }
     if (hooks) hooks->afterBackward(unitOf(m_L + 1));
   } else {
@@ -355,7 +334,7 @@ void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float
     return;
   }
   // SP begins: the embeddings' whole gradient needs every row's.
-  const float* dA0 = gatherRows(dA, m_dFull.data(), r);
+  const float* dA0 = gatherRows(dA, m_dFull.data(), r, C);
   if (hooks) hooks->beforeBackward(unitOf(0));
   {
     auto s = span();
@@ -380,12 +359,9 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
                        microSpanLabel(false, m.micro));
   };
   // The partial gradient of a LayerNorm's output [full, C], summed: this rank's rows of it.
-  auto summed = [&]() -> float* {
-    sumRows(m_dln.data(), m_sp ? m_dtmp.data() : m_dln.data(), r);
-    return m_sp ? m_dtmp.data() : m_dln.data();
-  };
+  auto summed = [&] { return sumPartialGradient(m_dln.data(), m_dtmp.data(), r, C); };
   // out = mid + fc2(gelu(fc1(ln2(mid)))): dA passes through, the branch adds to it.
-  const float* dY = gatherRows(dA, m_dFull.data(), r);
+  const float* dY = gatherRows(dA, m_dFull.data(), r, C);
   {
     auto s = span();
     b.fc2->backward(k.g.data(), dY, m_dh.data(), r.full);
@@ -399,7 +375,7 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
     m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);  // dA = dmid
   }
   // mid = a + proj(attention(qkv(ln1(a)))): the same again.
-  dY = gatherRows(dA, m_dFull.data(), r);
+  dY = gatherRows(dA, m_dFull.data(), r, C);
   float* dy = m_dh.data();  // attention's output gradient [full, C/T]
   {
     auto s = span();
@@ -429,8 +405,7 @@ void GptStage::embed(GptMicroActs& m, float* out) {
   int64_t row = 0;  // cp: each piece of each window, with its own positions' wpe rows
   for (int b = 0; b < m.r.rows; ++b)
     for (const auto& [p0, len] : m_ring->chunks().pieces) {
-      m_compute.embedding(out + row * m_C, tokens + row, wte, wpe + int64_t(p0) * m_C, 1, len,
-                          m_C);
+      m_compute.embedding(out + row * m_C, tokens + row, wte, wpe + int64_t(p0) * m_C, 1, len, m_C);
       row += len;
     }
 }
@@ -443,15 +418,15 @@ void GptStage::embedBackward(GptMicroActs& m, const float* dA) {
   int64_t row = 0;
   for (int b = 0; b < m.r.rows; ++b)
     for (const auto& [p0, len] : m_ring->chunks().pieces) {
-      m_compute.embeddingBackward(dwte, dwpe + int64_t(p0) * m_C, dA + row * m_C, tokens + row,
-                                  1, len, m_C);
+      m_compute.embeddingBackward(dwte, dwpe + int64_t(p0) * m_C, dA + row * m_C, tokens + row, 1,
+                                  len, m_C);
       row += len;
     }
 }
 
 void GptStage::attend(int64_t step, GptMicroActs& m, GptBlockActs& k, bool again) {
-  if (m_ring) return m_ring->forward(step, m.micro, k.y.data(), k.lse.data(), k.qkv.data(),
-                                     m.r.rows, again);
+  if (m_ring)
+    return m_ring->forward(step, m.micro, k.y.data(), k.lse.data(), k.qkv.data(), m.r.rows, again);
   ComputeSpan s(m_compute, m_spans, again ? SpanKind::Backward : SpanKind::Forward, step + 1,
                 microSpanLabel(!again, m.micro));
   m_compute.attention(k.y.data(), attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
@@ -469,17 +444,12 @@ void GptStage::attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, co
 }
 
 void GptStage::finishBackward(GradSync& sync) {
-  if (!m_sp) return;
-  // SP: each rank's LN1 and LN2 gradients cover its rows only; sum them over the group
-  // (gamma and beta are adjacent: 2C floats each), as tensor_parallel.cpp does for the MLP.
-  ready();
+  // SP: LN1's and LN2's gradients of every block cover the rank's rows only.
+  std::vector<int64_t> norms;
   for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l)
-    for (const LayerNorm* ln : {&m_model.block(l).ln1, &m_model.block(l).ln2}) {
-      const int64_t at = m_model.params().ref(ln->gammaRef()).offset;
-      for (const HeldGradients& g : sync.heldGradients(at, at + 2 * int64_t(m_C)))
-        m_tp.allReduce(g.grads, g.grads, g.count, ReduceOp::Sum, AllReduceAlgo::Configured,
-                       device());
-    }
+    for (const LayerNorm* ln : {&m_model.block(l).ln1, &m_model.block(l).ln2})
+      norms.push_back(m_model.params().ref(ln->gammaRef()).offset);
+  sumNormGradients(sync, norms, m_C);
 }
 
 }  // namespace paralab

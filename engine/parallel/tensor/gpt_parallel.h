@@ -2,8 +2,8 @@
 // attention split over the tensor-parallel group by heads and the FFN column-then-row
 // (Megatron-LM, Shoeybi et al. 2019), optionally with sequence parallelism over the tokens
 // (Korthikanti et al. 2022), or each window's tokens split over a context-parallel group with
-// ring attention (ring_attention.h), on the rank's Compute. The collectives are in
-// gpt_parallel.cpp.
+// ring attention (ring_attention.h), on the rank's Compute. The tensor-parallel exchanges are
+// Megatron's pair (column_row.h), one per half of the block.
 // See tests/engine/tst_gpt.cpp.
 #pragma once
 #include <functional>
@@ -12,7 +12,7 @@
 
 #include "model/gpt.h"
 #include "parallel/context/ring_attention.h"
-#include "parallel/pipeline/stage.h"
+#include "parallel/tensor/column_row.h"
 
 namespace paralab {
 
@@ -33,12 +33,12 @@ struct GptMicroActs : MicroActs {
   // Per block; none with full recomputation, which keeps only `a` and refills the stage's one
   // set of block buffers in the backward.
   std::vector<GptBlockActs> block;
-  Tensor aFull;                    // last stage, SP: the gathered residual stream [full, C]
-  Tensor lnf, meanf, rstdf;        // last stage: the final LayerNorm [full, C] and stats [full]
-  Tensor logits, dlogits;          // last stage [full, V]
+  Tensor aFull;              // last stage, SP: the gathered residual stream [full, C]
+  Tensor lnf, meanf, rstdf;  // last stage: the final LayerNorm [full, C] and stats [full]
+  Tensor logits, dlogits;    // last stage [full, V]
 };
 
-class GptStage final : public Stage {
+class GptStage final : public ColumnRowStage {
  public:
   // As TensorParallelStage. Throws std::invalid_argument, with `sp`, for a context that the
   // group does not divide. `cp` (null or one rank: none): the context-parallel group, each
@@ -82,12 +82,6 @@ class GptStage final : public Stage {
   void blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& k, float* out,
                     bool again = false);
   void blockBackward(int64_t step, int j, GptMicroActs& m, float* dA);
-  // The partial sums of a row-parallel layer, `partial` [full, C], made whole where the
-  // residual stream is kept: reduce-scatter into `local` (SP), all-reduce in place (TP; then
-  // `partial` is `local`), nothing on one rank.
-  void sumRows(float* partial, float* local, const MicroRows& r);
-  // SP: the rows of `mine` [local, C] from every rank, into `all` [full, C]; else `mine`.
-  const float* gatherRows(const float* mine, float* all, const MicroRows& r);
   void ensureScratch(const MicroRows& r);
   std::unique_ptr<MicroActs> layout(int micro, int samples,
                                     const std::function<Tensor(Shape)>& make) const override;

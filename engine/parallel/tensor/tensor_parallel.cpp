@@ -1,39 +1,25 @@
 // Tensor parallelism (`--tp T`; Shoeybi et al. 2019, Megatron-LM) and sequence parallelism
-// (`--sp`; Korthikanti et al. 2022) on one stage's micro-batch. Try:
+// (`--sp`; Korthikanti et al. 2022) on one MLP stage's micro-batch. Try:
 //   paralab-run --tp 2 --json   |   paralab-run --tp 2 --sp --json
 // See tests/engine/tst_model_parallel.cpp (equal to serial; traffic against the formulas).
 //
-// Each block is LayerNorm -> fc1 (H -> 4H) -> GELU -> fc2 (4H -> H) + residual. Megatron's pair:
-// fc1 is column-parallel (rank t keeps output columns t of T: H -> 4H/T), fc2 row-parallel (the
-// matching 4H/T input rows -> H), so GELU runs on each rank's own columns and the only
-// exchange is summing fc2's partial outputs.
-//   TP, per block and micro-batch of b rows (the collectives of this file):
-//     forward:  all-reduce of fc2's partial outputs, b x H floats ("g" in the paper);
-//     backward: all-reduce of the partial input gradients of fc1, b x H floats ("f").
-//   So 2 all-reduces per block per micro-batch. fc2's bias is added once, after the sum.
-//   Replicated: the input projection, the classifier and every LayerNorm. They are small (the
-//   FFN holds 8H^2 of a block's 8H^2 + 7H weights) and replicating them keeps the residual
-//   stream whole on every tp rank, so every rank computes the same values on them: their
-//   gradients are identical on every tp rank by construction and need no tp all-reduce.
-//   SP: the region outside the FFN (LayerNorm, residual) is split by rows: rank t keeps rows t
-//   of T of each micro-batch (the samples here play the tokens' part). Each all-reduce becomes
-//   its two halves where the row split begins and ends:
-//     forward:  all-gather of the LayerNorm output before fc1, reduce-scatter after fc2;
-//     backward: all-gather of the output gradient before fc2, reduce-scatter after fc1;
-//   the same bytes as TP's all-reduces (ring: all-reduce = reduce-scatter + all-gather), while
-//   residual and LayerNorm statistics take 1/T of the memory. (Megatron also drops the
-//   gathered LayerNorm output and gathers it again in backward, one more all-gather per block;
-//   we keep it, so the bytes stay equal to TP's.) At the ends of the region, per micro-batch:
-//   the first stage's input projection runs on the rank's own rows (its backward all-gathers
-//   the gradient rows, b x H, so every rank computes the whole, identical weight gradient), the
-//   last stage all-gathers the residual for the classifier (b x H; its backward needs no
-//   exchange: every rank has the whole, identical gradient and keeps its rows). LayerNorm
-//   weights now see only the rank's rows: their gradients are partial, and one all-reduce per
-//   block per step (2H floats, or with ZeRO on dp the part of them the rank owns) sums them
-//   over the group, as Megatron does.
+// Each block is LayerNorm -> fc1 (H -> 4H) -> GELU -> fc2 (4H -> H) + residual: fc1 is the
+// column-parallel layer of Megatron's pair (H -> 4H/T), fc2 the row-parallel one, GELU runs on
+// the rank's own columns (column_row.h has the pair's exchanges, TP and SP).
+//   TP, per block and micro-batch of b rows: forward an all-reduce of fc2's partial outputs,
+//   backward one of fc1's partial input gradients, b x H floats each. fc2's bias is added once,
+//   after the sum. Replicated: the input projection, the classifier and every LayerNorm (the
+//   FFN holds 8H^2 of a block's 8H^2 + 7H weights).
+//   SP: the samples play the tokens' part: rank t keeps rows t of T of each micro-batch, padded
+//   to a multiple of T with zero rows (zero gradients). At the ends of the split region, per
+//   micro-batch: the first stage's input projection runs on the rank's own rows (its backward
+//   all-gathers the gradient rows, b x H, so every rank computes the whole, identical weight
+//   gradient), the last stage all-gathers the residual for the classifier (b x H; its backward
+//   needs no exchange: every rank has the whole, identical gradient and keeps its rows). The
+//   LayerNorm weights' gradients are summed over the group once per step, 2H floats per block
+//   (with ZeRO on dp the part of them the rank owns), as Megatron does.
 // With --device cuda every buffer here is device memory of the rank's Compute and every
-// kernel goes on its stream; each collective waits for that stream first (ready()), since the
-// communicator reads and writes from its own, and returns once its own is done.
+// kernel goes on its stream.
 #include "parallel/tensor/tensor_parallel.h"
 
 #include <algorithm>
@@ -48,19 +34,13 @@ namespace paralab {
 
 TensorParallelStage::TensorParallelStage(Mlp& shard, Communicator& tp, bool sp, Compute& compute,
                                          MemoryTracker* memory, SpanRecorder* spans)
-    : Stage(tp, sp, compute, memory, spans),
+    : ColumnRowStage(tp, sp, compute, memory, spans),
       m_model(shard),
       m_H(shard.shape().hidden),
       m_F(4 * shard.shape().hidden / tp.size()) {}
 
 MicroRows TensorParallelStage::rowsOf(int rows) const {
-  MicroRows r{rows, 1, rows, rows, 0};
-  if (m_sp) {
-    r.full = (rows + m_T - 1) / m_T * m_T;
-    r.local = r.full / m_T;
-    r.first = m_tp.rank() * r.local;
-  }
-  return r;
+  return splitRows({rows, 1, rows, rows, 0});
 }
 
 bool TensorParallelStage::reportsLoss() const {
@@ -137,12 +117,8 @@ double TensorParallelStage::forward(int64_t step, MicroActs& micro, const float*
   eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), true,
             hooks, [&](int j) { blockForward(step, j, m); });
   if (!m_model.hasUnit(shape.layers + 1)) return 0;
-  const float* in = m.a.back().data();
-  if (m_sp) {  // SP ends: every rank gets every row for the replicated classifier
-    ready();
-    m_tp.allGather(m.a.back().data(), m.aFull.data(), int64_t(r.local) * m_H, device());
-    in = m.aFull.data();
-  }
+  // SP ends: every rank gets every row for the replicated classifier.
+  const float* in = gatherRows(m.a.back().data(), m.aFull.data(), r, m_H);
   if (hooks) hooks->beforeForward(unitOf(shape.layers + 1));
   double loss = 0;
   {
@@ -171,25 +147,16 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
     b.ln.forward(m.a[size_t(j)].data(), m.ln[size_t(j)].data() + r.first * H,
                  m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), r.local);
   }
-  if (m_sp) {  // all-gather (in place): fc1 needs every row
-    ready();
-    m_tp.allGather(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r.local * H,
-                   device());
-  }
+  // SP: all-gather (in place): fc1 needs every row.
+  gatherRows(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r, H);
   {
     ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
     b.fc1.forward(m.ln[size_t(j)].data(), m.h[size_t(j)].data(), r.full);  // column-parallel
     m_compute.gelu(m.g[size_t(j)].data(), m.h[size_t(j)].data(), long(r.full) * m_F);
     // Row-parallel: this rank's partial sum of fc2's output, bias not yet added.
-    b.fc2.forward(m.g[size_t(j)].data(), m_sp ? m_y.data() : out, r.full, false);
+    b.fc2.forward(m.g[size_t(j)].data(), partialOutput(out, m_y.data()), r.full, false);
   }
-  if (m_sp) {  // reduce-scatter: the sum, and only this rank's rows of it
-    ready();
-    m_tp.reduceScatter(m_y.data(), out, r.local * H, ReduceOp::Sum, device());
-  } else if (m_T > 1) {  // all-reduce: the sum, on every rank
-    ready();
-    m_tp.allReduce(out, out, r.local * H, ReduceOp::Sum, AllReduceAlgo::Configured, device());
-  }
+  sumRows(m_y.data(), out, r, H);  // the sum; SP: only this rank's rows of it
   ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
   m_compute.biasAdd(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
   m_compute.residualAdd(out, m.a[size_t(j)].data(), long(r.local * H));
@@ -197,8 +164,8 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
 
 // [SECTION] Backward
 
-void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* dOut,
-                                   float* dIn, UnitHooks* hooks) {
+void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* dOut, float* dIn,
+                                   UnitHooks* hooks) {
   MlpMicroActs& m = acts(micro);
   const MlpShape& shape = m_model.shape();
   const MicroRows& r = m.r;
@@ -213,7 +180,7 @@ void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* 
         // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
         m_compute.zero(m_dFull.data(), r.full * H);  // padding rows: zero
         m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
-        m_compute.copy(dA, m_dFull.data() + r.first * H, localFloats);
+        keepOwnRows(dA, m_dFull.data(), r, H);
       } else {
         m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
       }
@@ -228,12 +195,8 @@ void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* 
     m_compute.copy(dIn, dA, localFloats);
     return;
   }
-  const float* dA0 = dA;
-  if (m_sp) {  // SP begins: the input projection's whole gradient needs every row's
-    ready();
-    m_tp.allGather(dA, m_dFull.data(), localFloats, device());
-    dA0 = m_dFull.data();
-  }
+  // SP begins: the input projection's whole gradient needs every row's.
+  const float* dA0 = gatherRows(dA, m_dFull.data(), r, H);
   if (hooks) hooks->beforeBackward(unitOf(0));
   {
     ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
@@ -246,12 +209,8 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, fl
   Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
   const int64_t H = m_H;
-  const float* dY = dA;  // gradient of the block output, every row fc2 saw
-  if (m_sp) {            // all-gather: fc2's backward needs every row's
-    ready();
-    m_tp.allGather(dA, m_dFull.data(), r.local * H, device());
-    dY = m_dFull.data();
-  }
+  // The gradient of the block output, every row fc2 saw (SP: all-gathered).
+  const float* dY = gatherRows(dA, m_dFull.data(), r, H);
   {
     ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
     // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
@@ -260,15 +219,7 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, fl
     // Partial: this rank's columns' share of the LayerNorm output's gradient.
     b.fc1.backward(m.ln[size_t(j)].data(), m_dh.data(), m_dln.data(), r.full);
   }
-  float* dln = m_dln.data();
-  if (m_sp) {  // reduce-scatter: the sum, this rank's rows
-    ready();
-    m_tp.reduceScatter(m_dln.data(), m_dtmp.data(), r.local * H, ReduceOp::Sum, device());
-    dln = m_dtmp.data();
-  } else if (m_T > 1) {  // all-reduce: the sum, on every rank
-    ready();
-    m_tp.allReduce(dln, dln, r.local * H, ReduceOp::Sum, AllReduceAlgo::Configured, device());
-  }
+  const float* dln = sumPartialGradient(m_dln.data(), m_dtmp.data(), r, H);  // this rank's rows
   ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
   b.ln.backward(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), dln,
                 m_dtmp.data(), r.local);
@@ -276,17 +227,12 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, fl
 }
 
 void TensorParallelStage::finishBackward(GradSync& sync) {
-  if (!m_sp) return;
-  // SP: each rank's LayerNorm gradients cover its rows only; sum them (gamma and beta are
-  // adjacent: 2H floats per block). Summing over tp after dp gives the same sum; the dp sync
-  // decides where the sums are (ZeRO: the owned chunk's share of them, the same on every tp
-  // rank, which holds the same layout).
-  ready();
-  for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l) {
-    const int64_t at = m_model.params().ref(m_model.block(l).ln.gammaRef()).offset;
-    for (const HeldGradients& g : sync.heldGradients(at, at + 2 * int64_t(m_H)))
-      m_tp.allReduce(g.grads, g.grads, g.count, ReduceOp::Sum, AllReduceAlgo::Configured, device());
-  }
+  // SP: each block's LayerNorm gradients cover the rank's rows only. Summing over tp after dp
+  // gives the same sum.
+  std::vector<int64_t> norms;
+  for (int l = m_model.firstBlock(); l < m_model.endBlock(); ++l)
+    norms.push_back(m_model.params().ref(m_model.block(l).ln.gammaRef()).offset);
+  sumNormGradients(sync, norms, m_H);
 }
 
 }  // namespace paralab

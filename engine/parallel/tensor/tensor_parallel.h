@@ -1,8 +1,8 @@
 // The MLP's pipeline stage (stage.h): its units run one micro-batch at a time, each block's FFN
 // split over the tensor-parallel group (Megatron-LM, Shoeybi et al. 2019), optionally with sequence
 // parallelism (Korthikanti et al. 2022), on the rank's Compute: the CPU, or its GPU with every
-// buffer in device memory. The collectives are in tensor_parallel.cpp; the strategy that drives
-// stages is model_parallel.cpp. See tests/engine/tst_model_parallel.cpp and
+// buffer in device memory. Its exchanges are Megatron's pair (column_row.h); the strategy that
+// drives stages is model_parallel.cpp. See tests/engine/tst_model_parallel.cpp and
 // tst_cuda_model_parallel.cpp.
 #pragma once
 #include <functional>
@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "model/mlp.h"
-#include "parallel/pipeline/stage.h"
+#include "parallel/tensor/column_row.h"
 
 namespace paralab {
 
 // What one micro-batch leaves on an MLP stage between its forward and its backward.
 struct MlpMicroActs : MicroActs {
-  Tensor x;          // first stage: the input rows [rows, D]
-  Tensor labels;     // last stage, GPU only: [rows] int32 labels, kept in a float tensor's bytes
+  Tensor x;       // first stage: the input rows [rows, D]
+  Tensor labels;  // last stage, GPU only: [rows] int32 labels, kept in a float tensor's bytes
   // The residual stream into each block of the stage and out of the last [local, H].
   std::vector<Tensor> a;
   // Per block: the LayerNorm output, fc1's input [full, H] (SP: all-gathered).
@@ -28,7 +28,7 @@ struct MlpMicroActs : MicroActs {
   Tensor logits, dlogits;  // last stage [rows, classes]
 };
 
-class TensorParallelStage final : public Stage {
+class TensorParallelStage final : public ColumnRowStage {
  public:
   // `tp`: this rank's tensor-parallel group (size 1: no tensor parallelism, the plain stage).
   // `compute`: where the shard's parameters live and its math runs; every buffer here is made
