@@ -21,6 +21,18 @@
 using namespace paralab::kernels;
 using namespace paralab::test;
 
+namespace {
+
+// The columns of an attention row: sequences, their length, the model width and its heads.
+void attentionColumns() {
+  QTest::addColumn<int>("B");
+  QTest::addColumn<int>("T");
+  QTest::addColumn<int>("C");
+  QTest::addColumn<int>("NH");
+}
+
+}  // namespace
+
 class TstCudaKernelsAttention : public QObject {
   Q_OBJECT
  private slots:
@@ -46,10 +58,7 @@ void TstCudaKernelsAttention::initTestCase() {
 // same inputs. Rows: T = 1 (a token sees only itself: P = 1, dq = dk = 0), NH = hs = 1, T not a
 // multiple of anything, several heads and sequences.
 void TstCudaKernelsAttention::attention_data() {
-  QTest::addColumn<int>("B");
-  QTest::addColumn<int>("T");
-  QTest::addColumn<int>("C");
-  QTest::addColumn<int>("NH");
+  attentionColumns();
   for (auto [B, T, C, NH] :
        {std::array{1, 1, 1, 1}, std::array{2, 1, 8, 2}, std::array{2, 9, 1, 1},
         std::array{2, 17, 12, 3}, std::array{3, 33, 64, 4}, std::array{1, 64, 32, 1}})
@@ -118,10 +127,7 @@ void TstCudaKernelsAttention::attention() {
 // tile or two exactly, T one past a tile (a diagonal tile with one live row), T not a multiple
 // of it over several tiles; hs = 8, 16, 32 and the limit 64; B and NH > 1.
 void TstCudaKernelsAttention::attentionTiled_data() {
-  QTest::addColumn<int>("B");
-  QTest::addColumn<int>("T");
-  QTest::addColumn<int>("C");
-  QTest::addColumn<int>("NH");
+  attentionColumns();
   for (auto [B, T, C, NH] :
        {std::array{1, 1, 8, 1}, std::array{2, 5, 16, 2}, std::array{2, 32, 32, 2},
         std::array{2, 33, 64, 2}, std::array{3, 70, 48, 3}, std::array{1, 64, 96, 12},
