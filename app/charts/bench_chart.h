@@ -10,9 +10,10 @@
 // on this CPU beside projected for an H100 SXM and an A100 80GB, solid where the roofline says
 // the GPU is compute-bound, hatched where memory-bound. Layouts: one GPT's projected step per
 // tensor-parallel degree, stacked by where the time goes. Exports like every chart (Export
-// all). See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts.cpp.
+// all). See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts_bench.cpp.
 #pragma once
 #include <optional>
+#include <vector>
 
 #include "bench_runner.h"
 #include "charts/chart.h"
@@ -68,6 +69,8 @@ class BenchChart : public Chart {
   void showLatency(const BenchResult& r);
   void showRoofline(const teach::RooflineResult& r);
   void showLayouts(const teach::LayoutProjection& p);
+  // The batch sizes of a latency result along the x axis (its bars and its CSV rows).
+  static std::vector<int> latencySlots(const BenchResult& r);
   QCPItemText* addNote(double x, double yRatio, const QString& text, const QColor& color);
   void addValueLabel(double x, double y, const QString& text, const QColor& color);
   // The x axis names each bar (kernel, thread count, batch size); where the plot is too narrow
