@@ -264,11 +264,10 @@ int main(int argc, char** argv) {
   const std::string &sweep = program.sweep, &tracePath = program.trace,
                     &savePath = program.save, &resumePath = program.resume;
   const int sample = program.sample;
-  // A parameter of a choice not made, typed or written by hand, is refused: it would not act.
-  const std::set<std::string> given = givenFlags(app);
   if (!program.project.empty()) {
+    // The projection reads the layout with ranges of its own (80 blocks of width 12288), so
+    // the run's ranges and what applies to a trained run are its own to check.
     project.target = program.project;
-    if (auto err = refusedAsGiven(config, given, configKeys)) return fail(*err);
     project.microBatchesGiven =
         app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
     return runProjectCommand(config, project, json);
@@ -286,7 +285,8 @@ int main(int argc, char** argv) {
   // Under mpirun the job's size is the world (before --dp/--tp/--pp imply one).
   if (mpiJob && config.ranks == 1 && mpiLaunchSize() > 0) config.ranks = mpiLaunchSize();
   config.deriveRanks();
-  if (auto err = refusedAsGiven(config, given, configKeys)) return fail(*err);
+  // A parameter of a choice not made, typed or written by hand, is refused: it would not act.
+  if (auto err = refusedAsGiven(config, givenFlags(app), configKeys)) return fail(*err);
   if (auto err = config.validate()) return fail(*err);
 
   const bool latency = !program.latencySweep.empty();
