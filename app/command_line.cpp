@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cli/run_options.h"
+#include "schema.h"
 
 namespace paralab {
 
@@ -133,8 +134,10 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   // A folder that cannot be made is bad input: say so now, not after minutes of training.
   if (out.scripted() && !QDir().mkpath(out.exportDir))
     return fail("export: cannot create folder '" + exportDir + "'");
-  if (out.configGiven)
+  if (out.configGiven) {
+    if (auto err = refusedAsGiven(config, givenFlags(app), configKeys)) return fail(*err);
     if (auto err = config.validate()) return fail(*err);
+  }
   return std::nullopt;
 }
 

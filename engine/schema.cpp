@@ -350,4 +350,25 @@ SettingsInEffect settingsInEffect(const RunConfig& shown, bool serial) {
   return out;
 }
 
+bool isSavedConfig(const std::set<std::string>& keys) {
+  for (const Setting& s : runSettings())
+    if (!keys.contains(s.key)) return false;
+  return true;
+}
+
+Setting::Why refusedAsGiven(const RunConfig& c, const std::set<std::string>& flags,
+                            const std::set<std::string>& configKeys) {
+  for (const Setting& s : runSettings())
+    if (auto err = s.check(c)) return err;
+  const bool saved = isSavedConfig(configKeys);
+  const auto given = [&](const Setting& s) {
+    return flags.contains(s.key) ||
+           (!saved && configKeys.contains(s.key) && !s.isDefault(c));
+  };
+  for (const auto& [key, why] : settingsInEffect(c, false).unavailable)
+    if (const Setting* s = findSetting(key); s->ignoredWhereNotApplicable && given(*s))
+      return key + ": " + why;
+  return std::nullopt;
+}
+
 }  // namespace paralab

@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ struct Setting {
   using Why = std::optional<std::string>;
 
   std::string key;  // the flag without "--" and the JSON key: "hidden", "data-dir"
+  // Whose table: "run" (runSettings(): a run's configuration) or "program" (programSettings():
+  // what paralab-run does with the run).
+  std::string owner = "run";
   SettingType type = SettingType::Text;
   std::string group;  // the window's group: "Model", "Parallelism", ...
   std::string label;  // the window's label: "Hidden width H"
@@ -58,9 +62,10 @@ struct Setting {
   bool inWindow = true;            // the window's settings panel has a control for it
   bool hideUnlessApplies = false;  // the window shows it only where it applies (servers)
   // A parameter of a choice (--servers of a parameter server, --microbatches of a pipeline):
-  // where the choice is not made the value is kept and has no effect, as a --config file
-  // written for another strategy may hold it. Other settings are refused where they do not
-  // apply (ZeRO under gossip asks for something that cannot be).
+  // where the choice is not made validate() keeps the value at no effect, as a saved
+  // configuration carries it for other strategies; given by hand there it is refused
+  // (refusedAsGiven). Other settings are refused where they do not apply whatever their source
+  // (ZeRO under gossip asks for something that cannot be).
   bool ignoredWhereNotApplicable = false;
   std::function<SettingValue(const RunConfig&)> get;
   std::function<void(RunConfig&, const SettingValue&)> set;
@@ -104,6 +109,12 @@ Setting extraSetting(std::string key, SettingType type, SettingValue byDefault);
 // Every setting in table order (precedence): the run's own, then each strategy's.
 const std::vector<Setting>& runSettings();
 const Setting* findSetting(std::string_view key);
+// paralab-run's program flags (--sweep, --trace, --save, --project, ...), owner "program": their
+// values are kept in RunConfig::extra under their keys while a command line is read, and never
+// in a run's configuration (RunConfig::toJson writes runSettings() only). The rows are in
+// cli/program_settings.cpp; cli/run_options.h reads and checks them.
+const std::vector<Setting>& programSettings();
+const Setting* findProgramSetting(std::string_view key);
 // A run whose dataset its model cannot read (the images' default under --model gpt) takes the
 // model's first dataset: fashion-mnist for mlp and moe, fortunes for gpt. For a dataset nobody
 // gave; one that was given is validate()'s to refuse.
@@ -135,5 +146,26 @@ struct SettingsInEffect {
   const std::string* why(std::string_view key) const;
 };
 SettingsInEffect settingsInEffect(const RunConfig& shown, bool serial);
+
+// [SECTION] Settings given where they do not apply
+// A --config file that carries the key of every setting is a saved configuration: the window's
+// Save settings, run-config.json beside its exports and the "config" of paralab-run's --json
+// summary all write RunConfig::toJson(), which holds every setting. Its keys state the whole
+// configuration, not a choice, so a key that does not apply to its model or strategy stays
+// quiet (kept at no effect, as its greyed control in the window). A file that names only some
+// settings was written by hand: each key it names is a choice.
+bool isSavedConfig(const std::set<std::string>& keys);
+// Why the settings given to a program cannot be taken, in one line naming the setting: a value
+// out of its range or choices (Setting::check), then a parameter of a choice (partOfAChoice)
+// given where that choice is not made, with the reason the window shows beside its greyed
+// control ("heads: belongs to the GPT (--model gpt)", settingsInEffect). Given means a
+// command-line flag (`flags`: any value, as typing it says it should act) or a key of a
+// hand-written --config file (`configKeys`) whose value is not the default: a default asks for
+// nothing the run does not already do, and a file saved before a setting existed lacks its
+// key, so is no longer complete, yet holds defaults where settings do not apply (the window
+// resets them, and this refusal keeps them out of paralab-run's runs). Settings that are not
+// parameters of a choice are refused by RunConfig::validate() (inapplicable) from any source.
+Setting::Why refusedAsGiven(const RunConfig& c, const std::set<std::string>& flags,
+                            const std::set<std::string>& configKeys);
 
 }  // namespace paralab

@@ -25,6 +25,7 @@
 #include "metrics/run_record.h"
 #include "platform.h"
 #include "projection/projection.h"
+#include "schema.h"
 #include "train/checkpoint.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
@@ -39,9 +40,7 @@ int fail(const std::string& message) { return badInput("paralab-run", message); 
 int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> ranks;
   try {
-    ranks = parseSweep(spec);
-    if (config.backend != "thread")
-      throw ConfigError("sweep: runs thread ranks (--backend thread)");
+    ranks = parseSweep(spec);  // the form the table checked (program_settings.cpp)
     for (int n : ranks) {
       RunConfig c = config;
       c.ranks = n;
@@ -216,7 +215,6 @@ int runProjectCommand(const RunConfig& config, const projection::RunProjection& 
 int main(int argc, char** argv) {
   useFastBlasKernels(argc, argv);
   RunConfig config;
-  bool json = false;
   std::string configPath = findConfigPath(argc, argv);
   std::set<std::string> configKeys;  // what the --config file gave
   if (!configPath.empty()) {
@@ -231,52 +229,10 @@ int main(int argc, char** argv) {
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.add_option("--config", configPath, "JSON file whose keys are these flag names; flags win");
   addRunConfigOptions(app, config);
-  std::string sweep;
-  app.add_option("--sweep", sweep,
-                 "ranks=1,2,4,8: time --steps steps at each rank count (thread backend); prints "
-                 "speedup, efficiency and the Amdahl/Gustafson fits");
-  std::string latencySweep;
-  CLI::Option* latencyFlag = app.add_option(
-      "--latency-sweep", latencySweep,
-      "batch=1,2,4,...,4096: time the model's forward pass (inference) at each batch "
-      "size on one rank; prints ms per forward, samples/s and µs per sample (--model gpt: "
-      "batches of --seq-character windows, tokens/s and µs per token)");
-  std::string tracePath;
-  app.add_option("--trace", tracePath,
-                 "FILE: write the spans of every rank (the last steps' timeline) as Chrome trace "
-                 "JSON, for Perfetto or chrome://tracing (thread backend)");
-  app.add_flag("--json", json, "Print one JSON object per step on stdout");
-  int sample = 0;
-  app.add_option("--sample", sample,
-                 "N: --model gpt prints N characters the trained model writes (0 = none)")
-      ->check(CLI::Range(0, 100000));
-  std::string savePath, resumePath;
-  app.add_option("--save", savePath,
-                 "FILE: when the run ends, write a checkpoint (the parameters, the optimizer "
-                 "state, the step and the config) for --resume; written whole or not at all");
-  app.add_option("--resume", resumePath,
-                 "FILE: go on from a --save checkpoint, from its step: --steps counts the total "
-                 "steps, so the run takes steps (checkpoint's step + 1) to --steps, on the "
-                 "batches the uninterrupted run would have. The model, data set, optimizer, seed "
-                 "and global batch must match; the layout (--ranks, --strategy, --zero, --dp, "
-                 "--tp, --pp, --ep) may differ: the state is kept in the serial layout");
-  std::string control;
-  app.add_option("--control", control,
-                 std::string("stdin: obey commands read from standard input while training, one "
-                             "a line: ") +
-                     ControlChannel::commandsText() +
-                     ". Under mpirun rank 0 reads them and every rank obeys at the next step "
-                     "boundary; stop (or the end of the input) ends the run after the step in "
-                     "flight, with its summary");
+  addProgramOptions(app, config);
 
+  // The projection's cluster: what --project GPU:COUNT projects onto.
   projection::RunProjection project;
-  CLI::Option* projectFlag = app.add_option(
-      "--project", project.target,
-      "GPU:COUNT (GPU: " + projection::gpuNamesText() +
-          "): project the configuration the other flags describe onto COUNT such GPUs instead "
-          "of training it: memory per GPU, step time split, tokens/s, TFLOP/s per GPU and MFU, "
-          "all projected (--json: one object). Without --microbatches, micro-batches of one "
-          "sample");
   const CLI::Option* projectOnly[] = {
       app.add_option("--gpus-per-node", project.gpusPerNode, "N: GPUs per node for --project"),
       app.add_option("--node-link", project.nodeLink,
@@ -301,11 +257,17 @@ int main(int argc, char** argv) {
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
   datasetFollowsModel(config, app, configKeys);
-  if (projectFlag->count() > 0) {
-    if (!sweep.empty() || latencyFlag->count() > 0 || !tracePath.empty() || !savePath.empty() ||
-        !resumePath.empty() || sample > 0)
-      return fail("project: projects the configuration instead of running it (not with --sweep, "
-                  "--latency-sweep, --trace, --save, --resume or --sample)");
+  // The program flags' values and how they go together are the table's (program_settings.cpp).
+  if (auto err = programRefusal(config)) return fail(*err);
+  const ProgramFlags program = takeProgramFlags(config);
+  const bool json = program.json;
+  const std::string &sweep = program.sweep, &tracePath = program.trace,
+                    &savePath = program.save, &resumePath = program.resume;
+  const int sample = program.sample;
+  if (!program.project.empty()) {
+    // The projection reads the layout with ranges of its own (80 blocks of width 12288), so
+    // the run's ranges and what applies to a trained run are its own to check.
+    project.target = program.project;
     project.microBatchesGiven =
         app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
     return runProjectCommand(config, project, json);
@@ -323,38 +285,18 @@ int main(int argc, char** argv) {
   // Under mpirun the job's size is the world (before --dp/--tp/--pp imply one).
   if (mpiJob && config.ranks == 1 && mpiLaunchSize() > 0) config.ranks = mpiLaunchSize();
   config.deriveRanks();
+  // A parameter of a choice not made, typed or written by hand, is refused: it would not act.
+  if (auto err = refusedAsGiven(config, givenFlags(app), configKeys)) return fail(*err);
   if (auto err = config.validate()) return fail(*err);
 
-  const bool latency = latencyFlag->count() > 0;  // given, even as "" (an empty list)
-  if (!sweep.empty() && latency)
-    return fail("latency-sweep: runs alone (allowed: --sweep or --latency-sweep, not both)");
+  const bool latency = !program.latencySweep.empty();
   if (!tracePath.empty()) {
-    if (!sweep.empty() || latency) return fail("trace: records a training run (not a sweep)");
-    if (mpiJob)
-      return fail(
-          "trace: needs thread ranks (--backend thread or nccl; under mpirun each process holds "
-          "only its own rank's spans)");
-    if (!config.instrument) return fail("trace: needs the spans that --no-instrument turns off");
     // A pipe would wait for a reader before the run starts; a device swallows the trace.
     std::error_code ec;
     if (std::filesystem::exists(tracePath, ec) && !std::filesystem::is_regular_file(tracePath, ec))
       return fail("trace: '" + tracePath + "' is not a regular file (allowed: a file name)");
     if (!std::ofstream(tracePath)) return fail("trace: cannot write '" + tracePath + "'");
   }
-  if (sample > 0 && config.model != "gpt")
-    return fail("sample: generates text with --model gpt (allowed with --model " + config.model +
-                ": 0)");
-  if (sample > 0 && (!sweep.empty() || latency)) return fail("sample: follows a training run");
-  if (!control.empty() && control != "stdin")
-    return fail("control: '" + control + "' is not a channel (allowed: stdin)");
-  if (!control.empty() && (!sweep.empty() || latency))
-    return fail("control: drives a training run (not a sweep)");
-  if (sample > 0 && config.hasExperts() && config.ep > 1)
-    return fail("sample: generates on one rank, and --ep " + std::to_string(config.ep) +
-                " spreads the experts over ranks (allowed with --ep 1)");
-  if ((!savePath.empty() || !resumePath.empty()) && (!sweep.empty() || latency))
-    return fail(std::string(savePath.empty() ? "resume" : "save") +
-                ": goes with a training run (not a sweep)");
   if (!savePath.empty())
     if (auto problem = checkpointPathProblem(savePath)) return fail(*problem);
   // Read (and verified) before the data set loads; whether it fits this run is known once the
@@ -372,7 +314,7 @@ int main(int argc, char** argv) {
                   std::to_string(resumed->state.step) + ")");
   }
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
-  if (latency) return runLatencySweepCommand(config, latencySweep, json);
+  if (latency) return runLatencySweepCommand(config, program.latencySweep, json);
 
   try {
     std::unique_ptr<Trainer> owned;
@@ -441,7 +383,7 @@ int main(int argc, char** argv) {
                   (long long)first, (long long)first + 1, config.steps);
     RunSummary summary;
     std::unique_ptr<ControlChannel> channel;
-    if (!control.empty()) channel = std::make_unique<ControlChannel>(root, mpiJob, json);
+    if (!program.control.empty()) channel = std::make_unique<ControlChannel>(root, mpiJob, json);
     // --json: each line also carries every rank's spans and, when they change, holdings (the
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;

@@ -65,15 +65,16 @@ const char* typeName(SettingType t) {
 
 }  // namespace
 
-// One flag per setting of the table. Values are read by the schema, not by CLI11, so a flag
+// One flag per setting of a table. Values are read by the schema, not by CLI11, so a flag
 // and the same key in a --config file accept exactly the same text and fail the same way.
-void addRunConfigOptions(CLI::App& app, RunConfig& config) {
-  for (const Setting& s : runSettings()) {
+static void addSettingOptions(CLI::App& app, const std::vector<Setting>& table,
+                              RunConfig& config) {
+  for (const Setting& s : table) {
     const std::string help = s.help + allowedHelp(s);
     if (s.type == SettingType::Switch) {
-      // --sp turns it on, --no-sp off (the last one given wins).
+      // --sp turns it on, --no-sp off (the last one given wins); a program's switch is a word.
       app.add_flag_function(
-          "--" + s.key + ",!--no-" + s.key,
+          "--" + s.key + (s.owner == "run" ? ",!--no-" + s.key : ""),
           [&config, &s](int64_t count) { s.set(config, count > 0); }, help);
       continue;
     }
@@ -90,6 +91,20 @@ void addRunConfigOptions(CLI::App& app, RunConfig& config) {
         ->type_name(typeName(s.type))
         ->default_str(formatValue(s.get(config)));
   }
+}
+
+void addRunConfigOptions(CLI::App& app, RunConfig& config) {
+  addSettingOptions(app, runSettings(), config);
+}
+void addProgramOptions(CLI::App& app, RunConfig& config) {
+  addSettingOptions(app, programSettings(), config);
+}
+
+std::set<std::string> givenFlags(const CLI::App& app) {
+  std::set<std::string> keys;
+  for (const Setting& s : runSettings())
+    if (app.get_option("--" + s.key)->count() > 0) keys.insert(s.key);
+  return keys;
 }
 
 void datasetFollowsModel(RunConfig& config, const CLI::App& app,

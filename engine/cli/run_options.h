@@ -1,5 +1,5 @@
-// The run flags every ParaLab program accepts (paralab-run, the window): one definition of
-// each flag's name, help and target field, over RunConfig (DESIGN.md §6).
+// The run flags every ParaLab program accepts (paralab-run, the window), and paralab-run's
+// program flags: each a row of the schema (runSettings(), programSettings()) made a flag here.
 // See `paralab-run --help`, `paralab --help`, tests/engine/tst_cli.cpp.
 #pragma once
 #include <optional>
@@ -32,6 +32,22 @@ CLI::Option* refuseEmpty(CLI::Option* option, const std::string& allowed);
 // Adds a flag for every setting of the schema (schema.h), writing into `config`; --config (read
 // before the other flags, see findConfigPath) is each program's own.
 void addRunConfigOptions(CLI::App& app, RunConfig& config);
+// The settings of the schema given on the command line (by key: "heads" for --heads), for
+// refusedAsGiven (schema.h).
+std::set<std::string> givenFlags(const CLI::App& app);
+// Adds a flag for every row of the program's table (programSettings(): --sweep, --trace, ...),
+// writing into `config` as addRunConfigOptions does.
+void addProgramOptions(CLI::App& app, RunConfig& config);
+// The first program flag given whose value the table refuses, or that does not go with the run
+// or the other program flags ("trace: records a training run (not a sweep)"), in table order.
+std::optional<std::string> programRefusal(const RunConfig& config);
+// The program flags' values, taken out of `config` (which is a run's configuration after).
+struct ProgramFlags {
+  bool json = false;
+  std::string sweep, latencySweep, trace, save, resume, control, project;
+  int sample = 0;
+};
+ProgramFlags takeProgramFlags(RunConfig& config);
 // A dataset the command line did not give (nor the --config file, whose keys applyJsonFile
 // returned) follows the model: its first choice, fashion-mnist for mlp and moe, fortunes for
 // gpt. Call after the parse, before validate().

@@ -51,6 +51,19 @@ class TstCli : public QObject {
                                     << "straggler: rank 5 does not exist (allowed: 0..3)";
     QTest::newRow("fail form") << QStringList{"--ranks", "2", "--fail", "1"}
                                << "fail: '1' is not RANK@STEP";
+    // Program flags that do not go with the run or with each other (program_settings.cpp).
+    QTest::newRow("sample of the mlp")
+        << QStringList{"--sample", "5"} << "sample: generates text with --model gpt";
+    QTest::newRow("sample out of range")
+        << QStringList{"--model", "gpt", "--sample", "100001"} << "sample: 100001 is out of range";
+    QTest::newRow("save with a sweep") << QStringList{"--save", "c.ckpt", "--sweep", "ranks=1,2"}
+                                       << "save: goes with a training run (not a sweep)";
+    QTest::newRow("control with a sweep")
+        << QStringList{"--control", "stdin", "--latency-sweep", "batch=1"}
+        << "control: drives a training run (not a sweep)";
+    QTest::newRow("sweep of mpi ranks") << QStringList{"--backend", "mpi", "--sweep", "ranks=1,2"}
+                                        << "sweep: runs thread ranks (--backend thread)";
+    QTest::newRow("sweep form") << QStringList{"--sweep", "cores=4"} << "sweep: expected ranks=";
     // A flag that names something, given as "": refused, not read as absent.
     for (const char* flag : {"--config", "--sweep", "--trace", "--save", "--resume", "--control"})
       QTest::newRow(qPrintable(QString("empty %1").arg(flag)))
@@ -86,6 +99,81 @@ class TstCli : public QObject {
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err.count('\n'), 1);  // exactly one line
     QVERIFY2(r.err.contains(names), qPrintable(r.err));
+  }
+
+  // A setting given where the model, strategy or layout does not use it would not act: one
+  // line naming it and why (the window's words beside its greyed control), exit 2.
+  void settingWhereItDoesNotApply_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("line");
+    const auto row = [](const char* name, QStringList args, const char* line) {
+      QTest::newRow(name) << args << QString("paralab-run: %1\n").arg(line);
+    };
+    const char* gpt = "belongs to the GPT (--model gpt)";
+    row("recompute on the mlp", {"--recompute", "full"}, qPrintable(QString("recompute: ") + gpt));
+    row("heads on the mlp", {"--heads", "8"}, qPrintable(QString("heads: ") + gpt));
+    row("heads at its default", {"--heads", "4"}, qPrintable(QString("heads: ") + gpt));
+    row("seq on the mlp", {"--seq", "32"}, qPrintable(QString("seq: ") + gpt));
+    row("ffn on the moe", {"--model", "moe", "--ffn", "moe"}, qPrintable(QString("ffn: ") + gpt));
+    row("cp on the mlp", {"--cp", "2"}, qPrintable(QString("cp: ") + gpt));
+    row("cp-order without cp", {"--model", "gpt", "--cp-order", "contiguous"},
+        "cp-order: belongs to context parallelism (--cp 2 or more)");
+    row("schedule without a pipeline", {"--tp", "2", "--schedule", "gpipe"},
+        "schedule: belongs to a pipeline (--pp 2 or more)");
+    row("microbatches without model parallelism", {"--ranks", "2", "--microbatches", "4"},
+        "microbatches: belongs to tensor, pipeline or context parallelism (--tp, --pp or --cp 2 "
+        "or more)");
+    row("topology under sync", {"--ranks", "2", "--topology", "random"},
+        "topology: applies to --strategy gossip (the strategy is sync)");
+    row("sync-every under gossip", {"--strategy", "gossip", "--sync-every", "8"},
+        "sync-every: applies to --strategy local-sgd (the strategy is gossip)");
+    row("clients under sync", {"--clients", "4"},
+        "clients: applies to --strategy fedavg (the strategy is sync)");
+    row("experts on the mlp", {"--experts", "8"},
+        "experts: belongs to the mixture of experts (--model moe, or --model gpt --ffn moe)");
+    row("sp without tp", {"--sp"},
+        "sp: sequence parallelism needs tensor parallelism (--tp 2 or more)");
+    row("bucket-mb under zero", {"--ranks", "2", "--zero", "1", "--bucket-mb", "1"},
+        "bucket-mb: belongs to --dp-version bucket");
+  }
+  void settingWhereItDoesNotApply() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, line);
+    const Result r = run(QStringList{"--dataset", "synthetic", "--steps", "1"} + args);
+    QCOMPARE(r.err, line);
+    QCOMPARE(r.code, 2);
+  }
+
+  // The same keys in a --config file: refused when written by hand with a value of their own;
+  // quiet at their default, and in a saved configuration (every setting's key, as the window's
+  // Save settings and run-config.json write it), which carries keys for other models.
+  void configKeysWhereTheyDoNotApply() {
+    QTemporaryDir dir;
+    const auto file = [&](const char* name, const std::string& text) {
+      QFile f(dir.filePath(name));
+      f.open(QIODevice::WriteOnly);
+      f.write(text.c_str());
+      return f.fileName();
+    };
+    const QStringList small{"--dataset", "synthetic", "--hidden", "16", "--batch", "8",
+                            "--steps", "1", "--json"};
+    Result r = run({"--config", file("hand.json", R"({"recompute": "full", "topology": "random"})"),
+                    "--dataset", "synthetic"});
+    QCOMPARE(r.err, QString("paralab-run: recompute: belongs to the GPT (--model gpt)\n"));
+    QCOMPARE(r.code, 2);
+    r = run(QStringList{"--config", file("defaults.json", R"({"heads": 4, "schedule": "1f1b"})")} +
+            small);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    paralab::RunConfig saved;  // an MLP run's settings, saved with a GPT's heads and a gossip's
+    saved.heads = 8;           // topology left in them
+    saved.topology = "random";
+    r = run(QStringList{"--config", file("saved.json", saved.toJson().dump(2))} + small);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    // A flag is a choice even over a saved configuration.
+    r = run(QStringList{"--config", file("saved2.json", saved.toJson().dump(2)), "--seq", "8"} +
+            small);
+    QCOMPARE(r.err, QString("paralab-run: seq: belongs to the GPT (--model gpt)\n"));
+    QCOMPARE(r.code, 2);
   }
 
   void malformedConfigFile() {

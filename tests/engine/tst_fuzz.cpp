@@ -1,7 +1,8 @@
 // Bad input of any kind, generated: thousands of command lines and --config objects built from
 // the settings table (right values, edge values, wrong types, empty, garbage, invalid UTF-8,
-// unknown keys, deep nesting), each parsed and validated as paralab-run does. The contract: a
-// run that validates, or one line that names the setting at fault; never another exception.
+// unknown keys, deep nesting), each parsed, checked for settings given where they do not apply
+// and validated as paralab-run does. The contract: a run that validates, or one line that names
+// the setting at fault; never another exception.
 // Deterministic (fixed seed), well under a minute. Run: ctest -R tst_fuzz --output-on-failure
 #include <QtTest>
 
@@ -153,7 +154,7 @@ class TstFuzz : public QObject {
         RunConfig c;
         addRunConfigOptions(app, c);
         app.parse(int(argv.size()), argv.data());
-        if (const auto err = c.validate()) {
+        if (auto err = refusedAsGiven(c, givenFlags(app), {}); err || (err = c.validate())) {
           message = *err;
           failure = badLine(message, keys);
         }
@@ -201,7 +202,9 @@ class TstFuzz : public QObject {
       try {
         RunConfig c;
         applyJson(c, j);
-        if (const auto err = c.validate()) {
+        std::set<std::string> given;
+        for (const auto& [key, value] : j.items()) given.insert(key);
+        if (auto err = refusedAsGiven(c, {}, given); err || (err = c.validate())) {
           message = *err;
           failure = badLine(message, keys);
         }

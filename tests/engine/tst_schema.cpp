@@ -230,6 +230,67 @@ class TstSchema : public QObject {
     }
   }
 
+  // The window hands a run the settings in effect, and its mpirun job passes every setting
+  // that differs from its default as a flag (app/job_command.cpp), the model and data set
+  // always: such a command is never refused as a setting given where it does not apply.
+  void settingsInEffectAreNeverRefusedAsGiven() {
+    std::mt19937 rng(5);
+    for (int round = 0; round < 200; ++round) {
+      const RunConfig c = settingsInEffect(randomConfig(rng), false).config;
+      std::set<std::string> flags = {"model", "dataset"};
+      for (const Setting& s : runSettings())
+        if (!s.isDefault(c)) flags.insert(s.key);
+      const auto why = refusedAsGiven(c, flags, {});
+      QVERIFY2(!why, why->c_str());
+    }
+  }
+
+  // A parameter of a choice given where the choice is not made: a flag always (typing it says
+  // it should act), a key of a hand-written file when it holds a value of its own; a saved
+  // configuration (every setting's key) carries other models' keys quietly.
+  void givenWhereItDoesNotApply() {
+    RunConfig c;
+    c.recompute = "full";
+    QCOMPARE(refusedAsGiven(c, {"recompute"}, {}).value_or(""),
+             std::string("recompute: belongs to the GPT (--model gpt)"));
+    QCOMPARE(refusedAsGiven(c, {}, {"recompute"}).value_or(""),
+             std::string("recompute: belongs to the GPT (--model gpt)"));
+    QVERIFY(!refusedAsGiven(c, {}, {}));  // in effect, not given: validate()'s to keep quiet
+    std::set<std::string> every;
+    for (const Setting& s : runSettings()) every.insert(s.key);
+    QVERIFY(isSavedConfig(every));
+    QVERIFY(!refusedAsGiven(c, {}, every));
+    QVERIFY(refusedAsGiven(c, {"recompute"}, every));
+    RunConfig byDefault;
+    QVERIFY(!refusedAsGiven(byDefault, {}, {"heads", "schedule", "topology"}));
+    QVERIFY(refusedAsGiven(byDefault, {"heads"}, {}));
+    // Not a parameter of a choice: at its default it asks for nothing (--no-sp without --tp).
+    QVERIFY(!refusedAsGiven(byDefault, {"sp", "tp", "zero"}, {}));
+  }
+
+  // paralab-run's program flags are rows of the schema too, owned by the program: never a key
+  // of a run's configuration (a --config file, RunConfig::toJson).
+  void programFlagsAreATable() {
+    for (const char* key : {"sweep", "latency-sweep", "trace", "json", "save", "resume",
+                            "control", "project", "sample"})
+      QVERIFY2(findProgramSetting(key), key);
+    const nlohmann::json saved = RunConfig{}.toJson();
+    for (const Setting& s : programSettings()) {
+      QCOMPARE(s.owner, std::string("program"));
+      QVERIFY2(!s.help.empty() && !s.inWindow, s.key.c_str());
+      QVERIFY2(!findSetting(s.key) && !saved.contains(s.key), s.key.c_str());
+    }
+    for (const Setting& s : runSettings()) QCOMPARE(s.owner, std::string("run"));
+    RunConfig c;  // a program flag's value travels in the configuration only until it is taken
+    findProgramSetting("trace")->set(c, std::string("t.json"));
+    findProgramSetting("sweep")->set(c, std::string("ranks=1,2"));
+    QCOMPARE(programRefusal(c).value_or(""),
+             std::string("trace: records a training run (not a sweep)"));
+    const ProgramFlags flags = takeProgramFlags(c);
+    QCOMPARE(flags.trace, std::string("t.json"));
+    QVERIFY(c.extra.empty());
+  }
+
   // What cannot change under a running training is the table's word, not a list elsewhere.
   void fixedPerRunSettings() {
     std::set<std::string> fixed;

@@ -1,0 +1,354 @@
+// The settings table's rows for how ranks combine (the data-parallel family), split the model,
+// talk, and fail on purpose (run_settings.h). See tests/engine/tst_schema.cpp.
+#include <algorithm>
+#include <cstdio>
+
+#include "comm/link_model.h"
+#include "parallel/data/zero_policy.h"
+#include "parallel/strategy.h"
+#include "run_settings.h"
+#include "train/faults.h"
+
+namespace paralab::settings_rows {
+
+namespace {
+
+// The --strategy values and what each one is.
+std::vector<SettingChoice> strategyChoices(const RunConfig&) {
+  std::vector<SettingChoice> out;
+  for (const StrategyInfo& s : strategyTable())
+    if (s.chosenBy == ChosenBy::StrategyFlag) out.push_back({s.name, s.name, s.summary});
+  return out;
+}
+
+// ZeRO stages: 0, then the summaries of the table's ZeRO rows.
+std::vector<SettingChoice> zeroChoices(const RunConfig&) {
+  std::vector<SettingChoice> out;
+  for (const ZeroPolicy& z : zeroPolicies()) {
+    const std::string stage = std::to_string(int(z.stage));
+    out.push_back({stage, stage + ": " + z.title, z.summary});
+  }
+  return out;
+}
+
+// The link profiles in resources/links, shared memory first, then fastest to slowest. Read
+// once: validation asks on every check, and the files do not change under a running program.
+std::vector<SettingChoice> readLinkChoices() {
+  std::vector<LinkProfile> profiles;
+  for (const std::string& name : linkProfileNames()) {
+    try {
+      profiles.push_back(loadLinkProfile(name));
+    } catch (const std::exception&) {  // a malformed profile: --link names it when chosen
+      profiles.push_back(LinkProfile{name, name, 0, 0});
+    }
+  }
+  std::stable_sort(profiles.begin(), profiles.end(), [](const auto& a, const auto& b) {
+    return a.emulated() != b.emulated() ? !a.emulated() : a.bandwidthGBps > b.bandwidthGBps;
+  });
+  std::vector<SettingChoice> out;
+  for (const LinkProfile& p : profiles) {
+    if (!p.emulated()) {
+      out.push_back({p.name, "None (" + p.title + ")",
+                     "Thread ranks copy through shared memory at full speed"});
+      continue;
+    }
+    char about[160];
+    std::snprintf(about, sizeof about,
+                  "%s: %g µs per transfer, %g GB/s per direction (emulated: transfers are held "
+                  "back to this speed)",
+                  p.title.c_str(), p.latencyUs, p.bandwidthGBps);
+    out.push_back({p.name, p.title + " — emulated", about});
+  }
+  return out;
+}
+std::vector<SettingChoice> linkChoices(const RunConfig&) {
+  static const std::vector<SettingChoice> choices = readLinkChoices();
+  return choices;
+}
+
+// Tensor and pipeline parallelism cut sync's replicas; the MoE spreads experts instead.
+Why modelParallel(const RunConfig& c, const std::string& key) {
+  if (auto why = refusedUnderMoe(c, [](RunConfig& p) { p.tp = 2; })) return why;
+  return usedByStrategy(c, key);
+}
+Why pipelineOnly(const RunConfig& c) {
+  if (c.pp > 1) return std::nullopt;
+  return std::string("belongs to a pipeline (--pp 2 or more)");
+}
+// Micro-batches cut each replica's batch in a tensor- or pipeline-parallel layout.
+Why modelParallelLayout(const RunConfig& c) {
+  if (c.modelParallel()) return std::nullopt;
+  return std::string(
+      "belongs to tensor, pipeline or context parallelism (--tp, --pp or --cp 2 or more)");
+}
+// Context parallelism cuts the GPT's windows, on sync's replicas.
+Why contextParallel(const RunConfig& c) {
+  if (auto why = gptOnly(c)) return why;
+  if (auto why = refusedUnderMoe(c, [](RunConfig& p) { p.cp = 2; })) return why;
+  return usedByStrategy(c, "cp");
+}
+
+}  // namespace
+
+void addParallelRows(std::vector<Setting>& t) {
+  // [SECTION] The data-parallel family: how replicas combine
+  t.push_back(field("strategy", &RunConfig::strategy)
+                  .in(kParallelism, "Strategy")
+                  .describe("How the ranks combine their work",
+                            "Hover an entry for its summary. Synchronous kinds reproduce the "
+                            "serial loss curve; asynchronous ones trade staleness for speed.")
+                  .oneOf(strategyChoices)
+                  .appliesWhen([](const RunConfig& c) {
+                    return refusedUnderMoe(c, [](RunConfig& p) { p.strategy = "ps-sync"; });
+                  })
+                  .onlyParallel());
+  t.push_back(field("zero", &RunConfig::zero)
+                  .in(kParallelism, "ZeRO stage")
+                  .describe("ZeRO stage: shard the optimizer state (1), also the gradients (2), "
+                            "also the parameters (3, as FSDP) over the data-parallel ranks",
+                            "Rajbhandari et al. 2020: memory per rank traded for gathers.")
+                  .oneOf(zeroChoices)
+                  .withChoiceNoun("a ZeRO stage")
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (auto why = refusedUnderMoe(c, [](RunConfig& p) { p.zero = 1; })) return why;
+                    if (usedByStrategy(c, "zero"))
+                      return std::string("ZeRO stages apply to --strategy sync only");
+                    return std::nullopt;
+                  })
+                  .onlyParallel());
+  t.push_back(field("dp-version", &RunConfig::dpVersion)
+                  .in(kParallelism, "Gradient sync")
+                  .describe("How sync all-reduces the gradients",
+                            "per-tensor: one all-reduce per gradient tensor after backward. bucket: "
+                            "gradients grouped into buckets, each all-reduced while backward "
+                            "goes on.")
+                  .oneOf({{"bucket", "bucketed, overlapped", "Buckets all-reduced during backward"},
+                          {"per-tensor", "per tensor, after backward",
+                           "One all-reduce per gradient tensor once backward is done"}})
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (auto why = usedByStrategy(c, "dp-version")) return why;
+                    if (c.zero == 0) return std::nullopt;
+                    return std::string("ZeRO stages reduce-scatter their own gradient shards");
+                  })
+                  .onlyParallel()
+                  .partOfAChoice());
+  t.push_back(field("bucket-mb", &RunConfig::bucketMb)
+                  .in(kParallelism, "Bucket size")
+                  .describe("Gradient bucket size of --dp-version bucket")
+                  .above(0, 1024)
+                  .units("MiB")
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (auto why = usedByStrategy(c, "bucket-mb")) return why;
+                    if (c.dpVersion == "bucket" && c.zero == 0) return std::nullopt;
+                    return std::string("belongs to --dp-version bucket");
+                  })
+                  .onlyParallel()
+                  .partOfAChoice());
+  t.push_back(field("servers", &RunConfig::servers)
+                  .in(kParallelism, "Servers")
+                  .describe("Parameter-server shards, hosted by the first ranks",
+                            "The other ranks push gradients to them and pull fresh parameters.")
+                  .range(1, 64)
+                  .upTo("ranks", [](const RunConfig& c) { return c.ranks; })
+                  .appliesWhen(usedBy("servers"))
+                  .onlyParallel()
+                  .partOfAChoice());
+  t.push_back(field("sync-every", &RunConfig::syncEvery)
+                  .in(kParallelism, "Average every")
+                  .describe("Local SGD: ranks average their parameters every H steps",
+                            "Fewer all-reduces, some drift between them.")
+                  .range(1, 10000)
+                  .units("steps")
+                  .appliesWhen(usedBy("sync-every"))
+                  .onlyParallel()
+                  .partOfAChoice());
+  t.push_back(field("topology", &RunConfig::topology)
+                  .in(kParallelism, "Neighbours")
+                  .describe("Gossip: whom each rank averages with after its step")
+                  .oneOf({{"ring", "ring neighbours", "Its two ring neighbours"},
+                          {"random", "random pairs", "A random partner each step"}})
+                  .appliesWhen(usedBy("topology"))
+                  .onlyParallel()
+                  .partOfAChoice());
+  t.push_back(field("scaling", &RunConfig::scaling)
+                  .in(kParallelism, "Scaling")
+                  .describe("What --batch counts: the global batch (strong) or each rank's (weak)",
+                            "Strong scaling splits a fixed batch over the ranks (Amdahl); weak "
+                            "scaling gives every rank the batch, so the work grows with N "
+                            "(Gustafson).")
+                  .oneOf({{"strong", "Strong (fixed global batch)", ""},
+                          {"weak", "Weak (batch per rank)", ""}})
+                  .onlyParallel());
+  // [SECTION] Model parallelism: world = dp × tp × pp × cp (parallel/process_grid.h)
+  t.push_back(field("dp", &RunConfig::dp)
+                  .in(kModelParallelism, "Data parallel (dp)")
+                  .describe("Data-parallel degree: replicas of the (tensor- and pipeline-split) "
+                            "model, each on its own slice of the batch")
+                  .range(0, 64)
+                  .zeroIs("auto: ranks / (tp × pp × cp)")
+                  .onlyParallel());
+  t.push_back(field("tp", &RunConfig::tp)
+                  .in(kModelParallelism, "Tensor parallel (tp)")
+                  .describe("Tensor-parallel degree (Megatron-LM): each block's FFN split over "
+                            "tp ranks",
+                            "The tp ranks all-reduce the activations twice per block.")
+                  .range(1, 64)
+                  .appliesWhen([](const RunConfig& c) { return modelParallel(c, "tp"); })
+                  .onlyParallel());
+  t.push_back(field("sp", &RunConfig::sp)
+                  .in(kModelParallelism, "Sequence parallel")
+                  .describe("Sequence parallelism (Korthikanti et al. 2022): LayerNorm and "
+                            "residual split by rows over the tp ranks",
+                            "Each tp rank keeps 1/tp of those activations.")
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.tp > 1) return std::nullopt;
+                    return std::string(
+                        "sequence parallelism needs tensor parallelism (--tp 2 "
+                        "or more)");
+                  })
+                  .onlyParallel());
+  t.push_back(field("cp", &RunConfig::cp)
+                  .in(kModelParallelism, "Context parallel (cp)")
+                  .describe("Context-parallel degree (ring attention, Liu et al. 2023): each "
+                            "window's tokens split over cp ranks",
+                            "Each cp rank keeps 1/cp of every window's activations; attention "
+                            "passes the key/value blocks around the ring, cp − 1 steps each way.")
+                  .range(1, 64)
+                  .appliesWhen(contextParallel)
+                  .onlyParallel());
+  t.push_back(field("cp-order", &RunConfig::cpOrder)
+                  .in(kModelParallelism, "Context chunks")
+                  .describe("Which chunks of a window each cp rank holds",
+                            "zigzag: chunks i and 2cp − 1 − i of 2cp, so every rank has as "
+                            "much causal attention to compute; contiguous: chunk i of cp, so "
+                            "the last rank computes the most.")
+                  .oneOf({{"zigzag", "Zig-zag (balanced)", ""},
+                          {"contiguous", "Contiguous (unbalanced)", ""}})
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.cp > 1) return std::nullopt;
+                    return std::string("belongs to context parallelism (--cp 2 or more)");
+                  })
+                  .onlyParallel()
+                  .partOfAChoice(false));
+  t.push_back(field("pp", &RunConfig::pp)
+                  .in(kModelParallelism, "Pipeline stages (pp)")
+                  .describe("Pipeline stages: the blocks cut into pp consecutive stages",
+                            "Micro-batches flow through them.")
+                  .range(1, 64)
+                  .appliesWhen([](const RunConfig& c) { return modelParallel(c, "pp"); })
+                  .onlyParallel());
+  t.push_back(field("microbatches", &RunConfig::microbatches)
+                  .in(kModelParallelism, "Micro-batches")
+                  .describe("Micro-batches each replica's batch is cut into per step",
+                            "More of them shrink the bubble (P − 1)/(M + P − 1) but make each "
+                            "one smaller.")
+                  .range(1, 1024)
+                  .appliesWhen(modelParallelLayout)
+                  .onlyParallel()
+                  .partOfAChoice(false));
+  t.push_back(field("schedule", &RunConfig::schedule)
+                  .in(kModelParallelism, "Schedule")
+                  .describe("Pipeline schedule",
+                            "GPipe: all forwards, then all backwards (keeps M micro-batches of "
+                            "activations). 1F1B: one forward, one backward once the pipe is "
+                            "full (keeps at most P).")
+                  .oneOf({{"1f1b", "1F1B", ""}, {"gpipe", "GPipe", ""}})
+                  .appliesWhen(pipelineOnly)
+                  .onlyParallel()
+                  .partOfAChoice(false));
+  t.push_back(field("ep", &RunConfig::ep)
+                  .in(kModelParallelism, "Expert parallel (ep)")
+                  .describe("Expert-parallel degree: the experts spread over ep ranks (divides "
+                            "dp)",
+                            "Tokens travel to their expert by all-to-all.")
+                  .range(1, 64)
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.hasExperts()) return std::nullopt;
+                    return std::string(
+                        "expert parallelism needs experts (--model moe, or --model gpt --ffn moe)");
+                  })
+                  .onlyParallel());
+  // [SECTION] How ranks talk
+  t.push_back(field("allreduce", &RunConfig::allreduce)
+                  .in(kLinks, "All-reduce algorithm")
+                  .describe("The all-reduce algorithm of thread ranks",
+                            "naive: every rank sends its whole vector to every other; ring: "
+                            "reduce-scatter then all-gather, 2(N−1) steps.")
+                  .oneOf({{"default", "default", "The backend's own (ring on threads)"},
+                          {"ring", "ring", "Reduce-scatter then all-gather around a ring"},
+                          {"naive", "naive", "Every rank receives and sums every other's"}})
+                  .onlyParallel());
+  t.push_back(field("link", &RunConfig::link)
+                  .in(kLinks, "Interconnect")
+                  .describe("Emulated interconnect between thread ranks",
+                            "Except for none, each transfer takes at least the link's latency + "
+                            "bytes / bandwidth, so step times show what a slower link does.")
+                  .oneOf(linkChoices)
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.backend == "thread") return std::nullopt;
+                    return std::string(
+                        "emulated links need --backend thread (real processes "
+                        "use their real links)");
+                  }));
+  t.push_back(field("timeout", &RunConfig::timeoutS)
+                  .in(kLinks, "Timeout")
+                  .describe("Seconds before a stuck collective aborts the run")
+                  .above(0, 86400)
+                  .units("s")
+                  .notInWindow());
+  // [SECTION] Faults on purpose (train/faults.h): emulated in the forward and backward the
+  // data-parallel family shares (parallel/data/replica.cpp)
+  const auto replicasOnly = [](const RunConfig& c) -> Why {
+    if (!c.hasExperts() && c.tp == 1 && c.pp == 1) return std::nullopt;
+    return std::string(
+        "emulated in the data-parallel strategies' forward and backward (not with --tp, --pp, "
+        "--model moe or --ffn moe)");
+  };
+  const auto formOf = [](auto parse, std::string RunConfig::*member) {
+    return [parse, member](const RunConfig& c) -> Why {
+      try {
+        parse(c.*member, c.ranks);
+      } catch (const ConfigError& e) {
+        return std::string(e.what());
+      }
+      return std::nullopt;
+    };
+  };
+  t.push_back(field("straggler", &RunConfig::straggler)
+                  .in(kExecution, "Straggler")
+                  .describe("A slow rank: RANK=FACTOR makes that rank's compute FACTOR times as "
+                            "long (emulated)",
+                            "After its real forward and backward the rank sleeps FACTOR − 1 "
+                            "times their measured time. Synchronous strategies wait for it; "
+                            "asynchronous ones need not.")
+                  .shaped(kStragglerForm, formOf(parseStraggler, &RunConfig::straggler))
+                  .appliesWhen(replicasOnly)
+                  .onlyParallel());
+  t.push_back(field("fail", &RunConfig::fail)
+                  .in(kExecution, "Failing rank")
+                  .describe("A failing rank: RANK@STEP makes that rank throw in that step",
+                            "A real exception inside the rank's step: the others are released "
+                            "from their collectives and the run ends with one message naming "
+                            "the rank and the step.")
+                  .shaped(kFailForm, formOf(parseFail, &RunConfig::fail))
+                  .appliesWhen(replicasOnly)
+                  .onlyParallel());
+  t.push_back(field("serial-ms", &RunConfig::serialMs)
+                  .in(kExecution, "Serial section")
+                  .describe("A serial section in every step: rank 0 works this long while the "
+                            "other ranks wait (emulated)",
+                            "Rank 0 sleeps this long after its backward, before the gradients "
+                            "are summed, so every rank waits for it: the part of a step more "
+                            "ranks do not shorten (Amdahl's 1 − p). 0: none.")
+                  .range(0, 1000)
+                  .zeroIs("none")
+                  .units("ms")
+                  .appliesWhen([replicasOnly](const RunConfig& c) -> Why {
+                    if (c.strategy != "sync")
+                      return std::string("a serial section every rank waits for needs --strategy "
+                                         "sync (asynchronous ranks would not wait)");
+                    return replicasOnly(c);
+                  }));
+}
+
+}  // namespace paralab::settings_rows
