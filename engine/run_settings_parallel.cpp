@@ -5,6 +5,7 @@
 
 #include "comm/link_model.h"
 #include "parallel/data/zero_policy.h"
+#include "parallel/pipeline/schedule.h"
 #include "parallel/strategy.h"
 #include "run_settings.h"
 #include "train/faults.h"
@@ -21,13 +22,21 @@ std::vector<SettingChoice> strategyChoices(const RunConfig&) {
   return out;
 }
 
-// ZeRO stages: 0, then the summaries of the table's ZeRO rows.
+// ZeRO stages: the policy table's rows (parallel/data/zero_policy.h).
 std::vector<SettingChoice> zeroChoices(const RunConfig&) {
   std::vector<SettingChoice> out;
   for (const ZeroPolicy& z : zeroPolicies()) {
     const std::string stage = std::to_string(int(z.stage));
     out.push_back({stage, stage + ": " + z.title, z.summary});
   }
+  return out;
+}
+
+// The pipeline schedules: the schedule table's rows (parallel/pipeline/schedule.h).
+std::vector<SettingChoice> scheduleChoices(const RunConfig&) {
+  std::vector<SettingChoice> out;
+  for (const PipeScheduleRow& row : pipeSchedules())
+    out.push_back({row.name, row.label, row.summary});
   return out;
 }
 
@@ -249,10 +258,9 @@ void addParallelRows(std::vector<Setting>& t) {
   t.push_back(field("schedule", &RunConfig::schedule)
                   .in(kModelParallelism, "Schedule")
                   .describe("Pipeline schedule",
-                            "GPipe: all forwards, then all backwards (keeps M micro-batches of "
-                            "activations). 1F1B: one forward, one backward once the pipe is "
-                            "full (keeps at most P).")
-                  .oneOf({{"1f1b", "1F1B", ""}, {"gpipe", "GPipe", ""}})
+                            "The order in which a stage runs its micro-batches' forwards and "
+                            "backwards (parallel/pipeline/schedule.cpp).")
+                  .oneOf(scheduleChoices)
                   .appliesWhen(pipelineOnly)
                   .onlyParallel()
                   .partOfAChoice(false));

@@ -22,11 +22,15 @@ const std::array kSchedules{
     PipeScheduleRow{.schedule = PipeSchedule::OneFOneB,
                     .name = "1f1b",
                     .label = "1F1B",
+                    .summary = "One forward, one backward once the pipe is full (keeps at "
+                               "most P micro-batches of activations)",
                     .cite = "Narayanan et al. 2019, PipeDream-Flush; Megatron-LM",
                     .build = oneFOneBSteps},
     PipeScheduleRow{.schedule = PipeSchedule::GPipe,
                     .name = "gpipe",
                     .label = "GPipe",
+                    .summary = "All forwards, then all backwards (keeps M micro-batches of "
+                               "activations)",
                     .cite = "Huang et al. 2019, GPipe",
                     .build = gpipeSteps},
 };

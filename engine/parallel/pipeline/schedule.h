@@ -51,8 +51,9 @@ enum class PipeSchedule { GPipe, OneFOneB };
 struct PipeScheduleRow {
   PipeSchedule schedule;
   const char* name;   // the --schedule value
-  const char* label;  // how the window names it
-  const char* cite;   // where the schedule is described
+  const char* label;    // how the window names it
+  const char* summary;  // what it does, in one line: the window's tooltip and --help
+  const char* cite;     // where the schedule is described
   std::vector<PipeStep> (*build)(const PipeShape& shape);
 };
 std::span<const PipeScheduleRow> pipeSchedules();
