@@ -16,8 +16,8 @@ std::string n(long long v) { return std::to_string(v); }
 
 // Settings that say what a run is even at their default.
 bool essential(const std::string& key, const RunConfig& c) {
-  static const std::vector<std::string> always = {"model",  "layers", "hidden", "dataset",
-                                                  "batch",  "device", "optimizer", "lr"};
+  static const std::vector<std::string> always = {"model", "layers", "hidden",    "dataset",
+                                                  "batch", "device", "optimizer", "lr"};
   if (std::find(always.begin(), always.end(), key) != always.end()) return true;
   return c.ranks > 1 && (key == "ranks" || key == "strategy");
 }
@@ -98,8 +98,11 @@ RunDescription describeRun(const RunConfig& config) {
 
   // [SECTION] The short parts
   const bool gpt = c.model == "gpt";
-  d.model = std::string(gpt ? "GPT" : c.model == "moe" ? "MoE" : "MLP") + " H=" + n(c.hidden) +
-            " L=" + n(c.layers) + (gpt ? " " + n(c.heads) + " heads T=" + n(c.seq) : "");
+  d.model = std::string(gpt                ? "GPT"
+                        : c.model == "moe" ? "MoE"
+                                           : "MLP") +
+            " H=" + n(c.hidden) + " L=" + n(c.layers) +
+            (gpt ? " " + n(c.heads) + " heads T=" + n(c.seq) : "");
   d.data = c.dataset + " · B=" + n(c.globalBatch());
   d.ranks = serial ? "serial" : n(c.ranks) + " ranks";
   if (!effect.why("strategy") && !serial) d.strategy = c.strategy;
@@ -120,7 +123,8 @@ RunDescription describeRun(const RunConfig& config) {
     } else if (c.modelParallel() && c.microbatches > 1) {
       d.layout.push_back(n(c.microbatches) + " micro-batches");
     }
-    if (c.cp > 1) d.layout.push_back("cp " + n(c.cp) + (c.cpOrder == "zigzag" ? "" : " contiguous"));
+    if (c.cp > 1)
+      d.layout.push_back("cp " + n(c.cp) + (c.cpOrder == "zigzag" ? "" : " contiguous"));
     if (c.hasExperts() && c.ep > 1) {
       const int each = c.experts / c.ep;
       d.layout.push_back("ep " + n(c.ep) + " (" + n(each) + " expert" + (each == 1 ? "" : "s") +

@@ -28,10 +28,10 @@ struct RunDescription {
   std::vector<SettingWords> settings;
 
   // The same run in the short parts of a one-line description, each already in words:
-  std::string model;     // "MLP H=128 L=2", "GPT H=64 L=2 4 heads T=64", "MoE H=64 L=2 E=4"
-  std::string data;      // "fashion-mnist · B=128" (B: the global batch)
-  std::string ranks;     // "serial" or "4 ranks"
-  std::string strategy;  // "sync"; "" for a serial run and where the model sets the strategy
+  std::string model;            // "MLP H=128 L=2", "GPT H=64 L=2 4 heads T=64", "MoE H=64 L=2 E=4"
+  std::string data;             // "fashion-mnist · B=128" (B: the global batch)
+  std::string ranks;            // "serial" or "4 ranks"
+  std::string strategy;         // "sync"; "" for a serial run and where the model sets the strategy
   std::string strategyRow;      // the strategy table's row that runs it: "zero-2", "moe"
   std::string strategySummary;  // that row's one line
   // How the work is split: "ZeRO-2", "dp 2", "tp 2 + sp", "pp 2", "gpipe, 4 micro-batches",

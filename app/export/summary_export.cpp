@@ -37,7 +37,8 @@ QString strategyLine(const RunDescription& d) {
 QString linkLine(const RunConfig& c) {
   const SettingWords link = settingWords(c, "link");
   if (c.link == "none") return QObject::tr("none: %1").arg(str(link.summary));
-  return QObject::tr("%1 — **emulated**").arg(str(link.summary.empty() ? link.value : link.summary));
+  return QObject::tr("%1 — **emulated**")
+      .arg(str(link.summary.empty() ? link.value : link.summary));
 }
 
 void settingsSection(QStringList& md, const RunReport& r) {
@@ -77,8 +78,9 @@ void settingsSection(QStringList& md, const RunReport& r) {
               .arg(c.hidden)
               .arg(c.layers)
               .arg(r.parameterCount > 0 ? count(r.parameterCount) : QString()));
-  row(QObject::tr("Data"),
-      QObject::tr("%1, global batch %2").arg(str(settingWords(c, "dataset").words)).arg(c.globalBatch()));
+  row(QObject::tr("Data"), QObject::tr("%1, global batch %2")
+                               .arg(str(settingWords(c, "dataset").words))
+                               .arg(c.globalBatch()));
   row(QObject::tr("Training"), QObject::tr("%1, lr %2, seed %3")
                                    .arg(str(settingWords(c, "optimizer").words))
                                    .arg(c.lr)

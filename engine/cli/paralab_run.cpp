@@ -254,7 +254,9 @@ int main(int argc, char** argv) {
           "all projected (--json: one object). Without --microbatches, micro-batches of one "
           "sample");
   // The cluster's flags: their help, ranges and choices are the projection's settings table.
-  const auto clusterHelp = [](const char* key) { return projection::findProjectionSetting(key)->help; };
+  const auto clusterHelp = [](const char* key) {
+    return projection::findProjectionSetting(key)->help;
+  };
   const CLI::Option* projectOnly[] = {
       app.add_option("--gpus-per-node", project.gpusPerNode, clusterHelp("gpus-per-node")),
       app.add_option("--node-link", project.nodeLink, clusterHelp("node-link")),

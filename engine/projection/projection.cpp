@@ -161,7 +161,7 @@ RunConfig engineRun(const ModelSpec& m, const Layout& l, const Cluster& c) {
     r.experts = m.experts;
     r.topk = m.topk;
   }
-  r.recompute = !m.gpt()                          ? "none"
+  r.recompute = !m.gpt()                              ? "none"
                 : l.recompute == Recompute::Full      ? "full"
                 : l.recompute == Recompute::Selective ? "selective"
                                                       : "none";

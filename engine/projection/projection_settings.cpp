@@ -40,13 +40,14 @@ std::vector<Setting> clusterTable() {
                   .describe("N: GPUs per node for --project",
                             "GPUs of a node talk over NVLink; nodes over the node link.")
                   .range(1, 1024));
-  t.push_back(extraSetting("node-link", SettingType::Text, std::string("infiniband"))
-                  .in(kCluster, "Between nodes")
-                  .describe("infiniband|ethernet: between the nodes of --project (InfiniBand: "
-                            "the GPU's node adapters; ethernet: resources/links/ethernet.json, "
-                            "one port per node)")
-                  .oneOf({{"infiniband", "InfiniBand", "The node's adapters of the GPU's datasheet"},
-                          {"ethernet", "Ethernet", "One port per node (resources/links)"}}));
+  t.push_back(
+      extraSetting("node-link", SettingType::Text, std::string("infiniband"))
+          .in(kCluster, "Between nodes")
+          .describe("infiniband|ethernet: between the nodes of --project (InfiniBand: "
+                    "the GPU's node adapters; ethernet: resources/links/ethernet.json, "
+                    "one port per node)")
+          .oneOf({{"infiniband", "InfiniBand", "The node's adapters of the GPU's datasheet"},
+                  {"ethernet", "Ethernet", "One port per node (resources/links)"}}));
   t.push_back(extraSetting("precision", SettingType::Text, std::string("bf16"))
                   .in(kCluster, "Precision")
                   .describe("bf16|tf32|fp32: the arithmetic --project assumes (bf16: mixed "
@@ -62,8 +63,9 @@ std::vector<Setting> clusterTable() {
                   .zeroIs("the engine's 96 characters")
                   .appliesWhen([](const RunConfig& c) -> Setting::Why {
                     if (c.model == "gpt") return std::nullopt;
-                    return std::string("the MLP's inputs and classes are its data set's "
-                                       "(allowed: --vocab with --model gpt)");
+                    return std::string(
+                        "the MLP's inputs and classes are its data set's "
+                        "(allowed: --vocab with --model gpt)");
                   }));
   return t;
 }

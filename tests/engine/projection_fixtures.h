@@ -61,5 +61,4 @@ inline Cluster a100s(int gpus) {
   return c;
 }
 
-
 }  // namespace paralab::projection::fixtures

@@ -220,9 +220,9 @@ class TstProjectionLayouts : public QObject {
                                  " " + c.cpOrder + (c.sp ? " sp" : "") + " zero " +
                                  std::to_string(c.zero) + " M" + std::to_string(c.microbatches) +
                                  " " + c.schedule;
-      const std::string says = layout + ": the engine " + (engine ? "refuses (" + *engine + ")" : "accepts") +
-                               ", the projection " +
-                               (projection.empty() ? "accepts" : "refuses (" + projection + ")");
+      const std::string says =
+          layout + ": the engine " + (engine ? "refuses (" + *engine + ")" : "accepts") +
+          ", the projection " + (projection.empty() ? "accepts" : "refuses (" + projection + ")");
       QVERIFY2(engine.has_value() == !projection.empty(), says.c_str());
       (engine ? refused : accepted) += 1;
     };
@@ -288,7 +288,8 @@ class TstProjectionLayouts : public QObject {
       keys << QString::fromStdString(s.key);
       QVERIFY2(!s.help.empty() && !s.label.empty(), s.key.c_str());
     }
-    QCOMPARE(keys, (QStringList{"gpu", "gpus", "gpus-per-node", "node-link", "precision", "vocab"}));
+    QCOMPARE(keys,
+             (QStringList{"gpu", "gpus", "gpus-per-node", "node-link", "precision", "vocab"}));
     QCOMPARE(QString::fromStdString(findProjectionSetting("gpu")->allowedText(RunConfig{})),
              QString::fromStdString(gpuNamesText()));
     RunConfig gpt;
@@ -301,7 +302,8 @@ class TstProjectionLayouts : public QObject {
     q = RunProjection{};
     q.vocab = 51200;
     QVERIFY(!checkCluster(gpt, q));
-    QVERIFY(QString::fromStdString(checkCluster(RunConfig{}, q).value_or("")).startsWith("vocab: the MLP's"));
+    QVERIFY(QString::fromStdString(checkCluster(RunConfig{}, q).value_or(""))
+                .startsWith("vocab: the MLP's"));
   }
 
   // [SECTION] paralab-run --project
@@ -401,7 +403,6 @@ class TstProjectionLayouts : public QObject {
     QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
   }
 };
-
 
 QTEST_GUILESS_MAIN(TstProjectionLayouts)
 #include "tst_projection_layouts.moc"
