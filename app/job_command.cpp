@@ -11,6 +11,7 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 
+#include "describe.h"
 #include "schema.h"
 
 namespace paralab {
@@ -24,19 +25,11 @@ bool isProgram(const QString& path) {
   return f.isFile() && f.isExecutable();
 }
 
-// Every setting that differs from its default, as flags; the model and data set always (the
-// data set left out would follow the model in paralab-run, not the window's choice).
+// The run's settings as paralab-run flags (describe.h); the ranks and the backend are the
+// launcher's.
 QStringList settingFlags(const RunConfig& config) {
   QStringList flags;
-  for (const Setting& s : runSettings()) {
-    if (s.key == "backend" || s.key == "ranks") continue;  // said by the launcher
-    if (s.isDefault(config) && s.key != "model" && s.key != "dataset") continue;
-    const SettingValue v = s.get(config);
-    if (s.type == SettingType::Switch)
-      flags << (std::get<bool>(v) ? "--" : "--no-") + qs(s.key);
-    else
-      flags << "--" + qs(s.key) << qs(formatValue(v));
-  }
+  for (const std::string& f : runFlags(config, {"backend", "ranks"})) flags << qs(f);
   return flags;
 }
 

@@ -19,7 +19,7 @@
 #include "charts/loss_chart.h"
 #include "charts/speedup_chart.h"
 #include "charts/timeline_chart.h"
-#include "emulated_parts.h"
+#include "describe.h"
 #include "engine_bridge.h"
 #include "panels/config_panel.h"
 #include "panels/lesson_dock.h"
@@ -39,18 +39,8 @@ constexpr int kPollMs = 34;  // 29.4 Hz
 // The model and data of a run: "MLP H=128 L=2 · fashion-mnist · B=256"; the GPT adds its heads
 // and context ("GPT H=128 L=2 4 heads T=64").
 QString describeModel(const RunConfig& c) {
-  const QString gpt =
-      c.model != "gpt"   ? QString()
-      : c.hasExperts()   ? QObject::tr(" %1 heads T=%2 MoE E=%3").arg(c.heads).arg(c.seq).arg(c.experts)
-                         : QObject::tr(" %1 heads T=%2").arg(c.heads).arg(c.seq);
-  return QObject::tr("%1 H=%2 L=%3%4 · %5 · B=%6")
-      .arg(c.model == "moe" ? QObject::tr("MoE") : c.model == "gpt" ? QObject::tr("GPT")
-                                                                    : QObject::tr("MLP"))
-      .arg(c.hidden)
-      .arg(c.layers)
-      .arg(gpt)
-      .arg(QString::fromStdString(c.dataset))
-      .arg(c.globalBatch());
+  const RunDescription d = describeRun(c);
+  return QString::fromStdString(d.model + " · " + d.data);
 }
 
 // The chart subtitle: what was run, short enough for a chart a third of the window wide, and
@@ -65,7 +55,7 @@ QString describe(const RunConfig& c) {
 // (lessons/reference/metrics.md).
 QStringList runLabels(const RunConfig& c, bool modelledBytes) {
   QStringList labels;
-  for (const EmulatedPart& p : emulatedParts(c))
+  for (const EmulatedPart& p : describeRun(c).emulated)
     labels << QObject::tr("emulated: %1").arg(QString::fromStdString(p.detail));
   if (modelledBytes)
     labels << QObject::tr(

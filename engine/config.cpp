@@ -37,29 +37,14 @@ static std::optional<std::string> ncclRanksProblem(const RunConfig& c, int gpus)
   return std::nullopt;
 }
 
-// Each setting's own range or choices and whether it applies (the settings table), then what
-// only a combination of settings can get wrong: the layout, the device, the data.
+// Each setting's own range or choices (the settings table), then what only a combination of
+// settings can get wrong (validateRules), then what this machine can hold and read: the
+// device, the memory, the data.
 std::optional<std::string> RunConfig::validate() const {
-  const auto& settings = runSettings();
-  for (const Setting& s : settings)
+  for (const Setting& s : runSettings())
     if (auto err = s.check(*this)) return err;
-  const StrategyInfo& row = strategyFor(*this);
-  if (row.incompatible)
-    if (auto err = row.incompatible(*this)) return err;
-  for (const Setting& s : settings)
-    if (auto err = inapplicable(s, *this)) return err;
-  if (backend == "nccl" && device != "cuda")
-    return "backend: nccl moves GPU buffers; it needs --device cuda";
-  if (backend == "nccl" && allreduce != "default")
-    return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
-           allreduce + " lesson algorithm runs on --backend thread";
+  if (auto err = validateRules()) return err;
   if (auto err = validateDevice()) return err;
-  // The cp ranks of a replica share its windows (each holds a part of every one).
-  if (globalBatch() < ranks / std::max(1, cp))
-    return "batch: the global batch (" + std::to_string(globalBatch()) +
-           ") must hold at least one sample per rank (" + std::to_string(ranks / std::max(1, cp)) +
-           (cp > 1 ? " ranks besides context parallelism's)" : " ranks)");
-  if (auto err = validateLayout()) return err;
   GpuMemory gpus;
   if (device == "cuda") {
     const kernels::GpuInfo info = kernels::cuda_query_devices();
@@ -75,6 +60,25 @@ std::optional<std::string> RunConfig::validate() const {
       return "data-dir: " + missing +
              " not found (install dataset-fashion-mnist, or pass --data-dir DIR)";
   return std::nullopt;
+}
+
+std::optional<std::string> RunConfig::validateRules() const {
+  const StrategyInfo& row = strategyFor(*this);
+  if (row.incompatible)
+    if (auto err = row.incompatible(*this)) return err;
+  for (const Setting& s : runSettings())
+    if (auto err = inapplicable(s, *this)) return err;
+  if (backend == "nccl" && device != "cuda")
+    return "backend: nccl moves GPU buffers; it needs --device cuda";
+  if (backend == "nccl" && allreduce != "default")
+    return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
+           allreduce + " lesson algorithm runs on --backend thread";
+  // The cp ranks of a replica share its windows (each holds a part of every one).
+  if (globalBatch() < ranks / std::max(1, cp))
+    return "batch: the global batch (" + std::to_string(globalBatch()) +
+           ") must hold at least one sample per rank (" + std::to_string(ranks / std::max(1, cp)) +
+           (cp > 1 ? " ranks besides context parallelism's)" : " ranks)");
+  return validateLayout();
 }
 
 std::string gemmKernelNames(const std::string& device) {
@@ -129,7 +133,7 @@ std::optional<std::string> RunConfig::validateLayout() const {
     if (hidden % heads != 0)
       return "heads: " + n(heads) + " must divide the hidden width H = " + n(hidden);
     if (heads % tp != 0)
-      return "tp: tensor parallelism splits the GPT's attention by heads, and " + n(tp) +
+      return "tp: tensor parallelism splits attention by heads, and " + n(tp) +
              " does not divide --heads " + n(heads);
     if (sp && tp > 1 && seq % tp != 0)
       return "sp: sequence parallelism splits each window's --seq " + n(seq) +

@@ -96,6 +96,10 @@ struct RunConfig {
   int globalBatch() const { return scaling == "weak" ? batch * ranks : batch; }
 
   std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
+  // What only a combination of settings can get wrong, nothing of this machine: the strategy's
+  // row, settings given where they do not apply, the batch over the ranks, the layout. Part of
+  // validate(); the projection (projection/projection.h) asks it of a cluster's layouts.
+  std::optional<std::string> validateRules() const;
   std::optional<std::string> validateLayout() const;  // the dp x tp x pp x cp (x ep) constraints
   std::optional<std::string> validateDevice() const;  // device and kernel; a GPU for cuda
   nlohmann::json toJson() const;

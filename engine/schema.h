@@ -28,8 +28,9 @@ struct Setting {
   using Why = std::optional<std::string>;
 
   std::string key;  // the flag without "--" and the JSON key: "hidden", "data-dir"
-  // Whose table: "run" (runSettings(): a run's configuration) or "program" (programSettings():
-  // what paralab-run does with the run).
+  // Whose table: "run" (runSettings(): a run's configuration), "program" (programSettings():
+  // what paralab-run does with the run) or "projection" (projectionSettings(): the cluster
+  // --project projects onto).
   std::string owner = "run";
   SettingType type = SettingType::Text;
   std::string group;  // the window's group: "Model", "Parallelism", ...

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "charts/chart_colors.h"
-#include "emulated_parts.h"
+#include "describe.h"
 
 namespace paralab {
 
@@ -157,27 +157,9 @@ void LossChart::describeAccuracy(const RunConfig& c) {
   finishUpdate();
 }
 
+// The engine's description of the run (describe.h), in brief.
 QString LossChart::runLabel(const RunConfig& c, bool withRanks) {
-  QStringList parts;
-  if (c.ranks <= 1 && withRanks) {
-    parts << tr("serial");
-  } else {
-    parts << QString::fromStdString(c.strategy);
-    if (withRanks) parts << tr("%1 ranks").arg(c.ranks);
-    if (c.zero > 0) parts << QString("ZeRO-%1").arg(c.zero);
-    if (c.tp > 1) parts << (c.sp ? tr("tp %1 + sp") : QString("tp %1")).arg(c.tp);
-    if (c.pp > 1) parts << QString("pp %1").arg(c.pp);
-    if (c.cp > 1)
-      parts << (c.cpOrder == "zigzag" ? QString("cp %1") : tr("cp %1 contiguous")).arg(c.cp);
-    if (c.hasExperts() && c.ep > 1) parts << QString("ep %1").arg(c.ep);
-  }
-  if (c.hasExperts()) parts << tr("MoE %1 experts").arg(c.experts);
-  if (c.model == "gpt" && c.recompute != "none")
-    parts << tr("recompute %1").arg(QString::fromStdString(c.recompute));
-  parts << QString("%1 lr %2").arg(QString::fromStdString(c.optimizer)).arg(c.lr);
-  for (const EmulatedPart& p : emulatedParts(c))
-    parts << tr("%1 (emulated)").arg(QString::fromStdString(p.brief));
-  return parts.join(" · ");
+  return QString::fromStdString(describeRun(c).brief(withRanks));
 }
 
 }  // namespace paralab

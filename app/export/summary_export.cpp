@@ -12,9 +12,7 @@
 
 #include "charts/byte_units.h"
 #include "charts/memory_reference.h"
-#include "comm/link_model.h"
-#include "emulated_parts.h"
-#include "parallel/strategy.h"
+#include "describe.h"
 
 namespace paralab {
 
@@ -23,84 +21,70 @@ namespace {
 QString num(double v, int decimals) { return QLocale::c().toString(v, 'f', decimals); }
 QString count(int64_t v) { return QLocale().toString(qlonglong(v)); }
 QString str(const std::string& s) { return QString::fromStdString(s); }
-
-// "sync — Synchronous data parallel: ..." from the engine's table.
-QString strategyLine(const RunConfig& c) {
-  try {
-    const StrategyInfo& s = strategyFor(c);
-    return QString("%1 — %2").arg(QString::fromLatin1(s.name), QString::fromUtf8(s.summary));
-  } catch (const std::exception&) {
-    return str(c.strategy);
-  }
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
 }
 
+// "sync — Synchronous data parallel: ...": the strategy table's row that runs the run.
+QString strategyLine(const RunDescription& d) {
+  if (d.strategySummary.empty()) return str(d.strategyRow);
+  return QString("%1 — %2").arg(str(d.strategyRow), QString::fromStdString(d.strategySummary));
+}
+
+// The link as the settings table words it: "none: ..." or the emulated link's figures.
 QString linkLine(const RunConfig& c) {
-  if (c.link == "none") return QObject::tr("none: thread ranks share memory (real copies)");
-  try {
-    const LinkProfile p = loadLinkProfile(c.link);
-    return QObject::tr(
-               "%1 (%2 µs, %3 GB/s per direction) — **emulated**: transfers are held "
-               "back to this speed")
-        .arg(str(p.title))
-        .arg(p.latencyUs)
-        .arg(p.bandwidthGBps);
-  } catch (const std::exception&) {
-    return QObject::tr("%1 — **emulated**").arg(str(c.link));
-  }
+  const SettingWords link = settingWords(c, "link");
+  if (c.link == "none") return QObject::tr("none: %1").arg(str(link.summary));
+  return QObject::tr("%1 — **emulated**")
+      .arg(str(link.summary.empty() ? link.value : link.summary));
 }
 
 void settingsSection(QStringList& md, const RunReport& r) {
   const RunConfig& c = r.config;
+  const RunDescription d = describeRun(c);
   md << QObject::tr("## What was switched on") << "" << QObject::tr("| Setting | Value |")
      << "|---|---|";
   auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
+  // The device by its flag value and its words: "cuda — GPU (CUDA), GEMM vendor (cuBLAS)".
+  const QString device = QString("%1 — %2, %3").arg(str(d.device), str(d.deviceWords), str(d.gemm));
   row(QObject::tr("Execution"),
-      c.ranks > 1
-          ? QObject::tr("parallel, %1 ranks (%2 backend), CPU").arg(c.ranks).arg(str(c.backend))
-          : QObject::tr("serial, 1 rank, CPU"));
-  row(QObject::tr("Strategy"), strategyLine(c));
+      c.ranks > 1 ? QObject::tr("parallel, %1 ranks (%2 backend), %3")
+                        .arg(c.ranks)
+                        .arg(str(c.backend))
+                        .arg(device)
+                  : QObject::tr("serial, 1 rank, %1").arg(device));
+  row(QObject::tr("Strategy"), strategyLine(d));
   if (c.ranks > 1) {
-    row(QObject::tr("ZeRO stage"), QString::number(c.zero));
+    row(QObject::tr("ZeRO stage"), str(settingWords(c, "zero").words));
     row(QObject::tr("Layout"),
-        QObject::tr("dp %1 × tp %2 × pp %3 × cp %8; ep %4; sequence parallel %5; %6 "
-                    "micro-batches, %7")
-            .arg(c.dpDegree())
-            .arg(c.tp)
-            .arg(c.pp)
-            .arg(c.ep)
-            .arg(c.sp ? QObject::tr("on") : QObject::tr("off"))
-            .arg(c.microbatches)
-            .arg(str(c.schedule))
-            .arg(c.cp > 1 ? QString("%1 (%2 chunks)").arg(c.cp).arg(str(c.cpOrder))
-                          : QString("1")));
+        d.layout.empty()
+            ? QObject::tr("dp %1: every rank a replica of the whole model").arg(c.dpDegree())
+            : str(joined(d.layout)));
     row(QObject::tr("Scaling"), c.scaling == "weak"
                                     ? QObject::tr("weak: batch %1 per rank").arg(c.batch)
                                     : QObject::tr("strong: global batch %1").arg(c.batch));
   }
   row(QObject::tr("Interconnect"), linkLine(c));
+  QString model = str(settingWords(c, "model").words);
+  if (!d.modelParts.empty()) model += " (" + str(joined(d.modelParts)) + ")";
+  if (c.model == "gpt") model += QObject::tr(", %1 heads, context %2").arg(c.heads).arg(c.seq);
   row(QObject::tr("Model"),
-      (c.model == "moe"   ? QObject::tr("mixture of experts (E = %1, top-%2), ").arg(c.experts).arg(c.topk)
-       : c.model == "gpt" ? QObject::tr("GPT over characters (%1 heads, context %2, untied head, "
-                                        "recomputation %3%4), ")
-                                .arg(c.heads)
-                                .arg(c.seq)
-                                .arg(str(c.recompute))
-                                .arg(c.hasExperts() ? QObject::tr(", FFN a mixture of experts "
-                                                                  "(E = %1, top-%2)")
-                                                          .arg(c.experts)
-                                                          .arg(c.topk)
-                                                    : QString())
-                          : QObject::tr("MLP, ")) +
+      model + ", " +
           // A job's or a recorded run's lines do not carry P: said, rather than "P = 0".
           (r.parameterCount > 0 ? QObject::tr("H = %1, L = %2, P = %3 parameters")
                                 : QObject::tr("H = %1, L = %2, P not in the run's lines%3"))
               .arg(c.hidden)
               .arg(c.layers)
               .arg(r.parameterCount > 0 ? count(r.parameterCount) : QString()));
-  row(QObject::tr("Data"),
-      QObject::tr("%1, global batch %2").arg(str(c.dataset)).arg(c.globalBatch()));
-  row(QObject::tr("Training"),
-      QObject::tr("%1, lr %2, seed %3").arg(str(c.optimizer)).arg(c.lr).arg(c.seed));
+  row(QObject::tr("Data"), QObject::tr("%1, global batch %2")
+                               .arg(str(settingWords(c, "dataset").words))
+                               .arg(c.globalBatch()));
+  row(QObject::tr("Training"), QObject::tr("%1, lr %2, seed %3")
+                                   .arg(str(settingWords(c, "optimizer").words))
+                                   .arg(c.lr)
+                                   .arg(c.seed));
   md << "";
   if (!r.changes.isEmpty()) {
     md << QObject::tr(
@@ -115,7 +99,7 @@ void settingsSection(QStringList& md, const RunReport& r) {
 // "; **emulated**: the nvlink link: transfer times ..." for each emulated part of the run.
 QString emulatedClauses(const RunConfig& c) {
   QString clauses;
-  for (const EmulatedPart& p : emulatedParts(c))
+  for (const EmulatedPart& p : describeRun(c).emulated)
     clauses += QObject::tr("; **emulated**: %1").arg(str(p.detail));
   return clauses;
 }

@@ -19,12 +19,12 @@
 #include "cli/run_options.h"
 #include "comm/communicator.h"
 #include "config.h"
-#include "cpu/gemm.h"
-#include "emulated_parts.h"
+#include "describe.h"
 #include "metrics/chrome_trace.h"
 #include "metrics/run_record.h"
 #include "platform.h"
 #include "projection/projection.h"
+#include "projection/projection_settings.h"
 #include "schema.h"
 #include "train/checkpoint.h"
 #include "train/latency_sweep.h"
@@ -99,44 +99,20 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
   return 0;
 }
 
-// The run in brackets on the header line: the backend, then how the work is split. An MoE run
-// trains with sync data parallelism by construction, so its bracket names the experts instead:
-// E experts, top-k routing, spread over ep ranks (E / ep each) inside dp data-parallel ranks.
+// The run in brackets on the header line: the backend, then the run's description
+// (describe.h): the strategy, the model's parts (an MoE run's experts and routing) and how the
+// work is split.
 std::string layoutText(const RunConfig& c) {
-  const auto n = [](int v) { return std::to_string(v); };
-  std::string s = c.backend + ", ";
-  if (c.hasExperts()) {
-    s += "MoE " + n(c.experts) + " experts, top-" + n(c.topk) + ", ep " + n(c.ep) + " (" +
-         n(c.experts / c.ep) + " expert" + (c.experts / c.ep == 1 ? "" : "s") + " per rank)";
-    if (c.dpDegree() > 1) s += ", dp " + n(c.dpDegree());
-    char extra[64];
-    std::snprintf(extra, sizeof extra, ", capacity factor %g", c.capacityFactor);
-    s += extra;
-    if (c.auxLoss > 0) {
-      std::snprintf(extra, sizeof extra, ", aux loss %g", c.auxLoss);
-      s += extra;
-    }
-    return s;
-  }
-  s += c.strategy;
-  if (c.zero) s += ", ZeRO-" + n(c.zero);
-  if (c.modelParallel()) {
-    s += ", dp " + n(c.dpDegree()) + " x tp " + n(c.tp) + " x pp " + n(c.pp);
-    if (c.cp > 1) s += " x cp " + n(c.cp) + " (ring attention, " + c.cpOrder + " chunks)";
-    if (c.sp) s += ", sequence parallel";
-    if (c.pp > 1) s += ", " + c.schedule + " with " + n(c.microbatches) + " micro-batches";
-  }
+  const RunDescription d = describeRun(c);
+  std::string s = c.backend;
+  if (!d.strategy.empty()) s += ", " + d.strategy;
+  for (const std::string& part : d.modelParts) s += ", " + part;
+  for (const std::string& part : d.layout) s += ", " + part;
   return s;
 }
 
 // Where the math runs: the device and the --kernel GEMM, naming the BLAS when it is the vendor's.
-std::string gemmText(const RunConfig& c) {
-  std::string s = c.device + ", GEMM " + c.kernel;
-  if (c.device == "cpu" && c.kernel == "vendor")
-    s += std::string(" (") + kernels::vendor_blas_name() + ")";
-  if (c.device == "cuda" && c.kernel.rfind("vendor", 0) == 0) s += " (cuBLAS)";
-  return s;
-}
+std::string gemmText(const RunConfig& c) { return c.device + ", " + describeRun(c).gemm; }
 
 int runLatencySweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> batches;
@@ -233,18 +209,15 @@ int main(int argc, char** argv) {
 
   // The projection's cluster: what --project GPU:COUNT projects onto.
   projection::RunProjection project;
+  // The cluster's flags: their help, ranges and choices are the projection's settings table.
+  const auto clusterHelp = [](const char* key) {
+    return projection::findProjectionSetting(key)->help;
+  };
   const CLI::Option* projectOnly[] = {
-      app.add_option("--gpus-per-node", project.gpusPerNode, "N: GPUs per node for --project"),
-      app.add_option("--node-link", project.nodeLink,
-                     "infiniband|ethernet: between the nodes of --project (InfiniBand: the "
-                     "GPU's node adapters; ethernet: resources/links/ethernet.json, one port per "
-                     "node)"),
-      app.add_option("--vocab", project.vocab,
-                     "V: the GPT's vocabulary for --project (default 96; a training run's "
-                     "vocabulary is its data set's characters)"),
-      app.add_option("--precision", project.precision,
-                     "bf16|tf32|fp32: the arithmetic --project assumes (bf16: mixed precision "
-                     "with fp32 master weights)")};
+      app.add_option("--gpus-per-node", project.gpusPerNode, clusterHelp("gpus-per-node")),
+      app.add_option("--node-link", project.nodeLink, clusterHelp("node-link")),
+      app.add_option("--vocab", project.vocab, clusterHelp("vocab")),
+      app.add_option("--precision", project.precision, clusterHelp("precision"))};
 
   // Flags that name something: "" would read as not given.
   for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},

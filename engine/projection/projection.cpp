@@ -1,16 +1,16 @@
-// The projection (projection.h): the compute, communication, pipeline and memory parts put
-// together for one training step. See tests/engine/tst_projection.cpp.
+// The projection (projection.h): its model, its inputs checked (the layout by the engine's own
+// rules) and resolved, and the compute, communication, pipeline and memory parts put together
+// for one training step, and sweeps of one axis. Its words and the run's door are in
+// projection_run.cpp. See tests/engine/tst_projection.cpp and tst_projection_layouts.cpp.
 #include "projection/projection.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "config.h"
 #include "model/mlp.h"
 #include "parallel/holdings.h"  // optimizerStateSlots
-#include "schema.h"             // findSetting: settings that may not exist in every build
 
 namespace paralab::projection {
 
@@ -144,7 +144,49 @@ ModelSpec ModelSpec::megatronGpt(int layers, int hidden, int heads, int seq, int
 
 // [SECTION] Checking and resolving the inputs
 
+namespace {
+
+// The layout as a run of the engine: the engine's rules (RunConfig::validateRules) are the
+// projection's, so a layout the engine trains is one the projection projects.
+RunConfig engineRun(const ModelSpec& m, const Layout& l, const Cluster& c) {
+  RunConfig r;
+  r.model = m.gpt() ? "gpt" : "mlp";
+  r.dataset = "synthetic";  // a projection reads no data
+  r.layers = m.layers;
+  r.hidden = m.hidden;
+  r.heads = m.heads;
+  r.seq = m.seq;
+  if (m.gpt() && m.experts > 0) {
+    r.ffn = "moe";
+    r.experts = m.experts;
+    r.topk = m.topk;
+  }
+  r.recompute = !m.gpt()                              ? "none"
+                : l.recompute == Recompute::Full      ? "full"
+                : l.recompute == Recompute::Selective ? "selective"
+                                                      : "none";
+  r.ranks = c.gpus;
+  r.dp = l.dp;
+  r.tp = l.tp;
+  r.pp = l.pp;
+  r.cp = l.cp;
+  r.ep = l.ep;
+  r.cpOrder = l.cpOrder;
+  // Sequence parallelism splits the tensor-parallel ranks' rows: with tp 1 it splits nothing
+  // (blockOf), as a sweep over tp from 1 keeps it switched on.
+  r.sp = l.sequenceParallel && l.tp > 1;
+  r.batch = l.globalBatch;
+  // Micro-batches the projection derives (Megatron-LM's one sample each) are its own choice.
+  r.microbatches = l.microBatches > 0 ? l.microBatches : 1;
+  r.schedule = scheduleName(l.schedule);
+  r.zero = l.zero;
+  return r;
+}
+
+}  // namespace
+
 std::optional<std::string> validate(const ModelSpec& m, const Layout& l, const Cluster& c) {
+  // [SECTION] The cluster, and what a projection's inputs must be before the engine is asked
   if (c.gpus < 1) return "project: the GPU count must be at least 1";
   if (!(c.gpu.bf16Tflops > 0 && c.gpu.hbmGBps > 0))
     return "project: no GPU kind (allowed: " + gpuNamesText() + ", from resources/gpus)";
@@ -160,59 +202,23 @@ std::optional<std::string> validate(const ModelSpec& m, const Layout& l, const C
   if (l.zero < 0 || l.zero > 3)
     return "zero: " + n(l.zero) + " is not a ZeRO stage (allowed: 0, 1, 2, 3)";
   if (l.virtualStages < 1) return "virtual stages: must be at least 1";
+  if (l.microBatches < 0 || l.microBatchSize < 0) return "microbatches: must be at least 1";
+  if (m.experts > 0 && (m.topk < 1 || m.topk > m.experts))
+    return "topk: " + n(m.topk) + " (allowed: 1.." + n(m.experts) + ")";
   const int model = l.tp * l.pp * l.cp;
   if (c.gpus % model != 0)
     return "project: " + n(c.gpus) + " GPUs are not divisible by tp x pp" +
            (l.cp > 1 ? " x cp" : "") + " = " + n(model) + " (allowed: a multiple of " + n(model) +
            ")";
-  const int dp = l.dp > 0 ? l.dp : c.gpus / model;
-  if (auto err = ProcessGrid::validate({dp, l.tp, l.pp, l.ep, l.cp}, c.gpus))
-    return l.dp > 0 ? "dp: " + n(l.dp) + " x tp x pp" + (l.cp > 1 ? " x cp" : "") + " = " +
-                          n((long long)l.dp * model) + " must equal the " + n(c.gpus) +
-                          " GPUs (allowed: leave --dp out, or " + n(c.gpus / model) + ")"
-                    : *err;
-  if (m.hidden % l.tp != 0)
-    return "tp: " + n(l.tp) + " must divide the hidden width H = " + n(m.hidden);
-  if (l.pp * l.virtualStages > m.layers)
-    return "pp: " + n(l.pp) + " stages" +
-           (l.virtualStages > 1 ? " of " + n(l.virtualStages) + " chunks" : "") + " but only " +
-           n(m.layers) + " blocks (allowed: pp <= layers)";
-  if (m.gpt()) {
-    if (m.hidden % m.heads != 0)
-      return "heads: " + n(m.heads) + " must divide the hidden width H = " + n(m.hidden);
-    if (m.heads % l.tp != 0)
-      return "tp: tensor parallelism splits attention by heads, and " + n(l.tp) +
-             " does not divide --heads " + n(m.heads);
-    if (m.seq % l.cp != 0)
-      return "cp: context parallelism splits each sequence's " + n(m.seq) + " tokens over " +
-             n(l.cp) + " ranks (allowed: a divisor of --seq)";
-    if (l.sequenceParallel && l.tp > 1 && (m.seq / l.cp) % l.tp != 0)
-      return "sp: sequence parallelism splits the " + n(m.seq / l.cp) + " tokens over the " +
-             n(l.tp) + " tensor-parallel ranks (allowed: seq a multiple of tp)";
-  } else if (l.cp > 1) {
-    return "cp: context parallelism splits sequences; the MLP has none (allowed: 1)";
-  }
-  if (m.experts > 0) {
-    if (m.experts % l.ep != 0)
-      return "ep: " + n(l.ep) + " must divide the number of experts (" + n(m.experts) + ")";
-    if (m.topk < 1 || m.topk > m.experts)
-      return "topk: " + n(m.topk) + " (allowed: 1.." + n(m.experts) + ")";
-  } else if (l.ep > 1) {
-    return "ep: expert parallelism needs experts (allowed: 1)";
-  }
-  if (l.zero >= 2 && l.pp > 1)
-    return "zero: stage " + n(l.zero) +
-           " shards the gradients that a pipeline's micro-batches accumulate (allowed with pp > "
-           "1: 0, 1)";
-  if (l.globalBatch % dp != 0)
-    return "batch: the global batch " + n(l.globalBatch) + " does not split over the " + n(dp) +
-           " data-parallel replicas (allowed: a multiple of " + n(dp) + ")";
-  const int perReplica = l.globalBatch / dp;
-  if (l.microBatches < 0 || l.microBatchSize < 0) return "microbatches: must be at least 1";
-  if (l.microBatches > 0 && perReplica % l.microBatches != 0)
-    return "microbatches: " + n(l.microBatches) + " does not divide the " + n(perReplica) +
-           " samples each data-parallel replica gets per step (allowed: a divisor of " +
-           n(perReplica) + ")";
+  if (l.dp > 0 && (long long)l.dp * model != c.gpus)
+    return "dp: " + n(l.dp) + " x tp x pp" + (l.cp > 1 ? " x cp" : "") + " = " +
+           n((long long)l.dp * model) + " must equal the " + n(c.gpus) +
+           " GPUs (allowed: leave --dp out, or " + n(c.gpus / model) + ")";
+  // [SECTION] The layout: the engine's rules
+  if (auto err = engineRun(m, l, c).validateRules()) return err;
+  // [SECTION] What only a projection has: a micro-batch size, interleaved stages
+  const int dp = c.gpus / model;
+  const int perReplica = (l.globalBatch + dp - 1) / dp;  // the largest replica's samples
   if (l.microBatchSize > 0 && perReplica % l.microBatchSize != 0)
     return "micro-batch size: " + n(l.microBatchSize) + " does not divide the " + n(perReplica) +
            " samples each data-parallel replica gets per step";
@@ -221,10 +227,13 @@ std::optional<std::string> validate(const ModelSpec& m, const Layout& l, const C
            " samples is not the " + n(perReplica) + " each data-parallel replica gets per step";
   if (l.virtualStages > 1) {
     if (l.pp < 2) return "virtual stages: interleaving needs a pipeline (pp 2 or more)";
-    const int m = l.microBatches > 0 ? l.microBatches : perReplica / std::max(1, l.microBatchSize);
-    if (m % l.pp != 0)
+    if (l.pp * l.virtualStages > m.layers)
+      return "pp: " + n(l.pp) + " stages of " + n(l.virtualStages) + " chunks but only " +
+             n(m.layers) + " blocks (allowed: pp x chunks <= layers)";
+    const int mb = l.microBatches > 0 ? l.microBatches : perReplica / std::max(1, l.microBatchSize);
+    if (mb % l.pp != 0)
       return "microbatches: the interleaved schedule needs a multiple of pp = " + n(l.pp) +
-             " micro-batches (Narayanan et al. 2021 §2.2.2), not " + n(m);
+             " micro-batches (Narayanan et al. 2021 §2.2.2), not " + n(mb);
   }
   return std::nullopt;
 }
@@ -233,10 +242,13 @@ std::optional<Layout> resolve(const ModelSpec& m, const Layout& layout, const Cl
   if (validate(m, layout, c)) return std::nullopt;
   Layout l = layout;
   l.dp = c.gpus / (l.tp * l.pp * l.cp);
-  const int perReplica = l.globalBatch / l.dp;
+  // A batch that does not split evenly leaves some replicas (and micro-batches) a sample more,
+  // as the engine's shards do: the largest sets the pace.
+  const auto ceilDiv = [](int a, int b) { return (a + b - 1) / b; };
+  const int perReplica = ceilDiv(l.globalBatch, l.dp);
   if (l.microBatches == 0 && l.microBatchSize == 0) l.microBatchSize = 1;
-  if (l.microBatches == 0) l.microBatches = perReplica / l.microBatchSize;
-  if (l.microBatchSize == 0) l.microBatchSize = perReplica / l.microBatches;
+  if (l.microBatches == 0) l.microBatches = ceilDiv(perReplica, l.microBatchSize);
+  if (l.microBatchSize == 0) l.microBatchSize = ceilDiv(perReplica, l.microBatches);
   if (!m.gpt()) l.sequenceParallel = false;
   return l;
 }
@@ -493,227 +505,6 @@ std::vector<SweepPoint> sweep(const ModelSpec& model, const Layout& layout, cons
     points.push_back(std::move(point));
   }
   return points;
-}
-
-// [SECTION] JSON and the run's settings
-
-nlohmann::json toJson(const Projection& p) {
-  using nlohmann::json;
-  const Layout& l = p.layout;
-  const auto ms = [](double s) { return s * 1e3; };
-  json split = {{"compute", ms(p.split.compute)},
-                {"tp_comm", ms(p.split.tpComm)},
-                {"cp_comm", ms(p.split.cpComm)},
-                {"ep_comm", ms(p.split.epComm)},
-                {"pp_comm", ms(p.split.ppComm)},
-                {"pp_bubble", ms(p.split.ppBubble)},
-                {"dp_comm_exposed", ms(p.split.dpCommExposed)},
-                {"optimizer", ms(p.split.optimizer)},
-                {"data", ms(p.split.data)}};
-  json mem = {{"params", p.memory.params},       {"grads", p.memory.grads},
-              {"optimizer", p.memory.optimizer}, {"activations", p.memory.activations},
-              {"workspace", p.memory.workspace}, {"total", p.memory.total()}};
-  return json{{"projected", true},
-              {"validated_by", Projection::kValidatedBy},
-              {"model", p.model.describe()},
-              {"parameters", p.parameters},
-              {"gpu", p.cluster.gpu.name},
-              {"gpu_title", p.cluster.gpu.title},
-              {"gpus", p.cluster.gpus},
-              {"gpus_per_node", p.cluster.gpusPerNode},
-              {"nodes", p.cluster.nodes()},
-              {"node_link", nodeLinkName(p.cluster.nodeLink)},
-              {"dp", l.dp},
-              {"tp", l.tp},
-              {"pp", l.pp},
-              {"cp", l.cp},
-              {"ep", l.ep},
-              {"microbatches", l.microBatches},
-              {"microbatch_size", l.microBatchSize},
-              {"global_batch", l.globalBatch},
-              {"schedule", scheduleName(l.schedule)},
-              {"virtual_stages", l.virtualStages},
-              {"zero", l.zero},
-              {"dp_calls", std::max(1, l.dpCalls)},
-              {"dp_overlapped", l.overlapDpComm},
-              {"recompute", l.recompute == Recompute::Full        ? "full"
-                            : l.recompute == Recompute::Selective ? "selective"
-                                                                  : "none"},
-              {"precision", precisionName(l.precision)},
-              {"step_ms", ms(p.stepSeconds)},
-              {"split_ms", split},
-              {"tokens_per_s", p.tokensPerS},
-              {"samples_per_s", p.samplesPerS},
-              {"tflops_per_gpu", p.tflopsPerGpu},
-              {"model_tflops_per_gpu", p.modelTflopsPerGpu},
-              {"mfu", p.mfu},
-              {"hfu", p.hfu},
-              {"mem_per_gpu", mem},
-              {"mem_stage", p.memoryStage},
-              {"mem_capacity", p.memoryCapacity},
-              {"fits", p.fits()}};
-}
-
-std::string toText(const Projection& p) {
-  const Layout& l = p.layout;
-  const Cluster& c = p.cluster;
-  std::string out;
-  char line[512];
-  const auto add = [&](const char* format, auto... values) {
-    std::snprintf(line, sizeof line, format, values...);
-    out += line;
-  };
-  add("Projected (not measured) on %d x %s: %d node%s of %d, joined by %s\n", c.gpus,
-      c.gpu.title.c_str(), c.nodes(), c.nodes() == 1 ? "" : "s", c.gpusPerNode,
-      c.nodeLink == NodeLink::InfiniBand ? c.gpu.nicTitle.c_str() : p.dpLink.title.c_str());
-  add("Model: %s\n", p.model.describe().c_str());
-  std::string layout = "dp " + n(l.dp) + " x tp " + n(l.tp) + " x pp " + n(l.pp);
-  if (l.cp > 1) layout += " x cp " + n(l.cp);
-  if (l.ep > 1) layout += ", ep " + n(l.ep);
-  if (l.sequenceParallel) layout += ", sequence parallel";
-  add("Layout: %s; %d micro-batches of %d per replica (global batch %d), %s%s, recompute %s, "
-      "ZeRO %d, %s, %s\n",
-      layout.c_str(), l.microBatches, l.microBatchSize, l.globalBatch, scheduleName(l.schedule),
-      l.virtualStages > 1 ? (" interleaved x" + n(l.virtualStages)).c_str() : "",
-      l.recompute == Recompute::Full        ? "full"
-      : l.recompute == Recompute::Selective ? "selective"
-                                            : "none",
-      l.zero,
-      l.precision == Precision::Bf16Mixed ? "bf16 mixed precision" : precisionName(l.precision),
-      l.optimizer.c_str());
-  const auto link = [&](const char* axis, int size, const Link& k) {
-    if (size <= 1) return;
-    add("  %s (%d ranks) over %s: %.3g GB/s per GPU each way, %.3g us per step\n", axis, size,
-        k.title.c_str(), k.bytesPerS / 1e9, k.alphaS * 1e6);
-  };
-  if (c.gpus > 1) out += "Links (projected, alpha-beta):\n";
-  link("tp", l.tp, p.tpLink);
-  link("pp", l.pp, p.ppLink);
-  link("cp", l.cp, p.cpLink);
-  link("ep", l.ep, p.epLink);
-  link("dp", l.dp * l.cp, p.dpLink);
-  add("%-40s %12s %7s\n", "Step time (projected)", "ms", "share");
-  const double step = p.stepSeconds;
-  const auto part = [&](const char* name, double s, bool always) {
-    if (always || s > 0) add("  %-38s %12.2f %6.1f%%\n", name, s * 1e3, 100 * s / step);
-  };
-  part("compute (GEMMs, memory-bound kernels)", p.split.compute, true);
-  part("tensor-parallel communication", p.split.tpComm, true);
-  part("context-parallel communication", p.split.cpComm, false);
-  part("expert-parallel all-to-all", p.split.epComm, false);
-  part("pipeline sends", p.split.ppComm, l.pp > 1);
-  part("pipeline bubble", p.split.ppBubble, true);
-  part("exposed data-parallel communication", p.split.dpCommExposed, true);
-  part("optimizer step", p.split.optimizer, true);
-  part("copying the batch", p.split.data, p.split.data > 0);
-  part("total", step, true);
-  add("Throughput (projected): %.0f tokens/s, %.1f samples/s; %.1f TFLOP/s per GPU executed "
-      "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s peak "
-      "%.0f TFLOP/s\n",
-      p.tokensPerS, p.samplesPerS, p.tflopsPerGpu, p.modelTflopsPerGpu, 100 * p.mfu,
-      precisionName(l.precision), c.gpu.peakFlops(l.precision) / 1e12);
-  const MemoryPerGpu& m = p.memory;
-  const double GB = 1e9;
-  add("Memory per GPU (projected, pipeline stage %d, GB = 1e9 bytes): params %.3g, grads %.3g, "
-      "optimizer %.3g, activations %.3g, workspace %.3g; total %.3g of %.0f GB: %s",
-      p.memoryStage, m.params / GB, m.grads / GB, m.optimizer / GB, m.activations / GB,
-      m.workspace / GB, m.total() / GB, p.memoryCapacity / GB,
-      p.fits() ? "fits" : "does not fit, over by ");
-  if (!p.fits()) add("%.3g GB", (m.total() - p.memoryCapacity) / GB);
-  add("\nThe model behind these figures is checked against %s (tests/engine/tst_projection.cpp)\n",
-      Projection::kValidatedBy);
-  return out;
-}
-
-ModelSpec modelOf(const RunConfig& c, int vocab) {
-  ModelSpec m;
-  m.kind = c.model == "gpt" ? ModelSpec::Kind::Gpt : ModelSpec::Kind::Mlp;
-  m.layers = c.layers;
-  m.hidden = c.hidden;
-  m.heads = c.heads;
-  m.seq = c.seq;
-  m.vocab = vocab;
-  if (c.model == "gpt" && c.hasExperts()) {
-    m.experts = c.experts;
-    m.topk = c.topk;
-  }
-  return m;
-}
-
-Layout layoutOf(const RunConfig& c) {
-  Layout l;
-  l.dp = c.dp;
-  l.tp = c.tp;
-  l.pp = c.pp;
-  l.ep = c.ep;
-  // Context parallelism is a setting of its own where the build has it.
-  if (const Setting* s = findSetting("cp")) {
-    const SettingValue value = s->get(c);
-    if (const auto* v = std::get_if<int64_t>(&value)) l.cp = int(*v);
-  }
-  l.sequenceParallel = c.sp;
-  l.globalBatch = c.globalBatch();
-  l.microBatches = c.microbatches;
-  l.schedule = parseSchedule(c.schedule);
-  l.zero = c.zero;
-  l.recompute = c.model == "gpt" ? recomputeFromName(c.recompute) : Recompute::None;
-  l.optimizer = c.optimizer;
-  l.overlapDpComm = c.dpVersion == "bucket";
-  return l;
-}
-
-Projection projectRun(const RunConfig& config, const RunProjection& q) {
-  const std::string form =
-      "project: '" + q.target +
-      "' is not GPU:COUNT (for example a100-80gb:1536; GPUs: " + gpuNamesText() + ")";
-  const size_t colon = q.target.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == q.target.size())
-    throw ConfigError(form);
-  const std::string digits = q.target.substr(colon + 1);
-  if (digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos)
-    throw ConfigError(form);
-  Cluster cluster;
-  cluster.gpus = std::stoi(digits);
-  if (cluster.gpus < 1) throw ConfigError("project: " + digits + " GPUs (allowed: 1 or more)");
-  cluster.gpu = loadGpu(q.target.substr(0, colon));
-  if (q.gpusPerNode < 1 || q.gpusPerNode > 1024)
-    throw ConfigError("gpus-per-node: " + n(q.gpusPerNode) + " is out of range (allowed: 1..1024)");
-  cluster.gpusPerNode = q.gpusPerNode;
-  cluster.nodeLink = parseNodeLink(q.nodeLink);
-  const Precision precision = parsePrecision(q.precision);
-  // The settings' own choices (a schedule, a recomputation, an optimizer...); their ranges are
-  // a training run's on this machine and do not bound a projection.
-  RunConfig c = config;
-  paralab::datasetFollowsModel(c);  // a projection reads no data
-  for (const Setting& s : runSettings())
-    if (s.choices)
-      if (auto err = s.check(c)) throw ConfigError(*err);
-  if (config.model != "gpt" && config.model != "mlp")
-    throw ConfigError("model: --project projects the mlp and the gpt (allowed: mlp, gpt)");
-  if (config.strategy != "sync")
-    throw ConfigError("strategy: --project projects synchronous data parallelism (allowed: sync)");
-  // --ranks left out: 1, or what a --config file's degrees implied (applyJsonFile derives it).
-  RunConfig derived = config;
-  derived.ranks = 1;
-  derived.deriveRanks();
-  if (config.ranks != 1 && config.ranks != derived.ranks && config.ranks != cluster.gpus)
-    throw ConfigError("ranks: --project " + q.target +
-                      " runs one rank per GPU (allowed: leave "
-                      "--ranks out, or " +
-                      n(cluster.gpus) + ")");
-  if (q.vocab != 0 && config.model != "gpt")
-    throw ConfigError(
-        "vocab: the MLP's inputs and classes are its data set's (allowed: --vocab "
-        "with --model gpt)");
-  if (q.vocab < 0 || q.vocab > 10000000)
-    throw ConfigError("vocab: " + n(q.vocab) + " is out of range (allowed: 1..10000000)");
-  c.ranks = cluster.gpus;
-  const ModelSpec model = modelOf(c, q.vocab > 0 ? q.vocab : kEngineVocab);
-  Layout layout = layoutOf(c);
-  layout.precision = precision;
-  if (!q.microBatchesGiven) layout.microBatches = 0;
-  if (auto err = validate(model, layout, cluster)) throw ConfigError(*err);
-  return project(model, layout, cluster);
 }
 
 }  // namespace paralab::projection

@@ -83,6 +83,7 @@ struct ModelSpec {
 struct Layout {
   int dp = 0;
   int tp = 1, pp = 1, cp = 1, ep = 1;  // ep divides dp (process_grid.h)
+  std::string cpOrder = "zigzag";      // a cp rank's chunks: zigzag (2 cp of them) | contiguous
   bool sequenceParallel = false;
   int globalBatch = 512;   // sequences (samples) per step
   int microBatches = 0;    // per data-parallel replica per step
@@ -154,6 +155,7 @@ struct Projection {
 };
 
 // The layout with dp, microBatches and microBatchSize derived, or nullopt where validate() fails.
+// A batch that does not split evenly is paced by its largest part (the engine's shards).
 std::optional<Layout> resolve(const ModelSpec& model, const Layout& layout, const Cluster& cluster);
 // One block, and the model's ends, of one micro-batch on one GPU of a resolved layout: what the
 // compute model costs (compute_model.h).
@@ -161,7 +163,10 @@ BlockWork blockOf(const ModelSpec& model, const Layout& layout);
 EndsWork endsOf(const ModelSpec& model, const Layout& layout);
 
 // One line naming the first bad field and what is allowed ("tp: 3 does not divide the hidden
-// width 4096 ..."), or nothing.
+// width 4096 ..."), or nothing. The layout's rules are the engine's (RunConfig::validateRules):
+// a layout the engine trains is one the projection projects, and the other way round; the
+// projection adds the cluster's (the GPU count) and its own knobs' (micro-batch size,
+// interleaving).
 std::optional<std::string> validate(const ModelSpec& model, const Layout& layout,
                                     const Cluster& cluster);
 // Throws ConfigError with validate()'s line when the inputs are refused.

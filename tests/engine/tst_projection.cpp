@@ -1,76 +1,24 @@
 // The projection onto real GPUs (engine/projection/): its pieces against their formulas, the
-// whole against published runs (Narayanan et al. 2021 Table 1, the ZeRO paper's memory), the
-// engine's own memory estimate where both apply, and paralab-run --project as a user meets it.
-// Run: ctest -R tst_projection (the Table 1 rows print projected beside published).
-#include <QJsonDocument>
-#include <QJsonObject>
+// whole against published runs (Narayanan et al. 2021 Table 1, the ZeRO paper's memory) and the
+// engine's own memory estimate where both apply. Layouts, refusals and paralab-run --project:
+// tst_projection_layouts.cpp. Run: ctest -R tst_projection (the Table 1 rows print projected
+// beside published).
 #include <QtTest>
 #include <cmath>
 #include <iterator>
 
 #include "config.h"
-#include "json_lines.h"
 #include "memory_estimate.h"
 #include "model/gpt.h"
 #include "model/mlp.h"
 #include "projection/projection.h"
+#include "projection_fixtures.h"
 
 using namespace paralab;
 using namespace paralab::projection;
+using namespace paralab::projection::fixtures;
 
 namespace {
-
-bool near(double a, double b, double relative) {
-  return std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b));
-}
-
-// Narayanan et al. 2021 (SC'21), Table 1: GPT models of vocabulary 51,200 and sequence 2,048 on
-// A100 80GB nodes of 8 GPUs with 8 InfiniBand HDR adapters each (§5).
-struct Table1Row {
-  const char* params;  // billions, as printed
-  int heads, hidden, layers, tp, pp, gpus, batch;
-  double tflops;  // achieved TFLOP/s per GPU
-};
-const Table1Row kTable1[] = {
-    {"1.7", 24, 2304, 24, 1, 1, 32, 512, 137},
-    {"3.6", 32, 3072, 30, 2, 1, 64, 512, 138},
-    {"7.5", 32, 4096, 36, 4, 1, 128, 512, 142},
-    {"18.4", 48, 6144, 40, 8, 1, 256, 1024, 135},
-    {"39.1", 64, 8192, 48, 8, 2, 512, 1536, 138},
-    {"76.1", 80, 10240, 60, 8, 4, 1024, 1792, 140},
-    {"145.6", 96, 12288, 80, 8, 8, 1536, 2304, 148},
-    {"310.1", 128, 16384, 96, 8, 16, 1920, 2160, 155},
-    {"529.6", 128, 20480, 105, 8, 35, 2520, 2520, 163},
-    {"1008.0", 160, 25600, 128, 8, 64, 3072, 3072, 163},
-};
-
-// The layout every row is projected with, the same for all: micro-batches of one sequence
-// (Megatron-LM's default --micro-batch-size), 1F1B without interleaving, full recomputation
-// (the paper's FLOP count assumes it), fp16/bf16 mixed precision with Adam, no ZeRO, and the
-// gradients all-reduced after the pipeline flush, not overlapped (Megatron-LM 2021).
-Layout table1Layout(const Table1Row& row) {
-  Layout l;
-  l.tp = row.tp;
-  l.pp = row.pp;
-  l.globalBatch = row.batch;
-  l.microBatchSize = 1;
-  l.schedule = Schedule::OneFOneB;
-  l.recompute = Recompute::Full;
-  l.precision = Precision::Bf16Mixed;
-  l.optimizer = "adam";
-  l.zero = 0;
-  l.overlapDpComm = false;
-  return l;
-}
-
-Cluster a100s(int gpus) {
-  Cluster c;
-  c.gpu = loadGpu("a100-80gb");
-  c.gpus = gpus;
-  c.gpusPerNode = 8;
-  c.nodeLink = NodeLink::InfiniBand;
-  return c;
-}
 
 // An engine-size GPT as a run's settings give it.
 RunConfig smallGpt() {
@@ -94,11 +42,6 @@ int64_t engineParameterCount(const RunConfig& c) {
 
 class TstProjection : public QObject {
   Q_OBJECT
-
-  using Result = paralab::test::ProgramResult;
-  static Result run(const QStringList& args) {
-    return paralab::test::runProgram(PARALAB_RUN, args);
-  }
 
  private slots:
   // [SECTION] GPU kinds
@@ -430,261 +373,6 @@ class TstProjection : public QObject {
     QVERIFY(p.mfu < p.hfu && p.hfu < 1);
   }
 
-  // [SECTION] Layouts: sweeps and refusals
-
-  void tensorParallelismStaysInsideANode() {
-    const ModelSpec m = ModelSpec::megatronGpt(32, 8192, 64, 2048, 51200);
-    Layout l;
-    l.pp = 2;
-    l.globalBatch = 256;
-    l.recompute = Recompute::Full;
-    const std::vector<SweepPoint> points =
-        sweep(m, l, a100s(64), SweepAxis::Tp, {1, 2, 4, 8, 16, 3});
-    QCOMPARE(int(points.size()), 6);
-    for (int i = 0; i < 5; ++i) QVERIFY2(points[i].projection, points[i].refused.c_str());
-    QVERIFY(!points[5].projection);
-    QVERIFY2(QString::fromStdString(points[5].refused)
-                 .startsWith("project: 64 GPUs are not divisible by tp x pp = 6"),
-             points[5].refused.c_str());
-    const Projection& tp8 = *points[3].projection;
-    const Projection& tp16 = *points[4].projection;
-    QVERIFY(!tp8.tpLink.interNode);
-    QVERIFY(tp16.tpLink.interNode);
-    // Across two nodes a tp group's rings cross the network: eight adapters per node instead of
-    // NVLink, while each GPU's share of the work halves, so the all-reduces weigh more.
-    QVERIFY(tp16.tpLink.bytesPerS < tp8.tpLink.bytesPerS);
-    QVERIFY(tp16.split.tpComm / tp16.stepSeconds > 1.5 * tp8.split.tpComm / tp8.stepSeconds);
-    QVERIFY(tp16.tflopsPerGpu < tp8.tflopsPerGpu);
-    // Over Ethernet (one 10 GbE port per node) the same layout is hopeless.
-    Cluster ethernet = a100s(64);
-    ethernet.nodeLink = NodeLink::Ethernet;
-    Layout l16 = l;
-    l16.tp = 16;
-    QVERIFY(project(m, l16, ethernet).split.tpComm > 20 * tp16.split.tpComm);
-    // More tensor parallelism, less memory per GPU.
-    QVERIFY(tp8.memory.total() < points[0].projection->memory.total());
-  }
-
-  void moreMicroBatchesShrinkTheBubble() {
-    const ModelSpec m = ModelSpec::megatronGpt(48, 8192, 64, 2048, 51200);
-    Layout l = table1Layout(kTable1[4]);
-    l.microBatchSize = 0;
-    const auto points = sweep(m, l, a100s(512), SweepAxis::MicroBatches, {1, 4, 16, 48});
-    double previous = INFINITY;
-    for (const SweepPoint& point : points) {
-      QVERIFY2(point.projection, point.refused.c_str());
-      const double share = point.projection->split.ppBubble / point.projection->stepSeconds;
-      QVERIFY(share < previous);
-      previous = share;
-    }
-  }
-
-  // Interleaving (Narayanan et al. 2021 §2.2.2) divides the bubble by the chunks per GPU and
-  // multiplies the pipeline sends by them.
-  void interleavingTradesBubbleForSends() {
-    const Table1Row& row = kTable1[6];  // 145.6B: pp 8, 96 micro-batches per replica
-    const ModelSpec m = ModelSpec::megatronGpt(row.layers, row.hidden, row.heads, 2048, 51200);
-    Layout l = table1Layout(row);
-    const Projection plain = project(m, l, a100s(row.gpus));
-    l.virtualStages = 2;
-    const Projection interleaved = project(m, l, a100s(row.gpus));
-    // The bubble is the other stages' fill and drain over v: half, but of slots that now hold
-    // twice the sends.
-    QVERIFY(interleaved.split.ppBubble < 0.6 * plain.split.ppBubble);
-    QVERIFY(near(interleaved.split.ppComm, 2 * plain.split.ppComm, 1e-9));
-    QVERIFY(interleaved.memory.activations > plain.memory.activations);
-    l.virtualStages = 3;  // 80 blocks in 24 chunks: uneven chunks are allowed
-    QVERIFY(!validate(m, l, a100s(row.gpus)));
-    l.virtualStages = 2;
-    l.microBatchSize = 0;
-    l.microBatches = 12;  // 96 / 12 = 8 per micro-batch, 12 not a multiple of pp 8
-    const auto why = validate(m, l, a100s(row.gpus));
-    QVERIFY(why &&
-            QString::fromStdString(*why).startsWith("microbatches: the interleaved schedule"));
-  }
-
-  void expertAndContextParallelismCommunicate() {
-    ModelSpec moe = ModelSpec::megatronGpt(24, 2048, 16, 2048, 51200);
-    moe.experts = 8;
-    moe.topk = 2;
-    Layout l;
-    l.globalBatch = 256;
-    l.ep = 8;
-    const Projection p = project(moe, l, a100s(32));
-    QVERIFY(p.split.epComm > 0);
-    QVERIFY(p.epLink.bytesPerS > 0);
-    // Each token runs 2 of the 8 experts: model FLOPs count the active parameters only.
-    QVERIFY(moe.activeParameterCount() < moe.parameterCount());
-    l.ep = 3;
-    QVERIFY(QString::fromStdString(*validate(moe, l, a100s(32))).startsWith("ep:"));
-    // Context parallelism: half the tokens per GPU, K and V exchanged among the cp ranks.
-    const ModelSpec gpt = ModelSpec::megatronGpt(24, 2048, 16, 8192, 51200);
-    Layout cp1;
-    cp1.globalBatch = 64;
-    cp1.recompute = Recompute::Selective;
-    Layout cp2 = cp1;
-    cp2.cp = 2;
-    const Projection one = project(gpt, cp1, a100s(16)), two = project(gpt, cp2, a100s(16));
-    QCOMPARE(two.layout.dp, 8);
-    QVERIFY(two.memory.activations < 0.6 * one.memory.activations);
-    QVERIFY(near(two.hardwareFlops, one.hardwareFlops, 1e-9));  // the same work, split otherwise
-    cp2.cp = 3;
-    QVERIFY(validate(gpt, cp2, a100s(48)));  // 8192 tokens do not split over 3
-  }
-
-  void fasterGpusProjectFasterSteps() {
-    const Table1Row& row = kTable1[4];
-    const ModelSpec m = ModelSpec::megatronGpt(row.layers, row.hidden, row.heads, 2048, 51200);
-    Cluster a100 = a100s(row.gpus), h100 = a100, h200 = a100;
-    h100.gpu = loadGpu("h100-sxm");
-    h200.gpu = loadGpu("h200");
-    const Projection pa = project(m, table1Layout(row), a100),
-                     ph = project(m, table1Layout(row), h100),
-                     p2 = project(m, table1Layout(row), h200);
-    QVERIFY(ph.stepSeconds < 0.6 * pa.stepSeconds);
-    QVERIFY(p2.stepSeconds <= ph.stepSeconds);  // same compute, faster memory
-    QVERIFY(p2.memoryCapacity > ph.memoryCapacity);
-    QVERIFY(ph.mfu < pa.mfu);  // the same links carry a step three times as dense
-  }
-
-  void badLayoutsAreNamed_data() {
-    QTest::addColumn<int>("gpus");
-    QTest::addColumn<int>("tp");
-    QTest::addColumn<int>("pp");
-    QTest::addColumn<int>("batch");
-    QTest::addColumn<int>("microBatches");
-    QTest::addColumn<int>("zero");
-    QTest::addColumn<QString>("starts");
-    QTest::newRow("count") << 1000 << 8 << 8 << 1000 << 0 << 0
-                           << "project: 1000 GPUs are not divisible by tp x pp = 64";
-    QTest::newRow("tp and hidden")
-        << 80 << 5 << 1 << 80 << 0 << 0 << "tp: 5 must divide the hidden width H = 8208";
-    QTest::newRow("tp and heads") << 64 << 8 << 1 << 64 << 0 << 0
-                                  << "tp: tensor parallelism splits attention by heads";
-    QTest::newRow("pp and layers")
-        << 128 << 1 << 64 << 128 << 0 << 0 << "pp: 64 stages but only 48 blocks";
-    QTest::newRow("batch and dp") << 64 << 4 << 1 << 100 << 0 << 0 << "batch: the global batch 100";
-    QTest::newRow("micro-batches")
-        << 64 << 4 << 2 << 128 << 3 << 0 << "microbatches: 3 does not divide";
-    QTest::newRow("zero 3 pipeline") << 64 << 4 << 2 << 128 << 0 << 3 << "zero: stage 3";
-  }
-  void badLayoutsAreNamed() {
-    QFETCH(int, gpus);
-    QFETCH(int, tp);
-    QFETCH(int, pp);
-    QFETCH(int, batch);
-    QFETCH(int, microBatches);
-    QFETCH(int, zero);
-    QFETCH(QString, starts);
-    const ModelSpec m = ModelSpec::megatronGpt(48, 8208, 76, 2048, 51200);  // 8208 = 2^4 x 513
-    Layout l;
-    l.tp = tp;
-    l.pp = pp;
-    l.globalBatch = batch;
-    l.microBatches = microBatches;
-    l.zero = zero;
-    const auto why = validate(m, l, a100s(gpus));
-    QVERIFY(why);
-    QVERIFY2(QString::fromStdString(*why).startsWith(starts), why->c_str());
-    QVERIFY_THROWS_EXCEPTION(ConfigError, project(m, l, a100s(gpus)));
-  }
-
-  // [SECTION] paralab-run --project
-
-  void commandLineProjection() {
-    const QStringList args = {
-        "--model", "gpt",  "--layers",    "80",    "--hidden",  "12288",         "--heads", "96",
-        "--seq",   "2048", "--vocab",     "51200", "--batch",   "2304",          "--tp",    "8",
-        "--pp",    "8",    "--recompute", "full",  "--project", "a100-80gb:1536"};
-    const Result text = run(args);
-    QCOMPARE(text.code, 0);
-    QVERIFY2(text.err.isEmpty(), qPrintable(text.err));
-    for (const char* words :
-         {"Projected (not measured) on 1536 x NVIDIA A100 80GB SXM", "dp 24 x tp 8 x pp 8",
-          "96 micro-batches of 1", "Step time (projected)", "pipeline bubble", "TFLOP/s per GPU",
-          "MFU", "Memory per GPU (projected"})
-      QVERIFY2(text.out.contains(words), qPrintable(words + QString(" in:\n") + text.out));
-
-    const Result json = run(args + QStringList{"--json"});
-    QCOMPARE(json.code, 0);
-    QCOMPARE(json.out.trimmed().count('\n'), 0);  // one object
-    const QJsonObject o = QJsonDocument::fromJson(json.out.toUtf8()).object();
-    QCOMPARE(o["projected"].toBool(), true);
-    QCOMPARE(o["gpus"].toInt(), 1536);
-    QCOMPARE(o["dp"].toInt(), 24);
-    QCOMPARE(o["microbatches"].toInt(), 96);
-    QCOMPARE(o["microbatch_size"].toInt(), 1);
-    for (const char* key :
-         {"tflops_per_gpu", "model_tflops_per_gpu", "mfu", "step_ms", "tokens_per_s"})
-      QVERIFY2(o[key].toDouble() > 0, key);
-    const QJsonObject mem = o["mem_per_gpu"].toObject();
-    double sum = 0;
-    for (const char* key : {"params", "grads", "optimizer", "activations", "workspace"}) {
-      QVERIFY2(mem.contains(key), key);
-      sum += mem[key].toDouble();
-    }
-    QVERIFY(near(sum, mem["total"].toDouble(), 1e-9));
-    double split = 0;
-    const QJsonObject parts = o["split_ms"].toObject();
-    for (auto it = parts.begin(); it != parts.end(); ++it) split += it.value().toDouble();
-    QVERIFY(near(split, o["step_ms"].toDouble(), 1e-9));
-    QVERIFY(o["mfu"].toDouble() < 1);
-    // The same figures as the engine's API gives them.
-    RunConfig c;
-    c.model = "gpt", c.layers = 80, c.hidden = 12288, c.heads = 96, c.seq = 2048, c.batch = 2304;
-    c.tp = 8, c.pp = 8, c.recompute = "full";
-    RunProjection request;
-    request.target = "a100-80gb:1536";
-    request.vocab = 51200;
-    const Projection p = projectRun(c, request);
-    QVERIFY(near(o["step_ms"].toDouble(), p.stepSeconds * 1e3, 1e-9));
-  }
-
-  void commandLineBadInput_data() {
-    QTest::addColumn<QStringList>("args");
-    QTest::addColumn<QString>("names");
-    const QStringList gpt = {"--model", "gpt", "--tp", "8", "--pp", "8", "--batch", "1536"};
-    QTest::newRow("unknown GPU")
-        << QStringList{"--project", "v100:8"}
-        << "project: unknown GPU 'v100' (allowed: a100-80gb, h100-sxm, h200)";
-    QTest::newRow("no count") << QStringList{"--project", "a100-80gb"} << "is not GPU:COUNT";
-    QTest::newRow("count not a number")
-        << QStringList{"--project", "a100-80gb:many"} << "is not GPU:COUNT";
-    QTest::newRow("zero GPUs") << QStringList{"--project", "h200:0"} << "project: 0 GPUs";
-    QTest::newRow("not divisible") << gpt + QStringList{"--project", "a100-80gb:1000"}
-                                   << "project: 1000 GPUs are not divisible by tp x pp = 64";
-    QTest::newRow("node link") << QStringList{"--project", "h100-sxm:16", "--node-link",
-                                              "token-ring"}
-                               << "node-link: 'token-ring'";
-    QTest::newRow("gpus per node")
-        << QStringList{"--project", "h100-sxm:16", "--gpus-per-node", "0"}
-        << "gpus-per-node: 0 is out of range";
-    QTest::newRow("precision") << QStringList{"--project", "h100-sxm:16", "--precision", "fp8"}
-                               << "precision: 'fp8'";
-    QTest::newRow("vocab without project")
-        << QStringList{"--vocab", "100"} << "vocab: goes with --project";
-    QTest::newRow("vocab of the mlp")
-        << QStringList{"--project", "h100-sxm:8", "--vocab", "100"} << "vocab: the MLP's";
-    QTest::newRow("moe mlp") << QStringList{"--project", "h100-sxm:8", "--model", "moe"}
-                             << "model: --project";
-    QTest::newRow("strategy") << QStringList{"--project", "h100-sxm:8", "--strategy", "hogwild"}
-                              << "strategy: --project";
-    QTest::newRow("ranks") << QStringList{"--project", "h100-sxm:8", "--ranks", "4"}
-                           << "ranks: --project";
-    QTest::newRow("schedule") << QStringList{"--project", "h100-sxm:8", "--schedule", "zigzag"}
-                              << "schedule:";
-    QTest::newRow("with sweep") << QStringList{"--project", "h100-sxm:8", "--sweep", "ranks=1,2"}
-                                << "project: projects the configuration instead of running it";
-  }
-  void commandLineBadInput() {
-    QFETCH(QStringList, args);
-    QFETCH(QString, names);
-    const Result r = run(args);
-    QCOMPARE(r.code, 2);
-    QCOMPARE(r.err.count('\n'), 1);  // exactly one line
-    QVERIFY2(r.err.contains(names), qPrintable(r.err));
-    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
-  }
 };
 
 QTEST_GUILESS_MAIN(TstProjection)

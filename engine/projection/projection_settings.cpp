@@ -1,0 +1,102 @@
+// The projection's cluster settings table (projection_settings.h).
+// See tests/engine/tst_projection_layouts.cpp (clusterSettingsAreATable).
+#include "projection/projection_settings.h"
+
+#include "projection/gpu_spec.h"
+
+namespace paralab::projection {
+
+namespace {
+
+constexpr const char* kCluster = "Cluster";
+
+std::vector<SettingChoice> gpuChoices(const RunConfig&) {
+  std::vector<SettingChoice> out;
+  for (const std::string& name : gpuNames()) {
+    try {
+      const GpuSpec g = loadGpu(name);
+      out.push_back({name, g.title, g.nicTitle.empty() ? g.title : g.title + ", " + g.nicTitle});
+    } catch (const ConfigError& e) {  // a malformed datasheet: --project names it when chosen
+      out.push_back({name, name, e.what()});
+    }
+  }
+  return out;
+}
+
+std::vector<Setting> clusterTable() {
+  std::vector<Setting> t;
+  t.push_back(extraSetting("gpu", SettingType::Text, std::string("h100-sxm"))
+                  .in(kCluster, "GPU")
+                  .describe("The GPU kind, from its datasheet (resources/gpus)",
+                            "Peak FLOP/s per precision, memory and its bandwidth, NVLink and the "
+                            "node's network adapters.")
+                  .oneOf(gpuChoices));
+  t.push_back(extraSetting("gpus", SettingType::Integer, int64_t(8))
+                  .in(kCluster, "GPUs")
+                  .describe("GPUs in all: one rank each")
+                  .range(1, 10'000'000));
+  t.push_back(extraSetting("gpus-per-node", SettingType::Integer, int64_t(8))
+                  .in(kCluster, "GPUs per node")
+                  .describe("N: GPUs per node for --project",
+                            "GPUs of a node talk over NVLink; nodes over the node link.")
+                  .range(1, 1024));
+  t.push_back(
+      extraSetting("node-link", SettingType::Text, std::string("infiniband"))
+          .in(kCluster, "Between nodes")
+          .describe("infiniband|ethernet: between the nodes of --project (InfiniBand: "
+                    "the GPU's node adapters; ethernet: resources/links/ethernet.json, "
+                    "one port per node)")
+          .oneOf({{"infiniband", "InfiniBand", "The node's adapters of the GPU's datasheet"},
+                  {"ethernet", "Ethernet", "One port per node (resources/links)"}}));
+  t.push_back(extraSetting("precision", SettingType::Text, std::string("bf16"))
+                  .in(kCluster, "Precision")
+                  .describe("bf16|tf32|fp32: the arithmetic --project assumes (bf16: mixed "
+                            "precision with fp32 master weights)")
+                  .oneOf({{"bf16", "bf16 mixed", "bf16 GEMMs, fp32 master weights"},
+                          {"tf32", "TF32", "fp32 storage, tensor cores at TF32"},
+                          {"fp32", "fp32", "fp32 everywhere"}}));
+  t.push_back(extraSetting("vocab", SettingType::Integer, int64_t(0))
+                  .in(kCluster, "Vocabulary")
+                  .describe("V: the GPT's vocabulary for --project (default 96; a training run's "
+                            "vocabulary is its data set's characters)")
+                  .range(0, 10'000'000)
+                  .zeroIs("the engine's 96 characters")
+                  .appliesWhen([](const RunConfig& c) -> Setting::Why {
+                    if (c.model == "gpt") return std::nullopt;
+                    return std::string(
+                        "the MLP's inputs and classes are its data set's "
+                        "(allowed: --vocab with --model gpt)");
+                  }));
+  for (Setting& s : t) s.owner = "projection";
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Setting>& projectionSettings() {
+  static const std::vector<Setting> table = clusterTable();
+  return table;
+}
+
+const Setting* findProjectionSetting(std::string_view key) {
+  for (const Setting& s : projectionSettings())
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+std::optional<std::string> checkCluster(const RunConfig& config, const RunProjection& q) {
+  RunConfig c = config;
+  const auto put = [&](const char* key, SettingValue v) { findProjectionSetting(key)->set(c, v); };
+  put("gpus-per-node", int64_t(q.gpusPerNode));
+  put("node-link", q.nodeLink);
+  put("precision", q.precision);
+  put("vocab", int64_t(q.vocab));
+  for (const Setting& s : projectionSettings()) {
+    if (s.key == "gpu" || s.key == "gpus") continue;  // GPU:COUNT, read with its own words
+    if (auto err = s.check(c)) return err;
+    if (auto err = inapplicable(s, c)) return err;
+  }
+  return std::nullopt;
+}
+
+}  // namespace paralab::projection
