@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics/run_record.h"
-#include "schema.h"
 
 namespace paralab {
 
@@ -105,7 +104,8 @@ QList<qint64> JobRunner::processesOf(const QString& token) {
 
 // [SECTION] The job: launches, commands, and the steps read back.
 
-JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
+JobRunner::JobRunner(std::function<QString()> hosts, QObject* parent)
+    : QObject(parent), m_hostsOf(std::move(hosts)) {}
 
 JobRunner::~JobRunner() {
   for (QObject* child : children())
@@ -121,12 +121,12 @@ static void retire(JobLaunch* l) {
   QTimer::singleShot(JobRunner::kStopMs + JobRunner::kGraceMs + 500, l, &QObject::deleteLater);
 }
 
-QString JobRunner::start(const RunConfig& config, const QString& hosts, bool paused) {
+std::string JobRunner::start(const RunConfig& config, bool paused) {
   if (m_launch) retire(m_launch);
   m_launch = nullptr;
   ++m_runId;
   m_config = config;
-  m_hosts = hosts;
+  m_hosts = m_hostsOf ? m_hostsOf() : QString();
   m_next.reset();
   m_steps.clear();
   m_lastStep.reset();
@@ -139,10 +139,10 @@ QString JobRunner::start(const RunConfig& config, const QString& hosts, bool pau
   m_state = RunState::Loading;
   if (const QString err = launch({}); !err.isEmpty()) {
     m_state = RunState::Idle;
-    return err;
+    return err.toStdString();
   }
   if (paused) m_launch->send("pause");
-  return {};
+  return "";
 }
 
 QString JobRunner::launch(const QString& resumeFrom) {
@@ -198,18 +198,17 @@ void JobRunner::stop() {
 
 bool JobRunner::isRunning() const { return m_launch && m_launch->alive(); }
 
-QString JobRunner::reconfigure(const RunConfig& config) {
-  if (auto err = config.validate()) return QString::fromStdString(*err);
+std::string JobRunner::reconfigure(const RunConfig& config) {
+  if (auto err = config.validate()) return *err;
   if (m_state == RunState::Finished || m_state == RunState::Failed || !m_launch)
-    return tr("reconfigure: the run has ended (Start a new one)");
-  const RunConfig& now = m_next ? *m_next : m_config;
-  for (const Setting& s : runSettings())
-    if (!s.live && s.get(config) != s.get(now))
-      return QString::fromStdString(s.key) + tr(": changing it needs a new run (Reset, then Start)");
-  if (const JobCommand c = jobCommand(config, m_hosts); !c.error.isEmpty()) return c.error;
+    return "reconfigure: the run has ended (Start a new one)";
+  if (std::string err = needsNewRun(m_next ? *m_next : m_config, config); !err.empty())
+    return err;
+  if (const JobCommand c = jobCommand(config, m_hosts); !c.error.isEmpty())
+    return c.error.toStdString();
   const bool underWay = m_next.has_value();
   m_next = config;
-  if (underWay) return {};  // the relaunch under way takes the newest settings
+  if (underWay) return "";  // the relaunch under way takes the newest settings
   // Paused first, so the checkpoint is of the last step printed and the stop takes no other.
   if (!m_checkpoints) m_checkpoints = std::make_unique<QTemporaryDir>();
   m_checkpoint = m_checkpoints->filePath("live-change.ckpt");
@@ -217,7 +216,7 @@ QString JobRunner::reconfigure(const RunConfig& config) {
   send("pause");
   send("save " + m_checkpoint.toUtf8());
   send("stop");
-  return {};
+  return "";
 }
 
 void JobRunner::readOutput() {
@@ -305,7 +304,7 @@ QString JobRunner::stderrLine() const {
              : tr("mpirun ended with exit code %1 and no message").arg(code);
 }
 
-Snapshot JobRunner::snapshot(int64_t fromStep) const {
+Snapshot JobRunner::snapshot(int64_t fromStep, int) const {
   Snapshot s;
   s.state = m_state;
   s.error = m_error.toStdString();

@@ -4,8 +4,9 @@
 // JSON lines it prints come back over its standard output, read as they arrive with the reader
 // of recorded runs (readRecordedLine), and are handed out as Session hands out a thread run's:
 // value snapshots of the steps not taken yet, with the spans of the last steps and the ranks'
-// holdings the lines carry (metrics/step_views.h). So the window draws a job with the code that
-// draws thread runs and opened files, timeline and holdings map included.
+// holdings the lines carry (metrics/step_views.h). It is a RunControl (run_control.h), so the
+// window drives and draws a job with the code that drives Session and draws thread runs and
+// opened files, timeline and holdings map included.
 // The launcher runs in a process group of its own, and every process it starts here carries the
 // job's token in its environment: stopping, a failure and destruction end them all (SIGTERM,
 // then SIGKILL kGraceMs later), so no process outlives the job or the window.
@@ -14,12 +15,13 @@
 #include <QObject>
 #include <QProcess>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "job_command.h"
 #include "metrics/step_views.h"
-#include "session.h"
+#include "run_control.h"
 
 class QFile;
 class QTemporaryDir;
@@ -28,33 +30,40 @@ namespace paralab {
 
 class JobLaunch;
 
-class JobRunner : public QObject {
+class JobRunner : public QObject, public RunControl {
   Q_OBJECT
  public:
   static constexpr int kStopMs = 1000;   // stop over the channel: the step in flight may end
   static constexpr int kGraceMs = 1500;  // SIGTERM, then SIGKILL this much later
 
-  explicit JobRunner(QObject* parent = nullptr);
+  // `hosts` says, at every start and live change, the hosts as jobCommand takes them ("" this
+  // machine only).
+  explicit JobRunner(std::function<QString()> hosts = {}, QObject* parent = nullptr);
   ~JobRunner() override;  // ends every process of the job: SIGTERM, SIGKILL kGraceMs later
 
-  // Launches the job for `config` (hosts as jobCommand takes them): "" when started, or one line
-  // saying why not. `paused`: no step until resume() or stepOnce().
-  QString start(const RunConfig& config, const QString& hosts, bool paused = false);
-  void pause();
-  void resume();
-  void stepOnce();  // one step, then paused (as Session::stepOnce)
+  RunPlace place() const override { return RunPlace::Processes; }
+  // Launches the job for `config`: "" when started, or one line saying why not. `paused`: no
+  // step until resume() or stepOnce().
+  std::string start(const RunConfig& config, bool paused = false) override;
+  void pause() override;
+  void resume() override;
+  void stepOnce() override;  // one step, then paused (as Session::stepOnce)
   // Ends the job: stop over the channel (the step in flight ends, the summary comes); what is
   // still running kStopMs later is terminated. Returns at once.
-  void stop();
+  void stop() override;
   // A live change: the job pauses, rank 0 saves a checkpoint, the job stops and is launched
   // again with `config` and --resume, so the steps go on from the same one. "" when accepted,
-  // or one line naming what needs a new run (as Session::reconfigure).
-  QString reconfigure(const RunConfig& config);
+  // or one line naming what needs a new run (needsNewRun, as Session::reconfigure).
+  std::string reconfigure(const RunConfig& config) override;
 
   // As Session::snapshot: the steps from index `fromStep` on, those not released yet, and the
-  // spans of the last RunViews::kSteps steps and the latest holdings, when the lines had them.
-  Snapshot snapshot(int64_t fromStep = 0) const;
-  void release(int64_t step);
+  // spans of the last RunViews::kSteps steps (whatever `spanSteps` asks: the lines carry those)
+  // and the latest holdings, when the lines had them. Never waits: trySnapshot is snapshot.
+  Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const override;
+  std::optional<Snapshot> trySnapshot(int64_t fromStep = 0, int spanSteps = 0) const override {
+    return snapshot(fromStep, spanSteps);
+  }
+  void release(int64_t step) override;
 
   bool isRunning() const;  // a process of the job is alive
   QString commandText() const { return m_command.text(); }  // of the latest launch
@@ -79,6 +88,7 @@ class JobRunner : public QObject {
   JobCommand m_command;
   RunConfig m_config;               // of the processes now running
   std::optional<RunConfig> m_next;  // a live change: launched once the job has saved
+  std::function<QString()> m_hostsOf;
   QString m_hosts, m_checkpoint;
   std::unique_ptr<QTemporaryDir> m_checkpoints;  // where live changes save
   RunState m_state = RunState::Idle;

@@ -16,22 +16,9 @@
 #include <optional>
 #include <thread>
 
-#include "schema.h"
 #include "train/trainer.h"
 
 namespace paralab {
-
-const char* runStateName(RunState s) {
-  switch (s) {
-    case RunState::Idle: return "idle";
-    case RunState::Loading: return "loading";
-    case RunState::Running: return "running";
-    case RunState::Paused: return "paused";
-    case RunState::Finished: return "finished";
-    case RunState::Failed: return "failed";
-  }
-  return "?";
-}
 
 // The training yields the cores to its caller's thread when both want one (a window's GUI
 // thread, which must draw a frame in 16 ms while 8 ranks compute on 2 cores): the training
@@ -291,11 +278,8 @@ std::string Session::reconfigure(const RunConfig& config) {
   if (!run) return "reconfigure: no run to change (start one first)";
   std::lock_guard lock(run->mutex);
   const RunConfig& now = run->pending ? *run->pending : run->config;
-  // What defines the model and its data cannot change under a running training (the settings
-  // the table marks fixed per run).
-  for (const Setting& s : runSettings())
-    if (!s.live && s.get(config) != s.get(now))
-      return s.key + ": changing it needs a new run (Reset, then Start)";
+  // What defines the model and its data cannot change under a running training.
+  if (std::string err = needsNewRun(now, config); !err.empty()) return err;
   if (run->state == RunState::Finished || run->state == RunState::Failed)
     return "reconfigure: the run has ended (Start a new one)";
   run->pending = config;

@@ -1,6 +1,7 @@
-// Session: the one door between the window (or any caller) and the training engine.
-// Commands go in (start, pause, resume, stepOnce, stop); value snapshots come out. Training
-// runs on a thread the session owns; no call blocks its caller for more than a few ms.
+// Session: the one door between the window (or any caller) and the training engine, for runs
+// whose ranks are threads of this process (RunControl, run_control.h). Commands go in (start,
+// pause, resume, stepOnce, stop); value snapshots come out. Training runs on a thread the
+// session owns; no call blocks its caller for more than a few ms.
 // See tests/engine/tst_session.cpp.
 #pragma once
 #include <cstdint>
@@ -11,45 +12,11 @@
 #include <vector>
 
 #include "capabilities.h"
-#include "config.h"
-#include "metrics/metrics.h"
-#include "metrics/span_recorder.h"
-#include "parallel/holdings.h"
+#include "run_control.h"
 
 namespace paralab {
 
-enum class RunState { Idle, Loading, Running, Paused, Finished, Failed };
-const char* runStateName(RunState s);
-
-// What a run is doing before its first step (state Loading): a stage in words and how far it
-// has gone, in the stage's own units ("building the ranks", 3 of 8); total 0 while unknown.
-struct LoadProgress {
-  std::string stage;
-  int64_t done = 0, total = 0;
-};
-
-// Values only: safe to keep, copy and paint from any thread.
-struct Snapshot {
-  RunState state = RunState::Idle;
-  std::string error;        // set when state == Failed (one line)
-  std::string notice;       // why the last reconfigure() could not be applied ("" if it was)
-  RunConfig config;         // the configuration of this run
-  int64_t runId = 0;        // increments with every start()
-  int64_t stepsDone = 0;
-  int64_t parameterCount = 0;  // P of the model being trained (0 until it is built)
-  int64_t configStep = 0;      // steps done when `config` took effect (0: from the start)
-  LoadProgress loading;        // while state == Loading
-  // Steps [from, stepsDone) as asked in snapshot(from), of those the session still keeps (see
-  // release()).
-  std::vector<StepMetrics> steps;
-  std::vector<std::vector<Span>> spans;  // per rank: spans of the last `spanSteps` steps
-  std::vector<SpansLeftOut> spansLeftOut;  // of those steps, spans their lines did not carry
-  // What every rank holds (the strategies' sharding) and what it sent in the last step; empty
-  // until the run is built.
-  std::vector<RankHoldings> holdings;
-};
-
-class Session {
+class Session : public RunControl {
  public:
   // Steps kept for snapshots at most (8 ranks: about 4 KB each). A caller that release()s what
   // it has taken holds the session to the steps of one poll; the bound is for the others, and
@@ -57,39 +24,40 @@ class Session {
   static constexpr int64_t kHistorySteps = 20000;
 
   Session();
-  ~Session();  // stops and joins the training thread
+  ~Session() override;  // stops and joins the training thread
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // Validates, then starts a new run (loading data and building the model on the training
   // thread). Returns the validation error instead of starting, or "" on success. `paused`:
   // no step is taken until resume() or stepOnce() (so Step from idle is exactly one step).
-  std::string start(const RunConfig& config, bool paused = false);
-  void pause();     // finishes the step in flight, then waits
-  void resume();
-  void stepOnce();  // when paused (or just started paused): one step, then pause again
-  void stop();      // ends the run after the step in flight; returns at once
+  RunPlace place() const override { return RunPlace::Threads; }
+  std::string start(const RunConfig& config, bool paused = false) override;
+  void pause() override;     // finishes the step in flight, then waits
+  void resume() override;
+  void stepOnce() override;  // when paused (or just started paused): one step, then pause again
+  void stop() override;      // ends the run after the step in flight; returns at once
   // Live reconfiguration: after the step in flight, the run goes on under `config` (other
   // ranks, strategy, degrees, link, learning rate ...) from the same step with the same
   // parameters and optimizer state, re-sharded. Returns at once: "" when accepted, or one line
   // naming what cannot change without a new run (the model, data, optimizer kind, seed) or
   // what is invalid. A failure while re-sharding leaves the run as it was and is reported in
   // Snapshot::notice.
-  std::string reconfigure(const RunConfig& config);
+  std::string reconfigure(const RunConfig& config) override;
 
   // Steps from index `fromStep` (0-based) on, plus the spans of the last `spanSteps` steps.
-  Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const;
+  Snapshot snapshot(int64_t fromStep = 0, int spanSteps = 0) const override;
   // snapshot() for a caller that must not wait: the window's GUI thread. The training's threads
   // run at a lower priority (session.cpp), so one the kernel preempts while it holds the run's
   // lock or a rank's span buffer holds it until its turn comes back: tens of ms when 8 ranks
   // share 2 cores, the GUI waiting on them. Returns nothing when one is held (after a few
   // tries, a few µs); the caller asks again at its next poll.
-  std::optional<Snapshot> trySnapshot(int64_t fromStep = 0, int spanSteps = 0) const;
+  std::optional<Snapshot> trySnapshot(int64_t fromStep = 0, int spanSteps = 0) const override;
   // The caller has taken steps [0, `step`) of the current run: the session keeps them no more
   // (later snapshots start after them), so its memory does not grow with the run. The steps
   // are freed by the training thread after its next step (the caller's thread never frees what
   // a training thread allocated: that can wait on the allocator's lock of a preempted thread).
-  void release(int64_t step);
+  void release(int64_t step) override;
 
  private:
   struct Run;

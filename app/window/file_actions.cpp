@@ -1,13 +1,12 @@
-// MainWindow's files: a chart or every chart exported (PNG, PDF, SVG, CSV, the run's report,
-// trace and steps), a recorded run opened, settings opened from and saved to JSON. See
-// tests/app/tst_window.cpp (exportAllWritesEverything) and tst_window_trust.cpp
-// (openRunShowsTheRecordedRun).
-#include "main_window.h"
+// The window's files (see file_actions.h). See tests/app/tst_window_export.cpp and
+// tests/app/tst_window_trust.cpp (openRunShowsTheRecordedRun).
+#include "window/file_actions.h"
 
 #include <QApplication>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QMainWindow>
 #include <QSaveFile>
 #include <QStatusBar>
 #include <fstream>
@@ -18,76 +17,85 @@
 #include "charts/timeline_chart.h"
 #include "export/chart_export.h"
 #include "export/chrome_trace.h"
-#include "export/summary_export.h"
 #include "metrics/run_record.h"
 #include "metrics/step_views.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "settings.h"
+#include "window/lesson_router.h"
+#include "window/run_controller.h"
 
 namespace paralab {
 
-// [SECTION] Files: export, settings
+FileActions::FileActions(QMainWindow* window, RunController* runs, ChartHub* hub,
+                         ConfigPanel* panel)
+    : QObject(window), m_window(window), m_runs(runs), m_hub(hub), m_panel(panel) {}
 
-// Where exports go is said until the next message: a learner looks for the files later.
-void MainWindow::exportCurrentChart() {
+// Where files went, or why not, is said until the next message: a learner looks for them
+// later.
+void FileActions::say(const QString& message, int timeoutMs) {
+  m_window->statusBar()->showMessage(message, timeoutMs);
+}
+
+void FileActions::exportChart(Chart* chart) {
   m_hub->refreshAll();
   QDir().mkpath(Settings::exportDir());  // the dialog opens where the files will go
-  ExportPanel panel(m_currentChart, Settings::exportDir(), this);
+  ExportPanel panel(chart, Settings::exportDir(), m_window);
   if (panel.exec() != QDialog::Accepted) return;
   const QString err = panel.exportNow();
   if (err.isEmpty()) Settings::setExportDir(QFileInfo(panel.path()).absolutePath());
-  statusBar()->showMessage(
-      err.isEmpty() ? tr("Wrote %1").arg(QDir::toNativeSeparators(panel.path())) : err);
+  say(err.isEmpty() ? tr("Wrote %1").arg(QDir::toNativeSeparators(panel.path())) : err);
 }
 
-void MainWindow::exportAllCharts() {
+void FileActions::exportAll() {
   QDir().mkpath(Settings::exportDir());
   const QString dir =
-      QFileDialog::getExistingDirectory(this, tr("Export All to Folder"), Settings::exportDir());
+      QFileDialog::getExistingDirectory(m_window, tr("Export All to Folder"), Settings::exportDir());
   if (dir.isEmpty()) return;
   QStringList written;
   const QString err = exportAllTo(dir, &written);
   if (err.isEmpty()) Settings::setExportDir(dir);
-  statusBar()->showMessage(
-      err.isEmpty()
+  say(err.isEmpty()
           ? tr("Wrote %1 files to %2").arg(written.size()).arg(QDir::toNativeSeparators(dir))
           : err);
 }
 
-RunReport MainWindow::report() const {
+RunReport FileActions::report() const {
+  const ShownRun& run = m_runs->shown();
+  const MetricHistory& history = run.history;
   RunReport r;
-  r.config = m_runConfig;
-  r.changes = m_changes;
-  r.state = QString::fromLatin1(runStateName(m_showingRun ? m_state : RunState::Idle));
-  r.steps = m_history.stepsSeen();
-  r.parameterCount = m_parameterCount;
-  r.last = m_lastStep;
+  r.config = run.config;
+  r.changes = run.changes;
+  r.state = QString::fromLatin1(runStateName(run.showing ? run.state : RunState::Idle));
+  r.steps = history.stepsSeen();
+  r.parameterCount = run.parameterCount;
+  r.last = run.lastStep;
   r.window = std::min<int>(MetricHistory::kMeanWindow, int(r.steps));
-  r.lossMean = m_history.recentLoss();
-  if (!m_history.accuracy().isEmpty()) {
-    r.accuracyStep = m_history.accuracy().back().step;
-    r.accuracyPercent = m_history.accuracy().back().percent;
-    if (const double loss = m_history.accuracy().back().loss; loss >= 0) r.testLoss = loss;
+  r.lossMean = history.recentLoss();
+  if (!history.accuracy().isEmpty()) {
+    r.accuracyStep = history.accuracy().back().step;
+    r.accuracyPercent = history.accuracy().back().percent;
+    if (const double loss = history.accuracy().back().loss; loss >= 0) r.testLoss = loss;
   }
-  r.meanStepMs = m_history.recentStepMs();
-  r.samplesPerS = m_history.recentSamplesPerS();
+  r.meanStepMs = history.recentStepMs();
+  r.samplesPerS = history.recentSamplesPerS();
   r.sweep = m_sweep;
   return r;
 }
 
-QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize size) {
+QString FileActions::exportAllTo(const QString& dir, QStringList* written, QSize size) {
   // The steps taken since the last poll, then every chart drawn, shown or not.
-  poll();
+  m_runs->poll();
+  const ShownRun& run = m_runs->shown();
   m_hub->refreshAll();
   QStringList files;
   if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size); !err.isEmpty())
     return err;
   // A recorded run cut short has no settings to write: its charts, steps and trace only.
   const QString configPath = QDir(dir).filePath("run-config.json");
-  if (!m_settingsUnknown) {
+  if (!run.settingsUnknown) {
     QSaveFile file(configPath);
-    const std::string text = m_runConfig.toJson().dump(2) + "\n";
+    const std::string text = run.config.toJson().dump(2) + "\n";
     if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
         !file.commit())
       return tr("cannot write '%1': %2").arg(configPath, file.errorString());
@@ -103,15 +111,15 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
     QString readError;
     if (file.open(QIODevice::WriteOnly)) {
       RunSummary summary;
-      StepViewsLog::Lines views(m_stepViews);
-      readError = m_history.steps().forEach([&](const MetricHistory::Row&, const StepMetrics& m) {
+      StepViewsLog::Lines views(run.stepViews);
+      readError = run.history.steps().forEach([&](const MetricHistory::Row&, const StepMetrics& m) {
         summary.add(m);
         nlohmann::json line = toJson(m);
         views.addTo(line);
         file.write(QByteArray::fromStdString(line.dump() + "\n"));
       });
-      if (summary.steps > 0 && !m_settingsUnknown)
-        file.write(QByteArray::fromStdString(toJson(summary, m_runConfig).dump() + "\n"));
+      if (summary.steps > 0 && !run.settingsUnknown)
+        file.write(QByteArray::fromStdString(toJson(summary, run.config).dump() + "\n"));
     }
     if (!readError.isEmpty()) return readError;
     if (file.error() != QFileDevice::NoError || !file.commit())
@@ -120,12 +128,12 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
   }
   const QString tracePath = QDir(dir).filePath("trace.json");
   const QString emulated =
-      m_runConfig.link == "none" ? QString() : QString::fromStdString(m_runConfig.link);
+      run.config.link == "none" ? QString() : QString::fromStdString(run.config.link);
   if (QString err = writeChromeTrace(tracePath, m_hub->lastSnapshot().spans, emulated);
       !err.isEmpty())
     return err;
   files << tracePath;
-  if (!m_settingsUnknown) {
+  if (!run.settingsUnknown) {
     RunReport r = report();
     for (const QString& f : files) r.files << QFileInfo(f).fileName();
     r.files << "summary.md"
@@ -136,17 +144,19 @@ QString MainWindow::exportAllTo(const QString& dir, QStringList* written, QSize 
   return {};
 }
 
-void MainWindow::openRun() {
+void FileActions::openRun() {
   const QString path =
-      QFileDialog::getOpenFileName(this, tr("Open a Recorded Run"), Settings::exportDir(),
+      QFileDialog::getOpenFileName(m_window, tr("Open a Recorded Run"), Settings::exportDir(),
                                    tr("Recorded runs (*.jsonl *.json);;All files (*)"));
   if (path.isEmpty()) return;
-  if (!confirm(tr("Open %1?").arg(QFileInfo(path).fileName()), {runAtRisk()}, tr("Open"))) return;
+  if (!askBeforeLoss(m_window, tr("Open %1?").arg(QFileInfo(path).fileName()),
+                     {m_runs->atRisk()}, tr("Open")))
+    return;
   // A file cut short opens with a line in the status bar (openRunFile), not a dialog.
-  if (const QString err = openRunFile(path); !err.isEmpty()) showError(err);
+  if (const QString err = openRunFile(path, nullptr); !err.isEmpty()) m_runs->showError(err);
 }
 
-QString MainWindow::openRunFile(const QString& path, QString* notice) {
+QString FileActions::openRunFile(const QString& path, QString* notice) {
   if (notice) notice->clear();
   std::ifstream in(path.toStdString());
   if (!in) return tr("cannot open '%1'").arg(QDir::toNativeSeparators(path));
@@ -166,20 +176,21 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
     QApplication::restoreOverrideCursor();
     return tr("%1: %2").arg(name, QString::fromStdString(err));
   }
-  reset();  // the run shown stops; what is read replaces its data
+  m_runs->reset();  // the run shown stops; what is read replaces its data
+  ShownRun& run = m_runs->shown();
   std::optional<StepMetrics> last;
   int64_t firstStep = 0;
   const std::string err = read([&](const StepMetrics& m) {
-    m_history.append(m);
+    run.history.append(m);
     if (!last) firstStep = m.step;
     last = m;
   });
   QApplication::restoreOverrideCursor();
   if (!err.empty() || !last) {  // the file changed between the two reads
-    reset();
+    m_runs->reset();
     return tr("%1: %2").arg(name, err.empty() ? tr("no step in it") : QString::fromStdString(err));
   }
-  showRecordedRun(name, hasSettings ? &config : nullptr, *last);
+  m_runs->showRecorded(name, hasSettings ? &config : nullptr, *last);
   // The timeline and the holdings map draw what the lines carry (each rank's spans of the last
   // steps, the latest holdings); a file written before lines carried them says so in each.
   in.clear();
@@ -192,10 +203,10 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
     s.spans = views.spans();
     s.spansLeftOut = views.spansLeftOut();
     s.holdings = views.holdings(&*last);
-    m_hub->show(m_history, s);
+    m_hub->show(run.history, s);
     m_hub->refreshAll();
     // Exported again, its lines carry what it showed (the holdings from its first line).
-    m_stepViews.add(s.spans, views.holdings(nullptr), firstStep, last->step, s.spansLeftOut);
+    run.stepViews.add(s.spans, views.holdings(nullptr), firstStep, last->step, s.spansLeftOut);
   }
   if (auto* t = m_hub->find<TimelineChart>(); t && !views.hasSpans())
     t->setPlaceholderText(tr("%1 has no spans: its lines carry none (recorded before "
@@ -205,7 +216,7 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
     h->setPlaceholderText(tr("%1 says nothing of what the ranks hold: its lines carry no "
                              "holdings (recorded before paralab-run wrote them, or exported by "
                              "a window from before)").arg(name));
-  const int64_t steps = m_history.stepsSeen();
+  const int64_t steps = run.history.stepsSeen();
   // A file cut short: every step it has is shown, and one line says where it ends.
   const QString cut =
       incomplete > 0 ? tr("%1: line %2 is incomplete; showing the %3 steps before it")
@@ -218,41 +229,41 @@ QString MainWindow::openRunFile(const QString& path, QString* notice) {
                            .arg(steps)
                      : QString();
   if (notice) *notice = cut;
-  statusBar()->showMessage(!cut.isEmpty() ? cut
-                                          : tr("Showing the run recorded in %1: %2 steps")
-                                                .arg(QDir::toNativeSeparators(path))
-                                                .arg(steps));
+  say(!cut.isEmpty() ? cut
+                     : tr("Showing the run recorded in %1: %2 steps")
+                           .arg(QDir::toNativeSeparators(path))
+                           .arg(steps));
   return {};
 }
 
-void MainWindow::openConfig() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open Run Settings"), QString(),
+void FileActions::openConfig() {
+  const QString path = QFileDialog::getOpenFileName(m_window, tr("Open Run Settings"), QString(),
                                                     tr("JSON settings (*.json);;All files (*)"));
   if (path.isEmpty()) return;
-  RunConfig c = m_configPanel->config();
+  RunConfig c = m_panel->config();
   try {
     applyJsonFile(c, path.toStdString());
   } catch (const ConfigError& e) {
-    showError(QString::fromStdString(e.what()));
+    m_runs->showError(QString::fromStdString(e.what()));
     return;
   }
-  m_configPanel->setConfig(c);
-  statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
+  m_panel->setConfig(c);
+  say(tr("Loaded %1").arg(path), 5000);
 }
 
-void MainWindow::saveConfig() {
+void FileActions::saveConfig() {
   const QString chosen = QFileDialog::getSaveFileName(
-      this, tr("Save Run Settings"), "paralab-run.json", tr("JSON settings (*.json)"));
+      m_window, tr("Save Run Settings"), "paralab-run.json", tr("JSON settings (*.json)"));
   if (chosen.isEmpty()) return;
   const QString path = Settings::withJsonSuffix(chosen);
   QSaveFile file(path);
-  const std::string text = m_configPanel->config().toJson().dump(2) + "\n";
+  const std::string text = m_panel->config().toJson().dump(2) + "\n";
   if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) < 0 ||
       !file.commit()) {
-    showError(tr("cannot write '%1': %2").arg(path, file.errorString()));
+    m_runs->showError(tr("cannot write '%1': %2").arg(path, file.errorString()));
     return;
   }
-  statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
+  say(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
 }
 
 }  // namespace paralab
