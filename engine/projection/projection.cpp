@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
+#include "model/gpt.h"  // GptShape, MoeFfnShape
 #include "model/mlp.h"
 #include "parallel/holdings.h"  // optimizerStateSlots
+#include "parallel/process_grid.h"
 #include "schema.h"             // findSetting: settings that may not exist in every build
 
 namespace paralab::projection {
