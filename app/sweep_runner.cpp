@@ -25,7 +25,8 @@ bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, in
         this, [this, done, total] { emit progress(done, total); }, Qt::QueuedConnection);
   };
   callbacks.finished = [this] {
-    QMetaObject::invokeMethod(this, [this] { finish(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this] { finish(); }, Qt::QueuedConnection);
   };
   m_job = jobs::startSweep({.base = base, .ranks = ranks, .steps = steps, .warmup = warmup},
                            std::move(callbacks));

@@ -45,8 +45,8 @@ void runLatency(const BenchRequest& request, BenchResult& result, const ReportPr
   const std::string h = std::to_string(cpu.hidden), l = std::to_string(cpu.layers);
   if (cpu.model == "gpt")
     result.latencyModel = "GPT H=" + h + ", L=" + l + ", " + std::to_string(cpu.heads) +
-                          " heads, T=" + std::to_string(cpu.seq) + ", " + params +
-                          " parameters, " + cpu.dataset + " test windows";
+                          " heads, T=" + std::to_string(cpu.seq) + ", " + params + " parameters, " +
+                          cpu.dataset + " test windows";
   else
     result.latencyModel = cpu.model + " H=" + h + ", L=" + l + ", " + params + " parameters, " +
                           cpu.dataset + " test samples";
