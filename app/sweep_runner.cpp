@@ -1,5 +1,5 @@
-// SweepRunner: runSweep on a std::thread, results back through queued calls (see
-// sweep_runner.h). See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
+// SweepRunner: a sweep job's callbacks posted to the GUI thread (see sweep_runner.h).
+// See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
 #include "sweep_runner.h"
 
 #include <chrono>
@@ -8,49 +8,40 @@ namespace paralab {
 
 SweepRunner::SweepRunner(QObject* parent) : QObject(parent) {}
 
-SweepRunner::~SweepRunner() {
-  m_cancel = true;
-  if (m_thread.joinable()) m_thread.join();
-}
+SweepRunner::~SweepRunner() = default;  // the job cancels and waits
 
 bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, int steps,
                         int warmup) {
-  if (m_running) return false;
-  if (m_thread.joinable()) m_thread.join();  // the last sweep's thread, already at its end
-  m_cancel = false;
-  m_running = true;
-  m_thread = std::thread([this, base, ranks, steps, warmup] {
-    using Clock = std::chrono::steady_clock;
-    auto lastReport = Clock::now() - std::chrono::seconds(1);
-    // At most ~30 progress events a second: a sweep of fast steps must not flood the GUI.
-    const auto onProgress = [&](int done, int total) {
-      const auto now = Clock::now();
-      if (done == total || now - lastReport > std::chrono::milliseconds(33)) {
-        lastReport = now;
-        QMetaObject::invokeMethod(
-            this, [this, done, total] { emit progress(done, total); }, Qt::QueuedConnection);
-      }
-      return !m_cancel.load();
-    };
-    SweepResult result;
-    QString error;
-    try {
-      result = runSweep(base, ranks, steps, warmup, onProgress);
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
+  if (m_job) return false;
+  using Clock = std::chrono::steady_clock;
+  auto lastReport = std::make_shared<Clock::time_point>(Clock::now() - std::chrono::seconds(1));
+  jobs::JobCallbacks callbacks;
+  // At most ~30 progress events a second: a sweep of fast steps must not flood the GUI.
+  callbacks.progress = [this, lastReport](int done, int total) {
+    const auto now = Clock::now();
+    if (done != total && now - *lastReport <= std::chrono::milliseconds(33)) return;
+    *lastReport = now;
     QMetaObject::invokeMethod(
-        this, [this, result, error] { finish(result, error); }, Qt::QueuedConnection);
-  });
+        this, [this, done, total] { emit progress(done, total); }, Qt::QueuedConnection);
+  };
+  callbacks.finished = [this] {
+    QMetaObject::invokeMethod(
+        this, [this] { finish(); }, Qt::QueuedConnection);
+  };
+  m_job = jobs::startSweep({.base = base, .ranks = ranks, .steps = steps, .warmup = warmup},
+                           std::move(callbacks));
   return true;
 }
 
-void SweepRunner::cancel() { m_cancel = true; }
+void SweepRunner::cancel() {
+  if (m_job) m_job->cancel();
+}
 
-void SweepRunner::finish(const SweepResult& result, const QString& error) {
-  if (m_thread.joinable()) m_thread.join();  // it posted this as its last act
-  m_running = false;
-  emit finished(result, error);
+void SweepRunner::finish() {
+  if (!m_job) return;
+  m_job->wait();  // it posted this as its last act
+  const std::unique_ptr<jobs::Job<SweepResult>> job = std::move(m_job);
+  emit finished(job->result().value_or(SweepResult{}), QString::fromStdString(job->error()));
 }
 
 }  // namespace paralab

@@ -1,15 +1,14 @@
-// SweepRunner: runs paralab::runSweep (the same run at 1, 2, 4, ... ranks) on a worker thread
-// and reports progress and the result to the GUI thread through queued calls, so the window
-// never waits on it; cancel() makes the next progress callback return false.
+// SweepRunner: the window's handle on a sweep job (engine/api/jobs/sweep_job.h: the same run at
+// 1, 2, 4, ... ranks on the engine's thread). Its progress and result arrive as signals on the
+// GUI thread, so the window never waits on it; cancel() stops it between steps.
 // See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
 #pragma once
 #include <QObject>
 #include <QString>
-#include <atomic>
-#include <thread>
+#include <memory>
 #include <vector>
 
-#include "train/sweep.h"
+#include "jobs/sweep_job.h"
 
 namespace paralab {
 
@@ -22,7 +21,7 @@ class SweepRunner : public QObject {
   // Starts a sweep unless one is running (then returns false).
   bool start(const RunConfig& base, const std::vector<int>& ranks, int steps, int warmup);
   void cancel();
-  bool isRunning() const { return m_running; }
+  bool isRunning() const { return m_job != nullptr; }
 
  signals:
   void progress(int done, int total);
@@ -30,11 +29,9 @@ class SweepRunner : public QObject {
   void finished(const paralab::SweepResult& result, const QString& error);
 
  private:
-  void finish(const SweepResult& result, const QString& error);
+  void finish();
 
-  std::thread m_thread;
-  std::atomic<bool> m_cancel{false};
-  bool m_running = false;  // GUI thread only
+  std::unique_ptr<jobs::Job<SweepResult>> m_job;  // GUI thread only
 };
 
 }  // namespace paralab

@@ -1,5 +1,6 @@
 // The devices and GEMM kernels a run may choose (see capabilities.h), read from the kernel
-// registries that RunConfig::validateDevice() checks against. See tests/app/tst_window.cpp.
+// registries that RunConfig::validateDevice() checks against, and the strategy table's rows.
+// See tests/app/tst_window.cpp.
 #include "capabilities.h"
 
 #include <cctype>
@@ -8,6 +9,7 @@
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
+#include "parallel/strategy.h"
 
 namespace paralab {
 
@@ -33,5 +35,11 @@ GpuAvailability gpuAvailability() {
 
 bool mpiBuilt() { return mpiAvailable(); }
 bool ncclBuilt() { return ncclAvailable(); }
+
+std::vector<std::string> strategyNames() {
+  std::vector<std::string> out;
+  for (const StrategyInfo& s : strategyTable()) out.push_back(s.name);
+  return out;
+}
 
 }  // namespace paralab

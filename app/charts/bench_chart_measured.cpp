@@ -226,12 +226,14 @@ void BenchChart::showLatency(const BenchResult& r) {
   const int cores = int(std::thread::hardware_concurrency());
   setSubtitle(tr("Latency vs throughput, forward only: %1 · CPU GEMM %2 on %3 thread(s) of "
                  "this machine's %4 cores · %5")
-                  .arg(r.latencyModel, QString::fromStdString(r.latencyCpu->kernel))
+                  .arg(QString::fromStdString(r.latencyModel),
+                       QString::fromStdString(r.latencyCpu->kernel))
                   .arg(r.latencyCpu->threads)
                   .arg(cores)
                   .arg(r.latencyGpu ? tr("GPU %1, the batch copied from host memory each forward")
                                           .arg(QString::fromStdString(r.latencyGpu->gpu))
-                                    : tr("GPU half not run here (%1)").arg(r.gpuNotRun)) +
+                                    : tr("GPU half not run here (%1)")
+                                          .arg(QString::fromStdString(r.gpuNotRun))) +
               untimed + (r.cancelled() ? tr(" · cancelled before the end") : QString()));
 }
 

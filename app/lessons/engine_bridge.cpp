@@ -6,8 +6,7 @@
 #include <QJsonDocument>
 #include <nlohmann/json.hpp>
 
-#include "cuda/device.h"
-#include "parallel/strategy.h"
+#include "capabilities.h"
 #include "schema.h"
 
 namespace paralab::lessons {
@@ -20,8 +19,9 @@ QJsonObject fromNlohmann(const nlohmann::json& j) {
 
 QStringList engineCapabilities() {
   QStringList caps{"device:cpu"};
-  for (const StrategyInfo& s : strategyTable()) caps << QString("strategy:%1").arg(s.name);
-  if (kernels::cuda_query_devices().count > 0) caps << "device:cuda";
+  for (const std::string& s : strategyNames())
+    caps << QString("strategy:%1").arg(QString::fromStdString(s));
+  if (gpuAvailability().count > 0) caps << "device:cuda";
   return caps;
 }
 

@@ -12,14 +12,12 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
-#include <QPointer>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
-#include <thread>
 
 #include "charts/projection_chart.h"
 #include "panels/export_panel.h"
@@ -159,22 +157,22 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   resultLayout->addWidget(m_refused);
 
   // [SECTION] The check on this machine
-  m_hostButton = new QPushButton(tr("Project the run shown on this machine"));
-  m_hostButton->setObjectName("projectOnHost");
-  m_hostButton->setToolTip(
+  m_host.button = new QPushButton(tr("Project the run shown on this machine"));
+  m_host.button->setObjectName("projectOnHost");
+  m_host.button->setToolTip(
       tr("Measures this machine (GEMMs at the run's shapes, the engine's kernels, the ranks' "
          "all-reduce; about a second) and projects the run shown from those figures, beside the "
          "step time the run measured"));
-  m_hostCheck = new QLabel(tr("The same model, fed this machine's measured figures, set beside "
+  m_host.text = new QLabel(tr("The same model, fed this machine's measured figures, set beside "
                               "the run you just made."));
-  m_hostCheck->setObjectName("hostCheck");
-  m_hostCheck->setWordWrap(true);
-  m_hostCheck->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_host.text->setObjectName("hostCheck");
+  m_host.text->setWordWrap(true);
+  m_host.text->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* hostBox = new QGroupBox(tr("Check on this machine"));
   auto* hostLayout = new QVBoxLayout(hostBox);
-  hostLayout->addWidget(m_hostButton);
-  hostLayout->addWidget(m_hostCheck);
-  connect(m_hostButton, &QPushButton::clicked, this, &ProjectionPanel::checkOnThisMachine);
+  hostLayout->addWidget(m_host.button);
+  hostLayout->addWidget(m_host.text);
+  connect(m_host.button, &QPushButton::clicked, this, &ProjectionPanel::checkOnThisMachine);
 
   auto* left = new QWidget;
   auto* leftLayout = new QVBoxLayout(left);
@@ -381,46 +379,42 @@ void ProjectionPanel::refresh() {
 }
 
 void ProjectionPanel::checkOnThisMachine() {
+  if (m_host.job) return;  // one check at a time: its end shows it
   MeasuredRun run;
-  if (m_measured)
-    run = m_measured();
+  if (m_host.measured)
+    run = m_host.measured();
   else
     run.config = m_runConfig();
-  m_hostButton->setEnabled(false);
-  m_hostCheck->setText(tr("Measuring this machine (GEMMs at the run's shapes, the engine's "
+  m_host.button->setEnabled(false);
+  m_host.text->setText(tr("Measuring this machine (GEMMs at the run's shapes, the engine's "
                           "kernels, the ranks' all-reduce)…"));
-  // About a second of measuring: on a thread of its own, so the window stays smooth.
-  QPointer<ProjectionPanel> self(this);
-  std::thread([self, run] {
-    std::optional<HostProfile> host;
-    std::optional<Projection> p;
-    QString error;
-    try {
-      host = measureHost(run.config);
-      p = projectOnHost(run.config, *host);
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
+  // About a second of measuring: an engine job, so the window stays smooth.
+  jobs::JobCallbacks callbacks;
+  callbacks.finished = [this, run] {
     QMetaObject::invokeMethod(
-        qApp,
-        [self, run, host, p, error] {
-          if (!self) return;
-          self->m_hostButton->setEnabled(true);
-          if (!error.isEmpty()) {
-            self->m_hostProjection.reset();
-            self->m_hostCheck->setText(tr("Not projected on this machine: %1").arg(error));
+        this,
+        [this, run] {
+          if (!m_host.job) return;
+          m_host.job->wait();  // it posted this as its last act
+          const std::unique_ptr<jobs::Job<jobs::HostCheck>> job = std::move(m_host.job);
+          m_host.button->setEnabled(true);
+          if (!job->result()) {
+            m_host.projection.reset();
+            m_host.text->setText(tr("Not projected on this machine: %1")
+                                     .arg(QString::fromStdString(job->error())));
           } else {
-            self->showHostCheck(run, *host, *p);
+            showHostCheck(run, job->result()->host, job->result()->projection);
           }
-          emit self->hostChecked();
+          emit hostChecked();
         },
         Qt::QueuedConnection);
-  }).detach();
+  };
+  m_host.job = jobs::startHostCheck(run.config, std::move(callbacks));
 }
 
 void ProjectionPanel::showHostCheck(const MeasuredRun& run, const HostProfile& host,
                                     const Projection& p) {
-  m_hostProjection = p;
+  m_host.projection = p;
   const StepSplit& s = p.split;
   const double ms = p.stepSeconds * 1e3;
   QString text =
@@ -457,10 +451,10 @@ void ProjectionPanel::showHostCheck(const MeasuredRun& run, const HostProfile& h
               .arg(run.running ? tr(" The run was training while this machine was measured: "
                                     "pause it for the machine's own figures.")
                                : QString());
-  m_hostCheck->setText(text);
+  m_host.text->setText(text);
 }
 
-QString ProjectionPanel::hostCheckText() const { return m_hostCheck->text(); }
+QString ProjectionPanel::hostCheckText() const { return m_host.text->text(); }
 
 void ProjectionPanel::exportChart(Chart* chart) {
   QDir().mkpath(Settings::exportDir());

@@ -14,10 +14,11 @@
 #pragma once
 #include <QWidget>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "config.h"
-#include "projection/host_profile.h"
+#include "jobs/host_check_job.h"
 #include "projection/projection.h"
 
 class QComboBox;
@@ -65,10 +66,15 @@ class ProjectionPanel : public QWidget {
     double stepMs = 0;    // its mean step time over the last steps
     bool running = false; // training while this machine is measured (the figures suffer)
   };
-  void setMeasuredRun(std::function<MeasuredRun()> measured) { m_measured = std::move(measured); }
-  // Measures this machine on a worker thread and shows the check when done (hostChecked()).
+  void setMeasuredRun(std::function<MeasuredRun()> measured) {
+    m_host.measured = std::move(measured);
+  }
+  // Measures this machine in an engine job (jobs/host_check_job.h) and shows the check when
+  // done (hostChecked()).
   void checkOnThisMachine();
-  const std::optional<projection::Projection>& hostProjection() const { return m_hostProjection; }
+  const std::optional<projection::Projection>& hostProjection() const {
+    return m_host.projection;
+  }
   QString hostCheckText() const;
 
  signals:
@@ -80,11 +86,18 @@ class ProjectionPanel : public QWidget {
   void showHostCheck(const MeasuredRun& run, const projection::HostProfile& host,
                      const projection::Projection& p);
 
+  // The check on this machine: where the run shown comes from, the job measuring, what it
+  // projected, its button and its text.
+  struct HostCheckParts {
+    std::function<MeasuredRun()> measured;
+    std::unique_ptr<jobs::Job<jobs::HostCheck>> job;
+    std::optional<projection::Projection> projection;
+    QPushButton* button = nullptr;
+    QLabel* text = nullptr;
+  };
+
   std::function<RunConfig()> m_runConfig;
-  std::function<MeasuredRun()> m_measured;
-  std::optional<projection::Projection> m_hostProjection;
-  QPushButton* m_hostButton = nullptr;
-  QLabel* m_hostCheck = nullptr;
+  HostCheckParts m_host;
   projection::GpuSpec m_gpu;  // of the kind chosen
   QComboBox *m_gpuKind, *m_model, *m_zero, *m_recompute, *m_sweepAxis;
   QSpinBox *m_nodes, *m_perNode, *m_tp, *m_pp, *m_micro, *m_batch;

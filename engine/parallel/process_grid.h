@@ -11,21 +11,11 @@
 #include <optional>
 #include <string>
 
+#include "parallel/grid_shape.h"
+
 namespace paralab {
 
 class Communicator;
-
-struct GridShape {
-  int dp = 1, tp = 1, pp = 1, ep = 1, cp = 1;
-  int world() const { return dp * tp * pp * cp; }
-};
-
-struct GridCoords {
-  int dp = 0, tp = 0, pp = 0;
-  int cp = 0;       // index within the context-parallel group: which chunks of each window
-  int ep = 0;       // index within this rank's expert-parallel group (0..ep-1)
-  int epGroup = 0;  // which expert-parallel group along the dp axis (0..dp/ep-1)
-};
 
 class ProcessGrid {
  public:

@@ -7,6 +7,7 @@
 
 #include "comm/link_model.h"  // loadLinkProfile: the latencies of resources/links
 #include "config.h"           // ConfigError
+#include "parallel/process_grid.h"  // ProcessGrid::rankOf: where a group's ranks sit
 
 namespace paralab::projection {
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "config.h"
+#include "model/gpt.h"  // GptShape, MoeFfnShape
 #include "model/mlp.h"
 #include "parallel/holdings.h"  // optimizerStateSlots
 

@@ -9,8 +9,10 @@
 #include <cstdio>
 
 #include "config.h"
+#include "model/gpt.h"  // GptShape, MoeFfnShape
 #include "model/mlp.h"
 #include "parallel/holdings.h"  // optimizerStateSlots
+#include "parallel/process_grid.h"
 
 namespace paralab::projection {
 

@@ -77,7 +77,7 @@ void TestChartsBench::benchChartDrawsEachKind() {
   QFETCH(QString, kind);
   QFETCH(QSize, size);
   BenchResult r;
-  r.kind = kind;
+  r.kind = kind.toStdString();
   QList<double> expected;  // the bars, left to right
   if (kind == "gemm-ladder") {
     teach::GemmLadderResult l;

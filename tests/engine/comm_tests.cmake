@@ -9,7 +9,7 @@ if(PARALAB_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   set(_mpirun ${MPIEXEC_EXECUTABLE} --oversubscribe)
 
   add_executable(tst_comm_mpi tst_comm_mpi.cpp)
-  target_link_libraries(tst_comm_mpi PRIVATE Qt6::Test paralab_engine)
+  target_link_libraries(tst_comm_mpi PRIVATE Qt6::Test paralab_engine paralab_engine_internal)
   set_target_properties(tst_comm_mpi PROPERTIES AUTOMOC ON)
   foreach(np 2 4)
     add_test(NAME tst_comm_mpi_np${np} COMMAND ${_mpirun} -np ${np} $<TARGET_FILE:tst_comm_mpi>)
@@ -18,7 +18,7 @@ if(PARALAB_HAVE_MPI AND MPIEXEC_EXECUTABLE)
 
   # Fault paths end the job with a message; the test passes on the message.
   add_executable(tst_comm_mpi_faults tst_comm_mpi_faults.cpp)
-  target_link_libraries(tst_comm_mpi_faults PRIVATE paralab_engine)
+  target_link_libraries(tst_comm_mpi_faults PRIVATE paralab_engine paralab_engine_internal)
   foreach(mode timeout abort)
     add_test(NAME tst_comm_mpi_${mode}
              COMMAND ${_mpirun} -np 2 $<TARGET_FILE:tst_comm_mpi_faults> ${mode})

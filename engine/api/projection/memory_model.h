@@ -9,7 +9,7 @@
 #include <string>
 
 #include "memory_estimate.h"  // ModelStateBytes, modelStatesPerRank
-#include "model/gpt.h"        // Recompute
+#include "model/recompute.h"
 #include "projection/compute_model.h"
 
 namespace paralab::projection {

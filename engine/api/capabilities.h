@@ -28,4 +28,9 @@ GpuAvailability gpuAvailability();
 bool mpiBuilt();
 bool ncclBuilt();
 
+// Every training method this build runs, by its row name in the strategy table: the --strategy
+// values, the ZeRO variants of sync ("zero-1".."zero-3") and the layouts ("model-parallel",
+// "moe"). A lesson's "needs: strategy:NAME" is checked against these.
+std::vector<std::string> strategyNames();
+
 }  // namespace paralab

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm_accounting.h"
-#include "parallel/process_grid.h"
+#include "comm/comm_traffic.h"
+#include "parallel/grid_shape.h"
 
 namespace paralab {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "parallel/process_grid.h"
+#include "parallel/grid_shape.h"
 #include "projection/gpu_spec.h"
 
 namespace paralab::projection {
