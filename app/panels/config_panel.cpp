@@ -79,9 +79,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   probeGpu();
 }
 
-ConfigPanel::~ConfigPanel() {
-  if (m_gpuProbe.joinable()) m_gpuProbe.join();
-}
+ConfigPanel::~ConfigPanel() = default;
 
 QWidget* ConfigPanel::makeControl(const Setting& s) {
   QWidget* w = nullptr;
@@ -371,28 +369,29 @@ QString ConfigPanel::note() const { return m_note->isHidden() ? QString() : m_no
 // thread and the GPU entry stays disabled until it has.
 
 void ConfigPanel::probeGpu() {
-  m_gpuProbe = std::thread([this] {
-    const GpuAvailability gpus = gpuAvailability();
-    const QString name = qs(gpus.name);
-    const QString reason =
-        gpus.count > 0 ? QString() : tr("no usable GPU (%1)").arg(qs(gpus.reason));
+  // finished() runs on the job's thread: the answer is read on this one, once it is posted
+  // (after m_gpuProbe holds the job).
+  m_gpuProbe = jobs::startGpuProbe({.finished = [this] {
     QMetaObject::invokeMethod(
-        this,
-        [this, name, count = gpus.count, reason] {
-          auto* device = findChild<QComboBox*>("device");
-          if (count > 0)
-            setItemEnabled(
-                device, device->findData("cuda"), true,
-                tr("%n GPU(s): %1; rank r computes on GPU r mod %n", "", count).arg(name));
-          else
-            setGpuReason(reason);
-          auto* backend = findChild<QComboBox*>("backend");
-          if (mpiBuilt() && ncclBuilt() && !mpirunProgram().isEmpty())
-            setItemEnabled(backend, backend->findData("nccl"), count > 0,
-                           count > 0 ? tr("%n process(es), one per GPU", "", count) : reason);
-        },
-        Qt::QueuedConnection);
-  });
+        this, [this] { showGpus(); }, Qt::QueuedConnection);
+  }});
+}
+
+void ConfigPanel::showGpus() {
+  GpuAvailability gpus = m_gpuProbe->result().value_or(GpuAvailability{});
+  if (!m_gpuProbe->result()) gpus.reason = m_gpuProbe->error();
+  const QString name = qs(gpus.name);
+  const QString reason = gpus.count > 0 ? QString() : tr("no usable GPU (%1)").arg(qs(gpus.reason));
+  auto* device = findChild<QComboBox*>("device");
+  if (gpus.count > 0)
+    setItemEnabled(device, device->findData("cuda"), true,
+                   tr("%n GPU(s): %1; rank r computes on GPU r mod %n", "", gpus.count).arg(name));
+  else
+    setGpuReason(reason);
+  auto* backend = findChild<QComboBox*>("backend");
+  if (mpiBuilt() && ncclBuilt() && !mpirunProgram().isEmpty())
+    setItemEnabled(backend, backend->findData("nccl"), gpus.count > 0,
+                   gpus.count > 0 ? tr("%n process(es), one per GPU", "", gpus.count) : reason);
 }
 
 void ConfigPanel::setGpuReason(const QString& reason) {

@@ -10,9 +10,9 @@
 #include <QHash>
 #include <QWidget>
 #include <string>
-#include <thread>
 
 #include "config.h"
+#include "jobs/gpu_probe_job.h"
 
 class QComboBox;
 class QFormLayout;
@@ -28,7 +28,7 @@ class ConfigPanel : public QWidget {
   Q_OBJECT
  public:
   explicit ConfigPanel(QWidget* parent = nullptr);
-  ~ConfigPanel() override;  // joins the GPU probe
+  ~ConfigPanel() override;  // waits for the GPU probe
 
   // The settings a new window starts with: RunConfig's, with a run long enough to watch.
   static RunConfig defaults();
@@ -75,6 +75,7 @@ class ConfigPanel : public QWidget {
   void updateAvailability();
   void showValidation();
   void probeGpu();
+  void showGpus();  // the probe's answer: the GPU entries enabled, or greyed with the reason
   void setGpuReason(const QString& reason);
   // Enables `w` (and its label) or disables it with `reason` appended to its tooltip.
   void setAvailable(QWidget* w, const QString& tip, bool available, const QString& reason);
@@ -91,7 +92,7 @@ class ConfigPanel : public QWidget {
   QLabel* m_note;
   QString m_gpuReason;
   bool m_gpuProbed = false;
-  std::thread m_gpuProbe;
+  std::unique_ptr<jobs::Job<GpuAvailability>> m_gpuProbe;  // the engine asks the CUDA runtime
 };
 
 }  // namespace paralab

@@ -7,7 +7,9 @@
 #include <mutex>
 #include <thread>
 
+#include "capabilities.h"
 #include "jobs/bench_job.h"
+#include "jobs/gpu_probe_job.h"
 #include "jobs/host_check_job.h"
 #include "jobs/sweep_job.h"
 #include "train/sweep.h"
@@ -172,6 +174,22 @@ class TestJobs : public QObject {
     QVERIFY(job->result()->host.gemmFlops > 0);
     QVERIFY(job->result()->projection.stepSeconds > 0);
     QCOMPARE(seen.finished.load(), 1);
+  }
+
+  // The GPU probe answers off the caller's thread with what gpuAvailability() says here: a
+  // count and a name, or none and the reason in words.
+  void gpuProbeJobAnswersWhatThisMachineHas() {
+    Seen seen;
+    auto job = startGpuProbe(seen.callbacks());
+    job->wait();
+    QVERIFY2(job->error().empty(), job->error().c_str());
+    QVERIFY(job->result());
+    const GpuAvailability direct = gpuAvailability();
+    QCOMPARE(job->result()->count, direct.count);
+    QCOMPARE(job->result()->name, direct.name);
+    if (direct.count == 0) QVERIFY(!job->result()->reason.empty());
+    QCOMPARE(seen.finished.load(), 1);
+    QVERIFY(seen.thread != std::this_thread::get_id());
   }
 };
 
