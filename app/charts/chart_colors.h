@@ -82,7 +82,8 @@ inline QColor commOpColor(const QString& op) {
   return kBlue;
 }
 
-// Theory drawn beside a measurement (DESIGN.md §5): grey, dashed, never a category colour.
+// Theory drawn beside a measurement (docs/architecture.md §9): grey, dashed, never a category
+// colour.
 inline const QColor kReference = kGrey;
 
 // Earlier runs kept on the loss chart, in the order they were kept.

@@ -10,7 +10,7 @@
 namespace paralab {
 
 // `spans[r]` are rank r's. Times count from the earliest span; `emulated` names an emulated
-// link, recorded in the trace's metadata (DESIGN.md §5), or is empty.
+// link, recorded in the trace's metadata (docs/architecture.md §9), or is empty.
 QByteArray chromeTraceJson(const std::vector<std::vector<Span>>& spans,
                            const QString& emulated = QString());
 // Writes it to `path` whole or not at all; returns "" or one line saying what failed.

@@ -220,7 +220,7 @@ void RunController::showRecorded(const QString& file, const RunConfig* config,
   s.steps = {last};
   const bool modelled = bytesModelled(last);
   const QString what =
-      config ? describeRun(shown)
+      config ? runSubtitle(shown)
              : (shown.ranks == 1 ? tr("measured · 1 rank") : tr("measured · %1 ranks").arg(shown.ranks)) +
                    tr(", settings unknown (no summary line)");
   m_hub->setSubtitle(
@@ -274,7 +274,7 @@ bool RunController::startNew(bool paused) {
 // A run's bytes may be moved unseen by the library (MPI's collectives): its steps say so, and
 // the charts and CSVs say it as they do for the same run opened from its file.
 void RunController::setSubtitle(const RunConfig& config) {
-  m_hub->setSubtitle(describeRun(config) + (m_shown.modelled ? tr(" · bytes modelled") : QString()),
+  m_hub->setSubtitle(runSubtitle(config) + (m_shown.modelled ? tr(" · bytes modelled") : QString()),
                      runLabels(config, m_shown.modelled));
 }
 

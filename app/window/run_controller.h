@@ -1,8 +1,8 @@
 // RunController: the window's run. Start / Pause / Step / Reset drive one RunControl
-// (run_control.h), picked for each new run by where it trains (makeRunControl: thread ranks in
-// a Session, or an mpirun job of paralab-run in a JobRunner) and never asked which it is; a
-// ≤ 30 Hz timer copies new steps out of its snapshots into the shown run and the charts, so the
-// window never waits on training (DESIGN.md §1); settings changed while training are applied
+// (run_control.h), picked for each new run by where it trains (makeRunControl: thread ranks in a
+// Session, or an mpirun job of paralab-run in a JobRunner) and never asked which it is; a ≤ 30 Hz
+// timer copies new steps out of its snapshots into the shown run and the charts, so the window
+// never waits on training (docs/architecture.md §2); settings changed while training are applied
 // after a short pause in typing. See tests/app/tst_window.cpp and tst_window_jobs.cpp.
 #pragma once
 #include <QObject>

@@ -21,9 +21,9 @@ QString describeModel(const RunConfig& c) {
 }  // namespace
 
 // The chart subtitle: what was run, short enough for a chart a third of the window wide, and
-// (DESIGN.md §5) whether any of it was emulated (runLabel says so). The seed and the rest are
-// in run-config.json beside every export.
-QString describeRun(const RunConfig& c) {
+// (docs/architecture.md §9) whether any of it was emulated (runLabel says so). The seed and the
+// rest are in run-config.json beside every export.
+QString runSubtitle(const RunConfig& c) {
   return QObject::tr("measured · %1 · %2").arg(describeModel(c), LossChart::runLabel(c));
 }
 

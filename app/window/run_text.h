@@ -10,9 +10,9 @@
 
 namespace paralab {
 
-// The chart subtitle: "measured · MLP H=128 L=2 · fashion-mnist · B=256 · 4 ranks sync ...",
-// short enough for a chart a third of the window wide (DESIGN.md §5: emulated parts said).
-QString describeRun(const RunConfig& c);
+// The chart subtitle: "measured · MLP H=128 L=2 · fashion-mnist · B=256 · 4 ranks sync ...", short
+// enough for a chart a third of the window wide (docs/architecture.md §9: emulated parts said).
+QString runSubtitle(const RunConfig& c);
 // What a run's data is besides measured, for the CSV exports (Chart::setLabels): an emulated
 // link, straggler or serial section, bytes modelled rather than counted.
 QStringList runLabels(const RunConfig& c, bool modelledBytes);

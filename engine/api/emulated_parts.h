@@ -1,7 +1,7 @@
-// What of a run is emulated rather than measured (DESIGN.md §5): the interconnect (--link), a
-// straggler (--straggler), a serial section (--serial-ms), said once here for every place that
-// labels a run: paralab-run's header, chart subtitles, CSV comments and the summary.
-// See tests/engine/tst_faults.cpp `emulatedPartsSayWhat`.
+// What of a run is emulated rather than measured (docs/architecture.md §9): the interconnect
+// (--link), a straggler (--straggler), a serial section (--serial-ms), said once here for every
+// place that labels a run: paralab-run's header, chart subtitles, CSV comments and the summary. See
+// tests/engine/tst_faults.cpp `emulatedPartsSayWhat`.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,8 +1,8 @@
-// Communicator: one rank's handle on a group of ranks and the collectives every parallelism
-// axis is made of, on float buffers, every call accounted in one place (comm_accounting.h).
-// Backends (DESIGN.md §2-3): ThreadComm (ranks as threads: ThreadWorld below), MpiComm (a rank
-// per process: makeMpiWorld), NcclComm (a rank per GPU: ThreadWorld::nccl, makeNcclMpiWorld).
-// See tests/engine/tst_comm_thread.cpp, tst_comm_mpi.cpp and `paralab-bench comm`.
+// Communicator: one rank's handle on a group of ranks and the collectives every parallelism axis is
+// made of, on float buffers, every call accounted in one place (comm_accounting.h). Backends
+// (docs/architecture.md §3): ThreadComm (ranks as threads: ThreadWorld below), MpiComm (a rank per
+// process: makeMpiWorld), NcclComm (a rank per GPU: ThreadWorld::nccl, makeNcclMpiWorld). See
+// tests/engine/tst_comm_thread.cpp, tst_comm_mpi.cpp and `paralab-bench comm`.
 #pragma once
 #include <cstdint>
 #include <functional>

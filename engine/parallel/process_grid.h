@@ -1,5 +1,5 @@
 // ProcessGrid: where each rank sits in the pp x dp x cp x tp mesh and the sub-communicators of
-// each axis. The rank layout lives in this file and nowhere else (DESIGN.md §2): tensor
+// each axis. The rank layout lives in this file and nowhere else (docs/architecture.md §3): tensor
 // parallelism varies fastest (its ranks are neighbours: the fast links of one node), then
 // context parallelism, then data parallelism, then pipeline stages (Megatron-Core's order).
 // The cp ranks of one dp index read the same windows, each its chunks of every window's tokens

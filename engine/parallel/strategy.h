@@ -1,7 +1,7 @@
-// Strategy: how one rank takes part in a training step — which slice of the batch and of the
-// model it holds, and which collectives it issues. One object per rank; every rank runs the
-// same code on its own shard (SPMD, DESIGN.md §2). Strategies are listed in registry.cpp.
-// See tests/engine/tst_parallel_equals_serial.cpp.
+// Strategy: how one rank takes part in a training step — which slice of the batch and of the model
+// it holds, and which collectives it issues. One object per rank; every rank runs the same code on
+// its own shard (SPMD, docs/architecture.md §3). Strategies are listed in registry.cpp. See
+// tests/engine/tst_parallel_equals_serial.cpp.
 #pragma once
 #include <memory>
 #include <optional>

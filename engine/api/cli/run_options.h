@@ -15,7 +15,7 @@ namespace paralab {
 
 struct RunConfig;
 
-// Bad input's exit code in every ParaLab program (DESIGN.md §6).
+// Bad input's exit code in every ParaLab program (docs/architecture.md §10).
 constexpr int kBadInputExit = 2;
 
 // "<program>: <message>" as one line on stderr; returns kBadInputExit.

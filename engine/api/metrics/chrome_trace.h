@@ -12,8 +12,8 @@
 
 namespace paralab {
 
-// `spans[r]` are rank r's. Times count from the earliest span; `emulated` names the run's
-// emulated parts (emulatedBriefs), recorded in the trace's metadata (DESIGN.md §5), or is empty.
+// `spans[r]` are rank r's. Times count from the earliest span; `emulated` names the run's emulated
+// parts (emulatedBriefs), recorded in the trace's metadata (docs/architecture.md §9), or is empty.
 nlohmann::json chromeTrace(const std::vector<std::vector<Span>>& spans,
                            const std::string& emulated = "");
 
