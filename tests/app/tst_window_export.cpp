@@ -65,6 +65,7 @@ using namespace paralab;
 using paralab::test::readLines;
 using paralab::test::child;
 using paralab::test::quickConfig;
+using paralab::test::startAsANewLearner;
 
 namespace {
 
@@ -112,14 +113,7 @@ class TestWindowExport : public QObject {
 void TestWindowExport::initTestCase() {
   if (!kSnapshotsHaveHoldings)
     qInfo("snapshots carry no holdings yet: the holdings map stays empty");
-  // Settings go to Qt's test location, never a learner's (Settings::open() checks this mode).
-  QStandardPaths::setTestModeEnabled(true);
-  QFile::remove(Settings::open()->fileName());
-  // Lesson progress too: a prediction locked by an earlier run of this test would stay locked.
-  QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
-  QApplication::setStyle("Fusion");
-  captureDesktopPalette();
-  QApplication::setPalette(lightPalette());
+  startAsANewLearner();
 }
 
 // [SECTION] Export

@@ -1,13 +1,30 @@
-// What the window's test suites share: a quick run's settings, a named child widget and the
-// lines of an exported text file.
+// What the window's test suites share: a fresh learner's settings, a quick run's settings, a
+// named child widget and the lines of an exported text file.
 #pragma once
+#include <QApplication>
+#include <QDir>
 #include <QFile>
 #include <QObject>
+#include <QStandardPaths>
 #include <QStringList>
 
 #include "panels/config_panel.h"
+#include "settings.h"
+#include "theme.h"
 
 namespace paralab::test {
+
+// A window suite's start: settings in Qt's test location, never a learner's (Settings::open()
+// checks this mode), no lesson progress left by an earlier run (a prediction locked there would
+// stay locked), and the light Fusion look the screenshots are judged in.
+inline void startAsANewLearner() {
+  QStandardPaths::setTestModeEnabled(true);
+  QFile::remove(Settings::open()->fileName());
+  QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).removeRecursively();
+  QApplication::setStyle("Fusion");
+  captureDesktopPalette();
+  QApplication::setPalette(lightPalette());
+}
 
 // Small and in memory: a step takes well under a millisecond on one core.
 inline RunConfig quickConfig(int steps, int ranks = 1) {
