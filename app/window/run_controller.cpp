@@ -175,14 +175,7 @@ void RunController::reset() {
   m_applyTimer.stop();
   m_shown.showing = false;
   m_shown.state = RunState::Idle;
-  m_shown.error.clear();
-  m_shown.liveNote.clear();
-  m_shown.changes.clear();
-  m_shown.lastStep.reset();
-  m_shown.recordedFrom.clear();
-  m_shown.settingsUnknown = false;
-  m_shown.history.clear();
-  m_shown.stepViews.clear();
+  m_shown.forgetSteps();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
   updateActions();
@@ -254,14 +247,7 @@ bool RunController::startNew(bool paused) {
   m_shown.state = RunState::Loading;
   m_shown.config = config;
   m_shown.modelled = false;
-  m_shown.error.clear();
-  m_shown.liveNote.clear();
-  m_shown.changes.clear();
-  m_shown.lastStep.reset();
-  m_shown.recordedFrom.clear();
-  m_shown.settingsUnknown = false;
-  m_shown.history.clear();
-  m_shown.stepViews.clear();
+  m_shown.forgetSteps();
   m_hub->clear();
   setSubtitle(config);
   if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(config);

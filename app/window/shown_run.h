@@ -35,6 +35,19 @@ struct ShownRun {
   std::optional<StepMetrics> lastStep;  // with its per-rank metrics, for the summary
   bool modelled = false;  // its steps' bytes are modelled (MPI's own collectives)
 
+  // Forgets what the last run left (its error, notes, changes, steps, file): before a new run
+  // is shown, or after Reset.
+  void forgetSteps() {
+    error.clear();
+    liveNote.clear();
+    changes.clear();
+    lastStep.reset();
+    recordedFrom.clear();
+    settingsUnknown = false;
+    history.clear();
+    stepViews.clear();
+  }
+
   // A run shown that is loading, training or paused.
   bool active() const {
     return showing &&
