@@ -12,18 +12,7 @@ BenchRunner::BenchRunner(QObject* parent) : QObject(parent) {}
 BenchRunner::~BenchRunner() = default;  // the job cancels and waits
 
 jobs::BenchRequest BenchRunner::request(const lessons::Bench& bench, const RunConfig& settings) {
-  jobs::BenchRequest r;
-  r.kind = bench.kind.toStdString();
-  r.settings = settings;
-  for (const lessons::BenchOption& o : lessons::benchOptions(bench.kind)) {
-    const std::string key = o.key.toStdString();
-    if (o.words.isEmpty())
-      r.numbers[key] = lessons::benchOption(bench, o.key);
-    else
-      r.words[key] = lessons::benchWord(bench, o.key).toStdString();
-    if (bench.options.contains(o.key)) r.given.insert(key);
-  }
-  return r;
+  return jobs::benchRequest(bench.kind.toStdString(), lessons::benchValues(bench), settings);
 }
 
 RunConfig BenchRunner::latencyConfig(const lessons::Bench& bench) {

@@ -35,7 +35,7 @@ class BenchRunner : public QObject {
   bool start(const lessons::Bench& bench, const RunConfig& settings = {});
   void cancel();
   bool isRunning() const { return m_job != nullptr; }
-  // A step's block as the engine's request: every key its kind takes (lessons::benchOptions),
+  // A step's block as the engine's request: every key its kind takes (jobs::benchSettings()),
   // the block's value or else the default; `settings` for what the block leaves to them.
   static jobs::BenchRequest request(const lessons::Bench& bench, const RunConfig& settings = {});
   // The model and batch sizes a latency block sweeps (jobs::latencyConfig, latencyBatches).

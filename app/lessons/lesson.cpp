@@ -57,55 +57,38 @@ LibraryResult loadLessons(const QString& lessonsRoot, int cores) {
 // [SECTION] Capabilities.
 
 QStringList benchKinds() {
-  return {"gemm-ladder", "simd-width", "false-sharing", "latency", "roofline", "layouts"};
+  QStringList out;
+  for (const std::string& k : jobs::benchKinds()) out << QString::fromStdString(k);
+  return out;
 }
 
-QList<BenchOption> benchOptions(const QString& kind) {
-  if (kind == "gemm-ladder")
-    return {{"size", 16, 2048, 512}, {"threads", 0, 64, 0}, {"repeats", 1, 20, 3}};
-  if (kind == "simd-width") return {{"repeats", 1, 20, 5}};
-  if (kind == "false-sharing") return {{"threads", 0, 8, 0}, {"increments", 1000, 1e8, 2e6}};
-  if (kind == "latency")
-    return {{"model", 0, 0, 0, {"mlp", "gpt"}},
-            {"max-batch", 1, 4096, 1024},
-            {"hidden", 16, 1024, 128},
-            {"layers", 1, 8, 2},
-            {"seq", 1, 1024, 64},
-            {"heads", 1, 64, 4}};
-  if (kind == "roofline")
-    return {{"precision", 0, 0, 0, {"fp32", "tf32"}},
-            {"max-batch", 2, 4096, 4096},
-            {"hidden", 16, 1024, 128},
-            {"layers", 1, 8, 2},
-            {"repeats", 1, 20, 5}};
-  if (kind == "layouts")
-    return {{"gpu", 0, 0, 0, {"h100-sxm", "a100-80gb", "h200"}},
-            {"node-link", 0, 0, 0, {"infiniband", "ethernet"}},
-            {"recompute", 0, 0, 0, {"selective", "full", "none"}},
-            {"gpus", 8, 16384, 512},
-            {"layers", 1, 256, 80},
-            {"hidden", 64, 65536, 8192},
-            {"heads", 1, 512, 64},
-            {"seq", 1, 131072, 4096},
-            {"vocab", 2, 1000000, 32000},
-            {"batch", 1, 1000000, 1024},
-            {"pp", 1, 128, 8},
-            {"min-tp", 1, 64, 8},
-            {"max-tp", 1, 64, 16}};
-  return {};
+jobs::BenchValues benchValues(const Bench& bench) {
+  jobs::BenchValues out;
+  for (auto it = bench.options.begin(); it != bench.options.end(); ++it) {
+    const QJsonValue v = it.value();
+    SettingValue value;
+    if (v.isString())
+      value = v.toString().toStdString();
+    else if (v.isDouble() && v.toDouble() == double(v.toInteger()))
+      value = int64_t(v.toInteger());
+    else if (v.isDouble())
+      value = v.toDouble();
+    else if (v.isBool())
+      value = v.toBool();
+    else
+      value = std::string();  // an array or object: no row takes it, so its check refuses it
+    out[it.key().toStdString()] = value;
+  }
+  return out;
 }
 
 double benchOption(const Bench& bench, const QString& key) {
-  for (const BenchOption& o : benchOptions(bench.kind))
-    if (o.key == key) return bench.options.value(key).toDouble(o.fallback);
-  return 0;
+  return jobs::benchRequest(bench.kind.toStdString(), benchValues(bench)).number(key.toStdString());
 }
 
 QString benchWord(const Bench& bench, const QString& key) {
-  for (const BenchOption& o : benchOptions(bench.kind))
-    if (o.key == key && !o.words.isEmpty())
-      return bench.options.value(key).toString(o.words.first());
-  return QString();
+  return QString::fromStdString(
+      jobs::benchRequest(bench.kind.toStdString(), benchValues(bench)).word(key.toStdString()));
 }
 
 QStringList missingNeeds(const QStringList& needs, const QStringList& available) {

@@ -1,6 +1,6 @@
 // Lesson: one lessons/NN-slug/lesson.md parsed into its front matter, steps (text, experiment,
 // sweep, prediction, comparison, benchmark), retrieval practice and flashcards. The format is
-// documented in lessons/README.md. QtCore only. See tests/lessons/tst_lessons_format.cpp.
+// documented in lessons/README.md. QtCore and the engine's bench table only. See tests/lessons/tst_lessons_format.cpp.
 #pragma once
 #include <QHash>
 #include <QJsonObject>
@@ -8,6 +8,8 @@
 #include <QString>
 #include <QStringList>
 #include <optional>
+
+#include "jobs/bench_settings.h"
 
 namespace paralab::lessons {
 
@@ -69,33 +71,22 @@ struct Sweep {
 // window, such as comm).
 struct Bench {
   QString kind;         // one of benchKinds() (gemm-ladder, simd-width, ...); "" a program
-  QJsonObject options;  // the block's other keys, each allowed for the kind (benchOptions)
+  QJsonObject options;  // the block's other keys, each allowed for the kind (benchSettings)
   QString program;      // paralab-bench sub-command, where there is no kind
   QStringList args;     // its flags
   int line = 0;
 };
-// The kinds a ```bench block may name, and for each the keys it takes with their ranges:
-// gemm-ladder {size 16..2048 (default 512), threads 0..64 (0: every core), repeats 1..20 (3)};
-// simd-width {repeats 1..20 (5)};
-// false-sharing {threads 1..8 (0: every core, at least 2), increments 1000..1e8 (2,000,000)};
-// latency {model mlp|gpt (mlp), max-batch 1..4096 (1024: batches 1, 2, 4, ... up to it),
-// hidden 16..1024 (128), layers 1..8 (2), and for the GPT seq 1..1024 (64) and heads 1..64 (4),
-// which must divide hidden}: paralab-run's model, forward only, on the CPU (and the GPU where
-// there is one);
-// roofline {precision fp32|tf32 (fp32), max-batch 2..4096 (4096), hidden 16..1024 and layers
-// 1..8 (else the run settings'), repeats 1..20 (5)}: the MLP's layers measured on this CPU at
-// batch 1 and max-batch, projected for H100 SXM and A100 80GB;
-// layouts {gpu h100-sxm|a100-80gb|h200, node-link infiniband|ethernet, recompute
-// selective|full|none, gpus, layers, hidden, heads, seq, vocab, batch, pp, min-tp, max-tp
-// (tp doubling from min to max)}: one GPT projected on a cluster at each tp.
+// The kinds a ```bench block may name and the keys each takes, with their types, ranges,
+// defaults and the kind or model they apply to, are the engine's table (jobs::benchSettings(),
+// engine/jobs/bench_settings.cpp): gemm-ladder (size, threads, repeats), simd-width (repeats),
+// false-sharing (threads, increments), latency (model mlp|gpt, max-batch, hidden, layers, and
+// for the GPT seq and heads), roofline (precision, max-batch, hidden, layers, repeats), layouts
+// (gpu, node-link, recompute, gpus, layers, hidden, heads, seq, vocab, batch, pp, min-tp, max-tp).
 QStringList benchKinds();
-struct BenchOption {
-  QString key;
-  double min, max, fallback;
-  QStringList words = {};  // a key named by a word, not a number: its values, the first the default
-};
-QList<BenchOption> benchOptions(const QString& kind);
-// The value of `key` in `bench` (its default where the block does not give it).
+// The block's own keys as the engine reads them: a whole number as an integer, a word as text.
+jobs::BenchValues benchValues(const Bench& bench);
+// The value of `key` in `bench` (its default where the block does not give it; 0 or "" for a
+// key its kind does not take).
 double benchOption(const Bench& bench, const QString& key);
 QString benchWord(const Bench& bench, const QString& key);  // a key of words ("model")
 

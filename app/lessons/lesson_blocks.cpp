@@ -200,36 +200,15 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
       step.bench = b;
       return;
     }
+    // The checks are the engine's bench table's (jobs::benchSettings()): unknown keys, types,
+    // ranges, and keys given where the kind or model does not use them.
     b.kind = o.value("kind").toString();
-    if (!benchKinds().contains(b.kind))
-      return bad(QString("'kind' is %1 (allowed: %2)")
-                     .arg(b.kind.isEmpty() ? "missing" : "'" + b.kind + "', not a benchmark",
-                          benchKinds().join(", ")));
-    QStringList keys{"kind"};
-    for (const BenchOption& opt : benchOptions(b.kind)) {
-      keys << opt.key;
-      if (!o.contains(opt.key)) continue;
-      const QJsonValue v = o.value(opt.key);
-      if (!opt.words.isEmpty()) {
-        if (!opt.words.contains(v.toString()))
-          bad(QString("'%1' of %2 is one of %3").arg(opt.key, b.kind, opt.words.join(", ")));
-      } else if (!isInt(v) || v.toDouble() < opt.min || v.toDouble() > opt.max) {
-        bad(QString("'%1' of %2 is a whole number %3..%4")
-                .arg(opt.key, b.kind, QString::number(opt.min, 'f', 0),
-                     QString::number(opt.max, 'f', 0)));
-      }
-      b.options.insert(opt.key, v);
-    }
-    if (const QString u = unknownKeys(o, keys); !u.isEmpty()) bad(u);
-    if (b.kind == "latency") {
-      // The GPT's context and heads mean nothing to the MLP; the heads split the GPT's width.
-      const bool gpt = benchWord(b, "model") == "gpt";
-      for (const QString k : {"seq", "heads"})
-        if (!gpt && o.contains(k)) bad(QString("'%1' of latency needs \"model\": \"gpt\"").arg(k));
-      const int heads = int(benchOption(b, "heads")), hidden = int(benchOption(b, "hidden"));
-      if (gpt && heads > 0 && hidden % heads != 0)
-        bad(QString("'heads' (%1) of the GPT must divide 'hidden' (%2)").arg(heads).arg(hidden));
-    }
+    b.options = o;
+    b.options.remove("kind");
+    const std::vector<std::string> problems =
+        jobs::benchProblems(b.kind.toStdString(), benchValues(b));
+    for (const std::string& p : problems) bad(QString::fromStdString(p));
+    if (!benchKinds().contains(b.kind)) return;
     step.bench = b;
   }
 }

@@ -9,6 +9,7 @@
 
 #include "capabilities.h"
 #include "data/dataset.h"
+#include "jobs/bench_settings.h"
 #include "schema.h"
 #include "train/sweep.h"
 
@@ -60,14 +61,21 @@ void runLatency(const BenchRequest& request, BenchResult& result, const ReportPr
 
 }  // namespace
 
+// A key the request does not hold takes its row's default (jobs/bench_settings.h).
 double BenchRequest::number(const std::string& key) const {
-  const auto it = numbers.find(key);
-  return it == numbers.end() ? 0 : it->second;
+  if (const auto it = numbers.find(key); it != numbers.end()) return it->second;
+  const Setting* s = findBenchSetting(kind, key);
+  const SettingValue v = s ? s->get(RunConfig{}) : SettingValue{};
+  const int64_t* n = std::get_if<int64_t>(&v);
+  return n ? double(*n) : 0;
 }
 
 std::string BenchRequest::word(const std::string& key) const {
-  const auto it = words.find(key);
-  return it == words.end() ? std::string() : it->second;
+  if (const auto it = words.find(key); it != words.end()) return it->second;
+  const Setting* s = findBenchSetting(kind, key);
+  const SettingValue v = s ? s->get(RunConfig{}) : SettingValue{};
+  const std::string* w = std::get_if<std::string>(&v);
+  return w ? *w : std::string();
 }
 
 teach::GemmLadderOptions ladderOptions(const BenchRequest& b) {

@@ -9,6 +9,7 @@
 
 #include "capabilities.h"
 #include "jobs/bench_job.h"
+#include "jobs/bench_settings.h"
 #include "jobs/gpu_probe_job.h"
 #include "jobs/host_check_job.h"
 #include "jobs/sweep_job.h"
@@ -158,6 +159,44 @@ class TestJobs : public QObject {
     auto job = startBench(r, {});
     job->wait();
     QCOMPARE(job->error(), std::string("bench: no benchmark called 'no-such-bench'"));
+  }
+
+  // A block's keys are the bench table's rows: each is a schema Setting of owner "bench"; a
+  // block with an unknown key, a value out of range, a word not among its choices or a key its
+  // kind or model does not use is refused in one line naming the key; a good block has none,
+  // and its request holds every key of its kind, given or the row's default.
+  void benchSettingsRefuseNamingTheKey() {
+    QVERIFY(!benchSettings().empty());
+    for (const Setting& s : benchSettings()) QCOMPARE(s.owner, std::string("bench"));
+    const Setting* size = findBenchSetting("gemm-ladder", "size");
+    QVERIFY(size && size->type == SettingType::Integer);
+    QVERIFY(!findBenchSetting("gemm-ladder", "increments"));
+
+    const auto only = [](const std::vector<std::string>& problems, const std::string& part) {
+      return problems.size() == 1 && problems[0].find(part) != std::string::npos;
+    };
+    QVERIFY(benchProblems("gemm-ladder", {{"size", int64_t(256)}}).empty());
+    QVERIFY(only(benchProblems("gemm-ladder", {{"sizes", int64_t(256)}}),
+                 "unknown key 'sizes' (allowed: kind, size, threads, repeats)"));
+    QVERIFY(only(benchProblems("gemm-ladder", {{"size", int64_t(9000)}}),
+                 "'size' of gemm-ladder is a whole number 16..2048"));
+    QVERIFY(only(benchProblems("gemm-ladder", {{"size", std::string("big")}}),
+                 "'size' of gemm-ladder is a whole number"));
+    QVERIFY(only(benchProblems("gemm-ladder", {{"hidden", int64_t(64)}}),
+                 "'hidden' is a key of latency, roofline, layouts"));
+    QVERIFY(only(benchProblems("latency", {{"seq", int64_t(32)}}),
+                 "'seq' of latency needs \"model\": \"gpt\""));
+    QVERIFY(only(benchProblems("latency", {{"model", std::string("rnn")}}),
+                 "'model' of latency is one of mlp, gpt"));
+    QVERIFY(
+        benchProblems("latency", {{"model", std::string("gpt")}, {"seq", int64_t(32)}}).empty());
+    QVERIFY(only(benchProblems("nope", {}), "'kind' is 'nope', not a benchmark"));
+
+    const BenchRequest r = benchRequest("latency", {{"model", std::string("gpt")}});
+    QCOMPARE(r.word("model"), std::string("gpt"));
+    QCOMPARE(r.number("max-batch"), 1024.0);
+    QCOMPARE(r.given, std::set<std::string>{"model"});
+    QCOMPARE(r.number("size"), 0.0);  // not a key of latency
   }
 
   // The host check measures this machine and projects the run onto it, off the caller's thread.

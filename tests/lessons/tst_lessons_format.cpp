@@ -250,6 +250,9 @@ class TestLessonFormat : public QObject {
     QTest::newRow("bench seq of the mlp") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"seq\": 128" << ":49: bench: 'seq' of latency needs \"model\": \"gpt\"";
     QTest::newRow("bench roofline precision") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"roofline\", \"precision\": \"bf16\"" << ":49: bench: 'precision' of roofline is one of fp32, tf32";
     QTest::newRow("bench layouts gpus") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"layouts\", \"gpus\": 4" << ":49: bench: 'gpus' of layouts is a whole number 8..16384";
+    QTest::newRow("bench unknown key") << "\"size\": 256" << "\"size\": 256, \"sizes\": 8" << ":49: bench: unknown key 'sizes' (allowed: kind, size, threads, repeats)";
+    QTest::newRow("bench key of other kinds") << "\"size\": 256" << "\"size\": 256, \"hidden\": 64" << ":49: bench: unknown key 'hidden' (allowed: kind, size, threads, repeats); 'hidden' is a key of latency, roofline, layouts";
+    QTest::newRow("bench wrong type") << "\"size\": 256" << "\"size\": \"big\"" << ":49: bench: 'size' of gemm-ladder is a whole number 16..2048";
     QTest::newRow("bench heads") << "\"kind\": \"gemm-ladder\", \"size\": 256" << "\"kind\": \"latency\", \"model\": \"gpt\", \"hidden\": 64, \"heads\": 5" << ":49: bench: 'heads' (5) of the GPT must divide 'hidden' (64)";
     QTest::newRow("repeated step title") << "## Step: Sweep it" << "## Step: Run it"
                                          << ":39: step title 'Run it' is also the title of the step on line";

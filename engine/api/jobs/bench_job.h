@@ -53,7 +53,7 @@ struct BenchResult {
 namespace paralab::jobs {
 
 // A ```bench block of a lesson step: its kind and every key the kind takes, the block's value
-// or else the key's default (app/lessons/lesson.h, benchOptions).
+// or else the key's default (benchRequest in jobs/bench_settings.h).
 struct BenchRequest {
   std::string kind;  // gemm-ladder, simd-width, false-sharing, latency, roofline, layouts
   std::map<std::string, double> numbers;
@@ -62,7 +62,9 @@ struct BenchRequest {
   // The run settings, for what a block leaves to them (the roofline's H, L and CPU GEMM).
   RunConfig settings;
 
-  double number(const std::string& key) const;  // 0 for a key the kind does not take
+  // The request's value, else the key's default in the kind's row (jobs::benchSettings());
+  // 0 or "" for a key the kind does not take.
+  double number(const std::string& key) const;
   std::string word(const std::string& key) const;
 };
 
