@@ -15,6 +15,7 @@
 #include <QStackedWidget>
 #include <cmath>
 
+#include "describe.h"
 #include "engine_bridge.h"
 #include "lesson_score.h"
 #include "panels/lesson_dock.h"
@@ -35,23 +36,30 @@ QString number(double v) {
   if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale().toString(qint64(v));
   return QLocale().toString(v, 'g', 4);
 }
-// "ranks 1, hidden 256, batch 256": the experiment's settings by their flag names, in a line
-// that wraps (compact JSON has no spaces to break at and would hold the dock wide).
+// "Ranks: 4 · Hidden width H: 256 · Batch: 256": the experiment's settings, each as the run's
+// description words it (settingWords, engine/api/describe.h), so the step and the summary and
+// charts of its run say the same. A line that wraps (compact JSON would hold the dock wide).
 QString experimentText(const QJsonObject& experiment) {
+  // An experiment this machine cannot run (a GPU's) still names its settings: their labels,
+  // and the values as the lesson gives them.
+  const std::optional<RunConfig> config = configFromExperiment(experiment);
   QStringList parts;
   for (auto it = experiment.begin(); it != experiment.end(); ++it) {
-    const QJsonValue v = it.value();
-    QString shown =
-        v.isString()   ? v.toString()
-        : v.isDouble() ? QString::number(v.toDouble(), 'g', 12)
-        : v.isBool()
-            ? (v.toBool() ? "on" : "off")
-            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact))
-                  .mid(1)
-                  .chopped(1);
-    parts << it.key() + " " + shown;
+    const SettingWords w = settingWords(config.value_or(RunConfig{}), it.key().toStdString());
+    QString shown = QString::fromStdString(w.words);
+    if (!config) {
+      const QJsonValue v = it.value();
+      shown = v.isString()   ? v.toString()
+              : v.isDouble() ? QString::number(v.toDouble(), 'g', 12)
+              : v.isBool()   ? (v.toBool() ? "true" : "false")
+                             : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(
+                                                     QJsonDocument::Compact))
+                                   .mid(1)
+                                   .chopped(1);
+    }
+    parts << QString::fromStdString(w.label) + ": " + shown;
   }
-  return parts.join(", ");
+  return parts.join(" · ");
 }
 
 // "  — swept over 1, 2, 4 ranks", and for a sweep sized to the machine how that came about.
