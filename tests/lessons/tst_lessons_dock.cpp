@@ -9,6 +9,8 @@
 #include <QRadioButton>
 #include <QSignalSpy>
 
+#include "describe.h"
+#include "engine_bridge.h"
 #include "lesson_dock_test.h"
 #include "progress.h"
 #include "train/sweep.h"
@@ -44,6 +46,26 @@ class TestLessonDock : public test::LessonDockTest {
     QCOMPARE(c.hidden, 256);
     QCOMPARE(c.batch, 256);
     QCOMPARE(c.evalEvery, 50);
+  }
+
+  // The step's experiment line names each setting as the run's description does (the words
+  // of the summary and the charts' subtitles), not by its flag.
+  void experimentLineUsesTheRunsWords() {
+    LessonDock dock(m_caps, paths());
+    dock.openLesson(slugIndex(dock, "01-serial-parallel"));
+    dock.openPage(1);
+    const lessons::Step* s = dock.currentStep();
+    QVERIFY(s && s->experiment);
+    const std::optional<RunConfig> c = lessons::configFromExperiment(*s->experiment);
+    QVERIFY(c);
+    QString shown;
+    for (QLabel* l : dock.findChildren<QLabel*>())
+      if (l->text().contains(QString::fromStdString(settingWords(*c, "hidden").label)))
+        shown = l->text();
+    for (const QString& key : s->experiment->keys()) {
+      const SettingWords w = settingWords(*c, key.toStdString());
+      QVERIFY2(shown.contains(QString::fromStdString(w.label + ": " + w.words)), qPrintable(shown));
+    }
   }
 
   // A prediction with choices: picked with a radio button, locked before the run; after the run
