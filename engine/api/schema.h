@@ -29,8 +29,8 @@ struct Setting {
 
   std::string key;  // the flag without "--" and the JSON key: "hidden", "data-dir"
   // Whose table: "run" (runSettings(): a run's configuration), "program" (programSettings():
-  // what paralab-run does with the run) or "projection" (projectionSettings(): the cluster
-  // --project projects onto).
+  // what paralab-run does with the run), "projection" (projectionSettings(): the cluster
+  // --project projects onto) or "bench" (jobs::benchSettings(): a lesson's benchmark block).
   std::string owner = "run";
   SettingType type = SettingType::Text;
   std::string group;  // the window's group: "Model", "Parallelism", ...
