@@ -67,25 +67,12 @@ using paralab::test::readLines;
 using paralab::test::child;
 using paralab::test::quickConfig;
 using paralab::test::startAsANewLearner;
+using paralab::test::drawnByARun;
+using paralab::test::kSnapshotsHaveHoldings;
+using paralab::test::screenshotDir;
+using paralab::test::svgParses;
 
 namespace {
-
-// The holdings map is fed once snapshots carry the ranks' holdings (Snapshot::holdings).
-constexpr bool kSnapshotsHaveHoldings = ShowsHoldings<HoldingsMap>;
-
-// Charts a plain run does not draw: the speedup chart needs a sweep, the benchmark chart a
-// lesson's benchmark, the holdings map the session's holdings.
-bool drawnByARun(const Chart* c) {
-  if (qobject_cast<const SpeedupChart*>(c) || qobject_cast<const BenchChart*>(c)) return false;
-  if (qobject_cast<const HoldingsMap*>(c)) return kSnapshotsHaveHoldings;
-  return true;
-}
-
-QString screenshotDir() {
-  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
-  QDir().mkpath(dir);
-  return dir;
-}
 
 // Runs a session alone (no window) for `steps` steps and returns the loss of each.
 std::vector<double> uninterruptedLosses(const RunConfig& c) {

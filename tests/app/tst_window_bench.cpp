@@ -66,28 +66,12 @@ using paralab::test::readLines;
 using paralab::test::child;
 using paralab::test::quickConfig;
 using paralab::test::startAsANewLearner;
+using paralab::test::drawnByARun;
+using paralab::test::kSnapshotsHaveHoldings;
+using paralab::test::screenshotDir;
+using paralab::test::svgParses;
 
 namespace {
-
-// The holdings map is fed once snapshots carry the ranks' holdings (Snapshot::holdings).
-constexpr bool kSnapshotsHaveHoldings = ShowsHoldings<HoldingsMap>;
-
-QString screenshotDir() {
-  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
-  QDir().mkpath(dir);
-  return dir;
-}
-
-bool svgParses(const QString& path, QString* why) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return *why = "cannot open", false;
-  QXmlStreamReader svg(&file);
-  bool root = false;
-  while (!svg.atEnd())
-    if (svg.readNext() == QXmlStreamReader::StartElement && !root) root = svg.name() == u"svg";
-  *why = svg.errorString();
-  return !svg.hasError() && root;
-}
 
 }  // namespace
 

@@ -66,34 +66,16 @@ using paralab::test::readLines;
 using paralab::test::child;
 using paralab::test::quickConfig;
 using paralab::test::startAsANewLearner;
+using paralab::test::drawnByARun;
+using paralab::test::kSnapshotsHaveHoldings;
+using paralab::test::screenshotDir;
+using paralab::test::svgParses;
 
 namespace {
-
-// The holdings map is fed once snapshots carry the ranks' holdings (Snapshot::holdings).
-constexpr bool kSnapshotsHaveHoldings = ShowsHoldings<HoldingsMap>;
-
-// Charts a plain run does not draw: the speedup chart needs a sweep, the benchmark chart a
-// lesson's benchmark, the holdings map the session's holdings.
-bool drawnByARun(const Chart* c) {
-  if (qobject_cast<const SpeedupChart*>(c) || qobject_cast<const BenchChart*>(c)) return false;
-  if (qobject_cast<const HoldingsMap*>(c)) return kSnapshotsHaveHoldings;
-  return true;
-}
 
 QString readText(const QString& path) {
   QFile f(path);
   return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
-}
-
-bool svgParses(const QString& path, QString* why) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return *why = "cannot open", false;
-  QXmlStreamReader svg(&file);
-  bool root = false;
-  while (!svg.atEnd())
-    if (svg.readNext() == QXmlStreamReader::StartElement && !root) root = svg.name() == u"svg";
-  *why = svg.errorString();
-  return !svg.hasError() && root;
 }
 
 }  // namespace

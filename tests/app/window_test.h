@@ -1,5 +1,6 @@
 // What the window's test suites share: a fresh learner's settings, a quick run's settings, a
-// named child widget and the lines of an exported text file.
+// named child widget, the lines of an exported text file, which charts a run draws, where
+// screenshots go and whether an SVG parses.
 #pragma once
 #include <QApplication>
 #include <QDir>
@@ -7,7 +8,12 @@
 #include <QObject>
 #include <QStandardPaths>
 #include <QStringList>
+#include <QXmlStreamReader>
 
+#include "charts/bench_chart.h"
+#include "charts/chart_hub.h"
+#include "charts/holdings_map.h"
+#include "charts/speedup_chart.h"
 #include "panels/config_panel.h"
 #include "settings.h"
 #include "theme.h"
@@ -50,6 +56,34 @@ inline QStringList readLines(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
   return QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+}
+
+// The holdings map is fed once snapshots carry the ranks' holdings (Snapshot::holdings).
+inline constexpr bool kSnapshotsHaveHoldings = ShowsHoldings<HoldingsMap>;
+
+// Charts a plain run does not draw: the speedup chart needs a sweep, the benchmark chart a
+// lesson's benchmark, the holdings map the session's holdings.
+inline bool drawnByARun(const Chart* c) {
+  if (qobject_cast<const SpeedupChart*>(c) || qobject_cast<const BenchChart*>(c)) return false;
+  if (qobject_cast<const HoldingsMap*>(c)) return kSnapshotsHaveHoldings;
+  return true;
+}
+
+inline QString screenshotDir() {
+  const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots";
+  QDir().mkpath(dir);
+  return dir;
+}
+
+inline bool svgParses(const QString& path, QString* why) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return *why = "cannot open", false;
+  QXmlStreamReader svg(&file);
+  bool root = false;
+  while (!svg.atEnd())
+    if (svg.readNext() == QXmlStreamReader::StartElement && !root) root = svg.name() == u"svg";
+  *why = svg.errorString();
+  return !svg.hasError() && root;
 }
 
 }  // namespace paralab::test
