@@ -86,7 +86,7 @@ JobCommand jobCommand(const RunConfig& settings, const QString& hosts, const QSt
   const QString h = hosts.trimmed();
   if (!h.isEmpty()) c.arguments << (QFileInfo(h).isFile() ? "--hostfile" : "--host") << h;
   c.arguments << (run.isEmpty() ? QString("paralab-run") : run) << "--backend"
-              << qs(config.backend) << "--json"
+              << qs(nameOf(config.backend)) << "--json"
               << "--control"
               << "stdin" << settingFlags(config);
   if (!resumeFrom.isEmpty()) c.arguments << "--resume" << resumeFrom;

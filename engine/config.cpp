@@ -22,7 +22,7 @@ namespace paralab {
 // needs a GPU per rank on each machine: thread ranks all live in this process; under mpirun this
 // machine holds the processes mpirun placed here (its local size), each on GPU (local rank).
 static std::optional<std::string> ncclRanksProblem(const RunConfig& c, int gpus) {
-  if (c.backend != "nccl") return std::nullopt;
+  if (c.backend != Backend::Nccl) return std::nullopt;
   const auto n = [](int v) { return std::to_string(v); };
   if (mpiLaunchSize() == 0) {
     if (c.ranks > gpus)
@@ -46,7 +46,7 @@ std::optional<std::string> RunConfig::validate() const {
   if (auto err = validateRules()) return err;
   if (auto err = validateDevice()) return err;
   GpuMemory gpus;
-  if (device == "cuda") {
+  if (device == Device::Cuda) {
     const kernels::GpuInfo info = kernels::cuda_query_devices();
     gpus = {info.count, info.memoryBytes};
   }
@@ -68,9 +68,9 @@ std::optional<std::string> RunConfig::validateRules() const {
     if (auto err = row.incompatible(*this)) return err;
   for (const Setting& s : runSettings())
     if (auto err = inapplicable(s, *this)) return err;
-  if (backend == "nccl" && device != "cuda")
+  if (backend == Backend::Nccl && device != Device::Cuda)
     return "backend: nccl moves GPU buffers; it needs --device cuda";
-  if (backend == "nccl" && allreduce != "default")
+  if (backend == Backend::Nccl && allreduce != "default")
     return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
            allreduce + " lesson algorithm runs on --backend thread";
   // The cp ranks of a replica share its windows (each holds a part of every one).
@@ -81,34 +81,33 @@ std::optional<std::string> RunConfig::validateRules() const {
   return validateLayout();
 }
 
-std::string gemmKernelNames(const std::string& device) {
+std::string gemmKernelNames(Device device) {
   std::string names;
   const auto add = [&](const char* n) { names += (names.empty() ? "" : ", ") + std::string(n); };
-  if (device == "cpu")
+  if (device == Device::Cpu)
     for (const kernels::GemmKernel& k : kernels::gemm_kernels()) add(k.name);
-  else if (device == "cuda")
+  else
     for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) add(k.name);
   return names;
 }
 
-bool isGemmKernel(const std::string& device, const std::string& kernel) {
-  return device == "cpu"    ? kernels::gemm_find(kernel) != nullptr
-         : device == "cuda" ? kernels::gemm_cuda_find(kernel.c_str()) != nullptr
-                            : false;
+bool isGemmKernel(Device device, const std::string& kernel) {
+  return device == Device::Cpu ? kernels::gemm_find(kernel) != nullptr
+                               : kernels::gemm_cuda_find(kernel.c_str()) != nullptr;
 }
 
 // The device's choices and its kernels are the settings table's; this is whether the machine
 // and build can run it.
 std::optional<std::string> RunConfig::validateDevice() const {
-  if (device == "cuda") {
-    if (backend == "nccl" && !ncclAvailable())
+  if (device == Device::Cuda) {
+    if (backend == Backend::Nccl && !ncclAvailable())
       return std::string(
           "backend: nccl is not in this build (ParaLab was built without NCCL; it "
           "needs CUDA and libnccl-dev); --backend thread runs the ranks on the GPU");
     const kernels::GpuInfo gpus = kernels::cuda_query_devices();
     if (gpus.count == 0)
       return "device: cuda is not available here (" + gpus.reason + "); allowed: cpu";
-    if (gpus.emulated && backend == "nccl")
+    if (gpus.emulated && backend == Backend::Nccl)
       return std::string(
           "backend: nccl needs real GPUs; this program's GPU is emulated (allowed: thread)");
     if (auto err = ncclRanksProblem(*this, gpus.count)) return err;
@@ -129,7 +128,7 @@ std::optional<std::string> RunConfig::validateLayout() const {
   if (modelParallel() && globalBatch() / dpDegree() < microbatches)
     return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
            " samples each data-parallel rank gets per step";
-  if (model == "gpt") {
+  if (model == ModelKind::Gpt) {
     if (hidden % heads != 0)
       return "heads: " + n(heads) + " must divide the hidden width H = " + n(hidden);
     if (heads % tp != 0)
@@ -150,7 +149,7 @@ std::optional<std::string> RunConfig::validateLayout() const {
                          "(allowed: --cp 1 with --sp, or --cp with --no-sp)");
   } else if (cp > 1) {
     return "cp: context parallelism splits the GPT's windows (allowed: --cp 1 with --model " +
-           model + ")";
+           nameOf(model) + ")";
   }
   if (hasExperts()) {
     if (experts % ep != 0)

@@ -97,10 +97,10 @@ RunDescription describeRun(const RunConfig& config) {
   }
 
   // [SECTION] The short parts
-  const bool gpt = c.model == "gpt";
-  d.model = std::string(gpt                ? "GPT"
-                        : c.model == "moe" ? "MoE"
-                                           : "MLP") +
+  const bool gpt = c.model == ModelKind::Gpt;
+  d.model = std::string(gpt                         ? "GPT"
+                        : c.model == ModelKind::Moe ? "MoE"
+                                                    : "MLP") +
             " H=" + n(c.hidden) + " L=" + n(c.layers) +
             (gpt ? " " + n(c.heads) + " heads T=" + n(c.seq) : "");
   d.data = c.dataset + " · B=" + n(c.globalBatch());
@@ -139,12 +139,12 @@ RunDescription describeRun(const RunConfig& config) {
   }
   if (gpt && c.recompute != "none") d.modelParts.push_back("recompute " + c.recompute);
   d.training = c.optimizer + " lr " + formatValue(c.lr);
-  d.device = c.device;
+  d.device = nameOf(c.device);
   d.deviceWords = settingWords(c, "device").words;
   d.gemm = "GEMM " + c.kernel;
-  if (c.device == "cpu" && c.kernel == "vendor")
+  if (c.device == Device::Cpu && c.kernel == "vendor")
     d.gemm += std::string(" (") + kernels::vendor_blas_name() + ")";
-  if (c.device == "cuda" && c.kernel.rfind("vendor", 0) == 0) d.gemm += " (cuBLAS)";
+  if (c.device == Device::Cuda && c.kernel.rfind("vendor", 0) == 0) d.gemm += " (cuBLAS)";
   d.emulated = emulatedParts(config);
   return d;
 }

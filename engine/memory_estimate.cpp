@@ -36,8 +36,9 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   GptShape gpt{int(kGptVocab), c.seq, c.hidden, c.layers, c.heads};
   const MoeFfnShape ffn{c.hidden, c.experts, c.topk};
   if (c.hasExperts()) gpt.moe = ffn;
-  if (c.model == "gpt") P = gpt.parameterCount();
-  if (c.model == "moe") P = MoeShape{784, c.hidden, c.layers, 10, c.experts, c.topk}.parameterCount();
+  if (c.model == ModelKind::Gpt) P = gpt.parameterCount();
+  if (c.model == ModelKind::Moe)
+    P = MoeShape{784, c.hidden, c.layers, 10, c.experts, c.topk}.parameterCount();
   if (c.hasExperts())  // less the experts held elsewhere
     P -= int64_t(c.layers) * ffn.expertParameterCount() * c.experts * (std::max(1, c.ep) - 1) /
          std::max(1, c.ep);
@@ -53,7 +54,7 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   // and GELU's outputs (4H each) and fc2's output: 11H floats; then the logits.
   e.activations = 4 * c.globalBatch() * (784 + int64_t(c.layers) * 11 * H + 10);
   e.data = int64_t(70000) * (784 * 4 + 4);  // Fashion-MNIST's 60,000 + 10,000 images as floats
-  if (c.model == "gpt") {
+  if (c.model == ModelKind::Gpt) {
     // Per token, per block: LN1's output and stats, qkv (3H), the attention output, the stream
     // after attention, LN2's output and stats, fc1's and GELU's outputs (4H each), the block's
     // output: 16H + 4 floats, and the attention probabilities, NH x T per token. Then the
@@ -84,11 +85,11 @@ int64_t machineMemoryBytes() {
 std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes, GpuMemory gpus) {
   // Thread ranks share this process: its host memory, or on cuda its GPUs. MPI ranks may be on
   // other machines, each process placed on its machine's GPUs: those are not estimated here.
-  if (c.backend != "thread") return std::nullopt;
+  if (c.backend != Backend::Thread) return std::nullopt;
   const MemoryEstimate e = estimateMemory(c);
   const double GiB = 1024.0 * 1024 * 1024;
   char line[400];
-  if (c.device == "cuda") {
+  if (c.device == Device::Cuda) {
     // The model states and activations are the ranks' (an equal share each); the busiest GPU
     // holds ceil(ranks / GPUs) of them. The data stays on the host, a batch at a time moved.
     if (gpus.count <= 0 || gpus.bytesEach <= 0) return std::nullopt;

@@ -20,7 +20,7 @@ const char* runStateName(RunState s) {
 }
 
 RunPlace runPlace(const RunConfig& config) {
-  return config.backend == "thread" ? RunPlace::Threads : RunPlace::Processes;
+  return config.backend == Backend::Thread ? RunPlace::Threads : RunPlace::Processes;
 }
 
 std::string needsNewRun(const RunConfig& now, const RunConfig& wanted) {

@@ -28,7 +28,7 @@ std::function<Why(const RunConfig&)> usedBy(std::string key) {
   return [key](const RunConfig& c) { return usedByStrategy(c, key); };
 }
 Why gptOnly(const RunConfig& c) {
-  if (c.model == "gpt") return std::nullopt;
+  if (c.model == ModelKind::Gpt) return std::nullopt;
   return std::string("belongs to the GPT (--model gpt)");
 }
 Why moeOnly(const RunConfig& c) {

@@ -9,13 +9,14 @@ namespace {
 
 std::vector<SettingChoice> kernelChoices(const RunConfig& c) {
   std::vector<SettingChoice> out;
-  for (const GemmChoice& k : gemmChoices(c.device)) out.push_back({k.name, k.name, k.summary});
+  for (const GemmChoice& k : gemmChoices(nameOf(c.device)))
+    out.push_back({k.name, k.name, k.summary});
   return out;
 }
 
 // Images for the MLP and the MoE, text for the GPT.
 std::vector<SettingChoice> datasetChoices(const RunConfig& c) {
-  if (c.model == "gpt")
+  if (c.model == ModelKind::Gpt)
     return {{"fortunes", "Fortunes (text)", "Debian's quotations and literature, 2.5 MB"},
             {"synthetic", "Synthetic text", "Words with a fixed successor each, generated"}};
   return {{"fashion-mnist", "Fashion-MNIST", "Zalando's clothing images"},
@@ -30,9 +31,7 @@ void addModelRows(std::vector<Setting>& t) {
                   .in(kExecution, "Device")
                   .describe("Where the ranks compute (rank r on GPU r mod G)",
                             "The CPU, or GPUs (tensors in device memory). The GEMM kernel list "
-                            "follows the device.")
-                  .oneOf({{"cpu", "CPU", "The ranks compute on this machine's CPU cores"},
-                          {"cuda", "GPU (CUDA)", "Tensors in GPU memory, CUDA kernels"}}));
+                            "follows the device."));
   t.push_back(field("kernel", &RunConfig::kernel)
                   .in(kLinks, "GEMM kernel")
                   .describe("The GEMM of every layer: a rung of the device's ladder",
@@ -46,10 +45,6 @@ void addModelRows(std::vector<Setting>& t) {
                             "thread: ranks as threads of this process; mpi: one process each, "
                             "under mpirun; nccl: --device cuda, one rank per GPU. The window "
                             "launches mpi and nccl runs as mpirun jobs of paralab-run.")
-                  .oneOf({{"thread", "Threads", "Ranks as threads of this process"},
-                          {"mpi", "MPI processes", "One process per rank, launched by mpirun"},
-                          {"nccl", "NCCL, a process per GPU",
-                           "One process per GPU under mpirun, talking through NCCL"}})
                   .fixedPerRun());
   t.push_back(field("ranks", &RunConfig::ranks)
                   .in(kExecution, "Ranks")
@@ -65,12 +60,6 @@ void addModelRows(std::vector<Setting>& t) {
                             "experts: each block's FFN becomes E experts behind a router. GPT: "
                             "a character-level transformer, each block causal self-attention "
                             "then the same FFN, trained on text.")
-                  .oneOf({{"mlp", "MLP", "Residual blocks of LayerNorm, H→4H, GELU, 4H→H"},
-                          {"moe", "Mixture of experts",
-                           "Each block's FFN becomes E experts behind a router"},
-                          {"gpt", "GPT (characters)",
-                           "Blocks of causal self-attention and the FFN, predicting the next "
-                           "character"}})
                   .fixedPerRun());
   t.push_back(field("layers", &RunConfig::layers)
                   .in(kModel, "Residual blocks L")

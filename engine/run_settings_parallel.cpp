@@ -293,7 +293,7 @@ void addParallelRows(std::vector<Setting>& t) {
                             "bytes / bandwidth, so step times show what a slower link does.")
                   .oneOf(linkChoices)
                   .appliesWhen([](const RunConfig& c) -> Why {
-                    if (c.backend == "thread") return std::nullopt;
+                    if (c.backend == Backend::Thread) return std::nullopt;
                     return std::string(
                         "emulated links need --backend thread (real processes "
                         "use their real links)");

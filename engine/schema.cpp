@@ -159,6 +159,38 @@ template Setting field(std::string, double RunConfig::*);
 template Setting field(std::string, bool RunConfig::*);
 template Setting field(std::string, std::string RunConfig::*);
 
+// An enum member reads and writes its table's words (run_choices.h), and its choices are that
+// table's rows. A word the table does not hold is kept in RunConfig::extra under the key, so
+// check() names it as it names any setting's bad value, when validate() runs: "model: 'resnet'
+// is not one of mlp, moe, gpt".
+template <class E>
+requires std::is_enum_v<E> Setting field(std::string key, E RunConfig::*member) {
+  Setting s;
+  s.key = key;
+  s.type = SettingType::Text;
+  s.get = [member, key](const RunConfig& c) -> SettingValue {
+    if (const auto bad = c.extra.find(key); bad != c.extra.end()) return bad->second;
+    return nameOf(c.*member);
+  };
+  s.set = [member, key](RunConfig& c, const SettingValue& v) {
+    const std::string& word = std::get<std::string>(v);
+    if (const std::optional<E> value = fromName<E>(word)) {
+      c.*member = *value;
+      c.extra.erase(key);
+    } else {
+      c.extra[key] = word;
+    }
+  };
+  std::vector<SettingChoice> fixed;
+  for (const ChoiceName<E>& row : choiceTable(E{}))
+    fixed.push_back({.value = row.name, .label = row.label, .summary = row.summary});
+  s.oneOf(std::move(fixed));
+  return s;
+}
+template Setting field(std::string, ModelKind RunConfig::*);
+template Setting field(std::string, Device RunConfig::*);
+template Setting field(std::string, Backend RunConfig::*);
+
 Setting extraSetting(std::string key, SettingType type, SettingValue byDefault) {
   Setting s;
   s.key = key;

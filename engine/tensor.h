@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "memory/memory_tracker.h"
+#include "run_choices.h"  // Device
 
 namespace paralab {
 
 class DeviceAllocator;
-enum class Device { Cpu, Cuda };
 using Shape = std::vector<int64_t>;
 
 class Tensor {

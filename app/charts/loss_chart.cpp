@@ -148,7 +148,7 @@ void LossChart::writeCsv(QTextStream& out) const {
 }
 
 void LossChart::describeAccuracy(const RunConfig& c) {
-  const bool text = c.model == "gpt";
+  const bool text = c.model == ModelKind::Gpt;
   m_accuracy->setName(text ? tr("next-character accuracy (held out)") : tr("test accuracy"));
   m_testLoss->setName(text ? tr("held-out loss per character") : tr("held-out loss"));
   setAxisLabel(yAxis, text ? tr("loss (nats per character)") : tr("loss (nats)"));

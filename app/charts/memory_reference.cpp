@@ -26,7 +26,7 @@ std::optional<ModelStatesReference> modelStatesReference(int64_t P, int stage, i
 std::optional<ModelStatesReference> modelStatesReference(const RunConfig& c, int64_t P) {
   // The formulas count one full replica (or its ZeRO shards) per rank: synchronous data
   // parallelism of the dense model only.
-  if (c.strategy != "sync" || c.model != "mlp" || c.tp != 1 || c.pp != 1 || P <= 0)
+  if (c.strategy != "sync" || c.model != ModelKind::Mlp || c.tp != 1 || c.pp != 1 || P <= 0)
     return std::nullopt;
   return modelStatesReference(P, c.zero, optimizerBytesPerParam(c.optimizer), c.dpDegree());
 }

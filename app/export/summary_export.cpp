@@ -49,12 +49,11 @@ void settingsSection(QStringList& md, const RunReport& r) {
   auto row = [&](const QString& k, const QString& v) { md << QString("| %1 | %2 |").arg(k, v); };
   // The device by its flag value and its words: "cuda — GPU (CUDA), GEMM vendor (cuBLAS)".
   const QString device = QString("%1 — %2, %3").arg(str(d.device), str(d.deviceWords), str(d.gemm));
-  row(QObject::tr("Execution"),
-      c.ranks > 1 ? QObject::tr("parallel, %1 ranks (%2 backend), %3")
-                        .arg(c.ranks)
-                        .arg(str(c.backend))
-                        .arg(device)
-                  : QObject::tr("serial, 1 rank, %1").arg(device));
+  row(QObject::tr("Execution"), c.ranks > 1 ? QObject::tr("parallel, %1 ranks (%2 backend), %3")
+                                                  .arg(c.ranks)
+                                                  .arg(str(nameOf(c.backend)))
+                                                  .arg(device)
+                                            : QObject::tr("serial, 1 rank, %1").arg(device));
   row(QObject::tr("Strategy"), strategyLine(d));
   if (c.ranks > 1) {
     row(QObject::tr("ZeRO stage"), str(settingWords(c, "zero").words));
@@ -69,7 +68,8 @@ void settingsSection(QStringList& md, const RunReport& r) {
   row(QObject::tr("Interconnect"), linkLine(c));
   QString model = str(settingWords(c, "model").words);
   if (!d.modelParts.empty()) model += " (" + str(joined(d.modelParts)) + ")";
-  if (c.model == "gpt") model += QObject::tr(", %1 heads, context %2").arg(c.heads).arg(c.seq);
+  if (c.model == ModelKind::Gpt)
+    model += QObject::tr(", %1 heads, context %2").arg(c.heads).arg(c.seq);
   row(QObject::tr("Model"),
       model + ", " +
           // A job's or a recorded run's lines do not carry P: said, rather than "P = 0".
@@ -119,7 +119,7 @@ void measuredSection(QStringList& md, const RunReport& r) {
   row(QObject::tr("Steps"), QObject::tr("%1 (%2)").arg(count(r.steps)).arg(r.state));
   if (r.last) {
     row(QObject::tr("Final loss"),
-        (r.config.model == "gpt"
+        (r.config.model == ModelKind::Gpt
              ? QObject::tr("%1 nats per character (last step); %2 (mean of the last %3)")
              : QObject::tr("%1 nats (last step); %2 nats (mean of the last %3)"))
             .arg(num(r.last->loss, 4))
@@ -127,7 +127,7 @@ void measuredSection(QStringList& md, const RunReport& r) {
             .arg(r.window));
   }
   // The GPT is scored per character: its accuracy is of the next character, its loss per one.
-  const bool gpt = r.config.model == "gpt";
+  const bool gpt = r.config.model == ModelKind::Gpt;
   row(gpt ? QObject::tr("Next-character accuracy (held out)") : QObject::tr("Test accuracy"),
       r.accuracyPercent ? QObject::tr("%1 % (at step %2)")
                               .arg(num(*r.accuracyPercent, 2))
@@ -197,8 +197,8 @@ void referenceSection(QStringList& md, const RunReport& r) {
     items << line;
   }
   const int n = c.dpDegree();
-  if (c.ranks > 1 && c.strategy == "sync" && c.zero == 0 && c.model == "mlp" && c.tp == 1 &&
-      c.pp == 1 && P > 0) {
+  if (c.ranks > 1 && c.strategy == "sync" && c.zero == 0 && c.model == ModelKind::Mlp &&
+      c.tp == 1 && c.pp == 1 && P > 0) {
     const bool naive = c.allreduce == "naive";
     const double bytes = naive ? (n - 1) * 4.0 * double(P) : 2.0 * (n - 1) / n * 4.0 * double(P);
     QString line = naive ? QObject::tr(

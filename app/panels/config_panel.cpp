@@ -313,7 +313,7 @@ void ConfigPanel::updateAvailability() {
   // The device's own reason (no GPU) stays on its tooltip.
   if (!m_gpuReason.isEmpty()) setGpuReason(m_gpuReason);
   // A job's hosts and launcher command, under the choice that makes one.
-  const bool job = effect.config.backend != "thread";
+  const bool job = effect.config.backend != Backend::Thread;
   if (QFormLayout* form = m_formOf.value(m_jobFields)) form->setRowVisible(m_jobFields, job);
   if (job) m_jobFields->showCommand(effect.config);
 }

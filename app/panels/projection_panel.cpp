@@ -241,7 +241,7 @@ void ProjectionPanel::useRunLayout() {
   m_micro->setValue(c.pp > 1 ? c.microbatches : 0);
   m_zero->setCurrentIndex(std::clamp(c.zero, 0, 3));
   const int rc = m_recompute->findText(QString::fromStdString(c.recompute));
-  m_recompute->setCurrentIndex(c.model == "gpt" && rc >= 0 ? rc : 0);
+  m_recompute->setCurrentIndex(c.model == ModelKind::Gpt && rc >= 0 ? rc : 0);
   if (m_model->currentIndex() == 0) m_batch->setValue(c.globalBatch());
   m_filling = false;
   refresh();
@@ -296,10 +296,10 @@ void ProjectionPanel::refresh() {
     // What a projection covers (as paralab-run --project): the MLP and the GPT, trained by
     // synchronous data parallelism with its model-parallel axes.
     const RunConfig c = m_runConfig();
-    if (c.model != "gpt" && c.model != "mlp")
+    if (c.model != ModelKind::Gpt && c.model != ModelKind::Mlp)
       m_refusal = tr("model: the projection covers the mlp and the gpt (the settings have %1; "
                      "pick a published shape instead)")
-                      .arg(QString::fromStdString(c.model));
+                      .arg(QString::fromStdString(nameOf(c.model)));
     else if (c.strategy != "sync")
       m_refusal = tr("strategy: the projection covers synchronous data parallelism (the settings "
                      "have %1)")

@@ -38,7 +38,7 @@ QStringList runLabels(const RunConfig& c, bool modelledBytes) {
     labels << QObject::tr(
                   "bytes modelled: the library's collectives (--backend %1) move them "
                   "unseen; these are the algorithm's counts")
-                  .arg(QString::fromStdString(c.backend));
+                  .arg(QString::fromStdString(nameOf(c.backend)));
   return labels;
 }
 

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <variant>
 
-#include <nlohmann/json_fwd.hpp>
+#include "run_choices.h"
 
 namespace paralab {
 
@@ -23,7 +24,7 @@ struct RunConfig {
   // One field per setting of the settings table (run_settings.cpp), which gives each its flag,
   // range or choices and help; the defaults are these initialisers.
   // The model and its data
-  std::string model = "mlp";
+  ModelKind model = ModelKind::Mlp;
   int layers = 2;
   int hidden = 128;
   int heads = 4;  // --model gpt: attention heads NH
@@ -46,10 +47,10 @@ struct RunConfig {
   int evalSamples = 2000;
   bool instrument = true;
   // Where the math runs, how many ranks and how they talk
-  std::string device = "cpu";
+  Device device = Device::Cpu;
   std::string kernel = "vendor";
   int ranks = 1;
-  std::string backend = "thread";
+  Backend backend = Backend::Thread;
   std::string allreduce = "default";
   std::string link = "none";
   double timeoutS = 60;
@@ -78,7 +79,9 @@ struct RunConfig {
   std::string schedule = "1f1b";
   int ep = 1;
   // Settings a strategy declares for itself (its row's `settings`), by key; a setting at its
-  // default is absent.
+  // default is absent. A word given for an enum's setting that names none of its values
+  // ("model": "resnet") is kept here under the setting's key, so validate() names it like any
+  // other bad value (schema.cpp field()).
   std::map<std::string, SettingValue> extra;
 
   // Ranks one replica of the model spans: its tensor, pipeline and context splits.
@@ -87,7 +90,9 @@ struct RunConfig {
   bool modelParallel() const { return modelSplit() > 1; }
   int dpDegree() const { return dp > 0 ? dp : ranks / modelSplit(); }
   // Blocks with a mixture-of-experts FFN: the MoE MLP, or the GPT with --ffn moe.
-  bool hasExperts() const { return model == "moe" || (model == "gpt" && ffn == "moe"); }
+  bool hasExperts() const {
+    return model == ModelKind::Moe || (model == ModelKind::Gpt && ffn == "moe");
+  }
   // --dp/--tp/--pp/--cp given without --ranks: the world is their product.
   void deriveRanks() {
     if (ranks == 1 && (dp > 0 || modelSplit() > 1)) ranks = std::max(dp, 1) * modelSplit();
@@ -105,10 +110,10 @@ struct RunConfig {
   nlohmann::json toJson() const;
 };
 
-// The GEMM kernels `--kernel` offers on a device, "naive, simd, ..." in ladder order ("" for a
-// device that is neither cpu nor cuda); and whether `kernel` is one of them.
-std::string gemmKernelNames(const std::string& device);
-bool isGemmKernel(const std::string& device, const std::string& kernel);
+// The GEMM kernels `--kernel` offers on a device, "naive, simd, ..." in ladder order; and
+// whether `kernel` is one of them.
+std::string gemmKernelNames(Device device);
+bool isGemmKernel(Device device, const std::string& kernel);
 
 // Reads keys named like the flags ("hidden", "data-dir", ...) into `config`. Unknown keys and
 // wrong types throw ConfigError naming the key.

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "config.h"
@@ -104,6 +105,9 @@ struct Setting {
 // A member of RunConfig as a setting's value.
 template <class T>
 Setting field(std::string key, T RunConfig::*member);
+// An enum member (run_choices.h) as its table's words; its choices are the table's rows.
+template <class E>
+requires std::is_enum_v<E> Setting field(std::string key, E RunConfig::*member);
 // A setting a strategy declares for itself, kept in RunConfig::extra under its key.
 Setting extraSetting(std::string key, SettingType type, SettingValue byDefault);
 

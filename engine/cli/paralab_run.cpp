@@ -104,7 +104,7 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
 // work is split.
 std::string layoutText(const RunConfig& c) {
   const RunDescription d = describeRun(c);
-  std::string s = c.backend;
+  std::string s = nameOf(c.backend);
   if (!d.strategy.empty()) s += ", " + d.strategy;
   for (const std::string& part : d.modelParts) s += ", " + part;
   for (const std::string& part : d.layout) s += ", " + part;
@@ -112,7 +112,7 @@ std::string layoutText(const RunConfig& c) {
 }
 
 // Where the math runs: the device and the --kernel GEMM, naming the BLAS when it is the vendor's.
-std::string gemmText(const RunConfig& c) { return c.device + ", " + describeRun(c).gemm; }
+std::string gemmText(const RunConfig& c) { return nameOf(c.device) + ", " + describeRun(c).gemm; }
 
 int runLatencySweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> batches;
@@ -136,8 +136,8 @@ int runLatencySweepCommand(const RunConfig& config, const std::string& spec, boo
                   (r.threads == 1 ? "" : "s")
             : gemmText(config) + " on " + r.gpu + ", batch copied from host memory each forward";
     std::printf("Latency vs throughput: %s, H=%d, L=%d (%lld parameters), forward only, %s\n",
-                config.model.c_str(), config.hidden, config.layers, (long long)r.parameterCount,
-                where.c_str());
+                nameOf(config.model).c_str(), config.hidden, config.layers,
+                (long long)r.parameterCount, where.c_str());
     const int T = r.tokensPerSample;
     if (T == 0) {
       std::printf("median of %d timed repeats after %d warm-up forwards, on %s test samples\n",
@@ -254,7 +254,8 @@ int main(int argc, char** argv) {
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
   // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
   // alone runs thread ranks, one per GPU, in this process.
-  const bool mpiJob = config.backend == "mpi" || (config.backend == "nccl" && mpiLaunchSize() > 0);
+  const bool mpiJob =
+      config.backend == Backend::Mpi || (config.backend == Backend::Nccl && mpiLaunchSize() > 0);
   // Under mpirun the job's size is the world (before --dp/--tp/--pp imply one).
   if (mpiJob && config.ranks == 1 && mpiLaunchSize() > 0) config.ranks = mpiLaunchSize();
   config.deriveRanks();
@@ -298,10 +299,11 @@ int main(int argc, char** argv) {
       options.algorithm = parseAllReduceAlgo(config.allreduce);
       options.timeoutSeconds = config.timeoutS;
       // nccl: rank 0's NCCL id travels by MPI_Bcast; each process drives GPU (local rank).
-      auto world = config.backend == "nccl" ? makeNcclMpiWorld(options) : makeMpiWorld(options);
+      auto world =
+          config.backend == Backend::Nccl ? makeNcclMpiWorld(options) : makeMpiWorld(options);
       // The bucketed all-reduce checks each bucket's arguments over MPI from a thread of its own
       // (grad_sync.cpp keeps it inline only for --backend mpi).
-      if (config.backend == "nccl" && !mpiCallsFromAnyThread())
+      if (config.backend == Backend::Nccl && !mpiCallsFromAnyThread())
         return fail(
             "backend: nccl under mpirun needs an MPI that takes calls from any thread "
             "(MPI_THREAD_SERIALIZED); this one does not");
@@ -328,7 +330,7 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         return fail(std::string("save: ") + e.what());
       }
-    if (!json && root && config.model == "gpt") {
+    if (!json && root && config.model == ModelKind::Gpt) {
       const std::string ffn = config.hasExperts() ? "a mixture of " + std::to_string(config.experts) +
                                                         " expert FFNs (top-" +
                                                         std::to_string(config.topk) + ")"

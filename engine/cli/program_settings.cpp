@@ -57,7 +57,7 @@ std::vector<Setting> programRows() {
                             "speedup, efficiency and the Amdahl/Gustafson fits")
                   .shaped("ranks=1,2,4,8", readBy("sweep", parseSweep))
                   .appliesWhen([](const RunConfig& c) -> Why {
-                    if (c.backend == "thread") return std::nullopt;
+                    if (c.backend == Backend::Thread) return std::nullopt;
                     return std::string("runs thread ranks (--backend thread)");
                   }));
   t.push_back(textFlag("latency-sweep", "batch=1,2,4,...,4096")
@@ -77,7 +77,8 @@ std::vector<Setting> programRows() {
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (sweeping(c)) return std::string("records a training run (not a sweep)");
                     // A process per rank holds only its own rank's spans.
-                    if (c.backend == "mpi" || (c.backend == "nccl" && mpiLaunchSize() > 0))
+                    if (c.backend == Backend::Mpi ||
+                        (c.backend == Backend::Nccl && mpiLaunchSize() > 0))
                       return std::string(
                           "needs thread ranks (--backend thread or nccl; under mpirun each "
                           "process holds only its own rank's spans)");
@@ -107,9 +108,9 @@ std::vector<Setting> programRows() {
                   .range(0, 100000)
                   .zeroIs("none")
                   .appliesWhen([](const RunConfig& c) -> Why {
-                    if (c.model != "gpt")
-                      return "generates text with --model gpt (allowed with --model " + c.model +
-                             ": 0)";
+                    if (c.model != ModelKind::Gpt)
+                      return "generates text with --model gpt (allowed with --model " +
+                             nameOf(c.model) + ": 0)";
                     if (sweeping(c)) return std::string("follows a training run");
                     if (c.hasExperts() && c.ep > 1)
                       return "generates on one rank, and --ep " + std::to_string(c.ep) +

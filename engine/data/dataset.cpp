@@ -151,7 +151,8 @@ std::string dataFolder(const RunConfig& config) {
 }
 
 std::shared_ptr<const Dataset> loadRunData(const RunConfig& config, const ProgressFn& progress) {
-  if (config.model != "gpt") return loadDataset(config.dataset, config.dataDir, config.seed, progress);
+  if (config.model != ModelKind::Gpt)
+    return loadDataset(config.dataset, config.dataDir, config.seed, progress);
   static std::mutex mutex;
   static std::map<std::tuple<std::string, std::string, uint64_t, int>,
                   std::weak_ptr<const Dataset>>

@@ -54,18 +54,18 @@ std::unique_ptr<Compute> Compute::cuda(int gpu, const std::string& kernel,
 }
 
 std::unique_ptr<Compute> Compute::forRank(const RunConfig& config, int rank) {
-  if (config.device != "cuda") return cpu(config.kernel);
+  if (config.device != Device::Cuda) return cpu(config.kernel);
   const int gpus = cuda_query_devices().count;
   if (gpus == 0) throw std::runtime_error("device: cuda is not available here");
   // Rank r on GPU r mod G; a process of an MPI job on GPU (its rank on this machine) mod G, the
   // GPU makeNcclMpiWorld gives its NCCL communicator. Thread ranks on different GPUs read each
   // other's buffers in ThreadComm's device path, so each rank's GPU needs access to the others'.
-  const bool processPerRank = config.backend != "thread" && mpiLaunchSize() > 0;
+  const bool processPerRank = config.backend != Backend::Thread && mpiLaunchSize() > 0;
   const int device = (processPerRank ? mpiLocalRank(rank) : rank) % gpus;
   std::vector<int> peers;
   for (int q = 0; q < std::min(config.ranks, gpus); ++q)
     if (q != device) peers.push_back(q);
-  if (config.backend != "thread") peers.clear();
+  if (config.backend != Backend::Thread) peers.clear();
   return cuda(device, config.kernel, peers);
 }
 

@@ -32,7 +32,7 @@ void runLatency(const BenchRequest& request, BenchResult& result, const ReportPr
   const RunConfig cpu = latencyConfig(request);
   const std::vector<int> batches = latencyBatches(request);
   RunConfig gpu = cpu;
-  gpu.device = "cuda";
+  gpu.device = Device::Cuda;
   const GpuAvailability g = gpuAvailability();
   // With the batches: a GPU too small for the largest is said, not an error of the whole step.
   std::string why = g.count > 0 ? latencySweepProblem(gpu, batches) : g.reason;
@@ -44,13 +44,13 @@ void runLatency(const BenchRequest& request, BenchResult& result, const ReportPr
       runLatencySweep(cpu, batches, options, [&](int done, int) { return report(done); });
   const std::string params = grouped(result.latencyCpu->parameterCount);
   const std::string h = std::to_string(cpu.hidden), l = std::to_string(cpu.layers);
-  if (cpu.model == "gpt")
+  if (cpu.model == ModelKind::Gpt)
     result.latencyModel = "GPT H=" + h + ", L=" + l + ", " + std::to_string(cpu.heads) +
                           " heads, T=" + std::to_string(cpu.seq) + ", " + params + " parameters, " +
                           cpu.dataset + " test windows";
   else
-    result.latencyModel = cpu.model + " H=" + h + ", L=" + l + ", " + params + " parameters, " +
-                          cpu.dataset + " test samples";
+    result.latencyModel = nameOf(cpu.model) + " H=" + h + ", L=" + l + ", " + params +
+                          " parameters, " + cpu.dataset + " test samples";
   if (!why.empty() || result.latencyCpu->cancelled) {
     result.gpuNotRun = why.empty() ? "cancelled" : why;
     return;
@@ -100,7 +100,7 @@ RunConfig latencyConfig(const BenchRequest& b) {
   c.hidden = int(b.number("hidden"));
   c.layers = int(b.number("layers"));
   if (b.word("model") == "gpt") {
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.seq = int(b.number("seq"));
     c.heads = int(b.number("heads"));
     datasetFollowsModel(c);  // its own text, as `paralab-run --model gpt` reads
@@ -125,7 +125,7 @@ teach::RooflineOptions rooflineOptions(const BenchRequest& b) {
   };
   o.hidden = given("hidden", b.settings.hidden);
   o.layers = given("layers", b.settings.layers);
-  o.kernel = isGemmKernel("cpu", b.settings.kernel) ? b.settings.kernel : "vendor";
+  o.kernel = isGemmKernel(Device::Cpu, b.settings.kernel) ? b.settings.kernel : "vendor";
   o.batches = {1, int(b.number("max-batch"))};
   o.precision = projection::parsePrecision(b.word("precision"));
   o.repeats = int(b.number("repeats"));

@@ -119,13 +119,13 @@ MlpShape mlpShape(const RunConfig& c, const Dataset& d) {
 std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  MemoryTracker* tracker, const Compute* compute,
                                  const ModelShard& shard, bool initialise) {
-  if (config.model == "gpt")
+  if (config.model == ModelKind::Gpt)
     return std::make_unique<Gpt>(gptShape(config, data), config.seed, tracker, compute,
                                  recomputeFromName(config.recompute), shard, initialise);
-  if (config.model == "mlp")
+  if (config.model == ModelKind::Mlp)
     return std::make_unique<Mlp>(mlpShape(config, data), config.seed, tracker, shard, initialise,
                                  compute);
-  if (config.model == "moe") {
+  if (config.model == ModelKind::Moe) {
     // Its own shards are the experts' placement; its weights are always drawn (it is never
     // built to be filled).
     if (shard.tpSize != 1 || shard.firstUnit != 0 || shard.lastUnit >= 0)
@@ -133,12 +133,12 @@ std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
     return std::make_unique<Moe>(moeShape(config, data), config.seed, tracker,
                                  ExpertPlacement{shard.epSize, shard.epRank}, compute);
   }
-  throw std::invalid_argument("model: " + config.model + " is not one of mlp, moe, gpt");
+  throw std::invalid_argument("model: " + nameOf(config.model) + " is not one of mlp, moe, gpt");
 }
 
 int64_t parameterCountOf(const RunConfig& config, const Dataset& data) {
-  if (config.model == "gpt") return gptShape(config, data).parameterCount();
-  if (config.model == "moe") return moeShape(config, data).parameterCount();
+  if (config.model == ModelKind::Gpt) return gptShape(config, data).parameterCount();
+  if (config.model == ModelKind::Moe) return moeShape(config, data).parameterCount();
   return mlpShape(config, data).parameterCount();
 }
 
@@ -147,7 +147,7 @@ double modelFlopsPerSample(const RunConfig& config, const Dataset& data) {
   if (config.hasExperts())  // a token runs its top-k experts, not the other E - k
     P -= double(config.layers) * double(config.experts - config.topk) *
          double(moeFfnShape(config).expertParameterCount());
-  if (config.model == "gpt") {
+  if (config.model == ModelKind::Gpt) {
     const double T = config.seq, attention = 12.0 * config.layers * config.hidden * T;
     return T * (6 * P + attention);
   }

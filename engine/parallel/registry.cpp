@@ -43,7 +43,7 @@ void ensureCompute(RankContext& ctx, std::unique_ptr<Compute>& own) {
 namespace {
 
 Setting::Why hogwildNeedsThreads(const RunConfig& c) {
-  if (c.backend == "thread") return std::nullopt;
+  if (c.backend == Backend::Thread) return std::nullopt;
   return std::string("strategy: hogwild needs ranks that share memory (--backend thread)");
 }
 Setting::Why modelParallelNeedsSync(const RunConfig& c) {
@@ -51,7 +51,7 @@ Setting::Why modelParallelNeedsSync(const RunConfig& c) {
   return std::string("strategy: tensor and pipeline parallelism compose with --strategy sync only");
 }
 Setting::Why moeLayout(const RunConfig& c) {
-  const std::string which = c.model == "moe" ? "--model moe" : "--ffn moe";
+  const std::string which = c.model == ModelKind::Moe ? "--model moe" : "--ffn moe";
   if (c.modelParallel())
     return "model: " + which +
            " composes with data and expert parallelism only (allowed: tp = pp = cp = 1)";
@@ -168,7 +168,7 @@ static std::string rowName(const RunConfig& config) {
 }
 
 std::optional<std::string> cudaRefusal(const RunConfig& config) {
-  if (config.device != "cuda") return std::nullopt;
+  if (config.device != Device::Cuda) return std::nullopt;
   // GPU buffers travel through ThreadComm's device path (thread ranks, any number per GPU) or
   // NcclComm (one rank per GPU: thread ranks of this process, or a process each under mpirun;
   // RunConfig::validate counts the GPUs). MpiComm moves host buffers only. Every strategy runs
@@ -176,7 +176,7 @@ std::optional<std::string> cudaRefusal(const RunConfig& config) {
   // all-gather, broadcast, reduce, all-to-all(v), send/recv, split) are NCCL's own, and NcclComm
   // stages the one on a host buffer (the spread's all-reduce Max of local SGD and gossip)
   // through the GPU.
-  if (config.backend == "mpi")
+  if (config.backend == Backend::Mpi)
     return "device: cuda needs --backend thread or nccl; --backend mpi moves host buffers only";
   return std::nullopt;
 }

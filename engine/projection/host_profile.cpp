@@ -262,7 +262,7 @@ double allReduceSeconds(ThreadWorld& world, int64_t floats, int repeats) {
 // and head, and a block's two LayerNorms and four linear layers; bucketed, one per --bucket-mb
 // of a stage's gradients; ZeRO, one unit per block and per end.
 int engineDpCalls(const RunConfig& c) {
-  const bool gpt = c.model == "gpt";
+  const bool gpt = c.model == ModelKind::Gpt;
   if (c.zero > 0) return c.layers + 2;
   if (c.dpVersion == "per-tensor") return gpt ? 6 + 12 * c.layers : 4 + 6 * c.layers;
   const double parameters =

@@ -52,7 +52,7 @@ double recipeBytes(const BlockWork& w, Recompute rc, double e, bool dropout) {
 // of one more block, per token (fp32 bytes).
 double engineBytesPerToken(const BlockWork& w, Recompute rc) {
   RunConfig c;
-  c.model = w.attention ? "gpt" : "mlp";
+  c.model = w.attention ? ModelKind::Gpt : ModelKind::Mlp;
   c.hidden = w.hidden;
   c.heads = w.heads;
   c.seq = w.attention ? w.seq : 1;

@@ -152,7 +152,7 @@ namespace {
 // projection's, so a layout the engine trains is one the projection projects.
 RunConfig engineRun(const ModelSpec& m, const Layout& l, const Cluster& c) {
   RunConfig r;
-  r.model = m.gpt() ? "gpt" : "mlp";
+  r.model = m.gpt() ? ModelKind::Gpt : ModelKind::Mlp;
   r.dataset = "synthetic";  // a projection reads no data
   r.layers = m.layers;
   r.hidden = m.hidden;

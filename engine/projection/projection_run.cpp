@@ -149,13 +149,13 @@ std::string toText(const Projection& p) {
 
 ModelSpec modelOf(const RunConfig& c, int vocab) {
   ModelSpec m;
-  m.kind = c.model == "gpt" ? ModelSpec::Kind::Gpt : ModelSpec::Kind::Mlp;
+  m.kind = c.model == ModelKind::Gpt ? ModelSpec::Kind::Gpt : ModelSpec::Kind::Mlp;
   m.layers = c.layers;
   m.hidden = c.hidden;
   m.heads = c.heads;
   m.seq = c.seq;
   m.vocab = vocab;
-  if (c.model == "gpt" && c.hasExperts()) {
+  if (c.model == ModelKind::Gpt && c.hasExperts()) {
     m.experts = c.experts;
     m.topk = c.topk;
   }
@@ -177,7 +177,7 @@ Layout layoutOf(const RunConfig& c) {
   l.microBatches = c.modelParallel() ? c.microbatches : 1;
   l.schedule = parseSchedule(c.schedule);
   l.zero = c.zero;
-  l.recompute = c.model == "gpt" ? recomputeFromName(c.recompute) : Recompute::None;
+  l.recompute = c.model == ModelKind::Gpt ? recomputeFromName(c.recompute) : Recompute::None;
   l.optimizer = c.optimizer;
   l.overlapDpComm = c.dpVersion == "bucket";
   return l;
@@ -209,7 +209,7 @@ Projection projectRun(const RunConfig& config, const RunProjection& q) {
   for (const Setting& s : runSettings())
     if (s.choices)
       if (auto err = s.check(c)) throw ConfigError(*err);
-  if (config.model != "gpt" && config.model != "mlp")
+  if (config.model != ModelKind::Gpt && config.model != ModelKind::Mlp)
     throw ConfigError("model: --project projects the mlp and the gpt (allowed: mlp, gpt)");
   if (config.strategy != "sync")
     throw ConfigError("strategy: --project projects synchronous data parallelism (allowed: sync)");

@@ -62,7 +62,7 @@ std::vector<Setting> clusterTable() {
                   .range(0, 10'000'000)
                   .zeroIs("the engine's 96 characters")
                   .appliesWhen([](const RunConfig& c) -> Setting::Why {
-                    if (c.model == "gpt") return std::nullopt;
+                    if (c.model == ModelKind::Gpt) return std::nullopt;
                     return std::string(
                         "the MLP's inputs and classes are its data set's "
                         "(allowed: --vocab with --model gpt)");

@@ -206,7 +206,7 @@ std::optional<std::string> checkpointMismatch(const Checkpoint& saved, const Run
   // characters). The parameter count catches the rest.
   bool model = parameterCount != saved.parameterCount;
   for (const char* key : {"model", "hidden", "layers", "dataset"}) model = model || differs(key);
-  if (run.model == "gpt")
+  if (run.model == ModelKind::Gpt)
     for (const char* key : {"heads", "seq", "ffn"}) model = model || differs(key);
   if (run.hasExperts()) model = model || differs("experts");
   if (model)

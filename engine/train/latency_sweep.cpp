@@ -84,7 +84,7 @@ SweepMemory sweepMemory(const RunConfig& c, int batch) {
   RunConfig at = c;
   at.batch = batch, at.ranks = 1, at.scaling = "strong";
   const MemoryEstimate e = estimateMemory(at);
-  if (c.device == "cuda")
+  if (c.device == Device::Cuda)
     return {e.modelStates + e.activations, kernels::cuda_query_devices().memoryBytes};
   return {e.total(), machineMemoryBytes()};
 }
@@ -145,14 +145,14 @@ std::string latencySweepProblem(const RunConfig& c, const std::vector<int>& batc
   std::snprintf(line, sizeof line,
                 "latency-sweep: batch %d of --model %s needs about %.1f GiB, %s has %.1f GiB "
                 "(allowed here: ",
-                largest, c.model.c_str(), m.need / GiB,
-                c.device == "cuda" ? "the GPU" : "this machine", m.have / GiB);
+                largest, nameOf(c.model).c_str(), m.need / GiB,
+                c.device == Device::Cuda ? "the GPU" : "this machine", m.have / GiB);
   std::string s = line;
   if (fits == 0)
-    return s + "no batch size; a smaller --hidden, --layers" + (c.model == "gpt" ? " or --seq" : "") +
-           " needs less)";
+    return s + "no batch size; a smaller --hidden, --layers" +
+           (c.model == ModelKind::Gpt ? " or --seq" : "") + " needs less)";
   s += "batch sizes up to " + std::to_string(fits) + ", e.g. batch=" + doublingList(pow2);
-  if (c.model == "gpt") s += " windows of " + std::to_string(c.seq) + " characters";
+  if (c.model == ModelKind::Gpt) s += " windows of " + std::to_string(c.seq) + " characters";
   return s + ")";
 }
 
@@ -166,12 +166,12 @@ LatencySweepResult runLatencySweep(const RunConfig& config, const std::vector<in
   const std::shared_ptr<const Dataset> data = loadRunData(c);
   Forward forward(c, *data);
   LatencySweepResult r;
-  r.device = c.device, r.kernel = c.kernel, r.model = c.model;
+  r.device = nameOf(c.device), r.kernel = c.kernel, r.model = nameOf(c.model);
   r.parameterCount = forward.parameterCount();
-  const bool gpt = c.model == "gpt";
+  const bool gpt = c.model == ModelKind::Gpt;
   if (gpt) r.tokensPerSample = c.seq;
   // The CPU's threaded rungs spread one GEMM over the GEMM pool; the others run on this thread.
-  if (c.device == "cpu")
+  if (c.device == Device::Cpu)
     r.threads = c.kernel == "threaded" || c.kernel == "tiled" ? kernels::gemm_threads() : 1;
   else
     r.gpu = gpuAvailability().name;

@@ -70,14 +70,14 @@ Trainer::Trainer(const RunConfig& config, const ProgressFn& progress)
     : m_config(checked(config)),
       m_data(loadRunData(config, progress)),
       m_sampler(m_data->numTrain(), config.globalBatch(), config.seed) {
-  if (config.backend == "mpi")
+  if (config.backend == Backend::Mpi)
     throw ConfigError("backend: 'mpi' runs under mpirun (paralab-run --backend mpi)");
   // --backend nccl: rank r drives GPU r (ncclCommInitAll over devices 0..ranks-1, the GPUs
   // Compute::forRank gives ranks r < G; validate() saw ranks <= G). NCCL works on the
   // communicator's stream, not the rank's: the strategies call Compute::sync() before each
   // collective (the kernels that wrote its buffers are done) and NcclComm returns once its
   // stream is done, so the rank's later kernels read the result. Both hand-overs are host waits.
-  m_world = config.backend == "nccl"
+  m_world = config.backend == Backend::Nccl
                 ? ThreadWorld::nccl(config.ranks, commOptions(config))
                 : std::make_unique<ThreadWorld>(config.ranks, commOptions(config));
   for (int r = 0; r < config.ranks; ++r) {
@@ -346,7 +346,7 @@ StepMetrics Trainer::step() {
 
 std::string Trainer::generateText(int count) {
   // Rank 0 generates alone: not with experts spread over ranks (paralab-run refuses that).
-  if (m_config.model != "gpt" || count <= 0 || (m_config.hasExperts() && m_config.ep > 1))
+  if (m_config.model != ModelKind::Gpt || count <= 0 || (m_config.hasExperts() && m_config.ep > 1))
     return "";
   m_sampleCount = count;
   m_sampleText.clear();

@@ -314,7 +314,7 @@ void TestChartsBench::benchChartLabelsTheGpt() {
   QCOMPARE(QString::fromStdString(BenchRunner::latencyConfig(block).model), QString("mlp"));
   block.options = {{"model", "gpt"}, {"max-batch", 512}, {"hidden", 64}, {"seq", 64}};
   const RunConfig c = BenchRunner::latencyConfig(block);
-  QCOMPARE(QString::fromStdString(c.model), QString("gpt"));
+  QCOMPARE(c.model, ModelKind::Gpt);
   QCOMPARE(c.hidden, 64);
   QCOMPARE(c.seq, 64);
   QCOMPARE(c.heads, 4);  // not given: the default

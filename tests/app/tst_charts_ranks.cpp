@@ -335,7 +335,8 @@ void TestChartsRanks::holdingsMapDrawsTheSlices() {
   // legend entry saying what is recomputed; its bytes one block's attention probabilities of
   // the rank's windows, [B, NH, T, T]. Both bars say their bytes.
   RunConfig g;
-  g.model = "gpt", g.ranks = 2, g.layers = 2, g.heads = 4, g.seq = 16, g.recompute = "selective";
+  g.model = ModelKind::Gpt, g.ranks = 2, g.layers = 2, g.heads = 4, g.seq = 16,
+  g.recompute = "selective";
   HoldingsMap gpt;
   gpt.showHoldings(holdingsOf(g));
   QCOMPARE(gpt.rows().mid(0, 3), QStringList({"batch", "activations", "recomputed"}));
@@ -371,7 +372,7 @@ void TestChartsRanks::holdingsMapDrawsTheSlices() {
   QVERIFY(!legendNames(gpt).join(",").contains("recomputed"));
 
   RunConfig e;
-  e.model = "moe", e.ranks = 4, e.ep = 4, e.experts = 4, e.layers = 2;
+  e.model = ModelKind::Moe, e.ranks = 4, e.ep = 4, e.experts = 4, e.layers = 2;
   HoldingsMap experts;
   experts.setSubtitle(QString("measured · %1").arg(LossChart::runLabel(holdingsRun(e))));
   experts.showHoldings(holdingsOf(e));
@@ -385,7 +386,7 @@ void TestChartsRanks::holdingsMapDrawsTheSlices() {
 // replot, with no events between: what is on screen, not what a later replot would correct.
 void TestChartsRanks::holdingsMapLabelsFitEveryRoom() {
   RunConfig e;
-  e.model = "moe", e.ranks = 8, e.ep = 4, e.experts = 4, e.layers = 2;
+  e.model = ModelKind::Moe, e.ranks = 8, e.ep = 4, e.experts = 4, e.layers = 2;
   const std::vector<RankHoldings> eight = holdingsOf(e);
   RunConfig two;
   two.ranks = 2, two.layers = 2;

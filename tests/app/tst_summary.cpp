@@ -26,7 +26,7 @@ class TstSummary : public QObject {
  private slots:
   void cudaRunIsNamedCuda() {
     RunReport r;
-    r.config.device = "cuda";
+    r.config.device = Device::Cuda;
     r.config.kernel = "vendor";
     r.state = "finished";
     const QString md = summaryMarkdown(r);
@@ -43,7 +43,7 @@ class TstSummary : public QObject {
   void everyPlaceSaysTheSameLayout() {
     RunReport r;
     RunConfig& c = r.config;
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.dataset = "synthetic";
     c.ranks = 8;
     c.tp = 2;
@@ -51,7 +51,7 @@ class TstSummary : public QObject {
     c.pp = 2;
     c.microbatches = 4;
     c.zero = 1;
-    c.device = "cuda";
+    c.device = Device::Cuda;
     const RunDescription d = describeRun(c);
     const QString md = summaryMarkdown(r), label = LossChart::runLabel(c);
     for (const std::string& part : d.layout) {

@@ -101,7 +101,8 @@ void TestWindowControls::everyControlSetsItsField() {
        [&] { spin("microbatches")->setValue(4); }, [](auto& c) { return c.microbatches == 4; }},
       {"schedule", [&] { parallel(), spin("pp")->setValue(2); }, [&] { pick("schedule", "gpipe"); },
        [](auto& c) { return c.schedule == "gpipe"; }},
-      {"model", none, [&] { pick("model", "moe"); }, [](auto& c) { return c.model == "moe"; }},
+      {"model", none, [&] { pick("model", "moe"); },
+       [](auto& c) { return c.model == ModelKind::Moe; }},
       {"ep", [&] { parallel(), pick("model", "moe"); }, [&] { spin("ep")->setValue(2); },
        [](auto& c) { return c.ep == 2; }},
       {"experts", [&] { pick("model", "moe"); }, [&] { spin("experts")->setValue(8); },
@@ -208,7 +209,7 @@ void TestWindowControls::deviceAndGemmKernel() {
   for (const GemmChoice& k : gemmChoices("cpu")) {
     gemm->setCurrentIndex(gemm->findData(QString::fromStdString(k.name)));
     QCOMPARE(panel.config().kernel, k.name);
-    QCOMPARE(panel.config().device, std::string("cpu"));
+    QCOMPARE(panel.config().device, Device::Cpu);
     QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
   }
 
@@ -227,7 +228,7 @@ void TestWindowControls::deviceAndGemmKernel() {
     QVERIFY(!gpu->toolTip().isEmpty());
     gemm->setCurrentIndex(gemm->findData("tiled"));
     device->setCurrentIndex(device->findData("cuda"));
-    QCOMPARE(panel.config().device, std::string("cuda"));
+    QCOMPARE(panel.config().device, Device::Cuda);
     QCOMPARE(listed(), ladder("cuda"));
     QCOMPARE(panel.config().kernel, std::string("tiled"));  // a name both ladders have stays
     gemm->setCurrentIndex(gemm->findData("tensor-core"));
@@ -245,7 +246,7 @@ void TestWindowControls::deviceAndGemmKernel() {
   again.setConfig(*Settings::lastConfig());
   QCOMPARE(child<QComboBox>(&again, "kernel")->currentData().toString(), QString("simd"));
   QCOMPARE(again.config().kernel, std::string("simd"));
-  QCOMPARE(again.config().device, std::string("cpu"));
+  QCOMPARE(again.config().device, Device::Cpu);
 }
 
 void TestWindowControls::invalidIsExplainedInline() {

@@ -47,7 +47,7 @@ namespace {
 // A quick run on `np` processes; `steps` 0: longer than any test waits.
 RunConfig jobConfig(int np, int steps) {
   RunConfig c = test::quickConfig(steps == 0 ? 1000000 : steps, np);
-  c.backend = "mpi";
+  c.backend = Backend::Mpi;
   c.evalEvery = steps == 0 ? 0 : 10;
   return c;
 }

@@ -42,7 +42,7 @@ namespace {
 RunConfig moeConfig() {
   RunConfig c = ConfigPanel::defaults();
   c.dataset = "synthetic";
-  c.model = "moe";
+  c.model = ModelKind::Moe;
   c.hidden = 32;
   c.layers = 2;
   c.batch = 64;
@@ -134,7 +134,7 @@ class TestWindowLook : public QObject {
     QVERIFY(w.grab().save(dir + "/window.png"));
     // (The mixture of experts cannot run at 1 rank with ep 4: the sweep measures an MLP.)
     RunConfig mlp = moe;
-    mlp.model = "mlp";
+    mlp.model = ModelKind::Mlp;
     mlp.ep = 1;
     w.configPanel()->setConfig(mlp);
     w.sweepPanel()->setRanks("1, 2");

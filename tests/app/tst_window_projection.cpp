@@ -208,7 +208,7 @@ void TestWindowProjection::everyFigureSaysProjected() {
   }
   // The settings' own model projects too (the engine's small GPT).
   RunConfig gpt = quickConfig(10);
-  gpt.model = "gpt";
+  gpt.model = ModelKind::Gpt;
   gpt.layers = 2;
   gpt.hidden = 64;
   gpt.heads = 4;

@@ -139,7 +139,7 @@ std::pair<double, double> attentionKernelsMs(int B, int T, int C, int NH, int ch
 
 int benchCp(int argc, char** argv) {
   RunConfig c;
-  c.model = "gpt";
+  c.model = ModelKind::Gpt;
   c.dataset = "synthetic";
   c.seq = 1024;
   c.hidden = 64;

@@ -71,7 +71,7 @@ EpRow measure(const RunConfig& c, int steps, int warmup) {
 
 int benchEp(int argc, char** argv) {
   RunConfig c;
-  c.model = "moe";
+  c.model = ModelKind::Moe;
   c.dataset = "synthetic";
   c.hidden = 256;
   c.layers = 2;

@@ -63,7 +63,7 @@ void measure(Trainer& t, int steps, int repeats, std::vector<double>& stepMs) {
 
 int benchGpt(int argc, char** argv) {
   RunConfig c;
-  c.model = "gpt";
+  c.model = ModelKind::Gpt;
   c.dataset = "fortunes";
   c.optimizer = "adam";
   c.lr = 0.003;

@@ -32,7 +32,7 @@ int fail(const std::string& what) { return badInput("paralab-bench latency", wha
 // Why `c` cannot be swept here ("" when it can). Without a GPU, the GPU's absence is the reason,
 // whatever else the configuration says.
 std::string whyNot(const RunConfig& c) {
-  if (c.device == "cuda") {
+  if (c.device == Device::Cuda) {
     const kernels::GpuInfo gpu = kernels::cuda_query_devices();
     if (gpu.count == 0) return gpu.reason;
   }
@@ -43,7 +43,7 @@ std::string whyNot(const RunConfig& c) {
 std::string whereText(const Side& s) {
   const RunConfig& c = s.config;
   std::string t = std::string(s.label) + ": GEMM " + c.kernel;
-  if (c.device == "cpu") {
+  if (c.device == Device::Cpu) {
     if (c.kernel == "vendor") t += std::string(" (") + kernels::vendor_blas_name() + ")";
     const int n = s.result.threads;
     return t + ", " + std::to_string(n) + (n == 1 ? " thread" : " threads");
@@ -81,8 +81,8 @@ int benchLatency(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--kernel", base.kernel,
-                 "GEMM on both devices: cpu " + gemmKernelNames("cpu") + "; cuda " +
-                     gemmKernelNames("cuda") + " (a device without it says so)")
+                 "GEMM on both devices: cpu " + gemmKernelNames(Device::Cpu) + "; cuda " +
+                     gemmKernelNames(Device::Cuda) + " (a device without it says so)")
       ->capture_default_str();
   app.add_option("--repeats", options.repeats, "Timed repeats per batch size (median reported)")
       ->check(CLI::Range(1, 1000))
@@ -102,13 +102,13 @@ int benchLatency(int argc, char** argv) {
       why.erase(at + 9, 6);
     return fail("--batches: " + why);
   }
-  if (!isGemmKernel("cpu", base.kernel) && !isGemmKernel("cuda", base.kernel))
+  if (!isGemmKernel(Device::Cpu, base.kernel) && !isGemmKernel(Device::Cuda, base.kernel))
     return fail("--kernel: '" + base.kernel + "' is a GEMM of neither device (allowed: cpu " +
-                gemmKernelNames("cpu") + "; cuda " + gemmKernelNames("cuda") + ")");
+                gemmKernelNames(Device::Cpu) + "; cuda " + gemmKernelNames(Device::Cuda) + ")");
   base.dataset = missingFashionMnistFile(base.dataDir).empty() ? "fashion-mnist" : "synthetic";
 
   Side sides[2] = {{"CPU", base, "", {}}, {"GPU", base, "", {}}};
-  sides[1].config.device = "cuda";
+  sides[1].config.device = Device::Cuda;
   for (Side& s : sides) {
     s.notRun = whyNot(s.config);
     if (!s.notRun.empty()) continue;
@@ -124,11 +124,11 @@ int benchLatency(int argc, char** argv) {
 
   if (json) {
     for (size_t i = 0; i < batches.size(); ++i) {
-      nlohmann::json j = {{"bench", "latency"},    {"batch", batches[i]},
-                          {"model", base.model},   {"hidden", base.hidden},
-                          {"layers", base.layers}, {"dataset", base.dataset}};
+      nlohmann::json j = {{"bench", "latency"},          {"batch", batches[i]},
+                          {"model", nameOf(base.model)}, {"hidden", base.hidden},
+                          {"layers", base.layers},       {"dataset", base.dataset}};
       for (const Side& s : sides) {
-        const std::string d = s.config.device == "cpu" ? "cpu" : "gpu";  // the columns' names
+        const std::string d = s.config.device == Device::Cpu ? "cpu" : "gpu";  // the columns' names
         j[d + "_kernel"] = s.config.kernel;
         if (!s.notRun.empty()) {
           j[d + "_not_run"] = s.notRun;
@@ -138,7 +138,7 @@ int benchLatency(int argc, char** argv) {
         j["parameters"] = s.result.parameterCount;
         j[d + "_ms_per_forward"] = p.msPerForward;
         j[d + "_samples_per_s"] = p.samplesPerS;
-        if (s.config.device == "cpu")
+        if (s.config.device == Device::Cpu)
           j["cpu_threads"] = s.result.threads, j["blas"] = kernels::vendor_blas_name();
         else
           j["gpu"] = s.result.gpu;
@@ -158,8 +158,8 @@ int benchLatency(int argc, char** argv) {
     std::printf(
         "Latency vs throughput, CPU beside GPU: %s H=%d, L=%d (%s parameters), forward "
         "only, on %s test samples\n",
-        base.model.c_str(), base.hidden, base.layers, grouped(ran.result.parameterCount).c_str(),
-        base.dataset.c_str());
+        nameOf(base.model).c_str(), base.hidden, base.layers,
+        grouped(ran.result.parameterCount).c_str(), base.dataset.c_str());
     for (const Side& s : sides)
       if (s.notRun.empty()) std::printf("%s\n", whereText(s).c_str());
     std::printf(

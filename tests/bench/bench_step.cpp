@@ -56,14 +56,14 @@ TorchRun runTorch(const RunConfig& c, int steps, int repeats, const std::string&
                     std::to_string(c.hidden) + " --layers " + std::to_string(c.layers) +
                     " --batch " + std::to_string(c.batch) + " --steps " + std::to_string(steps) +
                     " --repeats " + std::to_string(repeats);
-  if (c.device != "cpu") cmd += " --device " + c.device + (tf32 ? " --tf32" : "");
+  if (c.device != Device::Cpu) cmd += " --device " + nameOf(c.device) + (tf32 ? " --tf32" : "");
   const bench::ScriptRun run = bench::runScript(cmd);
   if (run.rc == -1) return {0, "cannot start python3", {}};
   std::string out = run.out;
   const nlohmann::json& j = run.last;
   if (j.is_object() && j.contains("not_run")) return {0, j.value("not_run", ""), j};
   if (run.rc == 0 && j.is_object()) return {j.value("samples_per_s", 0.0), "", j};
-  if (c.device == "cpu")
+  if (c.device == Device::Cpu)
     return {0, "PyTorch reference unavailable (install python3-torch: make bench does)", {}};
   // On the GPU the usual cause is a PyTorch without CUDA or none at all: its last words say so.
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
@@ -161,7 +161,7 @@ constexpr double kCpuRepeatMs = 1000;
 int stepCuda(const RunConfig& cpu, const std::string& kernel, const std::vector<int>& batches,
              const Options& o) {
   RunConfig g = cpu;
-  g.device = "cuda";
+  g.device = Device::Cuda;
   g.kernel = kernel;
   if (auto err = g.validateDevice()) {
     if (err->rfind("kernel:", 0) == 0) return fail("--" + *err);
@@ -291,7 +291,7 @@ int benchStep(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--kernel", kernel,
-                 "GEMM of the GPU's step (cuda " + gemmKernelNames("cuda") +
+                 "GEMM of the GPU's step (cuda " + gemmKernelNames(Device::Cuda) +
                      "); the CPU's step always calls OpenBLAS, as PyTorch's CPU build does")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "Steps per timed repeat")

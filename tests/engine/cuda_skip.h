@@ -24,7 +24,7 @@ inline std::string gpuGemm() {
   return paralab::kernels::cuda_query_devices().emulated ? "coalesced" : "vendor";
 }
 inline void useGpu(RunConfig& c) {
-  c.device = "cuda";
+  c.device = Device::Cuda;
   c.kernel = gpuGemm();
 }
 

@@ -43,7 +43,7 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
     else if (w == "adam")
       c.optimizer = "adam", c.lr = 0.002;
     else if (w == "cpu")
-      c.device = "cpu";
+      c.device = Device::Cpu;
     else if (w.startsWith("cp"))
       c.cp = w.mid(2).toInt();
     else if (w == "contiguous")

@@ -31,7 +31,7 @@ inline RunConfig smallRun(int hidden, int layers, int batch) {
 // A small GPT (H = 16, L = 2, 2 heads, context 16) on the synthetic text, trained with Adam.
 inline RunConfig smallGptRun(int batch) {
   RunConfig c = smallRun(16, 2, batch);
-  c.model = "gpt";
+  c.model = ModelKind::Gpt;
   c.heads = 2;
   c.seq = 16;
   c.optimizer = "adam";

@@ -12,7 +12,7 @@ namespace paralab::test {
 
 inline RunConfig moeConfig(int ranks, int ep, int topk) {
   RunConfig c = smallRun(32, 2, 48);
-  c.model = "moe";
+  c.model = ModelKind::Moe;
   c.experts = 4;
   c.topk = topk;
   c.capacityFactor = 4.0;

@@ -70,7 +70,7 @@ class TstConfig : public QObject {
   // Without a GPU, --device cuda is refused in one line naming the reason; with one it validates.
   void cudaNeedsAGpu() {
     RunConfig c;
-    c.device = "cuda";
+    c.device = Device::Cuda;
     const auto gpus = kernels::cuda_query_devices();
     const auto err = c.validate();
     if (gpus.count > 0) {
@@ -88,8 +88,8 @@ class TstConfig : public QObject {
   void ncclRefusals() {
     RunConfig c;
     c.dataset = "synthetic";
-    c.device = "cuda";
-    c.backend = "nccl";
+    c.device = Device::Cuda;
+    c.backend = Backend::Nccl;
     const auto gpus = kernels::cuda_query_devices();
     const auto message = [&] { return QString::fromStdString(c.validate().value_or("")); };
     if (!ncclAvailable()) {  // said before looking for a GPU
@@ -206,7 +206,7 @@ class TstConfig : public QObject {
     zero.zero = 3;
     QCOMPARE(estimateMemory(zero).modelStates * 8, replicated);
     // Under mpirun the ranks are processes, perhaps on other machines: not estimated here.
-    c.backend = "mpi";
+    c.backend = Backend::Mpi;
     QVERIFY(!memoryRefusal(c, GiB));
   }
 
@@ -215,7 +215,7 @@ class TstConfig : public QObject {
   void memoryBeyondTheGpuIsRefused() {
     RunConfig c;
     c.dataset = "synthetic";
-    c.device = "cuda";
+    c.device = Device::Cuda;
     c.ranks = 4;
     c.hidden = 1024;
     const MemoryEstimate e = estimateMemory(c);

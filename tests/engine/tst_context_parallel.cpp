@@ -356,7 +356,7 @@ class TestContextParallel : public QObject {
     QFETCH(QString, field);
     RunConfig c = gptRun(8);
     QString words = layout;
-    if (words.contains("mlp")) c.model = "mlp", words.remove("mlp");
+    if (words.contains("mlp")) c.model = ModelKind::Mlp, words.remove("mlp");
     c = test::withLayout(c, words);
     const auto why = c.validate();
     QVERIFY2(why.has_value(), "expected a refusal");

@@ -58,7 +58,7 @@ RunConfig gptConfig() {
 // "dp2 tp2 pp2 sp gpipe M3 zero1 adam" -> a CUDA configuration ("cpu": on the CPU).
 RunConfig parse(const QString& spec) {
   RunConfig c = test::withLayout(baseConfig(), spec);
-  if (c.device == "cpu") c.kernel = "vendor";  // the GPU's GEMM is not a CPU one
+  if (c.device == Device::Cpu) c.kernel = "vendor";  // the GPU's GEMM is not a CPU one
   return c;
 }
 
@@ -110,7 +110,7 @@ class TstCudaModelParallel : public QObject {
     const RunConfig serial = gptConfig();
     const RunConfig parallel = test::withLayout(serial, layout);
     QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
-    QCOMPARE(parallel.device, std::string("cuda"));
+    QCOMPARE(parallel.device, Device::Cuda);
     const int steps = 10;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-4, "cuda " + layout + " vs cuda serial");
@@ -131,7 +131,7 @@ class TstCudaModelParallel : public QObject {
     const RunConfig thread = test::withLayout(gptConfig(), layout);
     SKIP_WITHOUT_NCCL_GPUS(thread.ranks);
     RunConfig nccl = thread;
-    nccl.backend = "nccl";
+    nccl.backend = Backend::Nccl;
     QVERIFY2(!nccl.validate(), nccl.validate().value_or("").c_str());
     const test::RunRecord a = test::recordRun(thread, 10), b = test::recordRun(nccl, 10);
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-4, "nccl " + layout + " vs thread ranks");

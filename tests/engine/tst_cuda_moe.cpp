@@ -185,7 +185,7 @@ class TstCudaMoe : public QObject {
     RunConfig thread = moeConfig(ranks, ep, topk);
     test::useGpu(thread);
     RunConfig nccl = thread;
-    nccl.backend = "nccl";
+    nccl.backend = Backend::Nccl;
     const auto ref = run(thread, 20), got = run(nccl, 20);
     compareRuns(got, ref, 1e-4, qPrintable("nccl vs thread " + QString(QTest::currentDataTag())));
   }
@@ -264,21 +264,21 @@ class TstCudaMoe : public QObject {
   // the GPU and CPU differ in rounding), and a reload saves back the state it took.
   void reconfigureAcrossDevicesContinues() {
     SKIP_WITHOUT_GPU();
-    auto layout = [](int ranks, int ep, const char* device) {
+    auto layout = [](int ranks, int ep, Device device) {
       RunConfig c = moeConfig(ranks, ep, 2);
       c.optimizer = "adam";
       c.lr = 0.002;
       c.device = device;
-      if (c.device == "cuda") test::useGpu(c);
+      if (c.device == Device::Cuda) test::useGpu(c);
       return c;
     };
-    const std::vector<RunConfig> next = {layout(2, 2, "cuda"), layout(4, 2, "cpu"),
-                                         layout(1, 1, "cuda")};
+    const std::vector<RunConfig> next = {layout(2, 2, Device::Cuda), layout(4, 2, Device::Cpu),
+                                         layout(1, 1, Device::Cuda)};
     const int per = 5;
     const std::vector<double> ref =
-        test::lossTrajectory(layout(1, 1, "cuda"), per * int(next.size() + 1));
+        test::lossTrajectory(layout(1, 1, Device::Cuda), per * int(next.size() + 1));
     std::vector<double> got;
-    auto trainer = std::make_unique<Trainer>(layout(1, 1, "cuda"));
+    auto trainer = std::make_unique<Trainer>(layout(1, 1, Device::Cuda));
     for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
     for (const RunConfig& to : next) {
       const TrainingState state = trainer->saveState();
@@ -290,7 +290,7 @@ class TstCudaMoe : public QObject {
                qPrintable(QString("the state changed on its way into %1 ranks ep %2 on %3")
                               .arg(to.ranks)
                               .arg(to.ep)
-                              .arg(to.device.c_str())));
+                              .arg(nameOf(to.device).c_str())));
       QCOMPARE(back.optimizerSteps, state.optimizerSteps);
       for (int s = 0; s < per; ++s) got.push_back(trainer->step().loss);
     }

@@ -108,7 +108,7 @@ class TstCudaTraining : public QObject {
     QFETCH(int, ranks);
     QFETCH(QString, layout);
     RunConfig cpu = test::smallRun(16, 2, 8);
-    cpu.model = "gpt";
+    cpu.model = ModelKind::Gpt;
     cpu.heads = 2;
     cpu.seq = 8;
     cpu.optimizer = "adam";
@@ -368,7 +368,7 @@ class TstCudaTraining : public QObject {
     else
       thread.dpVersion = variant.toStdString();
     RunConfig nccl = thread;
-    nccl.backend = "nccl";
+    nccl.backend = Backend::Nccl;
     Trainer a(thread), b(nccl);
     std::vector<double> ref, got;
     for (int s = 0; s < 20; ++s) {
@@ -398,7 +398,7 @@ class TstCudaTraining : public QObject {
     RunConfig zero3 = gpu, cpu = gpu;
     zero3.ranks = 2;
     zero3.zero = 3;
-    cpu.device = "cpu";
+    cpu.device = Device::Cpu;
     cpu.kernel = "vendor";
     std::vector<double> got;
     auto t = std::make_unique<Trainer>(gpu);
@@ -493,7 +493,7 @@ class TstCudaTraining : public QObject {
     QFETCH(QString, model);
     RunConfig c = baseConfig();
     test::useGpu(c);
-    c.model = model.toStdString();
+    c.model = *fromName<ModelKind>(model.toStdString());
     QCOMPARE(QString::fromStdString(latencySweepProblem(c)), QString());
     LatencySweepOptions quick;
     quick.warmup = 1;
@@ -550,15 +550,15 @@ class TstCudaTraining : public QObject {
     c.strategy = strategy.toStdString();
     c.tp = tp;
     c.cp = cp;
-    c.model = model.toStdString();
-    c.backend = backend.toStdString();
+    c.model = *fromName<ModelKind>(model.toStdString());
+    c.backend = *fromName<Backend>(backend.toStdString());
     const std::optional<std::string> why = cudaRefusal(c);
     QCOMPARE(QString::fromStdString(why.value_or("")), expected);
     // What paralab-run prints before it exits with 2 (nccl: once there is a GPU per rank).
     const bool enoughGpus = backend != "nccl" || test::ncclSkipReason(c.ranks).isEmpty();
     if (haveGpu() && enoughGpus && !expected.isEmpty())
       QCOMPARE(QString::fromStdString(c.validate().value_or("")), expected);
-    c.device = "cpu";
+    c.device = Device::Cpu;
     QVERIFY(!cudaRefusal(c));
   }
 };

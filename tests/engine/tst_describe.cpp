@@ -30,7 +30,7 @@ class TstDescribe : public QObject {
   // A GPU run says so in its line, its device words and its GEMM.
   void cudaRunNamesCuda() {
     RunConfig c;
-    c.device = "cuda";
+    c.device = Device::Cuda;
     c.kernel = "vendor";
     const RunDescription d = describeRun(c);
     QCOMPARE(QString::fromStdString(d.device), QString("cuda"));
@@ -41,7 +41,7 @@ class TstDescribe : public QObject {
 
   void layoutPartsInOrder() {
     RunConfig c;
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.dataset = "synthetic";
     c.ranks = 16;
     c.tp = 2;
@@ -75,7 +75,7 @@ class TstDescribe : public QObject {
     QVERIFY(!d.find("servers"));
     QVERIFY(d.find("strategy"));
     c = RunConfig{};
-    c.model = "moe";
+    c.model = ModelKind::Moe;
     c.ranks = 2;
     c.ep = 2;
     c.topk = 2;

@@ -570,7 +570,7 @@ class TstGpt : public QObject {
     for (const QString& kv : change.split(' ')) {
       const QStringList p = kv.split('=');
       if (p[0] == "dataset") c.dataset = p[1].toStdString();
-      if (p[0] == "model") c.model = p[1].toStdString();
+      if (p[0] == "model") c.model = *fromName<ModelKind>(p[1].toStdString());
       if (p[0] == "heads") c.heads = p[1].toInt();
       if (p[0] == "tp") c.tp = p[1].toInt(), c.ranks = c.tp;
       if (p[0] == "pp") c.pp = p[1].toInt(), c.ranks = c.pp;

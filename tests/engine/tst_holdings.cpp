@@ -146,7 +146,7 @@ class TstHoldings : public QObject {
   // are token rows: the two ranks' halves tile each micro-batch's tokens.
   void gptHoldingsSplitHeadsAndTokens() {
     RunConfig c = config();
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
     c.tp = 2, c.ranks = 2, c.sp = true, c.microbatches = 2;
     Trainer t(c);
@@ -203,7 +203,7 @@ class TstHoldings : public QObject {
     QFETCH(QString, recompute);
     QFETCH(int, zero);
     RunConfig c = config();
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 3, c.batch = 6;
     c.ranks = 2, c.zero = zero;
     c.recompute = recompute.toStdString();
@@ -261,7 +261,7 @@ class TstHoldings : public QObject {
   // largest micro-batch.
   void gptModelParallelRecomputesTheProbabilities() {
     RunConfig c = config();
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
     c.tp = 2, c.pp = 2, c.ranks = 4, c.microbatches = 2;
     c.recompute = "selective";
@@ -297,7 +297,7 @@ class TstHoldings : public QObject {
   void gptModelParallelRecomputesWholeBlocks() {
     QFETCH(bool, sp);
     RunConfig c = config();
-    c.model = "gpt";
+    c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
     c.tp = 2, c.pp = 2, c.ranks = 4, c.microbatches = 2, c.sp = sp;
     c.recompute = "full";

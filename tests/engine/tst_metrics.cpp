@@ -128,7 +128,7 @@ class TestMetrics : public QObject {
     QFETCH(QString, dataset);
     QFETCH(int, hidden);
     RunConfig c;
-    c.model = model.toStdString();
+    c.model = *fromName<ModelKind>(model.toStdString());
     c.dataset = dataset.toStdString();
     c.hidden = hidden, c.batch = model == "gpt" ? 32 : 256, c.evalEvery = 0;
     Trainer t(c);
@@ -312,7 +312,7 @@ class TestMetrics : public QObject {
     c.evalEvery = 2;
     c.evalSamples = 64;
     c.strategy = strategy.toStdString();
-    c.model = model.toStdString();
+    c.model = *fromName<ModelKind>(model.toStdString());
     c.pp = pp;
     c.microbatches = pp > 1 ? 4 : 1;
     c.zero = strategy == "sync" && model == "mlp" && pp == 1 ? 1 : 0;

@@ -23,7 +23,7 @@ namespace {
 // An engine-size GPT as a run's settings give it.
 RunConfig smallGpt() {
   RunConfig c;
-  c.model = "gpt";
+  c.model = ModelKind::Gpt;
   c.layers = 2;
   c.hidden = 64;
   c.heads = 4;
@@ -34,7 +34,7 @@ RunConfig smallGpt() {
 }
 
 int64_t engineParameterCount(const RunConfig& c) {
-  if (c.model == "mlp") return MlpShape{784, c.hidden, c.layers, 10}.parameterCount();
+  if (c.model == ModelKind::Mlp) return MlpShape{784, c.hidden, c.layers, 10}.parameterCount();
   return GptShape{kEngineVocab, c.seq, c.hidden, c.layers, c.heads}.parameterCount();
 }
 
@@ -278,7 +278,7 @@ class TstProjection : public QObject {
     QFETCH(QString, recompute);
     QFETCH(int, zero);
     RunConfig c = smallGpt();
-    c.model = model.toStdString();
+    c.model = *fromName<ModelKind>(model.toStdString());
     if (model == "mlp") c.hidden = 48, c.layers = 3;
     c.recompute = recompute.toStdString();
     c.ranks = 4;

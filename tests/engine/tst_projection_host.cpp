@@ -229,7 +229,7 @@ class TestProjectionHost : public QObject {
       QVERIFY2(h.gemmFlops > 1e8 && h.gemmFlops < 1e13, qPrintable(QString::number(h.gemmFlops)));
       QVERIFY2(h.bytesPerS > 1e7 && h.bytesPerS < 1e13, qPrintable(QString::number(h.bytesPerS)));
       QVERIFY(h.link.alphaS > 0 && h.link.bytesPerS > 0);
-      QCOMPARE(h.attentionFlops > 0, c.model == "gpt");
+      QCOMPARE(h.attentionFlops > 0, c.model == ModelKind::Gpt);
       QVERIFY2(h.optimizerBytesPerS > 1e7 && h.optimizerBytesPerS < 1e13,
                qPrintable(QString::number(h.optimizerBytesPerS)));
       QVERIFY2(h.lossBytesPerS > 1e7 && h.lossBytesPerS < 1e13,

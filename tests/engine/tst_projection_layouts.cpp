@@ -194,7 +194,7 @@ class TstProjectionLayouts : public QObject {
   // when paralab-run --project (projectRun, one GPU per rank) does.
   void engineAndProjectionAcceptTheSameLayouts() {
     RunConfig base;
-    base.model = "gpt";
+    base.model = ModelKind::Gpt;
     base.dataset = "synthetic";
     base.layers = 4;
     base.hidden = 24;  // tp 3 divides it; heads 6 refuse tp 4
@@ -293,7 +293,7 @@ class TstProjectionLayouts : public QObject {
     QCOMPARE(QString::fromStdString(findProjectionSetting("gpu")->allowedText(RunConfig{})),
              QString::fromStdString(gpuNamesText()));
     RunConfig gpt;
-    gpt.model = "gpt";
+    gpt.model = ModelKind::Gpt;
     RunProjection q;
     QVERIFY(!checkCluster(gpt, q));
     q.gpusPerNode = 2000;
@@ -348,7 +348,8 @@ class TstProjectionLayouts : public QObject {
     QVERIFY(o["mfu"].toDouble() < 1);
     // The same figures as the engine's API gives them.
     RunConfig c;
-    c.model = "gpt", c.layers = 80, c.hidden = 12288, c.heads = 96, c.seq = 2048, c.batch = 2304;
+    c.model = ModelKind::Gpt, c.layers = 80, c.hidden = 12288, c.heads = 96, c.seq = 2048,
+    c.batch = 2304;
     c.tp = 8, c.pp = 8, c.recompute = "full";
     RunProjection request;
     request.target = "a100-80gb:1536";

@@ -113,7 +113,7 @@ class TstReconfigure : public QObject {
   // this size within 30 steps).
   void sessionReconfiguresMoe() {
     RunConfig c = base();
-    c.model = "moe";
+    c.model = ModelKind::Moe;
     c.experts = 4;
     c.topk = 2;
     c.capacityFactor = 4.0;  // no token dropped, as in tst_moe

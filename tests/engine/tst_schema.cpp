@@ -292,6 +292,35 @@ class TstSchema : public QObject {
   }
 
   // What cannot change under a running training is the table's word, not a list elsewhere.
+  // The model, the device and the backend are enums: their words and the window's entries are
+  // one table each (run_choices.h), JSON writes the words, and a word none of them holds is
+  // named by validate() as any bad choice is.
+  void enumChoicesComeFromTheirTable() {
+    const Setting* model = findSetting("model");
+    QCOMPARE(int(model->type), int(SettingType::Text));
+    const std::vector<SettingChoice> choices = model->choices(RunConfig{});
+    QCOMPARE(choices.size(), std::size(kModelKinds));
+    for (size_t i = 0; i < choices.size(); ++i) {
+      QCOMPARE(choices[i].value, std::string(kModelKinds[i].name));
+      QCOMPARE(choices[i].label, std::string(kModelKinds[i].label));
+    }
+    RunConfig c;
+    model->set(c, std::string("gpt"));
+    findSetting("device")->set(c, std::string("cuda"));
+    findSetting("backend")->set(c, std::string("nccl"));
+    QVERIFY(c.model == ModelKind::Gpt && c.device == Device::Cuda && c.backend == Backend::Nccl);
+    const nlohmann::json j = c.toJson();
+    QCOMPARE(j["model"], "gpt");
+    QCOMPARE(j["device"], "cuda");
+    QCOMPARE(j["backend"], "nccl");
+    RunConfig bad;
+    model->set(bad, std::string("resnet"));
+    QCOMPARE(bad.validate().value_or(""),
+             std::string("model: 'resnet' is not one of mlp, moe, gpt"));
+    model->set(bad, std::string("moe"));
+    QVERIFY(bad.model == ModelKind::Moe && bad.extra.empty());
+  }
+
   void fixedPerRunSettings() {
     std::set<std::string> fixed;
     for (const Setting& s : runSettings())

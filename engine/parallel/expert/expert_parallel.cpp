@@ -99,12 +99,13 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
                         [&](HoldingKind k) { addWholeTensors(h.items, m_model->params(), k); });
     const int64_t B = m_ctx.config->globalBatch(), D = m_grid->dp().size(), q = h.coords.dp;
     const int64_t begin = shardBegin(int(q), int(D), B), len = shardLen(int(q), int(D), B);
-    h.items.push_back({m_ctx.config->model == "gpt" ? "global batch (windows)" : "global batch",
-                       HoldingKind::Batch, 0, begin, begin + len, B, len, m_ctx.data->inputDim,
-                       len * m_ctx.data->inputDim * 4});
+    h.items.push_back(
+        {m_ctx.config->model == ModelKind::Gpt ? "global batch (windows)" : "global batch",
+         HoldingKind::Batch, 0, begin, begin + len, B, len, m_ctx.data->inputDim,
+         len * m_ctx.data->inputDim * 4});
     // The activations the last forward kept, as measured: the experts' share of them follows
     // the routing, which no shape predicts. Rows are tokens (the GPT's: every position).
-    const bool gpt = m_ctx.config->model == "gpt";
+    const bool gpt = m_ctx.config->model == ModelKind::Gpt;
     const int64_t per = gpt ? m_ctx.config->seq : 1;
     const MemorySnapshot mem = m_ctx.memory ? m_ctx.memory->snapshot() : MemorySnapshot{};
     h.items.push_back({gpt ? "activations (tokens)" : "activations", HoldingKind::Activations, 0,

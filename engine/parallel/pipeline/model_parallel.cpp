@@ -281,7 +281,7 @@ RankHoldings ModelParallel::holdings() const {
     }
   });
   const RunConfig& c = *m_ctx.config;
-  const bool gpt = c.model == "gpt";
+  const bool gpt = c.model == ModelKind::Gpt;
   const int64_t B = m_globalBatch > 0 ? m_globalBatch : c.globalBatch();
   const int D = m_grid.shape().dp, input = m_ctx.data->inputDim;
   const int64_t begin = shardBegin(m_grid.coords().dp, D, B),
