@@ -311,7 +311,7 @@ void TestChartsBench::benchChartLabelsTheGpt() {
   // What the block's options become: the GPT on its own text; the MLP's default unchanged.
   lessons::Bench block;
   block.kind = "latency";
-  QCOMPARE(QString::fromStdString(BenchRunner::latencyConfig(block).model), QString("mlp"));
+  QCOMPARE(BenchRunner::latencyConfig(block).model, ModelKind::Mlp);
   block.options = {{"model", "gpt"}, {"max-batch", 512}, {"hidden", 64}, {"seq", 64}};
   const RunConfig c = BenchRunner::latencyConfig(block);
   QCOMPARE(c.model, ModelKind::Gpt);
