@@ -70,7 +70,7 @@ class TstKernelChoice : public QObject {
     vendor.zero = zero;
     vendor.tp = tp;
     vendor.pp = pp;
-    vendor.model = model.toStdString();
+    vendor.model = *fromName<ModelKind>(model.toStdString());
     vendor.ranks = QString(QTest::currentDataTag()) == "serial" ? 1 : 2;
     RunConfig naive = vendor;
     naive.kernel = "naive";
