@@ -139,10 +139,11 @@ std::optional<std::string> RunConfig::validateLayout() const {
              " tokens over the " + n(tp) + " tensor-parallel ranks (allowed: seq a multiple of tp)";
     // Context parallelism (ring_attention.h): zigzag cuts a window into 2 cp chunks, contiguous
     // into cp.
-    const int chunks = cpOrder == "zigzag" ? 2 * cp : cp;
+    const bool zigzag = cpOrder == CpOrder::Zigzag;
+    const int chunks = zigzag ? 2 * cp : cp;
     if (cp > 1 && seq % chunks != 0)
       return "cp: context parallelism cuts each window's --seq " + n(seq) + " tokens into " +
-             n(chunks) + " equal chunks (" + (cpOrder == "zigzag" ? "2 per rank, zigzag" : "1 per rank") +
+             n(chunks) + " equal chunks (" + (zigzag ? "2 per rank, zigzag" : "1 per rank") +
              "; allowed: seq a multiple of " + n(chunks) + ")";
     if (cp > 1 && sp)
       return std::string("sp: sequence parallelism does not compose with context parallelism here "

@@ -124,7 +124,7 @@ RunDescription describeRun(const RunConfig& config) {
       d.layout.push_back(n(c.microbatches) + " micro-batches");
     }
     if (c.cp > 1)
-      d.layout.push_back("cp " + n(c.cp) + (c.cpOrder == "zigzag" ? "" : " contiguous"));
+      d.layout.push_back("cp " + n(c.cp) + (c.cpOrder == CpOrder::Zigzag ? "" : " contiguous"));
     if (c.hasExperts() && c.ep > 1) {
       const int each = c.experts / c.ep;
       d.layout.push_back("ep " + n(c.ep) + " (" + n(each) + " expert" + (each == 1 ? "" : "s") +
@@ -137,7 +137,7 @@ RunDescription describeRun(const RunConfig& config) {
     for (const char* key : {"capacity-factor", "aux-loss"})
       if (const SettingWords* w = d.find(key)) d.modelParts.push_back(w->label + " " + w->value);
   }
-  if (gpt && c.recompute != "none") d.modelParts.push_back("recompute " + c.recompute);
+  if (gpt && c.recompute != Recompute::None) d.modelParts.push_back("recompute " + nameOf(c.recompute));
   d.training = c.optimizer + " lr " + formatValue(c.lr);
   d.device = nameOf(c.device);
   d.deviceWords = settingWords(c, "device").words;

@@ -67,9 +67,9 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     // only each token's log-sum-exp per head (NH floats).
     const int64_t T = c.seq, tokens = int64_t(c.globalBatch()) * T;
     const int64_t moe = c.hasExperts() ? int64_t(c.topk) * 10 * H + c.experts - 8 * H : 0;
-    const int64_t block = c.recompute == "full"        ? H + (c.hasExperts() ? moe + 8 * H : 0)
+    const int64_t block = c.recompute == Recompute::Full        ? H + (c.hasExperts() ? moe + 8 * H : 0)
                           : c.cp > 1                   ? 16 * H + 4 + int64_t(c.heads)
-                          : c.recompute == "selective" ? 16 * H + 4 + moe
+                          : c.recompute == Recompute::Selective ? 16 * H + 4 + moe
                                                        : 16 * H + 4 + moe + int64_t(c.heads) * T;
     e.activations = 4 * tokens * (int64_t(c.layers) * block + 2 * H + 4 + kGptVocab);
     e.data = int64_t(2600000) * 4 * (T + 1) / std::max<int64_t>(1, T);  // fortunes as windows

@@ -102,9 +102,6 @@ void addModelRows(std::vector<Setting>& t) {
                             "the backward. Full keeps only each block's input and runs the "
                             "block's forward again in its backward: about one more forward "
                             "(under --tp its collectives too).")
-                  .oneOf({{"none", "None", "Keep every activation"},
-                          {"selective", "Selective", "Recompute attention's probabilities"},
-                          {"full", "Full", "Keep block inputs only; recompute each block"}})
                   .appliesWhen(gptOnly)
                   .fixedPerRun()
                   .partOfAChoice());
@@ -114,8 +111,6 @@ void addModelRows(std::vector<Setting>& t) {
                             "Dense: every token through one C→4C→C FFN. Mixture of experts: a "
                             "router sends each token to its top-k of --experts FFNs, which "
                             "--ep spreads over ranks (tokens travel by all-to-all).")
-                  .oneOf({{"dense", "Dense", "One FFN for every token"},
-                          {"moe", "Mixture of experts", "Each token to its top-k experts"}})
                   .appliesWhen(gptOnly)
                   .fixedPerRun()
                   .partOfAChoice());

@@ -131,9 +131,6 @@ void addParallelRows(std::vector<Setting>& t) {
                             "per-tensor: one all-reduce per gradient tensor after backward. bucket: "
                             "gradients grouped into buckets, each all-reduced while backward "
                             "goes on.")
-                  .oneOf({{"bucket", "bucketed, overlapped", "Buckets all-reduced during backward"},
-                          {"per-tensor", "per tensor, after backward",
-                           "One all-reduce per gradient tensor once backward is done"}})
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (auto why = usedByStrategy(c, "dp-version")) return why;
                     if (c.zero == 0) return std::nullopt;
@@ -148,7 +145,7 @@ void addParallelRows(std::vector<Setting>& t) {
                   .units("MiB")
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (auto why = usedByStrategy(c, "bucket-mb")) return why;
-                    if (c.dpVersion == "bucket" && c.zero == 0) return std::nullopt;
+                    if (c.dpVersion == DpVersion::Bucket && c.zero == 0) return std::nullopt;
                     return std::string("belongs to --dp-version bucket");
                   })
                   .onlyParallel()
@@ -185,8 +182,6 @@ void addParallelRows(std::vector<Setting>& t) {
                             "Strong scaling splits a fixed batch over the ranks (Amdahl); weak "
                             "scaling gives every rank the batch, so the work grows with N "
                             "(Gustafson).")
-                  .oneOf({{"strong", "Strong (fixed global batch)", ""},
-                          {"weak", "Weak (batch per rank)", ""}})
                   .onlyParallel());
   // [SECTION] Model parallelism: world = dp × tp × pp × cp (parallel/process_grid.h)
   t.push_back(field("dp", &RunConfig::dp)
@@ -231,8 +226,6 @@ void addParallelRows(std::vector<Setting>& t) {
                             "zigzag: chunks i and 2cp − 1 − i of 2cp, so every rank has as "
                             "much causal attention to compute; contiguous: chunk i of cp, so "
                             "the last rank computes the most.")
-                  .oneOf({{"zigzag", "Zig-zag (balanced)", ""},
-                          {"contiguous", "Contiguous (unbalanced)", ""}})
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (c.cp > 1) return std::nullopt;
                     return std::string("belongs to context parallelism (--cp 2 or more)");

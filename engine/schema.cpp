@@ -190,6 +190,11 @@ requires std::is_enum_v<E> Setting field(std::string key, E RunConfig::*member) 
 template Setting field(std::string, ModelKind RunConfig::*);
 template Setting field(std::string, Device RunConfig::*);
 template Setting field(std::string, Backend RunConfig::*);
+template Setting field(std::string, Recompute RunConfig::*);
+template Setting field(std::string, Ffn RunConfig::*);
+template Setting field(std::string, DpVersion RunConfig::*);
+template Setting field(std::string, CpOrder RunConfig::*);
+template Setting field(std::string, Scaling RunConfig::*);
 
 Setting extraSetting(std::string key, SettingType type, SettingValue byDefault) {
   Setting s;
@@ -355,8 +360,10 @@ void datasetFollowsModel(RunConfig& config) {
   config.dataset = choices.front().value;
 }
 
-const Setting* findSetting(std::string_view key) {
-  for (const Setting& s : runSettings())
+const Setting* findSetting(std::string_view key) { return findSetting(runSettings(), key); }
+
+const Setting* findSetting(const std::vector<Setting>& table, std::string_view key) {
+  for (const Setting& s : table)
     if (s.key == key) return &s;
   return nullptr;
 }

@@ -19,7 +19,7 @@ QString r2Text(double r2) {
 }  // namespace
 
 QString SpeedupChart::fitName(const SweepResult& sweep) {
-  const bool weak = sweep.scaling == "weak";
+  const bool weak = sweep.scaling == Scaling::Weak;
   const char* law = weak ? "Gustafson" : "Amdahl";
   // A fraction outside 0..1 is no fraction of the work: words, not a number to trust (the
   // sweep panel says why in full).
@@ -91,7 +91,7 @@ void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) 
   clear();
   setSubtitle(subtitle);
   if (sweep.points.empty()) return;
-  const bool weak = sweep.scaling == "weak";
+  const bool weak = sweep.scaling == Scaling::Weak;
   setAxisLabel(yAxis, weak ? tr("scaled speedup N·T(1) / T(N) (×)") : tr("speedup T(1) / T(N) (×)"),
                weak ? tr("scaled speedup (×)") : tr("speedup (×)"));
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();

@@ -61,7 +61,7 @@ void settingsSection(QStringList& md, const RunReport& r) {
         d.layout.empty()
             ? QObject::tr("dp %1: every rank a replica of the whole model").arg(c.dpDegree())
             : str(joined(d.layout)));
-    row(QObject::tr("Scaling"), c.scaling == "weak"
+    row(QObject::tr("Scaling"), c.scaling == Scaling::Weak
                                     ? QObject::tr("weak: batch %1 per rank").arg(c.batch)
                                     : QObject::tr("strong: global batch %1").arg(c.batch));
   }
@@ -225,7 +225,7 @@ void referenceSection(QStringList& md, const RunReport& r) {
                           ? QObject::tr("; measured %1 %").arg(num(100 * *r.last->bubble, 1))
                           : QString());
   if (r.sweep && r.sweep->points.size() >= 2) {
-    items << (r.sweep->scaling == "weak"
+    items << (r.sweep->scaling == Scaling::Weak
                   ? QObject::tr("- **Gustafson's law** (scaled speedup S(N) = N − s(N − 1)), "
                                 "fitted to the sweep: s = %1, R² = %2")
                         .arg(num(r.sweep->gustafson.s, 3))
@@ -248,7 +248,7 @@ void referenceSection(QStringList& md, const RunReport& r) {
 void sweepSection(QStringList& md, const RunReport& r) {
   if (!r.sweep || r.sweep->points.empty()) return;
   md << QObject::tr("## Scaling sweep (%1 scaling%2)")
-            .arg(str(r.sweep->scaling))
+            .arg(str(nameOf(r.sweep->scaling)))
             .arg(r.sweep->cancelled ? QObject::tr(", cancelled") : QString())
      << "" << QObject::tr("| Ranks | step ms (median) | samples/s | speedup | efficiency |")
      << "|---:|---:|---:|---:|---:|";

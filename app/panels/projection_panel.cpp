@@ -105,7 +105,7 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   m_zero->addItems({tr("0 (none)"), tr("1: optimizer"), tr("2: + gradients"), tr("3: + params")});
   m_recompute = new QComboBox;
   m_recompute->setObjectName("projectRecompute");
-  m_recompute->addItems({"none", "selective", "full"});
+  for (const ChoiceName<Recompute>& r : kRecomputes) m_recompute->addItem(r.name);
   auto* fromRun = new QPushButton(tr("Use the settings' layout"));
   fromRun->setObjectName("useRunLayout");
   fromRun->setToolTip(
@@ -240,7 +240,7 @@ void ProjectionPanel::useRunLayout() {
   m_pp->setValue(c.pp);
   m_micro->setValue(c.pp > 1 ? c.microbatches : 0);
   m_zero->setCurrentIndex(std::clamp(c.zero, 0, 3));
-  const int rc = m_recompute->findText(QString::fromStdString(c.recompute));
+  const int rc = m_recompute->findText(QString::fromStdString(nameOf(c.recompute)));
   m_recompute->setCurrentIndex(c.model == ModelKind::Gpt && rc >= 0 ? rc : 0);
   if (m_model->currentIndex() == 0) m_batch->setValue(c.globalBatch());
   m_filling = false;

@@ -143,7 +143,7 @@ QString SweepPanel::run() {
   m_runner->start(base, ranks, m_steps->value(), m_warmup->value());
   m_status->setText((before.isEmpty() ? QString() : before + ' ') +
                     tr("Measuring %1 scaling… (the window stays usable)")
-                        .arg(QString::fromStdString(base.scaling)));
+                        .arg(QString::fromStdString(nameOf(base.scaling))));
   m_progress->setRange(0, 0);  // busy until the first report
   m_runButton->setEnabled(false);
   m_cancelButton->setEnabled(true);
@@ -172,7 +172,7 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
   showTable(result);
   QString fit;
   if (result.points.size() >= 2) {
-    const bool weak = result.scaling == "weak";
+    const bool weak = result.scaling == Scaling::Weak;
     const QString basis = QString::fromStdString(
         fitBasis(result.points.front().ranks, result.points.back().ranks, result.cores));
     // A fitted fraction outside 0..1 is no fraction of the work: said in words, no number.

@@ -48,7 +48,7 @@ QString describeSweep(const RunConfig& c, const SweepResult& r) {
   QStringList ranks;
   for (const SweepPoint& p : r.points) ranks << QString::number(p.ranks);
   return QObject::tr("measured sweep · %1 scaling at ranks %2 · %3 · %4")
-      .arg(QString::fromStdString(r.scaling), ranks.join(", "), describeModel(c),
+      .arg(QString::fromStdString(nameOf(r.scaling)), ranks.join(", "), describeModel(c),
            LossChart::runLabel(c, false));
 }
 

@@ -29,8 +29,8 @@ struct RunConfig {
   int hidden = 128;
   int heads = 4;  // --model gpt: attention heads NH
   int seq = 64;   // --model gpt: context T, tokens per window
-  std::string recompute = "none";  // --model gpt: none | selective | full (model/gpt.h)
-  std::string ffn = "dense";       // --model gpt: dense | moe, the blocks' FFN (model/gpt.h)
+  Recompute recompute = Recompute::None;  // --model gpt: none | selective | full (model/gpt.h)
+  Ffn ffn = Ffn::Dense;       // --model gpt: dense | moe, the blocks' FFN (model/gpt.h)
   int experts = 4;
   int topk = 1;
   double capacityFactor = 1.25;
@@ -60,13 +60,13 @@ struct RunConfig {
   int serialMs = 0;  // --serial-ms: rank 0's serial section in every step (Amdahl's 1 - p)
   // The data-parallel family
   std::string strategy = "sync";
-  std::string dpVersion = "bucket";
+  DpVersion dpVersion = DpVersion::Bucket;
   double bucketMb = 0.25;
   int zero = 0;
   int servers = 1;
   int syncEvery = 4;
   std::string topology = "ring";
-  std::string scaling = "strong";
+  Scaling scaling = Scaling::Strong;
   // The model-parallel family: world = dp x tp x pp x cp (parallel/process_grid.h); ep divides
   // dp
   int dp = 0;
@@ -74,7 +74,7 @@ struct RunConfig {
   int pp = 1;
   bool sp = false;
   int cp = 1;                       // context parallelism: each window's tokens over cp ranks
-  std::string cpOrder = "zigzag";  // which chunks a cp rank holds: zigzag | contiguous
+  CpOrder cpOrder = CpOrder::Zigzag;  // which chunks a cp rank holds: zigzag | contiguous
   int microbatches = 1;
   std::string schedule = "1f1b";
   int ep = 1;
@@ -91,14 +91,14 @@ struct RunConfig {
   int dpDegree() const { return dp > 0 ? dp : ranks / modelSplit(); }
   // Blocks with a mixture-of-experts FFN: the MoE MLP, or the GPT with --ffn moe.
   bool hasExperts() const {
-    return model == ModelKind::Moe || (model == ModelKind::Gpt && ffn == "moe");
+    return model == ModelKind::Moe || (model == ModelKind::Gpt && ffn == Ffn::Moe);
   }
   // --dp/--tp/--pp/--cp given without --ranks: the world is their product.
   void deriveRanks() {
     if (ranks == 1 && (dp > 0 || modelSplit() > 1)) ranks = std::max(dp, 1) * modelSplit();
   }
 
-  int globalBatch() const { return scaling == "weak" ? batch * ranks : batch; }
+  int globalBatch() const { return scaling == Scaling::Weak ? batch * ranks : batch; }
 
   std::optional<std::string> validate() const;  // "field: what is allowed", or nothing
   // What only a combination of settings can get wrong, nothing of this machine: the strategy's

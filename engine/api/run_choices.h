@@ -1,4 +1,5 @@
-// The choices of a run that code branches on, as enums: the model, the device, the backend.
+// The choices of a run that code branches on, as enums: the model, the device, the backend, the
+// GPT's recomputation and FFN, the gradient sync, the context chunks' order and the scaling.
 // Each has ONE table naming its values as the command line, --config JSON, checkpoints, the
 // --json lines and the window write them ("gpt", "cuda", "nccl"), with the window's label and
 // tooltip; the settings table binds a RunConfig member of such a type through it (schema.h
@@ -9,11 +10,17 @@
 #include <string>
 #include <string_view>
 
+#include "model/recompute.h"
+
 namespace paralab {
 
 enum class ModelKind { Mlp, Moe, Gpt };
 enum class Device { Cpu, Cuda };  // where a rank's tensors live and its math runs
 enum class Backend { Thread, Mpi, Nccl };
+enum class Ffn { Dense, Moe };                 // the GPT blocks' feed-forward network
+enum class DpVersion { Bucket, PerTensor };    // how sync all-reduces the gradients
+enum class CpOrder { Zigzag, Contiguous };     // which chunks of a window a cp rank holds
+enum class Scaling { Strong, Weak };           // the batch as ranks are added
 
 // One value of a choice: its word ("gpt"), the window's label and what it means.
 template <class E>
@@ -65,10 +72,68 @@ inline constexpr ChoiceName<Backend> kBackends[] = {
      .summary = "One process per GPU under mpirun, talking through NCCL"},
 };
 
+inline constexpr ChoiceName<Recompute> kRecomputes[] = {
+    {.value = Recompute::None, .name = "none", .label = "None", .summary = "Keep every activation"},
+    {.value = Recompute::Selective,
+     .name = "selective",
+     .label = "Selective",
+     .summary = "Recompute attention's probabilities"},
+    {.value = Recompute::Full,
+     .name = "full",
+     .label = "Full",
+     .summary = "Keep block inputs only; recompute each block"},
+};
+
+inline constexpr ChoiceName<Ffn> kFfns[] = {
+    {.value = Ffn::Dense, .name = "dense", .label = "Dense", .summary = "One FFN for every token"},
+    {.value = Ffn::Moe,
+     .name = "moe",
+     .label = "Mixture of experts",
+     .summary = "Each token to its top-k experts"},
+};
+
+inline constexpr ChoiceName<DpVersion> kDpVersions[] = {
+    {.value = DpVersion::Bucket,
+     .name = "bucket",
+     .label = "bucketed, overlapped",
+     .summary = "Buckets all-reduced during backward"},
+    {.value = DpVersion::PerTensor,
+     .name = "per-tensor",
+     .label = "per tensor, after backward",
+     .summary = "One all-reduce per gradient tensor once backward is done"},
+};
+
+inline constexpr ChoiceName<CpOrder> kCpOrders[] = {
+    {.value = CpOrder::Zigzag,
+     .name = "zigzag",
+     .label = "Zig-zag (balanced)",
+     .summary = "Chunks i and 2cp − 1 − i of 2cp: every rank as much causal attention"},
+    {.value = CpOrder::Contiguous,
+     .name = "contiguous",
+     .label = "Contiguous (unbalanced)",
+     .summary = "Chunk i of cp: the last rank computes the most"},
+};
+
+inline constexpr ChoiceName<Scaling> kScalings[] = {
+    {.value = Scaling::Strong,
+     .name = "strong",
+     .label = "Strong (fixed global batch)",
+     .summary = "The same global batch at every rank count"},
+    {.value = Scaling::Weak,
+     .name = "weak",
+     .label = "Weak (batch per rank)",
+     .summary = "Each rank adds its own batch"},
+};
+
 // The table of an enum, found by its type (overloads, so field() can ask for any of them).
 constexpr std::span<const ChoiceName<ModelKind>> choiceTable(ModelKind) { return kModelKinds; }
 constexpr std::span<const ChoiceName<Device>> choiceTable(Device) { return kDevices; }
 constexpr std::span<const ChoiceName<Backend>> choiceTable(Backend) { return kBackends; }
+constexpr std::span<const ChoiceName<Recompute>> choiceTable(Recompute) { return kRecomputes; }
+constexpr std::span<const ChoiceName<Ffn>> choiceTable(Ffn) { return kFfns; }
+constexpr std::span<const ChoiceName<DpVersion>> choiceTable(DpVersion) { return kDpVersions; }
+constexpr std::span<const ChoiceName<CpOrder>> choiceTable(CpOrder) { return kCpOrders; }
+constexpr std::span<const ChoiceName<Scaling>> choiceTable(Scaling) { return kScalings; }
 
 // "gpt" for ModelKind::Gpt.
 template <class E>

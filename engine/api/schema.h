@@ -114,6 +114,8 @@ Setting extraSetting(std::string key, SettingType type, SettingValue byDefault);
 // Every setting in table order (precedence): the run's own, then each strategy's.
 const std::vector<Setting>& runSettings();
 const Setting* findSetting(std::string_view key);
+// The setting called `key` in any settings table (the program's, the projection's, ...).
+const Setting* findSetting(const std::vector<Setting>& table, std::string_view key);
 // paralab-run's program flags (--sweep, --trace, --save, --project, ...), owner "program": their
 // values are kept in RunConfig::extra under their keys while a command line is read, and never
 // in a run's configuration (RunConfig::toJson writes runSettings() only). The rows are in

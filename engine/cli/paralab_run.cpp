@@ -67,14 +67,14 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
     std::string emulated;
     for (const EmulatedPart& p : emulatedParts(config)) emulated += ", " + p.brief + " (emulated)";
     std::printf("Scaling sweep (%s scaling, %s, median of %d steps after %d warm-up)%s\n",
-                r.scaling.c_str(), config.strategy.c_str(), config.steps, warmup,
+                nameOf(r.scaling).c_str(), config.strategy.c_str(), config.steps, warmup,
                 emulated.c_str());
     std::printf("%6s %10s %12s %9s %11s %14s\n", "ranks", "step ms", "samples/s", "speedup",
-                "efficiency", r.scaling == "weak" ? "Gustafson ref" : "Amdahl ref");
+                "efficiency", r.scaling == Scaling::Weak ? "Gustafson ref" : "Amdahl ref");
     for (const SweepPoint& p : r.points)
       std::printf("%6d %10.2f %12.0f %8.2fx %10.0f%% %13.2fx\n", p.ranks, p.stepMs, p.samplesPerS,
                   p.speedup, 100 * p.efficiency,
-                  r.scaling == "weak" ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
+                  r.scaling == Scaling::Weak ? r.gustafson.speedup(p.ranks) : r.amdahl.speedup(p.ranks));
     // Every fit says the ranks it was fitted on: a fraction is only as good as that range.
     const std::string over =
         "fitted on " + fitBasis(r.points.front().ranks, r.points.back().ranks, r.cores);

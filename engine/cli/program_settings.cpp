@@ -164,9 +164,7 @@ const std::vector<Setting>& programSettings() {
 }
 
 const Setting* findProgramSetting(std::string_view key) {
-  for (const Setting& s : programSettings())
-    if (s.key == key) return &s;
-  return nullptr;
+  return findSetting(programSettings(), key);
 }
 
 Setting::Why programRefusal(const RunConfig& c) {

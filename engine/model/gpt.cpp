@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "device/compute.h"
+#include "run_choices.h"
 #include "rng.h"
 
 namespace paralab {
@@ -19,9 +20,7 @@ int64_t GptShape::parameterCount() const {
 }
 
 Recompute recomputeFromName(const std::string& name) {
-  if (name == "none") return Recompute::None;
-  if (name == "selective") return Recompute::Selective;
-  if (name == "full") return Recompute::Full;
+  if (const std::optional<Recompute> r = fromName<Recompute>(name)) return *r;
   throw std::invalid_argument("recompute: '" + name + "' is not one of none, selective, full");
 }
 

@@ -121,7 +121,7 @@ std::unique_ptr<Model> makeModel(const RunConfig& config, const Dataset& data,
                                  const ModelShard& shard, bool initialise) {
   if (config.model == ModelKind::Gpt)
     return std::make_unique<Gpt>(gptShape(config, data), config.seed, tracker, compute,
-                                 recomputeFromName(config.recompute), shard, initialise);
+                                 config.recompute, shard, initialise);
   if (config.model == ModelKind::Mlp)
     return std::make_unique<Mlp>(mlpShape(config, data), config.seed, tracker, shard, initialise,
                                  compute);

@@ -264,7 +264,7 @@ double allReduceSeconds(ThreadWorld& world, int64_t floats, int repeats) {
 int engineDpCalls(const RunConfig& c) {
   const bool gpt = c.model == ModelKind::Gpt;
   if (c.zero > 0) return c.layers + 2;
-  if (c.dpVersion == "per-tensor") return gpt ? 6 + 12 * c.layers : 4 + 6 * c.layers;
+  if (c.dpVersion == DpVersion::PerTensor) return gpt ? 6 + 12 * c.layers : 4 + 6 * c.layers;
   const double parameters =
       double(gpt ? GptShape{kEngineVocab, c.seq, c.hidden, c.layers, c.heads}.parameterCount()
                  : MlpShape{784, c.hidden, c.layers, 10}.parameterCount());
@@ -382,7 +382,7 @@ Projection projectAtShare(const RunConfig& c, const HostProfile& host, int vocab
   layout.dpCalls = engineDpCalls(c);
   // The engine overlaps only stage 0's buckets with the backward (a thread of their own); its
   // ZeRO reduce-scatters in line, after a unit's backward or the whole backward.
-  layout.overlapDpComm = c.zero == 0 && c.dpVersion == "bucket";
+  layout.overlapDpComm = c.zero == 0 && c.dpVersion == DpVersion::Bucket;
   if (auto err = validate(model, layout, cluster)) throw ConfigError(*err);
   Projection p = project(model, layout, cluster);
   // Each rank copies its share of the batch (cp ranks their pieces of each window).

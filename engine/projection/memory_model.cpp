@@ -56,9 +56,9 @@ double engineBytesPerToken(const BlockWork& w, Recompute rc) {
   c.hidden = w.hidden;
   c.heads = w.heads;
   c.seq = w.attention ? w.seq : 1;
-  c.recompute = rc == Recompute::Full ? "full" : rc == Recompute::Selective ? "selective" : "none";
+  c.recompute = rc;
   if (w.experts > 0) {
-    c.ffn = "moe";
+    c.ffn = Ffn::Moe;
     c.experts = w.experts;
     c.topk = w.topk;
   }

@@ -159,14 +159,11 @@ RunConfig engineRun(const ModelSpec& m, const Layout& l, const Cluster& c) {
   r.heads = m.heads;
   r.seq = m.seq;
   if (m.gpt() && m.experts > 0) {
-    r.ffn = "moe";
+    r.ffn = Ffn::Moe;
     r.experts = m.experts;
     r.topk = m.topk;
   }
-  r.recompute = !m.gpt()                              ? "none"
-                : l.recompute == Recompute::Full      ? "full"
-                : l.recompute == Recompute::Selective ? "selective"
-                                                      : "none";
+  r.recompute = m.gpt() ? l.recompute : Recompute::None;
   r.ranks = c.gpus;
   r.dp = l.dp;
   r.tp = l.tp;

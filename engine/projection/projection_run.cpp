@@ -58,9 +58,7 @@ nlohmann::json toJson(const Projection& p) {
               {"zero", l.zero},
               {"dp_calls", std::max(1, l.dpCalls)},
               {"dp_overlapped", l.overlapDpComm},
-              {"recompute", l.recompute == Recompute::Full        ? "full"
-                            : l.recompute == Recompute::Selective ? "selective"
-                                                                  : "none"},
+              {"recompute", nameOf(l.recompute)},
               {"precision", precisionName(l.precision)},
               {"step_ms", ms(p.stepSeconds)},
               {"split_ms", split},
@@ -97,9 +95,7 @@ std::string toText(const Projection& p) {
       "ZeRO %d, %s, %s\n",
       layout.c_str(), l.microBatches, l.microBatchSize, l.globalBatch, scheduleName(l.schedule),
       l.virtualStages > 1 ? (" interleaved x" + n(l.virtualStages)).c_str() : "",
-      l.recompute == Recompute::Full        ? "full"
-      : l.recompute == Recompute::Selective ? "selective"
-                                            : "none",
+      nameOf(l.recompute).c_str(),
       l.zero,
       l.precision == Precision::Bf16Mixed ? "bf16 mixed precision" : precisionName(l.precision),
       l.optimizer.c_str());
@@ -177,9 +173,9 @@ Layout layoutOf(const RunConfig& c) {
   l.microBatches = c.modelParallel() ? c.microbatches : 1;
   l.schedule = parseSchedule(c.schedule);
   l.zero = c.zero;
-  l.recompute = c.model == ModelKind::Gpt ? recomputeFromName(c.recompute) : Recompute::None;
+  l.recompute = c.model == ModelKind::Gpt ? c.recompute : Recompute::None;
   l.optimizer = c.optimizer;
-  l.overlapDpComm = c.dpVersion == "bucket";
+  l.overlapDpComm = c.dpVersion == DpVersion::Bucket;
   return l;
 }
 

@@ -79,9 +79,7 @@ const std::vector<Setting>& projectionSettings() {
 }
 
 const Setting* findProjectionSetting(std::string_view key) {
-  for (const Setting& s : projectionSettings())
-    if (s.key == key) return &s;
-  return nullptr;
+  return findSetting(projectionSettings(), key);
 }
 
 std::optional<std::string> checkCluster(const RunConfig& config, const RunProjection& q) {

@@ -82,7 +82,7 @@ struct SweepMemory {
 };
 SweepMemory sweepMemory(const RunConfig& c, int batch) {
   RunConfig at = c;
-  at.batch = batch, at.ranks = 1, at.scaling = "strong";
+  at.batch = batch, at.ranks = 1, at.scaling = Scaling::Strong;
   const MemoryEstimate e = estimateMemory(at);
   if (c.device == Device::Cuda)
     return {e.modelStates + e.activations, kernels::cuda_query_devices().memoryBytes};

@@ -81,12 +81,12 @@ GustafsonFit fitGustafson(const std::vector<int>& ranks, const std::vector<doubl
   return f;
 }
 
-SweepResult analyseSweep(const std::string& scaling, const std::vector<int>& ranks,
+SweepResult analyseSweep(Scaling scaling, const std::vector<int>& ranks,
                          const std::vector<double>& stepMs, int globalBatchAtOne) {
   SweepResult r;
   r.scaling = scaling;
   std::vector<double> speedups;
-  const bool weak = scaling == "weak";
+  const bool weak = scaling == Scaling::Weak;
   for (size_t i = 0; i < ranks.size(); ++i) {
     SweepPoint p;
     p.ranks = ranks[i];
@@ -112,7 +112,7 @@ std::string coresCaveat(const SweepResult& r) {
 }
 
 std::string fitCaveat(const SweepResult& r) {
-  return r.scaling == "weak" ? r.gustafson.caveat() : r.amdahl.caveat();
+  return r.scaling == Scaling::Weak ? r.gustafson.caveat() : r.amdahl.caveat();
 }
 
 std::string fitNotes(const SweepResult& r) {
@@ -162,7 +162,7 @@ SweepResult runSweep(const RunConfig& base, std::vector<int> ranks, int steps, i
   }
   SweepResult r = analyseSweep(base.scaling, measuredRanks, medians, base.batch);
   r.cores = cores;
-  if (r.scaling == "strong")  // the same global batch at every rank count: the same losses
+  if (r.scaling == Scaling::Strong)  // the same global batch at every rank count: the same losses
     for (size_t i = 0; i < r.points.size(); ++i) {
       double gap = 0;
       for (size_t s = 0; s < losses[i].size(); ++s)
@@ -182,7 +182,7 @@ double SweepResult::maxLossGap() const {
 nlohmann::json toJson(const SweepResult& r, const RunConfig& base) {
   nlohmann::json j = {{"schema", kMetricsSchema},
                       {"sweep", true},
-                      {"scaling", r.scaling},
+                      {"scaling", nameOf(r.scaling)},
                       {"amdahl_p", r.amdahl.p},
                       {"amdahl_r2", r.amdahl.r2},
                       {"gustafson_serial_fraction", r.gustafson.s},

@@ -193,7 +193,7 @@ void TestCharts::latencyColumnsKeepTheHighestStep() {
 }
 
 void TestCharts::speedupDrawsTheSweep() {
-  const SweepResult strong = analyseSweep("strong", {1, 2, 4, 8}, {100, 56, 31, 19}, 256);
+  const SweepResult strong = analyseSweep(Scaling::Strong, {1, 2, 4, 8}, {100, 56, 31, 19}, 256);
   SpeedupChart chart;
   chart.showSweep(strong);
   QCOMPARE(chart.measured()->dataCount(), 4);
@@ -235,7 +235,7 @@ void TestCharts::speedupDrawsTheSweep() {
     QVERIFY(qFuzzyCompare((chart.fit()->data()->begin() + i)->value, strong.amdahl.speedup(n)));
   }
 
-  const SweepResult weak = analyseSweep("weak", {1, 2, 4}, {100, 104, 112}, 64);
+  const SweepResult weak = analyseSweep(Scaling::Weak, {1, 2, 4}, {100, 104, 112}, 64);
   chart.showSweep(weak);
   QCOMPARE(chart.measured()->dataCount(), 3);
   QVERIFY(chart.fit()->name().contains("Gustafson"));
@@ -248,7 +248,7 @@ void TestCharts::speedupDrawsTheSweep() {
 // in words that the law does not fit, shows no number, and no fit line is drawn as if it were
 // a reference to trust; a fit inside 0..1 still shows its p.
 void TestCharts::fitOutsideItsRangeIsSaidInWords() {
-  const SweepResult slower = analyseSweep("strong", {1, 2, 4, 8}, {100, 130, 170, 230}, 256);
+  const SweepResult slower = analyseSweep(Scaling::Strong, {1, 2, 4, 8}, {100, 130, 170, 230}, 256);
   QVERIFY2(slower.amdahl.p < 0, qPrintable(QString::number(slower.amdahl.p)));
   SpeedupChart chart;
   chart.showSweep(slower);
@@ -258,11 +258,11 @@ void TestCharts::fitOutsideItsRangeIsSaidInWords() {
            qPrintable(name));
   QCOMPARE(chart.fit()->dataCount(), 0);
   QCOMPARE(chart.measured()->dataCount(), 4);  // the measurement is still shown
-  const SweepResult faster = analyseSweep("strong", {1, 2}, {100, 20}, 256);
+  const SweepResult faster = analyseSweep(Scaling::Strong, {1, 2}, {100, 20}, 256);
   QVERIFY(faster.amdahl.p > 1);
   chart.showSweep(faster);
   QVERIFY2(chart.fit()->name().contains("faster than ideal"), qPrintable(chart.fit()->name()));
-  const SweepResult weakSlower = analyseSweep("weak", {1, 2, 4}, {100, 250, 600}, 64);
+  const SweepResult weakSlower = analyseSweep(Scaling::Weak, {1, 2, 4}, {100, 250, 600}, 64);
   QVERIFY(weakSlower.gustafson.s > 1);
   chart.showSweep(weakSlower);
   QVERIFY2(chart.fit()->name().startsWith("Gustafson's law does not fit"),
@@ -273,7 +273,7 @@ void TestCharts::fitOutsideItsRangeIsSaidInWords() {
 // label shown lies inside the plot and clear of the others; one with no room is left out.
 void TestCharts::efficiencyLabelsStayInThePlot() {
   const SweepResult crowded =
-      analyseSweep("strong", {1, 2, 4, 8, 16}, {10, 6.2, 4.1, 3.3, 3.0}, 512);
+      analyseSweep(Scaling::Strong, {1, 2, 4, 8, 16}, {10, 6.2, 4.1, 3.3, 3.0}, 512);
   SpeedupChart chart;
   chart.resize(440, 330);
   chart.show();

@@ -336,7 +336,7 @@ void TestChartsRanks::holdingsMapDrawsTheSlices() {
   // the rank's windows, [B, NH, T, T]. Both bars say their bytes.
   RunConfig g;
   g.model = ModelKind::Gpt, g.ranks = 2, g.layers = 2, g.heads = 4, g.seq = 16,
-  g.recompute = "selective";
+  g.recompute = Recompute::Selective;
   HoldingsMap gpt;
   gpt.showHoldings(holdingsOf(g));
   QCOMPARE(gpt.rows().mid(0, 3), QStringList({"batch", "activations", "recomputed"}));

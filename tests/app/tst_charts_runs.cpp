@@ -60,7 +60,7 @@ void TestChartRuns::emptyHistoryClears() {
   TimelineChart timeline;
   SpeedupChart speedup;
   memory.showSnapshot(s), traffic.showSnapshot(s), links.showSnapshot(s), timeline.showSnapshot(s);
-  speedup.showSweep(analyseSweep("strong", {1, 2}, {10, 6}, 64));
+  speedup.showSweep(analyseSweep(Scaling::Strong, {1, 2}, {10, 6}, 64));
   const MetricHistory empty;
   for (Chart* c : std::initializer_list<Chart*>{&memory, &traffic, &links, &timeline}) {
     QVERIFY(c->followsRun());
@@ -133,7 +133,7 @@ void TestChartRuns::exportsDecode() {
   LinkHeatmap links;
   TimelineChart timeline;
   latency.showHistory(h);
-  speedup.showSweep(analyseSweep("strong", {1, 2, 4}, {100, 60, 40}, 64));
+  speedup.showSweep(analyseSweep(Scaling::Strong, {1, 2, 4}, {100, 60, 40}, 64));
   memory.showSnapshot(s), traffic.showSnapshot(s), links.showSnapshot(s), timeline.showSnapshot(s);
   const QList<Chart*> charts{&latency, &speedup, &memory, &traffic, &links, &timeline};
   QTemporaryDir dir;

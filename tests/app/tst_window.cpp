@@ -409,7 +409,7 @@ void TestWindow::screenshots() {
     QVERIFY(w.configPanel()->grab().save(screenshotDir() + "/config-panel.png"));
     // The GPT with a mixture of experts: the FFN choice, and the experts' settings live.
     RunConfig moe = w.configPanel()->config();
-    moe.model = ModelKind::Gpt, moe.dataset = "fortunes", moe.ffn = "moe", moe.ranks = 2,
+    moe.model = ModelKind::Gpt, moe.dataset = "fortunes", moe.ffn = Ffn::Moe, moe.ranks = 2,
     moe.ep = 2;
     w.configPanel()->setConfig(moe);
     QTest::qWait(100);

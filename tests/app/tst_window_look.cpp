@@ -157,7 +157,7 @@ class TestWindowLook : public QObject {
     const std::pair<const char*, std::vector<double>> sweeps[] = {
         {"crowded", {10, 6.2, 4.1, 3.3, 3.0}}, {"nofit", {10, 12, 15, 22, 30}}};
     for (const auto& [name, ms] : sweeps) {
-      SweepResult r = analyseSweep("strong", {1, 2, 4, 8, 16}, ms, 512);
+      SweepResult r = analyseSweep(Scaling::Strong, {1, 2, 4, 8, 16}, ms, 512);
       r.cores = 2;
       emit w.sweepPanel()->sweepFinished(r);
       problems += textProblems(w, QString("speedup, %1 sweep").arg(name));

@@ -173,7 +173,7 @@ int benchCp(int argc, char** argv) {
   for (int n : {2, 4})
     for (const char* order : {"zigzag", "contiguous"}) {
       RunConfig p = c;
-      p.ranks = n, p.cp = n, p.cpOrder = order;
+      p.ranks = n, p.cp = n, p.cpOrder = *fromName<CpOrder>(order);
       if (auto why = p.validate()) {
         std::fprintf(stderr, "paralab-bench cp: %s\n", why->c_str());
         return 2;

@@ -35,9 +35,9 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
     else if (w.startsWith("zero"))
       c.zero = w.mid(4).toInt();
     else if (w == "per-tensor")
-      c.dpVersion = "per-tensor";
+      c.dpVersion = DpVersion::PerTensor;
     else if (w.startsWith("bucket"))  // "bucket0.02": buckets of 0.02 MiB
-      c.dpVersion = "bucket", c.bucketMb = w.size() > 6 ? w.mid(6).toDouble() : c.bucketMb;
+      c.dpVersion = DpVersion::Bucket, c.bucketMb = w.size() > 6 ? w.mid(6).toDouble() : c.bucketMb;
     else if (w == "ring")
       c.allreduce = "ring";
     else if (w == "adam")
@@ -47,9 +47,9 @@ inline RunConfig withLayout(RunConfig c, const QString& spec) {
     else if (w.startsWith("cp"))
       c.cp = w.mid(2).toInt();
     else if (w == "contiguous")
-      c.cpOrder = "contiguous";
+      c.cpOrder = CpOrder::Contiguous;
     else if (w == "selective" || w == "full")  // the GPT's --recompute
-      c.recompute = w.toStdString();
+      c.recompute = recomputeFromName(w.toStdString());
     else
       qFatal("bad layout word %s", qPrintable(w));
   }

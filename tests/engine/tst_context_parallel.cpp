@@ -134,7 +134,7 @@ class TestContextParallel : public QObject {
     t.step();
     const int64_t N = c.cp, L = c.layers, M = c.microbatches, h = c.hidden / c.tp;
     const int64_t n = int64_t(c.globalBatch()) * c.seq / N;  // the rank's tokens, all micro-batches
-    const int64_t forwards = c.recompute == "full" ? 2 : 1;
+    const int64_t forwards = c.recompute == Recompute::Full ? 2 : 1;
     const int64_t block = 2 * n * h * 4;                    // one K/V block's bytes
     for (int r = 0; r < t.localRankCount(); ++r) {
       int64_t sends = 0, recvs = 0;
@@ -207,7 +207,7 @@ class TestContextParallel : public QObject {
     t.step();
     const int64_t step = t.step().step;
     const int N = c.cp, L = c.layers, M = c.microbatches;
-    const int forwards = c.recompute == "full" ? 2 : 1;
+    const int forwards = c.recompute == Recompute::Full ? 2 : 1;
     for (int r = 0; r < t.localRankCount(); ++r) {
       const std::vector<Span> ring = ringTransfers(t, r, step);
       QCOMPARE(int(ring.size()), L * M * (forwards * (N - 1) + 2 * (N - 1)));

@@ -160,7 +160,7 @@ class TstCudaModelParallel : public QObject {
     ThreadWorld ring(N);
     ring.run([&](Communicator& comm) {
       const std::unique_ptr<Compute> cpu = Compute::cpu();
-      const RingAttention r(comm, c.seq, c.cpOrder == "zigzag", c.heads / c.tp, c.hidden / c.tp,
+      const RingAttention r(comm, c.seq, c.cpOrder == CpOrder::Zigzag, c.heads / c.tp, c.hidden / c.tp,
                             *cpu, nullptr, nullptr);
       fwd[size_t(comm.rank())] = r.forwardFloats(b);
       bwd[size_t(comm.rank())] = r.backwardFloats(b);

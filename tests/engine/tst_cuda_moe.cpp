@@ -128,7 +128,7 @@ class TstCudaMoe : public QObject {
     parallel.ranks = ranks;
     parallel.ep = ep;
     parallel.zero = zero;
-    parallel.dpVersion = version.toStdString();
+    parallel.dpVersion = *fromName<DpVersion>(version.toStdString());
     const auto ref = run(serial, 20), got = run(parallel, 20);
     compareRuns(got, ref, 1e-4,
                 qPrintable("cuda " + QString(QTest::currentDataTag()) + " vs cuda serial"));
@@ -155,7 +155,7 @@ class TstCudaMoe : public QObject {
     QFETCH(int, topk);
     QFETCH(double, capacity);
     RunConfig cpu = test::smallGptRun(8);
-    cpu.ffn = "moe", cpu.experts = 4, cpu.topk = topk, cpu.capacityFactor = capacity;
+    cpu.ffn = Ffn::Moe, cpu.experts = 4, cpu.topk = topk, cpu.capacityFactor = capacity;
     cpu.auxLoss = 0.01;
     RunConfig gpu = cpu;
     test::useGpu(gpu);

@@ -113,7 +113,7 @@ class TstCudaTraining : public QObject {
     cpu.seq = 8;
     cpu.optimizer = "adam";
     cpu.lr = 0.01;
-    cpu.recompute = recompute.toStdString();
+    cpu.recompute = recomputeFromName(recompute.toStdString());
     cpu.ranks = ranks;
     if (!layout.isEmpty()) cpu = test::withLayout(cpu, layout);
     cpu.steps = 10;
@@ -190,7 +190,7 @@ class TstCudaTraining : public QObject {
     if (variant.startsWith("zero-"))
       dp.zero = variant.mid(5).toInt();
     else
-      dp.dpVersion = variant.toStdString();
+      dp.dpVersion = *fromName<DpVersion>(variant.toStdString());
     const std::vector<double> ref = test::lossTrajectory(serial, 20),
                               got = test::lossTrajectory(dp, 20);
     VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, "cuda " + variant + " N=2 vs cuda serial");
@@ -366,7 +366,7 @@ class TstCudaTraining : public QObject {
     else if (variant == "local-sgd" || variant == "gossip" || variant.startsWith("ps-"))
       thread.strategy = variant.toStdString();
     else
-      thread.dpVersion = variant.toStdString();
+      thread.dpVersion = *fromName<DpVersion>(variant.toStdString());
     RunConfig nccl = thread;
     nccl.backend = Backend::Nccl;
     Trainer a(thread), b(nccl);

@@ -48,11 +48,11 @@ class TstDescribe : public QObject {
     c.sp = true;
     c.pp = 2;
     c.cp = 2;
-    c.cpOrder = "contiguous";
+    c.cpOrder = CpOrder::Contiguous;
     c.microbatches = 4;
     c.schedule = "gpipe";
     c.zero = 1;
-    c.recompute = "full";
+    c.recompute = Recompute::Full;
     const RunDescription d = describeRun(c);
     QCOMPARE(QString::fromStdString(d.brief()),
              QString("sync · 16 ranks · ZeRO-1 · dp 2 · tp 2 + sp · pp 2 · gpipe, 4 micro-batches "

@@ -44,7 +44,7 @@ RunConfig gptRun(int batch) { return test::smallGptRun(batch); }
 // lowers it).
 RunConfig gptMoeRun(int batch, int topk) {
   RunConfig c = gptRun(batch);
-  c.ffn = "moe";
+  c.ffn = Ffn::Moe;
   c.experts = 4;
   c.topk = topk;
   c.capacityFactor = 4.0;
@@ -365,7 +365,7 @@ class TstGpt : public QObject {
     std::map<std::string, Measured> got;
     RunConfig c = test::withLayout(gptRun(8), layout);
     for (const char* recompute : {"none", "full"}) {
-      c.recompute = recompute;
+      c.recompute = recomputeFromName(recompute);
       Trainer t(c);
       Measured& m = got[recompute];
       for (int step = 0; step < 2; ++step) m.losses.push_back(t.step().loss);
@@ -494,7 +494,7 @@ class TstGpt : public QObject {
     QFETCH(int, topk);
     QFETCH(QString, extra);
     RunConfig serial = gptMoeRun(10, topk);
-    if (extra == "full") serial.recompute = "full";
+    if (extra == "full") serial.recompute = Recompute::Full;
     RunConfig parallel = serial;
     parallel.ranks = ranks;
     parallel.ep = ep;
@@ -576,8 +576,8 @@ class TstGpt : public QObject {
       if (p[0] == "pp") c.pp = p[1].toInt(), c.ranks = c.pp;
       if (p[0] == "sp") c.sp = true;
       if (p[0] == "seq") c.seq = p[1].toInt();
-      if (p[0] == "recompute") c.recompute = p[1].toStdString();
-      if (p[0] == "ffn") c.ffn = p[1].toStdString();
+      if (p[0] == "recompute") c.recompute = recomputeFromName(p[1].toStdString());
+      if (p[0] == "ffn") c.ffn = *fromName<Ffn>(p[1].toStdString());
       if (p[0] == "ep") c.ep = p[1].toInt();
       if (p[0] == "ranks") c.ranks = p[1].toInt();
     }

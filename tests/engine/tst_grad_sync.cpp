@@ -34,7 +34,7 @@ RunConfig moeRun(int ranks, int ep, const QString& sync, bool adam = false) {
   if (sync.startsWith("zero"))
     c.zero = sync.mid(4).toInt();
   else if (!sync.isEmpty())
-    c.dpVersion = sync.toStdString();
+    c.dpVersion = *fromName<DpVersion>(sync.toStdString());
   c.bucketMb = 0.02;  // several buckets per group
   if (adam) c.optimizer = "adam", c.lr = 0.002;
   return c;

@@ -206,7 +206,7 @@ class TstHoldings : public QObject {
     c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 3, c.batch = 6;
     c.ranks = 2, c.zero = zero;
-    c.recompute = recompute.toStdString();
+    c.recompute = recomputeFromName(recompute.toStdString());
     Trainer t(c);
     t.step();
     const int64_t B = c.batch / 2, T = c.seq, C = c.hidden, NH = c.heads, L = c.layers,
@@ -264,7 +264,7 @@ class TstHoldings : public QObject {
     c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
     c.tp = 2, c.pp = 2, c.ranks = 4, c.microbatches = 2;
-    c.recompute = "selective";
+    c.recompute = Recompute::Selective;
     Trainer t(c);
     t.step();
     const int64_t windows = 3, heads = c.heads / 2, T = c.seq;  // ceil(6 / 2), per tp rank
@@ -300,7 +300,7 @@ class TstHoldings : public QObject {
     c.model = ModelKind::Gpt;
     c.hidden = 16, c.heads = 4, c.seq = 8, c.layers = 2, c.batch = 6;
     c.tp = 2, c.pp = 2, c.ranks = 4, c.microbatches = 2, c.sp = sp;
-    c.recompute = "full";
+    c.recompute = Recompute::Full;
     Trainer t(c);
     t.step();
     const int64_t windows = 3, T = c.seq, C = c.hidden, V = t.data().classes;  // ceil(6 / 2)

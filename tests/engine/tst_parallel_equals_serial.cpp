@@ -61,7 +61,7 @@ class TstParallelEqualsSerial : public QObject {
     if (variant.startsWith("zero-"))
       parallel.zero = variant.mid(5).toInt();
     else if (!variant.isEmpty())
-      parallel.dpVersion = variant.toStdString();
+      parallel.dpVersion = *fromName<DpVersion>(variant.toStdString());
     parallel.servers = std::min(2, ranks);
     QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
     const int steps = 50;

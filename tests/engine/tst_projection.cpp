@@ -280,7 +280,7 @@ class TstProjection : public QObject {
     RunConfig c = smallGpt();
     c.model = *fromName<ModelKind>(model.toStdString());
     if (model == "mlp") c.hidden = 48, c.layers = 3;
-    c.recompute = recompute.toStdString();
+    c.recompute = recomputeFromName(recompute.toStdString());
     c.ranks = 4;
     c.zero = zero;
     const MemoryEstimate engine = estimateMemory(c);

@@ -127,7 +127,7 @@ class TestProjectionHost : public QObject {
              qPrintable(QString("%1 vs %2").arg(p.split.dpCommExposed).arg(expected)));
     // Bucketed instead: 0.25 MiB buckets, overlapped with the backward, so less is exposed.
     RunConfig bucketed = c;
-    bucketed.dpVersion = "bucket";
+    bucketed.dpVersion = DpVersion::Bucket;
     QVERIFY(projectOnHost(bucketed, handProfile(2, 4)).split.dpCommExposed <
             p.split.dpCommExposed);
   }

@@ -217,7 +217,7 @@ class TstProjectionLayouts : public QObject {
       }
       const std::string layout = "dp " + std::to_string(c.dp) + " tp " + std::to_string(c.tp) +
                                  " pp " + std::to_string(c.pp) + " cp " + std::to_string(c.cp) +
-                                 " " + c.cpOrder + (c.sp ? " sp" : "") + " zero " +
+                                 " " + nameOf(c.cpOrder) + (c.sp ? " sp" : "") + " zero " +
                                  std::to_string(c.zero) + " M" + std::to_string(c.microbatches) +
                                  " " + c.schedule;
       const std::string says =
@@ -242,7 +242,7 @@ class TstProjectionLayouts : public QObject {
                       RunConfig c = base;
                       c.dp = dp, c.tp = tp, c.pp = pp, c.cp = cp, c.ranks = dp * tp * pp * cp;
                       c.zero = zero, c.microbatches = micro, c.sp = sp;
-                      c.schedule = schedule, c.cpOrder = order;
+                      c.schedule = schedule, c.cpOrder = *fromName<CpOrder>(order);
                       check(c);
                       if (QTest::currentTestFailed()) return;
                     }
@@ -276,7 +276,7 @@ class TstProjectionLayouts : public QObject {
     cp.cp = 4;
     const auto zigzag = validate(shortWindows, cp, a100s(8));
     QVERIFY(zigzag && QString::fromStdString(*zigzag).startsWith("cp: "));
-    cp.cpOrder = "contiguous";
+    cp.cpOrder = CpOrder::Contiguous;
     QVERIFY(!validate(shortWindows, cp, a100s(8)));
   }
 
@@ -350,7 +350,7 @@ class TstProjectionLayouts : public QObject {
     RunConfig c;
     c.model = ModelKind::Gpt, c.layers = 80, c.hidden = 12288, c.heads = 96, c.seq = 2048,
     c.batch = 2304;
-    c.tp = 8, c.pp = 8, c.recompute = "full";
+    c.tp = 8, c.pp = 8, c.recompute = Recompute::Full;
     RunProjection request;
     request.target = "a100-80gb:1536";
     request.vocab = 51200;

@@ -250,7 +250,7 @@ class TstSchema : public QObject {
   // configuration (every setting's key) carries other models' keys quietly.
   void givenWhereItDoesNotApply() {
     RunConfig c;
-    c.recompute = "full";
+    c.recompute = Recompute::Full;
     QCOMPARE(refusedAsGiven(c, {"recompute"}, {}).value_or(""),
              std::string("recompute: belongs to the GPT (--model gpt)"));
     QCOMPARE(refusedAsGiven(c, {}, {"recompute"}).value_or(""),

@@ -19,7 +19,7 @@ class TstSweep : public QObject {
     const std::vector<int> n = {1, 2, 4, 8};
     std::vector<double> ms;
     for (int k : n) ms.push_back(100.0 * (0.05 + 0.95 / k));
-    const SweepResult r = analyseSweep("strong", n, ms, 256);
+    const SweepResult r = analyseSweep(Scaling::Strong, n, ms, 256);
     QVERIFY(std::abs(r.amdahl.p - 0.95) < 1e-12);
     QVERIFY(std::abs(r.amdahl.r2 - 1.0) < 1e-12);
     // The lesson's numbers: 5.9x at 8, 15.4x at 64, at most 20x.
@@ -36,7 +36,7 @@ class TstSweep : public QObject {
     const double noise[] = {1.0, 1.01, 0.99, 1.02};
     std::vector<double> ms;
     for (size_t i = 0; i < n.size(); ++i) ms.push_back(noise[i] * (0.2 + 0.8 / n[i]));
-    const SweepResult r = analyseSweep("strong", n, ms, 64);
+    const SweepResult r = analyseSweep(Scaling::Strong, n, ms, 64);
     QVERIFY2(std::abs(r.amdahl.p - 0.8) < 0.02, qPrintable(QString::number(r.amdahl.p)));
     QVERIFY(r.amdahl.r2 > 0.95 && r.amdahl.r2 <= 1.0);
   }
@@ -44,26 +44,26 @@ class TstSweep : public QObject {
   // A fitted fraction outside 0..1 is flagged, in the direction the run went; inside, nothing.
   void fractionOutsideZeroToOneIsExplained() {
     const std::vector<int> n = {1, 2, 4};
-    const SweepResult inside = analyseSweep("strong", n, {10.0, 6.0, 4.0}, 64);
+    const SweepResult inside = analyseSweep(Scaling::Strong, n, {10.0, 6.0, 4.0}, 64);
     QVERIFY(inside.amdahl.p > 0 && inside.amdahl.p < 1);
     QVERIFY(inside.amdahl.caveat().empty());
     // More ranks, slower steps: no parallel fraction can do that.
-    const SweepResult slower = analyseSweep("strong", n, {10.0, 12.0, 20.0}, 64);
+    const SweepResult slower = analyseSweep(Scaling::Strong, n, {10.0, 12.0, 20.0}, 64);
     QVERIFY(slower.amdahl.p < 0);
     QVERIFY2(slower.amdahl.caveat().find("slower") != std::string::npos,
              slower.amdahl.caveat().c_str());
     // Better than ideal (super-linear): p > 1 for Amdahl, s < 0 for Gustafson.
-    const SweepResult superlinear = analyseSweep("strong", n, {10.0, 4.0, 2.0}, 64);
+    const SweepResult superlinear = analyseSweep(Scaling::Strong, n, {10.0, 4.0, 2.0}, 64);
     QVERIFY(superlinear.amdahl.p > 1);
     QVERIFY(superlinear.amdahl.caveat().find("super-linear") != std::string::npos);
-    const SweepResult weakSlower = analyseSweep("weak", n, {10.0, 25.0, 60.0}, 64);
+    const SweepResult weakSlower = analyseSweep(Scaling::Weak, n, {10.0, 25.0, 60.0}, 64);
     QVERIFY(weakSlower.gustafson.s > 1);
     QVERIFY(weakSlower.gustafson.caveat().find("slower") != std::string::npos);
   }
 
   // A sweep past the machine's cores says its last points measure sharing.
   void coresCaveatOnlyBeyondTheCores() {
-    SweepResult r = analyseSweep("strong", {1, 2, 4}, {10.0, 6.0, 5.0}, 64);
+    SweepResult r = analyseSweep(Scaling::Strong, {1, 2, 4}, {10.0, 6.0, 5.0}, 64);
     QVERIFY(coresCaveat(r).empty());  // cores not known
     r.cores = 4;
     QVERIFY(coresCaveat(r).empty());
@@ -81,7 +81,7 @@ class TstSweep : public QObject {
     const std::vector<int> n = {1, 2, 4, 8};
     std::vector<double> ms;
     for (int k : n) ms.push_back(10.0 * k / (k - 0.1 * (k - 1)));
-    const SweepResult r = analyseSweep("weak", n, ms, 32);
+    const SweepResult r = analyseSweep(Scaling::Weak, n, ms, 32);
     QVERIFY(std::abs(r.gustafson.s - 0.1) < 1e-12);
     QVERIFY(std::abs(r.points[3].speedup - (8 - 0.7)) < 1e-9);
     QCOMPARE(r.points[3].samplesPerS, 32.0 * 8 / (ms[3] * 1e-3));
@@ -163,7 +163,7 @@ class TstSweep : public QObject {
     const SweepResult local = runSweep(c, {2}, 4, 1);
     QVERIFY2(local.maxLossGap() > 1e-3, qPrintable(QString::number(local.maxLossGap())));
     c.strategy = "sync";
-    c.scaling = "weak";
+    c.scaling = Scaling::Weak;
     const SweepResult weak = runSweep(c, {2}, 2, 1);
     QVERIFY(std::isnan(weak.maxLossGap()));
     QVERIFY(!toJson(weak, c).contains("loss_gap_max"));

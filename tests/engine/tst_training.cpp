@@ -100,7 +100,7 @@ class TstTraining : public QObject {
       c.layers = 4;
       c.batch = 256;
       c.ranks = 2;
-      c.dpVersion = version;
+      c.dpVersion = *fromName<DpVersion>(version);
       c.bucketMb = 0.1;
       c.evalEvery = 0;
       Trainer t(c);

@@ -34,7 +34,7 @@ RunConfig zeroConfig(int stage, int ranks) {
   c.ranks = ranks;
   c.zero = stage;
   c.allreduce = "ring";
-  c.dpVersion = "per-tensor";  // stage 0: one ring all-reduce per tensor, the textbook reference
+  c.dpVersion = DpVersion::PerTensor;  // stage 0: one ring all-reduce per tensor, the textbook reference
   return c;
 }
 

@@ -267,7 +267,7 @@ class TestLessons : public QObject {
           // Strong: T(N) = T1 (0.1 + 0.9 / N); weak: S(N) = N - 0.1 (N - 1).
           std::vector<double> ms;
           for (int n : ranks)
-            ms.push_back(config->scaling == "weak" ? 10.0 * n / (n - 0.1 * (n - 1))
+            ms.push_back(config->scaling == Scaling::Weak ? 10.0 * n / (n - 0.1 * (n - 1))
                                                    : 10.0 * (0.1 + 0.9 / n));
           SweepResult r = analyseSweep(config->scaling, ranks, ms, config->batch);
           r.cores = cores;

@@ -30,6 +30,7 @@
 #include "projection/gpu_spec.h"
 #include "projection/memory_model.h"
 #include "projection/pipeline_schedule.h"
+#include "run_choices.h"
 
 namespace paralab {
 struct RunConfig;
@@ -83,7 +84,7 @@ struct ModelSpec {
 struct Layout {
   int dp = 0;
   int tp = 1, pp = 1, cp = 1, ep = 1;  // ep divides dp (process_grid.h)
-  std::string cpOrder = "zigzag";      // a cp rank's chunks: zigzag (2 cp of them) | contiguous
+  CpOrder cpOrder = CpOrder::Zigzag;     // a cp rank's chunks: zigzag (2 cp of them) | contiguous
   bool sequenceParallel = false;
   int globalBatch = 512;   // sequences (samples) per step
   int microBatches = 0;    // per data-parallel replica per step

@@ -48,7 +48,7 @@ AmdahlFit fitAmdahl(const std::vector<int>& ranks, const std::vector<double>& sp
 GustafsonFit fitGustafson(const std::vector<int>& ranks, const std::vector<double>& speedups);
 
 struct SweepResult {
-  std::string scaling;  // strong | weak
+  Scaling scaling = Scaling::Strong;
   std::vector<SweepPoint> points;
   AmdahlFit amdahl;
   GustafsonFit gustafson;
@@ -68,7 +68,7 @@ std::string fitNotes(const SweepResult& result);
 
 // Computes speedups, efficiencies and both fits from measured (ranks, median step ms) pairs;
 // the first point must be the 1-rank baseline.
-SweepResult analyseSweep(const std::string& scaling, const std::vector<int>& ranks,
+SweepResult analyseSweep(Scaling scaling, const std::vector<int>& ranks,
                          const std::vector<double>& stepMs, int globalBatchAtOne);
 
 // Runs `base` at each rank count (1 is added first when missing): `warmup` steps, then the

@@ -69,7 +69,7 @@ GradSync::GradSync(ParamSet& ps, std::vector<SyncGroup> groups, std::vector<Sync
   const OptimizerKind kind = optimizerKind(settings.optimizer);
   if (!m_zero.shardsAnything()) {  // the ParamSet's flat buffers stay; one optimizer over them
     m_opts.push_back(std::make_unique<Optimizer>(kind, hyper, ps.numel(), memory, &compute));
-    if (settings.dpVersion == "bucket") planBuckets();
+    if (settings.dpVersion == DpVersion::Bucket) planBuckets();
     return;
   }
   // Model states as this stage keeps them (Params / Grads: what ZeRO shards). Every rank built
@@ -171,7 +171,7 @@ void GradSync::afterBackward(int m) {
 }
 
 void GradSync::reduce() {
-  if (!m_zero.shardsAnything() && m_settings.dpVersion == "per-tensor") {
+  if (!m_zero.shardsAnything() && m_settings.dpVersion == DpVersion::PerTensor) {
     m_compute.sync();  // backward's gradients are complete
     for (const ZeroLayout::Unit& u : m_layout.units) {
       Communicator& c = comm(u);

@@ -38,7 +38,7 @@ struct SyncGroup {
 
 struct GradSyncSettings {
   ZeroStage zero = ZeroStage::None;  // what ZeRO shards (zero_policy.h)
-  std::string dpVersion = "bucket";  // stage 0: naive | bucket
+  DpVersion dpVersion = DpVersion::Bucket;  // stage 0: per tensor | bucket
   double bucketMb = 0.25;            // bucket: MiB of gradients per bucket
   std::string optimizer = "sgd";     // optimizer.h's kinds
   double lr = 0.05;

@@ -64,7 +64,7 @@ class ModelParallel final : public Strategy {
     m_model = makeModel(c, *ctx.data, ctx.memory, &compute(),
                         ModelShard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1});
     m_stage = makeStage(*m_model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
-                        m_grid.cp(), c.cpOrder == "zigzag");
+                        m_grid.cp(), c.cpOrder == CpOrder::Zigzag);
     m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
     for (const PipeStep& p : m_schedule)  // a shard holds one chunk of the model
       if (p.chunk != 0) throw std::invalid_argument("schedule: one model chunk per stage");
