@@ -399,6 +399,11 @@ Setting::Why refusedAsGiven(const RunConfig& c, const std::set<std::string>& fla
                             const std::set<std::string>& configKeys) {
   for (const Setting& s : runSettings())
     if (auto err = s.check(c)) return err;
+  return notApplicableAsGiven(c, flags, configKeys);
+}
+
+Setting::Why notApplicableAsGiven(const RunConfig& c, const std::set<std::string>& flags,
+                                  const std::set<std::string>& configKeys) {
   const bool saved = isSavedConfig(configKeys);
   const auto given = [&](const Setting& s) {
     return flags.contains(s.key) ||

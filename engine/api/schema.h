@@ -174,5 +174,9 @@ bool isSavedConfig(const std::set<std::string>& keys);
 // parameters of a choice are refused by RunConfig::validate() (inapplicable) from any source.
 Setting::Why refusedAsGiven(const RunConfig& c, const std::set<std::string>& flags,
                             const std::set<std::string>& configKeys);
+// Its second half alone: a parameter of a choice given where that choice is not made. The
+// projection (--project) asks only this, as its ranges are not a training run's on this machine.
+Setting::Why notApplicableAsGiven(const RunConfig& c, const std::set<std::string>& flags,
+                                  const std::set<std::string>& configKeys);
 
 }  // namespace paralab

@@ -243,6 +243,8 @@ int main(int argc, char** argv) {
     project.target = program.project;
     project.microBatchesGiven =
         app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
+    project.givenFlags = givenFlags(app);
+    project.configKeys = configKeys;
     return runProjectCommand(config, project, json);
   }
   for (const CLI::Option* o : projectOnly)

@@ -219,6 +219,7 @@ Projection projectRun(const RunConfig& config, const RunProjection& q) {
                       "--ranks out, or " +
                       n(cluster.gpus) + ")");
   c.ranks = cluster.gpus;
+  if (auto err = notApplicableAsGiven(c, q.givenFlags, q.configKeys)) throw ConfigError(*err);
   const ModelSpec model = modelOf(c, q.vocab > 0 ? q.vocab : kEngineVocab);
   Layout layout = layoutOf(c);
   layout.precision = precision;

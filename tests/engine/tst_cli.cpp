@@ -144,6 +144,20 @@ class TstCli : public QObject {
     QCOMPARE(r.code, 2);
   }
 
+  // The projection refuses them too: it projects the model and layout the flags describe.
+  void settingWhereItDoesNotApplyToTheProjection() {
+    Result r = run({"--project", "h100-sxm:8", "--recompute", "full"});
+    QCOMPARE(r.err, QString("paralab-run: recompute: belongs to the GPT (--model gpt)\n"));
+    QCOMPARE(r.code, 2);
+    r = run({"--project", "h100-sxm:8", "--tp", "2", "--cp-order", "contiguous"});
+    QCOMPARE(r.err, QString("paralab-run: cp-order: belongs to context parallelism (--cp 2 or "
+                            "more)\n"));
+    QCOMPARE(r.code, 2);
+    r = run({"--project", "h100-sxm:8", "--model", "gpt", "--recompute", "full"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("recompute full"), qPrintable(r.out));
+  }
+
   // The same keys in a --config file: refused when written by hand with a value of their own;
   // quiet at their default, and in a saved configuration (every setting's key, as the window's
   // Save settings and run-config.json write it), which carries keys for other models.

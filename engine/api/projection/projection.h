@@ -22,6 +22,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,10 @@ struct RunProjection {
   // Whether --microbatches was given; if not, micro-batches of one sample (Megatron-LM's
   // default micro-batch size), as many as each replica's share of the batch.
   bool microBatchesGiven = false;
+  // The settings the user gave (command-line flags; a --config file's keys), so a parameter of a
+  // choice the layout does not make is refused as a training run refuses it (--recompute on the
+  // MLP): schema.h notApplicableAsGiven.
+  std::set<std::string> givenFlags, configKeys;
 };
 // Throws ConfigError with one line naming the field and what is allowed: the target's form,
 // the GPU kind, the settings' own choices, what a projection covers (the MLP and the GPT under
