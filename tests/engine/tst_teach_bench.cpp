@@ -164,7 +164,7 @@ class TstTeachBench : public QObject {
   // time budget left untimed and named, with the larger ones; the MLP has no budget.
   void latencySweepGptTokensAndBudget() {
     paralab::RunConfig c;
-    c.model = ModelKind::Gpt;
+    c.model = paralab::ModelKind::Gpt;
     c.dataset = "synthetic";  // the generated text under --model gpt
     c.hidden = 16, c.heads = 2, c.seq = 8, c.layers = 1;
     const paralab::LatencySweepOptions o{.warmup = 1, .repeats = 1, .minRepeatMs = 0.1};
@@ -188,7 +188,7 @@ class TstTeachBench : public QObject {
     QVERIFY2(skipped.notTimedWhy.find("one forward at batch 1 (8 tokens)") != std::string::npos,
              skipped.notTimedWhy.c_str());
     QCOMPARE(reported, 3);  // progress ends full
-    c.model = ModelKind::Mlp;
+    c.model = paralab::ModelKind::Mlp;
     const paralab::LatencySweepResult mlp = paralab::runLatencySweep(c, {1, 2}, none);
     QCOMPARE(int(mlp.points.size()), 2);
     QCOMPARE(mlp.tokensPerSample, 0);
