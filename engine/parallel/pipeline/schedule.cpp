@@ -73,6 +73,25 @@ const PipeScheduleRow& pipeScheduleNamed(std::string_view name) {
                     "' is not a pipeline schedule (allowed: " + allowed + ")");
 }
 
+int pipelineChunks(const std::string& schedule, int stages, int virtualStages) {
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.interleaves && stages > 1) return std::max(1, virtualStages);
+  return 1;
+}
+
+std::optional<std::string> pipelineRefusal(const std::string& schedule, int stages, int micros,
+                                           int chunks, int layers) {
+  const auto n = [](int v) { return std::to_string(v); };
+  if (chunks > 1 && stages * chunks > layers)
+    return "virtual-stages: " + n(stages) + " stages x " + n(chunks) + " chunks need " +
+           n(stages * chunks) + " blocks, the model has " + n(layers) +
+           " (allowed: pp x virtual-stages <= layers)";
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.refuse)
+      return r.refuse(PipeShape{.stages = stages, .micros = micros, .chunks = chunks});
+  return std::nullopt;
+}
+
 std::vector<PipeStep> pipelineSchedule(PipeSchedule s, const PipeShape& shape) {
   if (shape.stages < 1 || shape.stage < 0 || shape.stage >= shape.stages || shape.micros < 1 ||
       shape.chunks < 1)
