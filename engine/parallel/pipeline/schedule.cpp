@@ -15,6 +15,9 @@ namespace paralab {
 
 std::vector<PipeStep> gpipeSteps(const PipeShape& shape);     // schedule_gpipe.cpp
 std::vector<PipeStep> oneFOneBSteps(const PipeShape& shape);  // schedule_1f1b.cpp
+// schedule_interleaved.cpp
+std::vector<PipeStep> interleavedSteps(const PipeShape& shape);
+std::optional<std::string> interleavedRefusal(const PipeShape& shape);
 
 namespace {
 
@@ -33,6 +36,15 @@ const std::array kSchedules{
                                "activations)",
                     .cite = "Huang et al. 2019, GPipe",
                     .build = gpipeSteps},
+    PipeScheduleRow{.schedule = PipeSchedule::Interleaved,
+                    .name = "interleaved",
+                    .label = "Interleaved 1F1B",
+                    .summary = "1F1B over V model chunks per stage (--virtual-stages): the fill "
+                               "and drain shrink V-fold, for V times the sends",
+                    .cite = "Narayanan et al. 2021, Megatron-LM",
+                    .build = interleavedSteps,
+                    .interleaves = true,
+                    .refuse = interleavedRefusal},
 };
 
 }  // namespace

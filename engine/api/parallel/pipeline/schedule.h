@@ -47,7 +47,7 @@ struct PipeShape {
 };
 
 // The schedules, one builder each in a file of its own (schedule_<name>.cpp).
-enum class PipeSchedule { GPipe, OneFOneB };
+enum class PipeSchedule { GPipe, OneFOneB, Interleaved };
 
 struct PipeScheduleRow {
   PipeSchedule schedule;
