@@ -11,6 +11,7 @@
 #include "cuda/gemm.h"
 #include "data/dataset.h"
 #include "memory_estimate.h"
+#include "parallel/pipeline/schedule.h"  // pipelineRefusal
 #include "parallel/process_grid.h"
 #include "parallel/strategy.h"  // cudaRefusal, strategyFor
 #include "read_file.h"
@@ -125,6 +126,10 @@ std::optional<std::string> RunConfig::validateLayout() const {
   if (hidden % tp != 0) return "tp: " + n(tp) + " must divide the hidden width H = " + n(hidden);
   if (pp > layers)
     return "pp: " + n(pp) + " stages but only " + n(layers) + " blocks (allowed: pp <= layers)";
+  if (pp > 1)
+    if (auto err = pipelineRefusal(schedule, pp, microbatches,
+                                   pipelineChunks(schedule, pp, virtualStages), layers))
+      return err;
   if (modelParallel() && globalBatch() / dpDegree() < microbatches)
     return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
            " samples each data-parallel rank gets per step";

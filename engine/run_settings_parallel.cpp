@@ -84,6 +84,16 @@ Why pipelineOnly(const RunConfig& c) {
   if (c.pp > 1) return std::nullopt;
   return std::string("belongs to a pipeline (--pp 2 or more)");
 }
+// Model chunks per stage: on a pipeline whose schedule interleaves them.
+Why interleavedPipeline(const RunConfig& c) {
+  if (auto why = pipelineOnly(c)) return why;
+  if (pipelineChunks(c.schedule, c.pp, 2) > 1) return std::nullopt;
+  std::string names;
+  for (const PipeScheduleRow& row : pipeSchedules())
+    if (row.interleaves) names += (names.empty() ? "" : " or ") + std::string(row.name);
+  return "belongs to an interleaved schedule (--schedule " +
+         (names.empty() ? std::string("that interleaves") : names) + ")";
+}
 // Micro-batches cut each replica's batch in a tensor- or pipeline-parallel layout.
 Why modelParallelLayout(const RunConfig& c) {
   if (c.modelParallel()) return std::nullopt;
@@ -255,6 +265,18 @@ void addParallelRows(std::vector<Setting>& t) {
                             "backwards (parallel/pipeline/schedule.cpp).")
                   .oneOf(scheduleChoices)
                   .appliesWhen(pipelineOnly)
+                  .onlyParallel()
+                  .partOfAChoice(false));
+  t.push_back(field("virtual-stages", &RunConfig::virtualStages)
+                  .in(kModelParallelism, "Virtual stages")
+                  .describe("Model chunks per stage of an interleaved pipeline (each of the "
+                            "pp × V virtual stages holds at least one block)",
+                            "Stage s holds chunks c = 0..V − 1, virtual stage c·pp + s of "
+                            "pp·V (Megatron-LM's placement): every virtual stage needs at least "
+                            "one block (pp·V ≤ layers) and the micro-batches come in multiples "
+                            "of pp. The bubble shrinks to ((P − 1)/V)/(M + (P − 1)/V).")
+                  .range(1, 64)
+                  .appliesWhen(interleavedPipeline)
                   .onlyParallel()
                   .partOfAChoice(false));
   t.push_back(field("ep", &RunConfig::ep)

@@ -77,6 +77,7 @@ struct RunConfig {
   CpOrder cpOrder = CpOrder::Zigzag;  // which chunks a cp rank holds: zigzag | contiguous
   int microbatches = 1;
   std::string schedule = "1f1b";
+  int virtualStages = 1;  // model chunks per pipeline stage (interleaved schedules)
   int ep = 1;
   // Settings a strategy declares for itself (its row's `settings`), by key; a setting at its
   // default is absent. A word given for an enum's setting that names none of its values

@@ -26,8 +26,14 @@ PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v) {
 }
 
 double microBatchesInFlight(Schedule s, int p, int m, int k, int v) {
-  double held = peakInFlight(pipelineSchedule(s, PipeShape{.stage = k, .stages = p, .micros = m}));
-  if (v > 1 && s != Schedule::GPipe) held *= 1 + double(p - 1) / (double(p) * v);
+  // A schedule that interleaves is played with its v chunks, each forward keeping a chunk's
+  // activations: 1/v of a micro-batch's. Otherwise v chunks add Narayanan et al.'s share of the
+  // chunks in flight during the warm-up to the plain schedule's peak.
+  const int chunks = pipeSchedule(s).interleaves ? std::max(1, v) : 1;
+  double held = peakInFlight(pipelineSchedule(
+                    s, PipeShape{.stage = k, .stages = p, .micros = m, .chunks = chunks})) /
+                double(chunks);
+  if (chunks == 1 && v > 1 && s != Schedule::GPipe) held *= 1 + double(p - 1) / (double(p) * v);
   return std::min<double>(held, m);
 }
 

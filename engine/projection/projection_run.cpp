@@ -172,6 +172,7 @@ Layout layoutOf(const RunConfig& c) {
   // context-parallel layout only.
   l.microBatches = c.modelParallel() ? c.microbatches : 1;
   l.schedule = parseSchedule(c.schedule);
+  l.virtualStages = pipelineChunks(c.schedule, c.pp, c.virtualStages);
   l.zero = c.zero;
   l.recompute = c.model == ModelKind::Gpt ? c.recompute : Recompute::None;
   l.optimizer = c.optimizer;

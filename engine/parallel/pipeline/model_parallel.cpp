@@ -1,6 +1,7 @@
 // Model parallelism composed with data parallelism (`--dp D --tp T --pp P [--sp] [--zero Z]`):
-// every rank holds one pipeline stage's slice of the model, tensor-parallel within the stage,
-// and runs its dp replica's slice of the global batch through the stage in micro-batches.
+// every rank holds one pipeline stage's slice of the model (--virtual-stages V: V chunks of it,
+// blocks far apart), tensor-parallel within the stage, and runs its dp replica's slice of the
+// global batch through the stage in micro-batches.
 // Try: paralab-run --dp 2 --tp 2 --pp 2 --layers 4 --microbatches 4 --json
 // The model is the MLP or the GPT: each rank builds its shard (model.h) and runs it through
 // the model's Stage (stage.h: tensor_parallel.cpp, gpt_parallel.cpp); everything here is the
@@ -12,9 +13,10 @@
 // are shares over tokens, so the dp sum below runs over dp x cp.
 // Per step, the collectives, in order:
 //   1. the stage's list of the pipeline schedule (schedule.h) over micro-batches, executed in
-//      order, with point-to-point send/recv to the neighbouring stages on the pp group, and the tensor-parallel exchanges inside
-//      each stage's forward and backward on the tp group (tensor_parallel.cpp);
-//   2. data parallelism over the dp group: the stage's gradients summed by the rank's GradSync
+//      order, with point-to-point send/recv to the neighbouring stages on the pp group, and the
+//      tensor-parallel exchanges inside each stage's forward and backward on the tp group
+//      (tensor_parallel.cpp);
+//   2. data parallelism over the dp group: each chunk's gradients summed by its GradSync
 //      (grad_sync.cpp) as --zero and --dp-version say: all-reduce (per tensor, or buckets started
 //      during the last micro-batch's backward), or ZeRO-1/2/3's reduce-scatter (stages 2-3 per
 //      unit and micro-batch during backward, stage 3 gathering each unit before it runs);
@@ -35,73 +37,97 @@
 #include "device/compute.h"
 #include "model/gpt.h"
 #include "parallel/data/grad_sync.h"
-#include "parallel/tensor/gpt_parallel.h"
-#include "parallel/pipeline/pipeline.h"
-#include "parallel/process_grid.h"
 #include "parallel/data/replica.h"  // shardBegin, shardLen
+#include "parallel/pipeline/pipeline.h"
 #include "parallel/pipeline/stage.h"
+#include "parallel/process_grid.h"
+#include "parallel/tensor/gpt_parallel.h"
 
 namespace paralab {
 
 namespace {
 
+// One model chunk this rank holds (--virtual-stages V; one without): virtual stage c·P + s of
+// P·V for chunk c on pipeline stage s, as Megatron-LM places them (Narayanan et al. 2021
+// §2.2.2), so a stage's chunks are blocks far apart and a micro-batch leaving the last stage's
+// chunk c enters stage 0's chunk c + 1. Each chunk is a shard with its own Stage and its own
+// gradient sync over dp (ZeRO shards each chunk's units on their own).
+struct Chunk {
+  std::unique_ptr<Model> model;  // its units, its tp slice
+  std::unique_ptr<Stage> stage;
+  std::unique_ptr<GradSync> sync;  // over dp (x cp): the gradient sum, the optimizer, ZeRO
+  std::vector<std::unique_ptr<MicroActs>> pool;  // activation buffers not in use
+};
+
 class ModelParallel final : public Strategy {
  public:
   explicit ModelParallel(RankContext& ctx)
       : m_ctx(ctx),
-        m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp, 1,
-                         ctx.config->cp},
+        m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp, 1, ctx.config->cp},
                *ctx.comm),
         m_micros(ctx.config->microbatches) {
     ensureCompute(m_ctx, m_ownCompute);
     const RunConfig& c = *ctx.config;
     const GridCoords& at = m_grid.coords();
-    // Stage s: blocks [b0, b1), balanced; the input layer on the first, the output layer on
-    // the last (units: 0 = input, 1..L = blocks, L+1 = output).
-    const int P = c.pp, s = at.pp, L = c.layers;
-    const int b0 = int(shardBegin(s, P, L)), b1 = int(shardBegin(s + 1, P, L));
-    // This rank's shard, on its device (drawn whole on the host, its slices kept).
-    m_model = makeModel(c, *ctx.data, ctx.memory, &compute(),
-                        ModelShard{at.tp, c.tp, s == 0 ? 0 : b0 + 1, s == P - 1 ? L + 1 : b1});
-    m_stage = makeStage(*m_model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
-                        m_grid.cp(), c.cpOrder == CpOrder::Zigzag);
-    m_schedule = pipelineSchedule(c.schedule, s, P, m_micros);
-    for (const PipeStep& p : m_schedule)  // a shard holds one chunk of the model
-      if (p.chunk != 0) throw std::invalid_argument("schedule: one model chunk per stage");
+    const int P = c.pp, s = at.pp, L = c.layers, V = pipelineChunks(c.schedule, P, c.virtualStages);
     // Data parallelism: the stage's weights have a replica on every rank of the dp group (x cp).
     GradSyncSettings sync = GradSyncSettings::of(c);
     sync.callsDuringBackward = true;  // tp exchanges and pp messages
-    m_sync = std::make_unique<GradSync>(
-        m_model->params(),
-        std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
-        std::vector<SyncRange>{},
-        sync, compute(), ctx.memory, ctx.spans);
+    for (int k = 0; k < V; ++k) {
+      // Virtual stage v: blocks [b0, b1), balanced; the input layer on the first, the output
+      // layer on the last (units: 0 = input, 1..L = blocks, L+1 = output).
+      const int v = k * P + s, b0 = int(shardBegin(v, P * V, L)),
+                b1 = int(shardBegin(v + 1, P * V, L));
+      Chunk& ch = m_chunks.emplace_back();
+      // This chunk's shard, on the rank's device (drawn whole on the host, its slices kept).
+      ch.model =
+          makeModel(c, *ctx.data, ctx.memory, &compute(),
+                    ModelShard{at.tp, c.tp, v == 0 ? 0 : b0 + 1, v == P * V - 1 ? L + 1 : b1});
+      ch.stage = makeStage(*ch.model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
+                           m_grid.cp(), c.cpOrder == CpOrder::Zigzag);
+      ch.sync = std::make_unique<GradSync>(
+          ch.model->params(),
+          std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
+          std::vector<SyncRange>{}, sync, compute(), ctx.memory, ctx.spans);
+    }
+    m_schedule =
+        pipelineSchedule(pipeScheduleNamed(c.schedule).schedule,
+                         PipeShape{.stage = s, .stages = P, .micros = m_micros, .chunks = V});
+    for (const PipeStep& p : m_schedule)
+      if (p.chunk < 0 || p.chunk >= V)
+        throw std::invalid_argument("schedule: a chunk this stage lacks");
   }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     takeSlice(step, globalBatch);
-    m_sync->beginStep(step, m_micros);      // each unit's backward runs once per micro-batch
-    const double loss = runSchedule(step);  // 1. (and 2. begun: buckets, ZeRO-2/3)
-    m_sync->reduce();                       // 2.
-    m_stage->finishBackward(*m_sync);       // 3.
-    m_sync->update();                       // 4.
+    for (Chunk& ch : m_chunks)
+      ch.sync->beginStep(step, m_micros);          // each unit's backward runs once per micro-batch
+    const double loss = runSchedule(step);         // 1. (and 2. begun: buckets, ZeRO-2/3)
+    for (Chunk& ch : m_chunks) ch.sync->reduce();  // 2.
+    for (Chunk& ch : m_chunks) ch.stage->finishBackward(*ch.sync);  // 3.
+    for (Chunk& ch : m_chunks) ch.sync->update();                   // 4.
     RankStep out;
-    if (m_stage->reportsLoss()) {
+    if (reportsLoss()) {
       out.lossSum = loss;  // cp: this rank's tokens' share of its windows' losses
       out.samples = m_grid.coords().cp == 0 ? m_slice : 0;  // each window counted once
     }
     return out;
   }
 
-  // Collective over the world: the whole model on rank 0 (GradSync::sumToRoot), run there on the
-  // rank's device.
+  // Collective over the world: the whole model on rank 0 (GradSync::sumToRoot, every chunk's
+  // slices in one sum), run there on the rank's device.
   Model& beginEval() override {
-    const int64_t P = m_model->wholeNumel();
+    const int64_t P = wholeNumel();
     m_evalBuffer = compute().tensor({P}, MemCategory::Comm, m_ctx.memory);
-    m_sync->sumToRoot(
-        *m_ctx.comm, m_sync->hostParams(),
-        [this](const auto& local, auto& serial) { toSerial(local, serial); }, m_evalBuffer);
-    if (m_ctx.rank != 0) return *m_model;  // evaluation runs on rank 0 only
+    std::vector<std::vector<float>> locals;
+    for (Chunk& ch : m_chunks) locals.push_back(ch.sync->hostParams());
+    m_chunks.front().sync->sumToRoot(
+        *m_ctx.comm, locals.front(),
+        [&](const auto&, auto& serial) {
+          for (size_t k = 0; k < m_chunks.size(); ++k) toSerial(m_chunks[k], locals[k], serial);
+        },
+        m_evalBuffer);
+    if (m_ctx.rank != 0) return *m_chunks.front().model;  // evaluation runs on rank 0 only
     m_eval = makeModel(*m_ctx.config, *m_ctx.data, m_ctx.memory, &compute(), {}, false);
     compute().copy(m_eval->params().params().data(), m_evalBuffer.data(), P);
     return *m_eval;
@@ -112,19 +138,42 @@ class ModelParallel final : public Strategy {
   }
 
   RankHoldings holdings() const override;
+  // The activations chunk `ch` keeps of this dp replica's rows [begin, begin + len) of B, each
+  // item's name after `tag`.
+  void chunkActivations(RankHoldings& h, const Chunk& ch, const std::string& tag, int64_t begin,
+                        int64_t len, int64_t B) const;
 
-  // Live reconfiguration through the serial layout (GradSync::save and load): each shard's
-  // slices, from dp replica 0 (replicated weights from tp rank 0 only).
+  // Live reconfiguration through the serial layout (GradSync::save and load): each chunk's
+  // slices, from dp replica 0 (replicated weights from tp rank 0 only); the chunks' serial
+  // vectors hold disjoint parts (zeros elsewhere), so rank 0 adds them up.
   void saveState(TrainingState& state) override {
-    m_sync->save(state, *m_ctx.comm, m_model->wholeNumel(),
-                 [this](const auto& local, auto& serial) { toSerial(local, serial); });
+    for (size_t k = 0; k < m_chunks.size(); ++k) {
+      Chunk& ch = m_chunks[k];
+      TrainingState part;
+      ch.sync->save(part, *m_ctx.comm, wholeNumel(),
+                    [&](const auto& local, auto& serial) { toSerial(ch, local, serial); });
+      if (m_ctx.comm->rank() != 0) continue;  // the state is rank 0's to write
+      if (k == 0) {
+        state.params = std::move(part.params);
+        state.optM = std::move(part.optM);
+        state.optV = std::move(part.optV);
+        state.optimizerSteps = part.optimizerSteps;
+        continue;
+      }
+      const auto add = [](std::vector<float>& to, const std::vector<float>& from) {
+        for (size_t i = 0; i < std::min(to.size(), from.size()); ++i) to[i] += from[i];
+      };
+      add(state.params, part.params);
+      add(state.optM, part.optM);
+      add(state.optV, part.optV);
+    }
   }
   void loadState(const TrainingState& state) override {
-    m_sync->load(state, m_model->wholeNumel(),
-                 [&](const std::vector<float>& serial, std::vector<float>& local) {
-                   m_model->copySlices(const_cast<float*>(serial.data()), false, true,
-                                       local.data());
-                 });
+    for (Chunk& ch : m_chunks)
+      ch.sync->load(
+          state, wholeNumel(), [&](const std::vector<float>& serial, std::vector<float>& local) {
+            ch.model->copySlices(const_cast<float*>(serial.data()), false, true, local.data());
+          });
   }
 
  private:
@@ -135,13 +184,22 @@ class ModelParallel final : public Strategy {
   // done and none still reads what the communicator, on its own stream, is about to write
   // (a pooled buffer's last backward, a new tensor's zero fill). Nothing to wait for on a CPU.
   void ready() { compute().sync(); }
+  int64_t wholeNumel() const { return m_chunks.front().model->wholeNumel(); }
+  bool reportsLoss() const {
+    return std::any_of(m_chunks.begin(), m_chunks.end(),
+                       [](const Chunk& ch) { return ch.stage->reportsLoss(); });
+  }
+  bool readsInputs() const {
+    return std::any_of(m_chunks.begin(), m_chunks.end(),
+                       [](const Chunk& ch) { return ch.stage->readsInputs(); });
+  }
 
-  // The whole model's flat layout of `local` (laid out like the shard's parameters), from the
+  // The whole model's flat layout of `local` (laid out like the chunk's parameters), from the
   // dp-0, cp-0 ranks (replicated weights from tp rank 0 only, so each float comes from one rank).
-  void toSerial(const std::vector<float>& local, std::vector<float>& serial) {
+  void toSerial(const Chunk& ch, const std::vector<float>& local, std::vector<float>& serial) {
     if (m_grid.coords().dp == 0 && m_grid.coords().cp == 0)
-      m_model->copySlices(serial.data(), true, m_grid.coords().tp == 0,
-                          const_cast<float*>(local.data()));
+      ch.model->copySlices(serial.data(), true, m_grid.coords().tp == 0,
+                           const_cast<float*>(local.data()));
   }
 
   // This dp replica's slice of the global batch; micro-batch m is chunk m of it.
@@ -152,7 +210,7 @@ class ModelParallel final : public Strategy {
     m_sliceBegin = int(shardBegin(d, D, m_globalBatch));
     m_slice = int(shardLen(d, D, m_globalBatch));
     const int Dim = m_ctx.data->inputDim;
-    m_x.resize(m_stage->readsInputs() ? size_t(m_slice) * Dim : 0);
+    m_x.resize(readsInputs() ? size_t(m_slice) * Dim : 0);
     m_labels.resize(size_t(m_slice));
     for (int i = 0; i < m_slice; ++i) {
       const int sample = globalBatch[size_t(m_sliceBegin + i)];
@@ -165,64 +223,95 @@ class ModelParallel final : public Strategy {
   int microBegin(int m) const { return int(shardBegin(m, m_micros, m_slice)); }
   int microRows(int m) const { return int(shardLen(m, m_micros, m_slice)); }
 
-  // 1. The pipeline: the schedule's actions in order; a micro-batch's activations live from
-  // its forward to its backward.
+  // A boundary gradient buffer (Workspace) of the largest micro-batch: one received and one to
+  // send suffice while each is used before the next backward (GPipe, 1F1B); a schedule that
+  // holds more gets more, kept for the next step.
+  Tensor takeGrad(int64_t most) {
+    if (m_gradFree.empty()) return compute().tensor({most}, MemCategory::Workspace, m_ctx.memory);
+    Tensor t = std::move(m_gradFree.back());
+    m_gradFree.pop_back();
+    return t;
+  }
+
+  // 1. The pipeline: the schedule's actions in order; a micro-batch's activations on a chunk
+  // live from its forward to its backward, its gradients from their receive (or backward) to
+  // their backward (or send).
   double runSchedule(int64_t step) {
     Communicator& pp = m_grid.pp();
-    const int s = m_grid.coords().pp;
-    std::vector<std::unique_ptr<MicroActs>> live(static_cast<size_t>(m_micros));
+    const int s = m_grid.coords().pp, P = m_grid.shape().pp, V = int(m_chunks.size());
+    // The neighbours: past the last stage a micro-batch goes on to stage 0's next chunk, and
+    // its gradient comes back the same way (schedule_play.cpp pairs them alike).
+    const int up = (s + 1) % P, down = (s + P - 1) % P;
+    std::vector<std::unique_ptr<MicroActs>> live(size_t(V) * m_micros);
+    std::vector<Tensor> dOut(live.size()), dIn(live.size());
     double loss = 0;
-    // A micro-batch's buffers come from the pool and go back after its backward: the pool
-    // grows to the most micro-batches in flight (GPipe M, 1F1B at most P - stage), sized for
-    // the largest, and stays for the next step as the serial model's activations do.
+    // A micro-batch's buffers come from its chunk's pool and go back after its backward: the
+    // pool grows to the most micro-batches in flight (GPipe M, 1F1B at most P - stage), sized
+    // for the largest, and stays for the next step as the serial model's activations do.
     const int largest = (m_slice + m_micros - 1) / m_micros;
-    if (!m_pool.empty() && m_pool.front()->capacity < largest) m_pool.clear();
-    auto acquire = [&](int m, int rows) {
-      if (m_pool.empty()) m_pool.push_back(m_stage->allocate(m, largest, m_ctx.memory));
-      std::unique_ptr<MicroActs> a = std::move(m_pool.back());
-      m_pool.pop_back();
-      m_stage->reuse(*a, m, rows);
+    for (Chunk& ch : m_chunks)
+      if (!ch.pool.empty() && ch.pool.front()->capacity < largest) ch.pool.clear();
+    auto acquire = [&](Chunk& ch, int m, int rows) {
+      if (ch.pool.empty()) ch.pool.push_back(ch.stage->allocate(m, largest, m_ctx.memory));
+      std::unique_ptr<MicroActs> a = std::move(ch.pool.back());
+      ch.pool.pop_back();
+      ch.stage->reuse(*a, m, rows);
       return a;
     };
-    const int64_t most =
-        m_stage->boundaryFloats((m_slice + m_micros - 1) / m_micros);  // largest chunk
-    if (m_dOut.numel() < most) {
-      m_dOut = compute().tensor({most}, MemCategory::Workspace, m_ctx.memory);
-      m_dIn = compute().tensor({most}, MemCategory::Workspace, m_ctx.memory);
+    const int64_t most = m_chunks.front().stage->boundaryFloats(largest);
+    if (m_gradFloats < most) {
+      m_gradFree.clear();
+      m_gradFloats = most;
+      for (int k = 0; k < 2; ++k) m_gradFree.push_back(takeGrad(most));
     }
     for (const PipeStep& p : m_schedule) {
-      const int m = p.micro, rows = microRows(m);
-      const int64_t n = m_stage->boundaryFloats(rows);
-      std::unique_ptr<MicroActs>& acts = live[size_t(m)];
+      const int m = p.micro, rows = microRows(m), c = p.chunk;
+      Chunk& ch = m_chunks[size_t(c)];
+      const int64_t n = ch.stage->boundaryFloats(rows);
+      const size_t at = size_t(c) * m_micros + m;
+      std::unique_ptr<MicroActs>& acts = live[at];
       switch (p.action) {
         case PipeAction::RecvAct:
-          acts = acquire(m, rows);
+          acts = acquire(ch, m, rows);
           ready();
-          pp.recv(m_stage->input(*acts), n, s - 1, device());
+          pp.recv(ch.stage->input(*acts), n, down, device());
           break;
         case PipeAction::Forward: {
-          if (!acts) acts = acquire(m, rows);
-          const int at = microBegin(m);
-          loss += m_stage->forward(step, *acts,
-                                   m_x.empty() ? nullptr : &m_x[size_t(at) * m_ctx.data->inputDim],
-                                   &m_labels[size_t(at)], m_globalBatch, m_sync.get());
+          if (!acts) acts = acquire(ch, m, rows);
+          const int first = microBegin(m);
+          loss += ch.stage->forward(
+              step, *acts, m_x.empty() ? nullptr : &m_x[size_t(first) * m_ctx.data->inputDim],
+              &m_labels[size_t(first)], m_globalBatch, ch.sync.get());
           break;
         }
         case PipeAction::SendAct:
           ready();
-          pp.send(m_stage->output(*acts), n, s + 1, device());
+          pp.send(ch.stage->output(*acts), n, up, device());
           break;
         case PipeAction::RecvGrad:
-          ready();  // the last backward has read m_dOut
-          pp.recv(m_dOut.data(), n, s + 1, device());
+          dOut[at] = takeGrad(most);
+          ready();  // the last backward has read this buffer
+          pp.recv(dOut[at].data(), n, up, device());
           break;
-        case PipeAction::Backward:
-          m_stage->backward(step, *acts, m_dOut.data(), m_dIn.data(), m_sync.get());
-          m_pool.push_back(std::move(acts));  // 1F1B reuses it for the next forward; GPipe holds M
+        case PipeAction::Backward: {
+          // The last virtual stage receives no gradient; the first sends none.
+          if (dOut[at].numel() == 0) dOut[at] = takeGrad(most);
+          dIn[at] = takeGrad(most);
+          ch.stage->backward(step, *acts, dOut[at].data(), dIn[at].data(), ch.sync.get());
+          ch.pool.push_back(std::move(acts));  // 1F1B reuses it for the next forward; GPipe holds M
+          m_gradFree.push_back(std::move(dOut[at]));
+          dOut[at] = Tensor();
+          if (s == 0 && c == 0) {
+            m_gradFree.push_back(std::move(dIn[at]));
+            dIn[at] = Tensor();
+          }
           break;
+        }
         case PipeAction::SendGrad:
           ready();
-          pp.send(m_dIn.data(), n, s - 1, device());
+          pp.send(dIn[at].data(), n, down, device());
+          m_gradFree.push_back(std::move(dIn[at]));
+          dIn[at] = Tensor();
           break;
       }
     }
@@ -233,15 +322,13 @@ class ModelParallel final : public Strategy {
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
   int m_micros;
-  std::unique_ptr<Model> m_model;  // this rank's shard: its stage's units, its tp slice
-  std::unique_ptr<Stage> m_stage;
+  std::vector<Chunk> m_chunks;  // chunk c: virtual stage c·P + s (one without interleaving)
   std::vector<PipeStep> m_schedule;
-  std::unique_ptr<GradSync> m_sync;  // over dp (x cp): the gradient sum, the optimizer, ZeRO
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
-  std::vector<float> m_x;     // host: this dp replica's input rows, uploaded per micro-batch
-  std::vector<int> m_labels;  // host: their labels
-  Tensor m_dOut, m_dIn;       // boundary gradients (Workspace)
-  std::vector<std::unique_ptr<MicroActs>> m_pool;  // activation buffers not in use
+  std::vector<float> m_x;          // host: this dp replica's input rows, uploaded per micro-batch
+  std::vector<int> m_labels;       // host: their labels
+  std::vector<Tensor> m_gradFree;  // boundary gradient buffers not in use (Workspace)
+  int64_t m_gradFloats = 0;        // their size
   std::unique_ptr<Model> m_eval;
   Tensor m_evalBuffer;
 };
@@ -264,22 +351,24 @@ RankHoldings ModelParallel::holdings() const {
     h.groups.push_back(g);
   }
   // The weights as this rank's slices of the whole model's (ZeRO: the chunks instead, flat).
-  // A weight cut in parts (the GPT's q, k and v) is one item per part.
-  const ParamSet& ps = m_model->params();
-  m_sync->addHoldings(h.items, [&](HoldingKind k) {
-    static const char* const kParts[] = {" (q)", " (k)", " (v)"};
-    for (int i = 0; i < int(ps.refs().size()); ++i) {
-      const ParamRef& r = ps.ref(i);
-      const ParamSlice& s = m_model->sliceOf(i);
-      const int64_t total = (s.dim < 0 ? s.whole.at(0) : s.whole.at(size_t(s.dim))) / s.groups;
-      const int64_t rows = r.shape.at(0) / (s.dim == 0 ? s.groups : 1),
-                    cols = r.numel() / s.groups / rows;
-      for (int g = 0; g < s.groups; ++g)
-        h.items.push_back({s.groups == 3 ? r.name + kParts[g] : r.name, k, s.dim,
-                           s.dim < 0 ? 0 : s.begin, s.dim < 0 ? total : s.end, total, rows, cols,
-                           r.numel() / s.groups * 4});
-    }
-  });
+  // A weight cut in parts (the GPT's q, k and v) is one item per part. Every model chunk's.
+  for (const Chunk& ch : m_chunks) {
+    const ParamSet& ps = ch.model->params();
+    ch.sync->addHoldings(h.items, [&](HoldingKind k) {
+      static const char* const kParts[] = {" (q)", " (k)", " (v)"};
+      for (int i = 0; i < int(ps.refs().size()); ++i) {
+        const ParamRef& r = ps.ref(i);
+        const ParamSlice& s = ch.model->sliceOf(i);
+        const int64_t total = (s.dim < 0 ? s.whole.at(0) : s.whole.at(size_t(s.dim))) / s.groups;
+        const int64_t rows = r.shape.at(0) / (s.dim == 0 ? s.groups : 1),
+                      cols = r.numel() / s.groups / rows;
+        for (int g = 0; g < s.groups; ++g)
+          h.items.push_back({s.groups == 3 ? r.name + kParts[g] : r.name, k, s.dim,
+                             s.dim < 0 ? 0 : s.begin, s.dim < 0 ? total : s.end, total, rows, cols,
+                             r.numel() / s.groups * 4});
+      }
+    });
+  }
   const RunConfig& c = *m_ctx.config;
   const bool gpt = c.model == ModelKind::Gpt;
   const int64_t B = m_globalBatch > 0 ? m_globalBatch : c.globalBatch();
@@ -288,17 +377,31 @@ RankHoldings ModelParallel::holdings() const {
                 len = shardLen(m_grid.coords().dp, D, B);
   // The MLP's first stage reads the images, its last the labels; the GPT's first reads the
   // windows' tokens and its last their targets, from the same windows.
-  if (m_stage->readsInputs())
-    h.items.push_back({gpt ? "global batch (windows)" : "global batch (inputs)",
-                       HoldingKind::Batch, 0, begin, begin + len, B, len, input,
-                       len * input * 4});
-  if (!gpt && m_model->hasUnit(c.layers + 1))
+  if (readsInputs())
+    h.items.push_back({gpt ? "global batch (windows)" : "global batch (inputs)", HoldingKind::Batch,
+                       0, begin, begin + len, B, len, input, len * input * 4});
+  const bool labels = std::any_of(m_chunks.begin(), m_chunks.end(),
+                                  [&](const Chunk& ch) { return ch.model->hasUnit(c.layers + 1); });
+  if (!gpt && labels)
     h.items.push_back(
         {"global batch (labels)", HoldingKind::Batch, 0, begin, begin + len, B, len, 1, len * 4});
+  // Each chunk's activations; with several, their names say the chunk.
+  for (size_t k = 0; k < m_chunks.size(); ++k)
+    chunkActivations(h, m_chunks[k],
+                     m_chunks.size() == 1 ? std::string() : "chunk " + std::to_string(k) + " ",
+                     begin, len, B);
+  return h;
+}
+
+void ModelParallel::chunkActivations(RankHoldings& h, const Chunk& ch, const std::string& tag,
+                                     int64_t begin, int64_t len, int64_t B) const {
+  const RunConfig& c = *m_ctx.config;
+  const bool gpt = c.model == ModelKind::Gpt;
+  const Stage* stage = ch.stage.get();
   // The residual stream rows of each micro-batch this rank keeps (SP: its 1/T of them; the
   // GPT's rows are tokens), and the bytes of one micro-batch's buffers (sized for the largest).
-  const int64_t microBytes = m_stage->microBytes(int((len + m_micros - 1) / m_micros));
-  const auto* gptStage = dynamic_cast<const GptStage*>(m_stage.get());
+  const int64_t microBytes = stage->microBytes(int((len + m_micros - 1) / m_micros));
+  const auto* gptStage = dynamic_cast<const GptStage*>(stage);
   if (const RingAttention* ring = gptStage ? gptStage->ring() : nullptr) {
     // cp: the rank's pieces of every window, by position within the window (0 .. T), each
     // micro-batch's buffers shared out over them; and the ring's two K/V(+dK/dV) blocks.
@@ -306,24 +409,24 @@ RankHoldings ModelParallel::holdings() const {
     for (int m = 0; m < m_micros; ++m) {
       const int64_t windows = shardLen(m, m_micros, len);
       for (const auto& [p0, n] : ring->chunks().pieces)
-        h.items.push_back({"micro-batch " + std::to_string(m) + " " + kStoredActivations +
+        h.items.push_back({tag + "micro-batch " + std::to_string(m) + " " + kStoredActivations +
                                " (positions " + std::to_string(p0) + "–" +
                                std::to_string(p0 + n - 1) + " of each window)",
                            HoldingKind::Activations, 0, p0, p0 + n, T, windows * n, c.hidden,
                            microBytes * n / ring->tokens()});
     }
     const int64_t rows = 2 * ((len + m_micros - 1) / m_micros) * ring->tokens();
-    h.items.push_back({"K/V blocks of the ring (the one in hand and the one arriving)",
+    h.items.push_back({tag + "K/V blocks of the ring (the one in hand and the one arriving)",
                        HoldingKind::Activations, -1, 0, rows, rows, rows,
                        4 * int64_t(c.hidden) / c.tp, ring->workspaceBytes(), false, true});
   } else {
     for (int m = 0; m < m_micros; ++m) {
-      const MicroRows r = m_stage->rowsOf(int(shardLen(m, m_micros, len)));
+      const MicroRows r = stage->rowsOf(int(shardLen(m, m_micros, len)));
       const int64_t per = r.perSample, rows = int64_t(r.rows) * per;
       const int64_t at = (begin + shardBegin(m, m_micros, len)) * per;
       const int64_t a = at + std::min<int64_t>(r.first, rows),
                     b = at + std::min<int64_t>(r.first + r.local, rows);
-      h.items.push_back({"micro-batch " + std::to_string(m) +
+      h.items.push_back({tag + "micro-batch " + std::to_string(m) +
                              (gpt ? std::string(" ") + kStoredActivations + " (tokens)"
                                   : std::string(" activations")),
                          HoldingKind::Activations, 0, a, b, B * per, b - a, c.hidden, microBytes});
@@ -334,17 +437,16 @@ RankHoldings ModelParallel::holdings() const {
   // rank's share of every token of it. Selective: the probabilities of the rank's heads (a row
   // of heads x T per token), which the micro-batches no longer keep; full: a whole block's
   // buffers (the micro-batches keep only the blocks' inputs).
-  if (const auto* g = dynamic_cast<const Gpt*>(m_model.get());
+  if (const auto* g = dynamic_cast<const Gpt*>(ch.model.get());
       g && g->recompute() != Recompute::None &&
-      m_stage->recomputedBytes(int((len + m_micros - 1) / m_micros)) > 0) {
+      stage->recomputedBytes(int((len + m_micros - 1) / m_micros)) > 0) {
     const int T = g->shape().seq, heads = g->shape().heads / m_grid.shape().tp;
     const int64_t windows = (len + m_micros - 1) / m_micros;
     const int64_t cols = g->recompute() == Recompute::Selective ? int64_t(heads) * T : c.hidden;
-    h.items.push_back({recomputedActivationsName(g->recompute()), HoldingKind::Activations, 0,
+    h.items.push_back({tag + recomputedActivationsName(g->recompute()), HoldingKind::Activations, 0,
                        begin * T, (begin + len) * T, B * T, windows * T, cols,
-                       m_stage->recomputedBytes(int(windows)), true});
+                       stage->recomputedBytes(int(windows)), true});
   }
-  return h;
 }
 
 }  // namespace

@@ -15,6 +15,9 @@ namespace paralab {
 
 std::vector<PipeStep> gpipeSteps(const PipeShape& shape);     // schedule_gpipe.cpp
 std::vector<PipeStep> oneFOneBSteps(const PipeShape& shape);  // schedule_1f1b.cpp
+// schedule_interleaved.cpp
+std::vector<PipeStep> interleavedSteps(const PipeShape& shape);
+std::optional<std::string> interleavedRefusal(const PipeShape& shape);
 
 namespace {
 
@@ -33,6 +36,15 @@ const std::array kSchedules{
                                "activations)",
                     .cite = "Huang et al. 2019, GPipe",
                     .build = gpipeSteps},
+    PipeScheduleRow{.schedule = PipeSchedule::Interleaved,
+                    .name = "interleaved",
+                    .label = "Interleaved 1F1B",
+                    .summary = "1F1B over V model chunks per stage (--virtual-stages): the fill "
+                               "and drain shrink V-fold, for V times the sends",
+                    .cite = "Narayanan et al. 2021, Megatron-LM",
+                    .build = interleavedSteps,
+                    .interleaves = true,
+                    .refuse = interleavedRefusal},
 };
 
 }  // namespace
@@ -71,6 +83,25 @@ const PipeScheduleRow& pipeScheduleNamed(std::string_view name) {
   }
   throw ConfigError("schedule: '" + std::string(name) +
                     "' is not a pipeline schedule (allowed: " + allowed + ")");
+}
+
+int pipelineChunks(const std::string& schedule, int stages, int virtualStages) {
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.interleaves && stages > 1) return std::max(1, virtualStages);
+  return 1;
+}
+
+std::optional<std::string> pipelineRefusal(const std::string& schedule, int stages, int micros,
+                                           int chunks, int layers) {
+  const auto n = [](int v) { return std::to_string(v); };
+  if (chunks > 1 && stages * chunks > layers)
+    return "virtual-stages: " + n(stages) + " stages x " + n(chunks) + " chunks need " +
+           n(stages * chunks) + " blocks, the model has " + n(layers) +
+           " (allowed: pp x virtual-stages <= layers)";
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.refuse)
+      return r.refuse(PipeShape{.stages = stages, .micros = micros, .chunks = chunks});
+  return std::nullopt;
 }
 
 std::vector<PipeStep> pipelineSchedule(PipeSchedule s, const PipeShape& shape) {

@@ -4,6 +4,7 @@
 // modelled time, and each schedule is one builder in the table of schedule.cpp.
 // See tests/engine/tst_pipeline_schedule.cpp.
 #pragma once
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,20 +47,35 @@ struct PipeShape {
 };
 
 // The schedules, one builder each in a file of its own (schedule_<name>.cpp).
-enum class PipeSchedule { GPipe, OneFOneB };
+enum class PipeSchedule { GPipe, OneFOneB, Interleaved };
 
 struct PipeScheduleRow {
   PipeSchedule schedule;
-  const char* name;   // the --schedule value
+  const char* name;     // the --schedule value
   const char* label;    // how the window names it
   const char* summary;  // what it does, in one line: the window's tooltip and --help
   const char* cite;     // where the schedule is described
   std::vector<PipeStep> (*build)(const PipeShape& shape);
+  // Whether a stage runs several model chunks (--virtual-stages); the others run one.
+  bool interleaves = false;
+  // What else the schedule needs of the shape (its chunks, stages and micro-batches): one line
+  // naming the setting and what is allowed, or nothing. Null: any shape.
+  std::optional<std::string> (*refuse)(const PipeShape& shape) = nullptr;
 };
 std::span<const PipeScheduleRow> pipeSchedules();
 const PipeScheduleRow& pipeSchedule(PipeSchedule s);
 // The row called `name`; throws ConfigError naming the allowed values otherwise.
 const PipeScheduleRow& pipeScheduleNamed(std::string_view name);
+
+// The model chunks each stage holds: `virtualStages` where the schedule called `schedule`
+// interleaves on a pipeline of `stages` > 1, else 1 (the setting is ignored where it does not
+// apply, as a saved configuration may carry it).
+int pipelineChunks(const std::string& schedule, int stages, int virtualStages);
+// Why `schedule` cannot run `stages` stages of `chunks` chunks each over `layers` blocks and
+// `micros` micro-batches: one line naming the setting, or nothing. As Megatron-LM assigns them,
+// every one of the stages x chunks virtual stages holds at least one block.
+std::optional<std::string> pipelineRefusal(const std::string& schedule, int stages, int micros,
+                                           int chunks, int layers);
 
 // One stage's list; throws std::invalid_argument on a stage outside [0, stages) or sizes < 1.
 std::vector<PipeStep> pipelineSchedule(PipeSchedule s, const PipeShape& shape);
