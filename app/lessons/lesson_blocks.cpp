@@ -31,7 +31,7 @@ bool isInt(const QJsonValue& v) { return v.isDouble() && v.toDouble() == double(
 template <typename Bad>
 Prediction LessonParser::choicePrediction(const QJsonObject& o, const Bad& bad) {
   if (const QString u = unknownKeys(
-          o, {"ask", "choices", "pick", "over", "warmup", "unit", "reasoning", "expect"});
+          o, {"ask", "choices", "pick", "over", "warmup", "unit", "reasoning", "expect", "worked"});
       !u.isEmpty())
     bad(u);
   Prediction p;
@@ -42,6 +42,8 @@ Prediction LessonParser::choicePrediction(const QJsonObject& o, const Bad& bad) 
   p.unit = o.value("unit").toString();
   p.reasoning = o.value("reasoning").toString();
   p.expectChoice = o.value("expect").toString();
+  p.worked = o.value("worked").toBool();
+  if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
   if (p.ask.isEmpty()) bad("'ask' is missing: the question the learner answers by choosing");
   const QJsonArray choices = o.value("choices").toArray();
   if (choices.size() < 2)
@@ -135,7 +137,7 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
       return;
     }
     if (const QString u =
-            unknownKeys(o, {"ask", "formula", "inputs", "unit", "reasoning", "expect"});
+            unknownKeys(o, {"ask", "formula", "inputs", "unit", "reasoning", "expect", "worked"});
         !u.isEmpty())
       bad(u);
     Prediction p;
@@ -145,6 +147,8 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
     p.inputs = o.value("inputs").toObject();
     p.unit = o.value("unit").toString();
     p.reasoning = o.value("reasoning").toString();
+    p.worked = o.value("worked").toBool();
+  if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
     if (o.contains("expect")) {
       if (!o.value("expect").isDouble()) bad("'expect' is the number the text states");
       p.expect = o.value("expect").toDouble();
