@@ -31,7 +31,7 @@ bool isInt(const QJsonValue& v) { return v.isDouble() && v.toDouble() == double(
 template <typename Bad>
 Prediction LessonParser::choicePrediction(const QJsonObject& o, const Bad& bad) {
   if (const QString u = unknownKeys(
-          o, {"ask", "choices", "pick", "over", "warmup", "unit", "reasoning", "expect", "worked"});
+          o, {"ask", "choices", "pick", "over", "warmup", "unit", "reasoning", "expect"});
       !u.isEmpty())
     bad(u);
   Prediction p;
@@ -42,7 +42,6 @@ Prediction LessonParser::choicePrediction(const QJsonObject& o, const Bad& bad) 
   p.unit = o.value("unit").toString();
   p.reasoning = o.value("reasoning").toString();
   p.expectChoice = o.value("expect").toString();
-  p.worked = o.value("worked").toBool();
   if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
   if (p.ask.isEmpty()) bad("'ask' is missing: the question the learner answers by choosing");
   const QJsonArray choices = o.value("choices").toArray();

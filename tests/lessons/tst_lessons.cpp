@@ -232,8 +232,8 @@ class TestLessons : public QObject {
     QVERIFY2(!plain(s.title + "\n" + s.markdown + "\n" + p.ask).contains(stated),
              qPrintable(QString("line %1: the answer %2 is in the text read before the prediction")
                             .arg(p.line).arg(value)));
-    for (auto it = s.experiment.value_or(QJsonObject()).begin();
-         s.experiment && it != s.experiment->end(); ++it)
+    const QJsonObject settings = s.experiment.value_or(QJsonObject());
+    for (auto it = settings.begin(); it != settings.end(); ++it)
       QVERIFY2(!(it.value().isDouble() && asWritten(it.value().toDouble()) == value),
                qPrintable(QString("line %1: the answer %2 is the experiment's setting '%3'")
                               .arg(p.line).arg(value, it.key())));
