@@ -42,7 +42,6 @@ Prediction LessonParser::choicePrediction(const QJsonObject& o, const Bad& bad) 
   p.unit = o.value("unit").toString();
   p.reasoning = o.value("reasoning").toString();
   p.expectChoice = o.value("expect").toString();
-  if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
   if (p.ask.isEmpty()) bad("'ask' is missing: the question the learner answers by choosing");
   const QJsonArray choices = o.value("choices").toArray();
   if (choices.size() < 2)
@@ -147,7 +146,7 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
     p.unit = o.value("unit").toString();
     p.reasoning = o.value("reasoning").toString();
     p.worked = o.value("worked").toBool();
-  if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
+    if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
     if (o.contains("expect")) {
       if (!o.value("expect").isDouble()) bad("'expect' is the number the text states");
       p.expect = o.value("expect").toDouble();

@@ -215,8 +215,9 @@ class TestLessonDock : public test::LessonDockTest {
     QVERIFY(dock.predictionLocked());
     const QString text = dock.comparisonText();
     const lessons::Prediction& p = *dock.currentStep()->prediction;
-    QVERIFY2(text.contains("<b>Worked solution:</b>") && !text.contains("Where the reference comes from") &&
-                 text.contains("1.8") && text.contains(QString::number(*p.expect)),
+    QVERIFY2(text.contains("<b>Worked solution:</b>") &&
+                 !text.contains("Where the reference comes from") && text.contains("1.8") &&
+                 text.contains(QString::number(*p.expect)),
              qPrintable(text));
     QApplication::processEvents();
     const QString cut = cutLabel(dock);
