@@ -31,6 +31,9 @@ struct Prediction {
   QString unit;       // of the predicted value ("×", "bytes", "ms", ...; "" for a pure number)
   QString reasoning;  // optional: the words behind the formula, shown with the reference value
   std::optional<double> expect;  // the value the text states, rounded as written (checked by tests)
+  // A worked problem: a prediction in a step with nothing to run, its reasoning the worked
+  // solution shown once the answer is locked.
+  bool worked = false;
   // A choice prediction: no formula, inputs or numeric expect.
   QList<Choice> choices;
   QString pick;            // max | min

@@ -135,7 +135,7 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
       return;
     }
     if (const QString u =
-            unknownKeys(o, {"ask", "formula", "inputs", "unit", "reasoning", "expect"});
+            unknownKeys(o, {"ask", "formula", "inputs", "unit", "reasoning", "expect", "worked"});
         !u.isEmpty())
       bad(u);
     Prediction p;
@@ -145,6 +145,8 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
     p.inputs = o.value("inputs").toObject();
     p.unit = o.value("unit").toString();
     p.reasoning = o.value("reasoning").toString();
+    p.worked = o.value("worked").toBool();
+    if (o.contains("worked") && !o.value("worked").isBool()) bad("'worked' is true or false");
     if (o.contains("expect")) {
       if (!o.value("expect").isDouble()) bad("'expect' is the number the text states");
       p.expect = o.value("expect").toDouble();

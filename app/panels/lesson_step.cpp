@@ -347,8 +347,9 @@ QString LessonDock::comparisonText() const {
                                    m_typingError.toHtmlEscaped() + "</p>";
   if (p.isChoice()) return typing + choiceComparisonText(*s);
   if (attempts.isEmpty())
-    return typing + tr("Lock in your prediction below: then the experiment runs and the "
-                       "reference shows.");
+    return typing + (p.worked ? tr("Lock in your answer below: then the worked solution shows.")
+                              : tr("Lock in your prediction below: then the experiment runs and "
+                                   "the reference shows."));
   const QString unit = p.unit.isEmpty() ? QString() : " " + p.unit;
   QString error;
   const auto ref = referenceValue(p, s->experiment.value_or(QJsonObject()), &error);
@@ -395,8 +396,10 @@ QString LessonDock::comparisonText() const {
                                                     : basis + "\n" + misses.join("; "));
   }
   html += "</table>";
+  // A worked problem has nothing to run: its reasoning is the solution, worked step by step.
   if (!p.reasoning.isEmpty())
-    html += tr("<p><b>Where the reference comes from:</b> %1</p>")
+    html += (p.worked ? tr("<p><b>Worked solution:</b> %1</p>")
+                      : tr("<p><b>Where the reference comes from:</b> %1</p>"))
                 .arg(paragraphHtml(p.reasoning, &m_glossary));
   if (s->compare && m_measured)
     html += tr("<p><b>%1 against reference:</b> %2</p>")

@@ -195,6 +195,36 @@ class TestLessonDock : public test::LessonDockTest {
              qPrintable(dock.comparisonText()));
   }
 
+  // A worked problem (a prediction in a step with nothing to run): locking the answer shows the
+  // reference and, under "Worked solution", the reasoning; there is no experiment to run. Saved
+  // once locked (build/screenshots/lessons/worked.png), with nothing cut.
+  void workedProblemShowsItsSolution() {
+    QTemporaryDir dir;
+    LessonDock dock(m_caps, pathsIn(dir));
+    showNarrow(dock);
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    const int page = openFirstStep(
+        dock, [](const lessons::Step& s) { return s.prediction && s.prediction->worked; });
+    QVERIFY(page > 0);
+    QVERIFY(!dock.currentStep()->experiment && !dock.currentStep()->sweep);
+    QVERIFY(!dock.findChild<QPushButton*>("lessonRun")->isVisible());
+    QVERIFY2(dock.comparisonText().contains("then the worked solution shows") &&
+                 !dock.comparisonText().contains("Worked solution:"),
+             qPrintable(dock.comparisonText()));
+    lock(dock, "1.8");
+    QVERIFY(dock.predictionLocked());
+    const QString text = dock.comparisonText();
+    const lessons::Prediction& p = *dock.currentStep()->prediction;
+    QVERIFY2(text.contains("<b>Worked solution:</b>") &&
+                 !text.contains("Where the reference comes from") && text.contains("1.8") &&
+                 text.contains(QString::number(*p.expect)),
+             qPrintable(text));
+    QApplication::processEvents();
+    const QString cut = cutLabel(dock);
+    QVERIFY2(cut.isEmpty(), qPrintable(cut));
+    QVERIFY(dock.grab().save(shotsDir() + "/worked.png"));
+  }
+
   void comingLessonsCannotRun() {
     LessonDock dock(m_caps, paths());
     dock.openLesson(slugIndex(dock, "07-zero-fsdp"));
