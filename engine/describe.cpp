@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cpu/gemm.h"           // vendor_blas_name
+#include "parallel/pipeline/schedule.h"  // pipelineChunks
 #include "parallel/strategy.h"  // strategyFor: the row that runs the configuration
 #include "schema.h"
 
@@ -119,7 +120,9 @@ RunDescription describeRun(const RunConfig& config) {
     if (c.tp > 1) d.layout.push_back("tp " + n(c.tp) + (c.sp ? " + sp" : ""));
     if (c.pp > 1) {
       d.layout.push_back("pp " + n(c.pp));
-      d.layout.push_back(c.schedule + ", " + n(c.microbatches) + " micro-batches");
+      const int chunks = pipelineChunks(c.schedule, c.pp, c.virtualStages);
+      d.layout.push_back(c.schedule + (chunks > 1 ? " (" + n(chunks) + " chunks per rank)" : "") +
+                         ", " + n(c.microbatches) + " micro-batches");
     } else if (c.modelParallel() && c.microbatches > 1) {
       d.layout.push_back(n(c.microbatches) + " micro-batches");
     }

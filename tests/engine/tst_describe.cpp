@@ -63,6 +63,19 @@ class TstDescribe : public QObject {
     QVERIFY(!QString::fromStdString(d.brief(false)).contains("16 ranks"));
   }
 
+  // An interleaved pipeline says how many chunks each rank holds.
+  void interleavedChunksAreSaid() {
+    RunConfig c;
+    c.dataset = "synthetic";
+    c.layers = 4, c.pp = 2, c.ranks = 2, c.microbatches = 4;
+    c.schedule = "interleaved";
+    c.virtualStages = 2;
+    QVERIFY(!c.validate());
+    QVERIFY2(QString::fromStdString(describeRun(c).brief())
+                 .contains("pp 2 · interleaved (2 chunks per rank), 4 micro-batches"),
+             describeRun(c).brief().c_str());
+  }
+
   // What does not apply is not said: a pipeline's schedule without a pipeline, a parameter
   // server's count under sync, the strategy of a mixture of experts (its layout trains it).
   void settingsThatDoNotApplyAreLeftOut() {
