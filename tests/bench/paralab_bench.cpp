@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "capabilities.h"
 #include "platform.h"
 
 int benchStep(int argc, char** argv);
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* what = argv[1];
+  // The head line: the vector level of ParaLab's own kernels (stderr under --json, whose output
+  // stays one JSON document).
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json = json || !std::strcmp(argv[i], "--json");
+  if (std::strcmp(what, "--help") && std::strcmp(what, "-h"))
+    std::fprintf(json ? stderr : stdout, "%s\n", paralab::simdLevelSummary().c_str());
   // Each sub-command parses its own flags, seeing itself as argv[0].
   if (!std::strcmp(what, "step")) return benchStep(argc - 1, argv + 1);
   if (!std::strcmp(what, "gpt")) return benchGpt(argc - 1, argv + 1);
