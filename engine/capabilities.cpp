@@ -48,10 +48,11 @@ std::string simdLevelName() { return kernels::simdLevelName(kernels::simdLevel()
 std::string simdLevelSummary() {
   const kernels::SimdLevel level = kernels::simdLevel(), cpu = kernels::simdLevelCpu();
   return "Vector level " + simdLevelName() + " (" +
-         std::to_string(kernels::simdWidthFloats(level)) + " floats; this CPU's best: " +
-         kernels::simdLevelName(cpu) +
-         ") for attention, LayerNorm, GELU, the optimizers, the all-reduce sum and the simd GEMM "
-         "rung; OpenBLAS picks its own. PARALAB_SIMD=baseline|avx2|avx512 forces a lower level.";
+         std::to_string(kernels::simdWidthFloats(level)) +
+         " floats; this CPU's best: " + kernels::simdLevelName(cpu) +
+         ") for attention, LayerNorm, bias, GELU, the optimizers, the all-reduce sum and the simd "
+         "GEMM rung; OpenBLAS picks its own. PARALAB_SIMD=baseline|avx2|avx512 forces a lower "
+         "level.";
 }
 
 }  // namespace paralab

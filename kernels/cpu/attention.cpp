@@ -27,10 +27,11 @@ inline long attOffset(int b, int h, int t, int T, int NH) {
   return (((long)b * NH + h) * T + t) * T;
 }
 
-// The vector kernels' scratch: (hs + 1) * T floats, kept per thread between calls.
+// The vector kernels' scratch: (hs + T) * Tp floats, Tp = T rounded up to 16 (dispatch.h),
+// kept per thread between calls.
 float* vecWork(int T, int C, int NH) {
   thread_local std::vector<float> work;
-  const size_t need = size_t(C / NH + 1) * T;
+  const size_t need = size_t(C / NH + T) * size_t((T + 15) / 16 * 16);
   if (work.size() < need) work.resize(need);
   return work.data();
 }

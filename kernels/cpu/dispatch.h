@@ -26,7 +26,7 @@ bool setSimdLevel(SimdLevel level);
 // Shapes and formulas are those of the public kernels that call them (attention.h, layers.h,
 // optim.h, gemm.h); `work` is caller-provided scratch of the size named.
 struct VecKernels {
-  // work: (hs + 1) * T floats.
+  // work: (hs + T) * Tp floats, Tp = T rounded up to a multiple of 16.
   void (*attentionProbs)(float* att, const float* qkv, int B, int T, int C, int NH, float* work);
   void (*attentionOutput)(float* out, const float* att, const float* qkv, int B, int T, int C,
                           int NH);
@@ -37,6 +37,8 @@ struct VecKernels {
   void (*layernormBackward)(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                             const float* mean, const float* rstd, const float* gamma, int rows,
                             int cols);
+  void (*biasAdd)(float* y, const float* b, int rows, int cols);
+  void (*biasBackward)(float* db, const float* dy, int rows, int cols);
   void (*geluForward)(float* y, const float* x, long n);
   void (*geluBackward)(float* dx, const float* x, const float* dy, long n);
   // c1 = 1 - beta1^t, c2 = 1 - beta2^t (Adam's bias corrections).

@@ -10,6 +10,11 @@
 
 namespace paralab::kernels {
 
+// sqrt(2/pi)
+constexpr double kGeluC = 0.7978845608028654;
+
+namespace reference {
+
 template <typename T> void bias_add(T* y, const T* b, int rows, int cols) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) y[(long)r * cols + c] += b[c];
@@ -19,11 +24,6 @@ template <typename T> void bias_backward(T* db, const T* dy, int rows, int cols)
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) db[c] += dy[(long)r * cols + c];
 }
-
-// sqrt(2/pi)
-constexpr double kGeluC = 0.7978845608028654;
-
-namespace reference {
 
 template <typename T> void gelu_forward(T* y, const T* x, long n) {
   for (long i = 0; i < n; ++i) {
@@ -92,6 +92,20 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
 
 }  // namespace reference
 
+template <typename T> void bias_add(T* y, const T* b, int rows, int cols) {
+  if constexpr (std::is_same_v<T, float>)
+    vec().biasAdd(y, b, rows, cols);
+  else
+    reference::bias_add(y, b, rows, cols);
+}
+
+template <typename T> void bias_backward(T* db, const T* dy, int rows, int cols) {
+  if constexpr (std::is_same_v<T, float>)
+    vec().biasBackward(db, dy, rows, cols);
+  else
+    reference::bias_backward(db, dy, rows, cols);
+}
+
 template <typename T> void gelu_forward(T* y, const T* x, long n) {
   if constexpr (std::is_same_v<T, float>)
     vec().geluForward(y, x, n);
@@ -154,11 +168,11 @@ template <typename T> int count_correct(const T* logits, const int* labels, int 
 }
 
 #define PARALAB_INSTANTIATE(T)                                                              \
-  template void bias_add<T>(T*, const T*, int, int);                                        \
-  template void bias_backward<T>(T*, const T*, int, int);                                   \
   template double softmax_xent<T>(T*, const T*, const int*, int, int, double);              \
   template int count_correct<T>(const T*, const int*, int, int);
 #define PARALAB_INSTANTIATE_DISPATCHED(T)                                                   \
+  template void bias_add<T>(T*, const T*, int, int);                                        \
+  template void bias_backward<T>(T*, const T*, int, int);                                   \
   template void gelu_forward<T>(T*, const T*, long);                                        \
   template void gelu_backward<T>(T*, const T*, const T*, long);                             \
   template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, T); \

@@ -26,10 +26,12 @@ template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols);
 
-// The float GELU and LayerNorm run at the dispatched vector level (cpu/dispatch.h; GELU with
+// The float bias, GELU and LayerNorm run at the dispatched vector level (cpu/dispatch.h; GELU with
 // the kernels' own exp); these scalar loops (std::tanh) are what every level is tested against
 // (tests/kernels/tst_simd_levels.cpp), and what the double versions run.
 namespace reference {
+template <typename T> void bias_add(T* y, const T* b, int rows, int cols);
+template <typename T> void bias_backward(T* db, const T* dy, int rows, int cols);
 template <typename T> void gelu_forward(T* y, const T* x, long n);
 template <typename T> void gelu_backward(T* dx, const T* x, const T* dy, long n);
 template <typename T>

@@ -2,4 +2,5 @@
 // chosen at run time where the CPU has them. Its compile flags are set in kernels/CMakeLists.txt.
 // See tests/kernels/tst_simd_levels.cpp.
 #define PARALAB_VEC_NS vec_avx512
+#define PARALAB_VEC_WIDTH 16
 #include "cpu/vec_kernels.inc"

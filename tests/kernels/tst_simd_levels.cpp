@@ -1,5 +1,5 @@
 // Every dispatched float kernel (cpu/dispatch.h) at every vector level this CPU has, against its
-// scalar reference: attention, exp, LayerNorm, GELU, the optimizers, the SIMD GEMM rung, the
+// scalar reference: attention, exp, LayerNorm, bias, GELU, the optimizers, the SIMD GEMM rung, the
 // all-reduce's sum; and PARALAB_SIMD's refusals. Run: ctest -R tst_simd_levels
 #include <QProcess>
 #include <QtTest>
@@ -57,7 +57,7 @@ class TstSimdLevels : public QObject {
   void expErrorBound();
   void attention_data();
   void attention();
-  void layernorm();
+  void layernormAndBias();
   void gelu();
   void optimizers();
   void gemmSimdRung();
@@ -176,7 +176,7 @@ void TstSimdLevels::attention() {
   }
 }
 
-void TstSimdLevels::layernorm() {
+void TstSimdLevels::layernormAndBias() {
   const int rows = 7, cols = 133;  // not a multiple of any width: the loops' tails run too
   std::mt19937 gen(3);
   const Floats x = randomFloats((size_t)rows * cols, gen, 2.f), dy = randomFloats(x.size(), gen);
@@ -199,6 +199,14 @@ void TstSimdLevels::layernorm() {
     checkClose(dx, wdx, 1e-5, "layernorm dx");
     checkClose(dg, wdg, 1e-5, "layernorm dgamma (accumulated)");
     checkClose(db, wdb, 1e-5, "layernorm dbeta (accumulated)");
+    Floats by = x, bg = wdg;  // bias: the same adds in the same order, so exactly equal
+    Floats wby = x, wbg = wdg;
+    reference::bias_add(wby.data(), beta.data(), rows, cols);
+    reference::bias_backward(wbg.data(), dy.data(), rows, cols);
+    bias_add(by.data(), beta.data(), rows, cols);
+    bias_backward(bg.data(), dy.data(), rows, cols);
+    QCOMPARE(by, wby);
+    QCOMPARE(bg, wbg);
   }
 }
 
