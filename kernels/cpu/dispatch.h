@@ -32,6 +32,16 @@ struct VecKernels {
                           int NH);
   void (*attentionBackward)(float* dqkv, const float* dout, const float* qkv, const float* att,
                             int B, int T, int C, int NH, float* work);
+  // Blockwise attention (attention_blocks.h) for a block that is neither empty nor in the
+  // chunk's future. work: hs * Tkp + Tkp + hs floats (forward), 2 (hs + Tq) Tkp + hs (backward),
+  // Tkp = Tk rounded up to a multiple of 16.
+  void (*attentionBlockForward)(float* o, float* m, float* l, const float* q, int ldq,
+                                const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                                int q0, int Tq, int k0, int Tk, float* work);
+  void (*attentionBlockBackward)(float* dq, float* dk, float* dv, const float* dout,
+                                 const float* lse, const float* D, const float* q, int ldq,
+                                 const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                                 int q0, int Tq, int k0, int Tk, float* work);
   void (*layernormForward)(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                            const float* beta, int rows, int cols, float eps);
   void (*layernormBackward)(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

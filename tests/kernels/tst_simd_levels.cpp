@@ -1,6 +1,7 @@
 // Every dispatched float kernel (cpu/dispatch.h) at every vector level this CPU has, against its
-// scalar reference: attention, exp, LayerNorm, bias, GELU, the optimizers, the SIMD GEMM rung, the
-// all-reduce's sum; and PARALAB_SIMD's refusals. Run: ctest -R tst_simd_levels
+// scalar reference: attention (whole and blockwise), exp, LayerNorm, bias, GELU, the optimizers,
+// the SIMD GEMM rung, the all-reduce's sum; and PARALAB_SIMD's refusals. Run: ctest -R
+// tst_simd_levels
 #include <QProcess>
 #include <QtTest>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "cpu/attention.h"
+#include "cpu/attention_blocks.h"
 #include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
@@ -57,6 +59,7 @@ class TstSimdLevels : public QObject {
   void expErrorBound();
   void attention_data();
   void attention();
+  void attentionBlocks();
   void layernormAndBias();
   void gelu();
   void optimizers();
@@ -173,6 +176,62 @@ void TstSimdLevels::attention() {
     attention_backward(d.data(), scratch.data(), dout.data(), qkv.data(), wantAtt.data(), B, T, C,
                        NH);
     checkClose(d, wantD, 3e-5, "dqkv");
+  }
+}
+
+void TstSimdLevels::attentionBlocks() {
+  // A query chunk (positions 20..36) against two K/V blocks: one it sees in part (the rows of
+  // early queries are partly masked) and its own diagonal; forward state, then the gradients.
+  const int B = 2, NH = 2, hs = 19, C = NH * hs, q0 = 20, Tq = 17;
+  const int k0s[] = {9, 20}, Tks[] = {19, 17};
+  std::mt19937 gen(8);
+  const Floats q = randomFloats((size_t)B * Tq * C, gen), dout = randomFloats(q.size(), gen);
+  std::vector<Floats> ks, vs;
+  for (int Tk : Tks) {
+    ks.push_back(randomFloats((size_t)B * Tk * C, gen));
+    vs.push_back(randomFloats((size_t)B * Tk * C, gen));
+  }
+  struct State {
+    Floats o, m, l, dq;
+    std::vector<Floats> dk, dv;
+  };
+  const size_t rows = (size_t)B * NH * Tq;
+  auto run = [&](bool useReference) {
+    State s{Floats(q.size()), Floats(rows), Floats(rows), Floats(q.size(), 0.f), {}, {}};
+    Floats scratch(64), out(q.size()), lse(rows), D(rows);
+    attention_blocks_init(s.o.data(), s.m.data(), s.l.data(), B, Tq, NH, hs);
+    for (int blk = 0; blk < 2; ++blk) {
+      auto fwd =
+          useReference ? reference::attention_block_forward<float> : attention_block_forward<float>;
+      fwd(s.o.data(), s.m.data(), s.l.data(), scratch.data(), q.data(), C, ks[blk].data(),
+          vs[blk].data(), C, B, NH, hs, q0, Tq, k0s[blk], Tks[blk]);
+    }
+    attention_blocks_finish(out.data(), lse.data(), s.o.data(), s.m.data(), s.l.data(), B, Tq, NH,
+                            hs);
+    attention_blocks_delta(D.data(), out.data(), dout.data(), B, Tq, NH, hs);
+    for (int blk = 0; blk < 2; ++blk) {
+      s.dk.push_back(Floats(ks[blk].size(), 0.f));
+      s.dv.push_back(Floats(vs[blk].size(), 0.f));
+      auto bwd = useReference ? reference::attention_block_backward<float>
+                              : attention_block_backward<float>;
+      bwd(s.dq.data(), s.dk[blk].data(), s.dv[blk].data(), dout.data(), lse.data(), D.data(),
+          q.data(), C, ks[blk].data(), vs[blk].data(), C, B, NH, hs, q0, Tq, k0s[blk], Tks[blk]);
+    }
+    s.o = out;
+    s.m = lse;
+    return s;
+  };
+  const State want = run(true);
+  for (SimdLevel l : levels()) {
+    QVERIFY(setSimdLevel(l));
+    const State got = run(false);
+    checkClose(got.o, want.o, 1e-5, "blockwise out");
+    checkClose(got.m, want.m, 1e-5, "blockwise lse");
+    checkClose(got.dq, want.dq, 3e-5, "blockwise dq");
+    for (int blk = 0; blk < 2; ++blk) {
+      checkClose(got.dk[blk], want.dk[blk], 3e-5, "blockwise dk");
+      checkClose(got.dv[blk], want.dv[blk], 3e-5, "blockwise dv");
+    }
   }
 }
 
