@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <type_traits>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // paralab-bench: benchmark programs that print tables, each against a reference measured in
-// the same run. Try: paralab-bench step | gpt | gemm | teach | latency | dp | ep | mp | cp | comm [--json]
+// the same run. Try: paralab-bench step | gpt | gemm | simd | teach | latency | dp | ep | mp | cp | comm [--json]
 #include <cstdio>
 #include <cstring>
 
@@ -18,6 +18,7 @@ int benchCp(int argc, char** argv);
 int benchProject(int argc, char** argv);
 int benchRoofline(int argc, char** argv);
 int benchLayouts(int argc, char** argv);
+int benchSimd(int argc, char** argv);
 #ifndef PARALAB_NO_BENCH_COMM
 int benchComm(int argc, char** argv);
 #endif
@@ -25,7 +26,7 @@ int benchComm(int argc, char** argv);
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
   const char* usage =
-      "usage: paralab-bench step|gpt|gemm|teach|latency|roofline|layouts|dp|ep|mp|cp|project|comm [--json] [--help]\n";
+      "usage: paralab-bench step|gpt|gemm|simd|teach|latency|roofline|layouts|dp|ep|mp|cp|project|comm [--json] [--help]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(what, "step")) return benchStep(argc - 1, argv + 1);
   if (!std::strcmp(what, "gpt")) return benchGpt(argc - 1, argv + 1);
   if (!std::strcmp(what, "gemm")) return benchGemm(argc - 1, argv + 1);
+  if (!std::strcmp(what, "simd")) return benchSimd(argc - 1, argv + 1);
   if (!std::strcmp(what, "teach")) return benchTeach(argc - 1, argv + 1);
   if (!std::strcmp(what, "latency")) return benchLatency(argc - 1, argv + 1);
   if (!std::strcmp(what, "roofline")) return benchRoofline(argc - 1, argv + 1);
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::fprintf(stderr,
-               "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, teach, latency, "
+               "paralab-bench: unknown benchmark '%s' (allowed: step, gpt, gemm, simd, teach, latency, "
                "roofline, layouts, dp, ep, mp, cp, project, comm)\n",
                what);
   return 2;
