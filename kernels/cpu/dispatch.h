@@ -49,6 +49,9 @@ struct VecKernels {
                             int cols);
   void (*biasAdd)(float* y, const float* b, int rows, int cols);
   void (*biasBackward)(float* db, const float* dy, int rows, int cols);
+  // Returns the sum over rows of the loss; dlogits as layers.h's softmax_xent.
+  double (*softmaxXent)(float* dlogits, const float* logits, const int* labels, int rows,
+                        int classes, double normalizer);
   void (*geluForward)(float* y, const float* x, long n);
   void (*geluBackward)(float* dx, const float* x, const float* dy, long n);
   // c1 = 1 - beta1^t, c2 = 1 - beta2^t (Adam's bias corrections).

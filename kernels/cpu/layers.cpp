@@ -90,7 +90,36 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
   }
 }
 
+template <typename T>
+double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
+                    double normalizer) {
+  double lossSum = 0;
+  for (int r = 0; r < rows; ++r) {
+    const T* z = logits + (long)r * classes;
+    T* dz = dlogits + (long)r * classes;
+    const T zmax = *std::max_element(z, z + classes);  // subtract the max: no overflow in exp
+    double sum = 0;
+    for (int c = 0; c < classes; ++c) sum += std::exp(double(z[c] - zmax));
+    const double logSum = std::log(sum);
+    lossSum += logSum - double(z[labels[r]] - zmax);
+    for (int c = 0; c < classes; ++c) {
+      const double p = std::exp(double(z[c] - zmax) - logSum);
+      dz[c] = T((p - (c == labels[r] ? 1.0 : 0.0)) / normalizer);
+    }
+  }
+  return lossSum;
+}
+
 }  // namespace reference
+
+template <typename T>
+double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
+                    double normalizer) {
+  if constexpr (std::is_same_v<T, float>)
+    return vec().softmaxXent(dlogits, logits, labels, rows, classes, normalizer);
+  else
+    return reference::softmax_xent(dlogits, logits, labels, rows, classes, normalizer);
+}
 
 template <typename T> void bias_add(T* y, const T* b, int rows, int cols) {
   if constexpr (std::is_same_v<T, float>)
@@ -138,26 +167,6 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
     reference::layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
 }
 
-template <typename T>
-double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
-                    double normalizer) {
-  double lossSum = 0;
-  for (int r = 0; r < rows; ++r) {
-    const T* z = logits + (long)r * classes;
-    T* dz = dlogits + (long)r * classes;
-    const T zmax = *std::max_element(z, z + classes);  // subtract the max: no overflow in exp
-    double sum = 0;
-    for (int c = 0; c < classes; ++c) sum += std::exp(double(z[c] - zmax));
-    const double logSum = std::log(sum);
-    lossSum += logSum - double(z[labels[r]] - zmax);
-    for (int c = 0; c < classes; ++c) {
-      const double p = std::exp(double(z[c] - zmax) - logSum);
-      dz[c] = T((p - (c == labels[r] ? 1.0 : 0.0)) / normalizer);
-    }
-  }
-  return lossSum;
-}
-
 template <typename T> int count_correct(const T* logits, const int* labels, int rows, int classes) {
   int correct = 0;
   for (int r = 0; r < rows; ++r) {
@@ -168,9 +177,9 @@ template <typename T> int count_correct(const T* logits, const int* labels, int 
 }
 
 #define PARALAB_INSTANTIATE(T)                                                              \
-  template double softmax_xent<T>(T*, const T*, const int*, int, int, double);              \
   template int count_correct<T>(const T*, const int*, int, int);
 #define PARALAB_INSTANTIATE_DISPATCHED(T)                                                   \
+  template double softmax_xent<T>(T*, const T*, const int*, int, int, double);              \
   template void bias_add<T>(T*, const T*, int, int);                                        \
   template void bias_backward<T>(T*, const T*, int, int);                                   \
   template void gelu_forward<T>(T*, const T*, long);                                        \

@@ -26,7 +26,7 @@ template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols);
 
-// The float bias, GELU and LayerNorm run at the dispatched vector level (cpu/dispatch.h; GELU with
+// The float bias, GELU, LayerNorm and softmax cross-entropy run at the dispatched vector level (cpu/dispatch.h; GELU with
 // the kernels' own exp); these scalar loops (std::tanh) are what every level is tested against
 // (tests/kernels/tst_simd_levels.cpp), and what the double versions run.
 namespace reference {
@@ -40,6 +40,9 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
 template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols);
+template <typename T>
+double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
+                    double normalizer);
 }  // namespace reference
 
 // Softmax cross-entropy: returns the SUM over rows of -log softmax(logits)[label]; writes

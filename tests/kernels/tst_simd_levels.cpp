@@ -1,7 +1,7 @@
 // Every dispatched float kernel (cpu/dispatch.h) at every vector level this CPU has, against its
-// scalar reference: attention (whole and blockwise), exp, LayerNorm, bias, GELU, the optimizers,
-// the SIMD GEMM rung, the all-reduce's sum; and PARALAB_SIMD's refusals. Run: ctest -R
-// tst_simd_levels
+// scalar reference: attention (whole and blockwise), exp, LayerNorm, bias, GELU, the loss, the
+// optimizers, the SIMD GEMM rung, the all-reduce's sum; and PARALAB_SIMD's refusals.
+// Run: ctest -R tst_simd_levels
 #include <QProcess>
 #include <QtTest>
 #include <cmath>
@@ -62,6 +62,7 @@ class TstSimdLevels : public QObject {
   void attentionBlocks();
   void layernormAndBias();
   void gelu();
+  void softmaxCrossEntropy();
   void optimizers();
   void gemmSimdRung();
 
@@ -289,6 +290,35 @@ void TstSimdLevels::gelu() {
     gelu_backward(dx.data(), x.data(), dy.data(), n);
     checkClose(y, wy, 2e-6, "gelu");
     checkClose(dx, wdx, 3e-6, "gelu'");
+  }
+}
+
+void TstSimdLevels::softmaxCrossEntropy() {
+  // The loss to 1e-6 relative (float exp and sum against double), dlogits to 1e-7 absolute
+  // (entries are probabilities / 9, a few fp32 roundings of values below 0.12).
+  const int rows = 9, classes = 67;
+  std::mt19937 gen(9);
+  const Floats z = randomFloats((size_t)rows * classes, gen, 3.f);
+  std::vector<int> labels(rows);
+  for (int r = 0; r < rows; ++r) labels[r] = (r * 31) % classes;
+  Floats want(z.size());
+  const double wantLoss =
+      reference::softmax_xent(want.data(), z.data(), labels.data(), rows, classes, 9.0);
+  for (SimdLevel l : levels()) {
+    QVERIFY(setSimdLevel(l));
+    Floats got(z.size());
+    const double loss = softmax_xent(got.data(), z.data(), labels.data(), rows, classes, 9.0);
+    QVERIFY2(std::abs(loss - wantLoss) <= 1e-6 * wantLoss,
+             qPrintable(QString("loss %1 vs %2").arg(loss).arg(wantLoss)));
+    for (size_t i = 0; i < got.size(); ++i)
+      QVERIFY2(std::abs(got[i] - want[i]) <= 1e-7, qPrintable(QString("dlogits[%1] at %2: %3 vs %4")
+                                                                  .arg(i)
+                                                                  .arg(simdLevelName(l))
+                                                                  .arg(got[i])
+                                                                  .arg(want[i])));
+    Floats inPlace = z;  // dlogits over the logits themselves, as the engine may pass them
+    softmax_xent(inPlace.data(), inPlace.data(), labels.data(), rows, classes, 9.0);
+    QCOMPARE(inPlace, got);
   }
 }
 
