@@ -50,9 +50,9 @@ std::string simdLevelSummary() {
   return "Vector level " + simdLevelName() + " (" +
          std::to_string(kernels::simdWidthFloats(level)) +
          " floats; this CPU's best: " + kernels::simdLevelName(cpu) +
-         ") for attention, LayerNorm, bias, GELU, the optimizers, the all-reduce sum and the simd "
-         "GEMM rung; OpenBLAS picks its own. PARALAB_SIMD=baseline|avx2|avx512 forces a lower "
-         "level.";
+         ") for attention (whole and blockwise), LayerNorm, bias, GELU, the loss, the optimizers, "
+         "the all-reduce sum and the simd GEMM rung; OpenBLAS picks its own. "
+         "PARALAB_SIMD=baseline|avx2|avx512 forces a lower level.";
 }
 
 }  // namespace paralab
