@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "comm/communicator.h"
+#include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -40,6 +41,18 @@ std::vector<std::string> strategyNames() {
   std::vector<std::string> out;
   for (const StrategyInfo& s : strategyTable()) out.push_back(s.name);
   return out;
+}
+
+std::string simdLevelName() { return kernels::simdLevelName(kernels::simdLevel()); }
+
+std::string simdLevelSummary() {
+  const kernels::SimdLevel level = kernels::simdLevel(), cpu = kernels::simdLevelCpu();
+  return "Vector level " + simdLevelName() + " (" +
+         std::to_string(kernels::simdWidthFloats(level)) +
+         " floats; this CPU's best: " + kernels::simdLevelName(cpu) +
+         ") for attention (whole and blockwise), LayerNorm, bias, GELU, the loss, the optimizers, "
+         "the all-reduce sum and the simd GEMM rung; OpenBLAS picks its own. "
+         "PARALAB_SIMD=baseline|avx2|avx512 forces a lower level.";
 }
 
 }  // namespace paralab

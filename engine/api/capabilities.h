@@ -33,4 +33,12 @@ bool ncclBuilt();
 // "moe"). A lesson's "needs: strategy:NAME" is checked against these.
 std::vector<std::string> strategyNames();
 
+// The vector level ParaLab's own CPU kernels (attention, LayerNorm, bias, GELU, the loss, the
+// optimizers, the thread all-reduce's sum, the SIMD GEMM rung) run at: "baseline", "avx2" or
+// "avx512", the CPU's best or the lower one PARALAB_SIMD forces, chosen once at start.
+std::string simdLevelName();
+// One line for an About box or a benchmark's head: that level, its width, the CPU's best, the
+// kernels it covers and how to force another.
+std::string simdLevelSummary();
+
 }  // namespace paralab

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "comm/communicator.h"  // ReduceOp
+#include "cpu/dispatch.h"       // the sum at the CPU's vector level
 
 namespace paralab {
 
@@ -26,7 +27,7 @@ inline void reduceHost(float* dst, const float* const* srcs, int nsrc, int64_t c
       if (op == ReduceOp::Max)
         for (int64_t i = 0; i < len; ++i) acc[i] = s[i] > a[i] ? s[i] : a[i];
       else
-        for (int64_t i = 0; i < len; ++i) acc[i] = a[i] + s[i];
+        kernels::vec().addArrays(acc, a, s, len);
     }
     if (divisor != 1.0f)
       for (int64_t i = 0; i < len; ++i) acc[i] /= divisor;

@@ -1,11 +1,15 @@
 // Causal multi-head self-attention on the CPU (see attention.h for the shapes and formulas).
-// Plain loops over (sequence, head, query token, key token), causal half only.
+// The scalar loops over (sequence, head, query token, key token), causal half only, are the
+// reference; float runs the dispatched vector kernels (cpu/vec_kernels.inc, cpu/dispatch.h).
 // See tests/kernels/tst_attention_gradcheck.cpp.
 #include "cpu/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
+#include "cpu/dispatch.h"
 #include "cpu/moe.h"  // softmax_rows, softmax_rows_backward
 
 namespace paralab::kernels {
@@ -22,7 +26,18 @@ inline long attOffset(int b, int h, int t, int T, int NH) {
   return (((long)b * NH + h) * T + t) * T;
 }
 
+// The vector kernels' scratch: (hs + T) * Tp floats, Tp = T rounded up to 16 (dispatch.h),
+// kept per thread between calls.
+float* vecWork(int T, int C, int NH) {
+  thread_local std::vector<float> work;
+  const size_t need = size_t(C / NH + T) * size_t((T + 15) / 16 * 16);
+  if (work.size() < need) work.resize(need);
+  return work.data();
+}
+
 }  // namespace
+
+namespace reference {
 
 template <typename Real>
 void attention_probs(Real* att, const Real* qkv, int B, int T, int C, int NH) {
@@ -110,6 +125,35 @@ void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real*
       }
 }
 
+}  // namespace reference
+
+template <typename Real>
+void attention_probs(Real* att, const Real* qkv, int B, int T, int C, int NH) {
+  if constexpr (std::is_same_v<Real, float>)
+    vec().attentionProbs(att, qkv, B, T, C, NH, vecWork(T, C, NH));
+  else
+    reference::attention_probs(att, qkv, B, T, C, NH);
+}
+
+template <typename Real>
+void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) {
+  if constexpr (std::is_same_v<Real, float>) {
+    attention_probs(att, qkv, B, T, C, NH);
+    vec().attentionOutput(out, att, qkv, B, T, C, NH);
+  } else {
+    reference::attention_forward(out, att, qkv, B, T, C, NH);
+  }
+}
+
+template <typename Real>
+void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
+                        const Real* att, int B, int T, int C, int NH) {
+  if constexpr (std::is_same_v<Real, float>)
+    vec().attentionBackward(dqkv, dout, qkv, att, B, T, C, NH, vecWork(T, C, NH));
+  else
+    reference::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+}
+
 #define PARALAB_ATTENTION_KERNELS(Real)                                                            \
   template void attention_probs<Real>(Real*, const Real*, int, int, int, int);                     \
   template void attention_forward<Real>(Real*, Real*, const Real*, int, int, int, int);            \
@@ -117,6 +161,10 @@ void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real*
                                          int, int, int);
 PARALAB_ATTENTION_KERNELS(float)
 PARALAB_ATTENTION_KERNELS(double)
+namespace reference {
+PARALAB_ATTENTION_KERNELS(float)
+PARALAB_ATTENTION_KERNELS(double)
+}  // namespace reference
 #undef PARALAB_ATTENTION_KERNELS
 
 }  // namespace paralab::kernels

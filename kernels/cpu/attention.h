@@ -41,4 +41,16 @@ template <typename Real>
 void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
                         const Real* att, int B, int T, int C, int NH);
 
+// The float kernels run at the dispatched vector level (cpu/dispatch.h); the double ones, and
+// these, are the scalar loops every level is tested against (tests/kernels/tst_simd_levels.cpp).
+namespace reference {
+template <typename Real>
+void attention_probs(Real* att, const Real* qkv, int B, int T, int C, int NH);
+template <typename Real>
+void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH);
+template <typename Real>
+void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
+                        const Real* att, int B, int T, int C, int NH);
+}  // namespace reference
+
 }  // namespace paralab::kernels

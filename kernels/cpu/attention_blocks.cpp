@@ -1,11 +1,16 @@
 // Causal multi-head attention one K/V block at a time on the CPU (see attention_blocks.h for the
-// shapes and the recurrence). Plain loops over (sequence, head, query, key), visible keys only.
+// shapes and the recurrence). The scalar loops over (sequence, head, query, key), visible keys
+// only, are the reference; float runs the dispatched vector kernels (cpu/dispatch.h).
 // See tests/kernels/tst_attention_blocks.cpp.
 #include "cpu/attention_blocks.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/dispatch.h"
 
 namespace paralab::kernels {
 
@@ -26,6 +31,14 @@ inline long rowOffset(int b, int i, int rows, int ld, int h, int hs) {
 // Entry (b, h, i) of a [B, NH, Tq] array.
 inline long stateOffset(int b, int h, int i, int NH, int Tq) { return ((long)b * NH + h) * Tq + i; }
 
+// The vector kernels' scratch, kept per thread between calls.
+float* blockWork(size_t floats) {
+  thread_local std::vector<float> work;
+  if (work.size() < floats) work.resize(floats);
+  return work.data();
+}
+inline size_t padded(int T) { return size_t(T + 15) / 16 * 16; }
+
 }  // namespace
 
 long attention_block_pairs(int q0, int Tq, int k0, int Tk) {
@@ -41,6 +54,8 @@ void attention_blocks_init(Real* o, Real* m, Real* l, int B, int Tq, int NH, int
   std::fill(m, m + rows, -std::numeric_limits<Real>::infinity());
   std::fill(l, l + rows, Real(0));
 }
+
+namespace reference {
 
 template <typename Real>
 long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Real* q, int ldq,
@@ -84,6 +99,23 @@ long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Rea
   return attention_block_pairs(q0, Tq, k0, Tk);
 }
 
+}  // namespace reference
+
+template <typename Real>
+long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Real* q, int ldq,
+                             const Real* k, const Real* v, int ldkv, int B, int NH, int hs, int q0,
+                             int Tq, int k0, int Tk) {
+  if constexpr (std::is_same_v<Real, float>) {
+    if (Tq <= 0 || Tk <= 0 || future(q0, Tq, k0)) return 0;
+    float* work = blockWork((hs + 1) * padded(Tk) + hs);
+    vec().attentionBlockForward(o, m, l, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk, work);
+    return attention_block_pairs(q0, Tq, k0, Tk);
+  } else {
+    return reference::attention_block_forward(o, m, l, scratch, q, ldq, k, v, ldkv, B, NH, hs, q0,
+                                              Tq, k0, Tk);
+  }
+}
+
 template <typename Real>
 void attention_blocks_finish(Real* out, Real* lse, const Real* o, const Real* m, const Real* l,
                              int B, int Tq, int NH, int hs) {
@@ -112,6 +144,8 @@ void attention_blocks_delta(Real* D, const Real* out, const Real* dout, int B, i
         D[stateOffset(b, h, i, NH, Tq)] = s;
       }
 }
+
+namespace reference {
 
 template <typename Real>
 long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, const Real* lse,
@@ -152,6 +186,24 @@ long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, co
   return attention_block_pairs(q0, Tq, k0, Tk);
 }
 
+}  // namespace reference
+
+template <typename Real>
+long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, const Real* lse,
+                              const Real* D, const Real* q, int ldq, const Real* k, const Real* v,
+                              int ldkv, int B, int NH, int hs, int q0, int Tq, int k0, int Tk) {
+  if constexpr (std::is_same_v<Real, float>) {
+    if (Tq <= 0 || Tk <= 0 || future(q0, Tq, k0)) return 0;
+    float* work = blockWork(2 * (hs + size_t(Tq)) * padded(Tk) + hs);
+    vec().attentionBlockBackward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq,
+                                 k0, Tk, work);
+    return attention_block_pairs(q0, Tq, k0, Tk);
+  } else {
+    return reference::attention_block_backward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B,
+                                               NH, hs, q0, Tq, k0, Tk);
+  }
+}
+
 #define PARALAB_ATTENTION_BLOCK_KERNELS(Real)                                                      \
   template void attention_blocks_init<Real>(Real*, Real*, Real*, int, int, int, int);              \
   template long attention_block_forward<Real>(Real*, Real*, Real*, Real*, const Real*, int,        \
@@ -165,6 +217,18 @@ long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, co
       const Real*, int, int, int, int, int, int, int, int);
 PARALAB_ATTENTION_BLOCK_KERNELS(float)
 PARALAB_ATTENTION_BLOCK_KERNELS(double)
+namespace reference {
+#define PARALAB_REFERENCE_BLOCK_KERNELS(Real)                                                    \
+  template long attention_block_forward<Real>(Real*, Real*, Real*, Real*, const Real*, int,      \
+                                              const Real*, const Real*, int, int, int, int, int, \
+                                              int, int, int);                                    \
+  template long attention_block_backward<Real>(                                                  \
+      Real*, Real*, Real*, const Real*, const Real*, const Real*, const Real*, int, const Real*, \
+      const Real*, int, int, int, int, int, int, int, int);
+PARALAB_REFERENCE_BLOCK_KERNELS(float)
+PARALAB_REFERENCE_BLOCK_KERNELS(double)
+#undef PARALAB_REFERENCE_BLOCK_KERNELS
+}  // namespace reference
 #undef PARALAB_ATTENTION_BLOCK_KERNELS
 
 }  // namespace paralab::kernels

@@ -80,6 +80,19 @@ long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, co
                               const Real* D, const Real* q, int ldq, const Real* k, const Real* v,
                               int ldkv, int B, int NH, int hs, int q0, int Tq, int k0, int Tk);
 
+// The float block kernels above run at the dispatched vector level (cpu/dispatch.h); these
+// scalar loops are what every level is tested against, and what double runs.
+namespace reference {
+template <typename Real>
+long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Real* q, int ldq,
+                             const Real* k, const Real* v, int ldkv, int B, int NH, int hs, int q0,
+                             int Tq, int k0, int Tk);
+template <typename Real>
+long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, const Real* lse,
+                              const Real* D, const Real* q, int ldq, const Real* k, const Real* v,
+                              int ldkv, int B, int NH, int hs, int q0, int Tq, int k0, int Tk);
+}  // namespace reference
+
 // The number of visible (query, key) position pairs between the query positions q0 .. q0+Tq-1
 // and the key positions k0 .. k0+Tk-1 under the causal mask (t2 <= t): what the two calls above
 // return, without doing the work (to plan or balance a ring schedule).

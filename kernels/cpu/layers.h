@@ -26,6 +26,25 @@ template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols);
 
+// The float bias, GELU, LayerNorm and softmax cross-entropy run at the dispatched vector level (cpu/dispatch.h; GELU with
+// the kernels' own exp); these scalar loops (std::tanh) are what every level is tested against
+// (tests/kernels/tst_simd_levels.cpp), and what the double versions run.
+namespace reference {
+template <typename T> void bias_add(T* y, const T* b, int rows, int cols);
+template <typename T> void bias_backward(T* db, const T* dy, int rows, int cols);
+template <typename T> void gelu_forward(T* y, const T* x, long n);
+template <typename T> void gelu_backward(T* dx, const T* x, const T* dy, long n);
+template <typename T>
+void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                       int rows, int cols, T eps = T(1e-5));
+template <typename T>
+void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                        const T* rstd, const T* gamma, int rows, int cols);
+template <typename T>
+double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
+                    double normalizer);
+}  // namespace reference
+
 // Softmax cross-entropy: returns the SUM over rows of -log softmax(logits)[label]; writes
 // dlogits = (softmax - onehot(label)) / normalizer. Passing the global batch as normalizer
 // makes shard gradients add up to the full batch's mean gradient (the data-parallel sum).

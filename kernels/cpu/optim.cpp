@@ -1,23 +1,41 @@
-// Optimizer update loops (see optim.h). See tests/engine/tst_optimizer.cpp.
+// Optimizer update loops (see optim.h), run at the dispatched vector level (cpu/dispatch.h); the
+// scalar loops in `reference` are what every level is tested against.
+// See tests/engine/tst_optimizer.cpp and tests/kernels/tst_simd_levels.cpp.
 #include "cpu/optim.h"
-#include "cpu/simd.h"
 
 #include <cmath>
 
+#include "cpu/dispatch.h"
+
 namespace paralab::kernels {
 
-PARALAB_SIMD_CLONES void sgd_update(float* p, const float* g, long n, float lr) {
+void sgd_update(float* p, const float* g, long n, float lr) { vec().sgdUpdate(p, g, n, lr); }
+
+void momentum_update(float* p, float* v, const float* g, long n, float lr, float mu) {
+  vec().momentumUpdate(p, v, g, n, lr, mu);
+}
+
+void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
+                 float beta2, float eps, long t) {
+  const float c1 = 1.0f - std::pow(beta1, float(t));
+  const float c2 = 1.0f - std::pow(beta2, float(t));
+  vec().adamUpdate(p, m, v, g, n, lr, beta1, beta2, eps, c1, c2);
+}
+
+namespace reference {
+
+void sgd_update(float* p, const float* g, long n, float lr) {
   for (long i = 0; i < n; ++i) p[i] -= lr * g[i];
 }
 
-PARALAB_SIMD_CLONES void momentum_update(float* p, float* v, const float* g, long n, float lr, float mu) {
+void momentum_update(float* p, float* v, const float* g, long n, float lr, float mu) {
   for (long i = 0; i < n; ++i) {
     v[i] = mu * v[i] + g[i];
     p[i] -= lr * v[i];
   }
 }
 
-PARALAB_SIMD_CLONES void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
+void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
                  float beta2, float eps, long t) {
   const float c1 = 1.0f - std::pow(beta1, float(t));
   const float c2 = 1.0f - std::pow(beta2, float(t));
@@ -28,5 +46,7 @@ PARALAB_SIMD_CLONES void adam_update(float* p, float* m, float* v, const float* 
     p[i] -= lr * mhat / (std::sqrt(vhat) + eps);
   }
 }
+
+}  // namespace reference
 
 }  // namespace paralab::kernels

@@ -1,4 +1,5 @@
-// Optimizer updates on flat float arrays (one call per parameter range / shard).
+// Optimizer updates on flat float arrays (one call per parameter range / shard), at the
+// dispatched vector level (cpu/dispatch.h).
 // See tests/engine/tst_optimizer.cpp.
 #pragma once
 
@@ -12,5 +13,13 @@ void momentum_update(float* p, float* v, const float* g, long n, float lr, float
 // m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr * mhat / (sqrt(vhat) + eps)
 void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
                  float beta2, float eps, long t);
+
+// The scalar loops the dispatched versions above are tested against.
+namespace reference {
+void sgd_update(float* p, const float* g, long n, float lr);
+void momentum_update(float* p, float* v, const float* g, long n, float lr, float mu);
+void adam_update(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
+                 float beta2, float eps, long t);
+}  // namespace reference
 
 }  // namespace paralab::kernels
