@@ -56,7 +56,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(m_configPanel, &ConfigPanel::configChanged, m_runs, &RunController::onConfigChanged);
   m_runs->updateActions();
   m_runs->updateStatus();
-  resize(1440, 900);
+  m_layout->sizeToScreen();
 }
 
 MainWindow::~MainWindow() = default;  // ~RunController stops the run (joins, or ends the job)
