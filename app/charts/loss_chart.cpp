@@ -186,7 +186,9 @@ void LossChart::describeAccuracy(const RunConfig& c) {
   const bool text = c.model == ModelKind::Gpt;
   m_accuracy->setName(text ? tr("next-character accuracy (held out)") : tr("test accuracy"));
   m_testLoss->setName(text ? tr("held-out loss per character") : tr("held-out loss"));
-  setAxisLabel(yAxis, text ? tr("loss (nats per character)") : tr("loss (nats)"));
+  // The GPT's label is long for a short plot: its short form keeps the unit.
+  setAxisLabel(yAxis, text ? tr("loss (nats per character)") : tr("loss (nats)"),
+               text ? tr("loss (nats/char)") : QString());
   setAxisLabel(yAxis2, text ? tr("next-character accuracy (%)") : tr("test accuracy (%)"),
                tr("accuracy (%)"));
   fitLegend();  // longer names: the columns laid out for the shorter ones would cut them

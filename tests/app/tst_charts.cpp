@@ -351,7 +351,7 @@ void TestCharts::overlaysCompareLikeWithLike() {
   mlp4.ranks = 4;
   RunConfig gpt;
   gpt.model = ModelKind::Gpt;
-  gpt.dataset = "shakespeare";
+  gpt.dataset = "fortunes";
   chart.showRunOf(mlp);
   chart.showHistory(lossHistory(30, 2));
   chart.keepAsOverlay(LossChart::runLabel(mlp), mlp);
@@ -417,7 +417,7 @@ void TestCharts::gptLegendIsNotCut() {
   chart.replot(QCustomPlot::rpImmediateRefresh);
   RunConfig gpt;
   gpt.model = ModelKind::Gpt;
-  gpt.dataset = "shakespeare";
+  gpt.dataset = "fortunes";
   chart.showRunOf(gpt);
   chart.replot(QCustomPlot::rpImmediateRefresh);
   QList<TextBox> legend;
