@@ -505,6 +505,13 @@ void LessonDock::changeEvent(QEvent* event) {
   refreshComparison();
 }
 
+QWidget* LessonDock::buttonsAnchor() const {
+  if (m_tools->currentWidget() != m_stepTools) return nullptr;
+  for (QWidget* w : {static_cast<QWidget*>(m_lock), static_cast<QWidget*>(m_run)})
+    if (w->isVisible()) return w;
+  return nullptr;
+}
+
 // Qt's layouts size a word-wrapped label by a hint taken at some other width (the stack and the
 // group boxes pass on minimums, not heights at this width), which cuts the last lines of a step's
 // texts in a narrow dock. So each label, then each box, then the stack gets, as its minimum, the
@@ -513,13 +520,6 @@ void LessonDock::changeEvent(QEvent* event) {
 // The page's text is as tall as its lines at its width, as a label is: one scroll bar, the
 // page's. While a step is open its buttons stay under the pointer (tst_lessons_dock_layout:
 // buttonsStayPut): what grew above them is scrolled up by as much.
-QWidget* LessonDock::buttonsAnchor() const {
-  if (m_tools->currentWidget() != m_stepTools) return nullptr;
-  for (QWidget* w : {static_cast<QWidget*>(m_lock), static_cast<QWidget*>(m_run)})
-    if (w->isVisible()) return w;
-  return nullptr;
-}
-
 void LessonDock::fitWrappedLabels(std::optional<int> buttonsWereAt) {
   if (!widget() || !widget()->layout()) return;
   QWidget* anchor = buttonsAnchor();
