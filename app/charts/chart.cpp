@@ -282,6 +282,18 @@ void Chart::setLegendColumns(int maxColumns) {
 }
 
 void Chart::fitLegend() {
+  const QList<QCPAbstractPlottable*> optional = legendOptional();
+  for (QCPAbstractPlottable* p : optional) p->addToLegend();  // (no-op where it is there)
+  fitLegendColumns();
+  for (QCPAbstractPlottable* p : optional) {
+    if (height() <= 0 || legend->minimumOuterSizeHint().height() <= height() / kLegendShare) break;
+    p->removeFromLegend();
+    fitLegendColumns();
+  }
+  requestRedraw();
+}
+
+void Chart::fitLegendColumns() {
   const int items = legend->itemCount();
   if (items == 0) return;
   const int room = (width() > 0 ? width() : 800) - 16;
@@ -296,7 +308,6 @@ void Chart::fitLegend() {
     }
     if (height() <= 0 || legend->minimumOuterSizeHint().height() <= height() / 6) break;
   }
-  requestRedraw();
 }
 
 void Chart::setLegendCompact(bool compact) {

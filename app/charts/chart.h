@@ -60,6 +60,7 @@ class Chart : public QCustomPlot {
   // What went wrong in the last writeCsv() ("" nothing): a CSV that could not be complete.
   const QString& csvError() const { return m_csvError; }
   virtual int pointCount() const;  // points over all series
+  static constexpr int kLegendShare = 3;  // the legend takes at most 1/kLegendShare of the chart
   // A value in a CSV cell: 10 significant digits, NaN (no value) an empty cell.
   static QString csvNumber(double v);
   // The run's live changes drawn on a chart over steps (null on the others).
@@ -99,10 +100,13 @@ class Chart : public QCustomPlot {
   // The legend in as many columns as fit the chart's width, at most `maxColumns` (0: no
   // limit): a narrow dock wraps it rather than cutting names off. Where it would still take
   // more than a sixth of the chart's height (a short chart at 1280×720), it is set compact:
-  // a smaller font, shorter symbols, closer columns. fitLegend() after adding or removing
-  // entries; resizing calls it.
+  // a smaller font, shorter symbols, closer columns. Where even that takes more than a third
+  // (kLegendShare), the entries of legendOptional() leave it, the first first (still drawn).
+  // fitLegend() after adding or removing entries; resizing calls it.
   void setLegendColumns(int maxColumns);
   void fitLegend();
+  // Series that may go unnamed where the legend has no room (earlier runs kept for comparison).
+  virtual QList<QCPAbstractPlottable*> legendOptional() const { return {}; }
   void resizeEvent(QResizeEvent* event) override;
 
   void mousePressEvent(QMouseEvent* event) override;
@@ -113,6 +117,7 @@ class Chart : public QCustomPlot {
   void styleAxis(QCPAxis* axis);
   void fitAxisLabels();  // after each layout: each axis's label, or its short one
   void setLegendCompact(bool compact);
+  void fitLegendColumns();  // the two passes of fitLegend: full size, then compact
   void requestRedraw();  // see setRedrawRequest
 
   QString m_stem, m_title, m_tabTitle, m_keyColumn = "step";

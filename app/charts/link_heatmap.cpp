@@ -63,7 +63,8 @@ LinkHeatmap::LinkHeatmap(QWidget* parent)
   plotRow->setColumnStretchFactor(1, 0.01);
   m_scale->setType(QCPAxis::atRight);
   m_scale->setBarWidth(14);
-  m_scale->axis()->setLabel(tr("bytes sent per step (B)"));
+  // Beside a short plot (a 720 px screen) the scale says it in brief.
+  setAxisLabel(m_scale->axis(), tr("bytes sent per step (B)"), tr("bytes/step (B)"));
   axisRect()->setMinimumMargins(QMargins(84, 8, 16, 8));  // the scale sits beside it
   m_map->setColorScale(m_scale);  // the map takes the scale's gradient: set it there
   m_scale->setGradient(bytesGradient());
@@ -136,7 +137,8 @@ void LinkHeatmap::showSnapshot(const Snapshot& s) {
     }
   const ByteUnit unit = byteUnitFor(maxBytes);
   m_unit = unit.bytes;
-  m_scale->axis()->setLabel(tr("bytes sent per step (%1)").arg(unit.name));
+  setAxisLabel(m_scale->axis(), tr("bytes sent per step (%1)").arg(unit.name),
+               tr("bytes/step (%1)").arg(unit.name));
 
   QCPColorMapData* data = m_map->data();
   data->setSize(n, n);

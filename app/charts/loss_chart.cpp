@@ -3,6 +3,7 @@
 // See tests/app/tst_app.cpp (startPauseStepReset) and tests/app/tst_charts.cpp (lossOverlays).
 #include "charts/loss_chart.h"
 
+#include <cmath>
 #include <limits>
 
 #include "charts/chart_colors.h"
@@ -70,27 +71,46 @@ void LossChart::showHistory(const MetricHistory& history) {
 void LossChart::fitValueAxis() {
   double maxLoss = 0;
   QList<QCPGraph*> graphs = {m_loss, m_testLoss};
-  for (const Overlay& o : m_overlays) graphs << o.graph;
+  for (const Overlay& o : m_overlays)
+    if (!o.diverged) graphs << o.graph;  // one run at 10^15 would flatten every other curve
   for (QCPGraph* g : graphs)
-    for (const QCPGraphData& d : *g->data()) maxLoss = std::max(maxLoss, d.value);
+    for (const QCPGraphData& d : *g->data())
+      if (std::isfinite(d.value)) maxLoss = std::max(maxLoss, d.value);
   yAxis->setRange(0, maxLoss > 0 ? maxLoss * 1.08 : 2.5);
 }
 
-void LossChart::keepAsOverlay(const QString& label) {
+void LossChart::keepAsOverlay(const QString& label, std::optional<RunConfig> of) {
   if (m_lossMean->data()->isEmpty()) return;
+  // Diverged: a mean that is not finite, or that rose far past where it began.
+  const double first = m_lossMean->data()->begin()->value;
+  bool diverged = !std::isfinite(first);
+  for (const QCPGraphData& d : *m_lossMean->data())
+    diverged = diverged || !std::isfinite(d.value) || d.value > kDivergedFactor * first;
   // The oldest goes, and its run file with it when nothing else shows that run.
   if (m_overlays.size() >= kMaxOverlays) removeSeries(m_overlays.takeFirst().graph);
   // The mean, not every step: five noisy curves on top of each other would read as one smear.
   const QColor color = chartcolors::overlayColor(m_kept++);
   QString column = QString("loss_mean%1_nats [%2]").arg(MetricHistory::kMeanWindow).arg(label);
   column.replace(',', ';');
-  QCPGraph* g = addSeries(tr("%1 (earlier run)").arg(label), column, yAxis, color, 1.6);
-  g->data()->set(*m_lossMean->data());
+  QCPGraph* g = addSeries(
+      diverged ? tr("%1 (earlier run, diverged)").arg(label) : tr("%1 (earlier run)").arg(label),
+      column, yAxis, color, 1.6);
+  // A value that is not finite is a gap in the line (QCustomPlot draws NaN as none).
+  QVector<double> keys, values;
+  for (const QCPGraphData& d : *m_lossMean->data())
+    keys << d.key, values << (std::isfinite(d.value) ? d.value : qQNaN());
+  g->setData(keys, values, true);
   g->setLayer("grid");  // under the run being trained, above the grid lines
-  m_overlays.push_back({g, column, m_steps});
+  m_overlays.push_back({g, column, m_steps, std::move(of), diverged});
   fitLegend();
   fitValueAxis();
   finishUpdate();
+}
+
+QList<QCPAbstractPlottable*> LossChart::legendOptional() const {
+  QList<QCPAbstractPlottable*> out;
+  for (const Overlay& o : m_overlays) out << o.graph;
+  return out;
 }
 
 void LossChart::clearOverlays() {
@@ -147,13 +167,31 @@ void LossChart::writeCsv(QTextStream& out) const {
   setCsvError(error);
 }
 
+void LossChart::showRunOf(const RunConfig& c, bool settingsKnown) {
+  describeAccuracy(c);
+  if (!settingsKnown) return;
+  const qsizetype before = m_overlays.size();
+  m_overlays.removeIf([&](const Overlay& o) {
+    const bool other = o.of && (o.of->model != c.model || o.of->dataset != c.dataset);
+    if (other) removeSeries(o.graph);
+    return other;
+  });
+  if (m_overlays.size() == before) return;
+  fitLegend();
+  fitValueAxis();
+  finishUpdate();
+}
+
 void LossChart::describeAccuracy(const RunConfig& c) {
   const bool text = c.model == ModelKind::Gpt;
   m_accuracy->setName(text ? tr("next-character accuracy (held out)") : tr("test accuracy"));
   m_testLoss->setName(text ? tr("held-out loss per character") : tr("held-out loss"));
-  setAxisLabel(yAxis, text ? tr("loss (nats per character)") : tr("loss (nats)"));
+  // The GPT's label is long for a short plot: its short form keeps the unit.
+  setAxisLabel(yAxis, text ? tr("loss (nats per character)") : tr("loss (nats)"),
+               text ? tr("loss (nats/char)") : QString());
   setAxisLabel(yAxis2, text ? tr("next-character accuracy (%)") : tr("test accuracy (%)"),
                tr("accuracy (%)"));
+  fitLegend();  // longer names: the columns laid out for the shorter ones would cut them
   finishUpdate();
 }
 

@@ -22,6 +22,7 @@
 #include "capabilities.h"
 #include "job_command.h"
 #include "panels/job_fields.h"
+#include "panels/wheel_guard.h"
 #include "schema.h"
 
 namespace paralab {
@@ -173,6 +174,7 @@ void ConfigPanel::buildControls() {
     layout->addWidget(box);
   }
   layout->addStretch(1);
+  WheelGuard::guard(this);  // the wheel scrolls the settings, not the field under the pointer
   m_ranks = findChild<QSpinBox*>("ranks");
   auto* device = findChild<QComboBox*>("device");
   setItemEnabled(device, device->findData("cuda"), false, tr("Looking for a GPU…"));

@@ -6,6 +6,7 @@
 #include "panels/lesson_dock.h"
 
 #include <QButtonGroup>
+#include <QCoreApplication>
 #include <QComboBox>
 #include <QEvent>
 #include <QGridLayout>
@@ -15,6 +16,8 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QStackedWidget>
 #include <QTextBrowser>
@@ -22,6 +25,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "engine_bridge.h"
 #include "panels/flashcard_page.h"
@@ -124,16 +128,32 @@ void LessonDock::build() {
   showView(View::Lesson);
 }
 
-// A lesson's pages: its header, the page's text, the page's tools, Back / Next.
+// A lesson's pages: its header, the page's text and the page's tools, scrolled as one page
+// (the text as tall as its lines, never a box of its own to scroll); Back / Next under it,
+// always in view. On a laptop's 720 px the page scrolls and every control can be reached
+// (tst_window_screen: everyStepReachableOnALaptop).
 QWidget* LessonDock::buildLessonView() {
-  auto* root = m_lessonView = new QWidget;
-  auto* v = new QVBoxLayout(root);
+  m_lessonView = new QWidget;
+  auto* v = new QVBoxLayout(m_lessonView);
   v->setContentsMargins(0, 0, 0, 0);
+  auto* scroll = new QScrollArea(m_lessonView);
+  scroll->setObjectName("lessonScroll");
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // Always there, so the page keeps one width: a bar coming as the comparison grows would
+  // move every button sideways, and rewrap the text under the learner's eyes.
+  scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
+  auto* root = new QWidget;
+  root->setObjectName("lessonPage");
+  root->installEventFilter(this);  // a new width (a scroll bar came or went): heights anew
   m_header = new QLabel(root);
   m_header->setWordWrap(true);
   m_text = new QTextBrowser(root);
   m_text->setObjectName("lessonText");
   m_text->setOpenLinks(false);
+  m_text->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the page scrolls instead
+  m_text->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
   connect(m_text, &QTextBrowser::highlighted, this,
           [this](const QUrl& url) { showGlossaryTip(m_glossary, url.toString(), m_text); });
 
@@ -272,11 +292,27 @@ QWidget* LessonDock::buildLessonView() {
   });
   m_tools->addWidget(m_cards);
 
-  v->addWidget(m_header);
-  v->addWidget(m_text, 1);
-  v->addWidget(m_tools);
+  auto* page = new QVBoxLayout(root);
+  page->setContentsMargins(0, 0, 0, 0);
+  page->addWidget(m_header);
+  page->addWidget(m_text);
+  page->addStretch(1);  // room to spare goes between: the step's tools keep to the foot
+  page->addWidget(m_tools);
+  scroll->setWidget(root);
+  v->addWidget(scroll, 1);
   v->addLayout(nav);
-  return root;
+  return m_lessonView;
+}
+
+QScrollArea* LessonDock::pageScroll() const {
+  return m_lessonView->findChild<QScrollArea*>("lessonScroll");
+}
+
+bool LessonDock::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Resize && watched->objectName() == "lessonPage")
+    if (auto* r = static_cast<QResizeEvent*>(event); r->size().width() != r->oldSize().width())
+      QTimer::singleShot(0, this, [this] { fitWrappedLabels(); });
+  return QDockWidget::eventFilter(watched, event);
 }
 
 LessonDock::View LessonDock::currentView() const {
@@ -435,29 +471,21 @@ void LessonDock::showPage() {
     m_tools->widget(i)->setSizePolicy(policy, policy);
   }
   m_tools->updateGeometry();
-  // Retrieval practice and flashcards are the page's work: they get most of the height, the
-  // text above holds only a heading and a line of instructions.
+  // Retrieval practice and flashcards are the page's work: they take the height the text (a
+  // heading and a line of instructions) leaves; a step's tools keep to the foot of the page.
   const bool practice =
       m_tools->currentWidget() == m_retrieval || m_tools->currentWidget() == m_cards;
-  if (auto* column = qobject_cast<QBoxLayout*>(m_lessonView->layout())) {
-    column->setStretchFactor(m_text, 1);
-    column->setStretchFactor(m_tools, practice ? 4 : 0);
+  if (auto* column = qobject_cast<QBoxLayout*>(m_text->parentWidget()->layout())) {
+    column->setStretch(column->indexOf(m_tools) - 1, practice ? 0 : 1);
+    column->setStretchFactor(m_tools, practice ? 1 : 0);
   }
   m_markdown = m_glossary.linkMarkdown(md);
   m_text->setMarkdown(m_markdown);
-  // On those pages the text is as tall as its heading and instructions, no taller.
-  if (practice) {
-    QTextDocument* doc = m_text->document();
-    doc->setTextWidth(m_text->viewport()->width());
-    m_text->setMaximumHeight(int(std::ceil(doc->size().height())) + 2 * m_text->frameWidth() +
-                             m_text->fontMetrics().lineSpacing());
-  } else {
-    m_text->setMaximumHeight(QWIDGETSIZE_MAX);
-  }
   m_prev->setEnabled(m_page > 0);
   m_next->setEnabled(m_page < pageCount() - 1);
   activateLayouts();  // the page's new proportions now, not at the next event
   fitWrappedLabels();
+  pageScroll()->verticalScrollBar()->setValue(0);  // a new page is read from its top
 }
 
 void LessonDock::resizeEvent(QResizeEvent* event) {
@@ -477,13 +505,29 @@ void LessonDock::changeEvent(QEvent* event) {
   refreshComparison();
 }
 
+QWidget* LessonDock::buttonsAnchor() const {
+  if (m_tools->currentWidget() != m_stepTools) return nullptr;
+  for (QWidget* w : {static_cast<QWidget*>(m_lock), static_cast<QWidget*>(m_run)})
+    if (w->isVisible()) return w;
+  return nullptr;
+}
+
 // Qt's layouts size a word-wrapped label by a hint taken at some other width (the stack and the
 // group boxes pass on minimums, not heights at this width), which cuts the last lines of a step's
 // texts in a narrow dock. So each label, then each box, then the stack gets, as its minimum, the
 // height it needs at the width it has now; widths do not depend on these heights, so one pass
 // settles the page. tst_lessons_dock checks every page of every lesson at 380 px.
-void LessonDock::fitWrappedLabels() {
+// The page's text is as tall as its lines at its width, as a label is: one scroll bar, the
+// page's. While a step is open its buttons stay under the pointer (tst_lessons_dock_layout:
+// buttonsStayPut): what grew above them is scrolled up by as much.
+void LessonDock::fitWrappedLabels(std::optional<int> buttonsWereAt) {
   if (!widget() || !widget()->layout()) return;
+  QWidget* anchor = buttonsAnchor();
+  const int anchorY =
+      buttonsWereAt.value_or(anchor ? anchor->mapTo(this, QPoint()).y() : 0);
+  QTextDocument* doc = m_text->document();
+  doc->setTextWidth(m_text->width() - 2 * m_text->frameWidth());
+  m_text->setFixedHeight(int(std::ceil(doc->size().height())) + 2 * m_text->frameWidth());
   for (QLabel* label : m_stepTools->findChildren<QLabel*>())
     if (label->wordWrap())
       label->setMinimumHeight(label->isVisible() ? label->heightForWidth(label->width()) : 0);
@@ -496,6 +540,11 @@ void LessonDock::fitWrappedLabels() {
   m_tools->setMinimumHeight(step ? m_stepTools->layout()->totalHeightForWidth(m_tools->width())
                                  : 0);
   activateLayouts();
+  if (anchor && anchor->isVisible())
+    if (const int moved = anchor->mapTo(this, QPoint()).y() - anchorY; moved != 0) {
+      QScrollBar* bar = pageScroll()->verticalScrollBar();
+      bar->setValue(bar->value() + moved);
+    }
 }
 
 // The dock's column, then the view's inside it: a layout invalidated below the top one would
@@ -503,6 +552,10 @@ void LessonDock::fitWrappedLabels() {
 void LessonDock::activateLayouts() {
   widget()->layout()->activate();
   m_lessonView->layout()->activate();
+  m_text->parentWidget()->layout()->activate();
+  // The scroll area sizes its page when it handles a layout request: now, not at the next pass.
+  QEvent request(QEvent::LayoutRequest);
+  QCoreApplication::sendEvent(pageScroll(), &request);
   // Where the tools keep their height, the activation above does not reach their own layout:
   // a label that grew would lie below the box until the next pass of the event loop.
   m_stepTools->layout()->activate();

@@ -20,6 +20,7 @@ class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QScrollArea;
 class QStackedWidget;
 class QTextBrowser;
 class QTimer;
@@ -106,11 +107,16 @@ class LessonDock : public QDockWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void changeEvent(QEvent* event) override;  // a new theme: the page is laid out in its colours
 
  private:
-  void fitWrappedLabels();
+  // `buttonsWereAt`: where the step's buttons were before a change already made (their y in
+  // the dock), for them to stay there; by default where they are now.
+  void fitWrappedLabels(std::optional<int> buttonsWereAt = std::nullopt);
+  QWidget* buttonsAnchor() const;  // Lock in, else Run, where a step shows them (else null)
   void activateLayouts();
+  QScrollArea* pageScroll() const;  // the lesson page's: its text and tools
   void build();
   QWidget* buildLessonView();
   void showView(View view);

@@ -319,7 +319,13 @@ void LessonDock::showProblems() {
   const QStringList all = problems();
   m_problems->setStyleSheet("color: " + warningColor(palette()));
   m_problems->setText(all.join('\n'));
+  const bool shown = m_problems->isVisibleTo(this);
+  // Where the buttons are before the line comes or goes (showing it lays the dock out).
+  const QWidget* anchor = buttonsAnchor();
+  const int buttonsAt = anchor ? anchor->mapTo(this, QPoint()).y() : 0;
   m_problems->setVisible(!all.isEmpty());
+  if (shown != all.isEmpty()) return;
+  fitWrappedLabels(buttonsAt);  // the page's view lost (or got back) the line's height
 }
 
 void LessonDock::refreshComparison() {

@@ -6,6 +6,7 @@
 #include <QEvent>
 #include <QMainWindow>
 #include <QMenu>
+#include <QScreen>
 #include <QTimer>
 #include <algorithm>
 
@@ -24,6 +25,15 @@ void DockLayout::createMovableAction() {
          "tabs can be dragged either way"));
   connect(m_movable, &QAction::toggled, this, &DockLayout::setPanelsMovable);
 }
+
+// The room the screen has for the window's inside: the title bar and borders the desktop adds
+// are outside the size set here.
+static QSize roomOnScreen(const QWidget* window) {
+  const QScreen* screen = window->screen();
+  return screen ? screen->availableGeometry().size() - QSize(16, 48) : DockLayout::kPreferred;
+}
+
+void DockLayout::sizeToScreen() { m_window->resize(kPreferred.boundedTo(roomOnScreen(m_window))); }
 
 void DockLayout::addPanel(QDockWidget* dock, Qt::DockWidgetArea area) {
   m_window->addDockWidget(area, dock);
@@ -99,6 +109,15 @@ void DockLayout::windowResized() {
 }
 
 void DockLayout::windowShown(int settingsWidth) {
+  // Before the first show the window's least height is taken from docks not yet laid out in
+  // their columns, and a window sized to the screen can grow past it; shown, the docks are in
+  // place and the window fits the screen again.
+  if (const QScreen* screen = m_window->screen(); screen && !m_sized) {
+    const QSize room = screen->availableGeometry().size();
+    const QSize outer = m_window->frameGeometry().size().expandedTo(m_window->size());
+    if (outer.width() > room.width() || outer.height() > room.height())
+      m_window->resize(m_window->size().boundedTo(roomOnScreen(m_window)));
+  }
   if (m_restored && !m_sized) {  // the column keeps the width the last session left
     m_sized = true;
     QTimer::singleShot(0, this, [this] {

@@ -6,6 +6,7 @@
 #pragma once
 #include <QList>
 #include <QObject>
+#include <QSize>
 
 class QAction;
 class QDockWidget;
@@ -22,6 +23,10 @@ class DockLayout : public QObject {
 
   // View > Movable Panels, added to the View menu here.
   void createMovableAction();
+  // The window's first size: kPreferred where the screen has room for it with its frame,
+  // else the screen's available room less the frame (a laptop's 1366×768, or 1280×720 at 150 %).
+  void sizeToScreen();
+  static constexpr QSize kPreferred{1440, 900};
   QAction* movableAction() const { return m_movable; }
   void addPanel(QDockWidget* dock, Qt::DockWidgetArea area);
   // Title bars on the docks (to drag, float, close them) or not (the tidy default).

@@ -62,8 +62,10 @@ void LessonRouter::showWelcome() {
     m_welcome = new WelcomePage(m_window);
     m_welcome->addChoice(
         "lesson", tr("Start lesson 1"),
-        tr("Thirteen short lessons, each a prediction you lock in, then an experiment that "
-           "checks it. Begins with one rank against several."));
+        (m_dock->lessons().size() == 1 ? tr("One short lesson")
+                                        : tr("%1 short lessons").arg(m_dock->lessons().size())) +
+            tr(", each a prediction you lock in, then an experiment that checks it. Begins "
+               "with one rank against several."));
     m_welcome->addChoice("free", tr("Free play"),
                          tr("The run settings and every chart, no lesson: pick a strategy and "
                             "ranks, press Start (F5) and watch."));
@@ -93,17 +95,20 @@ void LessonRouter::startAs(const QString& choice) {
     Settings::setStartChoice(choice == "open" ? "free" : choice);
 }
 
-// Over the chart docks, which sit right of the left column: the union of those in front (a
-// dock in a background tab keeps a stale geometry).
+// Over the charts: the window right of the left column (whose Lessons tab the page points
+// at), from under the toolbar (the charts' tabs are part of what it covers) to the status bar.
+// Not the union of the charts in view: the page itself hides them, and what it covered last
+// would decide what it covers next.
 void LessonRouter::coverCharts() {
   if (!m_welcome || m_welcome->isHidden()) return;
-  QRect area;
-  for (Chart* c : m_hub->charts())
-    if (ChartHub::isInView(c)) area |= m_hub->dockOf(c)->geometry();
-  if (area.isEmpty()) area = m_window->rect();
-  // Up to the toolbar: the charts' tabs are part of what it covers.
+  QRect area = m_window->rect();
   if (auto* bar = m_window->findChild<QToolBar*>("runToolBar"))
     area.setTop(bar->geometry().bottom() + 1);
+  if (QStatusBar* status = m_window->statusBar(); status->isVisible())
+    area.setBottom(status->geometry().top() - 1);
+  if (m_dock->isVisible() && !m_dock->isFloating() &&
+      m_window->dockWidgetArea(m_dock) == Qt::LeftDockWidgetArea)
+    area.setLeft(m_dock->geometry().right() + 1);
   m_welcome->cover(area);
 }
 

@@ -220,7 +220,7 @@ void RunController::showRecorded(const QString& file, const RunConfig* config,
       tr("recorded in %1 · %2%3").arg(file, what, modelled ? tr(" · bytes modelled") : ""),
       config ? runLabels(shown, modelled) : QStringList());
   // (Unknown settings name the series as an MLP's, rather than keep the last run's names.)
-  if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(shown);
+  if (auto* loss = m_hub->find<LossChart>()) loss->showRunOf(shown, config != nullptr);
   m_hub->show(m_shown.history, s);
   m_hub->refreshAll();
   updateStatus();
@@ -236,9 +236,11 @@ bool RunController::startNew(bool paused) {
     return false;
   }
   if (paused) m_run->stepOnce();  // loads, does one step, then waits
+  // What the last run ended with ("The run failed: training diverged …") is not this one's.
+  m_window->statusBar()->clearMessage();
   // The run now drawn stays under the new one, faded, for comparison.
   if (auto* loss = m_hub->find<LossChart>(); loss && !m_shown.history.isEmpty())
-    loss->keepAsOverlay(LossChart::runLabel(m_shown.config));
+    loss->keepAsOverlay(LossChart::runLabel(m_shown.config), m_shown.config);
   // Only the run id: asking from past the end copies no steps.
   m_shown.runId = m_run->snapshot(std::numeric_limits<int64_t>::max()).runId;
   ++m_shown.number;
@@ -250,7 +252,7 @@ bool RunController::startNew(bool paused) {
   m_shown.forgetSteps();
   m_hub->clear();
   setSubtitle(config);
-  if (auto* loss = m_hub->find<LossChart>()) loss->describeAccuracy(config);
+  if (auto* loss = m_hub->find<LossChart>()) loss->showRunOf(config);
   m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
   m_pollTimer.start();
   poll();
@@ -418,7 +420,7 @@ void RunController::updateStatus() {
     m_stepTimeLabel->setText(tr("— ms/step"));
     return;
   }
-  m_rateLabel->setText(tr("%L1 samples/s").arg(history.recentSamplesPerS(), 0, 'f', 0));
+  m_rateLabel->setText(samplesPerSText(history.recentSamplesPerS()));
   m_stepTimeLabel->setText(tr("%L1 ms/step").arg(history.recentStepMs(), 0, 'f', 2));
 }
 

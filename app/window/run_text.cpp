@@ -2,6 +2,8 @@
 #include "window/run_text.h"
 
 #include <QObject>
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "charts/loss_chart.h"
@@ -64,6 +66,16 @@ QString describeChange(const RunConfig& from, const RunConfig& to) {
                         QString::fromStdString(value.dump()))
                    .remove('"');
   return parts.join(", ");
+}
+
+QString samplesPerSText(double perS) {
+  if (!(perS > 0) || !std::isfinite(perS)) return QObject::tr("— samples/s");
+  // Whole samples from 100 up, three significant digits from 1, two below 1.
+  const int decimals = perS >= 100 ? 0
+                       : perS >= 10 ? 1
+                       : perS >= 1  ? 2
+                                    : 1 - int(std::floor(std::log10(perS)));
+  return QObject::tr("%L1 samples/s").arg(perS, 0, 'f', std::clamp(decimals, 0, 6));
 }
 
 }  // namespace paralab

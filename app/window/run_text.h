@@ -21,5 +21,8 @@ QString describeSweep(const RunConfig& c, const SweepResult& r);
 // "ranks 1 → 2, strategy sync → gossip": the settings that differ, by their flag names ("" none;
 // the number of steps is not a change).
 QString describeChange(const RunConfig& from, const RunConfig& to);
+// A throughput with the digits it needs: "48,120 samples/s", "12.5 samples/s", "0.29
+// samples/s" (a slow run is never "0"); "—" for none.
+QString samplesPerSText(double perS);
 
 }  // namespace paralab

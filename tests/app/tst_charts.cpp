@@ -4,6 +4,7 @@
 // tst_charts_ranks.cpp, the Benchmark chart in tst_charts_bench.cpp, exports and real runs in
 // tst_charts_runs.cpp. Run: ctest -R tst_charts --output-on-failure
 #include <QTest>
+#include <cmath>
 
 #include "chart_inputs.h"
 #include "text_boxes.h"
@@ -25,6 +26,10 @@ class TestCharts : public QObject {
   void fitOutsideItsRangeIsSaidInWords();
   void efficiencyLabelsStayInThePlot();
   void lossOverlays();
+  void overlaysCompareLikeWithLike();
+  void divergedRunDoesNotSetTheAxis();
+  void legendTakesAtMostAThird();
+  void gptLegendIsNotCut();
 };
 
 void TestCharts::initTestCase() {
@@ -324,6 +329,103 @@ void TestCharts::lossOverlays() {
   QCOMPARE(LossChart::runLabel(c), QString("serial · momentum lr 0.05"));
   c.ranks = 4, c.zero = 2;
   QVERIFY(LossChart::runLabel(c).startsWith("sync · 4 ranks · ZeRO-2"));
+}
+
+// A history of `steps` steps whose loss falls from `start` (or, `diverging`, grows 10× a step).
+static MetricHistory lossHistory(int steps, double start, bool diverging = false) {
+  MetricHistory h;
+  for (int64_t i = 1; i <= steps; ++i) {
+    StepMetrics m = syntheticStep(i, 1);
+    m.loss = diverging ? start * std::pow(10.0, double(i)) : start / double(i);
+    h.append(m);
+  }
+  return h;
+}
+
+// A GPT run's loss chart overlays earlier GPT runs on the same text, not the MLP's Fashion-MNIST
+// runs (another scale, another unit); a run of the same model and data stays.
+void TestCharts::overlaysCompareLikeWithLike() {
+  LossChart chart;
+  RunConfig mlp;
+  RunConfig mlp4 = mlp;
+  mlp4.ranks = 4;
+  RunConfig gpt;
+  gpt.model = ModelKind::Gpt;
+  gpt.dataset = "fortunes";
+  chart.showRunOf(mlp);
+  chart.showHistory(lossHistory(30, 2));
+  chart.keepAsOverlay(LossChart::runLabel(mlp), mlp);
+  chart.showRunOf(mlp4);
+  chart.showHistory(lossHistory(30, 2));
+  QCOMPARE(chart.overlayCount(), 1);  // the same model and data: compared
+  chart.keepAsOverlay(LossChart::runLabel(mlp4), mlp4);
+  chart.showRunOf(gpt);
+  QCOMPARE(chart.overlayCount(), 0);  // a GPT on text: the MLP's runs are not its measure
+  chart.showHistory(lossHistory(30, 4));
+  for (int run = 0; run < LossChart::kMaxOverlays + 2; ++run)
+    chart.keepAsOverlay(QString("gpt %1").arg(run), gpt);
+  chart.showRunOf(gpt);
+  QVERIFY(LossChart::kMaxOverlays <= 5);  // a few, not a legend of a dozen runs
+  QCOMPARE(chart.overlayCount(), LossChart::kMaxOverlays);
+}
+
+// One run that diverged (loss to 10^15) kept as an overlay: the axis still fits the run shown.
+void TestCharts::divergedRunDoesNotSetTheAxis() {
+  LossChart chart;
+  chart.showHistory(lossHistory(30, 2, true));
+  chart.keepAsOverlay("diverged");
+  QVERIFY(chart.overlayDiverged(0));
+  QVERIFY(chart.overlay(0)->name().contains("diverged"));
+  const MetricHistory shown = lossHistory(30, 2);
+  chart.showHistory(shown);
+  QVERIFY2(chart.yAxis->range().upper < 3 * 2.0,
+           qPrintable(QString("the axis reaches %1").arg(chart.yAxis->range().upper)));
+  QVERIFY(chart.yAxis->range().upper >= 2.0);  // the run shown is all in view
+}
+
+// Four earlier runs with long names in a short chart: the legend never takes more than a third
+// of the chart; the run's own series keep their names.
+void TestCharts::legendTakesAtMostAThird() {
+  for (const QSize size : {QSize(420, 260), QSize(640, 300), QSize(900, 420)}) {
+    LossChart chart;
+    chart.resize(size);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.showHistory(lossHistory(30, 2));
+    for (int run = 0; run < LossChart::kMaxOverlays; ++run)
+      chart.keepAsOverlay(QString("sync · %1 ranks · ZeRO-2 · tp 2 · pp 2 · adam lr 0.001 · "
+                                  "bucket 25 MB")
+                              .arg(2 << run));
+    chart.replot(QCustomPlot::rpImmediateRefresh);
+    const int legend = chart.legend->outerRect().height();
+    QVERIFY2(legend <= size.height() / Chart::kLegendShare,
+             qPrintable(QString("at %1×%2 the legend is %3 px tall")
+                            .arg(size.width())
+                            .arg(size.height())
+                            .arg(legend)));
+    QVERIFY(chart.legend->hasItemWithPlottable(chart.graph(0)));  // the run's own loss
+  }
+}
+
+// The GPT's series have longer names than the MLP's: relaid, none is cut ("loss, mean of las").
+void TestCharts::gptLegendIsNotCut() {
+  LossChart chart;
+  chart.resize(460, 300);
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.showHistory(lossHistory(30, 4));
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  RunConfig gpt;
+  gpt.model = ModelKind::Gpt;
+  gpt.dataset = "fortunes";
+  chart.showRunOf(gpt);
+  chart.replot(QCustomPlot::rpImmediateRefresh);
+  QList<TextBox> legend;
+  for (const TextBox& b : chartTextBoxes(&chart))
+    if (b.owner.endsWith(" legend")) legend << b;
+  QVERIFY(legend.size() >= 4);
+  const QStringList cut = clipped(legend);
+  QVERIFY2(cut.isEmpty(), qPrintable(cut.join('\n')));
 }
 
 QTEST_MAIN(TestCharts)
