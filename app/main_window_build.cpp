@@ -12,6 +12,7 @@
 #include <QScrollArea>
 #include <QToolBar>
 
+#include "capabilities.h"
 #include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
 #include "charts/holdings_map.h"
@@ -136,7 +137,8 @@ void MainWindow::createMenus() {
                           "is made parallel. Every number shown is measured from the real run; "
                           "formulas are drawn beside them as references, and emulated links are "
                           "marked as such.")
-                           .arg(QApplication::applicationVersion()));
+                               .arg(QApplication::applicationVersion()) +
+                           "<br><br>" + QString::fromStdString(paralab::simdLevelSummary()));
   });
 }
 
