@@ -145,6 +145,12 @@ class TstPipelineInterleaved : public QObject {
     QFETCH(QString, spec);
     RunConfig base = test::smallGptRun(16);
     base.layers = test::withLayout(base, spec).layers;
+    // Eight blocks with Adam for 20 steps: Adam divides each gradient by its own root mean
+    // square, so where a gradient is near zero the rounding of another summation order becomes
+    // a whole step. Plain 1F1B on the same layout differs from serial as much (1.03e-5 of the
+    // largest parameter with the AVX-512 kernels, 5.2e-6 with the baseline ones): that row
+    // trains with momentum, the others with Adam.
+    if (base.layers > 4) base.optimizer = "momentum";
     agreesWithSerial(base, interleaved(base, spec, 2));
   }
 
