@@ -5,16 +5,13 @@
 // See tests/lessons/tst_lessons_dock.cpp.
 #include "panels/lesson_dock.h"
 
-#include <QButtonGroup>
 #include <QCoreApplication>
 #include <QComboBox>
 #include <QEvent>
-#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QScrollArea>
@@ -43,23 +40,21 @@ LessonDock::LessonDock(const QStringList& capabilities, QWidget* parent)
 LessonDock::LessonDock(const QStringList& capabilities, const Paths& paths, QWidget* parent)
     : QDockWidget(tr("Lessons"), parent),
       m_caps(capabilities),
-      m_paths(paths),
-      m_progress(paths.progress),
-      m_deck(paths.flashcards) {
+      m_course(paths) {
   setObjectName("lessonDock");
   const LibraryResult lib = loadLessons(paths.lessons, paths.cores);
-  m_lessons = lib.lessons;
-  m_errors = lib.errors;
-  for (const Lesson& l : m_lessons) {  // a file from before steps were keyed by title
+  m_course.lessons = lib.lessons;
+  m_course.errors = lib.errors;
+  for (const Lesson& l : m_course.lessons) {  // a file from before steps were keyed by title
     QStringList titles;
     for (const Step& s : l.steps) titles << s.title;
-    m_progress.adoptPageKeys(l.slug, titles);
+    m_course.progress.adoptPageKeys(l.slug, titles);
   }
-  m_glossary = Glossary::load(paths.lessons + "/glossary.md", &m_errors);
+  m_course.glossary = Glossary::load(paths.lessons + "/glossary.md", &m_course.errors);
   build();
   fillLessonList();
   showProblems();
-  if (!m_lessons.isEmpty()) openLesson(0);
+  if (!m_course.lessons.isEmpty()) openLesson(0);
 }
 
 LessonDock::~LessonDock() = default;
@@ -91,9 +86,9 @@ void LessonDock::build() {
 
   m_views = new QStackedWidget(root);
   m_views->addWidget(buildLessonView());
-  m_review = new ReviewPage(m_lessons, m_deck, m_glossary);
+  m_review = new ReviewPage(m_course.lessons, m_course.deck, m_course.glossary);
   m_views->addWidget(m_review);
-  m_glossaryPage = new GlossaryPage(m_glossary, m_lessons);
+  m_glossaryPage = new GlossaryPage(m_course.glossary, m_course.lessons);
   m_views->addWidget(m_glossaryPage);
   connect(m_reviewButton, &QPushButton::clicked, this,
           [this] { currentView() == View::Review ? showView(View::Lesson) : openReview(); });
@@ -155,7 +150,7 @@ QWidget* LessonDock::buildLessonView() {
   m_text->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the page scrolls instead
   m_text->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
   connect(m_text, &QTextBrowser::highlighted, this,
-          [this](const QUrl& url) { showGlossaryTip(m_glossary, url.toString(), m_text); });
+          [this](const QUrl& url) { showGlossaryTip(m_course.glossary, url.toString(), m_text); });
 
   auto* nav = new QHBoxLayout;
   m_prev = new QPushButton(tr("◀ Back"), root);
@@ -172,120 +167,51 @@ QWidget* LessonDock::buildLessonView() {
   m_tools = new QStackedWidget(root);
   m_tools->addWidget(new QWidget);  // nothing to do on this page
 
-  // Step tools, from the top: the comparison (or what to do first), the prediction and its
-  // Lock in, the experiment and its Run. Whatever grows while a step is open (the comparison
-  // after a lock or a run, a line saying why an answer cannot be read) is above every button
-  // and grows upward into the text: the buttons stay under the pointer (tst_lessons_dock:
-  // buttonsStayPut).
-  m_stepTools = new QWidget;
-  auto* sv = new QVBoxLayout(m_stepTools);
-  sv->setContentsMargins(0, 0, 0, 0);
-  m_comparison = new QLabel(m_stepTools);
-  m_comparison->setObjectName("lessonComparison");
-  m_comparison->setWordWrap(true);
-  m_comparison->setTextFormat(Qt::RichText);
-  m_comparison->setTextInteractionFlags(Qt::LinksAccessibleByMouse);
-  connect(m_comparison, &QLabel::linkHovered, this,
-          [this](const QString& link) { showGlossaryTip(m_glossary, link, m_comparison); });
-
-  auto* pred = new QGroupBox(tr("Your prediction (before you run)"), m_stepTools);
-  auto* pf = new QVBoxLayout(pred);  // not a QFormLayout: its rows clip a wrapped label
-  m_askLabel = new QLabel(pred);
-  m_askLabel->setWordWrap(true);
-  m_predictionEdit = new QLineEdit(pred);
-  m_predictionEdit->setObjectName("lessonPrediction");
-  m_lock = new QPushButton(tr("Lock in"), pred);
-  m_lock->setObjectName("lessonLock");
-  // As wide as its longer text, so "Lock in" becoming "Try again" moves nothing.
-  m_lock->setMinimumWidth(std::max(m_lock->sizeHint().width(), [&] {
-    QPushButton probe(tr("Try again"));
-    return probe.sizeHint().width();
-  }()));
-  m_choiceBox = new QWidget(pred);
-  m_choiceBox->setObjectName("lessonChoices");
-  new QGridLayout(m_choiceBox);  // two columns: four choices take two lines of the narrow dock
-  m_choiceBox->layout()->setContentsMargins(0, 0, 0, 0);
-  m_choiceGroup = new QButtonGroup(m_choiceBox);
-  auto* pr = new QHBoxLayout;
-  pr->addWidget(m_predictionEdit, 1);
-  pr->addStretch(0);  // takes the room only where the edit is hidden: Lock in stays at the right
-  pr->addWidget(m_lock);
-  pf->addWidget(m_askLabel);
-  pf->addWidget(m_choiceBox);
-  pf->addLayout(pr);
-  connect(m_lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
-  connect(m_predictionEdit, &QLineEdit::returnPressed, this, [this] {
-    if (!m_predictionEdit->isReadOnly()) lockPrediction();
+  // Step tools (step_tools.h): the comparison, the prediction and the experiment.
+  m_step = new StepTools;
+  connect(m_step->comparison, &QLabel::linkHovered, this, [this](const QString& link) {
+    showGlossaryTip(m_course.glossary, link, m_step->comparison);
   });
-
-  auto* exp = new QGroupBox(tr("Experiment"), m_stepTools);
-  auto* ev = new QVBoxLayout(exp);
-  m_experimentLabel = new QLabel(exp);
-  m_experimentLabel->setWordWrap(true);
-  m_experimentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_benchLabel = new QLabel(exp);
-  m_benchLabel->setObjectName("lessonBenchLabel");
-  m_benchLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_benchLabel->setWordWrap(true);
-  auto* eb = new QHBoxLayout;
-  m_apply = new QPushButton(tr("Apply to controls"), exp);
-  m_run = new QPushButton(tr("Run"), exp);
-  m_apply->setObjectName("lessonApply");
-  m_run->setObjectName("lessonRun");
-  m_benchProgress = new QProgressBar(exp);
-  m_benchProgress->setObjectName("lessonBenchProgress");
-  m_benchCancel = new QPushButton(tr("Cancel"), exp);
-  m_benchCancel->setObjectName("lessonBenchCancel");
-  m_benchProgress->hide();
-  m_benchCancel->hide();
-  connect(m_benchCancel, &QPushButton::clicked, this, &LessonDock::cancelBench);
-  eb->addWidget(m_apply);
-  eb->addWidget(m_run);
-  eb->addWidget(m_benchProgress, 1);
-  eb->addWidget(m_benchCancel);
-  ev->addWidget(m_experimentLabel);
-  ev->addWidget(m_benchLabel);
-  ev->addLayout(eb);
-  connect(m_apply, &QPushButton::clicked, this, [this] {
+  connect(m_step->lock, &QPushButton::clicked, this, &LessonDock::lockPrediction);
+  connect(m_step->predictionEdit, &QLineEdit::returnPressed, this, [this] {
+    if (!m_step->predictionEdit->isReadOnly()) lockPrediction();
+  });
+  connect(m_step->benchCancel, &QPushButton::clicked, this, &LessonDock::cancelBench);
+  connect(m_step->apply, &QPushButton::clicked, this, [this] {
     QString error;
     if (!predictionLocked()) return;
     if (const auto c = stepConfig(&error)) emit applyExperiment(*c);
   });
-  connect(m_run, &QPushButton::clicked, this, [this] {
+  connect(m_step->run, &QPushButton::clicked, this, [this] {
     QString error;
     const Step* s = currentStep();
     if (s && s->bench && !s->bench->kind.isEmpty() && !s->experiment) {
       if (!predictionLocked() || m_benchRunning) return;
-      m_benchStatus.clear();
+      m_attempt.benchStatus.clear();
       emit runBench(*s->bench);
       return;
     }
     const auto c = stepConfig(&error);
     if (!c || !s || !predictionLocked()) return;
-    m_measured.reset();
-    m_choiceMeasured.reset();
-    m_measureError.clear();
+    m_attempt.measured.reset();
+    m_attempt.choiceMeasured.reset();
+    m_attempt.measureError.clear();
     refreshComparison();
     if (s->sweep)
       emit runSweep(*c, s->sweep->ranks, s->sweep->steps, s->sweep->warmup);
     else
       emit runExperiment(*c);
   });
-
-  sv->addStretch(1);  // room to spare goes above: the boxes keep to the foot of the page
-  sv->addWidget(m_comparison);
-  sv->addWidget(pred);
-  sv->addWidget(exp);
-  m_tools->addWidget(m_stepTools);
+  m_tools->addWidget(m_step);
 
   // Retrieval practice: filled per lesson, in a scroll area (a lesson asks several questions,
   // each with room for an answer: more than the dock's height shares with the text).
-  m_retrieval = new RetrievalPage(m_progress, m_glossary);
+  m_retrieval = new RetrievalPage(m_course.progress, m_course.glossary);
   connect(m_retrieval, &RetrievalPage::saved, this, &LessonDock::showProblems);
   m_tools->addWidget(m_retrieval);
 
   // Flashcards.
-  m_cards = new FlashcardPage(m_deck, &m_glossary);
+  m_cards = new FlashcardPage(m_course.deck, &m_course.glossary);
   connect(m_cards, &FlashcardPage::reviewed, this, [this] {
     showProblems();
     updateReviewCount();
@@ -354,7 +280,7 @@ void LessonDock::updateReviewCount() {
 }
 
 void LessonDock::fillLessonList() {
-  for (int i = 0; i < m_lessons.size(); ++i) {
+  for (int i = 0; i < m_course.lessons.size(); ++i) {
     m_picker->addItem(QString());
     markCompleted(i);
   }
@@ -363,9 +289,9 @@ void LessonDock::fillLessonList() {
 // The lesson's line in the picker: "2. Amdahl's law ✓" once finished, at once (not at the next
 // start of the window).
 void LessonDock::markCompleted(int i) {
-  const Lesson& l = m_lessons[i];
+  const Lesson& l = m_course.lessons[i];
   const bool coming = !missingNeeds(l.needs, m_caps).isEmpty();
-  const bool done = m_progress.lesson(l.slug).completed;
+  const bool done = m_course.progress.lesson(l.slug).completed;
   m_picker->setItemText(
       i, QString("%1. %2%3%4")
              .arg(l.number)
@@ -373,16 +299,16 @@ void LessonDock::markCompleted(int i) {
 }
 
 int LessonDock::pageCount() const {
-  return m_lesson < 0 ? 0 : int(m_lessons[m_lesson].steps.size()) + 3;
+  return m_lesson < 0 ? 0 : int(m_course.lessons[m_lesson].steps.size()) + 3;
 }
 
 const Step* LessonDock::currentStep() const {
-  if (m_lesson < 0 || m_page < 1 || m_page > m_lessons[m_lesson].steps.size()) return nullptr;
-  return &m_lessons[m_lesson].steps[m_page - 1];
+  if (m_lesson < 0 || m_page < 1 || m_page > m_course.lessons[m_lesson].steps.size()) return nullptr;
+  return &m_course.lessons[m_lesson].steps[m_page - 1];
 }
 
 QStringList LessonDock::missingFor(const Step* step) const {
-  QStringList needs = m_lessons[m_lesson].needs;
+  QStringList needs = m_course.lessons[m_lesson].needs;
   if (step) needs << step->needs;
   return missingNeeds(needs, m_caps);
 }
@@ -396,17 +322,17 @@ std::optional<RunConfig> LessonDock::stepConfig(QString* error) const {
 // [SECTION] Pages.
 
 void LessonDock::openLesson(int index) {
-  if (index < 0 || index >= m_lessons.size()) return;
+  if (index < 0 || index >= m_course.lessons.size()) return;
   m_lesson = index;
   m_picker->setCurrentIndex(index);
-  const Lesson& l = m_lessons[index];
+  const Lesson& l = m_course.lessons[index];
   QStringList why;
   for (const QString& n : missingNeeds(l.needs, m_caps)) why << describeMissing(n);
   m_header->setText(tr("%1 minutes. %2")
                         .arg(l.minutes)
                         .arg(why.isEmpty() ? QString() : tr("Coming: ") + why.join("; ")));
   m_retrieval->showLesson(l);
-  const LessonProgress p = m_progress.lesson(l.slug);
+  const LessonProgress p = m_course.progress.lesson(l.slug);
   openPage(std::min(p.stepReached, pageCount() - 1));
 }
 
@@ -414,24 +340,19 @@ void LessonDock::openPage(int page) {
   if (m_lesson < 0) return;
   if (currentView() != View::Lesson) showView(View::Lesson);
   m_page = std::clamp(page, 0, pageCount() - 1);
-  const Lesson& l = m_lessons[m_lesson];
-  // What this step measured the last time it ran, kept with the progress.
-  m_measured.reset();
-  m_choiceMeasured.reset();
-  const LessonProgress kept = m_progress.lesson(l.slug);
+  const Lesson& l = m_course.lessons[m_lesson];
+  // A new attempt; what this step measured the last time it ran, kept with the progress.
+  m_attempt = {};
+  const LessonProgress kept = m_course.progress.lesson(l.slug);
   if (const Step* s = currentStep()) {
-    if (kept.measured.contains(s->title)) m_measured = kept.measured.value(s->title);
+    if (kept.measured.contains(s->title)) m_attempt.measured = kept.measured.value(s->title);
     if (s->prediction && kept.measuredChoices.contains(s->title))
-      m_choiceMeasured = choiceAnswer(*s->prediction, kept.measuredChoices.value(s->title).values);
+      m_attempt.choiceMeasured = choiceAnswer(*s->prediction, kept.measuredChoices.value(s->title).values);
   }
-  m_measureError.clear();
-  m_progress.reachStep(l.slug, m_page);
-  m_retrying = false;
-  m_typingError.clear();
-  m_predictionEdit->clear();  // a new step starts empty (a locked prediction is filled in again)
-  m_benchStatus.clear();
+  m_course.progress.reachStep(l.slug, m_page);
+  m_step->predictionEdit->clear();  // a new step starts empty (a locked prediction is filled in again)
   if (m_page == pageCount() - 1) {
-    m_progress.complete(l.slug);
+    m_course.progress.complete(l.slug);
     markCompleted(m_lesson);
   }
   showProblems();
@@ -439,7 +360,7 @@ void LessonDock::openPage(int page) {
 }
 
 void LessonDock::showPage() {
-  const Lesson& l = m_lessons[m_lesson];
+  const Lesson& l = m_course.lessons[m_lesson];
   const int steps = int(l.steps.size());
   QString md;
   if (m_page == 0) {
@@ -479,7 +400,7 @@ void LessonDock::showPage() {
     column->setStretch(column->indexOf(m_tools) - 1, practice ? 0 : 1);
     column->setStretchFactor(m_tools, practice ? 1 : 0);
   }
-  m_markdown = m_glossary.linkMarkdown(md);
+  m_markdown = m_course.glossary.linkMarkdown(md);
   m_text->setMarkdown(m_markdown);
   m_prev->setEnabled(m_page > 0);
   m_next->setEnabled(m_page < pageCount() - 1);
@@ -506,8 +427,8 @@ void LessonDock::changeEvent(QEvent* event) {
 }
 
 QWidget* LessonDock::buttonsAnchor() const {
-  if (m_tools->currentWidget() != m_stepTools) return nullptr;
-  for (QWidget* w : {static_cast<QWidget*>(m_lock), static_cast<QWidget*>(m_run)})
+  if (m_tools->currentWidget() != m_step) return nullptr;
+  for (QWidget* w : {static_cast<QWidget*>(m_step->lock), static_cast<QWidget*>(m_step->run)})
     if (w->isVisible()) return w;
   return nullptr;
 }
@@ -528,16 +449,16 @@ void LessonDock::fitWrappedLabels(std::optional<int> buttonsWereAt) {
   QTextDocument* doc = m_text->document();
   doc->setTextWidth(m_text->width() - 2 * m_text->frameWidth());
   m_text->setFixedHeight(int(std::ceil(doc->size().height())) + 2 * m_text->frameWidth());
-  for (QLabel* label : m_stepTools->findChildren<QLabel*>())
+  for (QLabel* label : m_step->findChildren<QLabel*>())
     if (label->wordWrap())
       label->setMinimumHeight(label->isVisible() ? label->heightForWidth(label->width()) : 0);
-  for (QGroupBox* box : m_stepTools->findChildren<QGroupBox*>()) {
+  for (QGroupBox* box : m_step->findChildren<QGroupBox*>()) {
     box->layout()->invalidate();
     box->setMinimumHeight(box->isVisible() ? box->layout()->totalHeightForWidth(box->width()) : 0);
   }
-  m_stepTools->layout()->invalidate();
-  const bool step = m_tools->currentWidget() == m_stepTools;
-  m_tools->setMinimumHeight(step ? m_stepTools->layout()->totalHeightForWidth(m_tools->width())
+  m_step->layout()->invalidate();
+  const bool step = m_tools->currentWidget() == m_step;
+  m_tools->setMinimumHeight(step ? m_step->layout()->totalHeightForWidth(m_tools->width())
                                  : 0);
   activateLayouts();
   if (anchor && anchor->isVisible())
@@ -558,7 +479,7 @@ void LessonDock::activateLayouts() {
   QCoreApplication::sendEvent(pageScroll(), &request);
   // Where the tools keep their height, the activation above does not reach their own layout:
   // a label that grew would lie below the box until the next pass of the event loop.
-  m_stepTools->layout()->activate();
+  m_step->layout()->activate();
 }
 
 }  // namespace paralab

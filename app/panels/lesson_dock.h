@@ -13,6 +13,7 @@
 #include "glossary.h"
 #include "lesson.h"
 #include "progress.h"
+#include "panels/step_tools.h"
 
 class QButtonGroup;
 class QComboBox;
@@ -42,14 +43,26 @@ class LessonDock : public QDockWidget {
     QString flashcards = lessons::FlashcardDeck::defaultPath();
     int cores = 0;  // sweeps sized to the machine are sized for these (0: this machine's)
   };
+  // What the dock reads at start and keeps: the lessons and the glossary (with what could not
+  // be read), and the learner's progress and flashcards, each saved to its file as it changes.
+  struct Course {
+    explicit Course(const Paths& from)
+        : paths(from), progress(from.progress), deck(from.flashcards) {}
+    Paths paths;
+    QList<lessons::Lesson> lessons;
+    QStringList errors;  // lessons and glossary, at load
+    lessons::Glossary glossary;
+    lessons::Progress progress;
+    lessons::FlashcardDeck deck;
+  };
   // `capabilities`: what the engine offers (lessons::engineCapabilities()); lessons and steps
   // needing more are shown as "coming" with the reason and cannot be run.
   explicit LessonDock(const QStringList& capabilities, QWidget* parent = nullptr);
   LessonDock(const QStringList& capabilities, const Paths& paths, QWidget* parent = nullptr);
   ~LessonDock() override;
 
-  const QList<lessons::Lesson>& lessons() const { return m_lessons; }
-  QStringList loadErrors() const { return m_errors; }
+  const QList<lessons::Lesson>& lessons() const { return m_course.lessons; }
+  QStringList loadErrors() const { return m_course.errors; }
   // What could not be read or saved — lessons, glossary, progress, flashcards — a line each,
   // shown above the lesson text while there is any (empty: all is well).
   QStringList problems() const;
@@ -140,20 +153,11 @@ class LessonDock : public QDockWidget {
   std::optional<RunConfig> stepConfig(QString* error) const;
 
   QStringList m_caps;
-  Paths m_paths;
-  QList<lessons::Lesson> m_lessons;
-  QStringList m_errors;         // lessons and glossary, at load
+  Course m_course;
   QLabel* m_problems = nullptr;  // problems(), in the accent of a warning
-  lessons::Glossary m_glossary;
-  lessons::Progress m_progress;
-  lessons::FlashcardDeck m_deck;
   int m_lesson = -1;
   int m_page = 0;
-  std::optional<double> m_measured;  // of the current step's last run
-  std::optional<lessons::ChoiceMeasurement> m_choiceMeasured;  // the same, for choices
-  QString m_measureError;
-  QString m_typingError;    // why the prediction typed could not be read ("" none)
-  bool m_retrying = false;  // "Try again" pressed: a new attempt is being typed
+  StepAttempt m_attempt;  // on the step shown
 
   QComboBox* m_picker = nullptr;
   QPushButton *m_reviewButton = nullptr, *m_glossaryButton = nullptr;
@@ -168,21 +172,8 @@ class LessonDock : public QDockWidget {
   QLabel* m_pageLabel = nullptr;
   QPushButton *m_prev = nullptr, *m_next = nullptr;
   QStackedWidget* m_tools = nullptr;
-  // Step tools.
-  QWidget* m_stepTools = nullptr;
-  QLabel* m_experimentLabel = nullptr;
-  QPushButton *m_apply = nullptr, *m_run = nullptr;
-  QLabel* m_askLabel = nullptr;
-  QLineEdit* m_predictionEdit = nullptr;
-  QWidget* m_choiceBox = nullptr;  // the radio buttons of a prediction with choices
-  QButtonGroup* m_choiceGroup = nullptr;
-  QPushButton* m_lock = nullptr;
-  QLabel* m_comparison = nullptr;
-  QLabel* m_benchLabel = nullptr;
-  QProgressBar* m_benchProgress = nullptr;
-  QPushButton* m_benchCancel = nullptr;
-  bool m_benchRunning = false;
-  QString m_benchStatus;  // how the step's last benchmark ended ("" none yet)
+  StepTools* m_step = nullptr;  // the step tools: comparison, prediction, experiment
+  bool m_benchRunning = false;  // the step's benchmark measures (it goes on past the step)
   // Retrieval and cards.
   RetrievalPage* m_retrieval = nullptr;
   FlashcardPage* m_cards = nullptr;

@@ -164,56 +164,56 @@ QString tableRow(const QString& label, const QString& value, const QString& sour
 
 void LessonDock::showBenchProgress(int done, int total) {
   m_benchRunning = true;
-  m_benchProgress->setRange(0, total);
-  m_benchProgress->setValue(done);
-  m_benchProgress->show();
-  m_benchCancel->show();
+  m_step->benchProgress->setRange(0, total);
+  m_step->benchProgress->setValue(done);
+  m_step->benchProgress->show();
+  m_step->benchCancel->show();
   updateRunButtons();
 }
 
 void LessonDock::showBenchFinished(const QString& message) {
   m_benchRunning = false;
-  m_benchStatus = message;
-  m_benchProgress->hide();
-  m_benchCancel->hide();
+  m_attempt.benchStatus = message;
+  m_step->benchProgress->hide();
+  m_step->benchCancel->hide();
   if (const Step* s = currentStep()) showStepTools(*s);
 }
 
 void LessonDock::showStepTools(const Step& s) {
   const QStringList missing = missingFor(&s);
-  m_tools->setCurrentWidget(m_stepTools);
-  m_experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
-  m_experimentLabel->setVisible(s.experiment.has_value());
-  if (s.experiment) m_experimentLabel->setText(experimentText(*s.experiment) + sweptText(s));
+  m_tools->setCurrentWidget(m_step);
+  m_step->experimentLabel->parentWidget()->setVisible(s.experiment || s.bench);
+  m_step->experimentLabel->setVisible(s.experiment.has_value());
+  if (s.experiment) m_step->experimentLabel->setText(experimentText(*s.experiment) + sweptText(s));
   QString why;
   for (const QString& n : missing) why += describeMissing(n) + "\n";
   const bool runsBench = s.bench && !s.bench->kind.isEmpty() && !s.experiment;
-  m_apply->setVisible(s.experiment.has_value());
-  m_run->setVisible(s.experiment.has_value() || runsBench);
-  m_run->setText(s.sweep ? tr("Run sweep") : runsBench ? tr("Run benchmark") : tr("Run"));
-  m_benchLabel->setVisible(s.bench.has_value());
+  m_step->apply->setVisible(s.experiment.has_value());
+  m_step->run->setVisible(s.experiment.has_value() || runsBench);
+  m_step->run->setText(s.sweep ? tr("Run sweep") : runsBench ? tr("Run benchmark") : tr("Run"));
+  m_step->benchLabel->setVisible(s.bench.has_value());
   if (runsBench)
-    m_benchLabel->setText(benchText(*s.bench).toHtmlEscaped() +
+    m_step->benchLabel->setText(benchText(*s.bench).toHtmlEscaped() +
                           tr(": drawn in the Benchmark chart") +
-                          (m_benchStatus.isEmpty() ? QString()
-                                                   : "<br>" + m_benchStatus.toHtmlEscaped()) +
+                          (m_attempt.benchStatus.isEmpty() ? QString()
+                                                   : "<br>" + m_attempt.benchStatus.toHtmlEscaped()) +
                           (missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
   else if (s.bench)
-    m_benchLabel->setText(
+    m_step->benchLabel->setText(
         tr("In a terminal: <code>paralab-bench %1 %2</code>%3")
             .arg(s.bench->program, s.bench->args.join(' ').toHtmlEscaped(),
                  missing.isEmpty() ? QString() : "<br>" + why.trimmed().toHtmlEscaped()));
-  m_askLabel->parentWidget()->setVisible(s.prediction.has_value());
+  m_step->askLabel->parentWidget()->setVisible(s.prediction.has_value());
   const bool choice = s.prediction && s.prediction->isChoice();
-  m_predictionEdit->setVisible(!choice);
-  m_choiceBox->setVisible(choice);
+  m_step->predictionEdit->setVisible(!choice);
+  m_step->choiceBox->setVisible(choice);
   if (choice) {
-    m_askLabel->setText(s.prediction->ask);
+    m_step->askLabel->setText(s.prediction->ask);
     showChoices(*s.prediction);
   } else if (s.prediction) {
-    m_askLabel->setText(s.prediction->ask +
+    m_step->askLabel->setText(s.prediction->ask +
                         (s.prediction->unit.isEmpty() ? "" : " [" + s.prediction->unit + "]"));
-    m_predictionEdit->setPlaceholderText(predictionHint(s.prediction->unit));
+    m_step->predictionEdit->setPlaceholderText(predictionHint(s.prediction->unit));
   }
   updateRunButtons();
   refreshComparison();
@@ -222,23 +222,23 @@ void LessonDock::showStepTools(const Step& s) {
 bool LessonDock::predictionLocked() const {
   const Step* s = currentStep();
   if (!s || !s->prediction) return true;
-  const LessonProgress p = m_progress.lesson(m_lessons[m_lesson].slug);
-  return !m_retrying && !(s->prediction->isChoice() ? p.choices.value(s->title).isEmpty()
+  const LessonProgress p = m_course.progress.lesson(m_course.lessons[m_lesson].slug);
+  return !m_attempt.retrying && !(s->prediction->isChoice() ? p.choices.value(s->title).isEmpty()
                                                     : p.predictions.value(s->title).isEmpty());
 }
 
 // One radio button per choice, in the block's order, two to a line; none checked until the
 // learner picks.
 void LessonDock::showChoices(const Prediction& p) {
-  for (QAbstractButton* b : m_choiceGroup->buttons()) {
-    m_choiceGroup->removeButton(b);
+  for (QAbstractButton* b : m_step->choiceGroup->buttons()) {
+    m_step->choiceGroup->removeButton(b);
     delete b;
   }
   for (int i = 0; i < p.choices.size(); ++i) {
-    auto* b = new QRadioButton(p.choices[i].label, m_choiceBox);
+    auto* b = new QRadioButton(p.choices[i].label, m_step->choiceBox);
     b->setObjectName(QString("lessonChoice%1").arg(i));
-    m_choiceGroup->addButton(b, i);
-    static_cast<QGridLayout*>(m_choiceBox->layout())->addWidget(b, i / 2, i % 2);
+    m_step->choiceGroup->addButton(b, i);
+    static_cast<QGridLayout*>(m_step->choiceBox->layout())->addWidget(b, i / 2, i % 2);
     b->show();  // a child made after its parent was shown stays hidden until told
   }
 }
@@ -249,35 +249,35 @@ void LessonDock::updateRunButtons() {
   const Step* s = currentStep();
   if (!s) return;
   const QList<double> attempts =
-      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(s->title);
+      m_course.progress.lesson(m_course.lessons[m_lesson].slug).predictions.value(s->title);
   const bool locked = predictionLocked();
   if (s->prediction && s->prediction->isChoice()) {
     // The last pick, checked and fixed once locked; a fresh choice while trying again.
-    const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(s->title);
+    const QStringList picks = m_course.progress.lesson(m_course.lessons[m_lesson].slug).choices.value(s->title);
     int last = -1;
     for (int i = 0; locked && !picks.isEmpty() && i < s->prediction->choices.size(); ++i)
       if (s->prediction->choices[i].label == picks.last()) last = i;
-    m_choiceGroup->setExclusive(false);  // so that no button may be checked
-    for (QAbstractButton* b : m_choiceGroup->buttons()) {
-      if (locked || m_retrying) b->setChecked(m_choiceGroup->id(b) == last);
+    m_step->choiceGroup->setExclusive(false);  // so that no button may be checked
+    for (QAbstractButton* b : m_step->choiceGroup->buttons()) {
+      if (locked || m_attempt.retrying) b->setChecked(m_step->choiceGroup->id(b) == last);
       b->setEnabled(!locked);
     }
-    m_choiceGroup->setExclusive(true);
+    m_step->choiceGroup->setExclusive(true);
   }
-  m_predictionEdit->setReadOnly(locked && s->prediction);
+  m_step->predictionEdit->setReadOnly(locked && s->prediction);
   if (s->prediction && locked && !attempts.isEmpty())
-    m_predictionEdit->setText(QString::number(attempts.last(), 'g', 10));
-  if (s->prediction && m_retrying && attempts.size() > 0 && !m_predictionEdit->hasFocus())
-    m_predictionEdit->setFocus();
-  m_lock->setText(locked ? tr("Try again") : tr("Lock in"));
-  m_lock->setToolTip(locked ? tr("Predict again: this prediction is kept beside the new one")
+    m_step->predictionEdit->setText(QString::number(attempts.last(), 'g', 10));
+  if (s->prediction && m_attempt.retrying && attempts.size() > 0 && !m_step->predictionEdit->hasFocus())
+    m_step->predictionEdit->setFocus();
+  m_step->lock->setText(locked ? tr("Try again") : tr("Lock in"));
+  m_step->lock->setToolTip(locked ? tr("Predict again: this prediction is kept beside the new one")
                             : tr("Lock in your prediction: it cannot be changed afterwards"));
   const QStringList missing = missingFor(s);
   QString why;
   for (const QString& n : missing) why += describeMissing(n) + "\n";
   if (missing.isEmpty() && !locked)
     why = tr("Lock in your prediction first: the experiment is there to test it");
-  for (QPushButton* b : {m_apply, m_run}) {
+  for (QPushButton* b : {m_step->apply, m_step->run}) {
     b->setEnabled(missing.isEmpty() && locked && !m_benchRunning);
     b->setToolTip(why.trimmed());
   }
@@ -286,22 +286,22 @@ void LessonDock::updateRunButtons() {
 void LessonDock::lockPrediction() {
   const Step* s = currentStep();
   if (!s || !s->prediction) return;
-  const QString slug = m_lessons[m_lesson].slug;
+  const QString slug = m_course.lessons[m_lesson].slug;
   if (predictionLocked()) {  // "Try again"
-    m_retrying = true;
-    m_predictionEdit->clear();
+    m_attempt.retrying = true;
+    m_step->predictionEdit->clear();
   } else if (s->prediction->isChoice()) {
-    const int picked = m_choiceGroup->checkedId();
-    m_typingError = picked < 0 ? tr("Pick one of the answers first") : QString();
+    const int picked = m_step->choiceGroup->checkedId();
+    m_attempt.typingError = picked < 0 ? tr("Pick one of the answers first") : QString();
     if (picked >= 0) {
-      m_progress.lockChoice(slug, s->title, s->prediction->choices[picked].label);
-      m_retrying = false;
+      m_course.progress.lockChoice(slug, s->title, s->prediction->choices[picked].label);
+      m_attempt.retrying = false;
       showProblems();
     }
   } else if (const auto v =
-                 readTypedAnswer(m_predictionEdit->text(), s->prediction->unit, &m_typingError)) {
-    m_progress.lockPrediction(slug, s->title, *v);
-    m_retrying = false;
+                 readTypedAnswer(m_step->predictionEdit->text(), s->prediction->unit, &m_attempt.typingError)) {
+    m_course.progress.lockPrediction(slug, s->title, *v);
+    m_attempt.retrying = false;
     showProblems();
   }
   updateRunButtons();
@@ -309,8 +309,8 @@ void LessonDock::lockPrediction() {
 }
 
 QStringList LessonDock::problems() const {
-  QStringList all = m_errors;
-  for (const QString& e : {m_progress.error(), m_deck.error()})
+  QStringList all = m_course.errors;
+  for (const QString& e : {m_course.progress.error(), m_course.deck.error()})
     if (!e.isEmpty()) all << e;
   return all;
 }
@@ -329,28 +329,28 @@ void LessonDock::showProblems() {
 }
 
 void LessonDock::refreshComparison() {
-  m_comparison->setText(comparisonText());
+  m_step->comparison->setText(comparisonText());
   fitWrappedLabels();  // the comparison grows when the measurement arrives
 }
 
 QString LessonDock::comparisonText() const {
   const Step* s = currentStep();
   // The last step (Carry forward) ends the lesson with the score over its predictions.
-  if (s && !s->prediction && m_page == m_lessons[m_lesson].steps.size()) {
-    const Lesson& l = m_lessons[m_lesson];
+  if (s && !s->prediction && m_page == m_course.lessons[m_lesson].steps.size()) {
+    const Lesson& l = m_course.lessons[m_lesson];
     const auto runnable = [this](const Step& step) { return missingFor(&step).isEmpty(); };
-    return "<p><b>" + scoreLesson(l, m_progress.lesson(l.slug), runnable).text().toHtmlEscaped() +
+    return "<p><b>" + scoreLesson(l, m_course.progress.lesson(l.slug), runnable).text().toHtmlEscaped() +
            "</b></p>";
   }
   if (!s || !s->prediction) return {};
   const Prediction& p = *s->prediction;
   const QList<double> attempts =
-      m_progress.lesson(m_lessons[m_lesson].slug).predictions.value(s->title);
+      m_course.progress.lesson(m_course.lessons[m_lesson].slug).predictions.value(s->title);
   // Why the typed answer was not taken, in the warning's colour, above everything else here.
-  const QString typing = m_typingError.isEmpty()
+  const QString typing = m_attempt.typingError.isEmpty()
                              ? QString()
                              : "<p style='color:" + warningColor(palette()) + "'>" +
-                                   m_typingError.toHtmlEscaped() + "</p>";
+                                   m_attempt.typingError.toHtmlEscaped() + "</p>";
   if (p.isChoice()) return typing + choiceComparisonText(*s);
   if (attempts.isEmpty())
     return typing + (p.worked ? tr("Lock in your answer below: then the worked solution shows.")
@@ -383,15 +383,15 @@ QString LessonDock::comparisonText() const {
               guessVsRef.isEmpty() ? QString() : tr("your prediction: %1").arg(guessVsRef));
   if (s->compare) {
     const QString cu = s->compare->unit.isEmpty() ? QString() : " " + s->compare->unit;
-    const QString measured = m_measured                 ? number(*m_measured) + cu
-                             : m_measureError.isEmpty() ? tr("— (run the experiment)")
-                                                        : m_measureError.toHtmlEscaped();
+    const QString measured = m_attempt.measured                 ? number(*m_attempt.measured) + cu
+                             : m_attempt.measureError.isEmpty() ? tr("— (run the experiment)")
+                                                        : m_attempt.measureError.toHtmlEscaped();
     // Against the measurement only where both are in the same unit.
     QStringList misses;
-    if (m_measured && s->compare->unit == p.unit) {
-      if (const QString m = miss(guess, *m_measured); !m.isEmpty())
+    if (m_attempt.measured && s->compare->unit == p.unit) {
+      if (const QString m = miss(guess, *m_attempt.measured); !m.isEmpty())
         misses << tr("your prediction: %1").arg(m);
-      if (const QString m = ref ? miss(*ref, *m_measured) : QString(); !m.isEmpty())
+      if (const QString m = ref ? miss(*ref, *m_attempt.measured) : QString(); !m.isEmpty())
         misses << tr("the reference: %1").arg(m);
     }
     // A fitted fraction says what it stands on, on a line of its own: the ranks and whether
@@ -406,11 +406,11 @@ QString LessonDock::comparisonText() const {
   if (!p.reasoning.isEmpty())
     html += (p.worked ? tr("<p><b>Worked solution:</b> %1</p>")
                       : tr("<p><b>Where the reference comes from:</b> %1</p>"))
-                .arg(paragraphHtml(p.reasoning, &m_glossary));
-  if (s->compare && m_measured)
+                .arg(paragraphHtml(p.reasoning, &m_course.glossary));
+  if (s->compare && m_attempt.measured)
     html += tr("<p><b>%1 against reference:</b> %2</p>")
                 .arg(compareLabel(*s))
-                .arg(paragraphHtml(s->compare->explain, &m_glossary));
+                .arg(paragraphHtml(s->compare->explain, &m_course.glossary));
   return html;
 }
 
@@ -418,7 +418,7 @@ QString LessonDock::comparisonText() const {
 // each choice's measured value under it so that the learner sees the margin.
 QString LessonDock::choiceComparisonText(const Step& s) const {
   const Prediction& p = *s.prediction;
-  const QStringList picks = m_progress.lesson(m_lessons[m_lesson].slug).choices.value(s.title);
+  const QStringList picks = m_course.progress.lesson(m_course.lessons[m_lesson].slug).choices.value(s.title);
   if (picks.isEmpty())
     return tr("Pick your answer below and lock it in: then the experiment runs and the "
               "reference shows.");
@@ -433,7 +433,7 @@ QString LessonDock::choiceComparisonText(const Step& s) const {
                                      : tr("before: %1").arg(picks.mid(0, picks.size() - 1).join(", ")));
   html += tableRow(tr("Reference"), p.expectChoice.toHtmlEscaped(), QString(),
                    same(tr("your choice"), pick, p.expectChoice));
-  const ChoiceMeasurement* m = m_choiceMeasured ? &*m_choiceMeasured : nullptr;
+  const ChoiceMeasurement* m = m_attempt.choiceMeasured ? &*m_attempt.choiceMeasured : nullptr;
   const QString measured = m && m->answer >= 0 ? p.choices[m->answer].label.toHtmlEscaped()
                            : m                 ? m->error.toHtmlEscaped()
                                                : tr("— (run the experiment)");
@@ -460,20 +460,20 @@ QString LessonDock::choiceComparisonText(const Step& s) const {
   }
   html += "</table>";
   html += tr("<p><b>Where the reference comes from:</b> %1</p>")
-              .arg(paragraphHtml(p.reasoning, &m_glossary));
+              .arg(paragraphHtml(p.reasoning, &m_course.glossary));
   return html;
 }
 
 void LessonDock::showRunResult(const QList<QJsonObject>& steps) {
   const Step* s = currentStep();
   if (s && s->prediction && s->prediction->isChoice() && !s->sweep) {
-    m_choiceMeasured = measuredChoice(*s->prediction, steps);
+    m_attempt.choiceMeasured = measuredChoice(*s->prediction, steps);
     keepMeasurement();
     refreshComparison();
     return;
   }
   if (!s || !s->compare || s->sweep) return;
-  m_measured = measuredValue(*s->compare, steps, &m_measureError);
+  m_attempt.measured = measuredValue(*s->compare, steps, &m_attempt.measureError);
   keepMeasurement();
   refreshComparison();
 }
@@ -491,13 +491,13 @@ void LessonDock::showBenchResult(const QJsonObject& bench) {
 void LessonDock::measureFrom(const QJsonObject& result) {
   const Step* s = currentStep();
   if (s && s->prediction && s->prediction->isChoice()) {
-    m_choiceMeasured = measuredChoice(*s->prediction, result);
+    m_attempt.choiceMeasured = measuredChoice(*s->prediction, result);
     keepMeasurement();
     refreshComparison();
     return;
   }
   if (!s || !s->compare) return;
-  m_measured = measuredValue(*s->compare, result, &m_measureError);
+  m_attempt.measured = measuredValue(*s->compare, result, &m_attempt.measureError);
   keepMeasurement();
   refreshComparison();
 }
@@ -507,12 +507,12 @@ void LessonDock::measureFrom(const QJsonObject& result) {
 void LessonDock::keepMeasurement() {
   const Step* s = currentStep();
   if (!s) return;
-  if (m_measured && std::isfinite(*m_measured))
-    m_progress.setMeasured(m_lessons[m_lesson].slug, s->title, *m_measured);
-  if (m_choiceMeasured && m_choiceMeasured->answer >= 0 && s->prediction)
-    m_progress.setMeasuredChoice(
-        m_lessons[m_lesson].slug, s->title,
-        {s->prediction->choices[m_choiceMeasured->answer].label, m_choiceMeasured->values});
+  if (m_attempt.measured && std::isfinite(*m_attempt.measured))
+    m_course.progress.setMeasured(m_course.lessons[m_lesson].slug, s->title, *m_attempt.measured);
+  if (m_attempt.choiceMeasured && m_attempt.choiceMeasured->answer >= 0 && s->prediction)
+    m_course.progress.setMeasuredChoice(
+        m_course.lessons[m_lesson].slug, s->title,
+        {s->prediction->choices[m_attempt.choiceMeasured->answer].label, m_attempt.choiceMeasured->values});
 }
 
 }  // namespace paralab
