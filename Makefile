@@ -53,10 +53,11 @@ test-asan: deps build-asan/CMakeCache.txt
 
 # What `make test` runs under ASan+UBSan: thread ranks' communicator and gradient sync, the
 # strategies (synchronous ones against serial, ZeRO, tensor and pipeline, the asynchronous
-# ones), the session the window drives, and the bad-input fuzz. The engine and these programs
+# ones), the session the window drives, the bad-input fuzz, and every vector kernel at every
+# level the CPU has (tst_simd_levels). The engine and these programs
 # build in about ten minutes on 2 cores and run in about two.
 ASAN_SUBSET = tst_comm_thread tst_grad_sync tst_parallel_equals_serial tst_zero tst_model_parallel \
-  tst_async_strategies tst_session tst_fuzz
+  tst_async_strategies tst_session tst_fuzz tst_simd_levels
 test-asan-subset: deps build-asan/CMakeCache.txt
 	cmake --build build-asan -j $(JOBS) --target $(ASAN_SUBSET)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(ASAN_SUBSET))))$$'
