@@ -59,6 +59,7 @@ test-asan: deps build-asan/CMakeCache.txt
 ASAN_SUBSET = tst_comm_thread tst_grad_sync tst_parallel_equals_serial tst_zero tst_model_parallel \
   tst_async_strategies tst_session tst_fuzz tst_simd_levels
 test-asan-subset: deps build-asan/CMakeCache.txt
+	cmake -S . -B build-asan > /dev/null  # a tree configured before a suite joined the list knows it
 	cmake --build build-asan -j $(JOBS) --target $(ASAN_SUBSET)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(ASAN_SUBSET))))$$'
 
