@@ -14,11 +14,11 @@
 
 namespace paralab {
 
-std::vector<GemmChoice> gemmChoices(const std::string& device) {
+std::vector<GemmChoice> gemmChoices(Device device) {
   std::vector<GemmChoice> out;
-  if (device == "cpu")
+  if (device == Device::Cpu)
     for (const kernels::GemmKernel& k : kernels::gemm_kernels()) out.push_back({k.name, k.summary});
-  else if (device == "cuda")
+  else if (device == Device::Cuda)
     for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) {
       // Say the precision where the summary does not (the tensor-core rungs round to TF32).
       std::string summary = k.summary, lower = summary;

@@ -9,7 +9,7 @@ namespace {
 
 std::vector<SettingChoice> kernelChoices(const RunConfig& c) {
   std::vector<SettingChoice> out;
-  for (const GemmChoice& k : gemmChoices(nameOf(c.device)))
+  for (const GemmChoice& k : gemmChoices(c.device))
     out.push_back({k.name, k.name, k.summary});
   return out;
 }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "run_choices.h"
+
 namespace paralab {
 
 struct GemmChoice {
@@ -13,7 +15,7 @@ struct GemmChoice {
 };
 
 // The GEMM ladder of `device` ("cpu" or "cuda"), slowest rung first; empty for another device.
-std::vector<GemmChoice> gemmChoices(const std::string& device);
+std::vector<GemmChoice> gemmChoices(Device device);
 
 struct GpuAvailability {
   int count = 0;       // usable GPUs

@@ -131,7 +131,7 @@ int runLatencySweepCommand(const RunConfig& config, const std::string& spec, boo
       return 0;
     }
     const std::string where =
-        r.device == "cpu"
+        r.device == Device::Cpu
             ? gemmText(config) + ", " + std::to_string(r.threads) + " thread" +
                   (r.threads == 1 ? "" : "s")
             : gemmText(config) + " on " + r.gpu + ", batch copied from host memory each forward";

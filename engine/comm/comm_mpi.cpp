@@ -146,7 +146,7 @@ class MpiComm final : public Communicator {
     if (m_staging && memoryTracker()) memoryTracker()->sub(MemCategory::Comm, m_stagingCount * 4);
   }
 
-  const char* backend() const override { return "mpi"; }
+  Backend backend() const override { return Backend::Mpi; }
 
   std::vector<std::string> gatherToRoot(const std::string& mine, int root) override {
     armDeadline("gather");

@@ -80,7 +80,7 @@ class NcclComm final : public Communicator {
     if (m_stream) cudaStreamDestroy(m_stream);
   }
 
-  const char* backend() const override { return "nccl"; }
+  Backend backend() const override { return Backend::Nccl; }
   std::vector<std::string> gatherToRoot(const std::string& mine, int root) override {
     return m_host->gatherToRoot(mine, root);
   }

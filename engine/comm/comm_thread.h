@@ -143,7 +143,7 @@ class ThreadComm final : public Communicator {
   ThreadComm(std::shared_ptr<ThreadGroup> group, int rank, CommOptions options, LinkProfile link,
              std::shared_ptr<RankContext> ctx);
   ~ThreadComm() override;
-  const char* backend() const override { return "thread"; }
+  Backend backend() const override { return Backend::Thread; }
   std::vector<std::string> gatherToRoot(const std::string& mine, int root) override;
   void abort(const std::string& why) override;
   bool aborted() const override;

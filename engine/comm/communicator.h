@@ -13,6 +13,7 @@
 
 #include "comm/comm_accounting.h"
 #include "comm/link_model.h"
+#include "run_choices.h"
 #include "tensor.h"  // Device
 
 namespace paralab {
@@ -65,7 +66,7 @@ class Communicator {
   const std::string& group() const { return m_group; }  // "world", or the name given to split
   int worldRank() const { return m_worldRanks[m_rank]; }
   int worldRankOf(int groupRank) const { return m_worldRanks.at(groupRank); }
-  virtual const char* backend() const = 0;  // "thread" | "mpi" | "nccl"
+  virtual Backend backend() const = 0;  // run_choices.h: thread | mpi | nccl
   const CommOptions& options() const { return m_options; }
   // Link emulation: everything measured under it is to be labelled "emulated (<title>)".
   bool emulated() const { return m_link.emulated(); }

@@ -166,7 +166,7 @@ LatencySweepResult runLatencySweep(const RunConfig& config, const std::vector<in
   const std::shared_ptr<const Dataset> data = loadRunData(c);
   Forward forward(c, *data);
   LatencySweepResult r;
-  r.device = nameOf(c.device), r.kernel = c.kernel, r.model = nameOf(c.model);
+  r.device = c.device, r.kernel = c.kernel, r.model = c.model;
   r.parameterCount = forward.parameterCount();
   const bool gpt = c.model == ModelKind::Gpt;
   if (gpt) r.tokensPerSample = c.seq;
@@ -268,13 +268,13 @@ nlohmann::json toJson(const LatencySweepResult& r, const RunConfig& config) {
   }
   nlohmann::json j = {{"schema", kMetricsSchema},
                       {"latency_sweep", true},
-                      {"device", r.device},
+                      {"device", nameOf(r.device)},
                       {"kernel", r.kernel},
-                      {"model", r.model},
+                      {"model", nameOf(r.model)},
                       {"parameters", r.parameterCount},
                       {"config", c.toJson()},
                       {"points", rows}};
-  if (r.device == "cpu")
+  if (r.device == Device::Cpu)
     j["gemm_threads"] = r.threads;
   else
     j["gpu"] = r.gpu;

@@ -110,7 +110,7 @@ void TestChartsBench::benchChartDrawsEachKind() {
     r.falseSharing = f;
   } else {
     LatencySweepResult l;
-    l.device = "cpu", l.kernel = "vendor", l.model = "mlp", l.threads = 1;
+    l.device = Device::Cpu, l.kernel = "vendor", l.model = ModelKind::Mlp, l.threads = 1;
     l.parameterCount = 365706;
     for (int b = 1, i = 0; b <= 4096; b *= 2, ++i) {
       LatencyPoint p;
@@ -325,7 +325,7 @@ void TestChartsBench::benchChartLabelsTheGpt() {
   // sizes over the 5 s budget.
   const int T = 64;
   LatencySweepResult l;
-  l.device = "cpu", l.kernel = "vendor", l.model = "gpt", l.threads = 1;
+  l.device = Device::Cpu, l.kernel = "vendor", l.model = ModelKind::Gpt, l.threads = 1;
   l.parameterCount = 118898, l.tokensPerSample = T;
   QList<double> expected;
   for (int b = 1; b <= 128; b *= 2) {
@@ -402,7 +402,7 @@ void TestChartsBench::benchChartLabelsTheGpt() {
   // With a GPU that timed every size: its bars stand in the CPU's untimed slots, so no note
   // there; the subtitle says which device left them out.
   LatencySweepResult g = l;
-  g.device = "cuda", g.kernel = "vendor", g.gpu = "NVIDIA H100 80GB HBM3", g.threads = 0;
+  g.device = Device::Cuda, g.kernel = "vendor", g.gpu = "NVIDIA H100 80GB HBM3", g.threads = 0;
   g.notTimed.clear(), g.notTimedWhy.clear();
   for (int b = 256; b <= 512; b *= 2) {
     LatencyPoint p = g.points.back();
@@ -436,7 +436,7 @@ void TestChartsBench::benchChartLabelsTheGpt() {
   BenchResult mlp;
   mlp.kind = "latency";
   LatencySweepResult m;
-  m.device = "cpu", m.kernel = "vendor", m.model = "mlp", m.threads = 1;
+  m.device = Device::Cpu, m.kernel = "vendor", m.model = ModelKind::Mlp, m.threads = 1;
   m.points = {{1, 0.03, 33333, 30, 7, 1, 0}};
   mlp.latencyCpu = m;
   chart.showResult(mlp);

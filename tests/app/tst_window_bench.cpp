@@ -297,7 +297,7 @@ void TestWindowBench::benchStepTimesTheGpt() {
   auto* chart = w.chartHub()->find<BenchChart>();
   QVERIFY(chart->result() && chart->result()->latencyCpu);
   const LatencySweepResult& r = *chart->result()->latencyCpu;
-  QCOMPARE(QString::fromStdString(r.model), QString("gpt"));
+  QCOMPARE(QString::fromStdString(nameOf(r.model)), QString("gpt"));
   QCOMPARE(r.tokensPerSample, 64);
   QCOMPARE(int(r.points.size() + r.notTimed.size()), 7);  // batch 1 .. 64
   QCOMPARE(chart->cpuRate()->data()->at(0)->value, r.points[0].tokensPerS);

@@ -199,14 +199,14 @@ void TestWindowControls::deviceAndGemmKernel() {
     }
     return names;
   };
-  const auto ladder = [](const char* dev) {
+  const auto ladder = [](Device dev) {
     std::vector<std::string> names;
     for (const GemmChoice& k : gemmChoices(dev)) names.push_back(k.name);
     return names;
   };
-  QCOMPARE(listed(), ladder("cpu"));
+  QCOMPARE(listed(), ladder(Device::Cpu));
   QVERIFY(gemm->isEnabled());
-  for (const GemmChoice& k : gemmChoices("cpu")) {
+  for (const GemmChoice& k : gemmChoices(Device::Cpu)) {
     gemm->setCurrentIndex(gemm->findData(QString::fromStdString(k.name)));
     QCOMPARE(panel.config().kernel, k.name);
     QCOMPARE(panel.config().device, Device::Cpu);
@@ -229,7 +229,7 @@ void TestWindowControls::deviceAndGemmKernel() {
     gemm->setCurrentIndex(gemm->findData("tiled"));
     device->setCurrentIndex(device->findData("cuda"));
     QCOMPARE(panel.config().device, Device::Cuda);
-    QCOMPARE(listed(), ladder("cuda"));
+    QCOMPARE(listed(), ladder(Device::Cuda));
     QCOMPARE(panel.config().kernel, std::string("tiled"));  // a name both ladders have stays
     gemm->setCurrentIndex(gemm->findData("tensor-core"));
     QCOMPARE(panel.config().kernel, std::string("tensor-core"));

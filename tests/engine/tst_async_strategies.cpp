@@ -86,7 +86,7 @@ class ProcessComm final : public Communicator {
   ProcessComm()
       : Communicator(0, 2, "world", {0, 1}, CommOptions{}, LinkProfile{},
                      std::make_shared<RankContext>(RankContext{std::make_shared<CommAccounting>(0, 2)})) {}
-  const char* backend() const override { return "mpi"; }
+  Backend backend() const override { return Backend::Mpi; }
   std::vector<std::string> gatherToRoot(const std::string&, int) override { return {}; }
   void abort(const std::string&) override {}
 

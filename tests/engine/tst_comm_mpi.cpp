@@ -30,7 +30,7 @@ class TstCommMpi : public QObject {
     o.timeoutSeconds = 60;  // a hang ends the job (the watchdog) rather than CTest's timeout
     m_world = makeMpiWorld(o);
     QVERIFY(m_world->size() >= 2);
-    QCOMPARE(QString(m_world->backend()), QString("mpi"));
+    QCOMPARE(QString::fromStdString(paralab::nameOf(m_world->backend())), QString("mpi"));
     QCOMPARE(mpiLaunchSize(), m_world->size());
   }
 

@@ -501,7 +501,7 @@ class TstCudaTraining : public QObject {
     quick.minRepeatMs = 0.5;
     quick.maxMsPerSize = 1e9;  // every size timed: the emulated GPU under ASan is that slow
     const LatencySweepResult r = runLatencySweep(c, {1, 8, 64}, quick);
-    QCOMPARE(QString::fromStdString(r.device), QString("cuda"));
+    QCOMPARE(QString::fromStdString(nameOf(r.device)), QString("cuda"));
     QVERIFY(!r.gpu.empty());
     QCOMPARE(int(r.points.size()), 3);
     const int batches[] = {1, 8, 64};

@@ -26,7 +26,9 @@ struct LatencyPoint {
 };
 
 struct LatencySweepResult {
-  std::string device, kernel, model;
+  Device device = Device::Cpu;
+  std::string kernel;
+  ModelKind model = ModelKind::Mlp;
   int threads = 0;  // cpu: threads one GEMM runs on (the threaded and tiled rungs use the pool)
   std::string gpu;  // cuda: the GPU's name (the batch is copied to it from host memory each time)
   int64_t parameterCount = 0;

@@ -108,8 +108,8 @@ std::shared_ptr<SharedModel> lookUp(int id) {
 class Hogwild final : public ReplicaStrategy {
  public:
   explicit Hogwild(RankContext& ctx) : ReplicaStrategy(ctx) {
-    const std::string backend = ctx.comm->backend();
-    if (backend != "thread")
+    const std::string backend = nameOf(ctx.comm->backend());
+    if (ctx.comm->backend() != Backend::Thread)
       throw ConfigError("strategy: hogwild needs ranks that share memory (--backend thread); this "
                         "rank's communicator is '" + backend + "', whose ranks are separate processes");
     ParamSet& ps = m_model->params();

@@ -123,7 +123,7 @@ RingAttention::RingAttention(Communicator& cp, int seq, bool zigzag, int heads, 
       m_compute(compute),
       m_memory(memory),
       m_spans(spans),
-      m_posted(std::string(cp.backend()) == "thread" && !g_orderEveryRing) {
+      m_posted(cp.backend() == Backend::Thread && !g_orderEveryRing) {
   if (seq % (zigzag ? 2 * m_N : m_N) != 0)
     throw std::invalid_argument("cp: --seq " + std::to_string(seq) + " must be a multiple of the " +
                                 std::to_string(zigzag ? 2 * m_N : m_N) +

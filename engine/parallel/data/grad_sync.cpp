@@ -264,9 +264,10 @@ void GradSync::planBuckets() {
   // user guide warns that this can deadlock). So under MPI without it, and under MPI and NCCL
   // when the rank's own thread communicates during backward, the buckets are all-reduced on
   // the rank's own thread as backward completes them: the same sums, without the overlap.
-  const std::string backend = m_groups.front().comm->backend();
-  m_inline = backend != "thread" &&
-             (m_settings.callsDuringBackward || (backend == "mpi" && !mpiCallsFromAnyThread()));
+  const Backend backend = m_groups.front().comm->backend();
+  m_inline = backend != Backend::Thread &&
+             (m_settings.callsDuringBackward ||
+              (backend == Backend::Mpi && !mpiCallsFromAnyThread()));
   if (m_inline) return;
   // A communicator of its own per group for the communication thread (collective: every rank
   // of the group splits), so its calls never interleave with the rank's other calls.
