@@ -90,6 +90,16 @@ int lessonNamed(const LessonDock* dock, const QString& slug) {
   return -1;
 }
 
+// The window at the screen's size, shown, with the lessons' tab raised; null if it never
+// showed.
+LessonDock* showLessonsOnTheScreen(MainWindow& w) {
+  w.resize(kScreen);
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) return nullptr;
+  w.lessonDock()->raise();
+  return w.lessonDock();
+}
+
 }  // namespace
 
 class TestWindowScreen : public QObject {
@@ -115,11 +125,8 @@ class TestWindowScreen : public QObject {
   // Lock in, Run, Back and Next can each be scrolled into view, and the window does not grow.
   void everyStepReachableOnALaptop() {
     MainWindow w;
-    w.resize(kScreen);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    LessonDock* dock = w.lessonDock();
-    dock->raise();
+    LessonDock* dock = showLessonsOnTheScreen(w);
+    QVERIFY(dock);
     QStringList hidden;
     for (int l = 0; l < dock->lessons().size(); ++l) {
       dock->openLesson(l);
@@ -154,11 +161,8 @@ class TestWindowScreen : public QObject {
   // step's text is as tall as its lines: not a few lines in a box of its own to scroll.
   void stepTextKeepsItsHeight() {
     MainWindow w;
-    w.resize(kScreen);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    LessonDock* dock = w.lessonDock();
-    dock->raise();
+    LessonDock* dock = showLessonsOnTheScreen(w);
+    QVERIFY(dock);
     dock->openLesson(lessonNamed(dock, "02-amdahl"));
     dock->openPage(2);
     if (dock->predictionLocked()) dock->findChild<QPushButton*>("lessonLock")->click();
