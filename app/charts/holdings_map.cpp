@@ -289,8 +289,10 @@ std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldin
           }
           before += n;
         }
-      } else if (total <= 0) {  // a layer nobody holds by name (ZeRO-3): the flat is the layer
-        cell(row).parts.push_back({a, b});
+      } else if (total <= 0) {  // a layer nobody holds by name (ZeRO-3): the flat is the layer,
+        // or, cut by tensor parallelism, this rank's tp shard of it (the shards end to end)
+        const double n = s.tpShards > 1 ? double(s.tpShards) : 1.0, at = s.tpShards > 1 ? s.tpShard : 0;
+        cell(row).parts.push_back({(at + a) / n, (at + b) / n});
         cell(row).bytes += s.bytes;
       } else if (isFlat(s.tensor)) {
         const Parts base = named.count(row) ? named[row] : Parts{{0.0, total}};

@@ -244,6 +244,8 @@ RankHoldings holdingsFromJson(const nlohmann::json& j) {
       s.bytes = i.at("bytes").get<int64_t>();
       s.recomputed = i.value("recomputed", false);
       s.inFlight = i.value("in_flight", false);
+      s.tpShard = i.value("tp_shard", 0);
+      s.tpShards = i.value("tp_shards", 0);
       h.items.push_back(std::move(s));
     }
     for (const nlohmann::json& g : j.at("groups"))

@@ -97,6 +97,7 @@ nlohmann::json toJson(const RankHoldings& h) {
                      {"bytes", s.bytes},
                      {"recomputed", s.recomputed}});
     if (s.inFlight) items.back()["in_flight"] = true;
+    if (s.tpShards > 1) items.back()["tp_shard"] = s.tpShard, items.back()["tp_shards"] = s.tpShards;
   }
   for (const HeldGroup& g : h.groups) groups.push_back({{"name", g.name}, {"ranks", g.worldRanks}});
   for (const CommOpTotals& o : h.lastStep.ops)

@@ -2,7 +2,11 @@
 // synthetic Snapshot show exactly the bytes in it, the timeline draws every span (and the
 // context-parallel ring), the Chrome trace parses, and the holdings map draws real sharding
 // metadata with every label fitted to its room. Run: ctest -R tst_charts_ranks --output-on-failure
+#include <QSet>
 #include <QTest>
+#include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "chart_inputs.h"
 #include "text_boxes.h"
@@ -50,6 +54,8 @@ class TestChartsRanks : public QObject {
   void chromeTraceParses();
   void holdingsMapDrawsTheSlices();
   void holdingsMapLabelsFitEveryRoom();
+  void holdingsMapFollowsTheLayout_data();
+  void holdingsMapFollowsTheLayout();
 };
 
 void TestChartsRanks::initTestCase() {
@@ -427,6 +433,81 @@ void TestChartsRanks::holdingsMapLabelsFitEveryRoom() {
   QVERIFY(map.yAxis->tickVectorLabels().contains("block0.expert1"));  // every row named
   QVERIFY(map.xAxis->tickVectorLabels().value(0).startsWith("rank 0"));
   QCOMPARE(map.xAxis->tickVectorLabels().size(), 8);  // the current run's columns
+}
+
+
+// [SECTION] The holdings map against the layout, from the engine's real holdings
+
+void TestChartsRanks::holdingsMapFollowsTheLayout_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("tp");
+  QTest::addColumn<int>("pp");
+  QTest::addColumn<int>("zero");
+  for (const auto [dp, tp, pp] : {std::tuple{4, 1, 1}, {2, 2, 1}, {1, 2, 2}, {2, 1, 2},
+                                  {2, 2, 2}, {4, 2, 1}, {8, 1, 1}})
+    for (int zero = 0; zero <= 3; ++zero)
+      if (dp > 1 || zero == 0)
+        QTest::addRow("dp%d tp%d pp%d zero%d", dp, tp, pp, zero) << dp << tp << pp << zero;
+}
+
+// Every layer's parameters, as the map draws them from the engine's real holdings. Without
+// ZeRO-3 each data-parallel replica's ranks together hold the whole layer (tensor-parallel
+// slices side by side, each stage its own layers). Under ZeRO-3 rank (d, t) holds chunk d of D
+// of its tensor-parallel shard t of T: the part ((t + d/D)/T, (t + (d+1)/D)/T) of a layer that
+// tensor parallelism cuts, and (d/D, (d+1)/D) of one every tp rank holds whole (which layers
+// are cut is read from the same layout without ZeRO, by name).
+void TestChartsRanks::holdingsMapFollowsTheLayout() {
+  QFETCH(int, dp);
+  QFETCH(int, tp);
+  QFETCH(int, pp);
+  QFETCH(int, zero);
+  RunConfig c;
+  c.ranks = dp * tp * pp, c.dp = dp, c.tp = tp, c.pp = pp, c.zero = zero, c.layers = 2;
+  if (pp > 1) c.microbatches = 2;
+  const std::vector<RankHoldings> held = holdingsOf(c);
+  std::map<int, GridCoords> coordsOf;
+  for (const RankHoldings& h : held) coordsOf[h.rank] = h.coords;
+  const auto covers = [](std::vector<std::pair<double, double>> parts) {
+    std::sort(parts.begin(), parts.end());
+    double reached = 0;
+    for (const auto& [a, b] : parts) {
+      if (a > reached + 1e-9) return false;
+      reached = std::max(reached, b);
+    }
+    return reached >= 1 - 1e-9;
+  };
+  std::map<std::pair<int, QString>, std::vector<std::pair<double, double>>> byReplica;
+  std::map<QString, std::vector<std::pair<double, double>>> byRow;
+  QSet<QString> cut;  // the layers tensor parallelism cuts, by name
+  RunConfig whole = c;
+  whole.zero = 0;
+  for (const RankHoldings& h : holdingsOf(whole))
+    for (const HeldSlice& s : h.items)
+      if (s.kind == HoldingKind::Params && s.dim >= 0 && s.end - s.begin < s.total)
+        cut << HoldingsMap::rowOf(s.tensor);
+  QCOMPARE(cut.isEmpty(), tp == 1);
+  for (const HoldingsMap::Cell& cell : HoldingsMap::cellsOf(held)) {
+    if (cell.kind != HoldingKind::Params) continue;
+    const GridCoords at = coordsOf[cell.rank];
+    for (const auto& part : cell.parts) {
+      byReplica[{at.dp, cell.row}].push_back(part);
+      byRow[cell.row].push_back(part);
+    }
+    if (zero < 3) continue;
+    const double D = dp, T = cut.contains(cell.row) ? tp : 1, t = T > 1 ? at.tp : 0;
+    const double lo = (t + at.dp / D) / T, hi = (t + (at.dp + 1) / D) / T;
+    QCOMPARE(int(cell.parts.size()), 1);
+    QVERIFY2(std::abs(cell.parts[0].first - lo) < 0.02 && std::abs(cell.parts[0].second - hi) < 0.02,
+             qPrintable(QString("rank %1 (dp %2, tp %3), %4: drawn %5..%6, the layout gives %7..%8")
+                            .arg(cell.rank).arg(at.dp).arg(at.tp).arg(cell.row)
+                            .arg(cell.parts[0].first).arg(cell.parts[0].second).arg(lo).arg(hi)));
+  }
+  QVERIFY(!byRow.empty());
+  for (const auto& [row, parts] : byRow) QVERIFY2(covers(parts), qPrintable(row));
+  if (zero < 3)
+    for (const auto& [key, parts] : byReplica)
+      QVERIFY2(covers(parts), qPrintable(QString("replica %1 does not hold all of %2")
+                                             .arg(key.first).arg(key.second)));
 }
 
 QTEST_MAIN(TestChartsRanks)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "metrics/step_views.h"
 #include "parallel/process_grid.h"
 #include "tiles.h"
 #include "train/trainer.h"
@@ -144,6 +145,31 @@ class TstHoldings : public QObject {
   // The GPT under tp 2 with SP: each tp rank holds its heads' slice of q, k and v (columns of
   // qkv), the matching rows of proj, fc1's columns and fc2's rows; the rest on both. Activations
   // are token rows: the two ranks' halves tile each micro-batch's tokens.
+  // ZeRO-3 under tensor parallelism: each rank's flat chunk of a block is a chunk of its own tp
+  // shard of the block, and says which (the two tp ranks of a replica hold chunks of different
+  // shards at the same offsets); a recorded run keeps it.
+  void zero3ChunksNameTheirTensorParallelShard() {
+    RunConfig c = config();
+    c.ranks = 4, c.dp = 2, c.tp = 2, c.zero = 3, c.layers = 2;
+    Trainer t(c);
+    t.step();
+    int flats = 0;
+    for (const RankHoldings& h : t.holdings()) {
+      const RankHoldings again = holdingsFromJson(toJson(h));
+      for (size_t i = 0; i < h.items.size(); ++i) {
+        const HeldSlice& s = h.items[i];
+        if (s.tensor != "block0 (flat)" || s.kind != HoldingKind::Params) continue;
+        ++flats;
+        QCOMPARE(s.tpShards, 2);
+        QCOMPARE(s.tpShard, h.coords.tp);
+        QCOMPARE(s.begin, h.coords.dp == 0 ? int64_t(0) : s.total - (s.end - s.begin));
+        QCOMPARE(again.items[i].tpShard, s.tpShard);
+        QCOMPARE(again.items[i].tpShards, s.tpShards);
+      }
+    }
+    QCOMPARE(flats, 4);
+  }
+
   void gptHoldingsSplitHeadsAndTokens() {
     RunConfig c = config();
     c.model = ModelKind::Gpt;

@@ -36,6 +36,10 @@ struct HeldSlice {
   // Activations only: buffers other ranks' data passes through, not this rank's own (context
   // parallelism's K/V blocks on their way around the ring).
   bool inFlight = false;
+  // A flat unit's ZeRO chunks only: where tensor parallelism splits the unit's weights, the unit
+  // here is this rank's tensor-parallel shard `tpShard` of `tpShards` (0: a unit whole on every
+  // tp rank), so that two tp ranks' chunks are not read as the same part of the layer.
+  int tpShard = 0, tpShards = 0;
 };
 
 // A communicator group this rank belongs to and its members, so per-op traffic can be drawn

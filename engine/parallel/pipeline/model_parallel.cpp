@@ -354,6 +354,7 @@ RankHoldings ModelParallel::holdings() const {
   // A weight cut in parts (the GPT's q, k and v) is one item per part. Every model chunk's.
   for (const Chunk& ch : m_chunks) {
     const ParamSet& ps = ch.model->params();
+    const size_t first = h.items.size();
     ch.sync->addHoldings(h.items, [&](HoldingKind k) {
       static const char* const kParts[] = {" (q)", " (k)", " (v)"};
       for (int i = 0; i < int(ps.refs().size()); ++i) {
@@ -368,6 +369,21 @@ RankHoldings ModelParallel::holdings() const {
                              r.numel() / s.groups * 4});
       }
     });
+    // A flat unit whose weights tensor parallelism cuts is this rank's tp shard of the unit.
+    for (size_t i = first; i < h.items.size(); ++i) {
+      HeldSlice& held = h.items[i];
+      if (!held.tensor.ends_with(" (flat)") || m_grid.tp().size() < 2) continue;
+      const std::string unit = held.tensor.substr(0, held.tensor.size() - 7) + ".";
+      for (int p = 0; p < int(ps.refs().size()); ++p) {
+        const ParamSlice& s = ch.model->sliceOf(p);
+        if (ps.ref(p).name.starts_with(unit) && s.dim >= 0 &&
+            (s.end - s.begin) * s.groups < s.whole.at(size_t(s.dim))) {
+          held.tpShard = m_grid.coords().tp;
+          held.tpShards = m_grid.tp().size();
+          break;
+        }
+      }
+    }
   }
   const RunConfig& c = *m_ctx.config;
   const bool gpt = c.model == ModelKind::Gpt;
