@@ -239,10 +239,10 @@ void ProjectionChart::showProjection(const Projection& p) {
     t->position->setCoords(total, 1);
     t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
     t->setPadding(QMargins(4, 0, 0, 0));
-    setSubtitle(tr("Projected for %1 · MFU %2% · %3 tokens/s")
+    setSubtitle(tr("Projected for %1 · MFU %2% · %3 %4")
                     .arg(gpus)
                     .arg(p.mfu * 100, 0, 'f', 1)
-                    .arg(QLocale().toString(p.tokensPerS, 'f', 0)));
+                    .arg(QLocale().toString(p.throughput(), 'f', 0), p.throughputUnit()));
   }
   setPlaceholderVisible(false);
   fitLegend();

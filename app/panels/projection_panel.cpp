@@ -330,7 +330,7 @@ void ProjectionPanel::refresh() {
     const Layout& r = p.layout;
     m_figures->setText(
         tr("<b>%1</b><br>on %2 × %3, dp %4 · tp %5 · pp %6 · %7 micro-batches of %8<br>"
-           "Projected step: <b>%9 ms</b><br>Projected throughput: <b>%10 tokens/s</b><br>"
+           "Projected step: <b>%9 ms</b><br>Projected throughput: <b>%10</b><br>"
            "Projected TFLOP/s per GPU: <b>%11</b><br>Projected MFU: <b>%12%</b>")
             .arg(QString::fromStdString(p.model.describe()).toHtmlEscaped())
             .arg(cl.gpus)
@@ -341,7 +341,7 @@ void ProjectionPanel::refresh() {
             .arg(r.microBatches)
             .arg(r.microBatchSize)
             .arg(num(p.stepSeconds * 1e3))
-            .arg(num(p.tokensPerS, 0))
+            .arg(num(p.throughput(), 0) + " " + p.throughputUnit())
             .arg(num(p.tflopsPerGpu))
             .arg(num(p.mfu * 100)));
     const double total = p.memory.total() / 1e9, cap = p.memoryCapacity / 1e9;

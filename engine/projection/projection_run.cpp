@@ -3,6 +3,7 @@
 // `paralab-run --project GPU:COUNT`. See tests/engine/tst_projection_layouts.cpp and
 //   paralab-run --model gpt --tp 8 --pp 8 --batch 1536 --project a100-80gb:1024
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -125,10 +126,12 @@ std::string toText(const Projection& p) {
   part("optimizer step", p.split.optimizer, true);
   part("copying the batch", p.split.data, p.split.data > 0);
   part("total", step, true);
-  add("Throughput (projected): %.0f tokens/s, %.1f samples/s; %.1f TFLOP/s per GPU executed "
+  const std::string rate =
+      p.model.gpt() ? std::to_string(std::llround(p.tokensPerS)) + " tokens/s, " : std::string();
+  add("Throughput (projected): %s%.1f samples/s; %.1f TFLOP/s per GPU executed "
       "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s peak "
       "%.0f TFLOP/s\n",
-      p.tokensPerS, p.samplesPerS, p.tflopsPerGpu, p.modelTflopsPerGpu, 100 * p.mfu,
+      rate.c_str(), p.samplesPerS, p.tflopsPerGpu, p.modelTflopsPerGpu, 100 * p.mfu,
       precisionName(l.precision), c.gpu.peakFlops(l.precision) / 1e12);
   const MemoryPerGpu& m = p.memory;
   const double GB = 1e9;

@@ -356,6 +356,16 @@ class TstProjectionLayouts : public QObject {
     request.vocab = 51200;
     const Projection p = projectRun(c, request);
     QVERIFY(near(o["step_ms"].toDouble(), p.stepSeconds * 1e3, 1e-9));
+    QCOMPARE(std::string(p.throughputUnit()), std::string("tokens/s"));
+    QCOMPARE(p.throughput(), p.tokensPerS);
+    QVERIFY(toText(p).find(" tokens/s, ") != std::string::npos);
+    // The MLP's sample is an image: its throughput is samples/s, and no tokens are named.
+    RunConfig mlp;
+    mlp.hidden = 4096, mlp.layers = 8, mlp.batch = 1024;
+    const Projection m = projectRun(mlp, RunProjection{.target = "h100-sxm:8"});
+    QCOMPARE(std::string(m.throughputUnit()), std::string("samples/s"));
+    QCOMPARE(m.throughput(), m.samplesPerS);
+    QVERIFY2(toText(m).find("tokens") == std::string::npos, toText(m).c_str());
   }
 
   void commandLineBadInput_data() {

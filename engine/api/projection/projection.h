@@ -136,6 +136,10 @@ struct Projection {
   double stepSeconds = 0;
   StepSplit split;
   double tokensPerS = 0, samplesPerS = 0;
+  // The throughput in the model's own unit: tokens/s for a GPT, samples/s for the MLP (whose
+  // sample is an image, no tokens).
+  double throughput() const { return model.gpt() ? tokensPerS : samplesPerS; }
+  const char* throughputUnit() const { return model.gpt() ? "tokens/s" : "samples/s"; }
   // FLOPs of one step: what the GPUs execute (recomputation included: Narayanan et al.'s
   // count, their eq. (3) for full recomputation) and what the model needs (MFU's).
   double hardwareFlops = 0, modelFlops = 0;
