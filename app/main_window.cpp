@@ -117,7 +117,7 @@ void MainWindow::runSweep() {
 }
 
 void MainWindow::showSweep(const SweepResult& result) {
-  m_files->setSweep(result);
+  m_files->setSweep(result, m_sweepPanel->sweptConfig());
   if (auto* speedup = m_hub->find<SpeedupChart>()) {
     speedup->showSweep(result, describeSweep(m_sweepPanel->sweptConfig(), result));
     speedup->setLabels(runLabels(m_sweepPanel->sweptConfig(), false));

@@ -30,4 +30,15 @@ std::string needsNewRun(const RunConfig& now, const RunConfig& wanted) {
   return "";
 }
 
+RunConfig liveChanges(const RunConfig& now, const RunConfig& wanted,
+                      std::vector<std::string>* waiting) {
+  RunConfig live = now;
+  for (const Setting& s : runSettings()) {
+    if (s.get(wanted) == s.get(now)) continue;
+    if (s.live) s.set(live, s.get(wanted));
+    else if (waiting) waiting->push_back(s.key);
+  }
+  return live;
+}
+
 }  // namespace paralab

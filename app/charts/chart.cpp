@@ -243,6 +243,7 @@ QString Chart::csvNumber(double v) {
 }
 
 void Chart::setPlaceholderVisible(bool visible) { m_placeholder->setVisible(visible); }
+bool Chart::showsNothing() const { return m_placeholder->visible(); }
 void Chart::setPlaceholderText(const QString& text) {
   m_placeholderText = text;
   fitSubtitle(width());

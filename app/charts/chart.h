@@ -28,6 +28,9 @@ class Chart : public QCustomPlot {
 
   const QString& stem() const { return m_stem; }  // export file names: <stem>.png, ...
   const QString& title() const { return m_title; }
+  // Nothing measured to draw: the chart shows its placeholder (what to do in the window to fill
+  // it), which is no figure for a report.
+  bool showsNothing() const;
   // The chart's name on its dock's tab: short, as a cell holds two or three tabs side by side
   // ("Memory" for "Memory per rank"); the title in the chart says it in full.
   const QString& tabTitle() const { return m_tabTitle.isEmpty() ? m_title : m_tabTitle; }

@@ -125,7 +125,7 @@ void LossChart::clearOverlays() {
 // are read whole (one number a step), the run shown streams past them.
 void LossChart::writeCsv(QTextStream& out) const {
   const QString mean = QString("loss_mean%1_nats").arg(MetricHistory::kMeanWindow);
-  out << "step,loss_nats," << mean << ",test_accuracy_percent,test_loss_nats";
+  out << "step,loss_nats," << mean << (m_evaluates ? ",test_accuracy_percent,test_loss_nats" : "");
   for (const Overlay& o : m_overlays) out << ',' << o.column;
   out << '\n';
   QString error;
@@ -151,16 +151,17 @@ void LossChart::writeCsv(QTextStream& out) const {
       for (size_t i = 0; i < kept.size(); ++i)
         if (next[i] < kept[i].size()) first = std::min(first, kept[i][next[i]].first);
       if (first >= step) return;
-      out << qlonglong(first) << ",,,,";
+      out << qlonglong(first) << (m_evaluates ? ",,,," : ",,");
       keptCells(first);
     }
   };
   if (error.isEmpty())
     error = m_steps.forEach([&](const MetricHistory::Row& r, const StepMetrics& m) {
       keptOnlyBefore(r.step);
-      out << qlonglong(r.step) << ',' << csvNumber(r.loss) << ',' << csvNumber(r.lossMean) << ','
-          << (m.testAccuracy ? csvNumber(100.0 * *m.testAccuracy) : QString()) << ','
-          << (m.testLoss ? csvNumber(*m.testLoss) : QString());
+      out << qlonglong(r.step) << ',' << csvNumber(r.loss) << ',' << csvNumber(r.lossMean);
+      if (m_evaluates)
+        out << ',' << (m.testAccuracy ? csvNumber(100.0 * *m.testAccuracy) : QString()) << ','
+            << (m.testLoss ? csvNumber(*m.testLoss) : QString());
       keptCells(r.step);
     });
   keptOnlyBefore(std::numeric_limits<double>::infinity());
@@ -191,6 +192,15 @@ void LossChart::describeAccuracy(const RunConfig& c) {
                text ? tr("loss (nats/char)") : QString());
   setAxisLabel(yAxis2, text ? tr("next-character accuracy (%)") : tr("test accuracy (%)"),
                tr("accuracy (%)"));
+  // A run that never evaluates (eval-every 0) has no held-out measurement: no legend entry, no
+  // accuracy axis and no CSV column stands for one.
+  m_evaluates = c.evalEvery > 0;
+  for (QCPGraph* g : {m_accuracy, m_testLoss}) {
+    g->setVisible(m_evaluates);
+    if (m_evaluates) g->addToLegend();
+    else g->removeFromLegend();
+  }
+  yAxis2->setVisible(m_evaluates);
   fitLegend();  // longer names: the columns laid out for the shorter ones would cut them
   finishUpdate();
 }

@@ -69,6 +69,7 @@ class LossChart : public Chart {
   MetricHistory::Steps m_steps;
   QList<Overlay> m_overlays;    // oldest first
   int m_kept = 0;               // overlays ever kept: picks the next colour
+  bool m_evaluates = true;      // the run evaluates (eval-every > 0): held-out series and axis
 };
 
 }  // namespace paralab

@@ -10,14 +10,6 @@
 
 namespace paralab {
 
-namespace {
-
-QString r2Text(double r2) {
-  return std::isfinite(r2) ? QString::number(r2, 'f', 3) : QObject::tr("n/a");
-}
-
-}  // namespace
-
 QString SpeedupChart::fitName(const SweepResult& sweep) {
   const bool weak = sweep.scaling == Scaling::Weak;
   const char* law = weak ? "Gustafson" : "Amdahl";
@@ -39,10 +31,10 @@ QString SpeedupChart::fitName(const SweepResult& sweep) {
                                                      sweep.points.back().ranks, sweep.cores)));
   return weak ? tr("Gustafson fit s = %1, R² = %2 (reference)%3")
                     .arg(sweep.gustafson.s, 0, 'f', 3)
-                    .arg(r2Text(sweep.gustafson.r2), over)
+                    .arg(QString::fromStdString(r2Text(sweep.gustafson.r2)), over)
               : tr("Amdahl fit p = %1, R² = %2 (reference)%3")
                     .arg(sweep.amdahl.p, 0, 'f', 3)
-                    .arg(r2Text(sweep.amdahl.r2), over);
+                    .arg(QString::fromStdString(r2Text(sweep.amdahl.r2)), over);
 }
 
 SpeedupChart::SpeedupChart(QWidget* parent) : Chart("speedup", tr("Speedup vs ranks"), parent) {
@@ -86,6 +78,17 @@ void SpeedupChart::clear() {
 }
 
 void SpeedupChart::showHistory(const MetricHistory&) {}
+
+void SpeedupChart::writeCsv(QTextStream& out) const {
+  out << "ranks,measured_speedup,efficiency,ideal_speedup,fit_speedup_reference\n";
+  for (const QCPGraphData& d : *m_measured->data()) {
+    const auto fit = m_fit->data()->findBegin(d.key, false);
+    const bool fitted = fit != m_fit->data()->constEnd() && fit->key == d.key;
+    out << qlonglong(std::llround(d.key)) << ',' << csvNumber(d.value) << ','
+        << csvNumber(d.value / d.key) << ',' << qlonglong(std::llround(d.key)) << ','
+        << (fitted ? csvNumber(fit->value) : QString()) << '\n';
+  }
+}
 
 void SpeedupChart::showSweep(const SweepResult& sweep, const QString& subtitle) {
   clear();

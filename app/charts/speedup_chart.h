@@ -15,6 +15,9 @@ class SpeedupChart : public Chart {
   // Per-step history does not change a sweep, nor does a run's start or reset.
   void showHistory(const MetricHistory& history) override;
   bool followsRun() const override { return false; }
+  // One row per measured rank count (ranks are whole): the measured speedup, its efficiency
+  // S/N, the ideal N and the fitted law at that N. The fit's finer samples are for drawing.
+  void writeCsv(QTextStream& out) const override;
   // Draws `sweep`; `subtitle` describes the settings it measured (not the run shown).
   void showSweep(const SweepResult& sweep, const QString& subtitle = QString());
   void clear();

@@ -143,15 +143,20 @@ QString exportChart(Chart& chart, const QString& path, ExportFormat format, QSiz
 }
 
 QString exportAllCharts(const QList<Chart*>& charts, const QString& dir, QStringList* written,
-                        QSize size) {
+                        QSize size, QStringList* skipped) {
   if (!QDir().mkpath(dir)) return QObject::tr("export: cannot create folder '%1'").arg(dir);
-  for (Chart* chart : charts)
+  for (Chart* chart : charts) {
+    if (chart->showsNothing()) {
+      if (skipped) skipped->push_back(chart->title());
+      continue;
+    }
     for (ExportFormat f :
          {ExportFormat::Png, ExportFormat::Pdf, ExportFormat::Svg, ExportFormat::Csv}) {
       const QString path = QDir(dir).filePath(chart->stem() + '.' + exportSuffix(f));
       if (QString err = exportChart(*chart, path, f, size); !err.isEmpty()) return err;
       if (written) written->push_back(path);
     }
+  }
   return {};
 }
 

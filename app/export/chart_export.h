@@ -28,9 +28,12 @@ inline constexpr QSize kDefaultExportSize{1200, 750};
 // saying what failed.
 QString exportChart(Chart& chart, const QString& path, ExportFormat format,
                     QSize size = kDefaultExportSize);
-// Writes every chart in every format into `dir` (<stem>.png, .pdf, .svg, .csv), creating the
-// folder when needed. Returns "" or the first failure; `written` receives the paths written.
+// Writes every chart that shows something in every format into `dir` (<stem>.png, .pdf, .svg,
+// .csv), creating the folder when needed; a chart with nothing measured (showsNothing) is left
+// out and its title goes to `skipped`. Returns "" or the first failure; `written` receives the
+// paths written.
 QString exportAllCharts(const QList<Chart*>& charts, const QString& dir,
-                        QStringList* written = nullptr, QSize size = kDefaultExportSize);
+                        QStringList* written = nullptr, QSize size = kDefaultExportSize,
+                        QStringList* skipped = nullptr);
 
 }  // namespace paralab

@@ -9,6 +9,7 @@
 #include <QLocale>
 #include <QSaveFile>
 #include <QTextDocument>
+#include <nlohmann/json.hpp>
 
 #include "charts/byte_units.h"
 #include "charts/memory_reference.h"
@@ -175,6 +176,14 @@ void measuredSection(QStringList& md, const RunReport& r) {
   md << "";
 }
 
+// Whether the sweep measured the run's own settings, its rank count aside (a sweep varies it).
+bool sweptTheRun(const RunReport& r) {
+  if (!r.sweepConfig) return true;  // not known: said nowhere, as before a sweep had settings
+  RunConfig swept = *r.sweepConfig, run = r.config;
+  swept.ranks = run.ranks, swept.dp = run.dp, swept.steps = run.steps;
+  return swept.toJson() == run.toJson();
+}
+
 void referenceSection(QStringList& md, const RunReport& r) {
   const RunConfig& c = r.config;
   const int64_t P = r.parameterCount;
@@ -229,11 +238,12 @@ void referenceSection(QStringList& md, const RunReport& r) {
                   ? QObject::tr("- **Gustafson's law** (scaled speedup S(N) = N − s(N − 1)), "
                                 "fitted to the sweep: s = %1, R² = %2")
                         .arg(num(r.sweep->gustafson.s, 3))
-                        .arg(num(r.sweep->gustafson.r2, 3))
+                        .arg(QString::fromStdString(r2Text(r.sweep->gustafson.r2)))
                   : QObject::tr("- **Amdahl's law** (S(N) = 1 / ((1 − p) + p/N)), fitted to the "
                                 "sweep: p = %1, R² = %2")
                         .arg(num(r.sweep->amdahl.p, 3))
-                        .arg(num(r.sweep->amdahl.r2, 3)));
+                        .arg(QString::fromStdString(r2Text(r.sweep->amdahl.r2))));
+    if (!sweptTheRun(r)) items.last() += QObject::tr(" (on the sweep's settings, not this run's)");
     if (const std::string notes = fitNotes(*r.sweep); !notes.empty())
       items.last() += ". " + QString::fromStdString(notes);
   }
@@ -250,7 +260,17 @@ void sweepSection(QStringList& md, const RunReport& r) {
   md << QObject::tr("## Scaling sweep (%1 scaling%2)")
             .arg(str(nameOf(r.sweep->scaling)))
             .arg(r.sweep->cancelled ? QObject::tr(", cancelled") : QString())
-     << "" << QObject::tr("| Ranks | step ms (median) | samples/s | speedup | efficiency |")
+     << "";
+  if (r.sweepConfig) {
+    md << QObject::tr("Swept: %1 · %2.")
+              .arg(str(describeRun(*r.sweepConfig).line()))
+              .arg(str(describeRun(*r.sweepConfig).brief(false)));
+    if (!sweptTheRun(r))
+      md << "" << QObject::tr("**Other settings than the run above**: the sweep and its fit "
+                              "describe these, not the run.");
+    md << "";
+  }
+  md << QObject::tr("| Ranks | step ms (median) | samples/s | speedup | efficiency |")
      << "|---:|---:|---:|---:|---:|";
   for (const SweepPoint& p : r.sweep->points)
     md << QString("| %1 | %2 | %3 | %4 | %5 % |")
@@ -298,6 +318,10 @@ QString summaryMarkdown(const RunReport& r) {
       md << QString("- `%1` %2").arg(stem, suffixes[stem].join(' '));
     md << "";
   }
+  if (!r.notExported.isEmpty())
+    md << QObject::tr("Not exported, nothing was measured for them in this run: %1.")
+              .arg(r.notExported.join(", "))
+       << "";
   return md.join('\n');
 }
 

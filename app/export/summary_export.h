@@ -27,7 +27,9 @@ struct RunReport {
   double meanStepMs = 0;                                // over the last `window` steps
   double samplesPerS = 0;                               // over the last `window` steps
   std::optional<SweepResult> sweep;
+  std::optional<RunConfig> sweepConfig;  // the settings the sweep measured (its ranks vary)
   QStringList files;  // the other files of the export, by name
+  QStringList notExported;  // the charts left out, by title: nothing measured to draw
 };
 
 // The summary as Markdown (GitHub dialect: tables).

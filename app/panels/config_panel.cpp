@@ -306,6 +306,13 @@ void ConfigPanel::updateAvailability() {
     QString reason = why ? qs(*why) : QString();
     reason.replace(QRegularExpression("--([a-z][a-z-]*)"), "\\1");  // flags read as controls
     setAvailable(k.widget, k.tip, !why, reason);
+    // A greyed control reads the value in effect, not the one it had while it applied: a tp 2
+    // left behind under Hogwild would say the run splits its layers, and would come back
+    // unasked with sync.
+    if (why) {
+      const QSignalBlocker quiet(k.widget);
+      showValue(k, effect.config);
+    }
     if (s.hideUnlessApplies)
       if (QFormLayout* form = m_formOf.value(k.widget)) form->setRowVisible(k.widget, !why);
     if (s.maxOf)  // servers up to ranks, top-k up to experts

@@ -86,7 +86,7 @@ void LessonDock::build() {
 
   m_views = new QStackedWidget(root);
   m_views->addWidget(buildLessonView());
-  m_review = new ReviewPage(m_course.lessons, m_course.deck, m_course.glossary);
+  m_review = new ReviewPage(m_course.lessons, m_course.progress, m_course.deck, m_course.glossary);
   m_views->addWidget(m_review);
   m_glossaryPage = new GlossaryPage(m_course.glossary, m_course.lessons);
   m_views->addWidget(m_glossaryPage);
@@ -357,6 +357,8 @@ void LessonDock::openPage(int page) {
   }
   showProblems();
   showPage();
+  if (const Step* s = currentStep(); s && s->sweep && s->prediction && !predictionLocked())
+    emit sweepToPredict();
 }
 
 void LessonDock::showPage() {

@@ -113,6 +113,10 @@ class LessonDock : public QDockWidget {
   void runExperiment(const paralab::RunConfig& config);
   // Run a scaling sweep of `base` at these rank counts.
   void runSweep(const paralab::RunConfig& base, const QList<int>& ranks, int steps, int warmup);
+  // A step opened that asks for a prediction before its sweep: an earlier sweep's result (the
+  // same sweep, often, with the fitted value asked for) must not be on show while the learner
+  // predicts.
+  void sweepToPredict();
   // Run the step's teaching benchmark (a ```bench block with a kind) off the GUI thread and
   // draw it; cancelBench() stops it.
   void runBench(const paralab::lessons::Bench& bench);

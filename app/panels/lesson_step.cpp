@@ -351,6 +351,18 @@ QString LessonDock::comparisonText() const {
                              ? QString()
                              : "<p style='color:" + warningColor(palette()) + "'>" +
                                    m_attempt.typingError.toHtmlEscaped() + "</p>";
+  // Trying again: the reference and the measurement wait until the new guess is locked in, so
+  // that it is a guess and not a copy of the answer on screen.
+  if (m_attempt.retrying) {
+    const QStringList picks =
+        m_course.progress.lesson(m_course.lessons[m_lesson].slug).choices.value(s->title);
+    QStringList earlier = picks;
+    if (!p.isChoice())
+      for (double a : attempts) earlier << number(a) + (p.unit.isEmpty() ? "" : " " + p.unit);
+    return typing + "<p>" +
+           tr("Your earlier answers: %1.").arg(earlier.join(", ")).toHtmlEscaped() + "</p><p>" +
+           tr("Lock in a new one: then the reference and the measurement show again.") + "</p>";
+  }
   if (p.isChoice()) return typing + choiceComparisonText(*s);
   if (attempts.isEmpty())
     return typing + (p.worked ? tr("Lock in your answer below: then the worked solution shows.")

@@ -10,9 +10,9 @@ namespace paralab {
 
 using namespace paralab::lessons;
 
-ReviewPage::ReviewPage(const QList<Lesson>& lessons, FlashcardDeck& deck, const Glossary& glossary,
-                       QWidget* parent)
-    : QWidget(parent), m_lessons(lessons), m_deck(deck) {
+ReviewPage::ReviewPage(const QList<Lesson>& lessons, const Progress& progress, FlashcardDeck& deck,
+                       const Glossary& glossary, QWidget* parent)
+    : QWidget(parent), m_lessons(lessons), m_progress(progress), m_deck(deck) {
   setObjectName("lessonReview");
   auto* title = new QLabel("<h3>" + tr("Review") + "</h3>" +
                                tr("The cards of every lesson that are due, the lessons taking "
@@ -40,7 +40,11 @@ ReviewPage::ReviewPage(const QList<Lesson>& lessons, FlashcardDeck& deck, const 
 
 QList<FlashcardPage::LessonCard> ReviewPage::allCards() const {
   QList<FlashcardPage::LessonCard> all;
-  for (const Lesson& l : m_lessons) all << FlashcardPage::cardsOf(l);
+  for (const Lesson& l : m_lessons) {
+    const bool finished = m_progress.lesson(l.slug).completed;
+    for (const FlashcardPage::LessonCard& c : FlashcardPage::cardsOf(l))
+      if (finished || m_deck.state(c.id()).due.isValid()) all << c;
+  }
   return all;
 }
 

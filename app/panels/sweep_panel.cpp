@@ -183,11 +183,11 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
       fit = (weak ? tr("Gustafson fit (reference, fitted on %1): serial fraction s = %2, R² = %3")
                         .arg(basis)
                         .arg(result.gustafson.s, 0, 'f', 3)
-                        .arg(result.gustafson.r2, 0, 'f', 3)
+                        .arg(QString::fromStdString(r2Text(result.gustafson.r2)))
                   : tr("Amdahl fit (reference, fitted on %1): parallel fraction p = %2, R² = %3")
                         .arg(basis)
                         .arg(result.amdahl.p, 0, 'f', 3)
-                        .arg(result.amdahl.r2, 0, 'f', 3));
+                        .arg(QString::fromStdString(r2Text(result.amdahl.r2))));
     fit += ".";
     if (QString cores = QString::fromStdString(coresCaveat(result)); !cores.isEmpty())
       fit += " " + cores.left(1).toUpper() + cores.mid(1) + ".";
@@ -200,6 +200,13 @@ void SweepPanel::onFinished(const SweepResult& result, const QString& error) {
                                       : tr("Done: %1 points. ").arg(result.points.size())) +
                     fit + (m_beforeNote.isEmpty() ? QString() : "\n" + m_beforeNote));
   emit sweepFinished(result);
+}
+
+void SweepPanel::clearResult(const QString& why) {
+  if (isRunning()) return;
+  m_result.reset();
+  m_table->setRowCount(0);
+  m_status->setText(why);
 }
 
 void SweepPanel::showTable(const SweepResult& result) {

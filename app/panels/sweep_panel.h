@@ -40,6 +40,8 @@ class SweepPanel : public QWidget {
   // The rank counts asked for ("1, 2, 4, 8"); setRanks() for tests and --config.
   void setRanks(const QString& list);
   void setSteps(int steps, int warmup);
+  // Takes the last result off show (its table and fit), saying `why` in the status line.
+  void clearResult(const QString& why);
 
  signals:
   void sweepFinished(const paralab::SweepResult& result);

@@ -80,6 +80,7 @@ RunReport FileActions::report() const {
   r.meanStepMs = history.recentStepMs();
   r.samplesPerS = history.recentSamplesPerS();
   r.sweep = m_sweep;
+  r.sweepConfig = m_sweptConfig;
   return r;
 }
 
@@ -88,8 +89,9 @@ QString FileActions::exportAllTo(const QString& dir, QStringList* written, QSize
   m_runs->poll();
   const ShownRun& run = m_runs->shown();
   m_hub->refreshAll();
-  QStringList files;
-  if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size); !err.isEmpty())
+  QStringList files, empty;
+  if (QString err = paralab::exportAllCharts(m_hub->charts(), dir, &files, size, &empty);
+      !err.isEmpty())
     return err;
   // A recorded run cut short has no settings to write: its charts, steps and trace only.
   const QString configPath = QDir(dir).filePath("run-config.json");
@@ -138,6 +140,7 @@ QString FileActions::exportAllTo(const QString& dir, QStringList* written, QSize
     for (const QString& f : files) r.files << QFileInfo(f).fileName();
     r.files << "summary.md"
             << "summary.html";
+    r.notExported = empty;
     if (QString err = writeSummary(dir, r, &files); !err.isEmpty()) return err;
   }
   if (written) *written = files;
@@ -149,8 +152,11 @@ void FileActions::openRun() {
       QFileDialog::getOpenFileName(m_window, tr("Open a Recorded Run"), Settings::exportDir(),
                                    tr("Recorded runs (*.jsonl *.json);;All files (*)"));
   if (path.isEmpty()) return;
-  if (!askBeforeLoss(m_window, tr("Open %1?").arg(QFileInfo(path).fileName()),
-                     {m_runs->atRisk()}, tr("Open")))
+  QStringList losses;
+  if (const QString run = m_runs->atRisk(); !run.isEmpty())
+    losses << tr("%1 ends; its charts show the file instead.").arg(run);
+  if (!askBeforeLoss(m_window, tr("Open %1?").arg(QFileInfo(path).fileName()), losses,
+                     tr("Open")))
     return;
   // A file cut short opens with a line in the status bar (openRunFile), not a dialog.
   if (const QString err = openRunFile(path, nullptr); !err.isEmpty()) m_runs->showError(err);

@@ -26,7 +26,11 @@ class FileActions : public QObject {
   FileActions(QMainWindow* window, RunController* runs, ChartHub* hub, ConfigPanel* panel);
 
   // The last scaling sweep, for the summary.
-  void setSweep(const SweepResult& sweep) { m_sweep = sweep; }
+  // The last sweep and the settings it measured, for the summary.
+  void setSweep(const SweepResult& sweep, const RunConfig& swept) {
+    m_sweep = sweep;
+    m_sweptConfig = swept;
+  }
   // Everything for coursework into `dir` (MainWindow::exportAllTo): "" or the first failure.
   QString exportAllTo(const QString& dir, QStringList* written = nullptr,
                       QSize size = QSize(1200, 750));
@@ -49,6 +53,7 @@ class FileActions : public QObject {
   ChartHub* m_hub;
   ConfigPanel* m_panel;
   std::optional<SweepResult> m_sweep;
+  std::optional<RunConfig> m_sweptConfig;
 };
 
 }  // namespace paralab

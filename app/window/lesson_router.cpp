@@ -14,6 +14,7 @@
 #include "bench_runner.h"
 #include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
+#include "charts/speedup_chart.h"
 #include "engine_bridge.h"
 #include "panels/config_panel.h"
 #include "panels/lesson_dock.h"
@@ -27,11 +28,13 @@ namespace paralab {
 
 bool askBeforeLoss(QWidget* parent, const QString& question, const QStringList& losses,
                    const QString& yes) {
-  if (losses.isEmpty()) return true;
+  QStringList lines = losses;
+  lines.removeAll(QString());  // an empty line is no loss, and an empty bullet says nothing
+  if (lines.isEmpty()) return true;
   QMessageBox box(QMessageBox::Question, QObject::tr("ParaLab"), question, QMessageBox::NoButton,
                   parent);
   box.setObjectName("confirmBox");
-  box.setInformativeText("• " + losses.join("\n• "));
+  box.setInformativeText("• " + lines.join("\n• "));
   QPushButton* go = box.addButton(yes, QMessageBox::AcceptRole);
   box.addButton(QMessageBox::Cancel);
   box.setDefaultButton(QMessageBox::Cancel);  // Enter by habit loses nothing
@@ -179,6 +182,12 @@ void LessonRouter::connectDock() {
             emit sweepAsked();
             if (!m_sweep->isRunning()) m_experimentSweepBase.reset();
           });
+  connect(m_dock, &LessonDock::sweepToPredict, this, [this] {
+    if (m_sweep->isRunning()) return;
+    if (auto* speedup = m_hub->find<SpeedupChart>()) speedup->clear();
+    m_sweep->clearResult(tr("This step asks for your prediction first: lock it in, then Run "
+                            "sweep measures again."));
+  });
   connect(m_sweep, &SweepPanel::sweepFinished, this, [this](const SweepResult& result) {
     if (!m_experimentSweepBase) return;
     m_dock->showSweepResult(lessons::sweepJson(result, *m_experimentSweepBase));

@@ -339,15 +339,31 @@ void RunController::applyLiveChanges() {
   RunConfig wanted = m_panel->config();
   if (!m_panel->isValid()) return updateConfigNote();  // the panel says why, inline
   wanted.steps = m_shown.config.steps;  // the run's length is fixed when it starts
-  if (describeChange(m_shown.config, wanted).isEmpty()) {
+  // The model, its data and the like wait for the next Start; every other change still goes to
+  // the run, so that one of them does not hold back a later batch or ZeRO change.
+  std::vector<std::string> waiting;
+  const RunConfig live = liveChanges(m_shown.config, wanted, &waiting);
+  const bool changes = !describeChange(m_shown.config, live).isEmpty();
+  if (!changes && waiting.empty()) {
     m_shown.liveNote.clear();
     return updateConfigNote();
   }
-  const std::string err = m_run->reconfigure(wanted);
-  m_shown.liveNote = err.empty() ? tr("Applying to the running training after the step in flight…")
-                                 : tr("Not applied to the running training: %1")
-                                       .arg(QString::fromStdString(err));
-  m_shown.liveNoteWarns = !err.empty();
+  const std::string err = changes ? m_run->reconfigure(live) : std::string();
+  QStringList note, kept;
+  if (changes)
+    note << (err.empty() ? tr("Applying to the running training after the step in flight…")
+                         : tr("Not applied to the running training: %1")
+                               .arg(QString::fromStdString(err)));
+  for (const std::string& key : waiting) kept << QString::fromStdString(key);
+  if (!kept.isEmpty())
+    note << tr("%1: changing it needs a new run (Reset, then Start); the running training keeps "
+               "its own and takes your other changes.")
+                .arg(kept.join(", "));
+  m_shown.liveNote = note.join(' ');
+  m_shown.liveNoteWarns = !err.empty() || !kept.isEmpty();
+  // The note sits at the top of the settings panel, which may be scrolled out of view: a
+  // warning goes to the status bar too.
+  if (m_shown.liveNoteWarns) showError(m_shown.liveNote);
   updateConfigNote();
 }
 

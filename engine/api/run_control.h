@@ -56,6 +56,11 @@ RunPlace runPlace(const RunConfig& config);
 // setting the table marks fixed per run (Setting::live) that differs: the model, data,
 // optimizer kind, seed ... need a new run.
 std::string needsNewRun(const RunConfig& now, const RunConfig& wanted);
+// What of `wanted` a running training can take: `now` with each live setting's value from
+// `wanted`; the keys of the settings that differ but need a new run go to `waiting`, so that one
+// of them does not hold back every later change.
+RunConfig liveChanges(const RunConfig& now, const RunConfig& wanted,
+                      std::vector<std::string>* waiting);
 
 class RunControl {
  public:

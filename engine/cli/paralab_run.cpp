@@ -79,17 +79,17 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
     const std::string over =
         "fitted on " + fitBasis(r.points.front().ranks, r.points.back().ranks, r.cores);
     if (const std::string why = r.amdahl.caveat(); !why.empty())
-      std::printf("Amdahl fit (reference, %s): p = %.3f (R^2 = %.3f), %s\n", over.c_str(),
-                  r.amdahl.p, r.amdahl.r2, why.c_str());
+      std::printf("Amdahl fit (reference, %s): p = %.3f (R^2 = %s), %s\n", over.c_str(),
+                  r.amdahl.p, r2Text(r.amdahl.r2).c_str(), why.c_str());
     else
       std::printf(
-          "Amdahl fit (reference, %s): p = %.3f (R^2 = %.3f); predicts %.1fx at 64 ranks, at "
+          "Amdahl fit (reference, %s): p = %.3f (R^2 = %s); predicts %.1fx at 64 ranks, at "
           "most %.1fx\n",
-          over.c_str(), r.amdahl.p, r.amdahl.r2, r.amdahl.speedup(64),
+          over.c_str(), r.amdahl.p, r2Text(r.amdahl.r2).c_str(), r.amdahl.speedup(64),
           r.amdahl.p < 1 ? 1 / (1 - r.amdahl.p) : INFINITY);
     const std::string why = r.gustafson.caveat();
-    std::printf("Gustafson fit (reference, %s): serial fraction s = %.3f (R^2 = %.3f)%s\n",
-                over.c_str(), r.gustafson.s, r.gustafson.r2,
+    std::printf("Gustafson fit (reference, %s): serial fraction s = %.3f (R^2 = %s)%s\n",
+                over.c_str(), r.gustafson.s, r2Text(r.gustafson.r2).c_str(),
                 why.empty() ? "" : (", " + why).c_str());
     if (const std::string cores = coresCaveat(r); !cores.empty())
       std::printf("Note: %s.\n", cores.c_str());

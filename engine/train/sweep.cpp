@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,9 +17,14 @@ namespace paralab {
 
 namespace {
 
-// R² of predictions against measurements: 1 - SS_res / SS_tot.
-double rSquared(const std::vector<double>& measured, const std::vector<double>& predicted) {
-  if (measured.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+// R² of predictions against measurements: 1 - SS_res / SS_tot. Both laws pass through S(1) = 1
+// whatever their one parameter, so the point at one rank is fitted by construction and a single
+// other point is fitted exactly by the parameter: R² says something only from two points beside
+// N = 1 (NaN otherwise, which the window shows as n/a).
+double rSquared(const std::vector<int>& ranks, const std::vector<double>& measured,
+                const std::vector<double>& predicted) {
+  if (std::count_if(ranks.begin(), ranks.end(), [](int n) { return n != 1; }) < 2)
+    return std::numeric_limits<double>::quiet_NaN();
   double mean = 0;
   for (double m : measured) mean += m / double(measured.size());
   double res = 0, tot = 0;
@@ -48,6 +54,13 @@ std::string fractionCaveat(double f, bool slower) {
 
 }  // namespace
 
+std::string r2Text(double r2) {
+  if (!std::isfinite(r2)) return "n/a";
+  char text[16];
+  std::snprintf(text, sizeof text, "%.3f", r2);
+  return text;
+}
+
 std::string AmdahlFit::caveat() const { return fractionCaveat(p, p < 0); }
 std::string GustafsonFit::caveat() const { return fractionCaveat(s, s > 1); }
 
@@ -62,7 +75,7 @@ AmdahlFit fitAmdahl(const std::vector<int>& ranks, const std::vector<double>& sp
   f.p = slope(x, y);
   std::vector<double> predicted;
   for (int n : ranks) predicted.push_back(f.speedup(n));
-  f.r2 = rSquared(speedups, predicted);
+  f.r2 = rSquared(ranks, speedups, predicted);
   return f;
 }
 
@@ -77,7 +90,7 @@ GustafsonFit fitGustafson(const std::vector<int>& ranks, const std::vector<doubl
   f.s = slope(x, y);
   std::vector<double> predicted;
   for (int n : ranks) predicted.push_back(f.speedup(n));
-  f.r2 = rSquared(speedups, predicted);
+  f.r2 = rSquared(ranks, speedups, predicted);
   return f;
 }
 

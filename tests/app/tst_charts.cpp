@@ -30,6 +30,7 @@ class TestCharts : public QObject {
   void divergedRunDoesNotSetTheAxis();
   void legendTakesAtMostAThird();
   void gptLegendIsNotCut();
+  void noEvaluationNoHeldOutSeries();
 };
 
 void TestCharts::initTestCase() {
@@ -239,6 +240,23 @@ void TestCharts::speedupDrawsTheSweep() {
     const double n = (chart.fit()->data()->begin() + i)->key;
     QVERIFY(qFuzzyCompare((chart.fit()->data()->begin() + i)->value, strong.amdahl.speedup(n)));
   }
+  // The CSV has a row per measured rank count, whole ranks, the fit at each: the ~120 samples
+  // that draw the curve are not data.
+  QString csv;
+  QTextStream out(&csv);
+  chart.writeCsv(out);
+  const QStringList rows = csv.trimmed().split('\n');
+  QCOMPARE(rows.first(), QString("ranks,measured_speedup,efficiency,ideal_speedup,fit_speedup_reference"));
+  QCOMPARE(rows.size(), 1 + int(strong.points.size()));
+  for (size_t i = 0; i < strong.points.size(); ++i) {
+    const QStringList cells = rows[int(i) + 1].split(',');
+    const SweepPoint& p = strong.points[i];
+    QCOMPARE(cells[0], QString::number(p.ranks));
+    QVERIFY(qFuzzyCompare(cells[1].toDouble(), p.speedup));
+    QVERIFY(qFuzzyCompare(cells[2].toDouble(), p.efficiency));
+    QCOMPARE(cells[3], QString::number(p.ranks));
+    QVERIFY(qFuzzyCompare(cells[4].toDouble(), strong.amdahl.speedup(p.ranks)));
+  }
 
   const SweepResult weak = analyseSweep(Scaling::Weak, {1, 2, 4}, {100, 104, 112}, 64);
   chart.showSweep(weak);
@@ -426,6 +444,43 @@ void TestCharts::gptLegendIsNotCut() {
   QVERIFY(legend.size() >= 4);
   const QStringList cut = clipped(legend);
   QVERIFY2(cut.isEmpty(), qPrintable(cut.join('\n')));
+}
+
+
+// A run with eval-every 0 measures nothing held out: its loss chart names no accuracy or
+// held-out loss in the legend, draws no accuracy axis and writes no such CSV column; a run that
+// evaluates gets all three back.
+void TestCharts::noEvaluationNoHeldOutSeries() {
+  LossChart chart;
+  chart.resize(640, 360);
+  const auto legendNames = [&] {
+    QStringList names;
+    for (int i = 0; i < chart.legend->itemCount(); ++i)
+      if (auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.legend->item(i)))
+        names << item->plottable()->name();
+    return names.join(" | ");
+  };
+  const auto csvHeader = [&] {
+    QString csv;
+    QTextStream out(&csv);
+    chart.writeCsv(out);
+    return csv.section('\n', 0, 0);
+  };
+  RunConfig quiet;
+  quiet.evalEvery = 0;
+  chart.showRunOf(quiet);
+  chart.showHistory(lossHistory(30, 2));
+  QVERIFY2(!legendNames().contains("test accuracy") && !legendNames().contains("held-out"),
+           qPrintable(legendNames()));
+  QVERIFY(!chart.yAxis2->visible());
+  QCOMPARE(csvHeader(), QString("step,loss_nats,loss_mean20_nats"));
+  RunConfig evaluated;
+  evaluated.evalEvery = 10;
+  chart.showRunOf(evaluated);
+  QVERIFY2(legendNames().contains("test accuracy") && legendNames().contains("held-out loss"),
+           qPrintable(legendNames()));
+  QVERIFY(chart.yAxis2->visible());
+  QCOMPARE(csvHeader(), QString("step,loss_nats,loss_mean20_nats,test_accuracy_percent,test_loss_nats"));
 }
 
 QTEST_MAIN(TestCharts)

@@ -63,6 +63,25 @@ class TstSummary : public QObject {
     QVERIFY2(rowOf(md, "Strategy").startsWith("| Strategy | model-parallel — "),
              qPrintable(rowOf(md, "Strategy")));
   }
+
+  // A sweep measured on other settings than the run's says so, beside its table and its fit; a
+  // sweep of the run's own settings (its ranks aside) needs no such line.
+  void sweepOfOtherSettingsIsSaid() {
+    RunReport r;
+    r.config.ranks = 4;
+    r.state = "finished";
+    r.sweep = analyseSweep(Scaling::Strong, {1, 2, 4}, {100, 60, 40}, 64);
+    r.sweepConfig = r.config;
+    r.sweepConfig->ranks = 1;
+    QString md = summaryMarkdown(r);
+    QVERIFY2(md.contains("Swept: ") && !md.contains("Other settings than the run"), qPrintable(md));
+    QVERIFY(!md.contains("not this run's"));
+    r.sweepConfig->hidden = 2 * r.config.hidden;
+    md = summaryMarkdown(r);
+    QVERIFY2(md.contains("**Other settings than the run above**"), qPrintable(md));
+    QVERIFY2(md.contains("fitted to the sweep: p = ") && md.contains("(on the sweep's settings, not this run's)"),
+             qPrintable(md));
+  }
 };
 
 QTEST_MAIN(TstSummary)

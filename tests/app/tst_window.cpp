@@ -31,6 +31,7 @@
 #include <QStyle>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QStatusBar>
 #include <QTest>
 #include <QTextDocumentFragment>
 #include <QThread>
@@ -104,6 +105,7 @@ class TestWindow : public QObject {
   void liveChangeOfAFixedFieldIsRefusedInline();
   void lessonExperimentRunsAndReportsBack();
   void lessonChoiceMeasuredByTheRun();
+  void earlierSweepIsHiddenWhilePredicting();
   void startupAndFrameBenchPrint();
   void screenshots();
 };
@@ -260,6 +262,14 @@ void TestWindow::liveChangeOfAFixedFieldIsRefusedInline() {
   QCOMPARE(w.runConfig().hidden, 32);
   QCOMPARE(w.runState(), RunState::Running);  // the run goes on as it was
   QVERIFY(!QApplication::activeModalWidget());
+  // The refused change does not hold back a later one that a running training can take; the
+  // status bar says what waits, wherever the panel is scrolled.
+  QVERIFY2(w.statusBar()->currentMessage().contains("hidden"),
+           qPrintable(w.statusBar()->currentMessage()));
+  const int batch = w.runConfig().batch + 16;
+  child<QSpinBox>(w.configPanel(), "batch")->setValue(batch);
+  QTRY_COMPARE_WITH_TIMEOUT(w.runConfig().batch, batch, 10000);
+  QCOMPARE(w.runConfig().hidden, 32);
   w.reset();
 }
 
@@ -459,6 +469,33 @@ void TestWindow::screenshots() {
     QVERIFY(panel.grab().save(screenshotDir() + "/export-panel.png"));
   }
   QApplication::setPalette(lightPalette());
+}
+
+
+// Lesson 2's "Fit p" asks for the parallel fraction the sweep will fit: the previous step's
+// sweep (the same sweep) and its fitted p are taken off show until a prediction is locked in.
+void TestWindow::earlierSweepIsHiddenWhilePredicting() {
+  MainWindow w;
+  auto* speedup = w.chartHub()->find<SpeedupChart>();
+  QVERIFY(speedup);
+  speedup->showSweep(analyseSweep(Scaling::Strong, {1, 2}, {10, 6}, 64));
+  QVERIFY(!speedup->showsNothing());
+  LessonDock* dock = w.lessonDock();
+  int amdahl = -1;
+  for (int i = 0; i < dock->lessons().size(); ++i)
+    if (dock->lessons()[i].slug == "02-amdahl") amdahl = i;
+  QVERIFY(amdahl >= 0);
+  dock->openLesson(amdahl);
+  int fit = -1;
+  const auto& steps = dock->lessons()[amdahl].steps;
+  for (int i = 0; i < steps.size(); ++i)
+    if (steps[i].title == "Fit p") fit = i + 1;
+  QVERIFY(fit > 0);
+  dock->openPage(fit);
+  QVERIFY(dock->currentStep()->sweep && !dock->predictionLocked());
+  QVERIFY(speedup->showsNothing());
+  QVERIFY2(child<QLabel>(w.findChild<SweepPanel*>(), "sweepStatus")->text().contains("prediction"),
+           qPrintable(child<QLabel>(w.findChild<SweepPanel*>(), "sweepStatus")->text()));
 }
 
 QTEST_MAIN(TestWindow)

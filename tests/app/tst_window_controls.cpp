@@ -9,6 +9,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -17,6 +18,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,6 +29,7 @@
 #include "parallel/strategy.h"
 #include "settings.h"
 #include "theme.h"
+#include "window/lesson_router.h"
 #include "window_test.h"
 
 using namespace paralab;
@@ -45,6 +48,8 @@ class TestWindowControls : public QObject {
   void settingsStayOutOfTheUsersStore();
   void themes();
   void shortcuts();
+  void noQuestionWhenNothingIsLost();
+  void greyedControlsReadTheValueInEffect();
 };
 
 void TestWindowControls::initTestCase() {
@@ -346,6 +351,55 @@ void TestWindowControls::shortcuts() {
     QVERIFY(action->toolTip().contains(key.toString(QKeySequence::NativeText)) ||
             !action->statusTip().isEmpty());
   }
+}
+
+
+// Open Run, Quit and a lesson's run ask only when something would be lost: with nothing running
+// (an empty line of what is at risk) no question comes, and a question lists only real losses.
+void TestWindowControls::noQuestionWhenNothingIsLost() {
+  QWidget parent;
+  QStringList asked;  // the informative text of every question shown, answered with Cancel
+  QTimer watcher;
+  QObject::connect(&watcher, &QTimer::timeout, [&] {
+    if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+      asked << box->informativeText();
+      box->button(QMessageBox::Cancel)->click();
+    }
+  });
+  watcher.start(20);
+  QVERIFY(askBeforeLoss(&parent, "Open run.jsonl?", {QString()}, "Open"));
+  QVERIFY(askBeforeLoss(&parent, "Quit?", {}, "Quit"));
+  QVERIFY2(asked.isEmpty(), qPrintable(asked.join('|')));
+  QVERIFY(!askBeforeLoss(&parent, "Open run.jsonl?", {QString(), "The run shown ends."}, "Open"));
+  QCOMPARE(asked, QStringList{"• The run shown ends."});
+}
+
+
+// A control that stops applying reads the value in effect: under Hogwild the layout controls say
+// no split (tp 1, pp 1, no ZeRO), not the tp 2 · pp 2 · ZeRO-3 left from sync; and back on sync
+// those do not come back unasked.
+void TestWindowControls::greyedControlsReadTheValueInEffect() {
+  ConfigPanel panel;
+  RunConfig c = ConfigPanel::defaults();
+  c.ranks = 8, c.tp = 2, c.pp = 2, c.zero = 3, c.microbatches = 4;
+  panel.setConfig(c);
+  auto* tp = child<QSpinBox>(&panel, "tp");
+  auto* pp = child<QSpinBox>(&panel, "pp");
+  auto* zero = child<QComboBox>(&panel, "zero");
+  auto* strategy = child<QComboBox>(&panel, "strategy");
+  QCOMPARE(tp->value(), 2);
+  QCOMPARE(zero->currentData().toString(), QString("3"));
+  strategy->setCurrentIndex(strategy->findData("hogwild"));
+  QVERIFY(!tp->isEnabled() && !pp->isEnabled() && !zero->isEnabled());
+  QCOMPARE(tp->value(), 1);
+  QCOMPARE(pp->value(), 1);
+  QCOMPARE(zero->currentData().toString(), QString("0"));
+  QCOMPARE(panel.config().tp, 1);
+  strategy->setCurrentIndex(strategy->findData("sync"));
+  QVERIFY(tp->isEnabled() && zero->isEnabled());
+  QCOMPARE(tp->value(), 1);
+  QCOMPARE(zero->currentData().toString(), QString("0"));
+  QCOMPARE(panel.config().zero, 0);
 }
 
 QTEST_MAIN(TestWindowControls)

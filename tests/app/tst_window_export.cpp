@@ -3,6 +3,7 @@
 // an exported run.jsonl opens again with the same timeline and holdings map, saying what its
 // lines left out. Settings stay out of the user's store. Run: ctest -R tst_window_export
 // --output-on-failure
+#include <algorithm>
 #include <QAbstractItemView>
 #include <QApplication>
 #include <QCheckBox>
@@ -136,6 +137,11 @@ void TestWindowExport::exportAllWritesEverything() {
   QCOMPARE(w.exportAllTo(dir.path(), &written), QString());
   for (Chart* chart : w.charts()) {
     const QString base = dir.filePath(chart->stem());
+    if (chart->showsNothing()) {  // nothing measured (no sweep, no benchmark): no figure
+      QVERIFY2(!drawnByARun(chart), qPrintable(base + " shows nothing after a run"));
+      QVERIFY2(!QFile::exists(base + ".png") && !QFile::exists(base + ".csv"), qPrintable(base));
+      continue;
+    }
     QImage png(base + ".png");
     QVERIFY2(!png.isNull(), qPrintable(base));
     QCOMPARE(png.size(), QSize(1200, 750));
@@ -194,7 +200,15 @@ void TestWindowExport::exportAllWritesEverything() {
   // Every step again, as paralab-run --json prints them: what File > Open Run reads.
   QVERIFY(written.contains(dir.filePath("run.jsonl")));
   QCOMPARE(readLines(dir.filePath("run.jsonl")).size(), kSteps + 1);
-  QCOMPARE(written.size(), w.charts().size() * 4 + 5);
+  // The charts with nothing measured (no sweep was run) are left out, and the summary says so.
+  const QList<Chart*> charts = w.charts();
+  const auto empty =
+      std::count_if(charts.begin(), charts.end(), [](const Chart* c) { return c->showsNothing(); });
+  QVERIFY(empty > 0 && !QFile::exists(dir.filePath("speedup.png")));
+  QVERIFY2(md.contains("Not exported, nothing was measured for them in this run: ") &&
+               md.contains("Speedup vs ranks"),
+           qPrintable(md));
+  QCOMPARE(written.size(), (w.charts().size() - empty) * 4 + 5);
 }
 
 // A thread run exported with Export All and opened again (File > Open Run) draws the same

@@ -41,6 +41,19 @@ class TstSweep : public QObject {
     QVERIFY(r.amdahl.r2 > 0.95 && r.amdahl.r2 <= 1.0);
   }
 
+  // Both laws pass through S(1) = 1 and have one parameter: fitted on ranks 1 and 2 alone they
+  // meet both points whatever the timings, so R² would read 1.000 and mean nothing.
+  void oneRankCountBesideOneHasNoRSquared() {
+    const SweepResult two = analyseSweep(Scaling::Strong, {1, 2}, {10.0, 7.0}, 64);
+    QVERIFY(std::abs(two.amdahl.speedup(2) - 10.0 / 7.0) < 1e-12);  // met exactly
+    QVERIFY(std::isnan(two.amdahl.r2));
+    QVERIFY(std::isnan(two.gustafson.r2));
+    QCOMPARE(r2Text(two.amdahl.r2), std::string("n/a"));
+    const SweepResult three = analyseSweep(Scaling::Strong, {1, 2, 4}, {10.0, 7.0, 5.0}, 64);
+    QVERIFY(std::isfinite(three.amdahl.r2) && three.amdahl.r2 < 1.0);
+    QCOMPARE(r2Text(0.98765), std::string("0.988"));
+  }
+
   // A fitted fraction outside 0..1 is flagged, in the direction the run went; inside, nothing.
   void fractionOutsideZeroToOneIsExplained() {
     const std::vector<int> n = {1, 2, 4};

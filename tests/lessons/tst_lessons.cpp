@@ -130,6 +130,14 @@ class TestLessons : public QObject {
     QString error;
     const auto config = configFromExperiment(*s.experiment, &error);
     QVERIFY2(config, qPrintable(QString("line %1: %2").arg(s.line).arg(error)));
+    // Each sweep point trains its warm-up and timed steps: the settings the step shows say that
+    // many, not a number the sweep does not run.
+    if (s.sweep && s.experiment->contains("steps"))
+      QVERIFY2(s.experiment->value("steps").toInt() == s.sweep->warmup + s.sweep->steps,
+               qPrintable(QString("line %1: the experiment says %2 steps; each sweep point runs %3")
+                              .arg(s.line)
+                              .arg(s.experiment->value("steps").toInt())
+                              .arg(s.sweep->warmup + s.sweep->steps)));
     if (s.sweep)
       for (int n : s.sweep->ranks) {
         RunConfig c = *config;

@@ -184,6 +184,17 @@ class TestLessonDock : public test::LessonDockTest {
     dock.openPage(1);
     dock.openPage(2);
     QVERIFY2(dock.comparisonText().contains("4.25"), qPrintable(dock.comparisonText()));
+    // Try again: the reference and the measurement hide until the new guess is locked in.
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    QVERIFY(!dock.predictionLocked());
+    QVERIFY2(dock.comparisonText().contains("Your earlier answers: 6.5") &&
+                 !dock.comparisonText().contains("5.926") && !dock.comparisonText().contains("4.25"),
+             qPrintable(dock.comparisonText()));
+    dock.findChild<QLineEdit*>("lessonPrediction")->setText("5");
+    dock.findChild<QPushButton*>("lessonLock")->click();
+    QVERIFY(dock.predictionLocked());
+    QVERIFY2(dock.comparisonText().contains("5.926") && dock.comparisonText().contains("before: 6.5"),
+             qPrintable(dock.comparisonText()));
     // The next step's field starts empty, not with this step's locked 6.5.
     dock.openPage(3);
     QVERIFY(dock.currentStep()->prediction && !dock.predictionLocked());

@@ -121,12 +121,15 @@ class TestLessonDockCards : public test::LessonDockTest {
   // of the queue, and the count on the button follows.
   void reviewInterleavesLessons() {
     QTemporaryDir dir;
-    LessonDock::Paths p = paths();
+    LessonDock::Paths p = pathsIn(dir);
     p.flashcards = dir.filePath("cards.json");
     int due = 0;
     {
       LessonDock probe(m_caps, p);
       onlyDue(probe, p.flashcards, {"02-amdahl", "05-data-parallel"});
+      lessons::Progress finished(p.progress);  // both finished: their new cards come up
+      for (const char* slug : {"02-amdahl", "05-data-parallel"}) finished.complete(slug);
+      QVERIFY(finished.save());
       due = int(probe.lessons()[slugIndex(probe, "02-amdahl")].cards.size() +
                 probe.lessons()[slugIndex(probe, "05-data-parallel")].cards.size());
     }
@@ -163,6 +166,26 @@ class TestLessonDockCards : public test::LessonDockTest {
     dock.openPage(dock.pageCount() - 1);
     QCOMPARE(dock.findChild<QLabel*>("lessonCard")->text().section(' ', 0, 0).toInt(),
              dock.lessons()[dock.currentLesson()].cards.size() - 2);
+  }
+
+  // A learner who has not met a lesson has no card of it due: before any lesson is opened the
+  // review is empty, and a lesson's cards join it when the lesson is finished.
+  void noCardIsDueBeforeItsLesson() {
+    QTemporaryDir dir;
+    LessonDock::Paths p = pathsIn(dir);
+    p.flashcards = dir.filePath("cards.json");
+    LessonDock dock(m_caps, p);
+    QCOMPARE(dock.findChild<QPushButton*>("lessonReviewButton")->text(),
+             QString("Review: no cards due"));
+    dock.openLesson(slugIndex(dock, "02-amdahl"));
+    dock.openPage(dock.pageCount() - 2);  // retrieval practice: the flashcards not yet reached
+    QCOMPARE(buttonCount(dock), 0);
+    // The flashcards page finishes the lesson: its cards are due, less one graded Again (due in
+    // ten minutes).
+    dock.openPage(dock.pageCount() - 1);
+    dock.findChild<QPushButton*>("cardShow")->click();
+    dock.findChild<QPushButton*>("cardAgain")->click();
+    QCOMPARE(buttonCount(dock), int(dock.lessons()[dock.currentLesson()].cards.size()) - 1);
   }
 
   // Nothing due: the review says when the next card is, and from which lesson.

@@ -30,7 +30,7 @@ struct SweepPoint {
 // S(N) = 1 / ((1 - p) + p / N). Least squares on 1/S (linear in p); r2 is on S.
 struct AmdahlFit {
   double p = 0;
-  double r2 = 0;  // NaN when there are fewer than two distinct points
+  double r2 = 0;  // NaN with fewer than two points beside N = 1 (one would be fitted exactly)
   double speedup(double n) const { return 1.0 / ((1.0 - p) + p / n); }
   // Empty when 0 <= p <= 1; otherwise what a fraction outside it says about the run.
   std::string caveat() const;
@@ -39,7 +39,7 @@ struct AmdahlFit {
 // s the serial fraction of the parallel run. Least squares on N - S (linear in s).
 struct GustafsonFit {
   double s = 0;
-  double r2 = 0;
+  double r2 = 0;  // as AmdahlFit::r2
   double speedup(double n) const { return n - s * (n - 1.0); }
   std::string caveat() const;  // as AmdahlFit's, for s
 };
@@ -93,6 +93,9 @@ std::optional<std::vector<int>> coresSizedRanks(const std::string& form, int cor
 // What a fit over ranks first..last stands on, for its label: "ranks 1–2, a core each" or
 // "ranks 1–8, cores shared past 2" (just "ranks 1–8" where `cores` is 0, not known).
 std::string fitBasis(int first, int last, int cores);
+// A fit's R² as every text prints it: "0.987", or "n/a" where it says nothing (NaN: fewer than
+// two rank counts beside one).
+std::string r2Text(double r2);
 
 // "ranks=1,2,4,8" -> {1, 2, 4, 8}; "ranks=cores", "ranks=2*cores": coresSizedRanks on this
 // machine; throws ConfigError naming the field otherwise.
