@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
                                       {"--trace", "a file name"},
                                       {"--save", "a file name"},
                                       {"--resume", "a --save checkpoint"},
-                                      {"--control", "stdin"}})
+                                      {"--control", "stdin or a file"}})
     refuseEmpty(app.get_option(flag), allowed);
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
@@ -360,7 +360,8 @@ int main(int argc, char** argv) {
                   (long long)first, (long long)first + 1, config.steps);
     RunSummary summary;
     std::unique_ptr<ControlChannel> channel;
-    if (!program.control.empty()) channel = std::make_unique<ControlChannel>(root, mpiJob, json);
+    if (!program.control.empty())
+      channel = std::make_unique<ControlChannel>(root, mpiJob, json, program.control);
     // --json: each line also carries every rank's spans and, when they change, holdings (the
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;
