@@ -254,6 +254,12 @@ int main(int argc, char** argv) {
                        ? " (a training run's vocabulary is its data set's characters)"
                        : ""));
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
+  // A Slurm job is queued by paralab (the window, or paralab --config); its batch script runs
+  // paralab-run --backend mpi on the nodes.
+  if (config.backend == Backend::Slurm)
+    return fail(
+        "backend: a slurm job is submitted by paralab, whose batch script runs "
+        "paralab-run --backend mpi (allowed here: thread, mpi, nccl)");
   // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
   // alone runs thread ranks, one per GPU, in this process.
   const bool mpiJob =
