@@ -1,10 +1,7 @@
-// Slurm jobs from the window, against a real Slurm: slurm_cluster.sh starts a single-node
-// cluster (munged, slurmctld, slurmd) in a folder of its own; the window submits a 2-task job
-// with sbatch, its charts fill from the JSON lines of the job's output file, Pause, Step and
-// Resume reach it through its control file, a live change relaunches it from a checkpoint as a
-// new job, Export All saves its batch script, Reset cancels it with scancel and leaves no
-// process; the scripted form runs a job headless; bad settings are one line and exit 2. Where
-// the daemons cannot start (not root, Slurm not installed) the cluster's rows say why and skip.
+// Slurm jobs from the window against a real single-node Slurm (slurm_cluster.sh): a 2-task job
+// submitted with sbatch fills the charts from its output file, obeys Pause, Step and Resume, is
+// relaunched by a live change, fails with its rank's line, runs headless, and Reset cancels it
+// leaving no process. Where the daemons cannot start, the suite says why and is skipped.
 // Run: ctest -R tst_window_slurm --output-on-failure
 #include <QApplication>
 #include <QClipboard>
@@ -242,6 +239,27 @@ class TestWindowSlurm : public QObject {
     w.resetAction()->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(squeueState(relaunched), QString("CANCELLED"), 30000);
     QTRY_VERIFY_WITH_TIMEOUT(JobRunner::processesOf(token).isEmpty() && noRunOfSeed(c.seed), 30000);
+  }
+
+  // A rank that throws fails the job: the window says Slurm's word and the rank's one line.
+  void failingRankShowsSlurmsStateAndItsMessage() {
+    needCluster();
+    MainWindow w;
+    RunConfig c = slurmConfig(20);
+    c.fail = "1@3";
+    w.configPanel()->setConfig(c);
+    QSignalSpy ended(&w, &MainWindow::runEnded);
+    w.startAction()->trigger();
+    QVERIFY(ended.wait(120000));
+    QCOMPARE(ended.at(0).at(0).toBool(), false);
+    QCOMPARE(w.runState(), RunState::Failed);
+    const QString id = jobIdOf(w.jobRunner());
+    const QString message = "Slurm job " + id +
+                            " failed: paralab: world rank 1 aborted the job: rank 1 failed at "
+                            "step 3 after its backward: injected failure (--fail 1@3)";
+    QVERIFY2(w.statusBar()->currentMessage().contains(message),
+             qPrintable(w.statusBar()->currentMessage()));
+    QCOMPARE(squeueState(id), QString("FAILED"));
   }
 
   // paralab --config job.json --export DIR with "backend": "slurm": submitted, drawn and
