@@ -1,7 +1,8 @@
 // Slurm jobs from the window against a real single-node Slurm (slurm_cluster.sh): a 2-task job
 // submitted with sbatch fills the charts from its output file, obeys Pause, Step and Resume, is
-// relaunched by a live change, fails with its rank's line, runs headless, and Reset cancels it
-// leaving no process. Where the daemons cannot start, the suite says why and is skipped.
+// relaunched by a live change, fails with its rank's line, waits in the queue with Slurm's
+// reason, runs headless, and Reset cancels it leaving no process. Where the daemons cannot
+// start, the suite says why and is skipped.
 // Run: ctest -R tst_window_slurm --output-on-failure
 #include <QApplication>
 #include <QClipboard>
@@ -72,6 +73,13 @@ QString squeueState(const QString& job) {
 // The job's id, out of the runner's "Slurm job 12 running".
 QString jobIdOf(const JobRunner* job) {
   return job ? job->jobState().section(' ', 2, 2) : QString();
+}
+
+// scontrol update PartitionName=test State=`state`.
+void setPartition(const char* state) {
+  QProcess p;
+  p.start("scontrol", {"update", "PartitionName=test", QString("State=") + state});
+  p.waitForFinished(10000);
 }
 
 bool noRunOfSeed(uint32_t seed) {
@@ -236,6 +244,31 @@ class TestWindowSlurm : public QObject {
     w.resetAction()->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(squeueState(relaunched), QString("CANCELLED"), 30000);
     QTRY_VERIFY_WITH_TIMEOUT(JobRunner::processesOf(token).isEmpty() && noRunOfSeed(c.seed), 30000);
+  }
+
+  // A job that waits in the queue says so with Slurm's reason, then runs once it may.
+  void pendingJobShowsSlurmsReason() {
+    setPartition("DOWN");
+    struct Up {
+      ~Up() { setPartition("UP"); }  // whatever the test's outcome
+    } up;
+    MainWindow w;
+    RunConfig c = slurmConfig(0);
+    c.seed = 91742;
+    w.configPanel()->setConfig(c);
+    w.startAction()->trigger();
+    auto* state = w.findChild<QLabel*>("stateLabel");
+    QVERIFY(state && w.jobRunner());
+    const QString id = jobIdOf(w.jobRunner());
+    QTRY_COMPARE_WITH_TIMEOUT(
+        state->text(), "State: loading — Slurm job " + id + " pending (PartitionDown)", 20000);
+    QCOMPARE(w.history().stepsSeen(), int64_t(0));
+    setPartition("UP");
+    QTRY_VERIFY_WITH_TIMEOUT(w.history().stepsSeen() >= 1, 60000);
+    QCOMPARE(w.runState(), RunState::Running);
+    w.resetAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(squeueState(id), QString("CANCELLED"), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(noRunOfSeed(c.seed), 30000);
   }
 
   // A rank that throws fails the job: the window says Slurm's word and the rank's one line.
