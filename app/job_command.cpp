@@ -11,6 +11,7 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 
+#include "batch_script.h"
 #include "describe.h"
 #include "schema.h"
 
@@ -25,15 +26,31 @@ bool isProgram(const QString& path) {
   return f.isFile() && f.isExecutable();
 }
 
-// The run's settings as paralab-run flags (describe.h); the ranks and the backend are the
-// launcher's.
-QStringList settingFlags(const RunConfig& config) {
-  QStringList flags;
-  for (const std::string& f : runFlags(config, {"backend", "ranks"})) flags << qs(f);
-  return flags;
+}  // namespace
+
+QStringList paralabRunWords(const RunConfig& config, const QString& control,
+                            const QString& resumeFrom) {
+  const QString run = paralabRunProgram();
+  // Inside a Slurm job the ranks are MPI processes.
+  const Backend backend = config.backend == Backend::Slurm ? Backend::Mpi : config.backend;
+  QStringList words{run.isEmpty() ? QString("paralab-run") : run,
+                    "--backend",
+                    qs(nameOf(backend)),
+                    "--json",
+                    "--control",
+                    control};
+  // The run's settings as paralab-run flags (describe.h); the ranks, the backend and the
+  // job's settings are the launcher's.
+  for (const std::string& f :
+       runFlags(config, {"backend", "ranks", "partition", "nodes", "tasks-per-node", "time-limit"}))
+    words << qs(f);
+  if (!resumeFrom.isEmpty()) words << "--resume" << resumeFrom;
+  return words;
 }
 
-}  // namespace
+QStringList rootFlag() {
+  return geteuid() == 0 ? QStringList{"--allow-run-as-root"} : QStringList();
+}
 
 QString mpirunProgram() {
   if (QString p = QStandardPaths::findExecutable("mpirun"); !p.isEmpty()) return p;
@@ -67,38 +84,37 @@ JobCommand jobCommand(const RunConfig& settings, const QString& hosts, const QSt
   // paralab-run runs bounded runs only: "until stopped" is the most steps it takes.
   RunConfig config = settings;
   if (config.steps == 0) config.steps = int(findSetting("steps")->max);
+  if (config.backend == Backend::Slurm) return batchJobCommand(config, resumeFrom);
   JobCommand c;
   c.program = mpirunProgram();
-  const QString run = paralabRunProgram();
   if (auto err = config.validate()) c.error = qs(*err);
   else if (const QString h = hostsProblem(hosts); !h.isEmpty())
     c.error = h;
   else if (c.program.isEmpty())
     c.error = QObject::tr("backend: mpirun was not found (install OpenMPI's mpirun, or choose "
                           "Threads)");
-  else if (run.isEmpty())
+  else if (paralabRunProgram().isEmpty())
     c.error = QObject::tr("backend: paralab-run was not found beside paralab or on PATH");
-  // mpirun refuses root unless asked: containers and lab machines often run as root.
-  if (geteuid() == 0) c.arguments << "--allow-run-as-root";
   // More ranks than cores is how a laptop teaches 8 ranks: mpirun refuses it by default.
-  c.arguments << "--oversubscribe"
+  c.arguments << rootFlag() << "--oversubscribe"
               << "-np" << QString::number(config.ranks);
   const QString h = hosts.trimmed();
   if (!h.isEmpty()) c.arguments << (QFileInfo(h).isFile() ? "--hostfile" : "--host") << h;
-  c.arguments << (run.isEmpty() ? QString("paralab-run") : run) << "--backend"
-              << qs(nameOf(config.backend)) << "--json"
-              << "--control"
-              << "stdin" << settingFlags(config);
-  if (!resumeFrom.isEmpty()) c.arguments << "--resume" << resumeFrom;
+  c.arguments << paralabRunWords(config, "stdin", resumeFrom);
   return c;
 }
 
-QString JobCommand::text() const {
+QString shellLine(const QStringList& words) {
   static const QRegularExpression plain(R"(^[A-Za-z0-9_./=:,@%+-]+$)");
-  QStringList words;
-  for (const QString& w : QStringList{program.isEmpty() ? QString("mpirun") : program} + arguments)
-    words << (plain.match(w).hasMatch() ? w : "'" + QString(w).replace("'", R"('\'')") + "'");
-  return words.join(' ');
+  QStringList quoted;
+  for (const QString& w : words)
+    quoted << (plain.match(w).hasMatch() ? w : "'" + QString(w).replace("'", R"('\'')") + "'");
+  return quoted.join(' ');
+}
+
+QString JobCommand::text() const {
+  const QString shown = !program.isEmpty() ? program : script.isEmpty() ? "mpirun" : "sbatch";
+  return shellLine(QStringList{shown} + arguments);
 }
 
 }  // namespace paralab

@@ -1,92 +1,21 @@
-// JobRunner: a run of processes under mpirun, driven over the launcher's stdin and read from its
-// stdout (see job_runner.h). See tests/app/tst_window_jobs.cpp.
+// JobRunner: a run of processes under mpirun or Slurm, driven over its control channel and read
+// from its output (see job_runner.h). See tests/app/tst_window_jobs.cpp and tst_window_slurm.cpp.
 #include "job_runner.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <QDir>
 #include <QFile>
-#include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "job_launch.h"
 #include "metrics/run_record.h"
+#include "slurm_job.h"
 
 namespace paralab {
-
-// [SECTION] One launch: the launcher process, its group, and the token its processes carry.
-
-class JobLaunch : public QObject {
- public:
-  explicit JobLaunch(QObject* parent) : QObject(parent) {
-    token = QString("%1-%2").arg(getpid()).arg(QRandomGenerator::global()->generate64(), 0, 16);
-    m_kill.setSingleShot(true);
-    connect(&m_kill, &QTimer::timeout, this, [this] { signalAll(SIGKILL); });
-    m_stop.setSingleShot(true);
-    connect(&m_stop, &QTimer::timeout, this, &JobLaunch::terminate);
-  }
-  ~JobLaunch() override { endNow(); }
-
-  QString start(const JobCommand& c) {
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("PARALAB_JOB", token);  // inherited by every process mpirun starts here
-    process.setProcessEnvironment(env);
-    // A group of its own: signals to -group reach the launcher and whatever stayed in its group,
-    // never the window.
-    process.setChildProcessModifier([] { ::setpgid(0, 0); });
-    process.start(c.program, c.arguments);
-    if (!process.waitForStarted(10000))
-      return QObject::tr("backend: cannot start %1: %2").arg(c.program, process.errorString());
-    group = process.processId();
-    return {};
-  }
-  bool alive() const {
-    return process.state() != QProcess::NotRunning || !JobRunner::processesOf(token).isEmpty();
-  }
-  void send(const QByteArray& command) {
-    if (process.state() == QProcess::Running) process.write(command + '\n');
-  }
-  // "stop" over the channel, and the end of the input; whatever still runs kStopMs later is
-  // terminated.
-  void stop() {
-    send("stop");
-    if (process.state() == QProcess::Running) process.closeWriteChannel();
-    if (!m_stop.isActive() && !m_kill.isActive()) m_stop.start(JobRunner::kStopMs);
-  }
-  void terminate() {
-    if (!alive() || m_kill.isActive()) return;
-    signalAll(SIGTERM);
-    m_kill.start(JobRunner::kGraceMs);
-  }
-  // Synchronous, for the end of the window: SIGTERM, up to kGraceMs to go, then SIGKILL.
-  void endNow() {
-    m_stop.stop();
-    m_kill.stop();
-    if (!alive()) return;
-    signalAll(SIGTERM);
-    process.waitForFinished(JobRunner::kGraceMs);
-    for (int waited = 0; waited < JobRunner::kGraceMs && !JobRunner::processesOf(token).isEmpty();
-         waited += 50)
-      usleep(50 * 1000);
-    signalAll(SIGKILL);
-    process.waitForFinished(1000);
-  }
-  void signalAll(int sig) {
-    if (group > 0) ::kill(-pid_t(group), sig);
-    for (qint64 pid : JobRunner::processesOf(token)) ::kill(pid_t(pid), sig);
-  }
-
-  QProcess process;
-  QString token;
-  qint64 group = 0;
-  QByteArray err;  // its stderr, the first 64 KB
-
- private:
-  QTimer m_stop, m_kill;
-};
 
 QList<qint64> JobRunner::processesOf(const QString& token) {
   QList<qint64> pids;
@@ -109,11 +38,17 @@ JobRunner::JobRunner(std::function<QString()> hosts, QObject* parent)
 
 JobRunner::~JobRunner() {
   for (QObject* child : children())
-    if (auto* l = dynamic_cast<JobLaunch*>(child)) l->endNow();
+    if (auto* l = dynamic_cast<JobLaunch*>(child)) {
+      l->endNow();
+      l->onOutput = nullptr;  // the launches outlive this body: they must not call back
+      l->onEnded = nullptr;
+    }
 }
 
 qint64 JobRunner::processGroup() const { return m_launch ? m_launch->group : 0; }
 QString JobRunner::token() const { return m_launch ? m_launch->token : QString(); }
+QString JobRunner::jobState() const { return m_launch ? m_launch->stateText() : QString(); }
+QString JobRunner::jobFolder() const { return m_launch ? m_launch->folder() : QString(); }
 
 // An earlier launch stops on its own time (kStopMs, then kGraceMs) and goes.
 static void retire(JobLaunch* l) {
@@ -148,18 +83,14 @@ std::string JobRunner::start(const RunConfig& config, bool paused) {
 QString JobRunner::launch(const QString& resumeFrom) {
   m_command = jobCommand(m_config, m_hosts, resumeFrom);
   if (!m_command.error.isEmpty()) return m_command.error;
-  auto* l = new JobLaunch(this);
-  connect(&l->process, &QProcess::readyReadStandardOutput, this, [this, l] {
+  JobLaunch* l = m_config.backend == Backend::Slurm ? static_cast<JobLaunch*>(new SlurmLaunch(this))
+                                                    : new MpirunLaunch(this);
+  l->onOutput = [this, l] {
     if (l == m_launch) readOutput();
-  });
-  connect(&l->process, &QProcess::readyReadStandardError, this, [l] {
-    const QByteArray more = l->process.readAllStandardError();
-    if (l->err.size() < 65536) l->err += more.left(65536 - l->err.size());
-  });
-  connect(&l->process, &QProcess::finished, this,
-          [this, l](int code, QProcess::ExitStatus status) {
-            if (l == m_launch) onFinished(code, status);
-          });
+  };
+  l->onEnded = [this, l] {
+    if (l == m_launch) onFinished();
+  };
   if (const QString err = l->start(m_command); !err.isEmpty()) {
     delete l;
     return err;
@@ -210,8 +141,10 @@ std::string JobRunner::reconfigure(const RunConfig& config) {
   m_next = config;
   if (underWay) return "";  // the relaunch under way takes the newest settings
   // Paused first, so the checkpoint is of the last step printed and the stop takes no other.
+  // A batch job's checkpoint goes in its folder, which the nodes share.
   if (!m_checkpoints) m_checkpoints = std::make_unique<QTemporaryDir>();
-  m_checkpoint = m_checkpoints->filePath("live-change.ckpt");
+  const QString folder = m_launch->folder();
+  m_checkpoint = (folder.isEmpty() ? m_checkpoints->path() : folder) + "/live-change.ckpt";
   QFile::remove(m_checkpoint);
   send("pause");
   send("save " + m_checkpoint.toUtf8());
@@ -220,8 +153,8 @@ std::string JobRunner::reconfigure(const RunConfig& config) {
 }
 
 void JobRunner::readOutput() {
-  while (m_launch->process.canReadLine()) {
-    const QByteArray line = m_launch->process.readLine();
+  QByteArray line;
+  while (m_launch->readLine(&line)) {
     if (m_transcript) m_transcript->write(line);
     RunConfig summary;
     bool isSummary = false, isStep = false;
@@ -251,10 +184,9 @@ void JobRunner::readOutput() {
     m_state = m_paused ? RunState::Paused : RunState::Running;
 }
 
-void JobRunner::onFinished(int exitCode, QProcess::ExitStatus status) {
+void JobRunner::onFinished() {
   readOutput();
-  m_launch->err += m_launch->process.readAllStandardError();
-  const bool ok = status == QProcess::NormalExit && exitCode == 0;
+  const bool ok = m_launch->endedOk();
   m_launch->terminate();  // a process of the job that outlived its launcher
   if (m_stopping) {
     m_state = RunState::Finished;
@@ -291,17 +223,19 @@ void JobRunner::fail(const QString& error) {
 }
 
 // What a dying rank said ("paralab: world rank 1 aborted the job: ..."), before mpirun's own
-// banner; else the first line of the launcher's (mpirun refusing its arguments, a host).
+// banner; else the first line of the launcher's (mpirun refusing its arguments, a host); after
+// the scheduler's word on the job, for a batch job.
 QString JobRunner::stderrLine() const {
-  const QList<QByteArray> lines = m_launch ? m_launch->err.split('\n') : QList<QByteArray>();
+  if (!m_launch) return tr("the job did not start");
+  const QList<QByteArray> lines = m_launch->err.split('\n');
+  QString said;
   for (const QByteArray& l : lines)
-    if (l.startsWith("paralab")) return QString::fromUtf8(l.trimmed());
+    if (said.isEmpty() && l.startsWith("paralab")) said = QString::fromUtf8(l.trimmed());
   for (const QByteArray& l : lines)
-    if (!l.trimmed().isEmpty()) return QString::fromUtf8(l.trimmed());
-  const int code = m_launch ? m_launch->process.exitCode() : -1;
-  return m_launch && m_launch->process.exitStatus() == QProcess::CrashExit
-             ? tr("mpirun was killed")
-             : tr("mpirun ended with exit code %1 and no message").arg(code);
+    if (said.isEmpty() && !l.trimmed().isEmpty()) said = QString::fromUtf8(l.trimmed());
+  if (said.isEmpty()) return m_launch->endText();
+  const QString state = m_launch->stateText();
+  return state.isEmpty() ? said : state + ": " + said;
 }
 
 Snapshot JobRunner::snapshot(int64_t fromStep, int) const {
@@ -318,6 +252,9 @@ Snapshot JobRunner::snapshot(int64_t fromStep, int) const {
   s.spans = m_views.spans();
   s.spansLeftOut = m_views.spansLeftOut();
   s.holdings = m_views.holdings(m_lastStep ? &*m_lastStep : nullptr);
+  // A batch job waits in the queue: the scheduler's word, while no step has come.
+  if (m_state == RunState::Loading && m_launch)
+    s.loading.stage = m_launch->stateText().toStdString();
   return s;
 }
 

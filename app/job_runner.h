@@ -1,16 +1,19 @@
 // JobRunner: a run whose ranks are processes, launched by the window as an mpirun job of
-// `paralab-run --json --control stdin` (job_command.h). Commands go to rank 0 over the
-// launcher's standard input (pause, resume, step, stop, save FILE: no socket is opened); the
-// JSON lines it prints come back over its standard output, read as they arrive with the reader
-// of recorded runs (readRecordedLine), and are handed out as Session hands out a thread run's:
+// `paralab-run --json --control stdin` (job_command.h), or submitted as a Slurm batch job whose
+// script runs mpirun of `paralab-run --json --control FILE` (batch_script.h, slurm_job.h): the
+// kind of launch (job_launch.h) follows the backend. Commands go to rank 0 over the launcher's
+// standard input, or appended to the job's control file (pause, resume, step, stop, save FILE:
+// no socket is opened); the JSON lines it prints come back over the launcher's standard output,
+// or from the batch job's output file as it grows, read as they arrive with the reader of
+// recorded runs (readRecordedLine), and are handed out as Session hands out a thread run's:
 // value snapshots of the steps not taken yet, with the spans of the last steps and the ranks'
 // holdings the lines carry (metrics/step_views.h). It is a RunControl (run_control.h), so the
 // window drives and draws a job with the code that drives Session and draws thread runs and
 // opened files, timeline and holdings map included.
 // The launcher runs in a process group of its own, and every process it starts here carries the
 // job's token in its environment: stopping, a failure and destruction end them all (SIGTERM,
-// then SIGKILL kGraceMs later), so no process outlives the job or the window.
-// See tests/app/tst_window_jobs.cpp.
+// then SIGKILL kGraceMs later; a batch job is cancelled with scancel), so no process outlives
+// the job or the window. See tests/app/tst_window_jobs.cpp and tst_window_slurm.cpp.
 #pragma once
 #include <QObject>
 #include <QProcess>
@@ -67,6 +70,11 @@ class JobRunner : public QObject, public RunControl {
 
   bool isRunning() const;  // a process of the job is alive
   QString commandText() const { return m_command.text(); }  // of the latest launch
+  QString batchScript() const { return m_command.script; }  // of the latest Slurm launch
+  // The scheduler's word on the latest launch ("Slurm job 12 pending (Resources)"; "" for
+  // mpirun), and the folder of its files ("" for mpirun).
+  QString jobState() const;
+  QString jobFolder() const;
   // The launcher's process group, and the token in the environment (PARALAB_JOB) of every
   // process it started here, of the latest launch (0 and "" before the first).
   qint64 processGroup() const;
@@ -80,7 +88,7 @@ class JobRunner : public QObject, public RunControl {
   QString launch(const QString& resumeFrom);  // "" or why not; the new launch is m_launch
   void send(const QByteArray& command);
   void readOutput();
-  void onFinished(int exitCode, QProcess::ExitStatus status);
+  void onFinished();
   void fail(const QString& error);
   QString stderrLine() const;  // the job's own message, or the launcher's first line
 
@@ -90,7 +98,7 @@ class JobRunner : public QObject, public RunControl {
   std::optional<RunConfig> m_next;  // a live change: launched once the job has saved
   std::function<QString()> m_hostsOf;
   QString m_hosts, m_checkpoint;
-  std::unique_ptr<QTemporaryDir> m_checkpoints;  // where live changes save
+  std::unique_ptr<QTemporaryDir> m_checkpoints;  // where an mpirun job's live changes save
   RunState m_state = RunState::Idle;
   bool m_paused = false, m_stopping = false;
   QString m_error, m_notice;

@@ -58,6 +58,7 @@ const std::vector<Setting>& runSettings() {
     std::vector<Setting> t;
     addModelRows(t);
     addParallelRows(t);
+    addJobRows(t);
     for (const StrategyInfo& row : strategyTable())
       for (Setting s : row.settings) {
         s.group = kParallelism;

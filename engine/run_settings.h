@@ -35,5 +35,9 @@ Why refusedUnderMoe(const RunConfig& c, void (*change)(RunConfig&));
 // data-parallel family, model parallelism, links and faults.
 void addModelRows(std::vector<Setting>& t);
 void addParallelRows(std::vector<Setting>& t);
+// A Slurm job's rows (run_settings_job.cpp): partition, nodes, tasks per node, time limit.
+void addJobRows(std::vector<Setting>& t);
+// Whether `t` is a time in one of Slurm's forms (sbatch --time).
+bool isSlurmTime(const std::string& t);
 
 }  // namespace paralab::settings_rows

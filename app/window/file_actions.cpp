@@ -17,6 +17,7 @@
 #include "charts/timeline_chart.h"
 #include "export/chart_export.h"
 #include "export/chrome_trace.h"
+#include "job_runner.h"
 #include "metrics/run_record.h"
 #include "metrics/step_views.h"
 #include "panels/config_panel.h"
@@ -135,6 +136,15 @@ QString FileActions::exportAllTo(const QString& dir, QStringList* written, QSize
       !err.isEmpty())
     return err;
   files << tracePath;
+  // A Slurm job's batch script, as submitted (sbatch job.sbatch runs the same job again).
+  if (const JobRunner* job = m_runs->jobRunner(); job && !job->batchScript().isEmpty()) {
+    const QString scriptPath = QDir(dir).filePath("job.sbatch");
+    QSaveFile file(scriptPath);
+    if (!file.open(QIODevice::WriteOnly) || file.write(job->batchScript().toUtf8()) < 0 ||
+        !file.commit())
+      return tr("cannot write '%1': %2").arg(scriptPath, file.errorString());
+    files << scriptPath;
+  }
   if (!run.settingsUnknown) {
     RunReport r = report();
     for (const QString& f : files) r.files << QFileInfo(f).fileName();

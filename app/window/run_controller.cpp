@@ -419,6 +419,9 @@ void RunController::updateStatus() {
                         : !m_shown.recordedFrom.isEmpty()
                             ? tr("State: recorded (%1)").arg(m_shown.recordedFrom)
                             : tr("State: %1").arg(runStateName(shown)));
+  // A stage without a count (a batch job waiting in the queue) is said alone.
+  if (loading && load.total == 0)
+    m_stateLabel->setText(tr("State: loading — %1").arg(QString::fromStdString(load.stage)));
   m_loadBar->setVisible(loading);
   if (loading) {
     m_loadBar->setRange(0, int(load.total));  // 0 of 0: busy, how far unknown

@@ -16,7 +16,7 @@ namespace paralab {
 
 enum class ModelKind { Mlp, Moe, Gpt };
 enum class Device { Cpu, Cuda };  // where a rank's tensors live and its math runs
-enum class Backend { Thread, Mpi, Nccl };
+enum class Backend { Thread, Mpi, Nccl, Slurm };
 enum class Ffn { Dense, Moe };                 // the GPT blocks' feed-forward network
 enum class DpVersion { Bucket, PerTensor };    // how sync all-reduces the gradients
 enum class CpOrder { Zigzag, Contiguous };     // which chunks of a window a cp rank holds
@@ -70,6 +70,10 @@ inline constexpr ChoiceName<Backend> kBackends[] = {
      .name = "nccl",
      .label = "NCCL, a process per GPU",
      .summary = "One process per GPU under mpirun, talking through NCCL"},
+    {.value = Backend::Slurm,
+     .name = "slurm",
+     .label = "Slurm job",
+     .summary = "MPI processes of a batch job: sbatch queues it, Slurm picks the nodes"},
 };
 
 inline constexpr ChoiceName<Recompute> kRecomputes[] = {

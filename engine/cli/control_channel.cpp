@@ -1,8 +1,9 @@
-// The command channel of paralab-run --control stdin (see control_channel.h).
+// The command channel of paralab-run --control stdin | FILE (see control_channel.h).
 // See tests/engine/tst_control.cpp.
 #include "cli/control_channel.h"
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -60,9 +61,61 @@ void ControlChannel::readLines(std::shared_ptr<Inbox> inbox) {
   inbox->arrived.notify_all();
 }
 
-ControlChannel::ControlChannel(bool root, bool relay, bool quiet)
+// Complete lines only: a writer's line may arrive in two reads (its end is kept for the next).
+void ControlChannel::tailFile(std::shared_ptr<Inbox> inbox, std::string path, long offset) {
+  std::string partial;
+  char buffer[4096];
+  for (;;) {
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      if (std::fseek(f, offset, SEEK_SET) == 0) {
+        size_t n;
+        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
+          partial.append(buffer, n);
+          offset += long(n);
+        }
+      }
+      std::fclose(f);
+    }
+    {
+      std::lock_guard lock(inbox->mutex);
+      for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1)) {
+        inbox->lines.push_back(partial.substr(0, nl));
+        inbox->arrived.notify_all();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kFilePollMs));
+  }
+}
+
+std::string ControlChannel::sourceProblem(const std::string& source) {
+  if (source == "stdin" || ::access(source.c_str(), R_OK) == 0) return "";
+  return "control: '" + source +
+         "' is not a channel (allowed: stdin, or the path of an existing file)";
+}
+
+ControlChannel::ControlChannel(bool root, bool relay, bool quiet, const std::string& source)
     : m_inbox(std::make_shared<Inbox>()), m_root(root), m_relay(relay), m_quiet(quiet) {
   if (!m_root) return;
+  if (source != "stdin") {
+    // What is in the file already (a job submitted paused: "pause") is obeyed before the first
+    // step; the thread reads what is appended after.
+    long offset = 0;
+    if (FILE* f = std::fopen(source.c_str(), "r")) {
+      std::string text;
+      char buffer[4096];
+      for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+      std::fclose(f);
+      const size_t end = text.rfind('\n');
+      if (end != std::string::npos) {
+        offset = long(end + 1);
+        for (size_t a = 0, nl; (nl = text.find('\n', a)) != std::string::npos && nl <= end;
+             a = nl + 1)
+          m_inbox->lines.push_back(text.substr(a, nl - a));
+      }
+    }
+    std::thread(tailFile, m_inbox, source, offset).detach();
+    return;
+  }
   std::thread(readLines, m_inbox).detach();
   // Commands written before training began (a window that starts a job paused writes "pause"
   // at once) are obeyed before the first step: when input is already waiting, the reader is

@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
                                       {"--trace", "a file name"},
                                       {"--save", "a file name"},
                                       {"--resume", "a --save checkpoint"},
-                                      {"--control", "stdin"}})
+                                      {"--control", "stdin or a file"}})
     refuseEmpty(app.get_option(flag), allowed);
 
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-run")) return *code;
@@ -254,6 +254,12 @@ int main(int argc, char** argv) {
                        ? " (a training run's vocabulary is its data set's characters)"
                        : ""));
   if (config.steps == 0) return fail("steps: paralab-run needs a bounded run (allowed: 1 or more)");
+  // A Slurm job is queued by paralab (the window, or paralab --config); its batch script runs
+  // paralab-run --backend mpi on the nodes.
+  if (config.backend == Backend::Slurm)
+    return fail(
+        "backend: a slurm job is submitted by paralab, whose batch script runs "
+        "paralab-run --backend mpi (allowed here: thread, mpi, nccl)");
   // A process per rank: --backend mpi, or nccl launched by mpirun (one GPU each); --backend nccl
   // alone runs thread ranks, one per GPU, in this process.
   const bool mpiJob =
@@ -360,7 +366,8 @@ int main(int argc, char** argv) {
                   (long long)first, (long long)first + 1, config.steps);
     RunSummary summary;
     std::unique_ptr<ControlChannel> channel;
-    if (!program.control.empty()) channel = std::make_unique<ControlChannel>(root, mpiJob, json);
+    if (!program.control.empty())
+      channel = std::make_unique<ControlChannel>(root, mpiJob, json, program.control);
     // --json: each line also carries every rank's spans and, when they change, holdings (the
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;

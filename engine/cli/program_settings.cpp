@@ -117,18 +117,23 @@ std::vector<Setting> programRows() {
                              " spreads the experts over ranks (allowed with --ep 1)";
                     return std::nullopt;
                   }));
-  t.push_back(textFlag("control", "stdin")
-                  .describe(std::string("Obey commands read from standard input while training, "
-                                        "one a line: ") +
-                            ControlChannel::commandsText() +
-                            ". Under mpirun rank 0 reads them and every rank obeys at the next "
-                            "step boundary; stop (or the end of the input) ends the run after "
-                            "the step in flight, with its summary")
-                  .shaped("stdin",
+  t.push_back(textFlag("control", "stdin|FILE")
+                  .describe(std::string("Obey commands while training, one a line: ") +
+                                ControlChannel::commandsText() +
+                                ". From standard input (stdin), or appended to an existing "
+                                "FILE (a batch job, which has no standard input)",
+                            "Under mpirun rank 0 reads them and every rank obeys at the next "
+                            "step boundary; stop (or the end of standard input) ends the run "
+                            "after the step in flight, with its summary. A FILE is read every " +
+                                std::to_string(ControlChannel::kFilePollMs) +
+                                " ms by rank 0 alone: under a batch system it must be on a file "
+                                "system rank 0's node shares with whoever appends to it")
+                  .shaped("stdin, or a file's path",
                           [](const RunConfig& c) -> Why {
-                            const std::string v = text(c, "control");
-                            if (v == "stdin") return std::nullopt;
-                            return "control: '" + v + "' is not a channel (allowed: stdin)";
+                            const std::string why =
+                                ControlChannel::sourceProblem(text(c, "control"));
+                            if (why.empty()) return std::nullopt;
+                            return why;
                           })
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (!sweeping(c)) return std::nullopt;

@@ -1,8 +1,9 @@
-// paralab-run --control stdin, driven as the window drives it: commands written to its standard
-// input while it trains. Pause holds every rank after the step in flight, step takes exactly
-// one, resume goes on, save writes a checkpoint at the boundary, stop ends after the step in
-// flight with exit code 0 and the summary line; the end of the input stops too; a typo is said
-// in one line and ignored. On thread ranks and under mpirun -np 2 and 4 (--backend mpi).
+// paralab-run --control stdin | FILE, driven as the window drives it: commands written to its
+// standard input (an mpirun job), or appended to a file (a batch job), while it trains. Pause holds
+// every rank after the step in flight, step takes exactly one, resume goes on, save writes a
+// checkpoint at the boundary, stop ends after the step in flight with exit code 0 and the summary
+// line; the end of the input stops too; a typo is said in one line and ignored. On thread ranks and
+// under mpirun -np 2 and 4 (--backend mpi).
 // Run: ctest -R tst_control
 #include <QElapsedTimer>
 #include <QProcess>
@@ -19,6 +20,7 @@ struct Job {
   QProcess process;
   std::vector<nlohmann::json> lines;
   QByteArray partial, err;
+  QString controlFile;  // "": commands go to standard input; else appended to this file
 
   // Its standard error so far (kept: a message may be read more than once).
   const char* errors() {
@@ -65,6 +67,12 @@ struct Job {
     return n;
   }
   void send(const char* command) {
+    if (!controlFile.isEmpty()) {
+      QFile f(controlFile);
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Append));
+      f.write(QByteArray(command) + '\n');
+      return;
+    }
     process.write(QByteArray(command) + '\n');
     process.waitForBytesWritten(1000);
   }
@@ -88,9 +96,8 @@ struct Job {
 };
 
 // Long enough never to end by itself during a test; steps of a few milliseconds.
-const QStringList kRun = {"--dataset", "synthetic", "--hidden",     "64", "--batch",
-                          "128",       "--steps",   "1000000",      "--eval-every",
-                          "0",         "--json",    "--control",    "stdin"};
+const QStringList kRun = {"--dataset", "synthetic", "--hidden",     "64", "--batch", "128",
+                          "--steps",   "1000000",   "--eval-every", "0",  "--json"};
 
 }  // namespace
 
@@ -98,7 +105,9 @@ class TstControl : public QObject {
   Q_OBJECT
 
   // mpirun -np N paralab-run --backend mpi, or paralab-run --ranks N (np 0: thread ranks).
-  static void launch(Job& job, int np, int threadRanks, const QStringList& extra = {}) {
+  static void launch(Job& job, int np, int threadRanks, const QStringList& more = {}) {
+    const QStringList extra =
+        QStringList{"--control", job.controlFile.isEmpty() ? "stdin" : job.controlFile} + more;
     if (np == 0) {
       job.start(PARALAB_RUN, QStringList{"--ranks", QString::number(threadRanks)} + kRun + extra);
       return;
@@ -113,16 +122,26 @@ class TstControl : public QObject {
  private slots:
   void pauseStepResumeSaveStop_data() {
     QTest::addColumn<int>("np");
-    QTest::newRow("threads 2") << 0;
-    QTest::newRow("mpi np 2") << 2;
-    QTest::newRow("mpi np 4") << 4;
+    QTest::addColumn<bool>("file");  // --control FILE, as a batch job is driven
+    QTest::newRow("threads 2") << 0 << false;
+    QTest::newRow("mpi np 2") << 2 << false;
+    QTest::newRow("mpi np 4") << 4 << false;
+    QTest::newRow("threads 2, file") << 0 << true;
+    QTest::newRow("mpi np 2, file") << 2 << true;
   }
   void pauseStepResumeSaveStop() {
     QFETCH(int, np);
+    QFETCH(bool, file);
 #ifndef PARALAB_MPIRUN
     if (np > 0) QSKIP("built without MPI (or no mpirun)");
 #endif
     Job job;
+    QTemporaryDir control;
+    if (file) {
+      job.controlFile = control.filePath("control");
+      QFile f(job.controlFile);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+    }
     launch(job, np, 2);
     QVERIFY2(job.waitForSteps(3), job.errors());
     job.send("pause");
@@ -162,6 +181,23 @@ class TstControl : public QObject {
     job.checkEndedCleanly();
   }
 
+  // A control file: what it holds before the run starts is obeyed before the first step.
+  void fileWrittenBeforeTheStartIsObeyed() {
+    QTemporaryDir dir;
+    Job job;
+    job.controlFile = dir.filePath("control");
+    job.send("pause");
+    launch(job, 0, 1);
+    job.readFor(1500);
+    QCOMPARE(job.steps(), size_t(0));  // paused before the first step
+    job.send("step");
+    QVERIFY2(job.waitForSteps(1, 20000), job.errors());
+    job.readFor(800);
+    QCOMPARE(job.steps(), size_t(1));
+    job.send("stop");
+    job.checkEndedCleanly();
+  }
+
   void unknownCommandIsSaidAndIgnored() {
     Job job;
     launch(job, 0, 1);
@@ -185,7 +221,8 @@ class TstControl : public QObject {
     QVERIFY(p.waitForFinished(20000));
     QCOMPARE(p.exitCode(), 2);
     QCOMPARE(QString::fromUtf8(p.readAllStandardError()),
-             QString("paralab-run: control: 'tcp' is not a channel (allowed: stdin)\n"));
+             QString("paralab-run: control: 'tcp' is not a channel (allowed: stdin, or the path "
+                     "of an existing file)\n"));
   }
 };
 
