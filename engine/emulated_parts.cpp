@@ -16,6 +16,11 @@ std::vector<EmulatedPart> emulatedParts(const RunConfig& c) {
     parts.push_back({"straggler " + c.straggler,
                      "the straggler " + c.straggler +
                          " (rank=factor): its compute takes factor times as long, the extra a sleep (asynchronous strategies go on without it)"});
+  if (c.hang != "none")
+    parts.push_back({"hang " + c.hang,
+                     "the hang " + c.hang +
+                         " (rank@step): that rank skips a collective and stops, the others "
+                         "wait until the watchdog ends the run"});
   if (c.serialMs > 0)
     parts.push_back({"serial section " + std::to_string(c.serialMs) + " ms",
                      "a serial section of " + std::to_string(c.serialMs) +

@@ -356,6 +356,16 @@ void addParallelRows(std::vector<Setting>& t) {
                   .shaped(kFailForm, formOf(parseFail, &RunConfig::fail))
                   .appliesWhen(replicasOnly)
                   .onlyParallel());
+  t.push_back(field("hang", &RunConfig::hang)
+                  .in(kExecution, "Hanging rank")
+                  .describe("A hanging rank: RANK@STEP makes that rank skip its first "
+                            "collective of that step (emulated)",
+                            "The rank stops before the call instead of issuing it, so the others "
+                            "wait in it until the watchdog (--timeout) ends the run with one "
+                            "line from every rank's flight recorder: who waits in which "
+                            "collective, and who never issued it.")
+                  .shaped(kHangForm, formOf(parseHang, &RunConfig::hang))
+                  .onlyParallel());
   t.push_back(field("serial-ms", &RunConfig::serialMs)
                   .in(kExecution, "Serial section")
                   .describe("A serial section in every step: rank 0 works this long while the "

@@ -57,6 +57,7 @@ struct RunConfig {
   // Faults on purpose (train/faults.h): "none", RANK=FACTOR, RANK@STEP
   std::string straggler = "none";
   std::string fail = "none";
+  std::string hang = "none";  // --hang RANK@STEP: that rank skips a collective (emulated)
   int serialMs = 0;  // --serial-ms: rank 0's serial section in every step (Amdahl's 1 - p)
   // The data-parallel family
   std::string strategy = "sync";

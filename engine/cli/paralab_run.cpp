@@ -18,6 +18,7 @@
 #include "cli/line_views.h"
 #include "cli/run_options.h"
 #include "comm/communicator.h"
+#include "comm/flight_record.h"
 #include "config.h"
 #include "describe.h"
 #include "metrics/chrome_trace.h"
@@ -36,6 +37,9 @@ using namespace paralab;
 namespace {
 
 int fail(const std::string& message) { return badInput("paralab-run", message); }
+
+// A run the watchdog ended (a collective past --timeout), as MPI's watchdog exits (comm_mpi.cpp).
+constexpr int kHangExit = 3;
 
 int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> ranks;
@@ -433,6 +437,17 @@ int main(int argc, char** argv) {
                       : "");
       if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
     }
+  } catch (const HangDetected& h) {
+    // The watchdog ended a hung run: the one line on stderr, and with --json a last line that
+    // carries every rank's flight recorder (lessons/reference/metrics.md, "failure").
+    if (json) {
+      nlohmann::json line = {{"schema", kMetricsSchema},
+                             {"failure", h.what()},
+                             {"flight_recorder", flightToJson(h.ranks, h.diagnosis)}};
+      std::cout << line.dump() << '\n' << std::flush;
+    }
+    std::fprintf(stderr, "paralab-run: %s\n", h.what());
+    return kHangExit;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

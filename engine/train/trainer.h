@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/flight_record.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "metrics/metrics.h"
@@ -66,6 +67,8 @@ class Trainer {
   Strategy& strategy(int local = 0);
   // The traffic of local rank `local` in the last step: per peer, per op and group.
   const CommTraffic& lastTraffic(int local = 0) const;
+  // Every local rank's flight recorder (its last collectives); thread-safe at any time.
+  std::vector<RankFlight> flightRecord() const;
   // What every local rank holds (the window's "what every GPU holds" map) and what it sent in
   // the last step; thread backend: every rank. Call between steps.
   std::vector<RankHoldings> holdings();
