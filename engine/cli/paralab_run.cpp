@@ -28,6 +28,7 @@
 #include "projection/projection_settings.h"
 #include "schema.h"
 #include "train/checkpoint.h"
+#include "train/goodput.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
 #include "train/trainer.h"
@@ -369,7 +370,19 @@ int main(int argc, char** argv) {
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;
     if (json) views.emplace(mpiJob);
-    for (int64_t s = first; s < config.steps; ++s) {
+    // --mtbf: the run goes through emulated failures and restarts (train/goodput.h).
+    std::optional<GoodputReport> goodput;
+    if (config.mtbfS > 0) {
+      if (channel || resumed) return fail("mtbf: runs from step 1 (not with --control or --resume)");
+      const std::string file = (std::filesystem::temp_directory_path() /
+                                ("paralab-goodput-" + std::to_string(::getpid()) + ".ckpt"))
+                                   .string();
+      goodput = trainWithFailures(trainer, file, [&](const StepMetrics& m) {
+        summary.add(m);
+        if (json) std::cout << toJson(m).dump() << '\n' << std::flush;
+      });
+    }
+    for (int64_t s = trainer.stepsDone(); s < config.steps; ++s) {
       if (channel && !channel->beforeStep(trainer)) break;  // stopped: the summary follows
       if (views) views->stepBegins();
       const StepMetrics m = trainer.step();
@@ -424,6 +437,12 @@ int main(int argc, char** argv) {
     if (json) {
       nlohmann::json j = toJson(summary, config);
       if (sample > 0) j["sample"] = text;
+      if (goodput) j["goodput"] = toJson(*goodput);
+      for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
+        j["elastic"].push_back({{"step", e.step},
+                                {"failed_rank", e.failedRank},
+                                {"ranks_before", e.ranksBefore},
+                                {"ranks_after", e.ranksAfter}});
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
       const std::string after =
@@ -436,6 +455,16 @@ int main(int argc, char** argv) {
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
                       : "");
       if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
+      for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
+        std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",
+                    e.failedRank, (long long)e.step, e.ranksAfter, (long long)e.step - 1);
+      if (goodput)
+        std::printf("goodput: %.2f steps/s over %.2f s; %d failure(s) (emulated, MTBF %g s), "
+                    "%.2f s lost to redone steps, %d checkpoint(s) of %.4f s each (%.2f s); "
+                    "Young/Daly interval sqrt(2 C MTBF) = %.3f s = %.1f steps\n",
+                    goodput->goodput, goodput->wallS, goodput->failures, goodput->mtbfS,
+                    goodput->lostS, goodput->checkpoints, goodput->checkpointCostS,
+                    goodput->checkpointS, goodput->youngDalyS, goodput->youngDalySteps);
     }
   } catch (const HangDetected& h) {
     // The watchdog ended a hung run: the one line on stderr, and with --json a last line that

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 #include <utility>
 
@@ -98,6 +99,11 @@ class Communicator::CallScope {
 void Communicator::stopHere(CommOp op) {
   // Thread ranks see the abort the others' watchdog raises; an MPI process is ended by mpirun
   // when another's watchdog ends its own. Bounded either way: past three timeouts it gives up.
+  if (backend() == Backend::Mpi && m_ctx->recorder) {
+    // A stopped process's recorder, beside its output: nothing changes in it from here on.
+    std::fprintf(stderr, "%s\n", m_ctx->recorder->dumpLine().c_str());
+    std::fflush(stderr);
+  }
   const int64_t until = nowNs() + static_cast<int64_t>((3 * m_options.timeoutSeconds + 5) * 1e9);
   while (!aborted() && nowNs() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   throw CommAborted("rank " + std::to_string(worldRank()) + " stopped before " + commOpName(op) +

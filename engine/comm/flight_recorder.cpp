@@ -47,6 +47,12 @@ RankFlight FlightRecorder::snapshot() const {
   return f;
 }
 
+std::string FlightRecorder::dumpLine() const {
+  const RankFlight f = snapshot();
+  return "paralab: flight recorder of world rank " + std::to_string(f.rank) + ": " +
+         flightToJson({f}, HangDiagnosis{}, kCapacity).dump();
+}
+
 namespace {
 thread_local std::string t_purpose;
 }

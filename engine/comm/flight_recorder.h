@@ -29,6 +29,10 @@ class FlightRecorder {
   void done(uint64_t id);
 
   RankFlight snapshot() const;
+  // "paralab: flight recorder of world rank R: {...}" (flightToJson of this rank alone): what an
+  // MPI process prints beside its output when its watchdog fires or its emulated hang begins,
+  // as a hung process cannot take part in a gather.
+  std::string dumpLine() const;
 
  private:
   mutable std::mutex m_mutex;  // the rank's thread and its communication thread write

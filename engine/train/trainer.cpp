@@ -52,6 +52,7 @@ struct Trainer::Driver {
   int ready = 0;            // ranks that built their strategy
   std::string error;        // first failure, one line
   bool timedOut = false;    // a rank's watchdog raised the abort (CommTimeout)
+  int failedRank = -1;      // the rank whose RankFailure (--fail) ended the ranks
   std::thread thread;       // runs ThreadWorld::run
 };
 
@@ -172,6 +173,24 @@ void Trainer::build(const RunConfig& config, const ProgressFn& progress) {
   }
 }
 
+void Trainer::rebuild(const RunConfig& config) {
+  if (m_driver && m_driver->thread.joinable()) m_driver->thread.join();
+  m_driver.reset();
+  m_ranks.clear();
+  m_world.reset();
+  m_config = checked(config);
+  // Weak scaling's global batch follows the ranks.
+  m_sampler = BatchSampler(m_data->numTrain(), config.globalBatch(), config.seed);
+  m_world = std::make_unique<ThreadWorld>(config.ranks, commOptions(config));
+  for (int r = 0; r < config.ranks; ++r) {
+    m_ranks.push_back(std::make_unique<Rank>());
+    m_ranks.back()->rank = r;
+  }
+  build(m_config);
+}
+
+int Trainer::failedRank() const { return m_driver ? m_driver->failedRank : -1; }
+
 Trainer::~Trainer() {
   if (!m_driver) return;
   {
@@ -225,6 +244,7 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
     {
       std::lock_guard lock(d.mutex);
       if (dynamic_cast<const CommTimeout*>(&e)) d.timedOut = true;
+      if (dynamic_cast<const RankFailure*>(&e) && d.failedRank < 0) d.failedRank = r.rank;
       if (d.error.empty())  // a RankFailure names its rank already
         d.error = dynamic_cast<const RankFailure*>(&e)
                       ? e.what()
@@ -370,7 +390,9 @@ std::vector<RankHoldings> Trainer::holdings() {
   return out;
 }
 
-StepMetrics Trainer::step() {
+StepMetrics Trainer::step() { return m_config.elastic ? elasticStep() : stepOnce(); }
+
+StepMetrics Trainer::stepOnce() {
   m_sampler.globalBatch(m_step, m_batch);
   const int64_t t0 = nowNs();
   runCommand(Command::Step);
