@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace paralab {
 
@@ -75,9 +75,11 @@ std::string rankWords(const std::vector<int>& ranks) {
 }
 
 std::string callWords(const HangDiagnosis& d) {
-  std::string s = d.op + " #" + std::to_string(d.seq);
+  std::string s = d.op;
+  s.append(" #").append(std::to_string(d.seq));
   std::string what = d.purpose;
-  if (d.step > 0) what += (what.empty() ? "" : ", ") + std::string("step ") + std::to_string(d.step);
+  if (d.step > 0)
+    what += (what.empty() ? "" : ", ") + std::string("step ") + std::to_string(d.step);
   if (!what.empty()) s += " (" + what + ")";
   return s + " over " + d.group;
 }
@@ -136,7 +138,10 @@ HangDiagnosis diagnoseHang(const std::vector<RankFlight>& ranks) {
   best.line = rankWords(best.waiting) + " wait in " + callWords(best);
   for (size_t i = 0; i < best.missing.size(); ++i) {
     best.line += "; " + rankWords({best.missing[i]}) + " last finished ";
-    best.line += best.lastDone[i] > 0 ? "#" + std::to_string(best.lastDone[i]) : "nothing";
+    if (best.lastDone[i] > 0)
+      best.line.append("#").append(std::to_string(best.lastDone[i]));
+    else
+      best.line += "nothing";
     best.line += " there and never issued #" + std::to_string(best.seq);
   }
   return best;
@@ -148,8 +153,8 @@ nlohmann::json flightToJson(const std::vector<RankFlight>& ranks, const HangDiag
                             size_t recent) {
   nlohmann::json j = nlohmann::json::object();
   if (d.found)
-    j["divergence"] = {{"op", d.op},           {"group", d.group},     {"purpose", d.purpose},
-                       {"seq", d.seq},         {"step", d.step},       {"waiting", d.waiting},
+    j["divergence"] = {{"op", d.op},           {"group", d.group},        {"purpose", d.purpose},
+                       {"seq", d.seq},         {"step", d.step},          {"waiting", d.waiting},
                        {"missing", d.missing}, {"last_done", d.lastDone}, {"line", d.line}};
   nlohmann::json rows = nlohmann::json::array();
   for (const RankFlight& r : ranks) {
@@ -157,8 +162,12 @@ nlohmann::json flightToJson(const std::vector<RankFlight>& ranks, const HangDiag
     const size_t from = r.entries.size() > recent ? r.entries.size() - recent : 0;
     for (size_t i = from; i < r.entries.size(); ++i) {
       const FlightEntry& e = r.entries[i];
-      entries.push_back({{"seq", e.seq},     {"op", e.op},           {"group", e.group},
-                         {"bytes", e.bytes}, {"step", e.step},       {"purpose", e.purpose},
+      entries.push_back({{"seq", e.seq},
+                         {"op", e.op},
+                         {"group", e.group},
+                         {"bytes", e.bytes},
+                         {"step", e.step},
+                         {"purpose", e.purpose},
                          {"state", e.done ? "done" : "issued"}});
     }
     rows.push_back({{"rank", r.rank}, {"entries", std::move(entries)}});

@@ -1,7 +1,8 @@
 // The flight recorder: a ring of one rank's last collectives, written by Communicator as each
 // call is issued and done (every communicator of the rank, every thread), read by anyone —
 // after PyTorch's Flight Recorder for NCCL process groups. Also --hang's stop (emulated) and
-// CommPurpose, how a caller says what a collective is for. See tests/engine/tst_flight_recorder.cpp.
+// CommPurpose, how a caller says what a collective is for. See
+// tests/engine/tst_flight_recorder.cpp.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -39,8 +40,8 @@ class FlightRecorder {
   int m_rank = 0;
   int64_t m_hangStep = 0;  // 0: none
   bool m_hung = false;
-  uint64_t m_next = 0;                                    // id of the next issue
-  std::deque<std::pair<uint64_t, FlightEntry>> m_ring;    // oldest first
+  uint64_t m_next = 0;                                  // id of the next issue
+  std::deque<std::pair<uint64_t, FlightEntry>> m_ring;  // oldest first
   std::vector<std::pair<std::string, std::vector<int>>> m_groups;
 };
 

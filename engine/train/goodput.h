@@ -21,18 +21,18 @@ class Trainer;
 struct RunConfig;
 
 struct GoodputReport {
-  double mtbfS = 0;           // the emulated failures' mean gap, s
-  int checkpointEvery = 0;    // K, steps (0: none: a failure restarts from the first step)
-  int64_t steps = 0;          // useful steps: the run's step count
-  int64_t stepsRun = 0;       // steps executed, redone ones included
+  double mtbfS = 0;         // the emulated failures' mean gap, s
+  int checkpointEvery = 0;  // K, steps (0: none: a failure restarts from the first step)
+  int64_t steps = 0;        // useful steps: the run's step count
+  int64_t stepsRun = 0;     // steps executed, redone ones included
   int failures = 0;
   int checkpoints = 0;
-  double wallS = 0;           // the whole run, s
-  double lostS = 0;           // steps lost to failures and the restarts' reading, s
-  double checkpointS = 0;     // writing checkpoints, s
-  double checkpointCostS = 0; // C: one checkpoint's mean time, s (0 without any)
-  double stepS = 0;           // a useful step's mean time, s
-  double goodput = 0;         // steps / wallS, steps/s
+  double wallS = 0;            // the whole run, s
+  double lostS = 0;            // steps lost to failures and the restarts' reading, s
+  double checkpointS = 0;      // writing checkpoints, s
+  double checkpointCostS = 0;  // C: one checkpoint's mean time, s (0 without any)
+  double stepS = 0;            // a useful step's mean time, s
+  double goodput = 0;          // steps / wallS, steps/s
   // Young/Daly: the checkpoint interval sqrt(2 C MTBF), s of work, and in steps (/ stepS).
   double youngDalyS = 0, youngDalySteps = 0;
 };

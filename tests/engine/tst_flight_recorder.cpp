@@ -36,7 +36,9 @@ std::vector<RankFlight> stuckAt42() {
 }
 
 // The threads of this process (Linux): a run that ended leaves none of its own.
-int threadCount() { return int(QDir("/proc/self/task").entryList(QDir::Dirs | QDir::NoDotAndDotDot).size()); }
+int threadCount() {
+  return int(QDir("/proc/self/task").entryList(QDir::Dirs | QDir::NoDotAndDotDot).size());
+}
 
 RunConfig hangRun() {
   RunConfig c = test::smallRun(32, 2, 32);
@@ -113,8 +115,10 @@ class TstFlightRecorder : public QObject {
   void refused_data() {
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("error");
-    QTest::newRow("no such rank") << "4@2" << "hang: rank 4 does not exist (allowed: 0..3)";
-    QTest::newRow("step 0") << "1@0" << "hang: step 0 is out of range (allowed: 1 or more)";
+    QTest::newRow("no such rank") << "4@2"
+                                  << "hang: rank 4 does not exist (allowed: 0..3)";
+    QTest::newRow("step 0") << "1@0"
+                            << "hang: step 0 is out of range (allowed: 1 or more)";
     QTest::newRow("form") << "1=2"
                           << "hang: '1=2' is not RANK@STEP (allowed: none, or RANK@STEP with "
                              "STEP 1 or more, e.g. 2@5)";
@@ -177,9 +181,9 @@ class TstFlightRecorder : public QObject {
   // paralab-run: exit 3, one line on stderr, and the JSON failure line agrees with it.
   void cliFailureLine() {
     const test::ProgramResult r = test::runProgram(
-        PARALAB_RUN, {"--dataset", "synthetic", "--hidden", "32", "--layers", "2", "--batch",
-                      "32", "--ranks", "4", "--steps", "8", "--eval-every", "0", "--timeout",
-                      "1", "--hang", "2@5", "--json"});
+        PARALAB_RUN,
+        {"--dataset", "synthetic", "--hidden", "32", "--layers", "2", "--batch", "32", "--ranks",
+         "4", "--steps", "8", "--eval-every", "0", "--timeout", "1", "--hang", "2@5", "--json"});
     QCOMPARE(r.code, 3);
     const QStringList errLines = r.err.trimmed().split('\n');
     QCOMPARE(errLines.size(), 1);

@@ -55,9 +55,8 @@ class TstGoodput : public QObject {
     c.checkpointEvery = 5;
     Trainer t(c);
     std::vector<double> losses;
-    const GoodputReport r = trainWithFailures(t, file(), [&](const StepMetrics& m) {
-      losses.push_back(m.loss);
-    });
+    const GoodputReport r =
+        trainWithFailures(t, file(), [&](const StepMetrics& m) { losses.push_back(m.loss); });
     QCOMPARE(losses, plain);
     QCOMPARE(r.failures, 0);
     QCOMPARE(r.stepsRun, int64_t(20));
@@ -78,13 +77,13 @@ class TstGoodput : public QObject {
     c.checkpointEvery = 10;
     Trainer t(c);
     std::vector<double> losses;
-    const GoodputReport r = trainWithFailures(t, file(), [&](const StepMetrics& m) {
-      losses.push_back(m.loss);
-    });
-    qInfo("MTBF %.3f s: %d failures, %lld steps run for 300, %.3f s lost, %d checkpoints of "
-          "%.4f s, goodput %.0f steps/s, Young/Daly %.1f steps",
-          c.mtbfS, r.failures, (long long)r.stepsRun, r.lostS, r.checkpoints, r.checkpointCostS,
-          r.goodput, r.youngDalySteps);
+    const GoodputReport r =
+        trainWithFailures(t, file(), [&](const StepMetrics& m) { losses.push_back(m.loss); });
+    qInfo(
+        "MTBF %.3f s: %d failures, %lld steps run for 300, %.3f s lost, %d checkpoints of "
+        "%.4f s, goodput %.0f steps/s, Young/Daly %.1f steps",
+        c.mtbfS, r.failures, (long long)r.stepsRun, r.lostS, r.checkpoints, r.checkpointCostS,
+        r.goodput, r.youngDalySteps);
     QVERIFY(r.failures >= 1);
     QCOMPARE(int64_t(losses.size()), r.stepsRun);
     QVERIFY(r.stepsRun > 300);
@@ -103,9 +102,10 @@ class TstGoodput : public QObject {
       c.checkpointEvery = k;
       Trainer t(c);
       const GoodputReport r = trainWithFailures(t, file());
-      qInfo("K %3d: goodput %7.0f steps/s, %2d failures, lost %.3f s, checkpoints %.3f s "
-            "(C %.4f s); Young/Daly K = %.1f",
-            k, r.goodput, r.failures, r.lostS, r.checkpointS, r.checkpointCostS, r.youngDalySteps);
+      qInfo(
+          "K %3d: goodput %7.0f steps/s, %2d failures, lost %.3f s, checkpoints %.3f s "
+          "(C %.4f s); Young/Daly K = %.1f",
+          k, r.goodput, r.failures, r.lostS, r.checkpointS, r.checkpointCostS, r.youngDalySteps);
       QVERIFY(r.goodput > 0);
     }
   }

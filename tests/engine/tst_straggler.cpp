@@ -52,8 +52,8 @@ class TstStraggler : public QObject {
     const auto even = slowestRank(stepOf({10, 11, 12, 10}).ranks);
     QCOMPARE(even->rank, 2);
     QVERIFY(!even->straggler);
-    QVERIFY(!slowestRank(stepOf({10}).ranks));     // one rank: nobody to lag behind
-    QVERIFY(!slowestRank(stepOf({0, 0}).ranks));   // no spans recorded
+    QVERIFY(!slowestRank(stepOf({10}).ranks));    // one rank: nobody to lag behind
+    QVERIFY(!slowestRank(stepOf({0, 0}).ranks));  // no spans recorded
   }
 
   void lineCarriesIt() {

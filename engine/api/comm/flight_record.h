@@ -1,7 +1,8 @@
 // The flight recorder's record (a value type the window reads): each rank's last collectives
 // (sequence number per group, operation, group, bytes, step, what it was for, issued or done),
 // and where the ranks diverge when the watchdog ends a hung run. Written by comm/flight_recorder.h;
-// see tests/engine/tst_flight_recorder.cpp and `paralab-run --ranks 4 --hang 2@5 --timeout 2 --json`.
+// see tests/engine/tst_flight_recorder.cpp and `paralab-run --ranks 4 --hang 2@5 --timeout 2
+// --json`.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
