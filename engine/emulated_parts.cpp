@@ -2,6 +2,8 @@
 // (emulated_parts.h). See tests/engine/tst_faults.cpp `emulatedPartsSayWhat`.
 #include "emulated_parts.h"
 
+#include <cstdio>
+
 #include "config.h"
 
 namespace paralab {
@@ -16,6 +18,18 @@ std::vector<EmulatedPart> emulatedParts(const RunConfig& c) {
     parts.push_back({"straggler " + c.straggler,
                      "the straggler " + c.straggler +
                          " (rank=factor): its compute takes factor times as long, the extra a sleep (asynchronous strategies go on without it)"});
+  if (c.hang != "none")
+    parts.push_back({"hang " + c.hang,
+                     "the hang " + c.hang +
+                         " (rank@step): that rank skips a collective and stops, the others "
+                         "wait until the watchdog ends the run"});
+  if (c.mtbfS > 0) {
+    char mtbf[32];
+    std::snprintf(mtbf, sizeof mtbf, "%g", c.mtbfS);
+    parts.push_back({std::string("failures every ") + mtbf + " s (mean)",
+                     "failures at random, a mean gap apart: each loses the steps since the last "
+                     "checkpoint, and the run restarts from it"});
+  }
   if (c.serialMs > 0)
     parts.push_back({"serial section " + std::to_string(c.serialMs) + " ms",
                      "a serial section of " + std::to_string(c.serialMs) +

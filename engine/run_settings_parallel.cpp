@@ -356,6 +356,58 @@ void addParallelRows(std::vector<Setting>& t) {
                   .shaped(kFailForm, formOf(parseFail, &RunConfig::fail))
                   .appliesWhen(replicasOnly)
                   .onlyParallel());
+  t.push_back(field("hang", &RunConfig::hang)
+                  .in(kExecution, "Hanging rank")
+                  .describe("A hanging rank: RANK@STEP makes that rank skip its first "
+                            "collective of that step (emulated)",
+                            "The rank stops before the call instead of issuing it, so the others "
+                            "wait in it until the watchdog (--timeout) ends the run with one "
+                            "line from every rank's flight recorder: who waits in which "
+                            "collective, and who never issued it.")
+                  .shaped(kHangForm, formOf(parseHang, &RunConfig::hang))
+                  .onlyParallel());
+  t.push_back(field("elastic", &RunConfig::elastic)
+                  .in(kExecution, "Elastic")
+                  .describe("Elastic data parallelism: when a replica fails (--fail), the "
+                            "others form a new group and go on (train/elastic.h)",
+                            "The survivors agree on the members left, re-split the global batch "
+                            "over themselves and go on from the last completed step, as "
+                            "torchft's quorum does at a step boundary.")
+                  .notInWindow()
+                  .appliesWhen([replicasOnly](const RunConfig& c) -> Why {
+                    if (c.strategy != "sync" || c.backend != Backend::Thread)
+                      return std::string("elastic training re-forms thread ranks of --strategy "
+                                         "sync (data parallelism)");
+                    return replicasOnly(c);
+                  })
+                  .onlyParallel());
+  t.push_back(field("mtbf", &RunConfig::mtbfS)
+                  .in(kExecution, "Failures (MTBF)")
+                  .describe("Failures at random with this mean gap (emulated; train/goodput.h)",
+                            "Exponential gaps in the run's wall time, drawn from the seed. At a "
+                            "failure the steps since the last checkpoint are lost and the run "
+                            "restarts from it; the summary reports goodput. 0: none.")
+                  .range(0, 86400)
+                  .zeroIs("none")
+                  .units("s")
+                  .notInWindow()
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.backend == Backend::Thread) return std::nullopt;
+                    return std::string("emulated failures need --backend thread (processes "
+                                       "would each draw their own)");
+                  }));
+  t.push_back(field("checkpoint-every", &RunConfig::checkpointEvery)
+                  .in(kExecution, "Checkpoint every")
+                  .describe("Steps between checkpoints while failures are emulated (--mtbf)")
+                  .range(0, 1000000)
+                  .zeroIs("none")
+                  .units("steps")
+                  .notInWindow()
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.mtbfS > 0) return std::nullopt;
+                    return std::string("checkpoints on a schedule go with --mtbf (failures to "
+                                       "recover from)");
+                  }));
   t.push_back(field("serial-ms", &RunConfig::serialMs)
                   .in(kExecution, "Serial section")
                   .describe("A serial section in every step: rank 0 works this long while the "

@@ -18,6 +18,7 @@
 #include "cli/line_views.h"
 #include "cli/run_options.h"
 #include "comm/communicator.h"
+#include "comm/flight_record.h"
 #include "config.h"
 #include "describe.h"
 #include "metrics/chrome_trace.h"
@@ -27,6 +28,7 @@
 #include "projection/projection_settings.h"
 #include "schema.h"
 #include "train/checkpoint.h"
+#include "train/goodput.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
 #include "train/trainer.h"
@@ -36,6 +38,9 @@ using namespace paralab;
 namespace {
 
 int fail(const std::string& message) { return badInput("paralab-run", message); }
+
+// A run the watchdog ended (a collective past --timeout), as MPI's watchdog exits (comm_mpi.cpp).
+constexpr int kHangExit = 3;
 
 int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> ranks;
@@ -372,7 +377,19 @@ int main(int argc, char** argv) {
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;
     if (json) views.emplace(mpiJob);
-    for (int64_t s = first; s < config.steps; ++s) {
+    // --mtbf: the run goes through emulated failures and restarts (train/goodput.h).
+    std::optional<GoodputReport> goodput;
+    if (config.mtbfS > 0) {
+      if (channel || resumed) return fail("mtbf: runs from step 1 (not with --control or --resume)");
+      const std::string file = (std::filesystem::temp_directory_path() /
+                                ("paralab-goodput-" + std::to_string(::getpid()) + ".ckpt"))
+                                   .string();
+      goodput = trainWithFailures(trainer, file, [&](const StepMetrics& m) {
+        summary.add(m);
+        if (json) std::cout << toJson(m).dump() << '\n' << std::flush;
+      });
+    }
+    for (int64_t s = trainer.stepsDone(); s < config.steps; ++s) {
       if (channel && !channel->beforeStep(trainer)) break;  // stopped: the summary follows
       if (views) views->stepBegins();
       const StepMetrics m = trainer.step();
@@ -427,6 +444,12 @@ int main(int argc, char** argv) {
     if (json) {
       nlohmann::json j = toJson(summary, config);
       if (sample > 0) j["sample"] = text;
+      if (goodput) j["goodput"] = toJson(*goodput);
+      for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
+        j["elastic"].push_back({{"step", e.step},
+                                {"failed_rank", e.failedRank},
+                                {"ranks_before", e.ranksBefore},
+                                {"ranks_after", e.ranksAfter}});
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
       const std::string after =
@@ -439,7 +462,28 @@ int main(int argc, char** argv) {
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
                       : "");
       if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
+      for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
+        std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",
+                    e.failedRank, (long long)e.step, e.ranksAfter, (long long)e.step - 1);
+      if (goodput)
+        std::printf("goodput: %.2f steps/s over %.2f s; %d failure(s) (emulated, MTBF %g s), "
+                    "%.2f s lost to redone steps, %d checkpoint(s) of %.4f s each (%.2f s); "
+                    "Young/Daly interval sqrt(2 C MTBF) = %.3f s = %.1f steps\n",
+                    goodput->goodput, goodput->wallS, goodput->failures, goodput->mtbfS,
+                    goodput->lostS, goodput->checkpoints, goodput->checkpointCostS,
+                    goodput->checkpointS, goodput->youngDalyS, goodput->youngDalySteps);
     }
+  } catch (const HangDetected& h) {
+    // The watchdog ended a hung run: the one line on stderr, and with --json a last line that
+    // carries every rank's flight recorder (lessons/reference/metrics.md, "failure").
+    if (json) {
+      nlohmann::json line = {{"schema", kMetricsSchema},
+                             {"failure", h.what()},
+                             {"flight_recorder", flightToJson(h.ranks, h.diagnosis)}};
+      std::cout << line.dump() << '\n' << std::flush;
+    }
+    std::fprintf(stderr, "paralab-run: %s\n", h.what());
+    return kHangExit;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -3,6 +3,7 @@
 # factories throw a clear CommError otherwise).
 target_sources(paralab_engine_objects PRIVATE
   comm/communicator.cpp
+  comm/flight_recorder.cpp
   comm/comm_accounting.cpp
   comm/link_model.cpp
   comm/comm_thread.cpp

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/flight_recorder.h"
 #include "comm/reduce_host.h"
 #include "metrics/span_recorder.h"
 #endif
@@ -67,6 +68,7 @@ struct Watch {
   std::atomic<const char*> label{""};
   std::atomic<const std::string*> group{nullptr};
   std::atomic<double> timeoutS{0};
+  std::atomic<const FlightRecorder*> recorder{nullptr};  // the rank's, printed when it fires
   int worldRank = 0, worldSize = 1;
 };
 Watch g_watch;
@@ -83,13 +85,17 @@ void watchdog() {
                  "ending the job\n",
                  g_watch.label.load(), group ? group->c_str() : "?", g_watch.timeoutS.load(),
                  g_watch.worldRank, g_watch.worldSize);
+    if (const FlightRecorder* fr = g_watch.recorder.load())
+      std::fprintf(stderr, "%s\n", fr->dumpLine().c_str());
     std::fflush(stderr);
     std::_Exit(3);
   }
 }
 
 struct Watched {
-  Watched(const char* label, const std::string& group, int64_t deadlineNs, double timeoutS) {
+  Watched(const char* label, const std::string& group, int64_t deadlineNs, double timeoutS,
+          const FlightRecorder* recorder) {
+    g_watch.recorder = recorder;
     g_watch.label = label;
     g_watch.group = &group;
     g_watch.timeoutS = timeoutS;
@@ -340,7 +346,8 @@ class MpiComm final : public Communicator {
   static constexpr int kP2pTag = 17, kNaiveTag = 18, kRingTag = 19;
 
   Watched watch() const {
-    return Watched(currentLabel(), group(), deadlineNs(), m_options.timeoutSeconds);
+    return Watched(currentLabel(), group(), deadlineNs(), m_options.timeoutSeconds,
+                   context()->recorder);
   }
 
   void hostOnly(Device device) const {

@@ -3,8 +3,13 @@
 // See tests/engine/tst_comm_thread.cpp (countedBytesMatchTheory, spansRecorded).
 #include "comm/communicator.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 #include <utility>
+
+#include "comm/flight_recorder.h"
 
 #include "metrics/span_recorder.h"
 
@@ -66,6 +71,12 @@ class Communicator::CallScope {
     k.recvFrom.assign(world, 0);
     k.modelled = false;
     c.m_label = commSpanLabel(op, algo);
+    if (FlightRecorder* fr = c.m_ctx->recorder) {
+      if (fr->hangsAt(k.step)) c.stopHere(op);
+      m_flight = fr->issue(FlightEntry{++c.m_seq, commOpName(op), c.m_group, bytes, k.step,
+                                       CommPurpose::current(), false},
+                           c.m_worldRanks);
+    }
     c.m_open = true;
     k.startNs = nowNs();
     c.m_deadlineNs = k.startNs + static_cast<int64_t>(c.m_options.timeoutSeconds * 1e9);
@@ -77,11 +88,27 @@ class Communicator::CallScope {
     m_c.m_ctx->accounting->record(k);
     if (SpanRecorder* spans = m_c.m_ctx->spans)
       spans->record(Span{SpanKind::Comm, k.startNs, k.endNs, k.bytes, m_c.m_label, k.step});
+    if (FlightRecorder* fr = m_c.m_ctx->recorder) fr->done(m_flight);
   }
 
  private:
   Communicator& m_c;
+  uint64_t m_flight = 0;
 };
+
+void Communicator::stopHere(CommOp op) {
+  // Thread ranks see the abort the others' watchdog raises; an MPI process is ended by mpirun
+  // when another's watchdog ends its own. Bounded either way: past three timeouts it gives up.
+  if (backend() == Backend::Mpi && m_ctx->recorder) {
+    // A stopped process's recorder, beside its output: nothing changes in it from here on.
+    std::fprintf(stderr, "%s\n", m_ctx->recorder->dumpLine().c_str());
+    std::fflush(stderr);
+  }
+  const int64_t until = nowNs() + static_cast<int64_t>((3 * m_options.timeoutSeconds + 5) * 1e9);
+  while (!aborted() && nowNs() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  throw CommAborted("rank " + std::to_string(worldRank()) + " stopped before " + commOpName(op) +
+                    " on group '" + m_group + "' (emulated hang)");
+}
 
 Communicator::Communicator(int rank, int size, std::string group, std::vector<int> worldRanks,
                            CommOptions options, LinkProfile link,

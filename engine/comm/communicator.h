@@ -20,6 +20,7 @@ namespace paralab {
 
 class SpanRecorder;
 class MemoryTracker;
+class FlightRecorder;
 
 // Avg is Sum followed by a division by the group size, on every backend (so exact inputs give
 // the same bits on every rank and every algorithm).
@@ -53,6 +54,10 @@ struct CommError : std::runtime_error {
 // The group was aborted (a timeout, or an exception in another rank); what() says why.
 struct CommAborted : CommError {
   using CommError::CommError;
+};
+// The abort a rank's watchdog raised: its own call passed its deadline (ThreadComm).
+struct CommTimeout : CommAborted {
+  using CommAborted::CommAborted;
 };
 
 class Communicator {
@@ -128,6 +133,8 @@ class Communicator {
   void setStep(int64_t step) { m_ctx->step = step; }
   // Staging buffers the backend allocates are counted here as MemCategory::Comm.
   void setMemoryTracker(MemoryTracker* tracker) { m_ctx->memory = tracker; }
+  // Each call issued and done goes into it (null: none); --hang's stop is read from it.
+  void setFlightRecorder(FlightRecorder* recorder) { m_ctx->recorder = recorder; }
 
  protected:
   // What a rank's communicators share: one accounting, one span recorder, one step counter.
@@ -135,6 +142,7 @@ class Communicator {
     std::shared_ptr<CommAccounting> accounting;
     SpanRecorder* spans = nullptr;
     MemoryTracker* memory = nullptr;
+    FlightRecorder* recorder = nullptr;
     int64_t step = 0;
   };
   // What every rank must agree on for one call (checked by the backend before moving data).
@@ -217,6 +225,9 @@ class Communicator {
   bool m_open = false;
   int64_t m_deadlineNs = 0;
   const char* m_label = "";
+  int64_t m_seq = 0;  // collectives issued on this communicator (the flight recorder's #)
+  // --hang (emulated): this rank does not issue the call; it waits until the run is aborted.
+  [[noreturn]] void stopHere(CommOp op);
 };
 
 // [SECTION] Ranks as threads in this process (the embedded default, the GUI's).

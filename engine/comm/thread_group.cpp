@@ -108,7 +108,7 @@ void ThreadGroup::waitUntil(Ready ready, int64_t deadlineNs, const char* label, 
       const std::string msg = std::string(label) + " on group '" + m_name + "' (" +
                               std::to_string(m_n) + " ranks) timed out: " + missing();
       m_world->abort(msg);
-      throw CommAborted(m_world->message());
+      throw CommTimeout(m_world->message());
     }
     m_cv.wait_until(lock, std::chrono::steady_clock::time_point(
                               std::chrono::nanoseconds(deadlineNs)));

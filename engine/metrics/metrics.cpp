@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "metrics/straggler.h"
+
 namespace paralab {
 
 // [SECTION] Writing
@@ -82,6 +84,7 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
   if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
   if (!m.emulated.empty()) j["emulated"] = m.emulated;
+  addSlowestRank(j, m);  // straggler detection, derived from ranks[] (straggler.h)
   j["ranks"] = nlohmann::json::array();
   for (const RankMetrics& r : m.ranks) j["ranks"].push_back(toJson(r));
   return j;

@@ -14,6 +14,7 @@ namespace paralab {
 
 const char* const kStragglerForm = "none, or RANK=FACTOR with FACTOR 1..100, e.g. 1=3";
 const char* const kFailForm = "none, or RANK@STEP with STEP 1 or more, e.g. 1@5";
+const char* const kHangForm = "none, or RANK@STEP with STEP 1 or more, e.g. 2@5";
 const char* const kStragglerSpanOp = "straggler (emulated)";
 const char* const kSerialSpanOp = "serial section (emulated)";
 
@@ -58,17 +59,33 @@ std::optional<StragglerSpec> parseStraggler(const std::string& text, int ranks) 
   return StragglerSpec{int(spec->first), factor};
 }
 
-std::optional<FailSpec> parseFail(const std::string& text, int ranks) {
+namespace {
+
+// RANK@STEP for the setting `key` (fail, hang), in the form `form`.
+std::optional<FailSpec> parseRankAtStep(const char* key, const char* form, const std::string& text,
+                                        int ranks) {
   if (text == "none") return std::nullopt;
   const auto spec = splitSpec(text, '@');
   int64_t step = 0;
   const std::string s = spec ? spec->second : "";
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), step);
   if (!spec || s.empty() || ec != std::errc() || p != s.data() + s.size())
-    throw ConfigError("fail: '" + text + "' is not RANK@STEP (allowed: " + kFailForm + ")");
-  checkRank("fail", spec->first, ranks);
-  if (step < 1) throw ConfigError("fail: step " + s + " is out of range (allowed: 1 or more)");
+    throw ConfigError(std::string(key) + ": '" + text + "' is not RANK@STEP (allowed: " + form +
+                      ")");
+  checkRank(key, spec->first, ranks);
+  if (step < 1)
+    throw ConfigError(std::string(key) + ": step " + s + " is out of range (allowed: 1 or more)");
   return FailSpec{int(spec->first), step};
+}
+
+}  // namespace
+
+std::optional<FailSpec> parseFail(const std::string& text, int ranks) {
+  return parseRankAtStep("fail", kFailForm, text, ranks);
+}
+
+std::optional<FailSpec> parseHang(const std::string& text, int ranks) {
+  return parseRankAtStep("hang", kHangForm, text, ranks);
 }
 
 RankFaults::RankFaults(const RunConfig& config, int rank) : m_rank(rank) {

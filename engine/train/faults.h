@@ -1,4 +1,4 @@
-// Faults on purpose: a straggler (--straggler RANK=FACTOR, one rank's compute FACTOR times as
+// Faults on purpose: a hang (--hang RANK@STEP, parseHang), a straggler (--straggler RANK=FACTOR, one rank's compute FACTOR times as
 // long, emulated by sleeping after its real forward and backward) and a failure (--fail
 // RANK@STEP, a real exception thrown inside that rank's step) and a serial section (--serial-ms
 // MS: rank 0 busy MS ms in every step while the others wait, emulated by sleeping). See
@@ -21,6 +21,7 @@ struct StragglerSpec {
   double factor = 1;
 };
 // --fail RANK@STEP: rank `rank` throws in step `step` (1-based, as the JSON lines count).
+// --hang RANK@STEP: rank `rank` skips a collective in step `step` (parseHang).
 struct FailSpec {
   int rank = 0;
   int64_t step = 1;
@@ -31,9 +32,14 @@ struct FailSpec {
 // (`ranks`: the world, so a rank that does not exist is named).
 std::optional<StragglerSpec> parseStraggler(const std::string& text, int ranks);
 std::optional<FailSpec> parseFail(const std::string& text, int ranks);
+// --hang RANK@STEP: rank `rank` does not issue its first collective of step `step` and stops
+// there (emulated); the others wait in it until the watchdog (--timeout) ends the run with the
+// flight recorder's reading (comm/flight_recorder.h). The same form as --fail.
+std::optional<FailSpec> parseHang(const std::string& text, int ranks);
 // The allowed forms in words, for --help, range errors and the window's tooltip.
 extern const char* const kStragglerForm;
 extern const char* const kFailForm;
+extern const char* const kHangForm;
 
 // The exception --fail throws: its message names the rank, what it was doing and the step, and
 // is the one line the run ends with (thread ranks, the Session, mpirun alike).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "comm/communicator.h"
+#include "comm/flight_recorder.h"
 #include "cpu/gemm.h"
 #include "device/compute.h"
 #include "emulated_parts.h"
@@ -30,6 +32,7 @@ struct Trainer::Rank {
   int rank = 0;
   MemoryTracker memory;
   SpanRecorder spans;
+  FlightRecorder flight;
   // Before the strategy: its tensors go back to the compute's allocator, so it outlives them.
   std::unique_ptr<Compute> compute;
   std::unique_ptr<Strategy> strategy;
@@ -48,12 +51,26 @@ struct Trainer::Driver {
   int done = 0;             // ranks finished with the current command
   int ready = 0;            // ranks that built their strategy
   std::string error;        // first failure, one line
+  bool timedOut = false;    // a rank's watchdog raised the abort (CommTimeout)
+  int failedRank = -1;      // the rank whose RankFailure (--fail) ended the ranks
   std::thread thread;       // runs ThreadWorld::run
 };
 
 static const RunConfig& checked(const RunConfig& config) {
   if (auto err = config.validate()) throw ConfigError(*err);
   return config;
+}
+
+// "2 s", "0.5 s": the watchdog's timeout in the hang's line.
+static std::string timeoutWords(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", seconds);
+  return buf;
+}
+
+// " (emulated: --hang 2@5)" when the hang was injected, so the line says it was emulated.
+static std::string hangLabel(const RunConfig& c) {
+  return c.hang == "none" ? "" : " (emulated: --hang " + c.hang + ")";
 }
 
 static CommOptions commOptions(const RunConfig& c) {
@@ -101,6 +118,11 @@ Trainer::Trainer(const RunConfig& config, std::unique_ptr<Communicator> world)
 }
 
 void Trainer::build(const RunConfig& config, const ProgressFn& progress) {
+  const std::optional<FailSpec> hang = parseHang(config.hang, config.ranks);
+  for (auto& r : m_ranks) {
+    r->flight.setRank(r->rank);
+    if (hang && hang->rank == r->rank) r->flight.armHang(hang->step);
+  }
   const auto built = [&](int ranks) {
     if (progress) progress("building the ranks (model, optimizer, buffers)", ranks, config.ranks);
   };
@@ -115,6 +137,7 @@ void Trainer::build(const RunConfig& config, const ProgressFn& progress) {
     SpanRecorder* spans = config.instrument ? &r.spans : nullptr;
     r.comm->setSpanRecorder(spans);
     r.comm->setMemoryTracker(&r.memory);
+    r.comm->setFlightRecorder(&r.flight);
     r.compute = Compute::forRank(config, r.rank);
     RankContext ctx{r.rank, config.ranks, r.comm,       &r.memory,
                     spans,  &m_config,    m_data.get(), r.compute.get()};
@@ -150,6 +173,24 @@ void Trainer::build(const RunConfig& config, const ProgressFn& progress) {
   }
 }
 
+void Trainer::rebuild(const RunConfig& config) {
+  if (m_driver && m_driver->thread.joinable()) m_driver->thread.join();
+  m_driver.reset();
+  m_ranks.clear();
+  m_world.reset();
+  m_config = checked(config);
+  // Weak scaling's global batch follows the ranks.
+  m_sampler = BatchSampler(m_data->numTrain(), config.globalBatch(), config.seed);
+  m_world = std::make_unique<ThreadWorld>(config.ranks, commOptions(config));
+  for (int r = 0; r < config.ranks; ++r) {
+    m_ranks.push_back(std::make_unique<Rank>());
+    m_ranks.back()->rank = r;
+  }
+  build(m_config);
+}
+
+int Trainer::failedRank() const { return m_driver ? m_driver->failedRank : -1; }
+
 Trainer::~Trainer() {
   if (!m_driver) return;
   {
@@ -158,7 +199,7 @@ Trainer::~Trainer() {
     ++m_driver->generation;
   }
   m_driver->cv.notify_all();
-  m_driver->thread.join();
+  if (m_driver->thread.joinable()) m_driver->thread.join();
 }
 
 // [SECTION] Rank threads
@@ -170,6 +211,7 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
     SpanRecorder* spans = m_config.instrument ? &r.spans : nullptr;
     comm.setSpanRecorder(spans);
     comm.setMemoryTracker(&r.memory);
+    comm.setFlightRecorder(&r.flight);
     r.compute = Compute::forRank(m_config, r.rank);  // on this thread: its GPU becomes current
     RankContext ctx{r.rank, m_config.ranks, &comm,        &r.memory,
                     spans,  &m_config,      m_data.get(), r.compute.get()};
@@ -201,6 +243,8 @@ void Trainer::rankMain(Communicator& comm, Rank& r) {
   } catch (const std::exception& e) {
     {
       std::lock_guard lock(d.mutex);
+      if (dynamic_cast<const CommTimeout*>(&e)) d.timedOut = true;
+      if (dynamic_cast<const RankFailure*>(&e) && d.failedRank < 0) d.failedRank = r.rank;
       if (d.error.empty())  // a RankFailure names its rank already
         d.error = dynamic_cast<const RankFailure*>(&e)
                       ? e.what()
@@ -301,7 +345,28 @@ void Trainer::runCommand(Command c) {
   ++d.generation;
   d.cv.notify_all();
   d.cv.wait(lock, [&] { return d.done == int(m_ranks.size()) || !d.error.empty(); });
-  if (!d.error.empty()) throw std::runtime_error(d.error);
+  if (d.error.empty()) return;
+  // A failed run: every rank leaves (the abort releases their collectives) before the cause is
+  // read, so the rank whose watchdog fired has said so and no rank still writes its recorder.
+  lock.unlock();
+  if (d.thread.joinable()) d.thread.join();
+  if (d.timedOut) {
+    // The watchdog fired: one line from every rank's flight recorder, the first error otherwise.
+    std::vector<RankFlight> flights = flightRecord();
+    HangDiagnosis hang = diagnoseHang(flights);
+    if (hang.found) {
+      const std::string line = "watchdog: " + hang.line + " (no progress in " +
+                               timeoutWords(m_config.timeoutS) + ")" + hangLabel(m_config);
+      throw HangDetected(line, std::move(hang), std::move(flights));
+    }
+  }
+  throw std::runtime_error(d.error);
+}
+
+std::vector<RankFlight> Trainer::flightRecord() const {
+  std::vector<RankFlight> out;
+  for (const auto& r : m_ranks) out.push_back(r->flight.snapshot());
+  return out;
 }
 
 // [SECTION] Steps and their metrics
@@ -325,7 +390,9 @@ std::vector<RankHoldings> Trainer::holdings() {
   return out;
 }
 
-StepMetrics Trainer::step() {
+StepMetrics Trainer::step() { return m_config.elastic ? elasticStep() : stepOnce(); }
+
+StepMetrics Trainer::stepOnce() {
   m_sampler.globalBatch(m_step, m_batch);
   const int64_t t0 = nowNs();
   runCommand(Command::Step);

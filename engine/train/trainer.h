@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/flight_record.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "metrics/metrics.h"
@@ -39,6 +40,14 @@ class Trainer {
   // is a multiple of eval-every (and on the last step of a bounded run). Under MPI, every
   // process calls it; rank 0's result holds every rank's figures.
   StepMetrics step();
+  // --elastic: each time a replica failed, the step it failed in and the ranks before and after
+  // (train/elastic.cpp). The run goes on with config().ranks survivors.
+  struct ElasticEvent {
+    int64_t step = 0;
+    int failedRank = -1;
+    int ranksBefore = 0, ranksAfter = 0;
+  };
+  const std::vector<ElasticEvent>& elasticEvents() const { return m_elasticEvents; }
   // Test-split accuracy of rank 0's model over the first `maxSamples` test samples (0 = all).
   // Collective: every rank takes part (sharded models gather).
   double evaluate(int maxSamples);
@@ -66,6 +75,8 @@ class Trainer {
   Strategy& strategy(int local = 0);
   // The traffic of local rank `local` in the last step: per peer, per op and group.
   const CommTraffic& lastTraffic(int local = 0) const;
+  // Every local rank's flight recorder (its last collectives); thread-safe at any time.
+  std::vector<RankFlight> flightRecord() const;
   // What every local rank holds (the window's "what every GPU holds" map) and what it sent in
   // the last step; thread backend: every rank. Call between steps.
   std::vector<RankHoldings> holdings();
@@ -77,7 +88,13 @@ class Trainer {
   void rankMain(Communicator& comm, Rank& r);  // a thread rank's life
   void execute(Rank& r, Command c);            // what one rank does for one command
   void runCommand(Command c);                  // on every local rank, until all are done
+  StepMetrics stepOnce();                      // one step on the ranks there are
+  StepMetrics elasticStep();                   // elastic.cpp: a failed replica's group re-formed
+  void reform();                               // elastic.cpp: the survivors, a new world
+  void rebuild(const RunConfig& config);       // thread ranks anew, after the old ones ended
+  int failedRank() const;                      // the rank a RankFailure ended, or -1
   RankMetrics measure(const Rank& r, int64_t t0, int64_t t1) const;  // its record of the step
+
   StepMetrics assemble(int64_t t0, int64_t t1);
 
   RunConfig m_config;
@@ -96,6 +113,8 @@ class Trainer {
   int m_sampleCount = 0;
   std::string m_sampleText;
   TrainingState m_state;  // what Save fills and Load reads
+  std::optional<TrainingState> m_lastGood;  // --elastic: after the last completed step
+  std::vector<ElasticEvent> m_elasticEvents;
 };
 
 }  // namespace paralab

@@ -19,13 +19,16 @@ if(PARALAB_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   # Fault paths end the job with a message; the test passes on the message.
   add_executable(tst_comm_mpi_faults tst_comm_mpi_faults.cpp)
   target_link_libraries(tst_comm_mpi_faults PRIVATE paralab_engine paralab_engine_internal)
-  foreach(mode timeout abort)
+  foreach(mode timeout abort recorder)
     add_test(NAME tst_comm_mpi_${mode}
              COMMAND ${_mpirun} -np 2 $<TARGET_FILE:tst_comm_mpi_faults> ${mode})
     set_tests_properties(tst_comm_mpi_${mode} PROPERTIES ENVIRONMENT "${_mpi_env}" TIMEOUT 60)
   endforeach()
   set_tests_properties(tst_comm_mpi_timeout PROPERTIES
     PASS_REGULAR_EXPRESSION "allreduce mpi on group 'world' timed out after 1 s")
+  # The waiting rank's recorder: its all-reduce #2 issued, never done.
+  set_tests_properties(tst_comm_mpi_recorder PROPERTIES PASS_REGULAR_EXPRESSION
+    "flight recorder of world rank 0: [^\n]*\"op\":\"allreduce\",\"purpose\":\"\",\"seq\":2,\"state\":\"issued\"")
   set_tests_properties(tst_comm_mpi_abort PROPERTIES
     PASS_REGULAR_EXPRESSION "world rank 1 aborted the job: boom in backward")
 endif()

@@ -27,6 +27,7 @@
 #include <stdexcept>
 
 #include "comm/communicator.h"
+#include "comm/flight_recorder.h"
 
 namespace paralab {
 
@@ -295,6 +296,7 @@ void GradSync::startBuckets(int m) {
 }
 
 void GradSync::allReduceBucket(Communicator& c, const Bucket& b) {
+  const CommPurpose purpose("gradient bucket " + std::to_string(&b - m_buckets.data()));
   float* grads = m_ps.grads().data();
   for (const auto& [begin, end] : b.ranges)
     c.allReduce(grads + begin, grads + begin, end - begin, ReduceOp::Sum, AllReduceAlgo::Configured,
