@@ -63,8 +63,7 @@ nlohmann::json toJson(const OverlapMeter& m) {
 
 OverlapMeter overlapMeterFromJson(const nlohmann::json& j, const std::string& where) {
   const auto get = [&](const char* key) {
-    if (!j.is_object() || !j.contains(key))
-      throw std::runtime_error(where + key + ": missing");
+    if (!j.is_object() || !j.contains(key)) throw std::runtime_error(where + key + ": missing");
     if (!j.at(key).is_number()) throw std::runtime_error(where + key + ": of the wrong type");
     return j.at(key).get<double>();
   };

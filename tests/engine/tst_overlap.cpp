@@ -61,10 +61,10 @@ class TestOverlap : public QObject {
   // idle = the step less compute ∪ comm = [70, 75) + [90, 95): 10 ms.
   void builtSpansGiveEachFigure() {
     const std::vector<Span> spans = {
-        span(SpanKind::Forward, 0, 30),  span(SpanKind::Backward, 30, 60),
-        span(SpanKind::Comm, 40, 70),    span(SpanKind::Comm, 50, 55),
-        span(SpanKind::Comm, 75, 80),    span(SpanKind::Optimizer, 80, 90),
-        span(SpanKind::Idle, 90, 95),    span(SpanKind::Comm, 95, 120),
+        span(SpanKind::Forward, 0, 30), span(SpanKind::Backward, 30, 60),
+        span(SpanKind::Comm, 40, 70),   span(SpanKind::Comm, 50, 55),
+        span(SpanKind::Comm, 75, 80),   span(SpanKind::Optimizer, 80, 90),
+        span(SpanKind::Idle, 90, 95),   span(SpanKind::Comm, 95, 120),
         span(SpanKind::Data, -10, 0),  // before the step: left out
     };
     const OverlapMeter m = overlapMeter(spans, 0, 100 * kMs);
@@ -143,10 +143,11 @@ class TestOverlap : public QObject {
   void bucketsHideMoreThanPerTensor() {
     const OverlapMeter bucket = runMeter(ethernetRun(DpVersion::Bucket), 3);
     const OverlapMeter perTensor = runMeter(ethernetRun(DpVersion::PerTensor), 3);
-    qInfo("ethernet (emulated), 4 ranks, 3 steps: bucket %.3f of %.3f ms hidden (%.0f %%), "
-          "per-tensor %.3f of %.3f ms (%.0f %%)",
-          bucket.hiddenMs, bucket.commMs, 100 * bucket.hiddenShare(), perTensor.hiddenMs,
-          perTensor.commMs, 100 * perTensor.hiddenShare());
+    qInfo(
+        "ethernet (emulated), 4 ranks, 3 steps: bucket %.3f of %.3f ms hidden (%.0f %%), "
+        "per-tensor %.3f of %.3f ms (%.0f %%)",
+        bucket.hiddenMs, bucket.commMs, 100 * bucket.hiddenShare(), perTensor.hiddenMs,
+        perTensor.commMs, 100 * perTensor.hiddenShare());
     QVERIFY(bucket.commMs > 0 && perTensor.commMs > 0);
     QVERIFY2(bucket.hiddenShare() > 2 * perTensor.hiddenShare() + 0.05,
              qPrintable(QString("bucket hides %1, per-tensor %2")
