@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "parallel/context/context_attention.h"
 #include "parallel/context/ring_attention.h"
 #include "parallel/tensor/column_row.h"
 
@@ -44,10 +45,12 @@ class GptStage final : public ColumnRowStage {
   // group does not divide. `cp` (null or one rank: none): the context-parallel group, each
   // window's tokens cut as `zigzag` says (ring_attention.h).
   GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
-           SpanRecorder* spans, Communicator* cp = nullptr, bool zigzag = true);
+           SpanRecorder* spans, Communicator* cp = nullptr, bool zigzag = true,
+           CpKind cpKind = CpKind::Ring);
   ~GptStage() override;
-  // Context parallelism's ring, or null.
-  const RingAttention* ring() const { return m_ring.get(); }
+  // Context parallelism's attention (the ring or Ulysses), or null; the ring alone, or null.
+  const ContextAttention* contextAttention() const { return m_ring.get(); }
+  const RingAttention* ring() const { return dynamic_cast<const RingAttention*>(m_ring.get()); }
 
   MicroRows rowsOf(int samples) const override;
   int64_t boundaryFloats(int samples) const override {
@@ -96,7 +99,7 @@ class GptStage final : public ColumnRowStage {
   void attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy);
 
   Gpt& m_model;
-  std::unique_ptr<RingAttention> m_ring;  // cp > 1
+  std::unique_ptr<ContextAttention> m_ring;  // cp > 1: the ring or Ulysses (--cp-kind)
   int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
   int m_Sl;                // tokens of each window this rank holds: m_S / cp
   int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T
