@@ -6,6 +6,7 @@
 #include <QString>
 #include <QStringList>
 #include <optional>
+#include <vector>
 
 #include "config.h"
 #include "metrics/metrics.h"
@@ -27,6 +28,7 @@ struct RunReport {
   double meanStepMs = 0;                                // over the last `window` steps
   double samplesPerS = 0;                               // over the last `window` steps
   std::optional<SweepResult> sweep;
+  std::vector<OverlapMeter> overlap;  // each rank's overlap meter over the run (RunSummary)
   QStringList files;  // the other files of the export, by name
 };
 

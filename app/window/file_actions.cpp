@@ -80,6 +80,9 @@ RunReport FileActions::report() const {
   r.meanStepMs = history.recentStepMs();
   r.samplesPerS = history.recentSamplesPerS();
   r.sweep = m_sweep;
+  RunSummary overRun;  // the overlap meter over every step, from the run's file
+  history.steps().forEach([&](const MetricHistory::Row&, const StepMetrics& m) { overRun.add(m); });
+  r.overlap = std::move(overRun.overlap);
   return r;
 }
 
