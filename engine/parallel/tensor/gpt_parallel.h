@@ -2,7 +2,7 @@
 // attention split over the tensor-parallel group by heads and the FFN column-then-row
 // (Megatron-LM, Shoeybi et al. 2019), optionally with sequence parallelism over the tokens
 // (Korthikanti et al. 2022), or each window's tokens split over a context-parallel group with
-// ring attention (ring_attention.h), on the rank's Compute. The tensor-parallel exchanges are
+// ring attention or Ulysses (context_attention.h), on the rank's Compute. The tensor-parallel exchanges are
 // Megatron's pair (column_row.h), one per half of the block.
 // See tests/engine/tst_gpt.cpp.
 #pragma once
@@ -20,7 +20,8 @@ namespace paralab {
 // One block's activations on a GPT stage, each rank's share: the LayerNorm outputs [full, C]
 // (SP: all-gathered), their statistics [local], qkv [full, 3C/T] (the rank's heads' q, k and
 // v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation; under context
-// parallelism instead each query's log-sum-exp lse [B, NH/T, seq/cp]), attention's output
+// parallelism instead what its attention keeps, lse: the ring's log-sum-exp per query,
+// [B, NH/T, seq/cp], or Ulysses's q, k, v and probabilities of its heads), attention's output
 // [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
 struct GptBlockActs {
   Tensor ln1, mean1, rstd1, qkv, att, lse, y, mid, ln2, mean2, rstd2, h, g;
