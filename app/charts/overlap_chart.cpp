@@ -17,7 +17,7 @@ constexpr double kBarWidth = 0.55;
 }  // namespace
 
 OverlapChart::OverlapChart(QWidget* parent)
-    : Chart("overlap", tr("Communication hidden behind compute, per rank, last step"), parent) {
+    : Chart("overlap", tr("Overlap per rank, last step"), parent) {
   setTabTitle(tr("Overlap"));
   setKeyColumn("rank");
   setAxisLabel(xAxis, tr("rank"));
@@ -41,6 +41,7 @@ OverlapChart::OverlapChart(QWidget* parent)
     m_bars[size_t(l)] = bars;
   }
   setLegendColumns(2);
+  connect(this, &QCustomPlot::afterLayout, this, &OverlapChart::fitLabels);
   setToolTip(
       tr("<p>Each rank's last step, stacked: the time it computed alone, the time it "
          "computed while its communication ran (<b>hidden</b>: the bucketed all-reduce "
@@ -82,8 +83,6 @@ void OverlapChart::showSnapshot(const Snapshot& s) {
     return;
   }
   double top = 0;
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  const bool many = m_rows.size() > 8;  // narrow bars: the share in a shorter word
   for (const Row& row : m_rows) {
     const OverlapMeter& m = row.meter;
     const double x = row.rank;
@@ -96,7 +95,6 @@ void OverlapChart::showSnapshot(const Snapshot& s) {
       height += layers[l];
     }
     top = std::max(top, height);
-    ticker->addTick(x, many ? QString::number(row.rank) : tr("rank %1").arg(row.rank));
     auto* label = new QCPItemText(this);
     label->position->setType(QCPItemPosition::ptPlotCoords);
     label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
@@ -104,18 +102,50 @@ void OverlapChart::showSnapshot(const Snapshot& s) {
     label->setPadding(QMargins(0, 0, 0, 4));  // a gap above the bar's outline
     label->setColor(palette().color(QPalette::WindowText));
     label->setFont(xAxis->tickLabelFont());
-    const QString share = QLocale::c().toString(100 * m.hiddenShare(), 'f', 0);
-    label->setText(m.commMs <= 0 ? tr("no comm")
-                   : many        ? tr("%1 %").arg(share)
-                                 : tr("%1 % hidden").arg(share));
     label->position->setCoords(x, height);
     m_shares.push_back(label);
   }
-  xAxis->setTicker(ticker);
   fitLegend();
   xAxis->setRange(-0.6, double(m_rows.back().rank) + 0.6);
   yAxis->setRange(0, top > 0 ? top * 1.18 : 1);  // room above the bars for their share
+  m_words = -1;
+  fitLabels();  // for the plot as it is now; the next layout fits them to its width
   setPlaceholderVisible(false);
+  replot(rpQueuedReplot);
+}
+
+void OverlapChart::fitLabels() {
+  if (m_rows.empty()) return;
+  const QFontMetrics fm(xAxis->tickLabelFont());
+  const double rankPx = std::abs(xAxis->coordToPixel(1) - xAxis->coordToPixel(0));
+  const int gap = fm.horizontalAdvance(' ') * 2;
+  const QString widest = QString::number(m_rows.back().rank);
+  // 2: "rank 3" and "40 % hidden"; 1: "3" and "40 %"; 0: "3" and no share.
+  const int words = rankPx >= fm.horizontalAdvance(tr("100 % hidden")) + gap ? 2
+                    : rankPx >= fm.horizontalAdvance(tr("100 %")) + gap      ? 1
+                                                                             : 0;
+  if (words == m_words) return;
+  m_words = words;
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (size_t i = 0; i < m_rows.size(); ++i) {
+    const Row& row = m_rows[i];
+    const bool named =
+        words == 2 && rankPx >= fm.horizontalAdvance(tr("rank %1").arg(widest)) + gap;
+    ticker->addTick(row.rank, named ? tr("rank %1").arg(row.rank) : QString::number(row.rank));
+    const OverlapMeter& m = row.meter;
+    const QString share = QLocale::c().toString(100 * m.hiddenShare(), 'f', 0);
+    QCPItemText* label = m_shares[int(i)];
+    label->setVisible(words > 0);
+    label->setText(m.commMs <= 0 ? (words == 2 ? tr("no comm") : tr("–"))
+                   : words == 2  ? tr("%1 % hidden").arg(share)
+                                 : tr("%1 %").arg(share));
+  }
+  xAxis->setTicker(ticker);
+  setAxisLabel(xAxis,
+               words == 2   ? tr("rank")
+               : words == 1 ? tr("rank (above each bar: the share of its communication hidden)")
+                            : tr("rank (hidden shares: the CSV, or a wider chart)"),
+               tr("rank"));
   replot(rpQueuedReplot);
 }
 

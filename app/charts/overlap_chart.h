@@ -30,6 +30,10 @@ class OverlapChart : public Chart {
   const QList<QCPItemText*>& shareLabels() const { return m_shares; }
 
  private:
+  // After each layout: the ranks' and shares' labels in the words their room allows ("rank 3"
+  // or "3"; "40 % hidden", "40 %" or none, the axis label then saying what they are).
+  void fitLabels();
+
   struct Row {
     int rank = 0;
     OverlapMeter meter;
@@ -37,6 +41,7 @@ class OverlapChart : public Chart {
   std::array<QCPBars*, kLayers> m_bars{};
   QList<QCPItemText*> m_shares;
   std::vector<Row> m_rows;  // what is drawn, one per rank that carried the meter
+  int m_words = -1;         // the labels' form fitLabels chose (-1: not yet)
 };
 
 }  // namespace paralab

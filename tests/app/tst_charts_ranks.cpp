@@ -137,7 +137,9 @@ void TestChartsRanks::overlapBarsAreTheMeter() {
                              .hiddenMs = 3.0, .exposedMs = 1.0 + r.rank, .idleMs = 0.5 * r.rank};
   s.steps.back().ranks[3].overlap->hiddenMs = 0, s.steps.back().ranks[3].overlap->exposedMs = 7;
   OverlapChart chart;
+  chart.resize(800, 500);  // room for the shares in words
   chart.showSnapshot(s);
+  chart.replot();  // laid out at that size: the labels fitted to it
   for (const RankMetrics& r : s.steps.back().ranks) {
     const OverlapMeter& m = *r.overlap;
     QCOMPARE(valueAt(chart.bars(OverlapChart::ComputeAlone), r.rank), m.computeMs - m.hiddenMs);
