@@ -20,6 +20,7 @@
 #include "charts/link_heatmap.h"
 #include "charts/loss_chart.h"
 #include "charts/memory_chart.h"
+#include "charts/overlap_chart.h"
 #include "charts/speedup_chart.h"
 #include "charts/throughput_chart.h"
 #include "charts/timeline_chart.h"
@@ -151,6 +152,7 @@ void MainWindow::createCharts() {
   m_hub->add(new SpeedupChart, 0);
   m_hub->add(new TimelineChart, 2);
   m_hub->add(new HoldingsMap, 2);
+  m_hub->add(new OverlapChart, 2);
   m_hub->add(new MemoryChart, 3);
   m_hub->add(new TrafficChart, 3);
   m_hub->add(new LinkHeatmap, 3);

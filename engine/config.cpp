@@ -150,6 +150,12 @@ std::optional<std::string> RunConfig::validateLayout() const {
       return "cp: context parallelism cuts each window's --seq " + n(seq) + " tokens into " +
              n(chunks) + " equal chunks (" + (zigzag ? "2 per rank, zigzag" : "1 per rank") +
              "; allowed: seq a multiple of " + n(chunks) + ")";
+    // Ulysses (ulysses_attention.h) gives each cp rank whole heads: those of its tp rank,
+    // heads / tp, split over cp.
+    if (cp > 1 && cpKind == CpKind::Ulysses && (heads / tp) % cp != 0)
+      return "cp-kind: ulysses splits the " + n(heads / tp) + " heads each tensor-parallel rank " +
+             "computes (--heads " + n(heads) + " / --tp " + n(tp) + ") over --cp " + n(cp) +
+             " ranks (allowed: heads / tp a multiple of cp, or --cp-kind ring)";
     if (cp > 1 && sp)
       return std::string("sp: sequence parallelism does not compose with context parallelism here "
                          "(allowed: --cp 1 with --sp, or --cp with --no-sp)");

@@ -127,7 +127,8 @@ RunDescription describeRun(const RunConfig& config) {
       d.layout.push_back(n(c.microbatches) + " micro-batches");
     }
     if (c.cp > 1)
-      d.layout.push_back("cp " + n(c.cp) + (c.cpOrder == CpOrder::Zigzag ? "" : " contiguous"));
+      d.layout.push_back("cp " + n(c.cp) + (c.cpOrder == CpOrder::Zigzag ? "" : " contiguous") +
+                         (c.cpKind == CpKind::Ulysses ? " ulysses" : ""));
     if (c.hasExperts() && c.ep > 1) {
       const int each = c.experts / c.ep;
       d.layout.push_back("ep " + n(c.ep) + " (" + n(each) + " expert" + (each == 1 ? "" : "s") +

@@ -242,6 +242,21 @@ void addParallelRows(std::vector<Setting>& t) {
                   })
                   .onlyParallel()
                   .partOfAChoice(false));
+  t.push_back(field("cp-kind", &RunConfig::cpKind)
+                  .in(kModelParallelism, "Context attention")
+                  .describe("How context parallelism's attention sees every key",
+                            "ring: each rank keeps its queries and passes its keys and values "
+                            "around the ring (Liu et al. 2023); ulysses: an all-to-all turns "
+                            "the sequence shards into head shards, each rank attends over "
+                            "whole windows for heads / cp heads, and a second all-to-all "
+                            "turns them back (Jacobs et al. 2023, DeepSpeed-Ulysses). Ulysses "
+                            "needs the heads to divide by cp.")
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.cp > 1) return std::nullopt;
+                    return std::string("belongs to context parallelism (--cp 2 or more)");
+                  })
+                  .onlyParallel()
+                  .partOfAChoice(false));
   t.push_back(field("pp", &RunConfig::pp)
                   .in(kModelParallelism, "Pipeline stages (pp)")
                   .describe("Pipeline stages: the blocks cut into pp consecutive stages",

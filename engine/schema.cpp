@@ -194,6 +194,7 @@ template Setting field(std::string, Recompute RunConfig::*);
 template Setting field(std::string, Ffn RunConfig::*);
 template Setting field(std::string, DpVersion RunConfig::*);
 template Setting field(std::string, CpOrder RunConfig::*);
+template Setting field(std::string, CpKind RunConfig::*);
 template Setting field(std::string, Scaling RunConfig::*);
 
 Setting extraSetting(std::string key, SettingType type, SettingValue byDefault) {

@@ -184,6 +184,26 @@ bool sweptTheRun(const RunReport& r) {
   return swept.toJson() == run.toJson();
 }
 
+// Each rank's overlap meter over the run (metrics/overlap.h): how much communication hid.
+void overlapSection(QStringList& md, const RunReport& r) {
+  if (r.overlap.empty()) return;
+  md << QObject::tr("### Communication hidden behind compute, per rank, over the run") << ""
+     << QObject::tr(
+            "Unions of each rank's spans (lessons/reference/metrics.md, Overlap): hidden is "
+            "communication while the rank computed, exposed what it only communicated.")
+     << ""
+     << QObject::tr("| Rank | compute ms | comm ms | hidden ms | exposed ms | idle ms | hidden |")
+     << "|---:|---:|---:|---:|---:|---:|---:|";
+  for (size_t i = 0; i < r.overlap.size(); ++i) {
+    const OverlapMeter& o = r.overlap[i];
+    md << QString("| %1 | %2 | %3 | %4 | %5 | %6 | %7 % |")
+              .arg(i)
+              .arg(num(o.computeMs, 3), num(o.commMs, 3), num(o.hiddenMs, 3),
+                   num(o.exposedMs, 3), num(o.idleMs, 3), num(100 * o.hiddenShare(), 0));
+  }
+  md << "";
+}
+
 void referenceSection(QStringList& md, const RunReport& r) {
   const RunConfig& c = r.config;
   const int64_t P = r.parameterCount;
@@ -302,6 +322,7 @@ QString summaryMarkdown(const RunReport& r) {
      << "";
   settingsSection(md, r);
   measuredSection(md, r);
+  overlapSection(md, r);
   referenceSection(md, r);
   sweepSection(md, r);
   if (!r.files.isEmpty()) {

@@ -6,6 +6,7 @@
 #include <QString>
 #include <QStringList>
 #include <optional>
+#include <vector>
 
 #include "config.h"
 #include "metrics/metrics.h"
@@ -28,6 +29,7 @@ struct RunReport {
   double samplesPerS = 0;                               // over the last `window` steps
   std::optional<SweepResult> sweep;
   std::optional<RunConfig> sweepConfig;  // the settings the sweep measured (its ranks vary)
+  std::vector<OverlapMeter> overlap;  // each rank's overlap meter over the run (RunSummary)
   QStringList files;  // the other files of the export, by name
   QStringList notExported;  // the charts left out, by title: nothing measured to draw
 };

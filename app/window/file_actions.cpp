@@ -82,6 +82,9 @@ RunReport FileActions::report() const {
   r.samplesPerS = history.recentSamplesPerS();
   r.sweep = m_sweep;
   r.sweepConfig = m_sweptConfig;
+  RunSummary overRun;  // the overlap meter over every step, from the run's file
+  history.steps().forEach([&](const MetricHistory::Row&, const StepMetrics& m) { overRun.add(m); });
+  r.overlap = std::move(overRun.overlap);
   return r;
 }
 

@@ -79,6 +79,7 @@ struct RunConfig {
   bool sp = false;
   int cp = 1;                       // context parallelism: each window's tokens over cp ranks
   CpOrder cpOrder = CpOrder::Zigzag;  // which chunks a cp rank holds: zigzag | contiguous
+  CpKind cpKind = CpKind::Ring;  // cp's attention: the ring | Ulysses's all-to-all over heads
   int microbatches = 1;
   std::string schedule = "1f1b";
   int virtualStages = 1;  // model chunks per pipeline stage (interleaved schedules)

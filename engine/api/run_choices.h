@@ -20,6 +20,7 @@ enum class Backend { Thread, Mpi, Nccl, Slurm };
 enum class Ffn { Dense, Moe };                 // the GPT blocks' feed-forward network
 enum class DpVersion { Bucket, PerTensor };    // how sync all-reduces the gradients
 enum class CpOrder { Zigzag, Contiguous };     // which chunks of a window a cp rank holds
+enum class CpKind { Ring, Ulysses };           // how cp's attention sees every key: ring | all-to-all
 enum class Scaling { Strong, Weak };           // the batch as ranks are added
 
 // One value of a choice: its word ("gpt"), the window's label and what it means.
@@ -118,6 +119,17 @@ inline constexpr ChoiceName<CpOrder> kCpOrders[] = {
      .summary = "Chunk i of cp: the last rank computes the most"},
 };
 
+inline constexpr ChoiceName<CpKind> kCpKinds[] = {
+    {.value = CpKind::Ring,
+     .name = "ring",
+     .label = "Ring (pass K/V around)",
+     .summary = "Keys and values passed around the ring, cp − 1 steps each way"},
+    {.value = CpKind::Ulysses,
+     .name = "ulysses",
+     .label = "Ulysses (all-to-all over heads)",
+     .summary = "An all-to-all turns sequence shards into head shards for attention, and back"},
+};
+
 inline constexpr ChoiceName<Scaling> kScalings[] = {
     {.value = Scaling::Strong,
      .name = "strong",
@@ -137,6 +149,7 @@ constexpr std::span<const ChoiceName<Recompute>> choiceTable(Recompute) { return
 constexpr std::span<const ChoiceName<Ffn>> choiceTable(Ffn) { return kFfns; }
 constexpr std::span<const ChoiceName<DpVersion>> choiceTable(DpVersion) { return kDpVersions; }
 constexpr std::span<const ChoiceName<CpOrder>> choiceTable(CpOrder) { return kCpOrders; }
+constexpr std::span<const ChoiceName<CpKind>> choiceTable(CpKind) { return kCpKinds; }
 constexpr std::span<const ChoiceName<Scaling>> choiceTable(Scaling) { return kScalings; }
 
 // "gpt" for ModelKind::Gpt.

@@ -461,6 +461,14 @@ int main(int argc, char** argv) {
                   summary.testAccuracy
                       ? (", test accuracy " + std::to_string(*summary.testAccuracy)).c_str()
                       : "");
+      // The overlap meter over the run, per rank (metrics/overlap.h, metrics.md).
+      for (size_t r = 0; r < summary.overlap.size(); ++r) {
+        const OverlapMeter& o = summary.overlap[r];
+        std::printf("overlap rank %zu: compute %.2f ms, communication %.2f ms (hidden %.2f, "
+                    "exposed %.2f: %.0f %% hidden), idle %.2f ms\n",
+                    r, o.computeMs, o.commMs, o.hiddenMs, o.exposedMs, 100 * o.hiddenShare(),
+                    o.idleMs);
+      }
       if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
       for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
         std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",

@@ -60,6 +60,7 @@ nlohmann::json toJson(const RankMetrics& r) {
   if (r.droppedTokens) j["dropped_tokens"] = *r.droppedTokens;
   if (r.tokens) j["tokens"] = *r.tokens;
   if (r.auxLoss) j["aux_loss"] = *r.auxLoss;
+  if (r.overlap) j["overlap"] = toJson(*r.overlap);
   return j;
 }
 
@@ -174,6 +175,8 @@ RankMetrics rankFrom(const Reader& in) {
   r.droppedTokens = in.optional<int64_t>("dropped_tokens");
   r.tokens = in.optional<int64_t>("tokens");
   r.auxLoss = in.optional<double>("aux_loss");
+  if (in.j.contains("overlap"))
+    r.overlap = overlapMeterFromJson(in.at("overlap"), in.where + "overlap.");
   r.mem = memoryFromJson(in.in("mem"));
   return r;
 }
@@ -240,7 +243,7 @@ bool operator==(const RankMetrics& a, const RankMetrics& b) {
          a.cpHiddenMs == b.cpHiddenMs && a.cpExposedMs == b.cpExposedMs &&
          a.emulatedStragglerMs == b.emulatedStragglerMs && a.expertTokens == b.expertTokens &&
          a.droppedTokens == b.droppedTokens && a.tokens == b.tokens && a.auxLoss == b.auxLoss &&
-         a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&
+         a.overlap == b.overlap && a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&
          a.mem.peakTotal == b.mem.peakTotal;
 }
 

@@ -15,6 +15,11 @@ void RunSummary::add(const StepMetrics& m) {
   finalLoss = m.loss;
   if (m.testAccuracy) testAccuracy = m.testAccuracy;
   if (m.testLoss) testLoss = m.testLoss;
+  for (const RankMetrics& r : m.ranks)
+    if (r.overlap && r.rank >= 0) {
+      if (size_t(r.rank) >= overlap.size()) overlap.resize(size_t(r.rank) + 1);
+      overlap[size_t(r.rank)] += *r.overlap;
+    }
 }
 
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
@@ -31,6 +36,11 @@ nlohmann::json toJson(const RunSummary& s, const RunConfig& config) {
   if (const std::string e = emulatedBriefs(config); !e.empty()) j["emulated"] = e;
   if (config.straggler != "none") j["emulated_straggler"] = config.straggler;
   if (config.serialMs > 0) j["emulated_serial_ms"] = config.serialMs;
+  for (size_t r = 0; r < s.overlap.size(); ++r) {  // each rank's meter over the run
+    nlohmann::json o = toJson(s.overlap[r]);
+    o["rank"] = int(r);
+    j["overlap"].push_back(std::move(o));
+  }
   return j;
 }
 

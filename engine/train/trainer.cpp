@@ -483,6 +483,7 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
     }
   k.commMs = ms(r.traffic.timeNs);
   k.idleMs = ms(std::max<int64_t>(0, (t1 - t0) - coveredNs(spans, t0, t1)));
+  if (m_config.instrument) k.overlap = overlapMeter(spans, t0, t1);  // metrics/overlap.h
   k.bytesSent = r.traffic.bytesSent;
   k.bytesRecv = r.traffic.bytesRecv;
   k.sentTo = r.traffic.sentTo;

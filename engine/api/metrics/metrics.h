@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "memory/memory_tracker.h"
+#include "metrics/overlap.h"
 
 namespace paralab {
 
@@ -76,6 +77,9 @@ struct RankMetrics {
   std::optional<int64_t> droppedTokens;
   std::optional<int64_t> tokens;
   std::optional<double> auxLoss;
+  // The overlap meter of the rank's step (metrics/overlap.h): present when its spans were
+  // recorded (not under --no-instrument).
+  std::optional<OverlapMeter> overlap;
   MemorySnapshot mem;
 };
 

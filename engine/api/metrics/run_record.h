@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "metrics/metrics.h"
@@ -24,6 +25,9 @@ struct RunSummary {
   double finalLoss = 0;                // nats, of the last step
   std::optional<double> testAccuracy;  // the last one measured, a fraction
   std::optional<double> testLoss;      // the last one measured, nats per sample
+  // Each rank's overlap meter summed over the steps that carried it (index: rank; empty when
+  // none did): the summary line's "overlap".
+  std::vector<OverlapMeter> overlap;
 
   void add(const StepMetrics& m);
   double meanStepMs() const { return steps > 0 ? totalStepMs / double(steps) : 0; }
@@ -34,7 +38,7 @@ struct RunSummary {
 // The summary line: "schema", "summary": true, steps, final_loss, mean_step_ms, samples_per_s,
 // model_gflops when the steps had it, test_accuracy and test_loss when measured, "emulated" naming the emulated parts (emulatedBriefs), "emulated_straggler" when a rank
 // was slowed (--straggler), "emulated_serial_ms" with a serial section (--serial-ms), and
-// "config" (RunConfig::toJson).
+// "config" (RunConfig::toJson); "overlap", each rank's meter over the run, when steps had it.
 nlohmann::json toJson(const RunSummary& s, const RunConfig& config);
 
 // Reads a recorded run from `in`: every step line to `onStep`, in order, and the summary line's

@@ -44,26 +44,12 @@
 #include <vector>
 
 #include "metrics/span_recorder.h"
+#include "parallel/context/context_attention.h"
 #include "tensor.h"
 
 namespace paralab {
 
-class Communicator;
-class Compute;
-class MemoryTracker;
-class SpanRecorder;
-
-// The positions of a window that one cp rank holds, as pieces (first position, length) in the
-// order its rows hold them: zigzag {i K, K} and {(2N - 1 - i) K, K} with K = s / 2N, or
-// contiguous {i s/N, s/N}. Needs s a multiple of 2N (zigzag) or N.
-struct CpChunks {
-  std::vector<std::pair<int, int>> pieces;
-  int tokens() const;  // per window: s / N
-  // The visible (query, key) pairs of this rank's queries against every key of the window:
-  // the causal attention work it has, per window and head.
-  long visiblePairs() const;
-};
-CpChunks cpChunksOf(int cpRank, int cp, int seq, bool zigzag);
+// CpChunks, which positions a rank holds: context_attention.h.
 
 // [SECTION] The ring's transfers, measured from a rank's spans
 //
@@ -83,7 +69,7 @@ struct RingOverlap {
 // `spans`: one rank's, of one step (or more). No transfer spans: all zero.
 RingOverlap ringOverlap(const std::vector<Span>& spans);
 
-class RingAttention {
+class RingAttention final : public ContextAttention {
  public:
   // Every RingAttention made after this call with `on` orders its ring as MPI's (send and recv
   // together, before the block's compute), even on thread ranks: to compare, in tests and
@@ -96,25 +82,29 @@ class RingAttention {
   RingAttention(Communicator& cp, int seq, bool zigzag, int heads, int width, Compute& compute,
                 MemoryTracker* memory, SpanRecorder* spans);
 
-  const CpChunks& chunks() const { return m_chunks; }
+  const CpChunks& chunks() const override { return m_chunks; }
   int tokens() const { return m_chunks.tokens(); }  // rows per window on this rank
   // Floats of the kept log-sum-exp for B windows: B x heads x tokens.
   int64_t lseFloats(int B) const { return int64_t(B) * m_NH * tokens(); }
+  int64_t keptFloats(int B) const override { return lseFloats(B); }
   // Floats one rank sends per layer for B windows (the formulas above).
-  int64_t forwardFloats(int B) const;
-  int64_t backwardFloats(int B) const;
+  int64_t forwardFloats(int B) const override;
+  int64_t backwardFloats(int B) const override;
   // Bytes of the two blocks' buffers (in hand, arriving) as last sized; 0 before the first use.
-  int64_t workspaceBytes() const { return m_cur.bytes() + m_next.bytes(); }
+  int64_t workspaceBytes() const override { return m_cur.bytes() + m_next.bytes(); }
+  std::string workspaceName() const override {
+    return "K/V blocks of the ring (the one in hand and the one arriving)";
+  }
 
   // out [B tokens, h] = causal attention of the rank's queries over every key of their
   // windows; lse [lseFloats(B)] kept for the backward. qkv [B tokens, 3h]: the rank's rows
   // (window-major, pieces in order), q | k | v of its heads. `inBackward`: full
   // recomputation's rerun (its spans are backward's).
   void forward(int64_t step, int micro, float* out, float* lse, const float* qkv, int B,
-               bool inBackward = false);
+               bool inBackward = false) override;
   // dqkv [B tokens, 3h] (overwritten) from dout [B tokens, h], the forward's out and lse.
   void backward(int64_t step, int micro, float* dqkv, const float* dout, const float* out,
-                const float* lse, const float* qkv, int B);
+                const float* lse, const float* qkv, int B) override;
 
  private:
   void ensure(int B);

@@ -84,7 +84,7 @@ class ModelParallel final : public Strategy {
           makeModel(c, *ctx.data, ctx.memory, &compute(),
                     ModelShard{at.tp, c.tp, v == 0 ? 0 : b0 + 1, v == P * V - 1 ? L + 1 : b1});
       ch.stage = makeStage(*ch.model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
-                           m_grid.cp(), c.cpOrder == CpOrder::Zigzag);
+                           m_grid.cp(), c.cpOrder == CpOrder::Zigzag, c.cpKind);
       ch.sync = std::make_unique<GradSync>(
           ch.model->params(),
           std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
@@ -418,7 +418,7 @@ void ModelParallel::chunkActivations(RankHoldings& h, const Chunk& ch, const std
   // GPT's rows are tokens), and the bytes of one micro-batch's buffers (sized for the largest).
   const int64_t microBytes = stage->microBytes(int((len + m_micros - 1) / m_micros));
   const auto* gptStage = dynamic_cast<const GptStage*>(stage);
-  if (const RingAttention* ring = gptStage ? gptStage->ring() : nullptr) {
+  if (const ContextAttention* ring = gptStage ? gptStage->contextAttention() : nullptr) {
     // cp: the rank's pieces of every window, by position within the window (0 .. T), each
     // micro-batch's buffers shared out over them; and the ring's two K/V(+dK/dV) blocks.
     const int T = c.seq;
@@ -429,10 +429,10 @@ void ModelParallel::chunkActivations(RankHoldings& h, const Chunk& ch, const std
                                " (positions " + std::to_string(p0) + "–" +
                                std::to_string(p0 + n - 1) + " of each window)",
                            HoldingKind::Activations, 0, p0, p0 + n, T, windows * n, c.hidden,
-                           microBytes * n / ring->tokens()});
+                           microBytes * n / ring->rows()});
     }
-    const int64_t rows = 2 * ((len + m_micros - 1) / m_micros) * ring->tokens();
-    h.items.push_back({tag + "K/V blocks of the ring (the one in hand and the one arriving)",
+    const int64_t rows = 2 * ((len + m_micros - 1) / m_micros) * ring->rows();
+    h.items.push_back({tag + ring->workspaceName(),
                        HoldingKind::Activations, -1, 0, rows, rows, rows,
                        4 * int64_t(c.hidden) / c.tp, ring->workspaceBytes(), false, true});
   } else {

@@ -59,13 +59,14 @@ void Stage::reuse(MicroActs& m, int micro, int samples) const {
 
 std::unique_ptr<Stage> makeStage(Model& shard, Communicator& tp, bool sp, Compute& compute,
                                  MemoryTracker* memory, SpanRecorder* spans, Communicator* cp,
-                                 bool zigzag) {
+                                 bool zigzag, CpKind cpKind) {
   if (cp && cp->size() > 1 && !dynamic_cast<Gpt*>(&shard))
     throw std::invalid_argument("cp: context parallelism splits the GPT's windows only");
   if (auto* mlp = dynamic_cast<Mlp*>(&shard))
     return std::make_unique<TensorParallelStage>(*mlp, tp, sp, compute, memory, spans);
   if (auto* gpt = dynamic_cast<Gpt*>(&shard))
-    return std::make_unique<GptStage>(*gpt, tp, sp, compute, memory, spans, cp, zigzag);
+    return std::make_unique<GptStage>(*gpt, tp, sp, compute, memory, spans, cp, zigzag,
+                                      cpKind);
   throw std::invalid_argument("makeStage: the model has no pipeline stage");
 }
 

@@ -10,6 +10,7 @@
 
 #include "metrics/span_recorder.h"
 #include "model/model.h"
+#include "run_choices.h"
 
 namespace paralab {
 
@@ -118,9 +119,11 @@ class Stage {
 // The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`
 // (size 1: no tensor parallelism), with sequence parallelism when `sp`. Every buffer is made
 // by `compute`, whose device the group's collectives are given. `cp` (the GPT only; null: none):
-// the context-parallel group, each window's chunks `zigzag` or contiguous (ring_attention.h).
+// the context-parallel group, each window's chunks `zigzag` or contiguous (ring_attention.h),
+// its attention the ring or Ulysses (`cpKind`, context_attention.h).
 std::unique_ptr<Stage> makeStage(Model& shard, Communicator& tp, bool sp, Compute& compute,
                                  MemoryTracker* memory, SpanRecorder* spans,
-                                 Communicator* cp = nullptr, bool zigzag = true);
+                                 Communicator* cp = nullptr, bool zigzag = true,
+                                 CpKind cpKind = CpKind::Ring);
 
 }  // namespace paralab

@@ -59,7 +59,7 @@
 namespace paralab {
 
 GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
-                   SpanRecorder* spans, Communicator* cp, bool zigzag)
+                   SpanRecorder* spans, Communicator* cp, bool zigzag, CpKind cpKind)
     : ColumnRowStage(tp, sp, compute, memory, spans),
       m_model(shard),
       m_S(shard.shape().seq),
@@ -71,9 +71,9 @@ GptStage::GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, Memo
       m_F(4 * shard.shape().hidden / tp.size()) {
   if (cp && cp->size() > 1) {
     if (m_sp) throw std::invalid_argument("sp: does not compose with context parallelism here");
-    m_ring = std::make_unique<RingAttention>(*cp, m_S, zigzag, m_NHl, m_Cl, compute, memory, spans);
+    m_ring = makeContextAttention(cpKind, *cp, m_S, zigzag, m_NHl, m_Cl, compute, memory, spans);
   }
-  m_Sl = m_ring ? m_ring->tokens() : m_S;
+  m_Sl = m_ring ? m_ring->rows() : m_S;
   if (m_sp && m_S % m_T != 0)
     throw std::invalid_argument("sp: sequence parallelism splits each window's " +
                                 std::to_string(m_S) + " tokens over --tp " + std::to_string(m_T) +
@@ -98,7 +98,7 @@ GptBlockActs GptStage::blockLayout(int samples, const std::function<Tensor(Shape
   k.rstd1 = make({local});
   k.qkv = make({full, 3 * int64_t(m_Cl)});
   if (m_ring)
-    k.lse = make({m_ring->lseFloats(samples)});
+    k.lse = make({m_ring->keptFloats(samples)});
   else if (m_model.recompute() != Recompute::Selective)
     k.att = make({int64_t(samples) * m_NHl * m_S * m_S});
   k.y = make({full, m_Cl});

@@ -2,7 +2,7 @@
 // attention split over the tensor-parallel group by heads and the FFN column-then-row
 // (Megatron-LM, Shoeybi et al. 2019), optionally with sequence parallelism over the tokens
 // (Korthikanti et al. 2022), or each window's tokens split over a context-parallel group with
-// ring attention (ring_attention.h), on the rank's Compute. The tensor-parallel exchanges are
+// ring attention or Ulysses (context_attention.h), on the rank's Compute. The tensor-parallel exchanges are
 // Megatron's pair (column_row.h), one per half of the block.
 // See tests/engine/tst_gpt.cpp.
 #pragma once
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "parallel/context/context_attention.h"
 #include "parallel/context/ring_attention.h"
 #include "parallel/tensor/column_row.h"
 
@@ -19,7 +20,8 @@ namespace paralab {
 // One block's activations on a GPT stage, each rank's share: the LayerNorm outputs [full, C]
 // (SP: all-gathered), their statistics [local], qkv [full, 3C/T] (the rank's heads' q, k and
 // v), the probabilities [B, NH/T, seq, seq] (not with selective recomputation; under context
-// parallelism instead each query's log-sum-exp lse [B, NH/T, seq/cp]), attention's output
+// parallelism instead what its attention keeps, lse: the ring's log-sum-exp per query,
+// [B, NH/T, seq/cp], or Ulysses's q, k, v and probabilities of its heads), attention's output
 // [full, C/T], the stream after attention [local, C], fc1's and GELU's [full, 4C/T].
 struct GptBlockActs {
   Tensor ln1, mean1, rstd1, qkv, att, lse, y, mid, ln2, mean2, rstd2, h, g;
@@ -44,10 +46,12 @@ class GptStage final : public ColumnRowStage {
   // group does not divide. `cp` (null or one rank: none): the context-parallel group, each
   // window's tokens cut as `zigzag` says (ring_attention.h).
   GptStage(Gpt& shard, Communicator& tp, bool sp, Compute& compute, MemoryTracker* memory,
-           SpanRecorder* spans, Communicator* cp = nullptr, bool zigzag = true);
+           SpanRecorder* spans, Communicator* cp = nullptr, bool zigzag = true,
+           CpKind cpKind = CpKind::Ring);
   ~GptStage() override;
-  // Context parallelism's ring, or null.
-  const RingAttention* ring() const { return m_ring.get(); }
+  // Context parallelism's attention (the ring or Ulysses), or null; the ring alone, or null.
+  const ContextAttention* contextAttention() const { return m_ring.get(); }
+  const RingAttention* ring() const { return dynamic_cast<const RingAttention*>(m_ring.get()); }
 
   MicroRows rowsOf(int samples) const override;
   int64_t boundaryFloats(int samples) const override {
@@ -96,7 +100,7 @@ class GptStage final : public ColumnRowStage {
   void attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy);
 
   Gpt& m_model;
-  std::unique_ptr<RingAttention> m_ring;  // cp > 1
+  std::unique_ptr<ContextAttention> m_ring;  // cp > 1: the ring or Ulysses (--cp-kind)
   int m_S, m_C, m_V, m_L;  // context, hidden width, vocabulary, layers of the whole model
   int m_Sl;                // tokens of each window this rank holds: m_S / cp
   int m_Cl, m_NHl, m_F;    // per rank: attention width C/T, heads NH/T, fc1 outputs 4C/T
