@@ -37,7 +37,8 @@ LinkProfile loadLinkProfile(const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::string allowed;
     for (const std::string& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-    if (allowed.empty()) allowed = "none found in " + (fs::path(dataDir("resources")) / "links").string();
+    if (allowed.empty())
+      allowed = "none found in " + (fs::path(dataDir("resources")) / "links").string();
     throw CommError("link: unknown profile '" + name + "' (allowed: " + allowed + ")");
   }
   const fs::path path = fs::path(dataDir("resources")) / "links" / (name + ".json");

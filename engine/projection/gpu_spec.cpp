@@ -56,7 +56,8 @@ std::vector<std::string> gpuNames() {
 std::string gpuNamesText() {
   std::string text;
   for (const std::string& n : gpuNames()) text += (text.empty() ? "" : ", ") + n;
-  return text.empty() ? "none found in " + (fs::path(dataDir("resources")) / "gpus").string() : text;
+  return text.empty() ? "none found in " + (fs::path(dataDir("resources")) / "gpus").string()
+                      : text;
 }
 
 GpuSpec loadGpu(const std::string& name) {

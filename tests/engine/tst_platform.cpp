@@ -11,7 +11,9 @@ using namespace paralab;
 class TstPlatform : public QObject {
   Q_OBJECT
  private slots:
-  void versionIsTheProjectVersion() { QCOMPARE(QString(version()), QString(PARALAB_PROJECT_VERSION)); }
+  void versionIsTheProjectVersion() {
+    QCOMPARE(QString(version()), QString(PARALAB_PROJECT_VERSION));
+  }
 
   void executableIsThisProgram() {
     QCOMPARE(QFileInfo(QString::fromStdString(executablePath())).fileName(),
@@ -32,7 +34,8 @@ class TstPlatform : public QObject {
   }
 
   void buildTreeReadsTheSourceTree() {
-    QCOMPARE(QString::fromStdString(dataDir("resources")), QString(PARALAB_SOURCE_DIR "/resources"));
+    QCOMPARE(QString::fromStdString(dataDir("resources")),
+             QString(PARALAB_SOURCE_DIR "/resources"));
     QCOMPARE(QString::fromStdString(dataDir("lessons")), QString(PARALAB_SOURCE_DIR "/lessons"));
     QVERIFY(!linkProfileNames().empty());  // the link profiles are read from there
   }
@@ -44,7 +47,8 @@ class TstPlatform : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(R"({"title": "Slow", "latency_us": 100, "bandwidth_GBps": 0.1})");
     f.close();
-    QCOMPARE(QString::fromStdString(dataDirVariable("resources")), QString("PARALAB_RESOURCES_DIR"));
+    QCOMPARE(QString::fromStdString(dataDirVariable("resources")),
+             QString("PARALAB_RESOURCES_DIR"));
     qputenv("PARALAB_RESOURCES_DIR", links.path().toUtf8());
     const auto names = linkProfileNames();
     qunsetenv("PARALAB_RESOURCES_DIR");
