@@ -1,10 +1,18 @@
 # The two commands of the README:  make run  (the window)  and  make test  (the whole suite).
 # Both install missing Debian packages first, then configure and build.
+# Also: make package (the .deb), make test-minimal (Qt, QCustomPlot and a BLAS only).
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_ARGS ?=
+# The compiler cache when there is one (make deps installs it): the package and minimal trees
+# then reuse the main tree's objects. Paths under the source tree are made relative, so the
+# same file compiled in two trees is the same command. Evaluated when a recipe runs, after deps.
+LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build run test test-asan test-asan-subset test-tsan bench clean
+.PHONY: all deps configure build run test test-installed package test-minimal test-asan \
+  test-asan-subset test-tsan bench clean
 
 all: build
 
@@ -12,24 +20,52 @@ deps:
 	@scripts/install-deps.sh
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) $(LAUNCHER) $(CMAKE_ARGS)
 
 configure: deps $(BUILD)/CMakeCache.txt
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# The window and the engine it launches for MPI runs, not the test suites.
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target paralab paralab-run
 	@if [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ] && [ -z "$$QT_QPA_PLATFORM" ]; then \
 	  echo "make run: no display found (DISPLAY/WAYLAND_DISPLAY unset); for a headless run use $(BUILD)/engine/paralab-run --help"; \
 	  exit 1; fi
 	$(BUILD)/app/paralab
 
-# The whole suite, then the communicator, strategy, session and bad-input suites again under
-# AddressSanitizer + UndefinedBehaviorSanitizer (test-asan-subset).
+# The whole suite; the package installed and run from /usr/bin (test-installed); then the
+# communicator, strategy, session and bad-input suites again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (test-asan-subset).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-installed
 	$(MAKE) --no-print-directory test-asan-subset
+
+# [SECTION] The Debian package (cmake/Package.cmake), built in its own tree without CUDA or
+# NCCL (NVIDIA's toolkit, not Debian packages: a program linked to libcudart does not start
+# where it is missing), from the programs and their generated man pages only, not the tests.
+PKG_BUILD = build-pkg
+PKG_ARGS = -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF -DPARALAB_WITH_GUI=ON
+package: deps
+	@test -f $(PKG_BUILD)/CMakeCache.txt || cmake -S . -B $(PKG_BUILD) $(PKG_ARGS) $(LAUNCHER) $(CMAKE_ARGS)
+	cmake --build $(PKG_BUILD) -j $(JOBS) --target paralab paralab-run paralab-bench paralab-docs
+	cd $(PKG_BUILD) && cpack -B $(abspath $(BUILD))
+	@ls $(BUILD)/paralab_*.deb
+
+# The package installed with apt-get (root or sudo) and its programs run from /usr/bin.
+test-installed: package
+	scripts/test-installed.sh $(BUILD)
+
+# [SECTION] The portable floor: Qt 6, QCustomPlot and a BLAS (plus the header-only JSON and CLI
+# parsers and zlib), no MPI, CUDA or NCCL; the configuration a port to another system starts
+# from. Its own tree, the whole suite. Not part of `make test` (a second full build).
+MIN_ARGS = -DPARALAB_WITH_MPI=OFF -DPARALAB_WITH_CUDA=OFF -DPARALAB_WITH_NCCL=OFF
+test-minimal: deps
+	@test -f build-minimal/CMakeCache.txt || cmake -S . -B build-minimal $(MIN_ARGS) $(LAUNCHER) $(CMAKE_ARGS)
+	cmake --build build-minimal -j $(JOBS)
+	cd build-minimal && ctest --output-on-failure -j $(JOBS)
 
 # [SECTION] Sanitized builds, each in its own tree (cmake/Sanitizers.cmake; CTest timeouts scaled).
 # Host C++ only: CUDA and NCCL are left out (nvcc takes no -fsanitize; the emulated GPU tests
@@ -81,4 +117,4 @@ bench: build
 	$(BUILD)/tests/bench/paralab-bench step
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) $(PKG_BUILD) build-minimal build-asan build-tsan

@@ -2,15 +2,10 @@
 // [--config FILE]` trains without showing it, writes every chart into DIR and exits;
 // `--measure-startup` and `--bench-frames S` time the window itself.
 // See tests/app/tst_app.cpp, tests/app/tst_window.cpp and `paralab --help`.
-#include <unistd.h>
-
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QTimer>
 #include <cstdio>
-#include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "command_line.h"
 #include "export/scripted_run.h"
@@ -21,23 +16,6 @@
 #include "theme.h"
 
 namespace {
-
-// Milliseconds since the kernel started this process (/proc/self/stat field 22, in clock
-// ticks since boot, so ±10 ms), or -1 where that cannot be read.
-double msSinceProcessStart() {
-  std::ifstream stat("/proc/self/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(text.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-  }
-  timespec now{};
-  if (clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
-  const double startS = std::stod(field) / double(sysconf(_SC_CLK_TCK));
-  return (double(now.tv_sec) + now.tv_nsec / 1e9 - startS) * 1000.0;
-}
 
 // Reports the first paint of the window: the moment a learner sees it, which is what
 // "start-up time" means here.
@@ -50,7 +28,7 @@ class FirstPaint : public QObject {
       // After this paint event is handled (the frame is drawn), report and quit.
       QTimer::singleShot(0, [this] {
         std::printf("paralab: first paint %.0f ms after process start (%.0f ms after main)\n",
-                    msSinceProcessStart(), m_sinceMain.nsecsElapsed() / 1e6);
+                    paralab::msSinceProcessStart(), m_sinceMain.nsecsElapsed() / 1e6);
         std::fflush(stdout);
         QApplication::exit(0);
       });
@@ -83,7 +61,7 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("ParaLab");
   QApplication::setOrganizationName("ParaLab");
-  QApplication::setApplicationVersion(PARALAB_VERSION);
+  QApplication::setApplicationVersion(paralab::version());
   QApplication::setDesktopFileName("paralab");
   if (qtOptions)
     if (auto code = parse()) return *code;

@@ -3,8 +3,6 @@
 // refused here could not have run, and one allowed may still be tight.
 #include "memory_estimate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -75,11 +73,6 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     e.data = int64_t(2600000) * 4 * (T + 1) / std::max<int64_t>(1, T);  // fortunes as windows
   }
   return e;
-}
-
-int64_t machineMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? int64_t(pages) * size : 0;
 }
 
 std::optional<std::string> memoryRefusal(const RunConfig& c, int64_t machineBytes, GpuMemory gpus) {

@@ -3,11 +3,6 @@
 // See tests/engine/tst_session.cpp.
 #include "session.h"
 
-#include <malloc.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -16,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "platform.h"  // lowerThreadPriority, returnFreedMemory
 #include "train/trainer.h"
 
 namespace paralab {
@@ -26,11 +22,7 @@ namespace paralab {
 // nice value per thread). Alone on the machine, training runs as fast as before.
 namespace {
 constexpr int kTrainingNice = 10;
-void trainBehindTheCaller() {
-#ifdef __linux__
-  setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), kTrainingNice);
-#endif
-}
+void trainBehindTheCaller() { lowerThreadPriority(kTrainingNice); }
 }  // namespace
 
 // A trainer's buffers, freed, stay with the allocator's per-thread arenas unless handed back:
@@ -67,9 +59,7 @@ class Session::MemoryReturner {
       if (m_closing) return;
       m_wanted = false;
       lock.unlock();
-#ifdef __GLIBC__
-      malloc_trim(0);
-#endif
+      returnFreedMemory();
       lock.lock();
     }
   }

@@ -11,6 +11,9 @@ packages=(
   dataset-fashion-mnist
   fortunes  # the GPT's character-level corpus (/usr/share/games/fortunes)
   poppler-utils  # pdftotext: the export tests read the PDFs as a viewer lays them out
+  ccache  # the package and minimal trees reuse the main tree's objects (Makefile: LAUNCHER)
+  help2man lintian  # make package: man pages from --help; make test judges the .deb
+  slurm-wlm munge  # the Slurm test starts a one-node cluster of Debian's daemons
   "$@"
 )
 

@@ -11,6 +11,7 @@
 
 #include "glossary.h"
 #include "lesson_parser.h"
+#include "platform.h"  // dataDir
 
 namespace paralab::lessons {
 
@@ -19,15 +20,7 @@ ParseResult parseLesson(const QString& text, const QString& slug, const QString&
   return LessonParser(text, slug, path, cores).run();
 }
 
-QString lessonsRoot() {
-  const QString env = qEnvironmentVariable("PARALAB_LESSONS_DIR");
-  if (!env.isEmpty()) return env;
-#ifdef PARALAB_LESSONS_DIR
-  return QStringLiteral(PARALAB_LESSONS_DIR);
-#else
-  return QStringLiteral("lessons");
-#endif
-}
+QString lessonsRoot() { return QString::fromStdString(paralab::dataDir("lessons")); }
 
 ParseResult loadLesson(const QString& lessonDir, int cores) {
   const QString path = QDir(lessonDir).filePath("lesson.md");

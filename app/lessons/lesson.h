@@ -134,7 +134,8 @@ struct ParseResult {
 // paralab::machineCores(); a number to see the lesson as a machine with that many would).
 ParseResult parseLesson(const QString& text, const QString& slug, const QString& path = {},
                         int cores = 0);
-// Where the lessons are: $PARALAB_LESSONS_DIR when set, else the source tree's lessons/.
+// Where the lessons are: $PARALAB_LESSONS_DIR, the installed ones or the source tree's
+// (paralab::dataDir in platform.h).
 QString lessonsRoot();
 // Reads and parses <dir>/lesson.md.
 ParseResult loadLesson(const QString& lessonDir, int cores = 0);

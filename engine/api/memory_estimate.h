@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "platform.h"  // machineMemoryBytes: what the estimate is compared with
+
 namespace paralab {
 
 struct RunConfig;
@@ -31,8 +33,6 @@ struct MemoryEstimate {
 };
 
 MemoryEstimate estimateMemory(const RunConfig& c);
-// The machine's physical memory in bytes (0 when it cannot be read).
-int64_t machineMemoryBytes();
 // The GPUs a run on --device cuda would use: how many, and the smallest one's memory in bytes
 // (0: unknown, nothing is checked). kernels::cuda_query_devices() says it for this machine.
 struct GpuMemory {

@@ -2,8 +2,6 @@
 // (flags win), prints one JSON object per step with --json, then a summary.
 // --save FILE / --resume FILE: checkpoints (train/checkpoint.h).
 // Try: paralab-run --steps 100 --json    See tests/engine/tst_cli.cpp, tst_checkpoint.cpp.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
@@ -57,7 +55,7 @@ int runSweepCommand(const RunConfig& config, const std::string& spec, bool json)
   }
   const int warmup = 3;
   try {
-    const bool tty = isatty(fileno(stderr));
+    const bool tty = isTerminal(stderr);
     const SweepResult r = runSweep(config, ranks, config.steps, warmup, [tty](int done, int total) {
       if (tty) {  // progress for long sweeps, on a terminal only
         std::fprintf(stderr, "\rsweep: %d/%d steps", done, total);

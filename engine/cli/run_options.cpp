@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "config.h"
+#include "platform.h"  // version
 #include "schema.h"
 
 namespace paralab {
@@ -15,9 +16,13 @@ int badInput(const char* program, const std::string& message) {
 }
 
 std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv, const char* program) {
+  app.set_version_flag("--version", std::string(program) + " " + version(),
+                       "Print the version and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return badInput(program, std::string(e.what()) + " (see --help)");

@@ -12,14 +12,17 @@ target_sources(paralab_engine_objects PRIVATE
   comm/comm_mpi.cpp
   comm/comm_nccl.cpp
 )
-# Link profiles live in resources/links; $PARALAB_RESOURCES_DIR overrides at run time.
-set_source_files_properties(comm/link_model.cpp PROPERTIES
-  COMPILE_DEFINITIONS PARALAB_RESOURCES_DIR="${PROJECT_SOURCE_DIR}/resources")
 if(PARALAB_HAVE_MPI)
   target_link_libraries(paralab_engine_objects PUBLIC MPI::MPI_CXX)
   target_compile_definitions(paralab_engine_objects PUBLIC PARALAB_HAVE_MPI=1)
 endif()
+# Only comm_nccl.cpp includes NCCL and CUDA: the other engine files compile alike with and
+# without them, so a build without CUDA (make package, make test-minimal) reuses their objects
+# from the compiler cache.
 if(PARALAB_HAVE_NCCL)
-  target_link_libraries(paralab_engine_objects PUBLIC paralab::nccl CUDA::cudart)  # comm_nccl.cpp calls both
-  target_compile_definitions(paralab_engine_objects PUBLIC PARALAB_HAVE_NCCL=1)
+  target_link_libraries(paralab_engine_objects  # comm_nccl.cpp calls both
+    INTERFACE $<LINK_ONLY:paralab::nccl> $<LINK_ONLY:CUDA::cudart>)
+  set_property(SOURCE comm/comm_nccl.cpp APPEND PROPERTY COMPILE_DEFINITIONS PARALAB_HAVE_NCCL=1)
+  set_property(SOURCE comm/comm_nccl.cpp APPEND PROPERTY INCLUDE_DIRECTORIES
+    ${NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
 endif()

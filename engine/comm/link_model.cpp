@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"  // CommError
+#include "platform.h"           // dataDir
 
 namespace paralab {
 
@@ -23,19 +23,10 @@ int64_t LinkProfile::stepNs(int64_t out, int64_t in) const {
   return static_cast<int64_t>(std::ceil(ns));
 }
 
-std::string resourcesDir() {
-  if (const char* env = std::getenv("PARALAB_RESOURCES_DIR"); env && *env) return env;
-#ifdef PARALAB_RESOURCES_DIR
-  return PARALAB_RESOURCES_DIR;
-#else
-  return "resources";
-#endif
-}
-
 std::vector<std::string> linkProfileNames() {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(resourcesDir()) / "links", ec))
+  for (const auto& e : fs::directory_iterator(fs::path(dataDir("resources")) / "links", ec))
     if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
   std::sort(names.begin(), names.end());
   return names;
@@ -46,10 +37,11 @@ LinkProfile loadLinkProfile(const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::string allowed;
     for (const std::string& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-    if (allowed.empty()) allowed = "none found in " + (fs::path(resourcesDir()) / "links").string();
+    if (allowed.empty())
+      allowed = "none found in " + (fs::path(dataDir("resources")) / "links").string();
     throw CommError("link: unknown profile '" + name + "' (allowed: " + allowed + ")");
   }
-  const fs::path path = fs::path(resourcesDir()) / "links" / (name + ".json");
+  const fs::path path = fs::path(dataDir("resources")) / "links" / (name + ".json");
   std::ifstream in(path);
   nlohmann::json j;
   try {

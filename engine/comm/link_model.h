@@ -22,12 +22,10 @@ struct LinkProfile {
   int64_t stepNs(int64_t out, int64_t in) const;
 };
 
-// The profiles shipped in resources/links, sorted.
+// The profiles shipped in resources/links (platform.h: dataDir), sorted.
 std::vector<std::string> linkProfileNames();
 // Reads resources/links/<name>.json; throws CommError naming the profile and the allowed
 // names when it is unknown, or the file and field when it is malformed.
 LinkProfile loadLinkProfile(const std::string& name);
-// Where resources/ is: $PARALAB_RESOURCES_DIR when set, else the source tree's resources/.
-std::string resourcesDir();
 
 }  // namespace paralab

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "comm/link_model.h"  // resourcesDir
-#include "config.h"           // ConfigError
+#include "config.h"    // ConfigError
+#include "platform.h"  // dataDir
 
 namespace paralab::projection {
 
@@ -47,7 +47,7 @@ double GpuSpec::peakFlops(Precision p) const {
 std::vector<std::string> gpuNames() {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(resourcesDir()) / "gpus", ec))
+  for (const auto& e : fs::directory_iterator(fs::path(dataDir("resources")) / "gpus", ec))
     if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
   std::sort(names.begin(), names.end());
   return names;
@@ -56,14 +56,15 @@ std::vector<std::string> gpuNames() {
 std::string gpuNamesText() {
   std::string text;
   for (const std::string& n : gpuNames()) text += (text.empty() ? "" : ", ") + n;
-  return text.empty() ? "none found in " + (fs::path(resourcesDir()) / "gpus").string() : text;
+  return text.empty() ? "none found in " + (fs::path(dataDir("resources")) / "gpus").string()
+                      : text;
 }
 
 GpuSpec loadGpu(const std::string& name) {
   const std::vector<std::string> names = gpuNames();
   if (std::find(names.begin(), names.end(), name) == names.end())
     throw ConfigError("project: unknown GPU '" + name + "' (allowed: " + gpuNamesText() + ")");
-  const fs::path path = fs::path(resourcesDir()) / "gpus" / (name + ".json");
+  const fs::path path = fs::path(dataDir("resources")) / "gpus" / (name + ".json");
   std::ifstream in(path);
   nlohmann::json j;
   try {

@@ -26,12 +26,16 @@ int benchComm(int argc, char** argv);
 int main(int argc, char** argv) {
   paralab::useFastBlasKernels(argc, argv);
   const char* usage =
-      "usage: paralab-bench step|gpt|gemm|simd|teach|latency|roofline|layouts|dp|ep|mp|cp|project|comm [--json] [--help]\n";
+      "usage: paralab-bench step|gpt|gemm|simd|teach|latency|roofline|layouts|dp|ep|mp|cp|project|comm [--json] [--help] [--version]\n";
   if (argc < 2) {
     std::fputs(usage, stderr);
     return 2;
   }
   const char* what = argv[1];
+  if (!std::strcmp(what, "--version")) {
+    std::printf("paralab-bench %s\n", paralab::version());
+    return 0;
+  }
   // The head line: the vector level of ParaLab's own kernels (stderr under --json, whose output
   // stays one JSON document).
   bool json = false;
