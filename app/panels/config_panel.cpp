@@ -306,10 +306,11 @@ void ConfigPanel::updateAvailability() {
     QString reason = why ? qs(*why) : QString();
     reason.replace(QRegularExpression("--([a-z][a-z-]*)"), "\\1");  // flags read as controls
     setAvailable(k.widget, k.tip, !why, reason);
-    // A greyed control reads the value in effect, not the one it had while it applied: a tp 2
-    // left behind under Hogwild would say the run splits its layers, and would come back
-    // unasked with sync.
-    if (why) {
+    // A control greyed because it does not apply reads the value in effect, not the one it had
+    // while it applied: a tp 2 left behind under Hogwild would say the run splits its layers,
+    // and would come back unasked with sync. Serial is a mode of its own: Parallel brings the
+    // parallel controls back as they were.
+    if (why && !(serial() && s.parallelOnly)) {
       const QSignalBlocker quiet(k.widget);
       showValue(k, effect.config);
     }

@@ -320,9 +320,11 @@ void TestWindowTrust::noSettingStrandsTheLearner() {
   QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
   QCOMPARE(panel.config().zero, 0);
   QCOMPARE(panel.config().strategy, std::string("hogwild"));
-  // Back to sync, the stage the learner chose is there again.
+  // Greyed, ZeRO reads the stage in effect; back to sync it stays there, not the stage chosen
+  // before, which would come back unasked.
+  QCOMPARE(zero->currentData().toString(), QString("0"));
   strategy->setCurrentIndex(strategy->findData("sync"));
-  QCOMPARE(panel.config().zero, 2);
+  QCOMPARE(panel.config().zero, 0);
 }
 
 // A first export on a new account goes to a Documents folder that does not exist yet; a
