@@ -244,6 +244,14 @@ QString Chart::csvNumber(double v) {
 
 void Chart::setPlaceholderVisible(bool visible) { m_placeholder->setVisible(visible); }
 bool Chart::showsNothing() const { return m_placeholder->visible(); }
+
+void Chart::showEmpty(QCPRange keys, QCPRange values) {
+  setPlaceholderText(tr("No data yet: press Start (F5) to train"));
+  xAxis->setRange(keys);
+  yAxis->setRange(values);
+  setPlaceholderVisible(true);
+  replot(rpQueuedReplot);
+}
 void Chart::setPlaceholderText(const QString& text) {
   m_placeholderText = text;
   fitSubtitle(width());

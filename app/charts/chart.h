@@ -95,6 +95,9 @@ class Chart : public QCustomPlot {
   // Shown in the middle of the empty plot, hidden once there is data.
   void setPlaceholderVisible(bool visible);
   void setPlaceholderText(const QString& text);
+  // Back to nothing shown (a per-rank chart's clear()): the placeholder with its first text
+  // over an empty plot spanning `keys` by `values`, replotted.
+  void showEmpty(QCPRange keys, QCPRange values);
   // Removes a graph made by addSeries, with its CSV column.
   void removeSeries(QCPGraph* graph);
   void finishUpdate();  // rescales the step axis to the data and queues a replot

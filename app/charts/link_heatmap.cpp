@@ -111,11 +111,7 @@ void LinkHeatmap::clear() {
   m_map->data()->fill(std::numeric_limits<double>::quiet_NaN());
   m_map->data()->setRange(QCPRange(0, 0), QCPRange(0, 0));
   m_map->setDataRange(QCPRange(0, 1));
-  setPlaceholderText(tr("No data yet: press Start (F5) to train"));
-  xAxis->setRange(-0.5, 0.5);
-  yAxis->setRange(-0.5, 0.5);
-  setPlaceholderVisible(true);
-  replot(rpQueuedReplot);
+  showEmpty({-0.5, 0.5}, {-0.5, 0.5});
 }
 
 void LinkHeatmap::showHistory(const MetricHistory& history) {

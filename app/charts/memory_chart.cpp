@@ -84,10 +84,7 @@ void MemoryChart::clear() {
   m_ranks.clear();
   m_ref.reset();
   m_unit = 1;
-  xAxis->setRange(-0.6, 0.6);
-  yAxis->setRange(0, 1);
-  setPlaceholderVisible(true);
-  replot(rpQueuedReplot);
+  showEmpty({-0.6, 0.6}, {0, 1});
 }
 
 void MemoryChart::showHistory(const MetricHistory& history) {

@@ -59,12 +59,8 @@ void OverlapChart::clear() {
   for (QCPItemText* t : m_shares) removeItem(t);
   m_shares.clear();
   m_rows.clear();
-  setPlaceholderText(tr("No data yet: press Start (F5) to train"));
   xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
-  xAxis->setRange(-0.6, 0.6);
-  yAxis->setRange(0, 1);
-  setPlaceholderVisible(true);
-  replot(rpQueuedReplot);
+  showEmpty({-0.6, 0.6}, {0, 1});
 }
 
 void OverlapChart::showHistory(const MetricHistory& history) {

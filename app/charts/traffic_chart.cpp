@@ -49,12 +49,8 @@ void TrafficChart::clear() {
   m_unit = 1;
   m_ranks = 0;
   setAxisLabel(xAxis, tr("rank"));
-  setPlaceholderText(tr("No data yet: press Start (F5) to train"));
   xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
-  xAxis->setRange(-0.6, 0.6);
-  yAxis->setRange(0, 1);
-  setPlaceholderVisible(true);
-  replot(rpQueuedReplot);
+  showEmpty({-0.6, 0.6}, {0, 1});
 }
 
 void TrafficChart::showHistory(const MetricHistory& history) {
