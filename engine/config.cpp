@@ -79,6 +79,16 @@ std::optional<std::string> RunConfig::validateRules() const {
     return "batch: the global batch (" + std::to_string(globalBatch()) +
            ") must hold at least one sample per rank (" + std::to_string(ranks / std::max(1, cp)) +
            (cp > 1 ? " ranks besides context parallelism's)" : " ranks)");
+  // Gradient accumulation (parallel/data/accumulation.h): K equal micro-batches of the global
+  // batch, each split over the ranks as a batch is.
+  if (accumulate > 1 && globalBatch() % accumulate != 0)
+    return "accumulate: " + std::to_string(accumulate) + " does not divide the global batch (" +
+           std::to_string(globalBatch()) +
+           "; allowed: a divisor of it, each micro-batch being batch / accumulate)";
+  if (accumulate > 1 && globalBatch() / accumulate < ranks / std::max(1, cp))
+    return "accumulate: each micro-batch (" + std::to_string(globalBatch() / accumulate) +
+           " samples) must hold at least one sample per rank (" +
+           std::to_string(ranks / std::max(1, cp)) + ")";
   return validateLayout();
 }
 
@@ -130,9 +140,12 @@ std::optional<std::string> RunConfig::validateLayout() const {
     if (auto err = pipelineRefusal(schedule, pp, microbatches,
                                    pipelineChunks(schedule, pp, virtualStages), layers))
       return err;
-  if (modelParallel() && globalBatch() / dpDegree() < microbatches)
-    return "microbatches: " + n(microbatches) + " exceeds the " + n(globalBatch() / dpDegree()) +
-           " samples each data-parallel rank gets per step";
+  // With --accumulate K each accumulation micro-batch is cut into --microbatches pieces.
+  if (const int each = globalBatch() / std::max(1, accumulate) / dpDegree();
+      modelParallel() && each < microbatches)
+    return "microbatches: " + n(microbatches) + " exceeds the " + n(each) +
+           " samples each data-parallel rank gets per " +
+           (accumulate > 1 ? "accumulation micro-batch" : "step");
   if (model == ModelKind::Gpt) {
     if (hidden % heads != 0)
       return "heads: " + n(heads) + " must divide the hidden width H = " + n(hidden);

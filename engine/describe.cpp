@@ -143,6 +143,9 @@ RunDescription describeRun(const RunConfig& config) {
   }
   if (gpt && c.recompute != Recompute::None) d.modelParts.push_back("recompute " + nameOf(c.recompute));
   d.training = c.optimizer + " lr " + formatValue(c.lr);
+  // Gradient accumulation: K micro-batches of B / K inside the global batch B of each step.
+  if (c.accumulate > 1)
+    d.training += ", accumulate " + n(c.accumulate) + " × " + n(c.globalBatch() / c.accumulate);
   d.device = nameOf(c.device);
   d.deviceWords = settingWords(c, "device").words;
   d.gemm = "GEMM " + c.kernel;

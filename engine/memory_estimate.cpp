@@ -50,7 +50,9 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
       dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), dp).total());
   // Per sample, forward keeps the input, and per block the LayerNorm's input and output, fc1's
   // and GELU's outputs (4H each) and fc2's output: 11H floats; then the logits.
-  e.activations = 4 * c.globalBatch() * (784 + int64_t(c.layers) * 11 * H + 10);
+  // With --accumulate K one micro-batch's (global batch / K) are alive at a time.
+  const int64_t alive = c.globalBatch() / std::max(1, c.accumulate);
+  e.activations = 4 * alive * (784 + int64_t(c.layers) * 11 * H + 10);
   e.data = int64_t(70000) * (784 * 4 + 4);  // Fashion-MNIST's 60,000 + 10,000 images as floats
   if (c.model == ModelKind::Gpt) {
     // Per token, per block: LN1's output and stats, qkv (3H), the attention output, the stream
@@ -63,7 +65,7 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     // GELU outputs and combined output (10H each), plus the router's E probabilities; those
     // stay under full recomputation too. Context parallelism's ring keeps no probabilities,
     // only each token's log-sum-exp per head (NH floats).
-    const int64_t T = c.seq, tokens = int64_t(c.globalBatch()) * T;
+    const int64_t T = c.seq, tokens = alive * T;
     const int64_t moe = c.hasExperts() ? int64_t(c.topk) * 10 * H + c.experts - 8 * H : 0;
     const int64_t block = c.recompute == Recompute::Full        ? H + (c.hasExperts() ? moe + 8 * H : 0)
                           : c.cp > 1                   ? 16 * H + 4 + int64_t(c.heads)

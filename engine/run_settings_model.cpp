@@ -161,8 +161,8 @@ void addModelRows(std::vector<Setting>& t) {
                   .notInWindow());
   t.push_back(field("batch", &RunConfig::batch)
                   .in(kData, "Batch")
-                  .describe("Batch B: samples per step (global with strong scaling, per rank "
-                            "with weak)",
+                  .describe("Batch B: samples per optimizer step (global with strong scaling, "
+                            "per rank with weak), --accumulate's micro-batches inside it",
                             "Larger batches raise samples/s until the machine is busy, and take "
                             "fewer, larger steps.")
                   .range(1, 65536)

@@ -100,6 +100,19 @@ Why modelParallelLayout(const RunConfig& c) {
   return std::string(
       "belongs to tensor, pipeline or context parallelism (--tp, --pp or --cp 2 or more)");
 }
+// Gradient accumulation sums micro-batches inside sync's step (its ZeRO stages and model-
+// parallel layouts); the other strategies combine replicas their own way each step.
+Why accumulation(const RunConfig& c) {
+  if (c.hasExperts())
+    return std::string(
+        "gradient accumulation runs with --strategy sync and its layouts, not "
+        "with --model moe or --ffn moe");
+  if (c.strategy != "sync")
+    return std::string(
+        "gradient accumulation runs with --strategy sync (and its ZeRO stages, "
+        "tensor, pipeline and context layouts)");
+  return std::nullopt;
+}
 // Context parallelism cuts the GPT's windows, on sync's replicas.
 Why contextParallel(const RunConfig& c) {
   if (auto why = gptOnly(c)) return why;
@@ -273,6 +286,21 @@ void addParallelRows(std::vector<Setting>& t) {
                   .appliesWhen(modelParallelLayout)
                   .onlyParallel()
                   .partOfAChoice(false));
+  // Gradient accumulation (parallel/data/accumulation.h): --batch stays the global batch of one
+  // optimizer step, cut into K micro-batches whose gradients are summed before one update.
+  t.push_back(field("accumulate", &RunConfig::accumulate)
+                  .in(kTraining, "Accumulate")
+                  .describe("Gradient accumulation: K micro-batches per optimizer step, each "
+                            "--batch / K samples (--batch is the global batch with the "
+                            "micro-batches inside it; K must divide it)",
+                            "The gradients of the K micro-batches are summed before one update, "
+                            "and data parallelism sums them over the ranks once per step, not "
+                            "once per micro-batch: the same step as one batch of B, with one "
+                            "micro-batch's activations. With a pipeline each micro-batch runs "
+                            "the schedule over its own --microbatches.")
+                  .range(1, 1024)
+                  .units("micro-batches")
+                  .appliesWhen(accumulation));
   t.push_back(field("schedule", &RunConfig::schedule)
                   .in(kModelParallelism, "Schedule")
                   .describe("Pipeline schedule",

@@ -38,6 +38,9 @@ struct RunConfig {
   std::string dataset = "fashion-mnist";
   std::string dataDir = "/usr/share/datasets/fashion-mnist";
   int batch = 128;
+  // --accumulate K: micro-batches of batch / K summed into one optimizer step (gradient
+  // accumulation; --batch stays the global batch per optimizer step)
+  int accumulate = 1;
   // Training
   int steps = 200;
   double lr = 0.05;

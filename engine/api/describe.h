@@ -38,7 +38,7 @@ struct RunDescription {
   // "cp 2 contiguous", "ep 2"; empty for a serial run.
   std::vector<std::string> layout;
   std::vector<std::string> modelParts;  // "MoE 4 experts", "top-2", "recompute full"
-  std::string training;                 // "momentum lr 0.05"
+  std::string training;                 // "momentum lr 0.05", "adam lr 0.002, accumulate 4 × 32"
   std::string device;                   // "cpu" or "cuda", as --device takes it
   std::string deviceWords;              // "CPU", "GPU (CUDA)": the choice's label
   std::string gemm;                     // "GEMM vendor (OpenBLAS)", "GEMM vendor (cuBLAS)"

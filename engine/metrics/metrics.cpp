@@ -81,6 +81,7 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (m.spread) j["spread"] = *m.spread;
   if (m.bubble) j["bubble"] = *m.bubble;
   if (m.bubbleReference) j["bubble_reference"] = *m.bubbleReference;
+  if (m.accumulate) j["accumulate"] = *m.accumulate;
   if (!m.expertTokens.empty()) j["expert_tokens"] = m.expertTokens;
   if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
   if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
@@ -212,6 +213,7 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
   m.spread = in.optional<double>("spread");
   m.bubble = in.optional<double>("bubble");
   m.bubbleReference = in.optional<double>("bubble_reference");
+  m.accumulate = in.optional<int>("accumulate");
   m.expertTokens = in.optional<std::vector<std::vector<int64_t>>>("expert_tokens")
                        .value_or(std::vector<std::vector<int64_t>>{});
   m.droppedTokens = in.optional<int64_t>("dropped_tokens");
@@ -254,6 +256,7 @@ bool operator==(const StepMetrics& a, const StepMetrics& b) {
          a.backwardMs == b.backwardMs && a.optimizerMs == b.optimizerMs && a.dataMs == b.dataMs &&
          a.testAccuracy == b.testAccuracy && a.testLoss == b.testLoss && a.staleness == b.staleness && a.spread == b.spread &&
          a.bubble == b.bubble && a.bubbleReference == b.bubbleReference &&
+         a.accumulate == b.accumulate &&
          a.expertTokens == b.expertTokens && a.droppedTokens == b.droppedTokens &&
          a.auxLoss == b.auxLoss && a.emulated == b.emulated && a.ranks == b.ranks;
 }

@@ -275,7 +275,9 @@ void Trainer::execute(Rank& r, Command c) {
   } else if (c == Command::Eval) {
     const int64_t n = m_evalSamples > 0 ? std::min<int64_t>(m_evalSamples, m_data->numTest())
                                         : m_data->numTest();
-    const int chunk = std::max(1, m_config.globalBatch() / m_config.ranks);  // no new activation memory
+    // One rank's (micro-)batch at a time: no new activation memory.
+    const int chunk =
+        std::max(1, m_config.globalBatch() / m_config.ranks / std::max(1, m_config.accumulate));
     const auto record = [&](const Evaluation& e) {  // rank 0's figures of the held-out set
       m_evalAccuracy = e.predictions > 0 ? double(e.correct) / double(e.predictions) : 0.0;
       m_evalLoss = n > 0 ? e.lossSum / double(n) : 0.0;
@@ -532,6 +534,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   m.samplesPerS = m.stepMs > 0 ? samples / (m.stepMs * 1e-3) : 0;
   m.modelGflops = modelFlopsPerSample(m_config, *m_data) * m.samplesPerS * 1e-9;
   m.emulated = emulatedBriefs(m_config);
+  if (m_config.accumulate > 1) m.accumulate = m_config.accumulate;
   // The step's figures from its ranks' (metrics.md): loss over the samples they processed,
   // staleness their mean, spread their maximum, MoE counts summed, the breakdown rank 0's.
   double lossSum = 0, staleness = 0;

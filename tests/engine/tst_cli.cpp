@@ -32,6 +32,8 @@ class TstCli : public QObject {
     QTest::addColumn<QString>("names");
     QTest::newRow("unknown flag") << QStringList{"--frobnicate"} << "--frobnicate";
     QTest::newRow("batch 0") << QStringList{"--batch", "0"} << "batch";
+    QTest::newRow("accumulate not dividing the batch")
+        << QStringList{"--batch", "128", "--accumulate", "3"} << "accumulate: 3 does not divide";
     QTest::newRow("hidden -5") << QStringList{"--hidden", "-5"} << "hidden";
     QTest::newRow("lr abc") << QStringList{"--lr", "abc"} << "--lr";
     QTest::newRow("optimizer") << QStringList{"--optimizer", "lamb"} << "optimizer";

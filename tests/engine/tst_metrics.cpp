@@ -31,6 +31,7 @@ StepMetrics fullStep() {
   m.spread = 0.0123;
   m.bubble = 0.4;
   m.bubbleReference = 3.0 / 7.0;
+  m.accumulate = 4;
   m.expertTokens = {{10, 20, 30, 40}, {25, 25, 25, 25}};
   m.droppedTokens = 7;
   m.auxLoss = 0.0101;

@@ -98,6 +98,9 @@ struct StepMetrics {
   std::optional<double> spread;           // local SGD, gossip: max over ranks
   std::optional<double> bubble;           // --pp > 1: mean over ranks of RankMetrics::bubble
   std::optional<double> bubbleReference;  // --pp > 1: (P-1)/(M+P-1), reference
+  // --accumulate K > 1: the micro-batches (of global batch / K samples) summed into this
+  // optimizer step
+  std::optional<int> accumulate;
   // --model moe, over the global batch (the ranks' shares summed): token choices routed to each
   // expert per block [L][E], those dropped over capacity, the load-balancing loss (nats).
   std::vector<std::vector<int64_t>> expertTokens;

@@ -11,6 +11,7 @@
 // Try: paralab-run --ranks 4 --zero 3 --optimizer adam --lr 0.002 --json
 // See tests/engine/tst_parallel_equals_serial.cpp, tst_zero.cpp and tst_cuda_training.cpp.
 #include "comm/communicator.h"
+#include "parallel/data/accumulation.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/data/replica.h"
 
@@ -25,11 +26,17 @@ class DataParallel final : public ReplicaStrategy {
         m_sync(m_model->params(), {{ctx.comm, "dp"}}, {}, settings(stage), compute(), ctx.memory,
                ctx.spans) {}
 
+  // --accumulate K (accumulation.h): K micro-batches, their gradients summed in place; the
+  // GradSync counts K backwards per unit, so it all-reduces once, after the last.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
-    out.samples = takeSlice(step, globalBatch);
-    m_sync.beginStep(step);
-    out.lossSum = forwardBackward(step, &m_sync, false);  // buckets and ZeRO-2/3 start here
+    const int K = m_ctx.config->accumulate;
+    m_sync.beginStep(step, K);
+    for (int k = 0; k < K; ++k) {
+      out.samples += takeSlice(step, microBatchOf(globalBatch, k, K), int(globalBatch.size()));
+      // Buckets (after the last micro-batch) and ZeRO-2/3 (every micro-batch) start here.
+      out.lossSum += forwardBackward(step, &m_sync, false, k == K - 1);
+    }
     m_sync.reduce();
     m_sync.update();
     return out;

@@ -13,9 +13,10 @@
 //   ZeRO-3 (+ parameters; FSDP, Zhao et al. 2023): only the owned chunk of the parameters stays;
 //     each unit is all-gathered before its forward and again before its backward, and freed
 //     after each: 3(N-1)/N x 4P, 1.5x (the paper's 3 Psi against 2 Psi).
-//   With M micro-batches (a pipeline) each unit's backward runs M times: buckets start after the
-//   last; ZeRO-2 and -3 reduce-scatter every micro-batch's gradients and ZeRO-3 gathers the unit
-//   2M times, M x the traffic (why DeepSpeed pairs pipelines with ZeRO-1).
+//   With M micro-batches (a pipeline, or --accumulate: accumulation.h) each unit's backward runs
+//   M times: buckets start after the last; ZeRO-2 and -3 reduce-scatter every micro-batch's
+//   gradients and ZeRO-3 gathers the unit 2M times, M x the traffic (why DeepSpeed pairs
+//   pipelines with ZeRO-1, and as its ZeRO-2/3 do under gradient accumulation).
 // zero_policy.h holds each stage's table row: what it shards (which this file asks), its model
 // states per rank (with Adam: 16P; stage 1: 8P + 8P/N; 2: 4P + 12P/N; 3: 16P/N) and its traffic.
 // With --device cuda every buffer is device memory of the rank's Compute; each collective waits

@@ -67,11 +67,12 @@ ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx), m_faults(*ctx.c
   m_model = makeModel(*ctx.config, *ctx.data, ctx.memory, m_ctx.compute);
 }
 
-int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch) {
+int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch, int lossOver) {
   ScopedSpan s(m_ctx.spans, SpanKind::Data, step + 1, "take batch slice");
-  m_globalBatch = int(globalBatch.size());
-  const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, m_globalBatch);
-  m_slice = int(shardLen(m_ctx.rank, m_ctx.worldSize, m_globalBatch));
+  const int64_t n = int64_t(globalBatch.size());
+  m_globalBatch = lossOver > 0 ? lossOver : int(n);
+  const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, n);
+  m_slice = int(shardLen(m_ctx.rank, m_ctx.worldSize, n));
   const int D = m_ctx.data->inputDim;
   m_x.resize(size_t(m_slice) * D);
   m_labels.resize(size_t(m_slice));
@@ -83,7 +84,8 @@ int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch
   return m_slice;
 }
 
-double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zeroGrads) {
+double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zeroGrads,
+                                        bool lastMicro) {
   SpanningHooks spanning(compute(), m_ctx.spans, step + 1, hooks);
   const int64_t t0 = nowNs();
   const double loss =
@@ -92,7 +94,12 @@ double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zer
   m_model->backward(&spanning);
   if (m_faults.any()) {  // --straggler, --fail: after the real compute, measured without hooks
     compute().sync();
-    m_faults.afterBackward(step + 1, nowNs() - t0 - spanning.hooksNs(), m_ctx.spans);
+    m_microComputeNs += nowNs() - t0 - spanning.hooksNs();
+    if (lastMicro) {  // once a step, on the compute of all its micro-batches
+      const int64_t computeNs = m_microComputeNs;
+      m_microComputeNs = 0;
+      m_faults.afterBackward(step + 1, computeNs, m_ctx.spans);
+    }
   }
   return loss;
 }
@@ -121,10 +128,17 @@ RankHoldings ReplicaStrategy::holdings() const {
   h.coords.dp = m_ctx.rank;
   addModelStates(h.items);
   const int64_t B = m_ctx.config->globalBatch();
-  const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, B),
-                len = shardLen(m_ctx.rank, m_ctx.worldSize, B);
-  h.items.push_back({"global batch", HoldingKind::Batch, 0, begin, begin + len, B, len,
-                     m_ctx.data->inputDim, len * m_ctx.data->inputDim * 4});
+  {
+    const int64_t at = shardBegin(m_ctx.rank, m_ctx.worldSize, B),
+                  n = shardLen(m_ctx.rank, m_ctx.worldSize, B);
+    h.items.push_back({"global batch", HoldingKind::Batch, 0, at, at + n, B, n,
+                       m_ctx.data->inputDim, n * m_ctx.data->inputDim * 4});
+  }
+  // The activations: this rank's rows of the batch, or with --accumulate K of its first
+  // micro-batch, standing for each in turn (one micro-batch's are alive at a time).
+  const int64_t micro = B / std::max(1, m_ctx.config->accumulate);
+  const int64_t begin = shardBegin(m_ctx.rank, m_ctx.worldSize, micro),
+                len = shardLen(m_ctx.rank, m_ctx.worldSize, micro);
   if (const auto* gpt = dynamic_cast<const Gpt*>(m_model.get())) {
     // The GPT: what the forward keeps for the backward, and (--recompute) the one block's
     // buffers the backward recomputes the rest into, from the shape for this rank's windows

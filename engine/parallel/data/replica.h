@@ -25,14 +25,16 @@ class ReplicaStrategy : public Strategy {
  protected:
   explicit ReplicaStrategy(RankContext& ctx);
 
-  // Copies this rank's slice of the global batch (balanced contiguous chunks) into the input
-  // buffers; returns its size. A Data span.
-  int takeSlice(int64_t step, const std::vector<int>& globalBatch);
+  // Copies this rank's slice of `batch` (balanced contiguous chunks) into the input buffers;
+  // returns its size. Each sample's loss is divided by `lossOver` (0: the batch's size; a
+  // micro-batch of --accumulate passes the global batch's). A Data span.
+  int takeSlice(int64_t step, const std::vector<int>& batch, int lossOver = 0);
   // Forward (with the loss) and backward of the slice, a span per unit; hooks run between
   // units, outside the compute spans. Gradients are zeroed first unless the hooks' owner does
-  // it (`zeroGrads` false). Then --straggler and --fail act (train/faults.h). Returns the loss
-  // sum.
-  double forwardBackward(int64_t step, UnitHooks* hooks = nullptr, bool zeroGrads = true);
+  // it (`zeroGrads` false). Then, after the step's last micro-batch (`lastMicro`), --straggler
+  // and --fail act on the step's measured compute (train/faults.h). Returns the loss sum.
+  double forwardBackward(int64_t step, UnitHooks* hooks = nullptr, bool zeroGrads = true,
+                         bool lastMicro = true);
   // What holdings() lists of the parameters, gradients and optimizer state: the whole model,
   // and the optimizer state made by makeOptimizer when it covers the whole model. Sharding
   // subclasses override.
@@ -56,7 +58,8 @@ class ReplicaStrategy : public Strategy {
   RankFaults m_faults;  // this rank's --straggler and --fail
   std::unique_ptr<Model> m_model;
   int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)
-  int m_slice = 0;        // samples of it on this rank
+  int m_slice = 0;        // samples of it on this rank (of the micro-batch, with --accumulate)
+  int64_t m_microComputeNs = 0;  // compute of the step's micro-batches so far (faults act on it)
   mutable int64_t m_optimizerFloats = 0;  // parameters covered by the optimizers made here
   std::vector<float> m_x;
   std::vector<int> m_labels;

@@ -36,6 +36,7 @@
 #include "comm/communicator.h"
 #include "device/compute.h"
 #include "model/gpt.h"
+#include "parallel/data/accumulation.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/data/replica.h"  // shardBegin, shardLen
 #include "parallel/pipeline/pipeline.h"
@@ -98,18 +99,26 @@ class ModelParallel final : public Strategy {
         throw std::invalid_argument("schedule: a chunk this stage lacks");
   }
 
+  // --accumulate K (accumulation.h): the schedule runs once per accumulation micro-batch, each
+  // cut into its own M pipeline micro-batches; the gradients of all K x M add up before 2.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
-    takeSlice(step, globalBatch);
+    const int K = m_ctx.config->accumulate;
     for (Chunk& ch : m_chunks)
-      ch.sync->beginStep(step, m_micros);          // each unit's backward runs once per micro-batch
-    const double loss = runSchedule(step);         // 1. (and 2. begun: buckets, ZeRO-2/3)
+      ch.sync->beginStep(step, K * m_micros);  // each unit's backward runs once per micro-batch
+    double loss = 0;
+    int samples = 0;
+    for (int k = 0; k < K; ++k) {
+      takeSlice(step, microBatchOf(globalBatch, k, K), int(globalBatch.size()));
+      loss += runSchedule(step);  // 1. (and 2. begun: buckets, ZeRO-2/3)
+      samples += m_slice;
+    }
     for (Chunk& ch : m_chunks) ch.sync->reduce();  // 2.
     for (Chunk& ch : m_chunks) ch.stage->finishBackward(*ch.sync);  // 3.
     for (Chunk& ch : m_chunks) ch.sync->update();                   // 4.
     RankStep out;
     if (reportsLoss()) {
       out.lossSum = loss;  // cp: this rank's tokens' share of its windows' losses
-      out.samples = m_grid.coords().cp == 0 ? m_slice : 0;  // each window counted once
+      out.samples = m_grid.coords().cp == 0 ? samples : 0;  // each window counted once
     }
     return out;
   }
@@ -202,13 +211,16 @@ class ModelParallel final : public Strategy {
                            const_cast<float*>(local.data()));
   }
 
-  // This dp replica's slice of the global batch; micro-batch m is chunk m of it.
-  void takeSlice(int64_t step, const std::vector<int>& globalBatch) {
+  // This dp replica's slice of `globalBatch` (an accumulation micro-batch of it with
+  // --accumulate; each sample's loss divided by `lossOver`, the global batch); micro-batch m is
+  // chunk m of the slice.
+  void takeSlice(int64_t step, const std::vector<int>& globalBatch, int lossOver) {
     ScopedSpan s(m_ctx.spans, SpanKind::Data, step + 1, "take batch slice");
     const int D = m_grid.shape().dp, d = m_grid.coords().dp;
-    m_globalBatch = int(globalBatch.size());
-    m_sliceBegin = int(shardBegin(d, D, m_globalBatch));
-    m_slice = int(shardLen(d, D, m_globalBatch));
+    const int n = int(globalBatch.size());
+    m_globalBatch = lossOver;
+    m_sliceBegin = int(shardBegin(d, D, n));
+    m_slice = int(shardLen(d, D, n));
     const int Dim = m_ctx.data->inputDim;
     m_x.resize(readsInputs() ? size_t(m_slice) * Dim : 0);
     m_labels.resize(size_t(m_slice));
@@ -401,11 +413,13 @@ RankHoldings ModelParallel::holdings() const {
   if (!gpt && labels)
     h.items.push_back(
         {"global batch (labels)", HoldingKind::Batch, 0, begin, begin + len, B, len, 1, len * 4});
-  // Each chunk's activations; with several, their names say the chunk.
+  // Each chunk's activations; with several, their names say the chunk. With --accumulate K
+  // those of one accumulation micro-batch (its first stands for each in turn).
+  const int64_t micro = B / std::max(1, c.accumulate);
   for (size_t k = 0; k < m_chunks.size(); ++k)
-    chunkActivations(h, m_chunks[k],
-                     m_chunks.size() == 1 ? std::string() : "chunk " + std::to_string(k) + " ",
-                     begin, len, B);
+    chunkActivations(
+        h, m_chunks[k], m_chunks.size() == 1 ? std::string() : "chunk " + std::to_string(k) + " ",
+        shardBegin(m_grid.coords().dp, D, micro), shardLen(m_grid.coords().dp, D, micro), B);
   return h;
 }
 
