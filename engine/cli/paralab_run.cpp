@@ -353,13 +353,18 @@ int main(int argc, char** argv) {
           config.layers, config.heads, ffn.c_str(), config.hidden, config.seq,
           trainer.data().name.c_str(), trainer.data().classes, trainer.data().unigramLoss);
     }
+    // --accumulate K: the global batch of each optimizer step, run as K micro-batches.
+    const std::string accumulated =
+        config.accumulate > 1 ? " (" + std::to_string(config.accumulate) + " micro-batches of " +
+                                    std::to_string(config.globalBatch() / config.accumulate) + ")"
+                              : "";
     if (!json && root)
       std::printf(
-          "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d, %s, lr %g, %d rank(s) "
+          "ParaLab: %s, H=%d, L=%d (%lld parameters), global batch %d%s, %s, lr %g, %d rank(s) "
           "[%s], %s\n",
           config.dataset.c_str(), config.hidden, config.layers, (long long)trainer.parameterCount(),
-          config.globalBatch(), config.optimizer.c_str(), config.lr, config.ranks,
-          layoutText(config).c_str(), gemmText(config).c_str());
+          config.globalBatch(), accumulated.c_str(), config.optimizer.c_str(), config.lr,
+          config.ranks, layoutText(config).c_str(), gemmText(config).c_str());
     if (!json && root)
       for (const EmulatedPart& p : emulatedParts(config))
         std::printf("Emulated: %s\n", p.detail.c_str());
