@@ -9,6 +9,7 @@
 #include "describe.h"
 #include "json_lines.h"
 #include "loss_trajectory.h"
+#include "memory_estimate.h"
 #include "schema.h"
 #include "train/trainer.h"
 
@@ -152,6 +153,8 @@ class TstAccumulate : public QObject {
                   w = activationPeak(whole);
     QCOMPARE(a, s);
     QVERIFY2(a < w, "accumulation keeps fewer activations than the whole batch");
+    // The estimate that refuses a run too big for this machine counts the same.
+    QCOMPARE(estimateMemory(accumulated).activations, estimateMemory(small).activations);
   }
 
   // K must divide the global batch; the refusal names the setting. Only sync's layouts
@@ -185,6 +188,7 @@ class TstAccumulate : public QObject {
     const Setting* s = findSetting("accumulate");
     QVERIFY(s);
     QVERIFY(QString::fromStdString(s->help).contains("--batch is the global batch"));
+    QVERIFY2(s->inWindow && s->live, "a control of the window's settings, changed live");
     RunConfig c = mlpRun();
     c.accumulate = 4;
     const RunDescription d = describeRun(c);
