@@ -21,6 +21,7 @@ namespace paralab::kernels {
 // Forward FLOPs: the loops visit only the causal half (t2 <= t), T(T+1)/2 score entries per
 // head. Scores 2 hs per entry, weighted sum 2 hs per entry: 2 B NH hs T(T+1) = 2 B C T(T+1)
 // in all (the full T x T square would be about twice that). The softmax adds O(B NH T^2).
+// float's GEMMs multiply T (T + R) / 2 entries, R = kAttentionRowBlock (cpu/attention_gemm.h).
 
 // Writes att from qkv: the scores and the masked, numerically stable softmax (the row maximum
 // subtracted before exp). The forward pass calls it; selective activation recomputation calls
