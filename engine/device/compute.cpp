@@ -179,14 +179,14 @@ void Compute::attention(float* out, float* att, const float* qkv, int B, int T, 
   if (onGpu())
     attention_forward_cuda(out, att, qkv, B, T, C, NH, m_stream);
   else
-    attention_forward(out, att, qkv, B, T, C, NH);
+    attention_forward(out, att, qkv, B, T, C, NH, m_gemmCpu);
 }
 
 void Compute::attentionProbs(float* att, const float* qkv, int B, int T, int C, int NH) const {
   if (onGpu())
     attention_probs_cuda(att, qkv, B, T, C, NH, m_stream);
   else
-    attention_probs(att, qkv, B, T, C, NH);
+    attention_probs(att, qkv, B, T, C, NH, m_gemmCpu);
 }
 
 void Compute::attentionBackward(float* dqkv, float* scratch, const float* dout, const float* qkv,
@@ -194,7 +194,7 @@ void Compute::attentionBackward(float* dqkv, float* scratch, const float* dout, 
   if (onGpu())
     attention_backward_cuda(dqkv, scratch, dout, qkv, att, B, T, C, NH, m_stream);
   else
-    attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+    attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, m_gemmCpu);
 }
 
 void Compute::attentionBlocksInit(float* o, float* m, float* l, int B, int Tq, int NH,
@@ -211,7 +211,9 @@ long Compute::attentionBlockForward(float* o, float* m, float* l, float* scratch
   if (onGpu())
     return attention_block_forward_cuda(o, m, l, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk,
                                         m_stream);
-  return attention_block_forward(o, m, l, scratch, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk);
+  (void)scratch;  // the CPU's kernels keep their own
+  return attention_block_forward_gemm(o, m, l, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk,
+                                      m_gemmCpu);
 }
 
 void Compute::attentionBlocksFinish(float* out, float* lse, const float* o, const float* m,
@@ -237,8 +239,8 @@ long Compute::attentionBlockBackward(float* dq, float* dk, float* dv, const floa
   if (onGpu())
     return attention_block_backward_cuda(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs,
                                          q0, Tq, k0, Tk, m_stream);
-  return attention_block_backward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs, q0,
-                                  Tq, k0, Tk);
+  return attention_block_backward_gemm(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs, q0,
+                                       Tq, k0, Tk, m_gemmCpu);
 }
 
 void Compute::copyRows(float* dst, int ldd, const float* src, int lds, int64_t rows,

@@ -1,7 +1,7 @@
 // Causal multi-head self-attention on the CPU (see attention.h for the shapes and formulas).
 // The scalar loops over (sequence, head, query token, key token), causal half only, are the
-// reference; float runs the dispatched vector kernels (cpu/vec_kernels.inc, cpu/dispatch.h).
-// See tests/kernels/tst_attention_gradcheck.cpp.
+// reference; float runs GEMMs over the causal blocks and the dispatched row kernels
+// (cpu/attention_gemm.h). See tests/kernels/tst_attention_gradcheck.cpp, tst_attention_gemm.cpp.
 #include "cpu/attention.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/attention_gemm.h"
 #include "cpu/dispatch.h"
 #include "cpu/moe.h"  // softmax_rows, softmax_rows_backward
 
@@ -26,13 +27,68 @@ inline long attOffset(int b, int h, int t, int T, int NH) {
   return (((long)b * NH + h) * T + t) * T;
 }
 
-// The vector kernels' scratch: (hs + T) * Tp floats, Tp = T rounded up to 16 (dispatch.h),
-// kept per thread between calls.
-float* vecWork(int T, int C, int NH) {
-  thread_local std::vector<float> work;
-  const size_t need = size_t(C / NH + T) * size_t((T + 15) / 16 * 16);
-  if (work.size() < need) work.resize(need);
-  return work.data();
+// The GEMM kernels of cpu/attention_gemm.h, float only. Head h of sequence b: Q, K, V are rows
+// 3C apart from qkv + qOffset(b*T, ...) (+C, +2C), P the [T, T] block of att, dO rows C apart.
+void probsGemm(float* att, const float* qkv, int B, int T, int C, int NH, GemmFn gemm) {
+  const int hs = C / NH, R = kAttentionRowBlock;
+  const float scale = float(1.0 / std::sqrt(double(hs)));
+  const int ld = 3 * C;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      const float* Q = qkv + qOffset((long)b * T, C, h, hs);
+      float* P = att + attOffset(b, h, 0, T, NH);
+      for (int i0 = 0; i0 < T; i0 += R) {
+        const int rows = std::min(R, T - i0), n = i0 + rows;  // keys 0 .. n-1: on or below
+        gemm(false, true, rows, n, hs, scale, Q + (long)i0 * ld, ld, Q + C, ld, 0.f,
+             P + (long)i0 * T, T);
+        vec().causalSoftmaxRows(P + (long)i0 * T, T, rows, i0 + 1, T);  // row t sees t + 1
+      }
+    }
+}
+
+void outputGemm(float* out, const float* att, const float* qkv, int B, int T, int C, int NH,
+                GemmFn gemm) {
+  const int hs = C / NH, R = kAttentionRowBlock;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      const float* V = qkv + vOffset((long)b * T, C, h, hs);
+      const float* P = att + attOffset(b, h, 0, T, NH);
+      float* O = out + (long)b * T * C + (long)h * hs;
+      for (int i0 = 0; i0 < T; i0 += R) {
+        const int rows = std::min(R, T - i0), n = i0 + rows;
+        gemm(false, false, rows, hs, n, 1.f, P + (long)i0 * T, T, V, 3 * C, 0.f, O + (long)i0 * C,
+             C);
+      }
+    }
+}
+
+void backwardGemm(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
+                  int C, int NH, GemmFn gemm) {
+  const int hs = C / NH, R = kAttentionRowBlock, ld = 3 * C;
+  const float scale = float(1.0 / std::sqrt(double(hs)));
+  float* dS = attentionWork(0, size_t(T) * T);  // [T, T]: dP, then dS; 0 above the diagonal
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      const long q = qOffset((long)b * T, C, h, hs);
+      const float *Q = qkv + q, *K = Q + C, *V = Q + 2 * C;
+      float *dQ = dqkv + q, *dK = dQ + C, *dV = dQ + 2 * C;
+      const float* P = att + attOffset(b, h, 0, T, NH);
+      const float* dO = dout + (long)b * T * C + (long)h * hs;
+      for (int i0 = 0; i0 < T; i0 += R) {  // query blocks: dP, dS, dQ
+        const int rows = std::min(R, T - i0), n = i0 + rows;
+        float* dSi = dS + (long)i0 * T;
+        gemm(false, true, rows, n, hs, 1.f, dO + (long)i0 * C, C, V, ld, 0.f, dSi, T);
+        vec().causalSoftmaxBackwardRows(dSi, T, P + (long)i0 * T, T, rows, i0 + 1, T, scale);
+        gemm(false, false, rows, hs, n, 1.f, dSi, T, K, ld, 0.f, dQ + (long)i0 * ld, ld);
+      }
+      for (int j0 = 0; j0 < T; j0 += R) {  // key blocks: the queries j0 .. T-1 see them
+        const int cols = std::min(R, T - j0), m = T - j0;
+        gemm(true, false, cols, hs, m, 1.f, dS + (long)j0 * T + j0, T, Q + (long)j0 * ld, ld, 0.f,
+             dK + (long)j0 * ld, ld);
+        gemm(true, false, cols, hs, m, 1.f, P + (long)j0 * T + j0, T, dO + (long)j0 * C, C, 0.f,
+             dV + (long)j0 * ld, ld);
+      }
+    }
 }
 
 }  // namespace
@@ -127,19 +183,26 @@ void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real*
 
 }  // namespace reference
 
+float* attentionWork(int slot, size_t floats) {
+  thread_local std::vector<float> work[2];
+  if (work[slot].size() < floats) work[slot].resize(floats);
+  return work[slot].data();
+}
+
 template <typename Real>
-void attention_probs(Real* att, const Real* qkv, int B, int T, int C, int NH) {
+void attention_probs(Real* att, const Real* qkv, int B, int T, int C, int NH, GemmFn gemm) {
   if constexpr (std::is_same_v<Real, float>)
-    vec().attentionProbs(att, qkv, B, T, C, NH, vecWork(T, C, NH));
+    probsGemm(att, qkv, B, T, C, NH, attentionGemm(gemm));
   else
     reference::attention_probs(att, qkv, B, T, C, NH);
 }
 
 template <typename Real>
-void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) {
+void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH,
+                       GemmFn gemm) {
   if constexpr (std::is_same_v<Real, float>) {
-    attention_probs(att, qkv, B, T, C, NH);
-    vec().attentionOutput(out, att, qkv, B, T, C, NH);
+    probsGemm(att, qkv, B, T, C, NH, attentionGemm(gemm));
+    outputGemm(out, att, qkv, B, T, C, NH, attentionGemm(gemm));
   } else {
     reference::attention_forward(out, att, qkv, B, T, C, NH);
   }
@@ -147,20 +210,22 @@ void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int 
 
 template <typename Real>
 void attention_backward(Real* dqkv, Real* scratch, const Real* dout, const Real* qkv,
-                        const Real* att, int B, int T, int C, int NH) {
+                        const Real* att, int B, int T, int C, int NH, GemmFn gemm) {
   if constexpr (std::is_same_v<Real, float>)
-    vec().attentionBackward(dqkv, dout, qkv, att, B, T, C, NH, vecWork(T, C, NH));
+    backwardGemm(dqkv, dout, qkv, att, B, T, C, NH, attentionGemm(gemm));
   else
     reference::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
 }
 
-#define PARALAB_ATTENTION_KERNELS(Real)                                                            \
-  template void attention_probs<Real>(Real*, const Real*, int, int, int, int);                     \
-  template void attention_forward<Real>(Real*, Real*, const Real*, int, int, int, int);            \
+#define PARALAB_ATTENTION_KERNELS(Real, ...)                                                       \
+  template void attention_probs<Real>(Real*, const Real*, int, int, int,                           \
+                                      int __VA_OPT__(, ) __VA_ARGS__);                             \
+  template void attention_forward<Real>(Real*, Real*, const Real*, int, int, int,                  \
+                                        int __VA_OPT__(, ) __VA_ARGS__);                           \
   template void attention_backward<Real>(Real*, Real*, const Real*, const Real*, const Real*, int, \
-                                         int, int, int);
-PARALAB_ATTENTION_KERNELS(float)
-PARALAB_ATTENTION_KERNELS(double)
+                                         int, int, int __VA_OPT__(, ) __VA_ARGS__);
+PARALAB_ATTENTION_KERNELS(float, GemmFn)
+PARALAB_ATTENTION_KERNELS(double, GemmFn)
 namespace reference {
 PARALAB_ATTENTION_KERNELS(float)
 PARALAB_ATTENTION_KERNELS(double)

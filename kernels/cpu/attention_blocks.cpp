@@ -1,7 +1,7 @@
 // Causal multi-head attention one K/V block at a time on the CPU (see attention_blocks.h for the
 // shapes and the recurrence). The scalar loops over (sequence, head, query, key), visible keys
-// only, are the reference; float runs the dispatched vector kernels (cpu/dispatch.h).
-// See tests/kernels/tst_attention_blocks.cpp.
+// only, are the reference; float runs GEMMs over the blocks the mask leaves and the dispatched
+// row kernels (cpu/attention_gemm.h). See tests/kernels/tst_attention_blocks.cpp.
 #include "cpu/attention_blocks.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/attention_gemm.h"
 #include "cpu/dispatch.h"
 
 namespace paralab::kernels {
@@ -31,13 +32,10 @@ inline long rowOffset(int b, int i, int rows, int ld, int h, int hs) {
 // Entry (b, h, i) of a [B, NH, Tq] array.
 inline long stateOffset(int b, int h, int i, int NH, int Tq) { return ((long)b * NH + h) * Tq + i; }
 
-// The vector kernels' scratch, kept per thread between calls.
-float* blockWork(size_t floats) {
-  thread_local std::vector<float> work;
-  if (work.size() < floats) work.resize(floats);
-  return work.data();
+// The keys of the block that query rows i0 .. i0+rows-1 of the chunk see between them.
+inline int visibleBlock(int i0, int rows, int q0, int k0, int Tk) {
+  return visible(i0 + rows - 1, q0, k0, Tk);
 }
-inline size_t padded(int T) { return size_t(T + 15) / 16 * 16; }
 
 }  // namespace
 
@@ -101,15 +99,80 @@ long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Rea
 
 }  // namespace reference
 
+long attention_block_forward_gemm(float* o, float* m, float* l, const float* q, int ldq,
+                                  const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                                  int q0, int Tq, int k0, int Tk, GemmFn gemm) {
+  if (Tq <= 0 || Tk <= 0 || future(q0, Tq, k0)) return 0;
+  const int C = NH * hs, R = kAttentionRowBlock;
+  const float scale = float(1.0 / std::sqrt(double(hs)));
+  float* S = attentionWork(0, size_t(R) * Tk);  // one query block's scores, then exp
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      const float* Q = q + rowOffset(b, 0, Tq, ldq, h, hs);
+      const float* K = k + rowOffset(b, 0, Tk, ldkv, h, hs);
+      const float* V = v + rowOffset(b, 0, Tk, ldkv, h, hs);
+      float* O = o + (long)b * Tq * C + (long)h * hs;
+      const long st = stateOffset(b, h, 0, NH, Tq);
+      for (int i0 = 0; i0 < Tq; i0 += R) {
+        const int rows = std::min(R, Tq - i0), n = visibleBlock(i0, rows, q0, k0, Tk);
+        if (n == 0) continue;  // these queries come before the whole block
+        gemm(false, true, rows, n, hs, scale, Q + (long)i0 * ldq, ldq, K, ldkv, 0.f, S, n);
+        vec().onlineSoftmaxRows(S, n, m + st + i0, l + st + i0, O + (long)i0 * C, C, hs, rows,
+                                q0 + i0 - k0 + 1, n);
+        gemm(false, false, rows, hs, n, 1.f, S, n, V, ldkv, 1.f, O + (long)i0 * C, C);
+      }
+    }
+  return attention_block_pairs(q0, Tq, k0, Tk);
+}
+
+long attention_block_backward_gemm(float* dq, float* dk, float* dv, const float* dout,
+                                   const float* lse, const float* D, const float* q, int ldq,
+                                   const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                                   int q0, int Tq, int k0, int Tk, GemmFn gemm) {
+  if (Tq <= 0 || Tk <= 0 || future(q0, Tq, k0)) return 0;
+  const int C = NH * hs, R = kAttentionRowBlock;
+  const float scale = float(1.0 / std::sqrt(double(hs)));
+  // P and dS [Tq, Tk], recomputed per head; 0 where masked, so the key blocks' GEMMs can read
+  // whole columns.
+  float* P = attentionWork(0, size_t(Tq) * Tk);
+  float* dS = attentionWork(1, size_t(Tq) * Tk);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      const long qo = rowOffset(b, 0, Tq, ldq, h, hs), kv = rowOffset(b, 0, Tk, ldkv, h, hs);
+      const float* dO = dout + (long)b * Tq * C + (long)h * hs;
+      const long st = stateOffset(b, h, 0, NH, Tq);
+      for (int i0 = 0; i0 < Tq; i0 += R) {  // query blocks: S, dP, then dS and dQ
+        const int rows = std::min(R, Tq - i0), n = visibleBlock(i0, rows, q0, k0, Tk);
+        if (n == 0) continue;  // rows no key block below reads (they see none of the block)
+        float *Pi = P + (long)i0 * Tk, *dSi = dS + (long)i0 * Tk;
+        gemm(false, true, rows, n, hs, scale, q + qo + (long)i0 * ldq, ldq, k + kv, ldkv, 0.f, Pi,
+             Tk);
+        gemm(false, true, rows, n, hs, 1.f, dO + (long)i0 * C, C, v + kv, ldkv, 0.f, dSi, Tk);
+        vec().blockGradRows(Pi, Tk, dSi, Tk, lse + st + i0, D + st + i0, rows, q0 + i0 - k0 + 1, Tk,
+                            scale);
+        gemm(false, false, rows, hs, n, 1.f, dSi, Tk, k + kv, ldkv, 1.f, dq + qo + (long)i0 * ldq,
+             ldq);
+      }
+      for (int j0 = 0; j0 < Tk; j0 += R) {  // key blocks: seen by the queries from i1 on
+        const int cols = std::min(R, Tk - j0), i1 = std::max(0, k0 + j0 - q0);
+        if (i1 >= Tq) break;
+        const int rows = Tq - i1;
+        gemm(true, false, cols, hs, rows, 1.f, dS + (long)i1 * Tk + j0, Tk, q + qo + (long)i1 * ldq,
+             ldq, 1.f, dk + kv + (long)j0 * ldkv, ldkv);
+        gemm(true, false, cols, hs, rows, 1.f, P + (long)i1 * Tk + j0, Tk, dO + (long)i1 * C, C,
+             1.f, dv + kv + (long)j0 * ldkv, ldkv);
+      }
+    }
+  return attention_block_pairs(q0, Tq, k0, Tk);
+}
+
 template <typename Real>
 long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Real* q, int ldq,
                              const Real* k, const Real* v, int ldkv, int B, int NH, int hs, int q0,
                              int Tq, int k0, int Tk) {
   if constexpr (std::is_same_v<Real, float>) {
-    if (Tq <= 0 || Tk <= 0 || future(q0, Tq, k0)) return 0;
-    float* work = blockWork((hs + 1) * padded(Tk) + hs);
-    vec().attentionBlockForward(o, m, l, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk, work);
-    return attention_block_pairs(q0, Tq, k0, Tk);
+    return attention_block_forward_gemm(o, m, l, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq, k0, Tk,
+                                        gemm_vendor<float>);
   } else {
     return reference::attention_block_forward(o, m, l, scratch, q, ldq, k, v, ldkv, B, NH, hs, q0,
                                               Tq, k0, Tk);
@@ -193,14 +256,11 @@ long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, co
                               const Real* D, const Real* q, int ldq, const Real* k, const Real* v,
                               int ldkv, int B, int NH, int hs, int q0, int Tq, int k0, int Tk) {
   if constexpr (std::is_same_v<Real, float>) {
-    if (Tq <= 0 || Tk <= 0 || future(q0, Tq, k0)) return 0;
-    float* work = blockWork(2 * (hs + size_t(Tq)) * padded(Tk) + hs);
-    vec().attentionBlockBackward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs, q0, Tq,
-                                 k0, Tk, work);
-    return attention_block_pairs(q0, Tq, k0, Tk);
+    return attention_block_backward_gemm(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH, hs,
+                                         q0, Tq, k0, Tk, gemm_vendor<float>);
   } else {
-    return reference::attention_block_backward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B,
-                                               NH, hs, q0, Tq, k0, Tk);
+    return reference::attention_block_backward(dq, dk, dv, dout, lse, D, q, ldq, k, v, ldkv, B, NH,
+                                               hs, q0, Tq, k0, Tk);
   }
 }
 

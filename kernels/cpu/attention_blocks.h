@@ -10,6 +10,10 @@
 
 namespace paralab::kernels {
 
+// cpu/gemm.h's GEMM signature (that header is C++20; this one is read by nvcc too).
+using GemmFn = void (*)(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                        int lda, const float* B, int ldb, float beta, float* C, int ldc);
+
 // Shapes. B sequences, NH heads of size hs, C = NH * hs. A query chunk holds the positions
 // q0 .. q0+Tq-1 of every sequence, a K/V block the positions k0 .. k0+Tk-1 (positions count
 // from 0 at the start of each sequence; the chunks may have any sizes and need not line up).
@@ -80,8 +84,19 @@ long attention_block_backward(Real* dq, Real* dk, Real* dv, const Real* dout, co
                               const Real* D, const Real* q, int ldq, const Real* k, const Real* v,
                               int ldkv, int B, int NH, int hs, int q0, int Tq, int k0, int Tk);
 
-// The float block kernels above run at the dispatched vector level (cpu/dispatch.h); these
-// scalar loops are what every level is tested against, and what double runs.
+// The float block kernels: the products are GEMMs through `gemm` (a rung of cpu/gemm.h) over the
+// query rows that see the block and the keys those rows see, the softmax steps the dispatched
+// row kernels (cpu/attention_gemm.h). The two above run these with the vendor BLAS in float
+// (their scratch unused there).
+long attention_block_forward_gemm(float* o, float* m, float* l, const float* q, int ldq,
+                                  const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                                  int q0, int Tq, int k0, int Tk, GemmFn gemm);
+long attention_block_backward_gemm(float* dq, float* dk, float* dv, const float* dout,
+                                   const float* lse, const float* D, const float* q, int ldq,
+                                   const float* k, const float* v, int ldkv, int B, int NH, int hs,
+                                   int q0, int Tq, int k0, int Tk, GemmFn gemm);
+
+// The scalar loops every level is tested against, and what double runs.
 namespace reference {
 template <typename Real>
 long attention_block_forward(Real* o, Real* m, Real* l, Real* scratch, const Real* q, int ldq,

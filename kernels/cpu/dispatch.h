@@ -26,22 +26,22 @@ bool setSimdLevel(SimdLevel level);
 // Shapes and formulas are those of the public kernels that call them (attention.h, layers.h,
 // optim.h, gemm.h); `work` is caller-provided scratch of the size named.
 struct VecKernels {
-  // work: (hs + T) * Tp floats, Tp = T rounded up to a multiple of 16.
-  void (*attentionProbs)(float* att, const float* qkv, int B, int T, int C, int NH, float* work);
-  void (*attentionOutput)(float* out, const float* att, const float* qkv, int B, int T, int C,
-                          int NH);
-  void (*attentionBackward)(float* dqkv, const float* dout, const float* qkv, const float* att,
-                            int B, int T, int C, int NH, float* work);
-  // Blockwise attention (attention_blocks.h) for a block that is neither empty nor in the
-  // chunk's future. work: hs * Tkp + Tkp + hs floats (forward), 2 (hs + Tq) Tkp + hs (backward),
-  // Tkp = Tk rounded up to a multiple of 16.
-  void (*attentionBlockForward)(float* o, float* m, float* l, const float* q, int ldq,
-                                const float* k, const float* v, int ldkv, int B, int NH, int hs,
-                                int q0, int Tq, int k0, int Tk, float* work);
-  void (*attentionBlockBackward)(float* dq, float* dk, float* dv, const float* dout,
-                                 const float* lse, const float* D, const float* q, int ldq,
-                                 const float* k, const float* v, int ldkv, int B, int NH, int hs,
-                                 int q0, int Tq, int k0, int Tk, float* work);
+  // Attention's rows (cpu/attention_gemm.h: the GEMMs write the scores, these the rest). Row r
+  // of a block of `rows` rows, ld apart, sees its first clamp(n0 + r, 0, width) entries; every
+  // row's entries from there to `width` are set to 0. Scores come scaled by 1/sqrt(hs).
+  // P = softmax of the visible scores, in place.
+  void (*causalSoftmaxRows)(float* s, long ld, int rows, int n0, int width);
+  // dS = scale P (dP - rowsum(P dP)), in place of dP.
+  void (*causalSoftmaxBackwardRows)(float* ds, long ldds, const float* p, long ldp, int rows,
+                                    int n0, int width, float scale);
+  // The online softmax's step (attention_blocks.h): m, l [rows], o's rows ldo apart (hs floats)
+  // rescaled by exp(m - m'); s becomes exp(S - m'). Rows that see nothing keep their state.
+  void (*onlineSoftmaxRows)(float* s, long lds, float* m, float* l, float* o, long ldo, int hs,
+                            int rows, int n0, int width);
+  // The blockwise backward's rows: P = exp(S - lse) in place of S, dS = scale P (dP - D) in place
+  // of dP; lse and D [rows].
+  void (*blockGradRows)(float* p, long ldp, float* ds, long ldds, const float* lse, const float* D,
+                        int rows, int n0, int width, float scale);
   void (*layernormForward)(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                            const float* beta, int rows, int cols, float eps);
   void (*layernormBackward)(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
