@@ -1,5 +1,5 @@
 # What `make install` and the .deb (cmake/Package.cmake) put where, under CMAKE_INSTALL_PREFIX:
-# bin/paralab, paralab-run, paralab-bench; share/paralab/lessons and resources/{links,gpus} (read
+# bin/paralab, paralab-run, paralab-bench; share/paralab/lessons and resources/{links,gpus,bench} (read
 # at run time through dataDir, engine/api/platform.h); the menu entry, icon, AppStream metainfo,
 # a man page per program and the Debian copyright and changelog. See scripts/test-installed.sh.
 
@@ -9,11 +9,13 @@ if(PARALAB_HAVE_GUI)
 endif()
 install(TARGETS ${PARALAB_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# The data the programs read: the lessons and the link and GPU tables of the projection.
+# The data the programs read: the lessons, the link and GPU tables of the projection, and the
+# PyTorch reference scripts paralab-bench runs beside its own step.
 set(PARALAB_DATA_DESTINATION ${CMAKE_INSTALL_DATADIR}/paralab)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/lessons DESTINATION ${PARALAB_DATA_DESTINATION}
         PATTERN README.md EXCLUDE)  # how lessons are written: for authors, not read at run time
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/links ${PROJECT_SOURCE_DIR}/resources/gpus
+                  ${PROJECT_SOURCE_DIR}/resources/bench
         DESTINATION ${PARALAB_DATA_DESTINATION}/resources)
 
 # A desktop application: its menu entry, its icon in the hicolor theme (the entry's

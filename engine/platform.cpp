@@ -102,4 +102,36 @@ void returnFreedMemory() {
 #endif
 }
 
+int64_t residentBytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return int64_t(resident) * int64_t(sysconf(_SC_PAGESIZE));
+}
+
+int64_t heapInUseBytes() {
+#ifdef __GLIBC__
+  const struct mallinfo2 m = mallinfo2();
+  return int64_t(m.uordblks + m.hblkhd);
+#else
+  return 0;
+#endif
+}
+
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+}
+
+ThreadSwitches threadSwitches() {
+  rusage u{};
+#ifdef RUSAGE_THREAD
+  getrusage(RUSAGE_THREAD, &u);
+#endif
+  return {int64_t(u.ru_nvcsw), int64_t(u.ru_nivcsw)};
+}
+
 }  // namespace paralab

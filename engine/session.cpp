@@ -50,23 +50,23 @@ class Session::MemoryReturner {
     }
     m_wake.notify_one();
   }
+  // A run discarded (Reset): its thread is joined and the run freed here, then trimmed.
+  void reap(std::shared_ptr<Run> run) {
+    {
+      std::lock_guard lock(m_mutex);
+      m_discarded.push_back(std::move(run));
+      m_wanted = true;
+    }
+    m_wake.notify_one();
+  }
 
  private:
-  void loop() {
-    std::unique_lock lock(m_mutex);
-    while (true) {
-      m_wake.wait(lock, [&] { return m_wanted || m_closing; });
-      if (m_closing) return;
-      m_wanted = false;
-      lock.unlock();
-      returnFreedMemory();
-      lock.lock();
-    }
-  }
+  void loop();
 
   std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_wanted = false, m_closing = false;
+  std::vector<std::shared_ptr<Run>> m_discarded;  // told to stop; joined and freed by loop()
   std::thread m_thread;  // last: it starts once the members above exist
 };
 
@@ -198,6 +198,24 @@ struct Session::Run {
   }
 };
 
+void Session::MemoryReturner::loop() {
+  std::unique_lock lock(m_mutex);
+  while (true) {
+    m_wake.wait(lock, [&] { return m_wanted || m_closing; });
+    m_wanted = false;
+    std::vector<std::shared_ptr<Run>> discarded = std::move(m_discarded);
+    m_discarded.clear();
+    const bool closing = m_closing;
+    lock.unlock();
+    for (const std::shared_ptr<Run>& run : discarded)
+      if (run->thread.joinable()) run->thread.join();
+    discarded.clear();  // the trainers, their models and buffers
+    returnFreedMemory();
+    if (closing) return;
+    lock.lock();
+  }
+}
+
 Session::Session() : m_returner(std::make_unique<MemoryReturner>()) {}
 
 Session::~Session() {
@@ -295,6 +313,21 @@ void Session::stop() {
   std::lock_guard lock(run->mutex);
   run->stopRequested = true;
   run->wake.notify_all();
+}
+
+void Session::discard() {
+  std::shared_ptr<Run> run;
+  {
+    std::lock_guard lock(m_mutex);
+    run = std::move(m_run);
+  }
+  if (!run) return;
+  {
+    std::lock_guard lock(run->mutex);
+    run->stopRequested = true;
+    run->wake.notify_all();
+  }
+  m_returner->reap(std::move(run));
 }
 
 Snapshot Session::snapshot(int64_t fromStep, int spanSteps) const {

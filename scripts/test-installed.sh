@@ -36,6 +36,11 @@ done
 check "lessons and resources under /usr/share/paralab" \
   test -f /usr/share/paralab/lessons/01-serial-parallel/lesson.md -a \
   -f /usr/share/paralab/resources/links/nvlink.json -a -f /usr/share/paralab/resources/gpus/h100-sxm.json
+check "paralab-bench's PyTorch references under /usr/share/paralab, not the source tree" \
+  sh -c "test -f /usr/share/paralab/resources/bench/torch_gpt.py -a \
+    -f /usr/share/paralab/resources/bench/torch_step.py -a \
+    -f /usr/share/paralab/resources/bench/torch_ddp.py && \
+    ! grep -q 'tests/bench/torch_' /usr/bin/paralab-bench"
 check "desktop entry, icon and metainfo" test -f /usr/share/applications/paralab.desktop -a \
   -f /usr/share/icons/hicolor/scalable/apps/paralab.svg -a -f /usr/share/metainfo/org.paralab.ParaLab.metainfo.xml
 

@@ -8,13 +8,15 @@
 #include <cmath>
 
 #include "charts/chart_colors.h"
+#include "charts/hatch.h"
 
 namespace paralab {
 
 namespace {
 
+// HatchedBars: the memory-bound bars and their legend key are hatched.
 QCPBars* makeBars(QCPAxis* x, QCPAxis* y, const QString& name, const QColor& color) {
-  auto* b = new QCPBars(x, y);
+  auto* b = new HatchedBars(x, y);
   b->setName(name);
   b->setBrush(color);
   b->setPen(QPen(color.darker(130), 1));

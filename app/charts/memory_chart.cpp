@@ -7,6 +7,7 @@
 
 #include "charts/byte_units.h"
 #include "charts/chart_colors.h"
+#include "charts/hatch.h"
 #include "charts/metric_history.h"
 
 namespace paralab {
@@ -58,7 +59,7 @@ MemoryChart::MemoryChart(QWidget* parent) : Chart("memory", tr("Memory per rank"
   m_peakLegend = addGraph();
   m_peakLegend->setPen(QPen(chartcolors::kRed, 2.2));
   m_peakLegend->setName(tr("step peak"));
-  m_reference = new QCPBars(xAxis, yAxis);
+  m_reference = new HatchedBars(xAxis, yAxis);
   m_reference->setWidth(kRefWidth);
   m_reference->setPen(QPen(chartcolors::kReference, 1.4, Qt::DashLine));
   m_reference->setBrush(QBrush(chartcolors::kReference, Qt::BDiagPattern));

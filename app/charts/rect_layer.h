@@ -4,6 +4,8 @@
 #pragma once
 #include <qcustomplot.h>
 
+#include "charts/hatch.h"
+
 namespace paralab {
 
 class RectLayer : public QCPAbstractPlottable {
@@ -31,6 +33,7 @@ class RectLayer : public QCPAbstractPlottable {
   void draw(QCPPainter* painter) override {
     painter->setPen(mPen);
     painter->setBrush(mBrush);
+    const bool hatched = isHatch(mBrush);
     const QRectF clip = clipRect();
     for (const Rect& r : rects) {
       QRectF px = QRectF(coordsToPixels(r.x0, r.y0), coordsToPixels(r.x1, r.y1)).normalized();
@@ -38,13 +41,15 @@ class RectLayer : public QCPAbstractPlottable {
         if (!keepThin) continue;
         px.setWidth(1);
       }
-      if (px.intersects(clip)) painter->drawRect(px);
+      if (!px.intersects(clip)) continue;
+      if (hatched)
+        hatchRect(painter, px.intersected(clip), mBrush, mPen);
+      else
+        painter->drawRect(px);
     }
   }
   void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override {
-    painter->setPen(mPen);
-    painter->setBrush(mBrush);
-    painter->drawRect(rect.adjusted(1, 3, -1, -3));
+    hatchRect(painter, rect.adjusted(1, 3, -1, -3), mBrush, mPen, 4);
   }
 
  private:

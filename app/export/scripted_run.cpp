@@ -3,9 +3,6 @@
 // See tests/app/tst_app.cpp (scriptedExport) and tests/app/tst_window.cpp.
 #include "export/scripted_run.h"
 
-#include <malloc.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -14,7 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <vector>
 
@@ -25,6 +21,7 @@
 #include "panels/config_panel.h"
 #include "panels/sweep_panel.h"
 #include "panels/welcome_page.h"
+#include "platform.h"  // residentBytes, heapInUseBytes, threadSwitches, threadCpuMs
 
 namespace paralab {
 
@@ -33,25 +30,6 @@ namespace {
 void printLine(FILE* stream, const QString& text) {
   std::fprintf(stream, "paralab: %s\n", text.toLocal8Bit().constData());
   std::fflush(stream);
-}
-
-// CPU time of the calling thread, ms: the GUI thread's own work, without the time the
-// training threads had the cores.
-double threadCpuMs() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
-}
-
-// The GUI thread's context switches so far: {waits, preemptions}. A frame slow with little CPU
-// of its own either waited (voluntary: a lock, I/O, a page) or was preempted (involuntary: the
-// cores given to other threads); the two counts tell which.
-std::array<double, 2> threadSwitches() {
-  rusage u{};
-#ifdef RUSAGE_THREAD
-  getrusage(RUSAGE_THREAD, &u);
-#endif
-  return {double(u.ru_nvcsw), double(u.ru_nivcsw)};
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -120,27 +98,8 @@ int openRecorded(MainWindow& window, const CommandLine& commandLine) {
 
 namespace {
 
-// Resident memory of this process, MB (/proc/self/statm: pages).
-double residentMb() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
-
-// Bytes the allocator has handed out and not had back, MB: what the program holds, without the
-// freed pages the allocator keeps (RSS counts those too). Growth here is a leak or an unbounded
-// container; growth of RSS alone is the allocator's.
-double heapInUseMb() {
-#ifdef __GLIBC__
-  const struct mallinfo2 m = mallinfo2();
-  return double(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
-#else
-  return 0;
-#endif
-}
+double residentMb() { return double(residentBytes()) / (1024.0 * 1024.0); }
+double heapInUseMb() { return double(heapInUseBytes()) / (1024.0 * 1024.0); }
 
 // A scaling sweep measured before the training starts (beside it, it would share the cores),
 // so the speedup chart has a sweep to draw; false when it could not run.
@@ -222,7 +181,7 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
     QElapsedTimer frame;
     frame.start();
     const double cpu0 = threadCpuMs();
-    const std::array<double, 2> switches0 = threadSwitches();
+    const ThreadSwitches switches0 = threadSwitches();
     window.poll();
     polls.push_back(frame.nsecsElapsed() / 1e6);
     // The charts queue their replots and repaints; run them now, inside the measurement.
@@ -231,9 +190,10 @@ int runFrameBench(MainWindow& window, const CommandLine& commandLine) {
       if (ChartHub::isInView(c)) c->repaint();
     frames.push_back(frame.nsecsElapsed() / 1e6);
     cpu.push_back(threadCpuMs() - cpu0);
-    const std::array<double, 2> switches = threadSwitches();
+    const ThreadSwitches switches = threadSwitches();
     slowest.push_back({frames.back(), total.elapsed() / 1000.0, cpu.back(),
-                       switches[0] - switches0[0], switches[1] - switches0[1]});
+                       double(switches.waits - switches0.waits),
+                       double(switches.preemptions - switches0.preemptions)});
     std::sort(slowest.begin(), slowest.end(), std::greater<>());
     if (slowest.size() > 3) slowest.pop_back();
     const double rss = residentMb();

@@ -165,6 +165,14 @@ void ConfigPanel::buildControls() {
       if (s.choices) fillChoices(c, RunConfig{});
       addRow(s.type == SettingType::Switch ? QString() : qs(s.label), c.widget);
       m_controls.append(c);
+      if (s.key == "device") {  // the GPU's reason, where a learner looks for the GPU
+        m_gpuNote = new QLabel;
+        m_gpuNote->setObjectName("gpuNote");
+        m_gpuNote->setWordWrap(true);
+        m_gpuNote->setEnabled(false);  // read as a note, in the palette's muted text
+        addRow(QString(), m_gpuNote);
+        form->setRowVisible(m_gpuNote, false);
+      }
     }
     if (group == "Execution") addRow(QString(), m_jobFields = new JobFields);
     if (form->rowCount() == 0) {  // a group with no control in the window
@@ -320,7 +328,7 @@ void ConfigPanel::updateAvailability() {
       if (auto* spin = qobject_cast<QSpinBox*>(k.widget))
         spin->setMaximum(int(std::min(s.max, s.maxOf(effect.config))));
   }
-  // The device's own reason (no GPU) stays on its tooltip.
+  // The device's own reason (no GPU) stays on its tooltip and in the note under it.
   if (!m_gpuReason.isEmpty()) setGpuReason(m_gpuReason);
   // A job's hosts and launcher command, under the choice that makes one.
   const bool job = effect.config.backend != Backend::Thread;
@@ -406,6 +414,10 @@ void ConfigPanel::showGpus() {
 
 void ConfigPanel::setGpuReason(const QString& reason) {
   m_gpuReason = reason;
+  if (QFormLayout* form = m_formOf.value(m_gpuNote)) {
+    m_gpuNote->setText(tr("GPU not available: %1").arg(reason));
+    form->setRowVisible(m_gpuNote, !reason.isEmpty());
+  }
   auto* device = findChild<QComboBox*>("device");
   setItemEnabled(device, device->findData("cuda"), false, reason);
   for (const Control& k : m_controls)

@@ -91,6 +91,7 @@ class ConfigPanel : public QWidget {
   QLabel* m_problem;        // validate()'s message, when there is one
   QLabel* m_note;
   QString m_gpuReason;
+  QLabel* m_gpuNote = nullptr;  // under Device: why the GPU is not offered, in view
   bool m_gpuProbed = false;
   std::unique_ptr<jobs::Job<GpuAvailability>> m_gpuProbe;  // the engine asks the CUDA runtime
 };

@@ -170,7 +170,7 @@ void RunController::step() {
 }
 
 void RunController::reset() {
-  if (m_run) m_run->stop();
+  if (m_run) m_run->discard();
   m_pollTimer.stop();
   m_applyTimer.stop();
   m_shown.showing = false;
@@ -213,12 +213,12 @@ void RunController::showRecorded(const QString& file, const RunConfig* config,
   s.steps = {last};
   const bool modelled = bytesModelled(last);
   const QString what =
-      config ? runSubtitle(shown)
+      config ? runSubtitle(shown, modelled)
              : (shown.ranks == 1 ? tr("measured · 1 rank") : tr("measured · %1 ranks").arg(shown.ranks)) +
-                   tr(", settings unknown (no summary line)");
-  m_hub->setSubtitle(
-      tr("recorded in %1 · %2%3").arg(file, what, modelled ? tr(" · bytes modelled") : ""),
-      config ? runLabels(shown, modelled) : QStringList());
+                   tr(", settings unknown (no summary line)") +
+                   (modelled ? tr(" · bytes modelled") : QString());
+  m_hub->setSubtitle(tr("recorded in %1 · %2").arg(file, what),
+                     config ? runLabels(shown, modelled) : QStringList());
   // (Unknown settings name the series as an MLP's, rather than keep the last run's names.)
   if (auto* loss = m_hub->find<LossChart>()) loss->showRunOf(shown, config != nullptr);
   m_hub->show(m_shown.history, s);
@@ -262,8 +262,7 @@ bool RunController::startNew(bool paused) {
 // A run's bytes may be moved unseen by the library (MPI's collectives): its steps say so, and
 // the charts and CSVs say it as they do for the same run opened from its file.
 void RunController::setSubtitle(const RunConfig& config) {
-  m_hub->setSubtitle(runSubtitle(config) + (m_shown.modelled ? tr(" · bytes modelled") : QString()),
-                     runLabels(config, m_shown.modelled));
+  m_hub->setSubtitle(runSubtitle(config, m_shown.modelled), runLabels(config, m_shown.modelled));
 }
 
 // [SECTION] Snapshot poll: copies only the steps not seen yet.

@@ -25,8 +25,12 @@ QString describeModel(const RunConfig& c) {
 // The chart subtitle: what was run, short enough for a chart a third of the window wide, and
 // (docs/architecture.md §9) whether any of it was emulated (runLabel says so). The seed and the
 // rest are in run-config.json beside every export.
-QString runSubtitle(const RunConfig& c) {
-  return QObject::tr("measured · %1 · %2").arg(describeModel(c), LossChart::runLabel(c));
+// Under a library's collectives the times are measured but the bytes are the algorithm's model;
+// the subtitle then says which is which rather than "measured" for both.
+QString runSubtitle(const RunConfig& c, bool modelledBytes) {
+  const QString how = modelledBytes ? QObject::tr("times measured, bytes modelled")
+                                    : QObject::tr("measured");
+  return QObject::tr("%1 · %2 · %3").arg(how, describeModel(c), LossChart::runLabel(c));
 }
 
 // What a run's data is besides measured, for the CSV exports (Chart::setLabels): an emulated

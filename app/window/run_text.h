@@ -12,7 +12,7 @@ namespace paralab {
 
 // The chart subtitle: "measured · MLP H=128 L=2 · fashion-mnist · B=256 · 4 ranks sync ...", short
 // enough for a chart a third of the window wide (docs/architecture.md §9: emulated parts said).
-QString runSubtitle(const RunConfig& c);
+QString runSubtitle(const RunConfig& c, bool modelledBytes = false);
 // What a run's data is besides measured, for the CSV exports (Chart::setLabels): an emulated
 // link, straggler or serial section, bytes modelled rather than counted.
 QStringList runLabels(const RunConfig& c, bool modelledBytes);

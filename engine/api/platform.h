@@ -48,5 +48,18 @@ bool isTerminal(std::FILE* stream);
 void lowerThreadPriority(int nice);
 // Hands memory the allocator keeps after free() back to the system (glibc: malloc_trim).
 void returnFreedMemory();
+// This process's resident memory in bytes (Linux: /proc/self/statm), 0 where it cannot be read.
+int64_t residentBytes();
+// Bytes the allocator has handed out and not had back (glibc: mallinfo2): what the program
+// holds, without the freed pages the allocator keeps, which RSS counts too. 0 where unknown.
+int64_t heapInUseBytes();
+// The calling thread's context switches so far: {voluntary (it waited), involuntary (it was
+// preempted)}; zeros where the system does not count them per thread.
+struct ThreadSwitches {
+  int64_t waits = 0, preemptions = 0;
+};
+ThreadSwitches threadSwitches();
+// The calling thread's CPU time in ms (its own work, not the time other threads had the cores).
+double threadCpuMs();
 
 }  // namespace paralab

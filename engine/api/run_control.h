@@ -75,6 +75,10 @@ class RunControl {
   virtual void resume() = 0;
   virtual void stepOnce() = 0;  // when paused (or just started paused): one step, then pause
   virtual void stop() = 0;      // ends the run after the step in flight; returns at once
+  // Reset: ends the run as stop() does and lets go of all it holds in this process (a thread
+  // run's trainer: its model, buffers and rank threads); snapshot() then reads as if no run had
+  // started. Returns at once. A run in other processes holds nothing here beyond its steps.
+  virtual void discard() { stop(); }
   // Live reconfiguration: the run goes on under `config` from the same step with the same
   // parameters and optimizer state. Returns at once: "" when accepted, or one line naming what
   // needs a new run (needsNewRun) or what is invalid. A failure while applying it is reported

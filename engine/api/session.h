@@ -37,6 +37,9 @@ class Session : public RunControl {
   void resume() override;
   void stepOnce() override;  // when paused (or just started paused): one step, then pause again
   void stop() override;      // ends the run after the step in flight; returns at once
+  // Ends the run and frees its trainer on the session's own thread, not the caller's (see
+  // release()), then hands the freed memory back to the system.
+  void discard() override;
   // Live reconfiguration: after the step in flight, the run goes on under `config` (other
   // ranks, strategy, degrees, link, learning rate ...) from the same step with the same
   // parameters and optimizer state, re-sharded. Returns at once: "" when accepted, or one line

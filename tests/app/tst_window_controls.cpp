@@ -228,7 +228,12 @@ void TestWindowControls::deviceAndGemmKernel() {
     QVERIFY(!panel.gpuReason().isEmpty());
     QVERIFY(gpu->toolTip().contains(panel.gpuReason()));
     QVERIFY(device->toolTip().contains(panel.gpuReason()));
-  } else {  // a GPU: choosing it lists the CUDA ladder and sets the device
+    // and in view, under Device, without hovering
+    auto* note = panel.findChild<QLabel*>("gpuNote");
+    QVERIFY(note && note->isVisibleTo(&panel));
+    QVERIFY2(note->text().contains(panel.gpuReason()), qPrintable(note->text()));
+  } else {
+    QVERIFY(!panel.findChild<QLabel*>("gpuNote")->isVisibleTo(&panel));  // a GPU: choosing it lists the CUDA ladder and sets the device
     QVERIFY(gpu->isEnabled());
     QVERIFY(!gpu->toolTip().isEmpty());
     gemm->setCurrentIndex(gemm->findData("tiled"));

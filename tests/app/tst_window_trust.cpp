@@ -548,8 +548,9 @@ void TestWindowTrust::openRunShowsTheRecordedRun() {
     mpi << QString::fromStdString(j.dump());
   }
   QCOMPARE(w.openRunFile(write("mpi.jsonl", mpi)), QString());
-  for (const QString& needle : {"bytes modelled", "nvlink (emulated)"})
+  for (const QString& needle : {"times measured, bytes modelled", "nvlink (emulated)"})
     QVERIFY2(loss->subtitle().contains(needle), qPrintable(loss->subtitle()));
+  QVERIFY2(!loss->subtitle().contains("· measured ·"), qPrintable(loss->subtitle()));
   QTemporaryDir third;
   QCOMPARE(w.exportAllTo(third.path()), QString());
   for (const char* csv : {"traffic.csv", "loss.csv", "links.csv"}) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "platform.h"  // dataDir
+
 namespace paralab::bench {
 
 double median(std::vector<double> v) {
@@ -43,6 +45,10 @@ ScriptRun runScript(const std::string& command) {
     if (!r.last.is_object()) r.last = nullptr;
   }
   return r;
+}
+
+std::string torchCommand(const std::string& name) {
+  return "/usr/bin/python3 '" + dataDir("resources") + "/bench/" + name + "'";
 }
 
 }  // namespace paralab::bench

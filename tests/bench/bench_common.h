@@ -25,4 +25,9 @@ struct ScriptRun {
 };
 ScriptRun runScript(const std::string& command);
 
+// "/usr/bin/python3 'PATH'": the command that starts the PyTorch reference script NAME
+// ("torch_gpt.py"), read from resources/bench: the source tree's in a build, and
+// share/paralab/resources/bench where the package installed it (platform.h, dataDir).
+std::string torchCommand(const std::string& name);
+
 }  // namespace paralab::bench

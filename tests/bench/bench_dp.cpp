@@ -58,7 +58,7 @@ int benchDp(int argc, char** argv) {
   double torchSerial = 0, torchDdp = 0;
   std::string why = "skipped";
   if (!noTorch) {
-    const std::string cmd = "/usr/bin/python3 " PARALAB_TORCH_DDP_SCRIPT " --hidden " +
+    const std::string cmd = bench::torchCommand("torch_ddp.py") + " --hidden " +
                             std::to_string(c.hidden) + " --batch " + std::to_string(c.batch) +
                             " --ranks " + std::to_string(ranks) + " --steps " + std::to_string(steps);
     if (const bench::ScriptRun r = bench::runScript(cmd); r.rc == 0 && r.last.is_object()) {

@@ -36,7 +36,7 @@ int fail(const std::string& what) { return badInput("paralab-bench gpt", what); 
 // batch's windows of token ids, the text ParaLab trains on.
 nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const std::string& windows,
                         const Options& o) {
-  const std::string cmd = "/usr/bin/python3 " PARALAB_TORCH_GPT_SCRIPT " --vocab " +
+  const std::string cmd = bench::torchCommand("torch_gpt.py") + " --vocab " +
                           std::to_string(vocab) + " --seq " + std::to_string(c.seq) +
                           " --hidden " + std::to_string(c.hidden) + " --layers " +
                           std::to_string(c.layers) + " --heads " + std::to_string(c.heads) +
@@ -127,11 +127,13 @@ int benchGpt(int argc, char** argv) {
           "the FMA peak of the threads used (one core measured now: %.1f GFLOP/s).\n",
           flops * 1e-9, corePeak);
       std::printf(
-          "ParaLab's threads run OpenBLAS's GEMMs; its own kernels (attention, LayerNorm, GELU, "
-          "Adam) run on one. PyTorch: torch.set_num_threads and OpenBLAS at the same count.\n");
+          "ParaLab's threads run OpenBLAS's GEMMs, attention's included; its own kernels "
+          "(softmax, LayerNorm, GELU, Adam) run on one. PyTorch: torch.set_num_threads and "
+          "OpenBLAS at the same count.\n");
       std::printf(
           "What differs: PyTorch's attention multiplies all T x T scores and masks the future "
-          "(as written in torch_gpt.py), ParaLab's computes the causal half; the count above is "
+          "(as written in torch_gpt.py), ParaLab's multiplies only the blocks of 32 rows on "
+          "and below the diagonal, T(T + 32)/2 of the T x T; the count above is "
           "the same for both. PyTorch repeats the text's first batch of windows, ParaLab steps "
           "through the text.\n");
       std::printf("BLAS: %s. Median of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),

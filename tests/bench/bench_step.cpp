@@ -52,7 +52,7 @@ struct TorchRun {
 TorchRun runTorch(const RunConfig& c, int steps, int repeats, const std::string& coretype = "",
                   bool tf32 = false) {
   const std::string env = coretype.empty() ? "" : "OPENBLAS_CORETYPE=" + coretype + " ";
-  std::string cmd = env + "/usr/bin/python3 " PARALAB_TORCH_STEP_SCRIPT " --hidden " +
+  std::string cmd = env + bench::torchCommand("torch_step.py") + " --hidden " +
                     std::to_string(c.hidden) + " --layers " + std::to_string(c.layers) +
                     " --batch " + std::to_string(c.batch) + " --steps " + std::to_string(steps) +
                     " --repeats " + std::to_string(repeats);

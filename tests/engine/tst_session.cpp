@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "platform.h"  // residentBytes
 #include "session.h"
 
 using namespace paralab;
@@ -263,6 +264,33 @@ class TstSession : public QObject {
     QCOMPARE(QString::fromStdString(s.start(c)), QString());
     QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 20000));
     QCOMPARE(s.snapshot().stepsDone, int64_t(6));
+  }
+
+  // Reset (discard): the run's trainer (its activations: 2 blocks x 4 heads x 2,048^2
+  // probabilities, 128 MiB; lesson 15 keeps 512 MiB at 4,096 tokens) is freed and the memory handed back, not kept until
+  // the next Start. The command returns at once; the freeing happens on the session's thread.
+  void discardLetsGoOfTheRunsMemory() {
+    const int64_t MiB = int64_t(1) << 20;
+    RunConfig c = smallRun(1);
+    c.model = ModelKind::Gpt;
+    c.layers = 2, c.hidden = 32, c.heads = 4, c.seq = 2048, c.batch = 1;
+    c.recompute = Recompute::None;
+    Session s;
+    const int64_t before = residentBytes();
+    QVERIFY(s.start(c).empty());
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 300000));
+    const int64_t held = residentBytes();
+    QVERIFY2(held - before > 100 * MiB,
+             qPrintable(QString("the finished run holds %1 MiB").arg((held - before) / MiB)));
+    command("discard", [&] { s.discard(); });
+    const Snapshot after = s.snapshot();
+    QCOMPARE(after.state, RunState::Idle);
+    QCOMPARE(after.stepsDone, int64_t(0));
+    QVERIFY2(waitFor([&] { return residentBytes() - before < 32 * MiB; }, 20000),
+             qPrintable(QString("%1 MiB held after discard, %2 MiB before the run")
+                            .arg(residentBytes() / MiB).arg(before / MiB)));
+    QVERIFY(s.start(smallRun(2)).empty());  // and the session starts the next one as before
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 30000));
   }
 
   // Last: the commands timed above returned at once. Only on free cores: on a loaded machine a

@@ -89,37 +89,55 @@ class ParamServerBase : public ReplicaStrategy {
   std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
 };
 
-// [SECTION] ps-sync: per shard, reduce the gradients onto its server, update there, broadcast
-// the fresh shard. The same sum and the same update as the serial run: equals serial.
-// Traffic per step (ThreadComm, whose reduce and broadcast move each shard directly):
-// worker r sends 4 P_k bytes of gradient to each server k != r and receives 4 P_k bytes of
-// parameters back; server k also receives (N-1) gradient shards and sends (N-1) parameter
-// shards of 4 P_k bytes. Memory: optimizer state only on servers, P_k of it on server k.
+// [SECTION] ps-sync: per shard, every worker pushes its gradient shard to the server, which
+// sums them, updates, and sends the fresh shard back to every worker. The same sum and the same
+// update as the serial run: equals serial. The pushes and pulls are point-to-point messages on
+// every backend, as a parameter server's are (lesson 8: rank k serves every worker), so their
+// bytes are counted as sent, under MPI too, never modelled.
+// Traffic per step: worker r sends 4 P_k bytes of gradient to each server k != r and receives
+// 4 P_k bytes of parameters back; server k receives (N-1) gradient shards and sends (N-1)
+// parameter shards of 4 P_k bytes. Memory: optimizer state only on servers, P_k of it on server
+// k, and one incoming shard.
 class ParamServerSync final : public ParamServerBase {
  public:
-  using ParamServerBase::ParamServerBase;
+  explicit ParamServerSync(RankContext& ctx) : ParamServerBase(ctx) {
+    if (m_ctx.rank < m_servers)
+      m_incoming = compute().tensor({largestShard()}, MemCategory::Comm, ctx.memory);
+  }
 
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
     out.samples = takeSlice(step, globalBatch);
     out.lossSum = forwardBackward(step);  // gradients scaled by 1 / global batch: they sum
     ParamSet& ps = m_model->params();
-    float* params = ps.params().data();
-    float* grads = ps.grads().data();
     compute().sync();  // backward's gradients are complete
     for (int k = 0; k < m_servers; ++k) {
       const int64_t b = shardBegin(k, m_servers, ps.numel()),
                     n = shardLen(k, m_servers, ps.numel());
-      // push: shard k's gradients summed on server k
-      m_ctx.comm->reduce(grads + b, grads + b, n, k, ReduceOp::Sum, device());
-      if (m_ctx.rank == k) {
-        update(step, *m_opt, params + b, grads + b);
-        compute().sync();
+      float* grads = ps.grads().data() + b;
+      float* params = ps.params().data() + b;
+      if (m_ctx.rank != k) {  // a worker: push the gradient shard, pull the fresh one
+        m_ctx.comm->send(grads, n, k, device());
+        m_ctx.comm->recv(params, n, k, device());
+        continue;
       }
-      m_ctx.comm->broadcast(params + b, n, k, device());  // pull: every worker gets the new shard
+      // The server: every worker's push added to its own, in rank order.
+      for (int w = 0; w < m_ctx.worldSize; ++w) {
+        if (w == k) continue;
+        m_ctx.comm->recv(m_incoming.data(), n, w, device());
+        compute().residualAdd(grads, m_incoming.data(), n);
+        compute().sync();  // the add has read the message before the next one lands on it
+      }
+      update(step, *m_opt, params, grads);
+      compute().sync();
+      for (int w = 0; w < m_ctx.worldSize; ++w)
+        if (w != k) m_ctx.comm->send(params, n, w, device());
     }
     return out;
   }
+
+ private:
+  Tensor m_incoming;  // server: one worker's gradient shard, counted as comm memory
 };
 
 // [SECTION] ps-async: each push is applied alone, at once, and answered with the fresh shard.
