@@ -25,6 +25,7 @@
 #include "charts/throughput_chart.h"
 #include "charts/timeline_chart.h"
 #include "charts/traffic_chart.h"
+#include "export/lab_report.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "panels/lesson_dock.h"
@@ -83,6 +84,10 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(m_exportChart);
   file->addAction(m_exportAll);
+  file->addAction(tr("Export Lab &Report…"), this, [this] {
+        exportLabReportDialog(this, lessonDock()->lessons(), lessonDock()->currentLesson());
+      })
+      ->setObjectName("exportLabReportAction");
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 

@@ -3,9 +3,14 @@
 // `paralab --report 01 --export DIR`.
 #include "export/lab_report.h"
 
+#include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
+#include <QMessageBox>
+#include <QProgressDialog>
 #include <QSaveFile>
 #include <QSysInfo>
 #include <cstdio>
@@ -75,7 +80,7 @@ QString writeLabReport(const LabReportRequest& request, const QString& dir, LabR
     doc.lessons << &l;
     const LessonProgress lp = request.progress ? request.progress->lesson(l.slug) : LessonProgress{};
     for (int i = 0; i < l.steps.size(); ++i) {
-      LabReportEntry e{.lesson = &l, .index = i, .progress = lp};
+      LabReportEntry e{.lesson = &l, .index = i, .progress = lp, .notHere = {}, .run = {}};
       QStringList missing = missingNeeds(l.needs + l.steps[i].needs, request.capabilities);
       for (QString& m : missing) m = describeMissing(m);
       e.notHere = missing.join("; ");
@@ -130,6 +135,53 @@ std::optional<QList<Lesson>> lessonsNamed(const QString& name, const QList<Lesso
                .arg(all.size())
                .arg(all.isEmpty() ? QString("01-serial-parallel") : all.first().slug);
   return std::nullopt;
+}
+
+void exportLabReportDialog(QWidget* parent, const QList<Lesson>& lessons, int currentLesson) {
+  Progress progress;
+  QStringList items;
+  for (const Lesson& l : lessons) items << QObject::tr("Lesson %1: %2").arg(l.number).arg(l.title);
+  int completed = 0;
+  for (const Lesson& l : lessons) completed += progress.lesson(l.slug).completed;
+  if (completed > 0) items << QObject::tr("Every lesson completed (%1)").arg(completed);
+  bool ok = false;
+  const QString item = QInputDialog::getItem(
+      parent, QObject::tr("Export Lab Report"),
+      QObject::tr("The report of which lesson? Each step that runs is run again for its chart."),
+      items, std::max(0, currentLesson), false, &ok);
+  if (!ok) return;
+  const qsizetype chosen = items.indexOf(item);
+  QString error;
+  const auto named = lessonsNamed(chosen < lessons.size() ? lessons[chosen].slug : QString("all"),
+                                  lessons, progress, &error);
+  if (!named) return void(QMessageBox::warning(parent, QObject::tr("Export Lab Report"), error));
+  const QString dir = QFileDialog::getExistingDirectory(parent, QObject::tr("Write the lab report into"));
+  if (dir.isEmpty()) return;
+  QProgressDialog wait(QObject::tr("Running the lesson's steps…"), QObject::tr("Cancel"), 0, 1, parent);
+  wait.setWindowModality(Qt::WindowModal);
+  wait.setMinimumDuration(0);
+  LabReportRequest request;
+  request.lessons = *named;
+  request.progress = &progress;
+  request.capabilities = engineCapabilities();
+  request.onProgress = [&](const QString& what, int done, int total) {
+    wait.setMaximum(std::max(1, total));
+    wait.setValue(done);
+    wait.setLabelText(QObject::tr("Running %1 of %2: %3").arg(done + 1).arg(total).arg(what));
+    QApplication::processEvents();
+    return !wait.wasCanceled();
+  };
+  LabReportFiles files;
+  const QString err = writeLabReport(request, dir, &files);
+  wait.reset();
+  if (!err.isEmpty())
+    return void(QMessageBox::warning(parent, QObject::tr("Export Lab Report"),
+                                     QObject::tr("The lab report was not written: %1").arg(err)));
+  QMessageBox::information(parent, QObject::tr("Export Lab Report"),
+                           QObject::tr("Wrote %1 and %2, with %3 charts.")
+                               .arg(QDir::toNativeSeparators(files.pdf),
+                                    QDir::toNativeSeparators(files.markdown))
+                               .arg(files.charts.size()));
 }
 
 int runLabReportCommand(const QString& name, const QString& dir) {

@@ -15,6 +15,8 @@
 #include "lesson.h"
 #include "progress.h"
 
+class QWidget;
+
 namespace paralab {
 
 // The machine the report's runs ran on.
@@ -59,6 +61,11 @@ std::optional<QList<lessons::Lesson>> lessonsNamed(const QString& lesson,
                                                    const QList<lessons::Lesson>& all,
                                                    const lessons::Progress& progress,
                                                    QString* error);
+
+// File > Export Lab Report…: asks which lesson (the one open in `currentLesson`, or every one
+// completed) and which folder, runs the steps under a progress dialog that can cancel, and says
+// what it wrote.
+void exportLabReportDialog(QWidget* parent, const QList<lessons::Lesson>& lessons, int currentLesson);
 
 // `paralab --report LESSON --export DIR`: the learner's saved progress (their progress file),
 // every step that runs run here; 0 written, 1 a run or write failed, 2 bad LESSON.

@@ -280,9 +280,12 @@ QString writeLabReportPdf(const QList<LabBlock>& blocks, const QString& title, c
   QFont font = doc.defaultFont();
   font.setPointSizeF(10.5);
   doc.setDefaultFont(font);
+  // Headings as styled paragraphs: Qt sizes <h1>..<h3> relative to the body (h1 twice it),
+  // whatever a style sheet says; a report's headings stay within 16 pt.
   doc.setDefaultStyleSheet(
-      "h1 { font-size: 16pt; } h2 { font-size: 14pt; margin-top: 14px; } "
-      "h3 { font-size: 12pt; margin-top: 12px; } p { margin: 3px 0; } "
+      "p { margin: 3px 0; } p.title { font-size: 16pt; font-weight: bold; margin-bottom: 8px; } "
+      "p.lesson { font-size: 14pt; font-weight: bold; margin-top: 14px; } "
+      "p.step { font-size: 12pt; font-weight: bold; margin-top: 12px; } "
       "p.caption { font-size: 9pt; font-style: italic; } code { font-family: monospace; }");
   // The figure's width on the page: most of the text's width. An image's size is given in the
   // screen's pixels, which the layout scales to the writer's (QTextImageHandler).
@@ -293,9 +296,9 @@ QString writeLabReportPdf(const QList<LabBlock>& blocks, const QString& title, c
   for (const LabBlock& b : blocks) {
     const QString text = escaped(b.text, b.markdown), value = escaped(b.value, b.markdown);
     switch (b.kind) {
-      case LabBlock::Title: html += "<h1>" + text + "</h1>"; break;
-      case LabBlock::Lesson: html += "<h2>" + text + "</h2>"; break;
-      case LabBlock::Step: html += "<h3>" + text + "</h3>"; break;
+      case LabBlock::Title: html += "<p class='title'>" + text + "</p>"; break;
+      case LabBlock::Lesson: html += "<p class='lesson'>" + text + "</p>"; break;
+      case LabBlock::Step: html += "<p class='step'>" + text + "</p>"; break;
       case LabBlock::Para: html += "<p>" + text + "</p>"; break;
       case LabBlock::Row: html += "<p><b>" + text + ":</b> " + value + "</p>"; break;
       case LabBlock::Figure: {
