@@ -54,7 +54,10 @@ bool waitFor(const std::function<bool()>& done, const std::function<bool()>& kee
 // the loss chart, and the step's speed from the throughput chart. A step that compares nothing
 // shows its run's loss curve, the first chart the window shows.
 std::unique_ptr<Chart> chartFor(const Step& s) {
-  const QString m = s.compare ? s.compare->metric : QString();
+  // A choice prediction reads its choices' metrics ("ranks[0].idle_ms", ...) instead.
+  const QString m = s.compare                                  ? s.compare->metric
+                    : s.prediction && s.prediction->isChoice() ? s.prediction->choices[0].metric
+                                                               : QString();
   if (m.contains("bytes")) return std::make_unique<TrafficChart>();
   if (m.contains("mem.")) return std::make_unique<MemoryChart>();
   if (m.contains("comm_ms") || m.contains("idle_ms") || m.contains("compute_ms") ||

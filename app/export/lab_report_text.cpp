@@ -25,10 +25,12 @@ using namespace paralab::lessons;
 
 namespace {
 
+// "1,580,544", "2.297": digits grouped as the lessons write them, four significant digits.
 QString number(double v) {
+  const QLocale english(QLocale::English);
   if (!std::isfinite(v)) return v > 0 ? "∞" : "—";
-  if (std::abs(v) >= 1e5 && v == std::floor(v)) return QLocale::c().toString(qint64(v));
-  return QLocale::c().toString(v, 'g', 4);
+  if (std::abs(v) >= 1e4 && v == std::floor(v)) return english.toString(qint64(v));
+  return english.toString(v, 'g', 4);
 }
 
 QString withUnit(double v, const QString& unit) {
@@ -231,6 +233,15 @@ QList<LabBlock> labReportBlocks(const LabReportDoc& doc) {
     out << LabBlock{LabBlock::Row, QObject::tr("Score"), scoreLesson(*l, lp, runnable).text()};
     for (const LabReportEntry& e : doc.entries)
       if (e.lesson == l) stepBlocks(out, e);
+    if (l->retrieval.isEmpty()) continue;
+    // What the learner wrote before seeing the model answers.
+    out << LabBlock{LabBlock::Step, QObject::tr("Retrieval practice"), {}};
+    for (int q = 0; q < l->retrieval.size(); ++q) {
+      out << LabBlock{LabBlock::Row, QObject::tr("Question %1").arg(q + 1), l->retrieval[q].q, true};
+      const QString answer = lp.answers.value(q).trimmed();
+      out << LabBlock{LabBlock::Row, QObject::tr("Your answer"),
+                      answer.isEmpty() ? QObject::tr("not answered") : answer};
+    }
   }
   return out;
 }

@@ -81,6 +81,7 @@ class TstLabReport : public QObject {
       QVERIFY(p.lockPrediction("01-serial-parallel", "One worker", 2.25));
       QVERIFY(p.setMeasured("01-serial-parallel", "One worker", 2.2987));
       QVERIFY(p.lockPrediction("01-serial-parallel", "Independent work and the chain", 2000));
+      QVERIFY(p.setAnswer("01-serial-parallel", 0, "Steps form a chain: step t needs t - 1."));
       QVERIFY2(QFileInfo::exists(progressPath), qPrintable(p.error()));
     }
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -108,7 +109,10 @@ class TstLabReport : public QObject {
     QVERIFY2(md.contains("**Your prediction:** 2.25 nats"), qPrintable(md.left(2000)));
     QVERIFY(md.contains("**Measured when you ran it:** 2.299 nats"));
     QVERIFY(md.contains("**Measured for this report:**"));
-    QVERIFY(md.contains("**Your prediction:** 2000 ms"));
+    QVERIFY(md.contains("**Your prediction:** 2,000 ms"));
+    // The written answers of retrieval practice, as written; the others said unanswered.
+    QVERIFY(md.contains("**Your answer:** Steps form a chain: step t needs t - 1."));
+    QCOMPARE(md.count("**Your answer:** not answered"), lesson.retrieval.size() - 1);
     QVERIFY(md.contains("**Worked solution:**"));
     QVERIFY(md.contains("not done: no prediction locked"));
     QVERIFY(md.contains(QString("**Machine:** %1 cores").arg(LabMachine::here().cores)));
