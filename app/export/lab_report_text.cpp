@@ -175,9 +175,7 @@ void stepBlocks(QList<LabBlock>& out, const LabReportEntry& e) {
   }
   out << LabBlock{LabBlock::Row, QObject::tr("The run"), e.run->run};
   if (!e.run->error.isEmpty())
-    out << LabBlock{LabBlock::Row, e.run->chartPng.isEmpty() ? QObject::tr("Not run")
-                                                             : QObject::tr("Not measured"),
-                    e.run->error};
+    out << LabBlock{LabBlock::Row, QObject::tr("Not measured"), e.run->error};
   if (!e.run->chartPng.isEmpty())
     out << LabBlock{LabBlock::Figure,
                     QObject::tr("Figure: step %1, the %2 chart of the report's run.")
