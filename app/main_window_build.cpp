@@ -10,6 +10,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScrollArea>
+#include <QStatusBar>
 #include <QToolBar>
 
 #include "capabilities.h"
@@ -35,6 +36,7 @@
 #include "window/dock_layout.h"
 #include "window/file_actions.h"
 #include "window/lesson_router.h"
+#include "window/run_controller.h"
 
 namespace paralab {
 
@@ -85,6 +87,11 @@ void MainWindow::createMenus() {
   file->addAction(m_exportChart);
   file->addAction(m_exportAll);
   file->addAction(tr("Export Lab &Report…"), this, [this] {
+        // The report's runs measure: a training run is paused so that they have the cores.
+        if (m_runs->pauseForMeasuring())
+          statusBar()->showMessage(tr("The training run was paused so the lab report's runs "
+                                      "have the cores; Resume (F5) to go on training."),
+                                   8000);
         exportLabReportDialog(this, lessonDock()->lessons(), lessonDock()->currentLesson());
       })
       ->setObjectName("exportLabReportAction");

@@ -2,10 +2,12 @@
 // from saved progress, read as rendered (every word 8-16 pt, each step's heading and chart found
 // on the pages), its Markdown, the steps not done said so, worked solutions shown, bad LESSON.
 // Run: ctest -R tst_lab_report
+#include <QMenuBar>
 #include <QtTest>
 
 #include "engine_bridge.h"
 #include "export/lab_report.h"
+#include "main_window.h"
 #include "rendered_text.h"
 
 using namespace paralab;
@@ -215,6 +217,18 @@ class TstLabReport : public QObject {
     QVERIFY(done && done->size() == 1 && done->first().slug == "03-gustafson");
     QVERIFY(!lessonsNamed("0", library.lessons, progress, &error));
     QVERIFY(!lessonsNamed("pipelines", library.lessons, progress, &error));
+  }
+
+  // The window offers it in the File menu, beside Export All.
+  void fileMenuOffersIt() {
+    MainWindow w;
+    auto* action = w.findChild<QAction*>("exportLabReportAction");
+    QVERIFY(action);
+    QVERIFY(action->text().contains("Lab"));
+    bool inFileMenu = false;
+    for (QAction* top : w.menuBar()->actions())
+      if (top->menu() && top->menu()->actions().contains(action)) inFileMenu = top->text() == "&File";
+    QVERIFY(inFileMenu);
   }
 
   // Bad LESSON, or --report without --export: one line naming what is allowed, exit 2.
