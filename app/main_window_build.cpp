@@ -86,15 +86,18 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(m_exportChart);
   file->addAction(m_exportAll);
-  file->addAction(tr("Export Lab &Report…"), this, [this] {
+  QAction* labReport = file->addAction(tr("Export Lab &Report…"), this, [this] {
         // The report's runs measure: a training run is paused so that they have the cores.
         if (m_runs->pauseForMeasuring())
           statusBar()->showMessage(tr("The training run was paused so the lab report's runs "
                                       "have the cores; Resume (F5) to go on training."),
                                    8000);
         exportLabReportDialog(this, lessonDock()->lessons(), lessonDock()->currentLesson());
-      })
-      ->setObjectName("exportLabReportAction");
+      });
+  labReport->setObjectName("exportLabReportAction");
+  labReport->setStatusTip(
+      tr("Write a lesson's lab report to hand in, PDF and Markdown: each step's prediction, "
+         "measurement, comparison and chart, with the date and this machine"));
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
