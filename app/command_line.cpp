@@ -137,8 +137,9 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   if (!openFile.empty() && out.configGiven)
     return fail("open: a recorded run has its own settings (allowed: --open without run flags)");
   if (!reportLesson.empty() && (!out.scripted() || !openFile.empty() || out.configGiven))
-    return fail("report: writes a lesson's report into --export DIR, with the lesson's own "
-                "settings (allowed: --report LESSON --export DIR)");
+    return fail(
+        "report: writes a lesson's report into --export DIR, with the lesson's own "
+        "settings (allowed: --report LESSON --export DIR)");
   if (out.scripted() && out.openFile.isEmpty() && reportLesson.empty() && config.steps == 0)
     return fail("steps: --export needs a bounded run (allowed: 1 or more)");
   // A folder that cannot be made is bad input: say so now, not after minutes of training.

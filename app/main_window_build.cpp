@@ -87,13 +87,13 @@ void MainWindow::createMenus() {
   file->addAction(m_exportChart);
   file->addAction(m_exportAll);
   QAction* labReport = file->addAction(tr("Export Lab &Report…"), this, [this] {
-        // The report's runs measure: a training run is paused so that they have the cores.
-        if (m_runs->pauseForMeasuring())
-          statusBar()->showMessage(tr("The training run was paused so the lab report's runs "
-                                      "have the cores; Resume (F5) to go on training."),
-                                   8000);
-        exportLabReportDialog(this, lessonDock()->lessons(), lessonDock()->currentLesson());
-      });
+    // The report's runs measure: a training run is paused so that they have the cores.
+    if (m_runs->pauseForMeasuring())
+      statusBar()->showMessage(tr("The training run was paused so the lab report's runs "
+                                  "have the cores; Resume (F5) to go on training."),
+                               8000);
+    exportLabReportDialog(this, lessonDock()->lessons(), lessonDock()->currentLesson());
+  });
   labReport->setObjectName("exportLabReportAction");
   labReport->setStatusTip(
       tr("Write a lesson's lab report to hand in, PDF and Markdown: each step's prediction, "

@@ -52,7 +52,8 @@ LabMachine LabMachine::here() {
   m.cpu = cpuName();
   m.simd = QString::fromStdString(simdLevelName());
   const GpuAvailability gpu = gpuAvailability();
-  m.gpu = gpu.count > 0 ? QString::fromStdString(gpu.name) + (gpu.count > 1 ? QObject::tr(" (%1 GPUs)").arg(gpu.count) : QString())
+  m.gpu = gpu.count > 0 ? QString::fromStdString(gpu.name) +
+                              (gpu.count > 1 ? QObject::tr(" (%1 GPUs)").arg(gpu.count) : QString())
                         : QObject::tr("none (%1)").arg(QString::fromStdString(gpu.reason));
   return m;
 }
@@ -68,8 +69,7 @@ QString labReportStem(const QList<Lesson>& lessons) {
 QString writeLabReport(const LabReportRequest& request, const QString& dir, LabReportFiles* files) {
   const QString stem = labReportStem(request.lessons);
   const QString chartsDir = QDir(dir).filePath(stem + "-charts");
-  if (!QDir().mkpath(chartsDir))
-    return QObject::tr("cannot create folder '%1'").arg(chartsDir);
+  if (!QDir().mkpath(chartsDir)) return QObject::tr("cannot create folder '%1'").arg(chartsDir);
   LabReportDoc doc;
   doc.machine = request.machine;
   doc.when = request.when;
@@ -78,7 +78,8 @@ QString writeLabReport(const LabReportRequest& request, const QString& dir, LabR
     doc.progressFrom = request.progress->path();
   for (const Lesson& l : request.lessons) {
     doc.lessons << &l;
-    const LessonProgress lp = request.progress ? request.progress->lesson(l.slug) : LessonProgress{};
+    const LessonProgress lp =
+        request.progress ? request.progress->lesson(l.slug) : LessonProgress{};
     for (int i = 0; i < l.steps.size(); ++i) {
       LabReportEntry e{.lesson = &l, .index = i, .progress = lp, .notHere = {}, .run = {}};
       QStringList missing = missingNeeds(l.needs + l.steps[i].needs, request.capabilities);
@@ -92,7 +93,9 @@ QString writeLabReport(const LabReportRequest& request, const QString& dir, LabR
   for (LabReportEntry& e : doc.entries) {
     if (!request.runSteps || !stepRuns(e.step()) || !e.notHere.isEmpty()) continue;
     const QString what = e.lesson->slug + ": " + e.step().title;
-    const auto keepGoing = [&] { return !request.onProgress || request.onProgress(what, done, total); };
+    const auto keepGoing = [&] {
+      return !request.onProgress || request.onProgress(what, done, total);
+    };
     if (!keepGoing()) return QObject::tr("cancelled");
     const QString png = QDir(chartsDir).filePath(
         QString("%1-step-%2.png").arg(e.lesson->slug).arg(e.index + 1, 2, 10, QChar('0')));
@@ -118,8 +121,9 @@ std::optional<QList<Lesson>> lessonsNamed(const QString& name, const QList<Lesso
     for (const Lesson& l : all)
       if (progress.lesson(l.slug).completed) chosen << l;
     if (chosen.isEmpty())
-      *error = QObject::tr("report: 'all' reports the lessons completed, and none is yet "
-                           "(allowed: a lesson's number 1..%1 or id, such as %2)")
+      *error = QObject::tr(
+                   "report: 'all' reports the lessons completed, and none is yet "
+                   "(allowed: a lesson's number 1..%1 or id, such as %2)")
                    .arg(all.size())
                    .arg(all.isEmpty() ? QString("01-serial-parallel") : all.first().slug);
     return chosen.isEmpty() ? std::nullopt : std::optional(chosen);
@@ -129,8 +133,9 @@ std::optional<QList<Lesson>> lessonsNamed(const QString& name, const QList<Lesso
   for (const Lesson& l : all)
     if ((isNumber && l.number == number) || l.slug == name || l.slug.section('-', 1) == name)
       return QList<Lesson>{l};
-  *error = QObject::tr("report: '%1' is not a lesson (allowed: all, a number 1..%2, or an id "
-                       "such as %3)")
+  *error = QObject::tr(
+               "report: '%1' is not a lesson (allowed: all, a number 1..%2, or an id "
+               "such as %3)")
                .arg(name)
                .arg(all.size())
                .arg(all.isEmpty() ? QString("01-serial-parallel") : all.first().slug);
@@ -155,9 +160,11 @@ void exportLabReportDialog(QWidget* parent, const QList<Lesson>& lessons, int cu
   const auto named = lessonsNamed(chosen < lessons.size() ? lessons[chosen].slug : QString("all"),
                                   lessons, progress, &error);
   if (!named) return void(QMessageBox::warning(parent, QObject::tr("Export Lab Report"), error));
-  const QString dir = QFileDialog::getExistingDirectory(parent, QObject::tr("Write the lab report into"));
+  const QString dir =
+      QFileDialog::getExistingDirectory(parent, QObject::tr("Write the lab report into"));
   if (dir.isEmpty()) return;
-  QProgressDialog wait(QObject::tr("Running the lesson's steps…"), QObject::tr("Cancel"), 0, 1, parent);
+  QProgressDialog wait(QObject::tr("Running the lesson's steps…"), QObject::tr("Cancel"), 0, 1,
+                       parent);
   wait.setWindowModality(Qt::WindowModal);
   wait.setMinimumDuration(0);
   LabReportRequest request;
@@ -177,11 +184,11 @@ void exportLabReportDialog(QWidget* parent, const QList<Lesson>& lessons, int cu
   if (!err.isEmpty())
     return void(QMessageBox::warning(parent, QObject::tr("Export Lab Report"),
                                      QObject::tr("The lab report was not written: %1").arg(err)));
-  QMessageBox::information(parent, QObject::tr("Export Lab Report"),
-                           QObject::tr("Wrote %1 and %2, with %3 charts.")
-                               .arg(QDir::toNativeSeparators(files.pdf),
-                                    QDir::toNativeSeparators(files.markdown))
-                               .arg(files.charts.size()));
+  QMessageBox::information(
+      parent, QObject::tr("Export Lab Report"),
+      QObject::tr("Wrote %1 and %2, with %3 charts.")
+          .arg(QDir::toNativeSeparators(files.pdf), QDir::toNativeSeparators(files.markdown))
+          .arg(files.charts.size()));
 }
 
 int runLabReportCommand(const QString& name, const QString& dir) {
@@ -194,7 +201,8 @@ int runLabReportCommand(const QString& name, const QString& dir) {
   Progress progress;
   if (!progress.error().isEmpty()) say(stderr, progress.error());
   QString error;
-  const std::optional<QList<Lesson>> lessons = lessonsNamed(name, library.lessons, progress, &error);
+  const std::optional<QList<Lesson>> lessons =
+      lessonsNamed(name, library.lessons, progress, &error);
   if (!lessons) {
     std::fprintf(stderr, "paralab: %s\n", error.toLocal8Bit().constData());
     return 2;
@@ -205,7 +213,8 @@ int runLabReportCommand(const QString& name, const QString& dir) {
   request.capabilities = engineCapabilities();
   QString last;
   request.onProgress = [&](const QString& what, int done, int total) {
-    if (what != last) say(stdout, QObject::tr("running %1 of %2: %3").arg(done + 1).arg(total).arg(last = what));
+    if (what != last)
+      say(stdout, QObject::tr("running %1 of %2: %3").arg(done + 1).arg(total).arg(last = what));
     return true;
   };
   LabReportFiles files;

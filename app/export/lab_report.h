@@ -30,10 +30,10 @@ struct LabMachine {
 };
 
 struct LabReportRequest {
-  QList<lessons::Lesson> lessons;       // in the order reported
+  QList<lessons::Lesson> lessons;         // in the order reported
   lessons::Progress* progress = nullptr;  // the learner's; null: nothing saved
-  QStringList capabilities;             // lessons::engineCapabilities(): what can run here
-  bool runSteps = true;                 // run each step that runs, for its chart and measurement
+  QStringList capabilities;               // lessons::engineCapabilities(): what can run here
+  bool runSteps = true;                   // run each step that runs, for its chart and measurement
   LabMachine machine = LabMachine::here();
   QDateTime when = QDateTime::currentDateTime();
   // Called before each step is run ("02-amdahl: Fit p", done, total) and while it runs (the
@@ -65,7 +65,8 @@ std::optional<QList<lessons::Lesson>> lessonsNamed(const QString& lesson,
 // File > Export Lab Report…: asks which lesson (the one open in `currentLesson`, or every one
 // completed) and which folder, runs the steps under a progress dialog that can cancel, and says
 // what it wrote.
-void exportLabReportDialog(QWidget* parent, const QList<lessons::Lesson>& lessons, int currentLesson);
+void exportLabReportDialog(QWidget* parent, const QList<lessons::Lesson>& lessons,
+                           int currentLesson);
 
 // `paralab --report LESSON --export DIR`: the learner's saved progress (their progress file),
 // every step that runs run here; 0 written, 1 a run or write failed, 2 bad LESSON.

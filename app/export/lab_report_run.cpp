@@ -36,9 +36,7 @@ constexpr double kFigureScale = 2.5;
 
 QString str(const std::string& s) { return QString::fromStdString(s); }
 
-QString runWords(const RunConfig& c) {
-  return str(describeRun(c).line());
-}
+QString runWords(const RunConfig& c) { return str(describeRun(c).line()); }
 
 // Waits for `done`, asking `keepGoing` between looks; false when cancelled.
 bool waitFor(const std::function<bool()>& done, const std::function<bool()>& keepGoing) {
@@ -152,10 +150,11 @@ void runExperiment(const Step& s, const RunConfig& config, const QString& png, L
 
 void runSweep(const Step& s, const RunConfig& base, const QString& png, LabStepRun& out,
               const std::function<bool()>& keepGoing) {
-  jobs::SweepRequest request{.base = base,
-                             .ranks = std::vector<int>(s.sweep->ranks.begin(), s.sweep->ranks.end()),
-                             .steps = s.sweep->steps,
-                             .warmup = s.sweep->warmup};
+  jobs::SweepRequest request{
+      .base = base,
+      .ranks = std::vector<int>(s.sweep->ranks.begin(), s.sweep->ranks.end()),
+      .steps = s.sweep->steps,
+      .warmup = s.sweep->warmup};
   auto job = jobs::startSweep(request, {});
   if (!waitFor([&] { return job->finished(); }, keepGoing)) {
     job->cancel();
@@ -214,7 +213,8 @@ LabStepRun runLabStep(const Step& s, const QString& pngPath,
   LabStepRun out;
   if (!stepRuns(s)) return out;
   QString error;
-  const std::optional<RunConfig> config = configFromExperiment(s.experiment.value_or(QJsonObject()), &error);
+  const std::optional<RunConfig> config =
+      configFromExperiment(s.experiment.value_or(QJsonObject()), &error);
   if (!config) {
     out.error = error;
     return out;

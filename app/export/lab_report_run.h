@@ -17,9 +17,9 @@ struct LabStepRun {
   QString run;         // the run in words: describeRun's line and brief (engine/api/describe.h)
   QString chartPng;    // the chart as drawn, "" when there is none
   QString chartTitle;  // its title, as on its tab in the window
-  std::optional<double> measured;  // the step's comparison on this run
+  std::optional<double> measured;                    // the step's comparison on this run
   std::optional<lessons::ChoiceMeasurement> choice;  // a choice prediction's answer on it
-  QString error;       // why it did not run or measure ("" when it did)
+  QString error;  // why it did not run or measure ("" when it did)
 };
 
 // Whether `step` has something that runs (an experiment, a sweep, a benchmark of a kind).

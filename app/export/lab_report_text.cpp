@@ -2,16 +2,16 @@
 // See tests/app/tst_lab_report.cpp (pdfIsReadable, markdownSaysEachStep).
 #include "export/lab_report_text.h"
 
+#include <QAbstractTextDocumentLayout>
 #include <QDir>
-#include <QGuiApplication>
-#include <QScreen>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QImage>
 #include <QLocale>
 #include <QPageLayout>
 #include <QPdfWriter>
 #include <QRegularExpression>
-#include <QAbstractTextDocumentLayout>
+#include <QScreen>
 #include <QTextDocument>
 #include <cmath>
 
@@ -54,7 +54,8 @@ QString asAgainst(const QString& miss) {
 // [[term|shown words]] -> shown words, [[term]] -> term: a glossary link is a link only in the
 // window.
 QString unlinked(QString text) {
-  static const QRegularExpression link(R"(\[\[([^\]|]*)\|([^\]]*)\]\])"), bare(R"(\[\[([^\]]*)\]\])");
+  static const QRegularExpression link(R"(\[\[([^\]|]*)\|([^\]]*)\]\])"),
+      bare(R"(\[\[([^\]]*)\]\])");
   return text.replace(link, "\\2").replace(bare, "\\1").simplified();
 }
 
@@ -80,11 +81,11 @@ void predictionBlocks(QList<LabBlock>& out, const LabReportEntry& e) {
   if (p.isChoice()) {
     const QStringList picks = e.progress.choices.value(s.title);
     row(QObject::tr("Your answer"),
-        picks.isEmpty() ? QObject::tr("not done: no answer locked")
-                        : picks.first() + (picks.size() > 1
-                                               ? QObject::tr(" (later tries: %1)")
-                                                     .arg(picks.mid(1).join(", "))
-                                               : QString()));
+        picks.isEmpty()
+            ? QObject::tr("not done: no answer locked")
+            : picks.first() + (picks.size() > 1
+                                   ? QObject::tr(" (later tries: %1)").arg(picks.mid(1).join(", "))
+                                   : QString()));
     row(QObject::tr("Reference answer"), p.expectChoice);
     const QString yours = e.progress.measuredChoices.value(s.title).answer;
     if (!yours.isEmpty()) row(QObject::tr("Measured when you ran it"), yours);
@@ -105,24 +106,24 @@ void predictionBlocks(QList<LabBlock>& out, const LabReportEntry& e) {
           (picks.first() == measured ? QObject::tr("your first answer is the measured one")
                                      : QObject::tr("your first answer is not the measured one")) +
               "; " +
-              (p.expectChoice == measured ? QObject::tr("the reference answer is the measured one")
-                                          : QObject::tr("the reference answer is not the measured one")));
+              (p.expectChoice == measured
+                   ? QObject::tr("the reference answer is the measured one")
+                   : QObject::tr("the reference answer is not the measured one")));
   } else {
     const QList<double> attempts = e.progress.predictions.value(s.title);
+    QStringList later;  // tries after the first, which is the one that counts
+    for (int i = 1; i < attempts.size(); ++i) later << withUnit(attempts[i], p.unit);
     row(QObject::tr("Your prediction"),
-        attempts.isEmpty()
-            ? QObject::tr("not done: no prediction locked")
-            : withUnit(attempts.first(), p.unit) +
-                  (attempts.size() > 1 ? QObject::tr(" (later tries: %1)").arg([&] {
-                    QStringList later;
-                    for (int i = 1; i < attempts.size(); ++i) later << withUnit(attempts[i], p.unit);
-                    return later.join(", ");
-                  }())
-                                       : QString()));
+        attempts.isEmpty() ? QObject::tr("not done: no prediction locked")
+        : later.isEmpty()  ? withUnit(attempts.first(), p.unit)
+                           : QObject::tr("%1 (later tries: %2)")
+                                .arg(withUnit(attempts.first(), p.unit), later.join(", ")));
     QString error;
-    const std::optional<double> ref = referenceValue(p, s.experiment.value_or(QJsonObject()), &error);
+    const std::optional<double> ref =
+        referenceValue(p, s.experiment.value_or(QJsonObject()), &error);
     row(QObject::tr("Reference"),
-        (ref ? withUnit(*ref, p.unit) : error) + QObject::tr(", from %1").arg("`" + p.formula + "`"),
+        (ref ? withUnit(*ref, p.unit) : error) +
+            QObject::tr(", from %1").arg("`" + p.formula + "`"),
         true);
     if (measuredByYou) row(QObject::tr("Measured when you ran it"), number(*measuredByYou) + cu);
     if (measuredHere) row(QObject::tr("Measured for this report"), number(*measuredHere) + cu);
@@ -197,10 +198,11 @@ QString escaped(const QString& text, bool markdown) {
 
 QList<LabBlock> labReportBlocks(const LabReportDoc& doc) {
   QList<LabBlock> out;
-  const QString title =
-      doc.lessons.size() == 1
-          ? QObject::tr("Lab report: lesson %1, %2").arg(doc.lessons[0]->number).arg(doc.lessons[0]->title)
-          : QObject::tr("Lab report: %1 lessons").arg(doc.lessons.size());
+  const QString title = doc.lessons.size() == 1
+                            ? QObject::tr("Lab report: lesson %1, %2")
+                                  .arg(doc.lessons[0]->number)
+                                  .arg(doc.lessons[0]->title)
+                            : QObject::tr("Lab report: %1 lessons").arg(doc.lessons.size());
   out << LabBlock{LabBlock::Title, title, {}};
   out << LabBlock{LabBlock::Row, QObject::tr("Date"),
                   QLocale::c().toString(doc.when, "yyyy-MM-dd HH:mm t")};
@@ -215,7 +217,8 @@ QList<LabBlock> labReportBlocks(const LabReportDoc& doc) {
                               "for the step, from the run made for this report."),
                   {}};
   for (const lessons::Lesson* l : doc.lessons) {
-    out << LabBlock{LabBlock::Lesson, QObject::tr("Lesson %1: %2").arg(l->number).arg(l->title), {}};
+    out << LabBlock{
+        LabBlock::Lesson, QObject::tr("Lesson %1: %2").arg(l->number).arg(l->title), {}};
     LessonProgress lp;
     for (const LabReportEntry& e : doc.entries)
       if (e.lesson == l) lp = e.progress;
@@ -235,7 +238,8 @@ QList<LabBlock> labReportBlocks(const LabReportDoc& doc) {
     // What the learner wrote before seeing the model answers.
     out << LabBlock{LabBlock::Step, QObject::tr("Retrieval practice"), {}};
     for (int q = 0; q < l->retrieval.size(); ++q) {
-      out << LabBlock{LabBlock::Row, QObject::tr("Question %1").arg(q + 1), l->retrieval[q].q, true};
+      out << LabBlock{LabBlock::Row, QObject::tr("Question %1").arg(q + 1), l->retrieval[q].q,
+                      true};
       const QString answer = lp.answers.value(q).trimmed();
       out << LabBlock{LabBlock::Row, QObject::tr("Your answer"),
                       answer.isEmpty() ? QObject::tr("not answered") : answer};
@@ -251,13 +255,26 @@ QString labReportMarkdown(const QList<LabBlock>& blocks, const QString& reportDi
     const QString text = b.markdown ? unlinked(b.text) : b.text;
     const QString value = b.markdown ? unlinked(b.value) : b.value;
     switch (b.kind) {
-      case LabBlock::Title: md << "# " + text << ""; break;
-      case LabBlock::Lesson: md << "## " + text << ""; break;
-      case LabBlock::Step: md << "### " + text << ""; break;
-      case LabBlock::Para: md << text << ""; break;
-      case LabBlock::Row: md << "- **" + text + ":** " + value; break;
+      case LabBlock::Title:
+        md << "# " + text << "";
+        break;
+      case LabBlock::Lesson:
+        md << "## " + text << "";
+        break;
+      case LabBlock::Step:
+        md << "### " + text << "";
+        break;
+      case LabBlock::Para:
+        md << text << "";
+        break;
+      case LabBlock::Row:
+        md << "- **" + text + ":** " + value;
+        break;
       case LabBlock::Figure:
-        md << "" << "![" + text + "](" + dir.relativeFilePath(b.value) + ")" << "" << "*" + text + "*"
+        md << ""
+           << "![" + text + "](" + dir.relativeFilePath(b.value) + ")"
+           << ""
+           << "*" + text + "*"
            << "";
         break;
     }
@@ -273,7 +290,8 @@ QString labReportMarkdown(const QList<LabBlock>& blocks, const QString& reportDi
   return tidy.join("\n") + "\n";
 }
 
-QString writeLabReportPdf(const QList<LabBlock>& blocks, const QString& title, const QString& path) {
+QString writeLabReportPdf(const QList<LabBlock>& blocks, const QString& title,
+                          const QString& path) {
   QPdfWriter pdf(path);
   pdf.setCreator("ParaLab");
   pdf.setTitle(title);
@@ -305,18 +323,29 @@ QString writeLabReportPdf(const QList<LabBlock>& blocks, const QString& title, c
   for (const LabBlock& b : blocks) {
     const QString text = escaped(b.text, b.markdown), value = escaped(b.value, b.markdown);
     switch (b.kind) {
-      case LabBlock::Title: html += "<p class='title'>" + text + "</p>"; break;
-      case LabBlock::Lesson: html += "<p class='lesson'>" + text + "</p>"; break;
-      case LabBlock::Step: html += "<p class='step'>" + text + "</p>"; break;
-      case LabBlock::Para: html += "<p>" + text + "</p>"; break;
-      case LabBlock::Row: html += "<p><b>" + text + ":</b> " + value + "</p>"; break;
+      case LabBlock::Title:
+        html += "<p class='title'>" + text + "</p>";
+        break;
+      case LabBlock::Lesson:
+        html += "<p class='lesson'>" + text + "</p>";
+        break;
+      case LabBlock::Step:
+        html += "<p class='step'>" + text + "</p>";
+        break;
+      case LabBlock::Para:
+        html += "<p>" + text + "</p>";
+        break;
+      case LabBlock::Row:
+        html += "<p><b>" + text + ":</b> " + value + "</p>";
+        break;
       case LabBlock::Figure: {
         const QImage image(b.value);
         if (image.isNull()) return QObject::tr("cannot read the chart '%1'").arg(b.value);
         const QUrl url("chart:" + QFileInfo(b.value).fileName());
         doc.addResource(QTextDocument::ImageResource, url, image);
-        html += QString("<p align='center'><img src='%1' width='%2' height='%3'></p>"
-                        "<p class='caption' align='center'>%4</p>")
+        html += QString(
+                    "<p align='center'><img src='%1' width='%2' height='%3'></p>"
+                    "<p class='caption' align='center'>%4</p>")
                     .arg(url.toString())
                     .arg(qRound(figureWidth))
                     .arg(qRound(figureWidth * image.height() / image.width()))

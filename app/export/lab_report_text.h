@@ -14,7 +14,7 @@ namespace paralab {
 // One step as the report tells it.
 struct LabReportEntry {
   const lessons::Lesson* lesson = nullptr;
-  int index = 0;  // 0-based, among the lesson's steps
+  int index = 0;                     // 0-based, among the lesson's steps
   lessons::LessonProgress progress;  // the learner's, of the step's lesson
   QString notHere;                   // why the step cannot run on this machine ("" it can)
   std::optional<LabStepRun> run;     // what the report's run of it measured and drew
@@ -33,8 +33,8 @@ struct LabReportDoc {
 // A block of the report: a heading, a paragraph, a labelled line or a figure.
 struct LabBlock {
   enum Kind { Title, Lesson, Step, Para, Row, Figure } kind;
-  QString text;    // the heading, paragraph, label, or the figure's caption
-  QString value;   // a row's value; a figure's PNG (absolute path)
+  QString text;           // the heading, paragraph, label, or the figure's caption
+  QString value;          // a row's value; a figure's PNG (absolute path)
   bool markdown = false;  // `text`/`value` hold lesson Markdown (code spans, [[glossary]] links)
 };
 

@@ -38,8 +38,8 @@ inline RenderedPage renderPdfWords(const QString& pdf, int number = 1) {
   QTemporaryDir dir;
   const QString html = dir.filePath("words.html");
   QProcess p;
-  p.start("pdftotext",
-          {"-bbox-layout", "-f", QString::number(number), "-l", QString::number(number), pdf, html});
+  p.start("pdftotext", {"-bbox-layout", "-f", QString::number(number), "-l",
+                        QString::number(number), pdf, html});
   if (!p.waitForFinished(20000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
     page.error = "pdftotext -bbox-layout failed on " + pdf + " (is poppler-utils installed?): " +
                  QString::fromLocal8Bit(p.readAllStandardError()) + p.errorString();

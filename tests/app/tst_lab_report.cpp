@@ -142,8 +142,9 @@ class TstLabReport : public QObject {
         words << w.text;
         // A word's box is its font's ascent to descent, about 1.17 times its size in points.
         const double pt = w.letterHeight() / 1.17;
-        QVERIFY2(pt >= 7.9 && pt <= 16.5,
-                 qPrintable(QString("page %1: '%2' is %3 pt").arg(n).arg(w.text).arg(pt, 0, 'f', 1)));
+        QVERIFY2(
+            pt >= 7.9 && pt <= 16.5,
+            qPrintable(QString("page %1: '%2' is %3 pt").arg(n).arg(w.text).arg(pt, 0, 'f', 1)));
         QVERIFY2(QRectF(QPointF(0, 0), page.size).contains(w.box), qPrintable(w.text));
       }
       pageText << words.join(' ');
@@ -151,7 +152,8 @@ class TstLabReport : public QObject {
     // Each step's heading on a page; each chart on its step's page or the next one.
     QList<int> headingPage;
     for (int i = 0; i < lesson.steps.size(); ++i) {
-      const QString heading = QString("Step %1: %2").arg(i + 1).arg(lesson.steps[i].title).simplified();
+      const QString heading =
+          QString("Step %1: %2").arg(i + 1).arg(lesson.steps[i].title).simplified();
       int found = -1;
       for (int n = 0; n < pages && found < 0; ++n)
         if (pageText[n].contains(heading)) found = n + 1;
@@ -227,7 +229,8 @@ class TstLabReport : public QObject {
     QVERIFY(action->text().contains("Lab"));
     bool inFileMenu = false;
     for (QAction* top : w.menuBar()->actions())
-      if (top->menu() && top->menu()->actions().contains(action)) inFileMenu = top->text() == "&File";
+      if (top->menu() && top->menu()->actions().contains(action))
+        inFileMenu = top->text() == "&File";
     QVERIFY(inFileMenu);
   }
 
@@ -237,7 +240,8 @@ class TstLabReport : public QObject {
     const QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     Ran r = runApp({"--report", "99", "--export", out.path()}, env, 60000);
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("report: '99' is not a lesson (allowed: all, a number"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("report: '99' is not a lesson (allowed: all, a number"),
+             qPrintable(r.err));
     r = runApp({"--report", "01"}, env, 60000);
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("report:") && r.err.contains("allowed"), qPrintable(r.err));

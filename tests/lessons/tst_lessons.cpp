@@ -117,7 +117,8 @@ class TestLessons : public QObject {
         QString key;
         for (const QString& ref : glossaryReferences(s.markdown))
           if (const GlossaryTerm* t = m_glossary.find(ref); key.isEmpty() && t) key = t->term;
-        if (const QList<TermMatch> named = m_glossary.findIn(s.title); key.isEmpty() && !named.isEmpty())
+        if (const QList<TermMatch> named = m_glossary.findIn(s.title);
+            key.isEmpty() && !named.isEmpty())
           key = named.first().term;
         if (!key.isEmpty() && !carded.contains(key))
           missing << QString("%1, step \"%2\": no card uses \"%3\"").arg(l.slug, s.title, key);
