@@ -128,18 +128,22 @@ void predictionBlocks(QList<LabBlock>& out, const LabReportEntry& e) {
     if (measuredByYou) row(QObject::tr("Measured when you ran it"), number(*measuredByYou) + cu);
     if (measuredHere) row(QObject::tr("Measured for this report"), number(*measuredHere) + cu);
     const std::optional<double> against = measuredByYou ? measuredByYou : measuredHere;
-    QStringList misses;
+    // "your prediction: 12 % above the reference and 3 % below the measurement; the reference:
+    // ..." (against the measurement only where both are in the same unit).
+    const bool sameUnit = against && s.compare && s.compare->unit == p.unit;
+    QStringList yours, reference, misses;
     if (!attempts.isEmpty() && ref)
       if (const QString m = miss(attempts.first(), *ref); !m.isEmpty())
-        misses << QObject::tr("your prediction: %1 the reference").arg(asAgainst(m));
-    if (against && s.compare && s.compare->unit == p.unit) {
-      if (!attempts.isEmpty())
-        if (const QString m = miss(attempts.first(), *against); !m.isEmpty())
-          misses << QObject::tr("your prediction: %1 the measurement").arg(asAgainst(m));
-      if (ref)
-        if (const QString m = miss(*ref, *against); !m.isEmpty())
-          misses << QObject::tr("the reference: %1 the measurement").arg(asAgainst(m));
-    }
+        yours << QObject::tr("%1 the reference").arg(asAgainst(m));
+    if (sameUnit && !attempts.isEmpty())
+      if (const QString m = miss(attempts.first(), *against); !m.isEmpty())
+        yours << QObject::tr("%1 the measurement").arg(asAgainst(m));
+    if (sameUnit && ref)
+      if (const QString m = miss(*ref, *against); !m.isEmpty())
+        reference << QObject::tr("%1 the measurement").arg(asAgainst(m));
+    if (!yours.isEmpty())
+      misses << QObject::tr("your prediction: %1").arg(yours.join(QObject::tr(" and ")));
+    if (!reference.isEmpty()) misses << QObject::tr("the reference: %1").arg(reference.first());
     if (!misses.isEmpty()) row(QObject::tr("Comparison"), misses.join("; "));
   }
   if (!p.reasoning.isEmpty())
@@ -210,7 +214,7 @@ QList<LabBlock> labReportBlocks(const LabReportDoc& doc) {
   out << LabBlock{LabBlock::Row, QObject::tr("Predictions"),
                   doc.progressFrom.isEmpty()
                       ? QObject::tr("no saved progress: no prediction was locked")
-                      : QObject::tr("as locked in the window (%1)").arg(doc.progressFrom)};
+                      : QObject::tr("as locked in the window (the saved progress)")};
   out << LabBlock{LabBlock::Para,
                   QObject::tr("Every measurement was made on the machine above; a prediction "
                               "counts by its first try. Each chart is the one the window draws "
