@@ -59,7 +59,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
     }
   }
 
-  std::string exportDir, settingsFile, openFile;
+  std::string exportDir, settingsFile, openFile, reportLesson;
   CLI::App app{
       "ParaLab: a lab for learning how neural-network training is made parallel.\n"
       "Without --export it opens the window with these settings; with --export it runs\n"
@@ -76,6 +76,11 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
                  "Show a recorded run in the charts (an export's run.jsonl, or the lines "
                  "paralab-run --json prints); with --export, write its charts into DIR instead")
       ->option_text("FILE");
+  app.add_option("--report", reportLesson,
+                 "With --export DIR: write the lab report of a lesson (its id or number, or all "
+                 "for every lesson completed) into DIR as PDF and Markdown, from the saved "
+                 "progress, each step's experiment run for its chart and measurement")
+      ->option_text("LESSON");
   app.add_option("--settings", settingsFile,
                  "Keep the window's layout and last settings in FILE (INI) instead of the "
                  "desktop's store")
@@ -98,6 +103,7 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},
                                       {"--export", "a folder"},
                                       {"--open", "a recorded run's file"},
+                                      {"--report", "a lesson's id or number, or all"},
                                       {"--settings", "a file name"}})
     refuseEmpty(app.get_option(flag), allowed);
 
@@ -113,12 +119,13 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
   out.exportDir = QString::fromStdString(exportDir);
   out.settingsFile = QString::fromStdString(settingsFile);
   out.openFile = QString::fromStdString(openFile);
+  out.reportLesson = QString::fromStdString(reportLesson);
   // Anything on the command line is a request: check it now rather than in the window.
   out.configGiven = !configPath.empty();
   for (const CLI::Option* o : app.get_options())
     if (o->count() > 0 && o->get_name() != "--settings" && o->get_name() != "--bench-frames" &&
         o->get_name() != "--reconfigure-every" && o->get_name() != "--measure-startup" &&
-        o->get_name() != "--export" && o->get_name() != "--open")
+        o->get_name() != "--export" && o->get_name() != "--open" && o->get_name() != "--report")
       out.configGiven = true;
   if (out.reconfigureEveryS > 0 && out.benchFramesS == 0)
     return fail("reconfigure-every: changes the run of --bench-frames S (allowed: with it)");
@@ -129,7 +136,11 @@ std::optional<int> parseCommandLine(int argc, char** argv, const RunConfig& base
     return fail("open: cannot read '" + openFile + "' (allowed: a recorded run's file)");
   if (!openFile.empty() && out.configGiven)
     return fail("open: a recorded run has its own settings (allowed: --open without run flags)");
-  if (out.scripted() && out.openFile.isEmpty() && config.steps == 0)
+  if (!reportLesson.empty() && (!out.scripted() || !openFile.empty() || out.configGiven))
+    return fail(
+        "report: writes a lesson's report into --export DIR, with the lesson's own "
+        "settings (allowed: --report LESSON --export DIR)");
+  if (out.scripted() && out.openFile.isEmpty() && reportLesson.empty() && config.steps == 0)
     return fail("steps: --export needs a bounded run (allowed: 1 or more)");
   // A folder that cannot be made is bad input: say so now, not after minutes of training.
   if (out.scripted() && !QDir().mkpath(out.exportDir))

@@ -1,5 +1,6 @@
 // The window's command line: `paralab [--config FILE] [run flags] [--steps N --export DIR]`,
-// or `paralab --open RUN.jsonl [--export DIR]` for a recorded run.
+// or `paralab --open RUN.jsonl [--export DIR]` for a recorded run, or `paralab --report LESSON
+// --export DIR` for a lesson's lab report (export/lab_report.h).
 // --config takes paralab-run's JSON; flags win over it. With --export, the window runs N steps
 // without showing itself, writes every chart into DIR and exits (see scripted_run.h);
 // --bench-frames S and --measure-startup measure the window itself.
@@ -18,6 +19,7 @@ struct CommandLine {
   QString exportDir;            // set: scripted run
   QString settingsFile;         // --settings FILE: remember the window's state there
   QString openFile;             // --open FILE: a recorded run to show (with --export: to write)
+  QString reportLesson;         // --report LESSON: its lab report, written into exportDir
   int benchFramesS = 0;         // --bench-frames S: time the GUI thread's frames for S seconds
   int reconfigureEveryS = 0;    // --reconfigure-every S: with it, a live change every S seconds
   bool measureStartup = false;  // --measure-startup: print the time to the first paint, exit

@@ -1,5 +1,6 @@
 // paralab: the window. `paralab` opens it (make run); `paralab --steps N --export DIR
 // [--config FILE]` trains without showing it, writes every chart into DIR and exits;
+// `--report LESSON --export DIR` writes a lesson's lab report;
 // `--measure-startup` and `--bench-frames S` time the window itself.
 // See tests/app/tst_app.cpp, tests/app/tst_window.cpp and `paralab --help`.
 #include <QApplication>
@@ -8,6 +9,7 @@
 #include <cstdio>
 
 #include "command_line.h"
+#include "export/lab_report.h"
 #include "export/scripted_run.h"
 #include "main_window.h"
 #include "panels/config_panel.h"
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
   paralab::captureDesktopPalette();
   if (!commandLine.settingsFile.isEmpty()) paralab::Settings::useFile(commandLine.settingsFile);
 
+  if (!commandLine.reportLesson.isEmpty())
+    return paralab::runLabReportCommand(commandLine.reportLesson, commandLine.exportDir);
   paralab::MainWindow window;
   if (!commandLine.openFile.isEmpty()) return paralab::openRecorded(window, commandLine);
   if (commandLine.scripted()) return paralab::runScripted(window, commandLine);

@@ -10,6 +10,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScrollArea>
+#include <QStatusBar>
 #include <QToolBar>
 
 #include "capabilities.h"
@@ -25,6 +26,7 @@
 #include "charts/throughput_chart.h"
 #include "charts/timeline_chart.h"
 #include "charts/traffic_chart.h"
+#include "export/lab_report.h"
 #include "panels/config_panel.h"
 #include "panels/export_panel.h"
 #include "panels/lesson_dock.h"
@@ -34,6 +36,7 @@
 #include "window/dock_layout.h"
 #include "window/file_actions.h"
 #include "window/lesson_router.h"
+#include "window/run_controller.h"
 
 namespace paralab {
 
@@ -83,6 +86,18 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(m_exportChart);
   file->addAction(m_exportAll);
+  QAction* labReport = file->addAction(tr("Export Lab &Report…"), this, [this] {
+    // The report's runs measure: a training run is paused so that they have the cores.
+    if (m_runs->pauseForMeasuring())
+      statusBar()->showMessage(tr("The training run was paused so the lab report's runs "
+                                  "have the cores; Resume (F5) to go on training."),
+                               8000);
+    exportLabReportDialog(this, lessonDock()->lessons(), lessonDock()->currentLesson());
+  });
+  labReport->setObjectName("exportLabReportAction");
+  labReport->setStatusTip(
+      tr("Write a lesson's lab report to hand in, PDF and Markdown: each step's prediction, "
+         "measurement, comparison and chart, with the date and this machine"));
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 

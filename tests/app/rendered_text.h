@@ -31,13 +31,15 @@ struct RenderedPage {
   QString error;  // why the page could not be read ("" when it was)
 };
 
-// The first page of `pdf` as Poppler lays it out (`-bbox-layout`: words grouped in lines).
-inline RenderedPage renderPdfWords(const QString& pdf) {
+// Page `number` (1: the first) of `pdf` as Poppler lays it out (`-bbox-layout`: words grouped
+// in lines).
+inline RenderedPage renderPdfWords(const QString& pdf, int number = 1) {
   RenderedPage page;
   QTemporaryDir dir;
   const QString html = dir.filePath("words.html");
   QProcess p;
-  p.start("pdftotext", {"-bbox-layout", "-f", "1", "-l", "1", pdf, html});
+  p.start("pdftotext", {"-bbox-layout", "-f", QString::number(number), "-l",
+                        QString::number(number), pdf, html});
   if (!p.waitForFinished(20000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
     page.error = "pdftotext -bbox-layout failed on " + pdf + " (is poppler-utils installed?): " +
                  QString::fromLocal8Bit(p.readAllStandardError()) + p.errorString();

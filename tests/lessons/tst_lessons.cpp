@@ -104,6 +104,29 @@ class TestLessons : public QObject {
     }
   }
 
+  // Each step's key term has a flashcard in its lesson: the first term its text links as
+  // [[term]] (the one its author chose to point at), else the glossary term its title names; a
+  // card's question or answer uses it (as the glossary finds terms: a spelling, a plural).
+  void everyStepsKeyTermHasACard() {
+    QStringList missing;
+    for (const Lesson& l : m_lib.lessons) {
+      QSet<QString> carded;
+      for (const Card& c : l.cards)
+        for (const TermMatch& t : m_glossary.findIn(c.q + "\n" + c.a)) carded << t.term;
+      for (const Step& s : l.steps) {
+        QString key;
+        for (const QString& ref : glossaryReferences(s.markdown))
+          if (const GlossaryTerm* t = m_glossary.find(ref); key.isEmpty() && t) key = t->term;
+        if (const QList<TermMatch> named = m_glossary.findIn(s.title);
+            key.isEmpty() && !named.isEmpty())
+          key = named.first().term;
+        if (!key.isEmpty() && !carded.contains(key))
+          missing << QString("%1, step \"%2\": no card uses \"%3\"").arg(l.slug, s.title, key);
+      }
+    }
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join('\n')));
+  }
+
   // Which lessons are "coming", and why — said, not silent.
   void comingLessonsSayWhy() {
     for (const Lesson& l : m_lib.lessons) {
