@@ -152,7 +152,10 @@ QString describe(const HeldSlice& s) {
 QString HoldingsMap::rowOf(const std::string& tensor) {
   std::string t = isFlat(tensor) ? tensor.substr(0, tensor.size() - 7) : tensor;
   const QStringList parts = QString::fromStdString(t).split('.');
-  if (parts.size() > 1 && parts[1].startsWith("expert")) return parts[0] + '.' + parts[1];
+  // An expert is a row of its own, the MoE MLP's ("block0.expert2.fc1.weight") as the GPT's
+  // ("block0.moe.expert2.fc1.weight").
+  for (qsizetype i = 1; i < parts.size(); ++i)
+    if (parts[i].startsWith("expert")) return parts[0] + '.' + parts[i];
   return parts.value(0);
 }
 

@@ -43,9 +43,10 @@ class HoldingsMap : public Chart {
   const std::vector<Cell>& cells() const { return m_cells; }
   const QStringList& rows() const { return m_rows; }
   // The layer a tensor belongs to: "block0.fc1.weight" -> "block0", "block1 (flat)" ->
-  // "block1", "block0.expert2.fc1.weight" -> "block0.expert2". ZeRO-3's flat unit of a block's
-  // experts is the row "block0.experts": all the block's experts end to end, of which expert
-  // parallelism's rank e of G holds the e-th 1/G (its run of experts).
+  // "block1", "block0.expert2.fc1.weight" (and the GPT's "block0.moe.expert2.fc1.weight") ->
+  // "block0.expert2". ZeRO-3's flat unit of a block's experts is the row "block0.experts": all
+  // the block's experts end to end, of which expert parallelism's rank e of G holds the e-th 1/G
+  // (its run of experts).
   static QString rowOf(const std::string& tensor);
   // Every (rank, row, kind) bar with the parts held: the map's data, before any drawing.
   static std::vector<Cell> cellsOf(const std::vector<RankHoldings>& holdings);

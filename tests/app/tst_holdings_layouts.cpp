@@ -1,7 +1,7 @@
 // The holdings map against the layout under context and expert parallelism: every layout of the
-// GPT's dp x tp x pp x cp and the MoE's dp with ep, at every ZeRO stage on 4 and 8 ranks, each
-// rank's held slice of each layer (engine holdings and map cells) equal to the sharding formula's.
-// Run: ctest -R tst_holdings_layouts --output-on-failure
+// GPT's dp x tp x pp x cp and the experts' dp with ep (the MoE, the GPT's --ffn moe), at every ZeRO
+// stage on 4 and 8 ranks, each rank's held slice of each layer (engine holdings and map cells)
+// equal to the sharding formula's. Run: ctest -R tst_holdings_layouts --output-on-failure
 #include <QTest>
 #include <cmath>
 #include <map>
@@ -88,7 +88,8 @@ class TestHoldingsLayouts : public QObject {
 namespace {
 
 // Every combination of degrees whose product is 4 or 8 ranks, at ZeRO 0..3: the GPT's dp x tp x
-// pp x cp with cp ≥ 2, the MoE's dp with ep, and the MoE asked for tp, pp or cp.
+// pp x cp with cp ≥ 2; the MoE's and the GPT-with-MoE-FFN's dp with ep, and the MoE asked for
+// tp, pp or cp.
 std::vector<std::pair<QString, RunConfig>> layouts(ModelKind model) {
   std::vector<std::pair<QString, RunConfig>> out;
   for (int ranks : {4, 8})
@@ -110,9 +111,13 @@ std::vector<std::pair<QString, RunConfig>> layouts(ModelKind model) {
                                layoutRun(model, ranks, dp, tp, pp, cp, 1, zero)});
               }
       if (model != ModelKind::Moe) continue;
-      for (int ep : {1, 2, 4, 8})
+      for (int ep : {1, 2, 4, 8}) {
         out.push_back({QString("moe %1 ranks ep%2").arg(ranks).arg(ep) + z,
                        layoutRun(model, ranks, ranks, 1, 1, 1, ep, zero)});
+        RunConfig g = layoutRun(ModelKind::Gpt, ranks, ranks, 1, 1, 1, ep, zero);
+        g.ffn = Ffn::Moe;
+        out.push_back({QString("gpt ffn moe %1 ranks ep%2").arg(ranks).arg(ep) + z, g});
+      }
       for (const auto [tp, pp, cp] : {std::tuple{2, 1, 1}, {1, 2, 1}, {1, 1, 2}})
         out.push_back(
             {QString("moe %1 ranks tp%2 pp%3 cp%4").arg(ranks).arg(tp).arg(pp).arg(cp) + z,
@@ -295,7 +300,7 @@ void TestHoldingsLayouts::contextParallelHoldings() {
   }
 }
 
-// [SECTION] Expert parallelism: the MoE over dp with ep
+// [SECTION] Expert parallelism: the MoE, and the GPT with --ffn moe, over dp with ep
 
 void TestHoldingsLayouts::expertParallelHoldings_data() { addAcceptedLayouts(ModelKind::Moe); }
 
