@@ -34,6 +34,8 @@ std::string ruleRefusal(const RunConfig& c) {
   if (c.model == ModelKind::Moe && c.modelParallel()) return "model: --model moe composes";
   if (c.pp > c.layers) return "pp: ";
   if (c.dpDegree() % c.ep != 0) return "ep: ";
+  // Ulysses gives each cp rank whole heads of its tp rank's heads / tp.
+  if (c.cp > 1 && c.cpKind == CpKind::Ulysses && (c.heads / c.tp) % c.cp != 0) return "cp-kind: ";
   return "";
 }
 
@@ -88,8 +90,8 @@ class TestHoldingsLayouts : public QObject {
 namespace {
 
 // Every combination of degrees whose product is 4 or 8 ranks, at ZeRO 0..3: the GPT's dp x tp x
-// pp x cp with cp ≥ 2; the MoE's and the GPT-with-MoE-FFN's dp with ep, and the MoE asked for
-// tp, pp or cp.
+// pp x cp with cp ≥ 2, its attention the ring or Ulysses's; the MoE's and the GPT-with-MoE-FFN's dp
+// with ep, and the MoE asked for tp, pp or cp.
 std::vector<std::pair<QString, RunConfig>> layouts(ModelKind model) {
   std::vector<std::pair<QString, RunConfig>> out;
   for (int ranks : {4, 8})
@@ -99,17 +101,21 @@ std::vector<std::pair<QString, RunConfig>> layouts(ModelKind model) {
         for (int cp : {2, 4, 8})
           for (int tp : {1, 2, 4})
             for (int pp : {1, 2, 4})
-              if (ranks % (cp * tp * pp) == 0) {
-                const int dp = ranks / (cp * tp * pp);
-                out.push_back({QString("gpt %1 ranks dp%2 tp%3 pp%4 cp%5")
-                                       .arg(ranks)
-                                       .arg(dp)
-                                       .arg(tp)
-                                       .arg(pp)
-                                       .arg(cp) +
-                                   z,
-                               layoutRun(model, ranks, dp, tp, pp, cp, 1, zero)});
-              }
+              for (CpKind kind : {CpKind::Ring, CpKind::Ulysses})
+                if (ranks % (cp * tp * pp) == 0) {
+                  const int dp = ranks / (cp * tp * pp);
+                  RunConfig c = layoutRun(model, ranks, dp, tp, pp, cp, 1, zero);
+                  c.cpKind = kind;
+                  out.push_back({QString("gpt %1 ranks dp%2 tp%3 pp%4 cp%5%6")
+                                         .arg(ranks)
+                                         .arg(dp)
+                                         .arg(tp)
+                                         .arg(pp)
+                                         .arg(cp)
+                                         .arg(kind == CpKind::Ulysses ? " ulysses" : "") +
+                                     z,
+                                 c});
+                }
       if (model != ModelKind::Moe) continue;
       for (int ep : {1, 2, 4, 8}) {
         out.push_back({QString("moe %1 ranks ep%2").arg(ranks).arg(ep) + z,
