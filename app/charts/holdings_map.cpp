@@ -1,6 +1,6 @@
 // HoldingsMap: the ranks' holdings as slices of each layer (see holdings_map.h). The slices
 // are the strategies' own sharding metadata (engine/parallel/holdings.h), only laid end to end.
-// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices).
+// See tests/app/tst_charts_ranks.cpp (holdingsMapDrawsTheSlices) and tst_holdings_layouts.cpp.
 #include "charts/holdings_map.h"
 
 #include <QHelpEvent>

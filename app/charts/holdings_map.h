@@ -1,8 +1,8 @@
 // HoldingsMap: what every rank holds, a column per rank and a row per layer (and per expert):
 // which part of each layer's parameters, gradients and optimizer state, which rows of the
 // batch and activations, and under each column whom it exchanged how much with last step.
-// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices, holdingsMapLabelsFitEveryRoom) and
-// screenshots/holdings*.png.
+// See tests/app/tst_charts_ranks.cpp (holdingsMapDrawsTheSlices, ...LabelsFitEveryRoom, ...FollowsTheLayout),
+// tests/app/tst_holdings_layouts.cpp (cp and ep layouts) and screenshots/holdings*.png.
 #pragma once
 #include <QString>
 #include <array>
