@@ -1,7 +1,7 @@
 // HoldingsMap: what every rank holds, a column per rank and a row per layer (and per expert):
 // which part of each layer's parameters, gradients and optimizer state, which rows of the
 // batch and activations, and under each column whom it exchanged how much with last step.
-// See tests/app/tst_charts_ranks.cpp (holdingsMapDrawsTheSlices, ...LabelsFitEveryRoom, ...FollowsTheLayout),
+// See tests/app/tst_charts_ranks.cpp (holdingsMap*: slices, labels, the MLP's layouts),
 // tests/app/tst_holdings_layouts.cpp (cp and ep layouts) and screenshots/holdings*.png.
 #pragma once
 #include <QString>
