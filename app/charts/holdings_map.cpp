@@ -1,6 +1,6 @@
 // HoldingsMap: the ranks' holdings as slices of each layer (see holdings_map.h). The slices
 // are the strategies' own sharding metadata (engine/parallel/holdings.h), only laid end to end.
-// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices).
+// See tests/app/tst_charts_ranks.cpp (holdingsMapDrawsTheSlices) and tst_holdings_layouts.cpp.
 #include "charts/holdings_map.h"
 
 #include <QHelpEvent>
@@ -118,6 +118,24 @@ QString recomputedWhat(const std::string& tensor) {
   return what.match(QString::fromStdString(tensor)).captured(1);
 }
 
+// A block's experts as one row ("block0.experts": ZeRO's flat unit of them), and whether a row
+// is one of its experts ("block0.expert2").
+bool isExpertsRow(const QString& row) { return row.endsWith(".experts"); }
+bool isExpertOf(const QString& row, const QString& expertsRow) {
+  const QString prefix = expertsRow.chopped(1);  // "block0.expert"
+  return row.size() > prefix.size() && row.startsWith(prefix) && row[prefix.size()].isDigit();
+}
+
+// The rank's place in its expert-parallel group, (index, size), from the group it reports
+// ("ep", as the JSON of a process's holdings carries it too); (0, 1) without one.
+std::pair<int, int> expertParallelPlace(const RankHoldings& h) {
+  for (const HeldGroup& g : h.groups)
+    if (g.name == "ep")
+      for (int i = 0; i < int(g.worldRanks.size()); ++i)
+        if (g.worldRanks[size_t(i)] == h.rank) return {i, int(g.worldRanks.size())};
+  return {0, 1};
+}
+
 QString describe(const HeldSlice& s) {
   const QString what = s.dim < 0 ? QObject::tr("whole")
                                  : QObject::tr("%1 %2–%3 of %4")
@@ -134,7 +152,10 @@ QString describe(const HeldSlice& s) {
 QString HoldingsMap::rowOf(const std::string& tensor) {
   std::string t = isFlat(tensor) ? tensor.substr(0, tensor.size() - 7) : tensor;
   const QStringList parts = QString::fromStdString(t).split('.');
-  if (parts.size() > 1 && parts[1].startsWith("expert")) return parts[0] + '.' + parts[1];
+  // An expert is a row of its own, the MoE MLP's ("block0.expert2.fc1.weight") as the GPT's
+  // ("block0.moe.expert2.fc1.weight").
+  for (qsizetype i = 1; i < parts.size(); ++i)
+    if (parts[i].startsWith("expert")) return parts[0] + '.' + parts[i];
   return parts.value(0);
 }
 
@@ -252,6 +273,7 @@ std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldin
         all.push_back({row, {at + a * whole, at + b * whole}});
       }
     for (auto& [row, parts] : named) parts = merged(parts);
+    const std::pair<int, int> ep = expertParallelPlace(h);
 
     for (const HeldSlice& s : h.items) {
       const bool data = s.kind == HoldingKind::Batch || s.kind == HoldingKind::Activations;
@@ -268,16 +290,22 @@ std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldin
         return c;
       };
       const double total = double(rowTotal(row));
+      // The rank's parameters a flat buffer named after no layer is: all of them ("model
+      // (flat)"), or, for a block's experts ("block0.experts (flat)"), its experts' rows.
+      std::vector<std::pair<QString, std::pair<double, double>>> scope;
+      if (isFlat(s.tensor) && total <= 0)
+        for (const auto& held : all)
+          if (!isExpertsRow(row) || isExpertOf(held.first, row)) scope.push_back(held);
       if (data) {
         cell(row).parts.push_back({a, b});
         cell(row).bytes += s.bytes;
-      } else if (isFlat(s.tensor) && total <= 0 && !all.empty()) {
+      } else if (!scope.empty()) {
         Parts base;
-        for (const auto& [r, part] : all) base.push_back(part);
-        // Walk the rank's parameters in order, each piece back to its own layer.
+        for (const auto& [r, part] : scope) base.push_back(part);
+        // Walk those parameters in order, each piece back to its own layer.
         double before = 0, length = 0;
         for (const auto& p : base) length += p.second - p.first;
-        for (const auto& [r, part] : all) {
+        for (const auto& [r, part] : scope) {
           const double n = part.second - part.first;
           const double lo = std::max(a * length, before), hi = std::min(b * length, before + n);
           if (hi > lo) {
@@ -290,8 +318,12 @@ std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldin
           before += n;
         }
       } else if (total <= 0) {  // a layer nobody holds by name (ZeRO-3): the flat is the layer,
-        // or, cut by tensor parallelism, this rank's tp shard of it (the shards end to end)
-        const double n = s.tpShards > 1 ? double(s.tpShards) : 1.0, at = s.tpShards > 1 ? s.tpShard : 0;
+        // or, cut by tensor parallelism, this rank's tp shard of it (the shards end to end), or,
+        // a block's experts spread by expert parallelism, this rank's run of them (the block's
+        // experts end to end, ep rank e holding the e-th 1/G of them)
+        const bool spread = isExpertsRow(row) && ep.second > 1;
+        const double n = s.tpShards > 1 ? double(s.tpShards) : spread ? double(ep.second) : 1.0;
+        const double at = s.tpShards > 1 ? s.tpShard : spread ? ep.first : 0;
         cell(row).parts.push_back({(at + a) / n, (at + b) / n});
         cell(row).bytes += s.bytes;
       } else if (isFlat(s.tensor)) {

@@ -1,8 +1,8 @@
 // HoldingsMap: what every rank holds, a column per rank and a row per layer (and per expert):
 // which part of each layer's parameters, gradients and optimizer state, which rows of the
 // batch and activations, and under each column whom it exchanged how much with last step.
-// See tests/app/tst_charts.cpp (holdingsMapDrawsTheSlices, holdingsMapLabelsFitEveryRoom) and
-// screenshots/holdings*.png.
+// See tests/app/tst_charts_ranks.cpp (holdingsMap*: slices, labels, the MLP's layouts),
+// tests/app/tst_holdings_layouts.cpp (cp and ep layouts) and screenshots/holdings*.png.
 #pragma once
 #include <QString>
 #include <array>
@@ -43,7 +43,10 @@ class HoldingsMap : public Chart {
   const std::vector<Cell>& cells() const { return m_cells; }
   const QStringList& rows() const { return m_rows; }
   // The layer a tensor belongs to: "block0.fc1.weight" -> "block0", "block1 (flat)" ->
-  // "block1", "block0.expert2.fc1.weight" -> "block0.expert2".
+  // "block1", "block0.expert2.fc1.weight" (and the GPT's "block0.moe.expert2.fc1.weight") ->
+  // "block0.expert2". ZeRO-3's flat unit of a block's experts is the row "block0.experts": all
+  // the block's experts end to end, of which expert parallelism's rank e of G holds the e-th 1/G
+  // (its run of experts).
   static QString rowOf(const std::string& tensor);
   // Every (rank, row, kind) bar with the parts held: the map's data, before any drawing.
   static std::vector<Cell> cellsOf(const std::vector<RankHoldings>& holdings);

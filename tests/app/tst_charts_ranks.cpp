@@ -10,37 +10,11 @@
 
 #include "chart_inputs.h"
 #include "charts/overlap_chart.h"
+#include "holdings_inputs.h"
 #include "text_boxes.h"
 
 using namespace paralab;
 using namespace paralab::test;
-
-namespace {
-
-// Real sharding metadata from a Trainer (the session does not carry it yet).
-RunConfig holdingsRun(RunConfig c) {
-  c.dataset = "synthetic";
-  c.hidden = 32;
-  c.batch = 48;
-  c.evalEvery = 0;
-  c.optimizer = "adam";
-  return c;
-}
-
-std::vector<RankHoldings> holdingsOf(const RunConfig& c) {
-  Trainer t(holdingsRun(c));
-  t.step();
-  return t.holdings();
-}
-
-const HoldingsMap::Cell* findCell(const HoldingsMap& map, int rank, const QString& row,
-                                  HoldingKind k) {
-  for (const auto& c : map.cells())
-    if (c.rank == rank && c.row == row && c.kind == k) return &c;
-  return nullptr;
-}
-
-}  // namespace
 
 class TestChartsRanks : public QObject {
   Q_OBJECT
@@ -513,15 +487,6 @@ void TestChartsRanks::holdingsMapFollowsTheLayout() {
   const std::vector<RankHoldings> held = holdingsOf(c);
   std::map<int, GridCoords> coordsOf;
   for (const RankHoldings& h : held) coordsOf[h.rank] = h.coords;
-  const auto covers = [](std::vector<std::pair<double, double>> parts) {
-    std::sort(parts.begin(), parts.end());
-    double reached = 0;
-    for (const auto& [a, b] : parts) {
-      if (a > reached + 1e-9) return false;
-      reached = std::max(reached, b);
-    }
-    return reached >= 1 - 1e-9;
-  };
   std::map<std::pair<int, QString>, std::vector<std::pair<double, double>>> byReplica;
   std::map<QString, std::vector<std::pair<double, double>>> byRow;
   QSet<QString> cut;  // the layers tensor parallelism cuts, by name
@@ -549,10 +514,10 @@ void TestChartsRanks::holdingsMapFollowsTheLayout() {
                             .arg(cell.parts[0].first).arg(cell.parts[0].second).arg(lo).arg(hi)));
   }
   QVERIFY(!byRow.empty());
-  for (const auto& [row, parts] : byRow) QVERIFY2(covers(parts), qPrintable(row));
+  for (const auto& [row, parts] : byRow) QVERIFY2(coversWhole(parts), qPrintable(row));
   if (zero < 3)
     for (const auto& [key, parts] : byReplica)
-      QVERIFY2(covers(parts), qPrintable(QString("replica %1 does not hold all of %2")
+      QVERIFY2(coversWhole(parts), qPrintable(QString("replica %1 does not hold all of %2")
                                              .arg(key.first).arg(key.second)));
 }
 
