@@ -15,6 +15,7 @@
 #include "capabilities.h"
 #include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
+#include "charts/flight_recorder_chart.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
 #include "charts/link_heatmap.h"
@@ -153,6 +154,7 @@ void MainWindow::createCharts() {
   m_hub->add(new TimelineChart, 2);
   m_hub->add(new HoldingsMap, 2);
   m_hub->add(new OverlapChart, 2);
+  m_hub->add(new FlightRecorderChart, 2);
   m_hub->add(new MemoryChart, 3);
   m_hub->add(new TrafficChart, 3);
   m_hub->add(new LinkHeatmap, 3);

@@ -4,6 +4,7 @@
 #include "window/run_controller.h"
 
 #include <QAction>
+#include <QDockWidget>
 #include <QLabel>
 #include <QMainWindow>
 #include <QProgressBar>
@@ -11,6 +12,7 @@
 #include <limits>
 
 #include "charts/chart_hub.h"
+#include "charts/flight_recorder_chart.h"
 #include "charts/holdings_map.h"
 #include "charts/loss_chart.h"
 #include "charts/timeline_chart.h"
@@ -319,6 +321,11 @@ void RunController::poll() {
     m_applyTimer.stop();
     m_shown.error = QString::fromStdString(s.error);
     if (m_shown.state == RunState::Failed) showError(tr("The run failed: %1").arg(m_shown.error));
+    // A hung run: its recorders fill the "Flight recorder" table, brought to the front.
+    if (auto* recorder = m_hub->find<FlightRecorderChart>(); recorder && s.flight) {
+      recorder->showFlight(*s.flight);
+      if (QDockWidget* dock = m_hub->dockOf(recorder)) dock->raise();
+    }
     emit runEnded(m_shown.state == RunState::Finished, m_shown.error);
   }
 }
