@@ -15,6 +15,7 @@
 #include "charts/flight_recorder_chart.h"
 #include "charts/holdings_map.h"
 #include "charts/loss_chart.h"
+#include "charts/straggler_mark.h"
 #include "charts/timeline_chart.h"
 #include "job_runner.h"
 #include "panels/config_panel.h"
@@ -180,6 +181,7 @@ void RunController::reset() {
   m_shown.forgetSteps();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
+  if (m_straggler) m_straggler->clear();
   updateActions();
   updateStatus();
   updateConfigNote();
@@ -253,6 +255,7 @@ bool RunController::startNew(bool paused) {
   m_shown.modelled = false;
   m_shown.forgetSteps();
   m_hub->clear();
+  if (m_straggler) m_straggler->clear();
   setSubtitle(config);
   if (auto* loss = m_hub->find<LossChart>()) loss->showRunOf(config);
   m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
@@ -306,6 +309,11 @@ void RunController::poll() {
   }
   noteRunConfig(s);
   if (!s.steps.empty()) m_hub->show(history, s);
+  if (!s.steps.empty() && !m_straggler) {
+    m_straggler = new StragglerMark(m_window->statusBar(), m_hub->find<TimelineChart>());
+    m_window->statusBar()->insertPermanentWidget(0, m_straggler->label());
+  }
+  if (m_straggler) m_straggler->feed(s.steps);  // the measured straggler, over the last K steps
   if (const QString err = history.runFileError(); !err.isEmpty() && err != m_shown.runFileError)
     showError(m_shown.runFileError = err);
   m_shown.loading = s.state == RunState::Loading ? s.loading : LoadProgress{};

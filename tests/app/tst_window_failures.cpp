@@ -1,8 +1,11 @@
 // When ranks fail, in the window (offscreen): a hung run (--hang 2@5 on 4 thread ranks) fills the
 // "Flight recorder" table, its marked cell rank 2's missing collective, and the exported CSV
 // agrees with paralab-run's failure line for the same run; a run that did not hang leaves the
-// table empty and out of Export All. Run: ctest -R tst_window_failures --output-on-failure
+// table empty and out of Export All. A straggler set on purpose is marked from the measured
+// compute (status bar, timeline); an even run marks nobody. Run: ctest -R tst_window_failures
+// --output-on-failure
 #include <QDir>
+#include <QLabel>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -11,6 +14,7 @@
 #include <tuple>
 
 #include "charts/flight_recorder_chart.h"
+#include "charts/timeline_chart.h"
 #include "main_window.h"
 #include "window_test.h"
 
@@ -46,6 +50,42 @@ nlohmann::json failureLineOfCli(const QString& configFile) {
   }
   const QStringList lines = QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n');
   return nlohmann::json::parse(lines.back().toStdString(), nullptr, false);
+}
+
+// Trains 3 thread ranks, compute-heavy enough that a step's compute is milliseconds, with
+// `straggler` set; the rank the window marks at the end (-1: none), checked alike in the status
+// bar and on the timeline.
+int stragglerMarkedIn(const char* straggler) {
+  MainWindow w;
+  RunConfig c = quickConfig(16, 3);
+  c.hidden = 256;
+  c.batch = 192;
+  c.evalEvery = 0;
+  c.straggler = straggler;
+  w.configPanel()->setConfig(c);
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) return -2;
+  w.startAction()->trigger();
+  if (!QTest::qWaitFor([&] { return w.runState() == RunState::Finished; }, 120000)) return -6;
+  auto* label = w.findChild<QLabel*>("stragglerLabel");
+  auto* timeline = [&]() -> TimelineChart* {
+    for (Chart* ch : w.charts())
+      if (auto* t = qobject_cast<TimelineChart*>(ch)) return t;
+    return nullptr;
+  }();
+  if (!label || !timeline) return -3;
+  QString onTimeline;
+  for (int i = 0; i < timeline->itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(timeline->item(i));
+        t && t->visible() && t->text().startsWith("straggler: "))
+      onTimeline = t->text();
+  if (label->isHidden()) return onTimeline.isEmpty() ? -1 : -4;
+  qInfo("%s", qPrintable(label->text()));
+  const QString rank = label->text().section(' ', 2, 2);  // "Straggler: rank R (..."
+  if (onTimeline != "straggler: rank " + rank) return -5;
+  if (w.grab().save(test::screenshotDir() + "/straggler_window.png")) {
+  }
+  return rank.toInt();
 }
 
 }  // namespace
@@ -176,6 +216,15 @@ class TestWindowFailures : public QObject {
     QVERIFY(!QFile::exists(dir.filePath("flight_recorder.csv")));
     QVERIFY(!QFile::exists(dir.filePath("flight_recorder.png")));
   }
+
+  // A rank slowed on purpose (--straggler 1=4, emulated) is marked from the measured compute:
+  // the status bar names it and the timeline marks its row; an even run marks nobody.
+  void stragglerIsMarked() {
+    const int marked = stragglerMarkedIn("1=4");
+    QCOMPARE(marked, 1);
+  }
+
+  void evenRunMarksNobody() { QCOMPARE(stragglerMarkedIn("none"), -1); }
 };
 
 QTEST_MAIN(TestWindowFailures)
