@@ -2,11 +2,13 @@
 // "Flight recorder" table, its marked cell rank 2's missing collective, and the exported CSV
 // agrees with paralab-run's failure line for the same run; a run that did not hang leaves the
 // table empty and out of Export All. A straggler set on purpose is marked from the measured
-// compute (status bar, timeline); an even run marks nobody. Run: ctest -R tst_window_failures
+// compute (status bar, timeline); an even run marks nobody. The goodput sweep runs from the
+// sweep panel into its chart. Run: ctest -R tst_window_failures
 // --output-on-failure
 #include <QDir>
 #include <QLabel>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 #include <map>
@@ -14,8 +16,11 @@
 #include <tuple>
 
 #include "charts/flight_recorder_chart.h"
+#include "charts/goodput_chart.h"
 #include "charts/timeline_chart.h"
+#include "export/chart_export.h"
 #include "main_window.h"
+#include "panels/sweep_panel.h"
 #include "window_test.h"
 
 using namespace paralab;
@@ -225,6 +230,42 @@ class TestWindowFailures : public QObject {
   }
 
   void evenRunMarksNobody() { QCOMPARE(stragglerMarkedIn("none"), -1); }
+
+  // The goodput sweep from the window: the sweep panel over "checkpoint interval K" runs the
+  // engine's goodput sweep job and the Goodput chart draws its points beside Young/Daly's K; its
+  // CSV holds the points and the measured C.
+  void goodputSweepRunsFromTheWindow() {
+    MainWindow w;
+    w.configPanel()->setConfig(quickConfig(10, 1));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    SweepPanel* panel = w.sweepPanel();
+    panel->setOver(SweepPanel::Over::CheckpointInterval, 0.05);
+    panel->setRanks("2, 8, 32");
+    panel->setSteps(300, 0);
+    QCOMPARE(panel->run(), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->isRunning(), 240000);
+    QVERIFY(panel->goodputResult());
+    const GoodputSweepResult& r = *panel->goodputResult();
+    QCOMPARE(r.points.size(), size_t(3));
+    GoodputChart* chart = nullptr;
+    for (Chart* c : w.charts())
+      if (auto* g = qobject_cast<GoodputChart*>(c)) chart = g;
+    QVERIFY(chart && !chart->showsNothing());
+    QCOMPARE(chart->measured()->dataCount(), 3);
+    for (const GoodputPoint& p : r.points) {
+      QVERIFY(p.failures > 0 && p.goodput > 0);
+      QCOMPARE(chart->measured()->data()->findBegin(p.checkpointEvery, false)->value, p.goodput);
+    }
+    QCOMPARE(chart->youngDaly()->dataCount(), 2);  // a vertical line at Young/Daly's K
+    QCOMPARE(chart->youngDaly()->data()->at(0)->key, r.youngDalySteps);
+    QTemporaryDir dir;
+    QCOMPARE(exportChart(*chart, dir.filePath("goodput.csv"), ExportFormat::Csv), QString());
+    const QStringList csv = readLines(dir.filePath("goodput.csv"));
+    QVERIFY(csv.join('\n').contains(QString("best_k %1").arg(r.bestK)));
+    QCOMPARE(csv.filter(QRegularExpression("^(2|8|32),")).size(), 3);
+    w.grab().save(test::screenshotDir() + "/goodput_sweep_window.png");
+  }
 };
 
 QTEST_MAIN(TestWindowFailures)
