@@ -42,7 +42,11 @@ void GoodputChart::clear() {
   m_measured->data()->clear();
   m_best->data()->clear();
   m_youngDaly->data()->clear();
-  showEmpty({1, 64}, {0, 1});
+  // The empty axis in powers of two, as Ks are swept: a log axis's own ticks crowd its top.
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (int k = 1; k <= 64; k *= 2) ticker->addTick(k, QString::number(k));
+  xAxis->setTicker(ticker);
+  showEmpty({0.8, 80}, {0, 1});
   setPlaceholderText(
       tr("No goodput sweep yet: in the sweep panel choose \"checkpoint interval K\" and Run "
          "sweep"));
