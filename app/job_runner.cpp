@@ -70,6 +70,7 @@ std::string JobRunner::start(const RunConfig& config, bool paused) {
   m_paused = paused;
   m_stopping = false;
   m_error.clear();
+  m_flight.reset();
   m_notice.clear();
   m_state = RunState::Loading;
   if (const QString err = launch({}); !err.isEmpty()) {
@@ -219,7 +220,11 @@ void JobRunner::onFinished() {
 void JobRunner::fail(const QString& error) {
   m_state = RunState::Failed;
   m_error = error;
-  if (m_launch) m_launch->terminate();
+  if (m_launch) {
+    // A hung process prints its flight recorder beside its output (FlightRecorder::dumpLine).
+    m_flight = flightFromDumpLines(m_launch->err.toStdString());
+    m_launch->terminate();
+  }
 }
 
 // What a dying rank said ("paralab: world rank 1 aborted the job: ..."), before mpirun's own
@@ -242,6 +247,7 @@ Snapshot JobRunner::snapshot(int64_t fromStep, int) const {
   Snapshot s;
   s.state = m_state;
   s.error = m_error.toStdString();
+  s.flight = m_flight;
   s.notice = m_notice.toStdString();
   s.config = m_config;
   s.runId = m_runId;

@@ -102,6 +102,8 @@ class JobRunner : public QObject, public RunControl {
   RunState m_state = RunState::Idle;
   bool m_paused = false, m_stopping = false;
   QString m_error, m_notice;
+  // The recorders the processes printed when the job hung (flightFromDumpLines).
+  std::optional<FlightReport> m_flight;
   int64_t m_runId = 0, m_released = 0, m_configStep = 0;
   std::deque<StepMetrics> m_steps;  // not released yet
   std::optional<StepMetrics> m_lastStep;  // the newest, released or not (the holdings' traffic)

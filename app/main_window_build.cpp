@@ -16,6 +16,8 @@
 #include "capabilities.h"
 #include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
+#include "charts/flight_recorder_chart.h"
+#include "charts/goodput_chart.h"
 #include "charts/holdings_map.h"
 #include "charts/latency_chart.h"
 #include "charts/link_heatmap.h"
@@ -37,6 +39,7 @@
 #include "window/file_actions.h"
 #include "window/lesson_router.h"
 #include "window/run_controller.h"
+#include "window/run_text.h"
 
 namespace paralab {
 
@@ -165,9 +168,11 @@ void MainWindow::createCharts() {
   m_hub->add(new LatencyChart, 1);
   m_hub->add(new BenchChart, 1);
   m_hub->add(new SpeedupChart, 0);
+  m_hub->add(new GoodputChart, 0);
   m_hub->add(new TimelineChart, 2);
   m_hub->add(new HoldingsMap, 2);
   m_hub->add(new OverlapChart, 2);
+  m_hub->add(new FlightRecorderChart, 2);
   m_hub->add(new MemoryChart, 3);
   m_hub->add(new TrafficChart, 3);
   m_hub->add(new LinkHeatmap, 3);
@@ -212,6 +217,15 @@ void MainWindow::createDocks() {
   m_sweepDock->setObjectName("sweepDock");
   m_sweepDock->setWidget(m_sweepPanel);
   connect(m_sweepPanel, &SweepPanel::sweepFinished, this, &MainWindow::showSweep);
+  // A goodput sweep (over the checkpoint interval) goes to the goodput chart, brought forward.
+  connect(m_sweepPanel, &SweepPanel::goodputSweepFinished, this,
+          [this](const GoodputSweepResult& result) {
+            auto* chart = m_hub->find<GoodputChart>();
+            if (!chart) return;
+            chart->showSweep(result, runSubtitle(m_sweepPanel->sweptConfig()));
+            chart->setLabels(runLabels(m_sweepPanel->sweptConfig(), false));
+            if (QDockWidget* d = m_hub->dockOf(chart)) d->raise();
+          });
   // The left column's tabs: Lessons first (where a learner begins), then the settings and the
   // sweep; the lessons in front until the learner chooses otherwise (LessonRouter::startAs).
   m_lessons = new LessonRouter(this, m_runs, m_hub, m_configPanel, m_sweepPanel, m_layout);

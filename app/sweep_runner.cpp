@@ -10,9 +10,7 @@ SweepRunner::SweepRunner(QObject* parent) : QObject(parent) {}
 
 SweepRunner::~SweepRunner() = default;  // the job cancels and waits
 
-bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, int steps,
-                        int warmup) {
-  if (m_job) return false;
+jobs::JobCallbacks SweepRunner::callbacks() {
   using Clock = std::chrono::steady_clock;
   auto lastReport = std::make_shared<Clock::time_point>(Clock::now() - std::chrono::seconds(1));
   jobs::JobCallbacks callbacks;
@@ -28,16 +26,43 @@ bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, in
     QMetaObject::invokeMethod(
         this, [this] { finish(); }, Qt::QueuedConnection);
   };
+  return callbacks;
+}
+
+bool SweepRunner::start(const RunConfig& base, const std::vector<int>& ranks, int steps,
+                        int warmup) {
+  if (isRunning()) return false;
   m_job = jobs::startSweep({.base = base, .ranks = ranks, .steps = steps, .warmup = warmup},
-                           std::move(callbacks));
+                           callbacks());
+  return true;
+}
+
+bool SweepRunner::startGoodput(const RunConfig& base, const std::vector<int>& checkpointEvery,
+                               int repeats) {
+  if (isRunning()) return false;
+  m_goodputDir = std::make_unique<QTemporaryDir>();
+  m_goodputJob = jobs::startGoodputSweep({.base = base,
+                                          .checkpointEvery = checkpointEvery,
+                                          .repeats = repeats,
+                                          .dir = m_goodputDir->path().toStdString()},
+                                         callbacks());
   return true;
 }
 
 void SweepRunner::cancel() {
   if (m_job) m_job->cancel();
+  if (m_goodputJob) m_goodputJob->cancel();
 }
 
 void SweepRunner::finish() {
+  if (m_goodputJob) {
+    m_goodputJob->wait();  // it posted this as its last act
+    const std::unique_ptr<jobs::Job<GoodputSweepResult>> job = std::move(m_goodputJob);
+    m_goodputDir.reset();
+    emit goodputFinished(job->result().value_or(GoodputSweepResult{}),
+                         QString::fromStdString(job->error()));
+    return;
+  }
   if (!m_job) return;
   m_job->wait();  // it posted this as its last act
   const std::unique_ptr<jobs::Job<SweepResult>> job = std::move(m_job);

@@ -80,6 +80,8 @@ struct Session::Run {
   std::condition_variable wake;
   RunState state = RunState::Loading;
   std::string error;
+  // Every rank's recorder, when the watchdog ended the run (Snapshot::flight).
+  std::optional<FlightReport> flight;
   bool paused = false;   // wanted state
   int stepsAllowed = 0;  // single steps requested while paused
   bool stopRequested = false;
@@ -190,6 +192,11 @@ struct Session::Run {
         lock.lock();
       }
       state = RunState::Finished;
+    } catch (const HangDetected& h) {
+      std::lock_guard guard(mutex);
+      state = RunState::Failed;
+      error = h.what();
+      flight = FlightReport{h.diagnosis, h.ranks};
     } catch (const std::exception& e) {
       std::lock_guard guard(mutex);
       state = RunState::Failed;
@@ -358,6 +365,7 @@ std::optional<Snapshot> Session::trySnapshot(int64_t fromStep, int spanSteps) co
 bool Session::copyRun(const Run& run, int64_t fromStep, int spanSteps, bool tryOnly, Snapshot& s) {
   s.state = run.state;
   s.error = run.error;
+  s.flight = run.flight;
   s.notice = run.notice;
   s.holdings = run.holdings;
   s.config = run.config;

@@ -2,6 +2,8 @@
 // See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
 #include "panels/sweep_panel.h"
 
+#include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -67,9 +69,30 @@ SweepPanel::SweepPanel(std::function<RunConfig()> baseConfig, QWidget* parent)
       tr("Measured: median step time at each rank count. Speedup T1/TN (strong) "
          "or N·T1/TN (weak, scaled); efficiency = speedup / N."));
 
+  m_over = new QComboBox;
+  m_over->setObjectName("sweepOver");
+  m_over->addItems({tr("rank count"), tr("checkpoint interval K")});
+  m_over->setToolTip(
+      tr("Rank counts: speedup and efficiency. Checkpoint interval K: the same run under the "
+         "same emulated failures with a checkpoint every K steps, its goodput beside "
+         "Young/Daly's optimum √(2·C·MTBF)."));
+  m_mtbf = new QDoubleSpinBox;
+  m_mtbf->setObjectName("sweepMtbf");
+  m_mtbf->setRange(0.001, 86400);
+  m_mtbf->setDecimals(3);
+  m_mtbf->setValue(0.5);
+  m_mtbf->setSuffix(tr(" s"));
+  m_mtbf->setToolTip(
+      tr("Mean time between failures (emulated, seeded): a failure loses the "
+         "steps since the last checkpoint"));
+  m_mtbf->setEnabled(false);
+  m_valuesLabel = new QLabel(tr("Ranks"));
+  m_stepsLabel = new QLabel(tr("Timed steps"));
   auto* form = new QFormLayout;
-  form->addRow(tr("Ranks"), m_ranks);
-  form->addRow(tr("Timed steps"), m_steps);
+  form->addRow(tr("Sweep over"), m_over);
+  form->addRow(m_valuesLabel, m_ranks);
+  form->addRow(tr("MTBF"), m_mtbf);
+  form->addRow(m_stepsLabel, m_steps);
   form->addRow(tr("Warm-up steps"), m_warmup);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_runButton);
@@ -89,6 +112,25 @@ SweepPanel::SweepPanel(std::function<RunConfig()> baseConfig, QWidget* parent)
     m_progress->setValue(done);
   });
   connect(m_runner, &SweepRunner::finished, this, &SweepPanel::onFinished);
+  connect(m_runner, &SweepRunner::goodputFinished, this, &SweepPanel::onGoodputFinished);
+  connect(m_over, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setOver(i == 1 ? Over::CheckpointInterval : Over::Ranks); });
+}
+
+void SweepPanel::setOver(Over over, double mtbfS) {
+  const bool k = over == Over::CheckpointInterval;
+  if (mtbfS > 0) m_mtbf->setValue(mtbfS);
+  if (m_over->currentIndex() != int(k)) return m_over->setCurrentIndex(int(k));  // comes back
+  m_mtbf->setEnabled(k);
+  m_warmup->setEnabled(!k);
+  m_valuesLabel->setText(k ? tr("Intervals K") : tr("Ranks"));
+  m_stepsLabel->setText(k ? tr("Steps a run") : tr("Timed steps"));
+  m_ranks->setText(k ? "1, 2, 4, 8, 16, 32, 64" : "1, 2, 4, 8");
+  m_steps->setValue(k ? 2000 : 20);
+  m_ranks->setToolTip(k ? tr("Checkpoint intervals to measure, in steps, separated by commas")
+                        : tr("Rank counts to measure, separated by commas. The 1-rank run is "
+                             "the baseline every speedup is measured against (added when "
+                             "missing)."));
 }
 
 bool SweepPanel::isRunning() const { return m_runner->isRunning(); }
@@ -103,6 +145,7 @@ void SweepPanel::setSteps(int steps, int warmup) {
 QString SweepPanel::run() {
   if (isRunning()) return tr("a sweep is running");
   // The engine's own parser, so the panel accepts exactly what --sweep does.
+  if (m_over->currentIndex() == 1) return runGoodput(m_baseConfig());
   std::vector<int> ranks;
   QString why;
   try {
@@ -149,6 +192,87 @@ QString SweepPanel::run() {
   m_cancelButton->setEnabled(true);
   emit runningChanged(true);
   return {};
+}
+
+// Runs per K, each with its own failure times (the same at every K).
+constexpr int kGoodputRepeats = 3;
+
+QString SweepPanel::runGoodput(const RunConfig& panelBase) {
+  RunConfig base = panelBase;
+  base.mtbfS = m_mtbf->value();
+  base.steps = m_steps->value();
+  std::vector<int> ks;
+  QString why;
+  try {
+    QString spec = m_ranks->text();
+    spec.remove(' ');
+    ks = parseCheckpointSweep("checkpoint-every=" + spec.toStdString());
+    for (int k : ks) {
+      RunConfig c = base;
+      c.checkpointEvery = k;
+      if (auto err = c.validate()) {
+        why = tr("at K = %1: %2").arg(k).arg(QString::fromStdString(*err));
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    why = QString::fromStdString(e.what());
+  }
+  if (!why.isEmpty()) {
+    m_table->setRowCount(0);
+    m_status->setText(tr("Cannot sweep: %1. Change the settings or the intervals, then Run "
+                         "sweep again.")
+                          .arg(why));
+    return why;
+  }
+  m_beforeNote = m_beforeRun ? m_beforeRun() : QString();
+  m_swept = base;
+  m_table->setRowCount(0);
+  m_runner->startGoodput(base, ks, kGoodputRepeats);
+  m_status->setText((m_beforeNote.isEmpty() ? QString() : m_beforeNote + ' ') +
+                    tr("Measuring goodput at each K under failures every %1 s (emulated)… (the "
+                       "window stays usable)")
+                        .arg(base.mtbfS));
+  m_progress->setRange(0, 0);
+  m_runButton->setEnabled(false);
+  m_cancelButton->setEnabled(true);
+  emit runningChanged(true);
+  return {};
+}
+
+void SweepPanel::onGoodputFinished(const GoodputSweepResult& r, const QString& error) {
+  m_runButton->setEnabled(true);
+  m_cancelButton->setEnabled(false);
+  m_progress->setRange(0, 1);
+  m_progress->setValue(error.isEmpty() && !r.cancelled ? 1 : 0);
+  emit runningChanged(false);
+  if (!error.isEmpty()) return m_status->setText(tr("The sweep failed: %1").arg(error));
+  m_goodput = r;
+  m_table->setRowCount(int(r.points.size()));
+  for (int i = 0; i < int(r.points.size()); ++i) {
+    const GoodputPoint& p = r.points[size_t(i)];
+    const QStringList cells = {QString::number(p.checkpointEvery),
+                               QString::number(p.goodput, 'f', 1), QString::number(p.failures),
+                               QString::number(p.lostS, 'f', 2),
+                               QString::number(p.checkpointS, 'f', 2)};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      m_table->setItem(i, c, item);
+    }
+  }
+  m_table->setHorizontalHeaderLabels(
+      {tr("K"), tr("goodput/s"), tr("failures"), tr("lost s"), tr("ckpt s")});
+  m_status->setText(
+      (r.cancelled ? tr("Cancelled: %1 points kept. ").arg(r.points.size())
+                   : tr("Done: %1 points. ").arg(r.points.size())) +
+      tr("Measured C = %1 ms a checkpoint, a step %2 ms. Young/Daly (reference): √(2·C·MTBF) "
+         "= %3 steps; best K measured: %4.")
+          .arg(1e3 * r.checkpointCostS, 0, 'f', 2)
+          .arg(1e3 * r.stepS, 0, 'f', 2)
+          .arg(r.youngDalySteps, 0, 'f', 1)
+          .arg(r.bestK));
+  emit goodputSweepFinished(r);
 }
 
 void SweepPanel::cancel() {
@@ -210,6 +334,8 @@ void SweepPanel::clearResult(const QString& why) {
 }
 
 void SweepPanel::showTable(const SweepResult& result) {
+  m_table->setHorizontalHeaderLabels(
+      {tr("ranks"), tr("step ms"), tr("samples/s"), tr("speedup"), tr("efficiency")});
   m_table->setRowCount(int(result.points.size()));
   for (int i = 0; i < int(result.points.size()); ++i) {
     const SweepPoint& p = result.points[size_t(i)];

@@ -1,6 +1,8 @@
 // SweepPanel: the "Run scaling sweep" dock: which rank counts, how many steps each, a progress
 // bar with Cancel, and the measured table (step time, samples/s, speedup, efficiency, the
-// Amdahl or Gustafson fit). The result also goes to the speedup chart.
+// Amdahl or Gustafson fit). The result also goes to the speedup chart. Swept over the checkpoint
+// interval K instead, under emulated failures of the MTBF given: goodput per K beside
+// Young/Daly's optimum (train/goodput_sweep.h), for the goodput chart.
 // See tests/app/tst_window.cpp (sweepRunsOffTheGuiThread).
 #pragma once
 #include <QWidget>
@@ -8,8 +10,11 @@
 #include <optional>
 
 #include "config.h"
+#include "train/goodput_sweep.h"
 #include "train/sweep.h"
 
+class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -40,16 +45,24 @@ class SweepPanel : public QWidget {
   // The rank counts asked for ("1, 2, 4, 8"); setRanks() for tests and --config.
   void setRanks(const QString& list);
   void setSteps(int steps, int warmup);
+  // What is swept: rank counts, or the checkpoint interval K (with failures every `mtbfS` s on
+  // average, emulated); the values then are Ks ("1, 2, 4, 8").
+  enum class Over { Ranks, CheckpointInterval };
+  void setOver(Over over, double mtbfS = 0);
+  const std::optional<GoodputSweepResult>& goodputResult() const { return m_goodput; }
   // Takes the last result off show (its table and fit), saying `why` in the status line.
   void clearResult(const QString& why);
 
  signals:
   void sweepFinished(const paralab::SweepResult& result);
   void runningChanged(bool running);
+  void goodputSweepFinished(const paralab::GoodputSweepResult& result);
 
  private:
   void onFinished(const SweepResult& result, const QString& error);
   void showTable(const SweepResult& result);
+  QString runGoodput(const RunConfig& base);
+  void onGoodputFinished(const GoodputSweepResult& result, const QString& error);
 
   std::function<RunConfig()> m_baseConfig;
   std::function<QString()> m_beforeRun;
@@ -65,6 +78,10 @@ class SweepPanel : public QWidget {
   QLabel* m_status;
   QTableWidget* m_table;
   std::optional<SweepResult> m_result;
+  QComboBox* m_over;
+  QDoubleSpinBox* m_mtbf;
+  QLabel *m_valuesLabel, *m_stepsLabel;
+  std::optional<GoodputSweepResult> m_goodput;
 };
 
 }  // namespace paralab

@@ -4,6 +4,7 @@
 #include "window/run_controller.h"
 
 #include <QAction>
+#include <QDockWidget>
 #include <QLabel>
 #include <QMainWindow>
 #include <QProgressBar>
@@ -11,8 +12,10 @@
 #include <limits>
 
 #include "charts/chart_hub.h"
+#include "charts/flight_recorder_chart.h"
 #include "charts/holdings_map.h"
 #include "charts/loss_chart.h"
+#include "charts/straggler_mark.h"
 #include "charts/timeline_chart.h"
 #include "job_runner.h"
 #include "panels/config_panel.h"
@@ -178,6 +181,7 @@ void RunController::reset() {
   m_shown.forgetSteps();
   m_hub->setSubtitle(QString());
   m_hub->clear();  // a sweep is not a run: the speedup chart keeps it
+  if (m_straggler) m_straggler->clear();
   updateActions();
   updateStatus();
   updateConfigNote();
@@ -251,6 +255,7 @@ bool RunController::startNew(bool paused) {
   m_shown.modelled = false;
   m_shown.forgetSteps();
   m_hub->clear();
+  if (m_straggler) m_straggler->clear();
   setSubtitle(config);
   if (auto* loss = m_hub->find<LossChart>()) loss->showRunOf(config);
   m_hub->raiseRunCharts();  // a sweep drawn over the loss chart steps back for the new run
@@ -303,6 +308,11 @@ void RunController::poll() {
   }
   noteRunConfig(s);
   if (!s.steps.empty()) m_hub->show(history, s);
+  if (!s.steps.empty() && !m_straggler) {
+    m_straggler = new StragglerMark(m_window->statusBar(), m_hub->find<TimelineChart>());
+    m_window->statusBar()->insertPermanentWidget(0, m_straggler->label());
+  }
+  if (m_straggler) m_straggler->feed(s.steps);  // the measured straggler, over the last K steps
   if (const QString err = history.runFileError(); !err.isEmpty() && err != m_shown.runFileError)
     showError(m_shown.runFileError = err);
   m_shown.loading = s.state == RunState::Loading ? s.loading : LoadProgress{};
@@ -318,6 +328,11 @@ void RunController::poll() {
     m_applyTimer.stop();
     m_shown.error = QString::fromStdString(s.error);
     if (m_shown.state == RunState::Failed) showError(tr("The run failed: %1").arg(m_shown.error));
+    // A hung run: its recorders fill the "Flight recorder" table, brought to the front.
+    if (auto* recorder = m_hub->find<FlightRecorderChart>(); recorder && s.flight) {
+      recorder->showFlight(*s.flight);
+      if (QDockWidget* dock = m_hub->dockOf(recorder)) dock->raise();
+    }
     emit runEnded(m_shown.state == RunState::Finished, m_shown.error);
   }
 }

@@ -23,6 +23,7 @@ namespace paralab {
 class ChartHub;
 class ConfigPanel;
 class JobRunner;
+class StragglerMark;
 
 // The run control for runs that train at `place`; a job reads its hosts from `hosts` at every
 // launch.
@@ -106,6 +107,7 @@ class RunController : public QObject {
   QLabel *m_stateLabel = nullptr, *m_stepLabel = nullptr, *m_rateLabel = nullptr,
          *m_stepTimeLabel = nullptr;
   QProgressBar* m_loadBar = nullptr;
+  StragglerMark* m_straggler = nullptr;  // made at the first step shown (the charts exist then)
 };
 
 }  // namespace paralab

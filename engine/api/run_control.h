@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/flight_record.h"
 #include "config.h"
 #include "metrics/metrics.h"
 #include "metrics/span_recorder.h"
@@ -44,6 +45,9 @@ struct Snapshot {
   // What every rank holds (the strategies' sharding) and what it sent in the last step; empty
   // until the run is built.
   std::vector<RankHoldings> holdings;
+  // When the watchdog ended a hung run (state Failed): every rank's flight recorder and where
+  // the ranks diverge, for the window's "Flight recorder" table.
+  std::optional<FlightReport> flight;
 };
 
 // Where a run's ranks train: threads in this process, or processes under a launcher.

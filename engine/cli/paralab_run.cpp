@@ -27,6 +27,7 @@
 #include "schema.h"
 #include "train/checkpoint.h"
 #include "train/goodput.h"
+#include "train/goodput_sweep.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
 #include "train/trainer.h"
@@ -39,6 +40,59 @@ int fail(const std::string& message) { return badInput("paralab-run", message); 
 
 // A run the watchdog ended (a collective past --timeout), as MPI's watchdog exits (comm_mpi.cpp).
 constexpr int kHangExit = 3;
+// Runs per checkpoint interval in a goodput sweep, each with its own failure times.
+constexpr int kGoodputSweepRepeats = 3;
+
+// --sweep checkpoint-every=...: goodput against K under the run's emulated failures, beside
+// Young/Daly's optimum from the checkpoint cost the sweep measured (train/goodput_sweep.h).
+int runGoodputSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
+  std::vector<int> ks;
+  try {
+    ks = parseCheckpointSweep(spec);
+    if (config.mtbfS <= 0)
+      throw ConfigError("sweep: checkpoint-every= needs failures to recover from (--mtbf SECONDS)");
+    for (int k : ks) {
+      RunConfig c = config;
+      c.checkpointEvery = k;
+      if (auto err = c.validate()) throw ConfigError(*err + " (at K = " + std::to_string(k) + ")");
+    }
+  } catch (const ConfigError& e) {
+    return fail(e.what());
+  }
+  try {
+    // The checkpoints go where a run's scratch files go, in a folder of this process's own.
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("paralab-goodput-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const GoodputSweepResult r = runGoodputSweep(config, ks, kGoodputSweepRepeats, dir.string());
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (json) {
+      std::cout << toJson(r).dump() << '\n';
+      return 0;
+    }
+    std::printf(
+        "Goodput sweep (MTBF %g s, emulated; %lld steps, %d runs per K with the same "
+        "failure times)\n",
+        r.mtbfS, (long long)r.steps, r.repeats);
+    std::printf("%8s %12s %9s %12s %10s %14s %9s\n", "K", "goodput", "failures", "checkpoints",
+                "lost s", "checkpoint s", "step ms");
+    for (const GoodputPoint& p : r.points)
+      std::printf("%8d %10.1f/s %9d %12d %10.3f %14.3f %9.3f\n", p.checkpointEvery, p.goodput,
+                  p.failures, p.checkpoints, p.lostS, p.checkpointS, 1e3 * p.stepS);
+    std::printf(
+        "Measured: C = %.5f s a checkpoint in the run (its write alone %.5f s), a "
+        "restart %.5f s, a step %.5f s\n",
+        r.checkpointCostS, r.checkpointWriteS, r.restartS, r.stepS);
+    std::printf(
+        "Young/Daly (reference): sqrt(2 C MTBF) = %.4f s = %.1f steps; best K "
+        "measured: %d\n",
+        r.youngDalyS, r.youngDalySteps, r.bestK);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
 
 int runSweepCommand(const RunConfig& config, const std::string& spec, bool json) {
   std::vector<int> ranks;
@@ -298,6 +352,7 @@ int main(int argc, char** argv) {
                   " and --steps counts the total steps (allowed: --steps above " +
                   std::to_string(resumed->state.step) + ")");
   }
+  if (isCheckpointSweep(sweep)) return runGoodputSweepCommand(config, sweep, json);
   if (!sweep.empty()) return runSweepCommand(config, sweep, json);
   if (latency) return runLatencySweepCommand(config, program.latencySweep, json);
 

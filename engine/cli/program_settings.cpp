@@ -7,6 +7,7 @@
 #include "comm/communicator.h"  // mpiLaunchSize
 #include "projection/projection.h"
 #include "schema.h"
+#include "train/goodput_sweep.h"
 #include "train/latency_sweep.h"
 #include "train/sweep.h"
 
@@ -54,8 +55,15 @@ std::vector<Setting> programRows() {
                   .describe("Print one JSON object per step on stdout"));
   t.push_back(textFlag("sweep", "ranks=1,2,4,8")
                   .describe("Time --steps steps at each rank count (thread backend); prints "
-                            "speedup, efficiency and the Amdahl/Gustafson fits")
-                  .shaped("ranks=1,2,4,8", readBy("sweep", parseSweep))
+                            "speedup, efficiency and the Amdahl/Gustafson fits. "
+                            "checkpoint-every=1,2,4,...: goodput at each checkpoint interval "
+                            "under --mtbf, beside Young/Daly's optimum")
+                  .shaped("ranks=1,2,4,8 or checkpoint-every=1,2,4,8",
+                          readBy("sweep",
+                                 [](const std::string& spec) {
+                                   return isCheckpointSweep(spec) ? parseCheckpointSweep(spec)
+                                                                  : parseSweep(spec);
+                                 }))
                   .appliesWhen([](const RunConfig& c) -> Why {
                     if (c.backend == Backend::Thread) return std::nullopt;
                     return std::string("runs thread ranks (--backend thread)");

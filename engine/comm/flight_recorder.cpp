@@ -170,7 +170,10 @@ nlohmann::json flightToJson(const std::vector<RankFlight>& ranks, const HangDiag
                          {"purpose", e.purpose},
                          {"state", e.done ? "done" : "issued"}});
     }
-    rows.push_back({{"rank", r.rank}, {"entries", std::move(entries)}});
+    // The groups' members: a reader (an MPI job's window) needs them to name who never issued.
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& [name, members] : r.groups) groups[name] = members;
+    rows.push_back({{"rank", r.rank}, {"entries", std::move(entries)}, {"groups", groups}});
   }
   j["ranks"] = std::move(rows);
   return j;
@@ -188,6 +191,9 @@ std::string flightFromJson(const nlohmann::json& j, std::vector<RankFlight>* ran
                              e.at("group").get<std::string>(), e.at("bytes").get<int64_t>(),
                              e.at("step").get<int64_t>(), e.at("purpose").get<std::string>(),
                              e.at("state").get<std::string>() == "done"});
+      if (const auto g = r.find("groups"); g != r.end())
+        for (const auto& [name, members] : g->items())
+          f.groups.emplace_back(name, members.get<std::vector<int>>());
       ranks->push_back(std::move(f));
     }
     *d = HangDiagnosis{};
@@ -208,6 +214,31 @@ std::string flightFromJson(const nlohmann::json& j, std::vector<RankFlight>* ran
     return std::string("flight_recorder: ") + e.what();
   }
   return {};
+}
+
+std::optional<FlightReport> flightFromDumpLines(const std::string& text) {
+  static const std::string kPrefix = "paralab: flight recorder of world rank ";
+  std::map<int, RankFlight> byRank;  // a rank printed twice (hang, then watchdog): its last
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const size_t p = line.find(kPrefix);
+    const size_t brace = line.find('{', p == std::string::npos ? 0 : p);
+    if (p == std::string::npos || brace == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line.substr(brace), nullptr, false);
+    std::vector<RankFlight> ranks;
+    HangDiagnosis none;
+    if (j.is_discarded() || !flightFromJson(j, &ranks, &none).empty()) continue;
+    for (RankFlight& r : ranks) byRank[r.rank] = std::move(r);
+  }
+  if (byRank.empty()) return std::nullopt;
+  FlightReport report;
+  for (auto& [rank, f] : byRank) report.ranks.push_back(std::move(f));
+  report.diagnosis = diagnoseHang(report.ranks);
+  return report;
 }
 
 }  // namespace paralab

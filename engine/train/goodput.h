@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct GoodputReport {
   int checkpoints = 0;
   double wallS = 0;            // the whole run, s
   double lostS = 0;            // steps lost to failures and the restarts' reading, s
+  double restartS = 0;         // of lostS: reading the checkpoint back at the restarts, s
   double checkpointS = 0;      // writing checkpoints, s
   double checkpointCostS = 0;  // C: one checkpoint's mean time, s (0 without any)
   double stepS = 0;            // a useful step's mean time, s
@@ -52,8 +54,10 @@ class FailureClock {
 // --checkpoint-every, calling `onStep` for every step run (redone ones again). The checkpoint
 // is `checkpointPath` (written atomically, train/checkpoint.h; removed at the end). Throws
 // std::runtime_error when failures come so often that no step survives (after 1000 failures).
+// `failureSeed` draws the failure times (default: the run's seed).
 GoodputReport trainWithFailures(Trainer& t, const std::string& checkpointPath,
-                                const std::function<void(const StepMetrics&)>& onStep = {});
+                                const std::function<void(const StepMetrics&)>& onStep = {},
+                                std::optional<uint64_t> failureSeed = std::nullopt);
 
 // Young (1974) / Daly (2006): sqrt(2 C MTBF), the first-order optimal interval between
 // checkpoints, s.

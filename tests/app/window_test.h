@@ -16,6 +16,8 @@
 
 #include "charts/bench_chart.h"
 #include "charts/chart_hub.h"
+#include "charts/flight_recorder_chart.h"
+#include "charts/goodput_chart.h"
 #include "charts/holdings_map.h"
 #include "charts/speedup_chart.h"
 #include "panels/config_panel.h"
@@ -66,9 +68,12 @@ inline QStringList readLines(const QString& path) {
 inline constexpr bool kSnapshotsHaveHoldings = ShowsHoldings<HoldingsMap>;
 
 // Charts a plain run does not draw: the speedup chart needs a sweep, the benchmark chart a
-// lesson's benchmark, the holdings map the session's holdings.
+// lesson's benchmark, the flight recorder a hung run, the goodput chart a goodput sweep, the
+// holdings map the session's holdings.
 inline bool drawnByARun(const Chart* c) {
   if (qobject_cast<const SpeedupChart*>(c) || qobject_cast<const BenchChart*>(c)) return false;
+  if (qobject_cast<const FlightRecorderChart*>(c)) return false;  // a hung run's recorders
+  if (qobject_cast<const GoodputChart*>(c)) return false;  // a goodput sweep
   if (qobject_cast<const HoldingsMap*>(c)) return kSnapshotsHaveHoldings;
   return true;
 }

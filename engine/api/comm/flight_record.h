@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -50,12 +51,25 @@ HangDiagnosis diagnoseHang(const std::vector<RankFlight>& ranks);
 
 // The recorder in JSON ("flight_recorder" of a failure line, lessons/reference/metrics.md):
 // {"divergence": {...} (when found), "ranks": [{"rank", "entries": [{"seq", "op", "group",
-// "bytes", "step", "purpose", "state": "issued" | "done"}]}]}, each rank's last `recent`.
+// "bytes", "step", "purpose", "state": "issued" | "done"}], "groups": {name: [world ranks]}}]},
+// each rank's last `recent`.
 nlohmann::json flightToJson(const std::vector<RankFlight>& ranks, const HangDiagnosis& d,
                             size_t recent = 8);
 // Reads it back; "" or one line saying what is wrong.
 std::string flightFromJson(const nlohmann::json& j, std::vector<RankFlight>* ranks,
                            HangDiagnosis* d);
+
+// A hung run as the window shows it (Snapshot::flight): where the ranks diverge and every rank's
+// recorder, from a thread run's HangDetected or an MPI job's dump lines (flightFromDumpLines).
+struct FlightReport {
+  HangDiagnosis diagnosis;
+  std::vector<RankFlight> ranks;
+};
+
+// The recorders an MPI job's processes printed beside their output ("paralab: flight recorder
+// of world rank R: {...}", FlightRecorder::dumpLine; other lines are skipped), by rank, with
+// diagnoseHang over them; nullopt when `text` holds none.
+std::optional<FlightReport> flightFromDumpLines(const std::string& text);
 
 // What a run that the watchdog ended throws: its message is the one line, and it carries
 // every rank's recorder (thread ranks) for the failure line and the window's table.
