@@ -160,4 +160,11 @@ QString exportAllCharts(const QList<Chart*>& charts, const QString& dir, QString
   return {};
 }
 
+QString writeExportFile(const QString& path, const QByteArray& data) {
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(data) < 0 || !file.commit())
+    return cannotWrite(path, file.errorString());
+  return {};
+}
+
 }  // namespace paralab

@@ -36,4 +36,7 @@ QString exportAllCharts(const QList<Chart*>& charts, const QString& dir,
                         QStringList* written = nullptr, QSize size = kDefaultExportSize,
                         QStringList* skipped = nullptr);
 
+// Writes `data` to `path` whole or not at all (QSaveFile); "" or one line saying what failed.
+QString writeExportFile(const QString& path, const QByteArray& data);
+
 }  // namespace paralab

@@ -17,6 +17,7 @@
 
 #include "capabilities.h"
 #include "engine_bridge.h"
+#include "export/chart_export.h"
 #include "export/lab_report_text.h"
 #include "train/sweep.h"
 
@@ -35,13 +36,6 @@ QString cpuName() {
         if (const qsizetype colon = line.indexOf(':'); colon > 0)
           return QString::fromUtf8(line.mid(colon + 1)).simplified();
   return QSysInfo::currentCpuArchitecture();
-}
-
-QString write(const QString& path, const QByteArray& data) {
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly) || file.write(data) < 0 || !file.commit())
-    return QObject::tr("cannot write '%1': %2").arg(path, file.errorString());
-  return {};
 }
 
 }  // namespace
@@ -106,7 +100,8 @@ QString writeLabReport(const LabReportRequest& request, const QString& dir, LabR
   }
   const QList<LabBlock> blocks = labReportBlocks(doc);
   const QString md = QDir(dir).filePath(stem + ".md"), pdf = QDir(dir).filePath(stem + ".pdf");
-  if (const QString err = write(md, labReportMarkdown(blocks, dir).toUtf8()); !err.isEmpty())
+  if (const QString err = writeExportFile(md, labReportMarkdown(blocks, dir).toUtf8());
+      !err.isEmpty())
     return err;
   if (const QString err = writeLabReportPdf(blocks, blocks.first().text, pdf); !err.isEmpty())
     return err;

@@ -148,6 +148,22 @@ void runExperiment(const Step& s, const RunConfig& config, const QString& png, L
       [&] { return measuredChoice(*s.prediction, steps); });
 }
 
+// Waits for an engine job (a sweep, a benchmark): true with its result, false with `out.error`
+// saying why not (cancelled, or the job's one line).
+template <typename Job>
+bool finishJob(Job& job, const std::function<bool()>& keepGoing, LabStepRun& out) {
+  if (!waitFor([&] { return job.finished(); }, keepGoing)) {
+    job.cancel();
+    out.error = QObject::tr("cancelled");
+    return false;
+  }
+  if (!job.error().empty() || !job.result()) {
+    out.error = str(job.error());
+    return false;
+  }
+  return true;
+}
+
 void runSweep(const Step& s, const RunConfig& base, const QString& png, LabStepRun& out,
               const std::function<bool()>& keepGoing) {
   jobs::SweepRequest request{
@@ -156,15 +172,7 @@ void runSweep(const Step& s, const RunConfig& base, const QString& png, LabStepR
       .steps = s.sweep->steps,
       .warmup = s.sweep->warmup};
   auto job = jobs::startSweep(request, {});
-  if (!waitFor([&] { return job->finished(); }, keepGoing)) {
-    job->cancel();
-    out.error = QObject::tr("cancelled");
-    return;
-  }
-  if (!job->error().empty() || !job->result()) {
-    out.error = str(job->error());
-    return;
-  }
+  if (!finishJob(*job, keepGoing, out)) return;
   const SweepResult& result = *job->result();
   SpeedupChart chart;
   chart.showSweep(result, describeSweep(base, result));
@@ -181,15 +189,7 @@ void runSweep(const Step& s, const RunConfig& base, const QString& png, LabStepR
 void runBench(const Step& s, const RunConfig& settings, const QString& png, LabStepRun& out,
               const std::function<bool()>& keepGoing) {
   auto job = jobs::startBench(BenchRunner::request(*s.bench, settings), {});
-  if (!waitFor([&] { return job->finished(); }, keepGoing)) {
-    job->cancel();
-    out.error = QObject::tr("cancelled");
-    return;
-  }
-  if (!job->error().empty() || !job->result()) {
-    out.error = str(job->error());
-    return;
-  }
+  if (!finishJob(*job, keepGoing, out)) return;
   BenchChart chart;
   chart.showResult(*job->result());
   out.error = draw(chart, png, out);

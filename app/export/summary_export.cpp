@@ -14,6 +14,7 @@
 #include "charts/byte_units.h"
 #include "charts/memory_reference.h"
 #include "describe.h"
+#include "export/chart_export.h"
 
 namespace paralab {
 
@@ -302,13 +303,6 @@ void sweepSection(QStringList& md, const RunReport& r) {
   md << "";
 }
 
-QString write(const QString& path, const QByteArray& data) {
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly) || file.write(data) < 0 || !file.commit())
-    return QObject::tr("cannot write '%1': %2").arg(path, file.errorString());
-  return {};
-}
-
 }  // namespace
 
 QString summaryMarkdown(const RunReport& r) {
@@ -349,14 +343,14 @@ QString summaryMarkdown(const RunReport& r) {
 QString writeSummary(const QString& dir, const RunReport& report, QStringList* written) {
   const QString md = summaryMarkdown(report);
   const QString mdPath = QDir(dir).filePath("summary.md");
-  if (QString err = write(mdPath, md.toUtf8()); !err.isEmpty()) return err;
+  if (QString err = writeExportFile(mdPath, md.toUtf8()); !err.isEmpty()) return err;
   if (written) written->push_back(mdPath);
   // One text, two renderings: QTextDocument reads the Markdown and writes HTML.
   QTextDocument doc;
   doc.setMarkdown(md);
   doc.setMetaInformation(QTextDocument::DocumentTitle, QObject::tr("ParaLab run summary"));
   const QString htmlPath = QDir(dir).filePath("summary.html");
-  if (QString err = write(htmlPath, doc.toHtml().toUtf8()); !err.isEmpty()) return err;
+  if (QString err = writeExportFile(htmlPath, doc.toHtml().toUtf8()); !err.isEmpty()) return err;
   if (written) written->push_back(htmlPath);
   return {};
 }

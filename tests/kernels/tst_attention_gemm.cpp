@@ -13,36 +13,12 @@
 #include "cpu/attention_gemm.h"
 #include "cpu/dispatch.h"
 #include "cpu/gemm.h"
+#include "simd_check.h"
 
 using namespace paralab::kernels;
-using Floats = std::vector<float>;
+using namespace paralab::kernels::test;
 
 namespace {
-
-Floats randomFloats(size_t n, std::mt19937& gen, float scale = 1.f) {
-  std::normal_distribution<float> d(0.f, scale);
-  Floats v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
-// |got - want| <= tol * max(1, |want|) everywhere.
-void checkClose(const Floats& got, const Floats& want, double tol, const QString& what) {
-  QCOMPARE(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    QVERIFY2(std::abs(double(got[i]) - want[i]) <= tol * std::max(1.0, std::abs(double(want[i]))),
-             qPrintable(QString("%1 at %2 [%3]: %4 vs %5")
-                            .arg(what, simdLevelName(simdLevel()))
-                            .arg(i)
-                            .arg(got[i])
-                            .arg(want[i])));
-}
-
-std::vector<SimdLevel> levels() {
-  std::vector<SimdLevel> out;
-  for (int l = 0; l <= int(simdLevelCpu()); ++l) out.push_back(SimdLevel(l));
-  return out;
-}
 
 // A GEMM that counts the multiply-adds (M N K) it is asked for, then runs the reference.
 double g_multiplyAdds = 0;

@@ -14,39 +14,10 @@
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
 #include "cpu/optim.h"
+#include "simd_check.h"
 
 using namespace paralab::kernels;
-using Floats = std::vector<float>;
-
-namespace {
-
-Floats randomFloats(size_t n, std::mt19937& gen, float scale = 1.f) {
-  std::normal_distribution<float> d(0.f, scale);
-  Floats v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
-// |got - want| <= tol * max(1, |want|) everywhere.
-void checkClose(const Floats& got, const Floats& want, double tol, const char* what) {
-  QCOMPARE(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    QVERIFY2(std::abs(double(got[i]) - want[i]) <= tol * std::max(1.0, std::abs(double(want[i]))),
-             qPrintable(QString("%1 at %2 [%3]: %4 vs %5")
-                            .arg(what, simdLevelName(simdLevel()))
-                            .arg(i)
-                            .arg(got[i])
-                            .arg(want[i])));
-}
-
-// The levels this CPU runs, lowest first.
-std::vector<SimdLevel> levels() {
-  std::vector<SimdLevel> out;
-  for (int l = 0; l <= int(simdLevelCpu()); ++l) out.push_back(SimdLevel(l));
-  return out;
-}
-
-}  // namespace
+using namespace paralab::kernels::test;
 
 class TstSimdLevels : public QObject {
   Q_OBJECT
