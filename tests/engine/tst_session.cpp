@@ -269,7 +269,22 @@ class TstSession : public QObject {
   // Reset (discard): the run's trainer (its activations: 2 blocks x 4 heads x 2,048^2
   // probabilities, 128 MiB; lesson 15 keeps 512 MiB at 4,096 tokens) is freed and the memory handed back, not kept until
   // the next Start. The command returns at once; the freeing happens on the session's thread.
+  void discardForgetsTheRun() {
+    Session s;
+    QVERIFY(s.start(smallRun(0)).empty());
+    QVERIFY(waitFor([&] { return s.snapshot().stepsDone >= 2; }, 30000));
+    command("discard", [&] { s.discard(); });
+    QCOMPARE(s.snapshot().state, RunState::Idle);
+    QCOMPARE(s.snapshot().stepsDone, int64_t(0));
+    QVERIFY(s.start(smallRun(2)).empty());  // and the session starts the next one as before
+    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 30000));
+  }
+
   void discardLetsGoOfTheRunsMemory() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    QSKIP("a sanitizer's allocator keeps freed memory (its quarantine): resident memory does not "
+          "fall");
+#endif
     const int64_t MiB = int64_t(1) << 20;
     RunConfig c = smallRun(1);
     c.model = ModelKind::Gpt;
@@ -282,15 +297,13 @@ class TstSession : public QObject {
     const int64_t held = residentBytes();
     QVERIFY2(held - before > 100 * MiB,
              qPrintable(QString("the finished run holds %1 MiB").arg((held - before) / MiB)));
-    command("discard", [&] { s.discard(); });
+    s.discard();
     const Snapshot after = s.snapshot();
     QCOMPARE(after.state, RunState::Idle);
     QCOMPARE(after.stepsDone, int64_t(0));
     QVERIFY2(waitFor([&] { return residentBytes() - before < 32 * MiB; }, 20000),
              qPrintable(QString("%1 MiB held after discard, %2 MiB before the run")
                             .arg(residentBytes() / MiB).arg(before / MiB)));
-    QVERIFY(s.start(smallRun(2)).empty());  // and the session starts the next one as before
-    QVERIFY(waitFor([&] { return s.snapshot().state == RunState::Finished; }, 30000));
   }
 
   // Last: the commands timed above returned at once. Only on free cores: on a loaded machine a
