@@ -192,6 +192,9 @@ void ConfigPanel::buildControls() {
                         : mpirunProgram().isEmpty() ? tr("mpirun was not found (install OpenMPI)")
                                                     : QString();
   setItemEnabled(backend, backend->findData("mpi"), noMpi.isEmpty(), noMpi);
+  // A Slurm job's ranks are this build's paralab-run under the cluster's mpirun.
+  setItemEnabled(backend, backend->findData("slurm"), mpiBuilt(),
+                 mpiBuilt() ? QString() : tr("this build has no MPI"));
   setItemEnabled(backend, backend->findData("nccl"), false,
                  !noMpi.isEmpty() ? noMpi
                  : !ncclBuilt()   ? tr("this build has no NCCL")
