@@ -40,4 +40,23 @@ inline std::vector<SimdLevel> levels() {
   return out;
 }
 
+// The kernels' exp (vec().expArray) at every level within `relative` of e^x in double, at
+// every point of `x`.
+inline void checkExpRelative(const Floats& x, double relative) {
+  Floats y(x.size());
+  for (SimdLevel l : levels()) {
+    QVERIFY(setSimdLevel(l));
+    vec().expArray(y.data(), x.data(), long(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(double(x[i]));
+      QVERIFY2(std::abs(y[i] - want) <= relative * want,
+               qPrintable(QString("exp(%1) at %2: %3 vs %4")
+                              .arg(x[i])
+                              .arg(simdLevelName(l))
+                              .arg(y[i])
+                              .arg(want)));
+    }
+  }
+}
+
 }  // namespace paralab::kernels::test
