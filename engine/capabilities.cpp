@@ -17,7 +17,16 @@ namespace paralab {
 std::vector<GemmChoice> gemmChoices(Device device) {
   std::vector<GemmChoice> out;
   if (device == Device::Cpu)
-    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) out.push_back({k.name, k.summary});
+    for (const kernels::GemmKernel& k : kernels::gemm_kernels()) {
+      std::string summary = k.summary;
+      // The simd rung's row (which the threaded rung runs too) is a dispatched kernel: its
+      // width is the level chosen at start (cpu/dispatch.h), said here.
+      const std::string name = k.name;
+      if (name == "simd" || name == "threaded")
+        summary += ", " + simdLevelName() + " (" +
+                   std::to_string(kernels::simdWidthFloats(kernels::simdLevel())) + " floats)";
+      out.push_back({k.name, summary});
+    }
   else if (device == Device::Cuda)
     for (const kernels::GemmCudaKernel& k : kernels::kGemmCudaKernels) {
       // Say the precision where the summary does not (the tensor-core rungs round to TF32).

@@ -9,6 +9,8 @@
 #include <QtTest>
 #include <cmath>
 
+#include "capabilities.h"
+#include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "device/compute.h"
 #include "loss_trajectory.h"
@@ -85,6 +87,19 @@ class TstKernelChoice : public QObject {
                               got = test::lossTrajectory(naive, 5);
     QVERIFY2(got != ref, "the naive run is the vendor run bit for bit: --kernel was ignored");
     VERIFY_TRAJECTORIES_AGREE(got, ref, 1e-4, QTest::currentDataTag());
+  }
+
+  // The SIMD rung says the vector width it runs at, the level chosen at start.
+  void simdRungSaysItsWidth() {
+    for (const GemmChoice& k : gemmChoices(Device::Cpu))
+      if (k.name == "simd" || k.name == "threaded") {
+        const std::string want = simdLevelName() + " (" +
+                                 std::to_string(kernels::simdWidthFloats(kernels::simdLevel())) +
+                                 " floats)";
+        QVERIFY2(k.summary.find(want) != std::string::npos, k.summary.c_str());
+      } else {
+        QVERIFY2(k.summary.find(" floats)") == std::string::npos, k.summary.c_str());
+      }
   }
 
   // Compute::cpu refuses a name the registry does not know, rather than falling back.
