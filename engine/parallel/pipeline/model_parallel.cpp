@@ -325,6 +325,9 @@ class ModelParallel final : public Strategy {
           m_gradFree.push_back(std::move(dIn[at]));
           dIn[at] = Tensor();
           break;
+        case PipeAction::BackwardInput:
+        case PipeAction::BackwardWeight:
+          throw std::logic_error("model-parallel: no schedule splits the backward yet");
       }
     }
     return loss;

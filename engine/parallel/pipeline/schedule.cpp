@@ -63,6 +63,10 @@ const char* pipeActionName(PipeAction a) {
       return "backward";
     case PipeAction::SendGrad:
       return "send-grad";
+    case PipeAction::BackwardInput:
+      return "backward-input";
+    case PipeAction::BackwardWeight:
+      return "backward-weight";
   }
   return "?";
 }
@@ -130,7 +134,7 @@ int peakInFlight(const std::vector<PipeStep>& steps) {
   int live = 0, peak = 0;
   for (const PipeStep& p : steps) {
     if (p.action == PipeAction::Forward) peak = std::max(peak, ++live);
-    if (p.action == PipeAction::Backward) --live;
+    if (p.action == PipeAction::Backward || p.action == PipeAction::BackwardWeight) --live;
   }
   return peak;
 }

@@ -38,6 +38,22 @@ Endpoint partner(const PipeStep& p, int s, int P) {
 
 }  // namespace
 
+double PipeTimes::of(PipeAction a, size_t k) const {
+  const double w = weight.empty() ? backward[k] / 2 : weight[k];
+  switch (a) {
+    case PipeAction::Forward:
+      return forward[k];
+    case PipeAction::Backward:
+      return backward[k];
+    case PipeAction::BackwardInput:
+      return backward[k] - w;
+    case PipeAction::BackwardWeight:
+      return w;
+    default:
+      throw std::invalid_argument("PipeTimes::of: not a forward or backward");
+  }
+}
+
 std::vector<double> PipePlayback::bubble() const {
   std::vector<double> out;
   for (double b : busy) out.push_back(end > start ? 1.0 - b / (end - start) : 0.0);
@@ -102,8 +118,7 @@ std::optional<PipePlayback> playSchedule(const std::vector<std::vector<PipeStep>
     for (int k : running) {
       double& l = left[at(k)];
       if (l < 0) {
-        l = current(k)->action == PipeAction::Forward ? times.forward[at(k)]
-                                                      : times.backward[at(k)];
+        l = times.of(current(k)->action, at(k));
         if (!started) out.start = t;
         started = true;
       }
@@ -114,8 +129,7 @@ std::optional<PipePlayback> playSchedule(const std::vector<std::vector<PipeStep>
       double& l = left[at(k)];
       l -= step * rate;
       if (l <= 1e-15) {
-        out.busy[at(k)] += current(k)->action == PipeAction::Forward ? times.forward[at(k)]
-                                                                     : times.backward[at(k)];
+        out.busy[at(k)] += times.of(current(k)->action, at(k));
         out.end = t;
         ++pc[at(k)];
         l = -1;

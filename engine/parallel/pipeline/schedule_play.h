@@ -19,7 +19,12 @@ enum class PipeSends {
 
 struct PipeTimes {
   std::vector<double> forward;   // per stage: one micro-batch's forward on one chunk, at a core
-  std::vector<double> backward;  // the same for its backward
+  std::vector<double> backward;  // the same for its backward (B and W)
+  // Per stage: the W part of `backward` when a schedule splits it; empty: half of it (the
+  // input and the weight gradient are one GEMM each per layer, as the forward is).
+  std::vector<double> weight;
+  // The time of `a` on stage k: a forward, a backward, or B or W of a split one.
+  double of(PipeAction a, size_t k) const;
   // Cores shared evenly by the stages that can run (a stage waiting in a transfer leaves its
   // share to the others); a stage never runs faster than at one core.
   double cores = std::numeric_limits<double>::infinity();

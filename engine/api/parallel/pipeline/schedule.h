@@ -14,20 +14,23 @@ namespace paralab {
 
 // What a stage does next. Transfers are explicit, in the order the stage issues them: the
 // engine's sends block until the neighbour receives (MPI's rendezvous), so their order is part
-// of the schedule. A schedule that splits the backward into its input-gradient and
-// weight-gradient halves (zero-bubble schedules) adds a kind here, with its time in PipeTimes
-// (schedule_play.h) and its case in model_parallel.cpp.
+// of the schedule. A zero-bubble schedule splits the backward in two (Qi et al. 2023): the
+// input gradient B, which the previous stage waits for, and the weight gradient W, which no one
+// waits for and so may run later; B then W of one micro-batch is the same arithmetic as Backward.
 enum class PipeAction {
   RecvAct,  // the micro-batch's residual stream from the previous stage
   Forward,
   SendAct,   // to the next stage
   RecvGrad,  // the gradient of this stage's output, from the next stage
-  Backward,
+  Backward,  // B and W at once
   SendGrad,  // the gradient of this stage's input, to the previous stage
+  BackwardInput,   // B: the gradient of the stage's input only
+  BackwardWeight,  // W: the gradients of the stage's weights, after the micro-batch's B
 };
 const char* pipeActionName(PipeAction a);  // "recv-act", "forward", ...
 inline bool isCompute(PipeAction a) {
-  return a == PipeAction::Forward || a == PipeAction::Backward;
+  return a == PipeAction::Forward || a == PipeAction::Backward ||
+         a == PipeAction::BackwardInput || a == PipeAction::BackwardWeight;
 }
 
 struct PipeStep {
@@ -85,8 +88,8 @@ std::vector<PipeStep> pipelineSchedule(const std::string& schedule, int stage, i
 std::vector<std::vector<PipeStep>> pipelinePlan(PipeSchedule s, int stages, int micros,
                                                 int chunks = 1);
 
-// Most micro-batches whose activations the stage holds at once (forward done, backward not):
-// GPipe M; 1F1B min(P - stage, M).
+// Most micro-batches whose activations the stage holds at once (forward done, its Backward or
+// W not): GPipe M; 1F1B min(P - stage, M).
 int peakInFlight(const std::vector<PipeStep>& steps);
 
 // The bubble: with P balanced stages and M micro-batches each stage is idle (P-1)/(M+P-1) of
