@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench_comm_bare.h"
 #include "bench_common.h"
 #include "comm/communicator.h"
 
@@ -144,22 +145,36 @@ std::vector<Row> threadRows(const Options& o, int n) {
   const std::string linkName = world.communicator(0).link().name;
   std::vector<Row> rows;
   std::vector<double> times(n);  // this repeat, per rank
+  std::vector<float*> bufs(static_cast<size_t>(n));  // every rank's `a`, for the bare loop
   world.run([&](Communicator& comm) {
     std::vector<float> a(static_cast<size_t>(o.maxBytes / 4), 1.0f), b(a.size(), 0.0f);
+    bufs[static_cast<size_t>(comm.rank())] = a.data();
+    comm.barrier();
     for (CommOp op : opsOf(o))
     for (bool inPlace : placements(o, op)) {
-      const auto algos = algorithms(o, op);
+      auto algos = algorithms(o, op);
+      // The bare all-reduce (bench_comm_bare.h) beside the in-place ones, on the same threads
+      // and buffers, without an emulated link: ThreadComm's direct as a share of it.
+      const bool bare = op == CommOp::AllReduce && inPlace && o.link == "none";
+      if (bare) algos.emplace_back("bare", AllReduceAlgo::Default);
+      const auto runOne = [&](size_t k, int64_t bytes) {
+        if (bare && k + 1 == algos.size()) {
+          bench::bareAllReduceSlice(bufs.data(), n, comm.rank(), bytes / 4);
+          comm.barrier();  // done when every slice is written everywhere
+        } else {
+          runOp(comm, op, algos[k].second, a.data(), b.data(), bytes, inPlace);
+        }
+      };
       for (int64_t bytes : sizes(o)) {
         const int reps = repeatsFor(o, bytes);
         std::vector<std::vector<double>> perAlgo(algos.size());
-        for (size_t k = 0; k < algos.size(); ++k)  // warm-up
-          runOp(comm, op, algos[k].second, a.data(), b.data(), bytes, inPlace);
+        for (size_t k = 0; k < algos.size(); ++k) runOne(k, bytes);  // warm-up
         // Interleave the algorithms repeat by repeat, so drift in the machine hits all alike.
         for (int rep = 0; rep < reps; ++rep)
           for (size_t k = 0; k < algos.size(); ++k) {
             comm.barrier();
             const auto t0 = std::chrono::steady_clock::now();
-            runOp(comm, op, algos[k].second, a.data(), b.data(), bytes, inPlace);
+            runOne(k, bytes);
             times[comm.rank()] = seconds(t0);
             comm.barrier();
             if (comm.rank() == 0) {
@@ -170,8 +185,12 @@ std::vector<Row> threadRows(const Options& o, int n) {
           }
         if (comm.rank() == 0)
           for (size_t k = 0; k < algos.size(); ++k)
-            rows.push_back(makeRow("thread", algos[k].first == "default" ? "direct" : algos[k].first,
-                                   op, n, bytes, bench::median(perAlgo[k]), inPlace, linkName));
+            rows.push_back(makeRow(
+                algos[k].first == "bare" ? "bare" : "thread",
+                algos[k].first == "default" ? "direct"
+                : algos[k].first == "bare"  ? bench::bareAllReduceLevel()
+                                            : algos[k].first,
+                op, n, bytes, bench::median(perAlgo[k]), inPlace, linkName));
         comm.accounting().reset();
       }
     }
@@ -250,7 +269,8 @@ void printJson(const std::vector<Row>& rows) {
 
 // One table per (backend, op, ranks): a row per size, a column group per algorithm, and the
 // references of the same run at the right.
-void printTables(const std::vector<Row>& rows, const std::vector<Row>& refs) {
+void printTables(const std::vector<Row>& rows, const std::vector<Row>& refs,
+                 const std::vector<Row>& bare = {}) {
   std::map<std::string, std::vector<const Row*>> tables;
   std::vector<std::string> order;
   for (const Row& r : rows) {
@@ -278,9 +298,17 @@ void printTables(const std::vector<Row>& rows, const std::vector<Row>& refs) {
     std::printf("# %10s", "size");
     for (const std::string& a : algos) std::printf(" | %-26s", (a + ": time algbw busbw").c_str());
     if (!refs.empty()) std::printf(" | %s", mpi ? "MPI_Allreduce: time busbw  ours/raw" : "memcpy");
+    // The bare all-reduce of as many threads, beside the thread all-reduces in place: direct's
+    // speed as a share of it (1.0: as fast as the bare loop).
+    const Row* bareOf = nullptr;
+    for (const Row& b : bare)
+      if (!mpi && t[0]->op == "allreduce" && t[0]->inPlace && b.ranks == t[0]->ranks) bareOf = &b;
+    if (bareOf)
+      std::printf(" | %-26s", ("bare (" + bareOf->algorithm + "): time busbw direct/bare").c_str());
     std::printf("\n# %10s", "(B)");
     for (size_t i = 0; i < algos.size(); ++i) std::printf(" | %8s %8s %8s", "(us)", "(GB/s)", "(GB/s)");
     if (!refs.empty()) std::printf(" | %s", mpi ? "    (us)   (GB/s)" : "(GB/s)");
+    if (bareOf) std::printf(" | %8s %8s", "(us)", "(GB/s)");
     std::printf("\n");
     for (int64_t bytes : byteList) {
       std::printf("%12lld", static_cast<long long>(bytes));
@@ -303,6 +331,13 @@ void printTables(const std::vector<Row>& rows, const std::vector<Row>& refs) {
             std::printf(" | %6.2f", ref.algbw);
           }
         }
+      for (const Row& b : bare)
+        if (bareOf && b.ranks == bareOf->ranks && b.bytes == bytes) {
+          std::printf(" | %8.1f %8.2f", b.timeUs, b.busbw);
+          for (const Row* r : t)
+            if (r->bytes == bytes && r->algorithm == "direct")
+              std::printf("  %6.2fx", b.timeUs / r->timeUs);
+        }
       std::printf("\n");
     }
   }
@@ -322,7 +357,10 @@ all-gather, all-to-all: the whole buffer of N blocks), time = median over repeat
 slowest rank, algbw = S / time, busbw = algbw * 2(N-1)/N (all-reduce), (N-1)/N (reduce-
 scatter, all-gather, all-to-all), 1 (broadcast). Calls are in place (as gradients are
 all-reduced) unless --out-of-place adds send != recv. References measured in the same run:
-memcpy of S bytes on one thread; raw MPI_Allreduce (and MpiComm's overhead over it, ours/raw).
+memcpy of S bytes on one thread; raw MPI_Allreduce (and MpiComm's overhead over it, ours/raw);
+for thread all-reduces in place without --link, the bare all-reduce of as many threads (each
+sums its 1/N of every buffer and writes it back into all, compiled for the CPU's vector level,
+named in the column) and direct/bare, the direct all-reduce's speed as a share of it.
 )";
 
 }  // namespace
@@ -405,18 +443,17 @@ int benchComm(int argc, char** argv) {
 
   try {
     const std::vector<Row> refs = memcpyRows(o);
-    std::vector<Row> rows;
-    for (int n : o.ranks) {
-      const std::vector<Row> r = threadRows(o, n);
-      rows.insert(rows.end(), r.begin(), r.end());
-    }
+    std::vector<Row> rows, bare;
+    for (int n : o.ranks)
+      for (Row& r : threadRows(o, n)) (r.backend == "bare" ? bare : rows).push_back(std::move(r));
     if (o.json) {
       printJson(refs);
+      printJson(bare);
       printJson(rows);
     } else {
       std::printf("# ThreadComm (ranks as threads, %u hardware threads); medians of 7..51 repeats\n",
                   std::thread::hardware_concurrency());
-      printTables(rows, refs);
+      printTables(rows, refs, bare);
     }
   } catch (const CommError& e) {
     std::fprintf(stderr, "%s\n", e.what());
