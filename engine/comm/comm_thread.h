@@ -212,6 +212,7 @@ class ThreadComm final : public Communicator {
   uint64_t m_calls = 0;                 // collectives entered in this group
   std::vector<int64_t> m_seenPulled;    // per member: pulled(q, me) already folded
   std::vector<const float*> m_srcs;     // scratch: source pointers of a reduction
+  std::vector<float*> m_dsts;           // scratch: where the direct all-reduce writes a slice
   StagingBuffer m_staging;              // naive in place: the sum before it is copied back
   bool m_cleanExit = false;             // the call failed the same way on every rank
   void* m_stream = nullptr;

@@ -1,5 +1,6 @@
 // The host reduction every CPU communicator path uses (ThreadComm, MpiComm's naive and ring):
-// dst[i] = srcs[0][i] op srcs[1][i] op ... in source order, then / divisor (an average).
+// dst[i] = srcs[0][i] op srcs[1][i] op ... in source order, then / divisor (an average); the
+// thread all-reduce writes that one sum into every rank's buffer at once.
 // See tests/engine/tst_comm_thread.cpp and tst_comm_mpi.cpp (results against a serial sum).
 #pragma once
 #include <algorithm>
@@ -11,10 +12,10 @@
 
 namespace paralab {
 
-// Works in blocks that stay in L1: acc = s0 op s1 op ..., then dst = acc / divisor. dst is
-// written only after every source's block was read, so it may alias a source.
-inline void reduceHost(float* dst, const float* const* srcs, int nsrc, int64_t count,
-                       ReduceOp op, float divisor) {
+// Works in blocks that stay in L1: acc = s0 op s1 op ..., then every dsts[k] = acc / divisor.
+// A destination is written only after every source's block was read, so it may alias a source.
+inline void reduceHostInto(float* const* dsts, int ndst, const float* const* srcs, int nsrc,
+                           int64_t count, ReduceOp op, float divisor) {
   constexpr int64_t kBlock = 2048;  // floats: 8 KiB
   alignas(64) float acc[kBlock];
   for (int64_t b = 0; b < count; b += kBlock) {
@@ -31,8 +32,14 @@ inline void reduceHost(float* dst, const float* const* srcs, int nsrc, int64_t c
     }
     if (divisor != 1.0f)
       for (int64_t i = 0; i < len; ++i) acc[i] /= divisor;
-    std::memcpy(dst + b, acc, static_cast<size_t>(len) * 4);
+    for (int k = 0; k < ndst; ++k) std::memcpy(dsts[k] + b, acc, static_cast<size_t>(len) * 4);
   }
+}
+
+// dst = srcs[0] op srcs[1] op ... in source order, / divisor; dst may alias a source.
+inline void reduceHost(float* dst, const float* const* srcs, int nsrc, int64_t count,
+                       ReduceOp op, float divisor) {
+  reduceHostInto(&dst, 1, srcs, nsrc, count, op, divisor);
 }
 
 }  // namespace paralab

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "comm/comm_thread.h"
+#include "comm/reduce_host.h"
 #include "cuda/reduce.h"
 #include "metrics/span_recorder.h"
 
@@ -98,10 +99,13 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
   foldSent();
 }
 
-// Direct (the default here): shared memory lets every rank read every buffer, so each rank
-// reduces its own 1/N slice straight from all N buffers (a reduce-scatter in one step), then
-// copies the N-1 finished slices from their owners (an all-gather in one step). The same bytes
-// as the ring, 2(N-1)/N · m per rank, but spread over all peers and 2 steps instead of 2(N-1).
+// Direct (the default here): shared memory lets every rank read and write every buffer, so each
+// rank reduces its own 1/N slice straight from all N buffers (a reduce-scatter) and writes the
+// finished slice into all N receive buffers as it goes (an all-gather), in one step: every byte
+// is read once and written once per rank that needs it, which is all a memory-bound all-reduce
+// can do (paralab-bench comm's "bare" columns). The same bytes as the ring, 2(N-1)/N · m per
+// rank, spread over all peers. Only the owner of slice r reads or writes slice r of any buffer,
+// and a slice is written only after it was read, so in place (send == recv) is safe.
 void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, ReduceOp op,
                                  Device dev) {
   Busy busy(*this);
@@ -110,29 +114,38 @@ void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, 
       {CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Direct)},
       send, recv, dev);
   const int64_t mine = chunkBegin(me, n, count), myLen = chunkLen(me, n, count);
-  int64_t othersLen = 0;  // what the others read from us in step 1
+  int64_t othersLen = 0;  // what the others read from us, and write into us
   for (int q = 0; q < n; ++q) othersLen += q == me ? 0 : chunkLen(q, n, count);
 
-  // step 1 of 2: reduce slice `me` of every rank's buffer, in rank order.
-  int64_t t0 = nowNs();
+  // Reduce slice `me` of every rank's buffer, in rank order, into every rank's receive buffer.
+  const int64_t t0 = nowNs();
   m_srcs.resize(n);
+  m_dsts.resize(n);
   for (int q = 0; q < n; ++q) {
     m_srcs[q] = m_g->slot(q, call).send + mine;
+    m_dsts[q] = m_g->slot(q, call).recv + mine;
     countPulled(q, myLen);
   }
-  combine(recv + mine, m_srcs.data(), n, myLen, op, true, dev);
-  pace(t0, othersLen * 4, (n - 1) * myLen * 4);
-  sync();  // every slice is final
-  if (n == 1) return;
-
-  // step 2 of 2: copy every other slice from the rank that reduced it.
-  t0 = nowNs();
+  if (dev == Device::Cuda) {
+    combine(recv + mine, m_srcs.data(), n, myLen, op, true, dev);
+    for (int q = 0; q < n; ++q)
+      if (q != me && myLen > 0)
+        kernels::reduce_device_copy(m_dsts[q], recv + mine, myLen * 4, stream());
+  } else if (myLen > 0) {
+    reduceHostInto(m_dsts.data(), n, m_srcs.data(), n, myLen, op,
+                   op == ReduceOp::Avg ? static_cast<float>(n) : 1.0f);
+  }
+  // The slices written into the others' buffers, and theirs into ours, as sent and received.
   for (int q = 0; q < n; ++q)
-    if (q != me)
-      pull(recv + chunkBegin(q, n, count), m_g->slot(q, call).recv + chunkBegin(q, n, count),
-           chunkLen(q, n, count), q, dev);
-  pace(t0, (n - 1) * myLen * 4, othersLen * 4);
-  sync();  // nobody reads our buffer any more
+    if (q != me) {
+      countSent(q, myLen * 4);
+      countRecv(q, chunkLen(q, n, count) * 4);
+    }
+  // Over an emulated link the two halves are two steps, as on a network: the reduce-scatter's
+  // bytes, then the all-gather's.
+  pace(t0, othersLen * 4, (n - 1) * myLen * 4);
+  pace(nowNs(), (n - 1) * myLen * 4, othersLen * 4);
+  sync();  // every slice is final everywhere; nobody reads our buffers any more
   foldSent();
 }
 

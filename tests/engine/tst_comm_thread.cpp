@@ -149,7 +149,7 @@ class TstCommThread : public QObject {
       for (int q = 0; q < n; ++q) {
         if (q == r) continue;
         if (o == "allreduce-naive") to[q] = m;  // the whole buffer to everyone
-        // direct: q reads slice q of ours (step 1), then our finished slice r (step 2)
+        // direct: q reads slice q of ours, and we write our finished slice r into q
         if (o == "allreduce-default") to[q] = chunkBytes(q, n, count) + chunkBytes(r, n, count);
         if (o == "reducescatter" || o == "allgather" || o == "alltoall") to[q] = m;
         if (o == "broadcast" && r == root) to[q] = m;
