@@ -157,7 +157,8 @@ struct Projection {
   Link tpLink, ppLink, dpLink, cpLink, epLink;
   // Which published runs this model is checked against.
   static constexpr const char* kValidatedBy =
-      "Narayanan et al. 2021 (Megatron-LM, SC'21) Table 1; Rajbhandari et al. 2020 (ZeRO)";
+      "Narayanan et al. 2021 (Megatron-LM, SC'21) Table 1; Rajbhandari et al. 2020 (ZeRO); "
+      "torchtitan 2024, Llama 3.1 405B (interleaved 1F1B)";
 };
 
 // The layout with dp, microBatches and microBatchSize derived, or nullopt where validate() fails.
