@@ -97,7 +97,10 @@ class TstModelParallel : public QObject {
                           "dp2 tp2 pp2 zero1 adam M2",
                           "dp2 pp2 zero1 M3",
                           "dp2 tp2 sp zero1",
-                          "dp2 tp2 pp2 sp 1f1b M3 adam"})
+                          "dp2 tp2 pp2 sp 1f1b M3 adam",
+                          // fewer samples than ranks: a replica's tp and pp ranks share them
+                          "tp8 sp B4",
+                          "tp2 pp4 sp 1f1b M2 B4"})
       QTest::newRow(s) << QString(s);
     for (const char* zero : {"zero1", "zero2", "zero3"})
       for (const char* layout : {"tp2", "pp2 M2", "tp2 pp2 1f1b M2", "dp2 tp2", "dp2 pp2 gpipe M3",
@@ -116,11 +119,13 @@ class TstModelParallel : public QObject {
     RunConfig serial = baseConfig();
     serial.optimizer = parallel.optimizer;
     serial.lr = parallel.lr;
+    serial.batch = parallel.batch;
     const int steps = 30;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, spec + " vs serial");
     VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, spec + " vs serial");
-    QVERIFY2(a.losses.back() < 0.9 * a.losses.front(), "the run should learn");
+    // A batch of a few samples is too noisy to learn in 30 steps: those rows check agreement.
+    if (serial.batch >= 16) QVERIFY2(a.losses.back() < 0.9 * a.losses.front(), "the run should learn");
   }
 
   // Live reconfiguration into and out of model-parallel layouts continues the uninterrupted
