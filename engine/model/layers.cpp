@@ -29,13 +29,21 @@ void Linear::forward(const float* x, float* y, int batch, bool addBias) {
 }
 
 void Linear::backward(const float* x, const float* dy, float* dx, int batch) {
+  backwardWeight(x, dy, batch);
+  if (dx) backwardInput(dy, dx, batch);
+}
+
+void Linear::backwardInput(const float* dy, float* dx, int batch) {
+  // dx[B, in] = dy[B, out] W^T[out, in]
+  m_ps->compute().gemm(false, true, batch, m_in, m_out, 1.f, dy, m_out, m_ps->param(m_w), m_out,
+                       0.f, dx, m_in);
+}
+
+void Linear::backwardWeight(const float* x, const float* dy, int batch) {
   const Compute& c = m_ps->compute();
   // dW[in, out] += x^T[in, B] dy[B, out]
   c.gemm(true, false, m_in, m_out, batch, 1.f, x, m_in, dy, m_out, 1.f, m_ps->grad(m_w), m_out);
   c.biasBackward(m_ps->grad(m_b), dy, batch, m_out);
-  // dx[B, in] = dy[B, out] W^T[out, in]
-  if (dx)
-    c.gemm(false, true, batch, m_in, m_out, 1.f, dy, m_out, m_ps->param(m_w), m_out, 0.f, dx, m_in);
 }
 
 LayerNorm::LayerNorm(ParamSet& ps, const std::string& name, int dim)
@@ -57,6 +65,18 @@ void LayerNorm::backward(const float* x, const float* mean, const float* rstd, c
                          float* dx, int batch) {
   m_ps->compute().layerNormBackward(dx, m_ps->grad(m_gamma), m_ps->grad(m_beta), dy, x, mean, rstd,
                                     m_ps->param(m_gamma), batch, m_dim);
+}
+
+void LayerNorm::backwardInput(const float* x, const float* mean, const float* rstd, const float* dy,
+                              float* dx, int batch, float* discard) {
+  m_ps->compute().layerNormBackward(dx, discard, discard + m_dim, dy, x, mean, rstd,
+                                    m_ps->param(m_gamma), batch, m_dim);
+}
+
+void LayerNorm::backwardWeight(const float* x, const float* mean, const float* rstd,
+                               const float* dy, int batch, float* discard) {
+  m_ps->compute().layerNormBackward(discard, m_ps->grad(m_gamma), m_ps->grad(m_beta), dy, x, mean,
+                                    rstd, m_ps->param(m_gamma), batch, m_dim);
 }
 
 }  // namespace paralab

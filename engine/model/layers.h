@@ -22,8 +22,14 @@ class Linear {
   // addBias false: y = xW only. A row-parallel layer adds its bias once, after the partial
   // products of the tensor-parallel ranks are summed (Megatron-LM; tensor_parallel.cpp).
   void forward(const float* x, float* y, int batch, bool addBias = true);
-  // Accumulates dW += x^T dy and db += sum_rows(dy); writes dx = dy W^T unless dx is null.
+  // Accumulates dW += x^T dy and db += sum_rows(dy); writes dx = dy W^T unless dx is null:
+  // backwardWeight, then backwardInput.
   void backward(const float* x, const float* dy, float* dx, int batch);
+  // The two halves of backward, which a zero-bubble pipeline schedule runs apart (Qi et al.
+  // 2023): B, dx = dy W^T (reads the weight, writes no gradient), and W, dW += x^T dy and
+  // db += sum_rows(dy) (reads x and dy, which the caller keeps until then).
+  void backwardInput(const float* dy, float* dx, int batch);
+  void backwardWeight(const float* x, const float* dy, int batch);
   int in() const { return m_in; }
   int out() const { return m_out; }
   int weightRef() const { return m_w; }  // indices in the ParamSet (sharding metadata)
@@ -43,6 +49,15 @@ class LayerNorm {
   void forward(const float* x, float* y, float* mean, float* rstd, int batch);
   void backward(const float* x, const float* mean, const float* rstd, const float* dy, float* dx,
                 int batch);
+  // Its halves (as Linear's). The kernel makes dx and the gamma and beta gradients in one pass,
+  // so each half runs it whole and keeps its own results: B writes dx and the parameter
+  // gradients into `discard` [2 x dim]; W accumulates the parameter gradients and writes dx
+  // into `discard` [batch x dim]. Each result is the one pass's, bit for bit, for one more
+  // pass over the rows. Buffers are memory of the ParamSet's Compute.
+  void backwardInput(const float* x, const float* mean, const float* rstd, const float* dy,
+                     float* dx, int batch, float* discard);
+  void backwardWeight(const float* x, const float* mean, const float* rstd, const float* dy,
+                      int batch, float* discard);
   int gammaRef() const { return m_gamma; }  // beta is the next ref: gamma and beta are adjacent
 
  private:

@@ -569,7 +569,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
     for (size_t i = 0; i < bubble.size(); ++i) sum += *(records[i].bubble = bubble[i]);
     m.bubble = sum / double(bubble.size());
     m.bubbleReference =
-        bubbleFraction(m_config.pp, m_config.microbatches,
+        scheduleBubble(m_config.schedule, m_config.pp, m_config.microbatches,
                        pipelineChunks(m_config.schedule, m_config.pp, m_config.virtualStages));
   }
   m.loss = lossSum / samples;

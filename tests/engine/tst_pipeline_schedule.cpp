@@ -1,8 +1,9 @@
 // The pipeline schedules as data (parallel/pipeline/schedule.h) and their playback in modelled
-// time (schedule_play.h): every schedule of the table gives each stage M forwards and M
-// backwards, each micro-batch's forward before its backward, matching transfers, and with
-// equal stages the bubble (P-1)/(M+P-1). Run: ctest -R tst_pipeline_schedule
+// time (schedule_play.h): every schedule of the table whose backward is one step gives each
+// stage M forwards and M backwards, each micro-batch's forward before its backward, matching
+// transfers, and with equal stages the bubble (P-1)/(M+P-1). Run: ctest -R tst_pipeline_schedule
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -16,6 +17,19 @@ namespace {
 
 bool near(double a, double b) { return std::abs(a - b) < 1e-12; }
 
+// The rows whose backward is one step (a zero-bubble schedule splits it into B and W, and has
+// its counts and bubble checked in tst_pipeline_zero_bubble.cpp).
+std::vector<PipeScheduleRow> unsplit() {
+  std::vector<PipeScheduleRow> out;
+  for (const PipeScheduleRow& row : pipeSchedules()) {
+    const std::vector<PipeStep> steps = pipelineSchedule(row.name, 0, 2, 2);
+    if (std::none_of(steps.begin(), steps.end(),
+                     [](const PipeStep& p) { return p.action == PipeAction::BackwardInput; }))
+      out.push_back(row);
+  }
+  return out;
+}
+
 }  // namespace
 
 class TestPipelineSchedule : public QObject {
@@ -26,7 +40,7 @@ class TestPipelineSchedule : public QObject {
   // activation received from the stage before unless first, sent on unless last, the same
   // for gradients the other way; one model chunk.
   void everyStageDoesEveryMicroBatchOnce() {
-    for (const PipeScheduleRow& row : pipeSchedules())
+    for (const PipeScheduleRow& row : unsplit())
       for (int P = 1; P <= 8; ++P)
         for (int M = 1; M <= 16; ++M)
           for (int s = 0; s < P; ++s) {
@@ -65,7 +79,7 @@ class TestPipelineSchedule : public QObject {
   // Equal stages, a core each: every stage idles (P-1)/(M+P-1) of the step, which is
   // (M+P-1) slots of a forward and a backward, whether sends block or not.
   void playedBubbleIsTheFormula() {
-    for (const PipeScheduleRow& row : pipeSchedules())
+    for (const PipeScheduleRow& row : unsplit())
       for (PipeSends sends : {PipeSends::Blocking, PipeSends::Buffered})
         for (double tb : {1.0, 2.0})
           for (int P = 1; P <= 8; ++P)

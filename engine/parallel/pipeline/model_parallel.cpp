@@ -97,6 +97,11 @@ class ModelParallel final : public Strategy {
     for (const PipeStep& p : m_schedule)
       if (p.chunk < 0 || p.chunk >= V)
         throw std::invalid_argument("schedule: a chunk this stage lacks");
+    // A schedule that runs B and W apart: each micro-batch's buffers keep what W reads.
+    const bool split = std::any_of(m_schedule.begin(), m_schedule.end(), [](const PipeStep& p) {
+      return p.action == PipeAction::BackwardInput;
+    });
+    for (Chunk& ch : m_chunks) ch.stage->splitBackward(split);
   }
 
   // --accumulate K (accumulation.h): the schedule runs once per accumulation micro-batch, each
@@ -246,8 +251,8 @@ class ModelParallel final : public Strategy {
   }
 
   // 1. The pipeline: the schedule's actions in order; a micro-batch's activations on a chunk
-  // live from its forward to its backward, its gradients from their receive (or backward) to
-  // their backward (or send).
+  // live from its forward to its backward (split: to its W, which reads what its B kept), its
+  // gradients from their receive (or backward, B) to their backward (B) (or send).
   double runSchedule(int64_t step) {
     Communicator& pp = m_grid.pp();
     const int s = m_grid.coords().pp, P = m_grid.shape().pp, V = int(m_chunks.size());
@@ -305,12 +310,19 @@ class ModelParallel final : public Strategy {
           ready();  // the last backward has read this buffer
           pp.recv(dOut[at].data(), n, up, device());
           break;
-        case PipeAction::Backward: {
+        case PipeAction::Backward:
+        case PipeAction::BackwardInput: {
           // The last virtual stage receives no gradient; the first sends none.
           if (dOut[at].numel() == 0) dOut[at] = takeGrad(most);
           dIn[at] = takeGrad(most);
-          ch.stage->backward(step, *acts, dOut[at].data(), dIn[at].data(), ch.sync.get());
-          ch.pool.push_back(std::move(acts));  // 1F1B reuses it for the next forward; GPipe holds M
+          // The gradient hooks (buckets, ZeRO-2/3's reduce-scatter) fire in the backward, or
+          // in W: B makes no weight gradient.
+          if (p.action == PipeAction::Backward) {
+            ch.stage->backward(step, *acts, dOut[at].data(), dIn[at].data(), ch.sync.get());
+            ch.pool.push_back(std::move(acts));  // 1F1B reuses it next; GPipe holds M
+          } else {
+            ch.stage->backwardInput(step, *acts, dOut[at].data(), dIn[at].data(), ch.sync.get());
+          }
           m_gradFree.push_back(std::move(dOut[at]));
           dOut[at] = Tensor();
           if (s == 0 && c == 0) {
@@ -325,9 +337,11 @@ class ModelParallel final : public Strategy {
           m_gradFree.push_back(std::move(dIn[at]));
           dIn[at] = Tensor();
           break;
-        case PipeAction::BackwardInput:
         case PipeAction::BackwardWeight:
-          throw std::logic_error("model-parallel: no schedule splits the backward yet");
+          if (!acts) throw std::logic_error("model-parallel: a W before its B");
+          ch.stage->backwardWeight(step, *acts, ch.sync.get());
+          ch.pool.push_back(std::move(acts));
+          break;
       }
     }
     return loss;

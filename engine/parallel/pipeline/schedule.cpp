@@ -18,6 +18,9 @@ std::vector<PipeStep> oneFOneBSteps(const PipeShape& shape);  // schedule_1f1b.c
 // schedule_interleaved.cpp
 std::vector<PipeStep> interleavedSteps(const PipeShape& shape);
 std::optional<std::string> interleavedRefusal(const PipeShape& shape);
+// schedule_zb_h1.cpp
+std::vector<PipeStep> zbH1Steps(const PipeShape& shape);
+double zbH1Bubble(int stages, int micros, int chunks);
 
 namespace {
 
@@ -45,6 +48,17 @@ const std::array kSchedules{
                     .build = interleavedSteps,
                     .interleaves = true,
                     .refuse = interleavedRefusal},
+    // Bubble (P-1)(T_F+T_B-T_W) per stage (Qi et al. 2023 §3.1): (P-1)/(3M+P-1) with equal
+    // times, about a third of 1F1B's.
+    PipeScheduleRow{.schedule = PipeSchedule::ZbH1,
+                    .name = "zb-h1",
+                    .label = "ZB-H1",
+                    .summary = "1F1B with each backward split into the input gradient (B) and the "
+                               "weight gradient (W), W run later to fill the drain: about a third "
+                               "of 1F1B's bubble at its peak memory",
+                    .cite = "Qi et al. 2023, Zero Bubble Pipeline Parallelism (ZB-H1)",
+                    .build = zbH1Steps,
+                    .bubble = zbH1Bubble},
 };
 
 }  // namespace
@@ -142,6 +156,12 @@ int peakInFlight(const std::vector<PipeStep>& steps) {
 double bubbleFraction(int stages, int micros, int chunks) {
   const double fill = double(stages - 1) / std::max(1, chunks);
   return fill / (micros + fill);
+}
+
+double scheduleBubble(const std::string& schedule, int stages, int micros, int chunks) {
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.bubble) return r.bubble(stages, micros, chunks);
+  return bubbleFraction(stages, micros, chunks);
 }
 
 }  // namespace paralab

@@ -47,6 +47,17 @@ void Stage::eachBlock(int blocks, int firstUnit, bool forward, UnitHooks* hooks,
   }
 }
 
+void Stage::inUnit(int unit, bool weight, UnitHooks* hooks, const std::function<void()>& run) {
+  if (hooks) weight ? hooks->beforeBackward(unit) : hooks->beforeForward(unit);
+  run();
+  if (hooks) weight ? hooks->afterBackward(unit) : hooks->afterForward(unit);
+}
+
+void Stage::eachBlockBack(int blocks, int firstUnit, bool weight, UnitHooks* hooks,
+                          const std::function<void(int)>& run) {
+  for (int j = blocks - 1; j >= 0; --j) inUnit(firstUnit + j, weight, hooks, [&] { run(j); });
+}
+
 void Stage::ready() const { m_compute.sync(); }
 
 Device Stage::device() const { return m_compute.device(); }

@@ -82,6 +82,21 @@ class Stage {
   // memory of the rank's Compute; on a GPU dIn is written on its stream (sync before sending).
   virtual void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
                         UnitHooks* hooks = nullptr) = 0;
+  // The backward in its two halves, for a schedule that runs them apart (Qi et al. 2023; a
+  // PipeStep's BackwardInput and BackwardWeight). B writes dIn as backward does and no weight
+  // gradient: each unit runs between hooks->beforeForward and afterForward, where data
+  // parallelism gathers the weights it reads (ZeRO-3). It keeps in `m` what W reads: each
+  // GEMM's and LayerNorm's output gradient (counted in m.bytes, laid out only after
+  // splitBackward(true)). W then accumulates (+=) the weight gradients, each unit between
+  // hooks->beforeBackward and afterBackward, where the gradients are made and synced
+  // (grad_sync.h: buckets, ZeRO-2/3's reduce-scatter). B then W of one micro-batch is backward,
+  // bit for bit; backward is each unit's B then its W.
+  virtual void backwardInput(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                             UnitHooks* hooks = nullptr) = 0;
+  virtual void backwardWeight(int64_t step, MicroActs& m, UnitHooks* hooks = nullptr) = 0;
+  // Whether the micro-batches' buffers (allocate, microBytes) hold what B keeps for W.
+  void splitBackward(bool on) { m_split = on; }
+  bool splitsBackward() const { return m_split; }
   // After the data-parallel sum of the step's gradients (GradSync::reduce). SP: sums the
   // LayerNorm gradients over the group, where `sync` holds them.
   virtual void finishBackward(GradSync& sync) = 0;
@@ -103,6 +118,12 @@ class Stage {
   // its unit's hooks; block 0 is the shard's unit `firstUnit`.
   static void eachBlock(int blocks, int firstUnit, bool forward, UnitHooks* hooks,
                         const std::function<void(int)>& run);
+  // The same in reverse, each between the hooks of a backward's half: B between the forward
+  // hooks (the weights it reads), W between the backward ones (its gradients).
+  static void eachBlockBack(int blocks, int firstUnit, bool weight, UnitHooks* hooks,
+                            const std::function<void(int)>& run);
+  // run() between unit `unit`'s hooks for B (`weight` false) or W, as eachBlockBack.
+  static void inUnit(int unit, bool weight, UnitHooks* hooks, const std::function<void()>& run);
   // Before a collective on the stage's buffers: the kernels that wrote them are done, and none
   // still reads what the communicator (on its own stream) is about to write. Nothing on the CPU.
   void ready() const;
@@ -114,6 +135,7 @@ class Stage {
   Compute& m_compute;
   MemoryTracker* m_memory;
   SpanRecorder* m_spans;
+  bool m_split = false;  // splitBackward
 };
 
 // The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`

@@ -30,6 +30,17 @@ const float* ColumnRowStage::gatherRows(const float* mine, float* all, const Mic
   return all;
 }
 
+float* ColumnRowStage::keepRows(const float* mine, float* keep, const MicroRows& r,
+                                int64_t width) const {
+  if (m_sp) {
+    ready();
+    m_tp.allGather(mine, keep, int64_t(r.local) * width, device());
+  } else {
+    m_compute.copy(keep, mine, int64_t(r.local) * width);
+  }
+  return keep;
+}
+
 void ColumnRowStage::sumRows(float* partial, float* local, const MicroRows& r,
                              int64_t width) const {
   if (m_sp) {

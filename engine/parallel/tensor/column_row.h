@@ -45,6 +45,10 @@ class ColumnRowStage : public Stage {
   // region's end): SP all-gathers the rank's `local` rows of `width` floats at `mine` into
   // `all` and returns it (in place when `mine` is the rank's block of `all`); else `mine`.
   const float* gatherRows(const float* mine, float* all, const MicroRows& r, int64_t width) const;
+  // The gradient rows `mine` [local, width] as the GEMM that reads every row wants them, kept
+  // at `keep` [full, width] for its weight gradient (the backward's W, which may run after B
+  // has moved on): SP all-gathers them there, else copies them. Returns `keep`.
+  float* keepRows(const float* mine, float* keep, const MicroRows& r, int64_t width) const;
   // Where the row-parallel layer writes its partial output: SP `scratch` [full, width], to be
   // reduce-scattered into `out`; else `out` itself, summed in place.
   float* partialOutput(float* out, float* scratch) const { return m_sp ? scratch : out; }

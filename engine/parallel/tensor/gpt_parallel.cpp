@@ -132,6 +132,13 @@ std::unique_ptr<MicroActs> GptStage::layout(int micro, int samples,
     m->logits = act({full, m_V});
     m->dlogits = act({full, m_V});
   }
+  if (splitsBackward()) {
+    for (int j = 0; j < blocks; ++j)
+      m->grads.push_back({act({full, C}), act({full, m_F}), act({local, C}), act({full, C}),
+                          act({full, 3 * int64_t(m_Cl)}), act({local, C})});
+    if (m_model.hasUnit(m_L + 1)) m->dlnf = act({full, C});
+    if (m_model.hasUnit(0)) m->dEmbed = act({full, C});
+  }
   return m;
 }
 
@@ -158,14 +165,20 @@ void GptStage::ensureScratch(const MicroRows& r) {
   auto work = [&](Shape s) {
     return m_compute.tensor(std::move(s), MemCategory::Workspace, m_memory);
   };
-  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dqkv, &m_dh, &m_y, &m_att, &m_attScratch})
+  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_y, &m_att, &m_attScratch, &m_normDiscard})
     *t = Tensor();  // free first: an honest peak
   m_block = GptBlockActs{};
+  m_grads = GptBlockGrads{};
   m_dA = work({local, C});
   m_dtmp = work({local, C});
   m_dln = work({full, C});
-  m_dqkv = work({full, 3 * int64_t(m_Cl)});
-  m_dh = work({full, m_F});
+  m_normDiscard = work({2 * C});
+  m_grads = {work({full, C}),
+             work({full, m_F}),
+             work({local, C}),
+             work({full, C}),
+             work({full, 3 * int64_t(m_Cl)}),
+             work({local, C})};
   const int64_t windows = full / m_Sl;
   if (!m_ring) m_attScratch = work({std::max<int64_t>(windows * m_NHl * m_S, m_S)});
   if (m_model.recompute() == Recompute::Selective && !m_ring)
@@ -300,99 +313,165 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
   m_compute.residualAdd(out, k.mid.data(), long(r.local) * C);
 }
 
-// [SECTION] Backward
+// [SECTION] Backward: each unit's B (the gradient of its input) and W (of its weights). The
+// unsplit backward runs each unit's B then its W; the split one runs every B, then later
+// every W from what B kept in the micro-batch's buffers.
 
 void GptStage::backward(int64_t step, MicroActs& micro, const float* dOut, float* dIn,
                         UnitHooks* hooks) {
   GptMicroActs& m = acts(micro);
-  const MicroRows& r = m.r;
-  const int64_t C = m_C, localFloats = int64_t(r.local) * C;
-  auto span = [&] {
-    return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
-                       microSpanLabel(false, m.micro));
-  };
+  const int64_t localFloats = int64_t(m.r.local) * m_C;
   float* dA = m_dA.data();  // dLoss / d(residual stream), this rank's rows
   if (m_model.hasUnit(m_L + 1)) {
-    if (hooks) hooks->beforeBackward(unitOf(m_L + 1));
-    {
-      auto s = span();
-      // Every rank computes the gradient of every row (identical): SP keeps its own.
-      const float* in = m_sp ? m.aFull.data() : m.a.back().data();
-      m_model.head().backward(m.lnf.data(), m.dlogits.data(), m_dln.data(), r.full);
-      m_model.finalNorm().backward(in, m.meanf.data(), m.rstdf.data(), m_dln.data(),
-                                   m_sp ? m_dFull.data() : dA, r.full);
-      keepOwnRows(dA, m_dFull.data(), r, C);
-    }
-    if (hooks) hooks->afterBackward(unitOf(m_L + 1));
+    inUnit(unitOf(m_L + 1), true, hooks, [&] {
+      headInput(step, m, dA, m_dln.data());
+      headWeight(step, m, m_dln.data(), m_grads.dy2.data());
+    });
   } else {
     m_compute.copy(dA, dOut, localFloats);
   }
   eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), false,
-            hooks, [&](int j) { blockBackward(step, j, m, dA); });
+            hooks, [&](int j) {
+              blockInput(step, j, m, dA, m_grads);
+              blockWeight(step, j, m, m_grads, false);
+            });
   if (!m_model.hasUnit(0)) {
     m_compute.copy(dIn, dA, localFloats);
     return;
   }
   // SP begins: the embeddings' whole gradient needs every row's.
-  const float* dA0 = gatherRows(dA, m_dFull.data(), r, C);
-  if (hooks) hooks->beforeBackward(unitOf(0));
-  {
-    auto s = span();
+  const float* dA0 = gatherRows(dA, m_dFull.data(), m.r, m_C);
+  inUnit(unitOf(0), true, hooks, [&] {
+    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
     embedBackward(m, dA0);
-  }
-  if (hooks) hooks->afterBackward(unitOf(0));
+  });
 }
 
-void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
+void GptStage::backwardInput(int64_t step, MicroActs& micro, const float* dOut, float* dIn,
+                             UnitHooks* hooks) {
+  GptMicroActs& m = acts(micro);
+  if (m.grads.empty() && m_model.endBlock() > m_model.firstBlock())
+    throw std::logic_error("backwardInput: buffers laid out without splitBackward");
+  const int64_t localFloats = int64_t(m.r.local) * m_C;
+  float* dA = m_dA.data();
+  if (m_model.hasUnit(m_L + 1))
+    inUnit(unitOf(m_L + 1), false, hooks, [&] { headInput(step, m, dA, m.dlnf.data()); });
+  else
+    m_compute.copy(dA, dOut, localFloats);
+  eachBlockBack(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), false,
+                hooks, [&](int j) { blockInput(step, j, m, dA, m.grads[size_t(j)]); });
+  if (m_model.hasUnit(0))
+    keepRows(dA, m.dEmbed.data(), m.r, m_C);  // the embeddings' W reads every row's
+  else
+    m_compute.copy(dIn, dA, localFloats);
+}
+
+void GptStage::backwardWeight(int64_t step, MicroActs& micro, UnitHooks* hooks) {
+  GptMicroActs& m = acts(micro);
+  if (m_model.hasUnit(m_L + 1))
+    inUnit(unitOf(m_L + 1), true, hooks, [&] { headWeight(step, m, m.dlnf.data(), m_dln.data()); });
+  const bool rerun = m_model.recompute() == Recompute::Full;
+  eachBlockBack(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), true,
+                hooks, [&](int j) { blockWeight(step, j, m, m.grads[size_t(j)], rerun); });
+  if (m_model.hasUnit(0))
+    inUnit(unitOf(0), true, hooks, [&] {
+      ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1,
+                    microSpanLabel(false, m.micro));
+      embedBackward(m, m.dEmbed.data());
+    });
+}
+
+void GptStage::headInput(int64_t step, GptMicroActs& m, float* dA, float* dlnf) {
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  const MicroRows& r = m.r;
+  // Every rank computes the gradient of every row (identical): SP keeps its own.
+  const float* in = m_sp ? m.aFull.data() : m.a.back().data();
+  m_model.head().backwardInput(m.dlogits.data(), dlnf, r.full);
+  m_model.finalNorm().backwardInput(in, m.meanf.data(), m.rstdf.data(), dlnf,
+                                    m_sp ? m_dFull.data() : dA, r.full, m_normDiscard.data());
+  keepOwnRows(dA, m_dFull.data(), r, m_C);
+}
+
+void GptStage::headWeight(int64_t step, GptMicroActs& m, const float* dlnf, float* discard) {
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  const float* in = m_sp ? m.aFull.data() : m.a.back().data();
+  m_model.head().backwardWeight(m.lnf.data(), m.dlogits.data(), m.r.full);
+  m_model.finalNorm().backwardWeight(in, m.meanf.data(), m.rstdf.data(), dlnf, m.r.full, discard);
+}
+
+void GptStage::blockInput(int64_t step, int j, GptMicroActs& m, float* dA, GptBlockGrads& k) {
   Gpt::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
-  const int64_t C = m_C;
+  const int64_t C = m_C, local = int64_t(r.local) * C;
   // Full recomputation: the block's forward again, from its kept input into the stage's one
   // set of buffers, all of it as Megatron-LM reruns a checkpointed layer: its collectives too,
   // and fc2 with its sum, whose output (already in a[j + 1]) goes to scratch (m_dtmp, free
   // until the LayerNorm's backward below).
   if (m_model.recompute() == Recompute::Full)
     blockForward(step, j, m, m_block, m_dtmp.data(), true);
-  GptBlockActs& k = blockOf(m, j);
+  GptBlockActs& act = blockOf(m, j);
   auto span = [&] {
     return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
                        microSpanLabel(false, m.micro));
   };
-  // The partial gradient of a LayerNorm's output [full, C], summed: this rank's rows of it.
-  auto summed = [&] { return sumPartialGradient(m_dln.data(), m_dtmp.data(), r, C); };
+  // The partial gradient of a LayerNorm's output [full, C] in m_dln, summed: this rank's rows
+  // of it, kept at `kept` for the LayerNorm's W.
+  auto summed = [&](Tensor& kept) {
+    const float* dln = sumPartialGradient(m_dln.data(), kept.data(), r, C);
+    if (dln != kept.data()) m_compute.copy(kept.data(), dln, local);
+  };
   // out = mid + fc2(gelu(fc1(ln2(mid)))): dA passes through, the branch adds to it.
-  const float* dY = gatherRows(dA, m_dFull.data(), r, C);
+  const float* dY = keepRows(dA, k.dy2.data(), r, C);
   {
     auto s = span();
-    b.fc2->backward(k.g.data(), dY, m_dh.data(), r.full);
-    m_compute.geluBackward(m_dh.data(), k.h.data(), m_dh.data(), long(r.full) * m_F);
-    b.fc1->backward(k.ln2.data(), m_dh.data(), m_dln.data(), r.full);  // partial
+    b.fc2->backwardInput(dY, k.dh.data(), r.full);
+    m_compute.geluBackward(k.dh.data(), act.h.data(), k.dh.data(), long(r.full) * m_F);
+    b.fc1->backwardInput(k.dh.data(), m_dln.data(), r.full);  // partial
   }
-  float* dln = summed();
+  summed(k.dln2);
   {
     auto s = span();
-    b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), dln, m_dtmp.data(), r.local);
-    m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);  // dA = dmid
+    b.ln2.backwardInput(act.mid.data(), act.mean2.data(), act.rstd2.data(), k.dln2.data(),
+                        m_dtmp.data(), r.local, m_normDiscard.data());
+    m_compute.residualAdd(dA, m_dtmp.data(), long(local));  // dA = dmid
   }
   // mid = a + proj(attention(qkv(ln1(a)))): the same again.
-  dY = gatherRows(dA, m_dFull.data(), r, C);
-  float* dy = m_dh.data();  // attention's output gradient [full, C/T]
+  dY = keepRows(dA, k.dy1.data(), r, C);
+  float* dy = m_dln.data();  // attention's output gradient [full, C/T]
   {
     auto s = span();
-    b.proj.backward(k.y.data(), dY, dy, r.full);
+    b.proj.backwardInput(dY, dy, r.full);
   }
-  attendBackward(step, m, k, dy);  // in spans of its own
+  attendBackward(step, m, act, dy, k.dqkv.data());  // in spans of its own
   {
     auto s = span();
-    b.qkv.backward(k.ln1.data(), m_dqkv.data(), m_dln.data(), r.full);  // partial
-    // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
-    m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
+    b.qkv.backwardInput(k.dqkv.data(), m_dln.data(), r.full);  // partial
   }
-  dln = summed();
+  summed(k.dln1);
   auto s = span();
-  b.ln1.backward(m.a[size_t(j)].data(), k.mean1.data(), k.rstd1.data(), dln, m_dtmp.data(),
-                 r.local);
-  m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);
+  b.ln1.backwardInput(m.a[size_t(j)].data(), act.mean1.data(), act.rstd1.data(), k.dln1.data(),
+                      m_dtmp.data(), r.local, m_normDiscard.data());
+  m_compute.residualAdd(dA, m_dtmp.data(), long(local));
+}
+
+void GptStage::blockWeight(int64_t step, int j, GptMicroActs& m, const GptBlockGrads& k,
+                           bool rerun) {
+  Gpt::Block& b = m_model.block(m_model.firstBlock() + j);
+  const MicroRows& r = m.r;
+  if (rerun) blockForward(step, j, m, m_block, m_dtmp.data(), true);
+  GptBlockActs& act = blockOf(m, j);
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  b.fc2->backwardWeight(act.g.data(), k.dy2.data(), r.full);
+  b.fc1->backwardWeight(act.ln2.data(), k.dh.data(), r.full);
+  // The LayerNorms' dx, which B made, go to scratch free until the next B.
+  b.ln2.backwardWeight(act.mid.data(), act.mean2.data(), act.rstd2.data(), k.dln2.data(), r.local,
+                       m_dln.data());
+  b.proj.backwardWeight(act.y.data(), k.dy1.data(), r.full);
+  b.qkv.backwardWeight(act.ln1.data(), k.dqkv.data(), r.full);
+  // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
+  m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
+  b.ln1.backwardWeight(m.a[size_t(j)].data(), act.mean1.data(), act.rstd1.data(), k.dln1.data(),
+                       r.local, m_dln.data());
 }
 
 // [SECTION] The parts context parallelism changes: positions and attention
@@ -432,15 +511,16 @@ void GptStage::attend(int64_t step, GptMicroActs& m, GptBlockActs& k, bool again
   m_compute.attention(k.y.data(), attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
 }
 
-void GptStage::attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy) {
+void GptStage::attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy,
+                              float* dqkv) {
   if (m_ring)
-    return m_ring->backward(step, m.micro, m_dqkv.data(), dy, k.y.data(), k.lse.data(),
-                            k.qkv.data(), m.r.rows);
+    return m_ring->backward(step, m.micro, dqkv, dy, k.y.data(), k.lse.data(), k.qkv.data(),
+                            m.r.rows);
   ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
   if (m_model.recompute() == Recompute::Selective)  // the probabilities, from the kept qkv
     m_compute.attentionProbs(attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
-  m_compute.attentionBackward(m_dqkv.data(), m_attScratch.data(), dy, k.qkv.data(), attOf(k),
-                              m.r.rows, m_S, m_Cl, m_NHl);
+  m_compute.attentionBackward(dqkv, m_attScratch.data(), dy, k.qkv.data(), attOf(k), m.r.rows, m_S,
+                              m_Cl, m_NHl);
 }
 
 void GptStage::finishBackward(GradSync& sync) {

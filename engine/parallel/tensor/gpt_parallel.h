@@ -27,6 +27,13 @@ struct GptBlockActs {
   Tensor ln1, mean1, rstd1, qkv, att, lse, y, mid, ln2, mean2, rstd2, h, g;
 };
 
+// The output gradients one block's B leaves for its W: fc2's and proj's [full, C] (SP:
+// all-gathered), fc1's after GELU [full, 4C/T], qkv's [full, 3C/T] (attention's input
+// gradient), LN2's and LN1's [local, C].
+struct GptBlockGrads {
+  Tensor dy2, dh, dln2, dy1, dqkv, dln1;
+};
+
 // What one micro-batch of B windows leaves on a GPT stage between its forward and its
 // backward. Rows are tokens: `full` = B x seq, `local` the residual stream rows this rank holds.
 struct GptMicroActs : MicroActs {
@@ -38,6 +45,11 @@ struct GptMicroActs : MicroActs {
   Tensor aFull;              // last stage, SP: the gathered residual stream [full, C]
   Tensor lnf, meanf, rstdf;  // last stage: the final LayerNorm [full, C] and stats [full]
   Tensor logits, dlogits;    // last stage [full, V]
+  // A split backward (Stage::splitBackward): what B keeps for W, per block; the last stage's
+  // final LayerNorm output gradient [full, C]; the first stage's embedding gradient rows
+  // [full, C] (SP: all-gathered).
+  std::vector<GptBlockGrads> grads;
+  Tensor dlnf, dEmbed;
 };
 
 class GptStage final : public ColumnRowStage {
@@ -64,6 +76,9 @@ class GptStage final : public ColumnRowStage {
                  UnitHooks* hooks = nullptr) override;
   void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
                 UnitHooks* hooks = nullptr) override;
+  void backwardInput(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                     UnitHooks* hooks = nullptr) override;
+  void backwardWeight(int64_t step, MicroActs& m, UnitHooks* hooks = nullptr) override;
   void finishBackward(GradSync& sync) override;
   bool reportsLoss() const override;
   int64_t recomputedBytes(int samples) const override;
@@ -85,7 +100,14 @@ class GptStage final : public ColumnRowStage {
   // full recomputation's rerun inside the backward, its collectives included (spans: backward).
   void blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& k, float* out,
                     bool again = false);
-  void blockBackward(int64_t step, int j, GptMicroActs& m, float* dA);
+  // The halves of the head's (final LayerNorm and head) and block j's backward. dA: the
+  // gradient of the residual stream, this rank's rows; `k` and `dlnf` [full, C]: where B leaves
+  // what W reads. `discard` [full, C]: scratch for the final LayerNorm's W. `rerun`: full
+  // recomputation's block forward again before W (B's is gone when W runs apart from it).
+  void headInput(int64_t step, GptMicroActs& m, float* dA, float* dlnf);
+  void headWeight(int64_t step, GptMicroActs& m, const float* dlnf, float* discard);
+  void blockInput(int64_t step, int j, GptMicroActs& m, float* dA, GptBlockGrads& k);
+  void blockWeight(int64_t step, int j, GptMicroActs& m, const GptBlockGrads& k, bool rerun);
   void ensureScratch(const MicroRows& r);
   std::unique_ptr<MicroActs> layout(int micro, int samples,
                                     const std::function<Tensor(Shape)>& make) const override;
@@ -97,7 +119,7 @@ class GptStage final : public ColumnRowStage {
   // Attention of block k on micro-batch m: out [full, C/T] from k.qkv, its probabilities
   // (att) or, under cp, the ring's lse kept in k.
   void attend(int64_t step, GptMicroActs& m, GptBlockActs& k, bool again);
-  void attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy);
+  void attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy, float* dqkv);
 
   Gpt& m_model;
   std::unique_ptr<ContextAttention> m_ring;  // cp > 1: the ring or Ulysses (--cp-kind)
@@ -107,7 +129,9 @@ class GptStage final : public ColumnRowStage {
   // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace. So are
   // what recomputation refills: selective's probabilities (m_att), full's block (m_block).
   int m_capacity = 0;  // in rows (tokens)
-  Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dqkv, m_dh, m_y, m_att, m_attScratch;
+  Tensor m_dA, m_dtmp, m_dFull, m_dln, m_y, m_att, m_attScratch;
+  Tensor m_normDiscard;   // [2C]: the LayerNorm weights' gradients B makes and drops
+  GptBlockGrads m_grads;  // backward (unsplit): one block's B leaves them for its W at once
   GptBlockActs m_block;
   std::vector<int> m_hostTokens, m_hostTargets;
 };

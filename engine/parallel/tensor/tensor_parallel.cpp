@@ -71,6 +71,11 @@ std::unique_ptr<MicroActs> TensorParallelStage::layout(
     // The loss kernel reads labels on the device; the CPU reads the caller's host labels.
     if (m_compute.onGpu()) m->labels = act({rows});
   }
+  if (splitsBackward()) {
+    for (int j = 0; j < blocks; ++j)
+      m->grads.push_back({act({full, H}), act({full, F}), act({local, H})});
+    if (m_model.hasUnit(0)) m->dProj = act({full, H});
+  }
   return m;
 }
 
@@ -80,12 +85,14 @@ void TensorParallelStage::ensureScratch(const MicroRows& r) {
   auto work = [&](Shape s) {
     return m_compute.tensor(std::move(s), MemCategory::Workspace, m_memory);
   };
-  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_dh, &m_y})
+  for (Tensor* t : {&m_dA, &m_dtmp, &m_dFull, &m_dln, &m_y, &m_normDiscard, &m_grads.dy2,
+                    &m_grads.dh, &m_grads.dln})
     *t = Tensor();  // free first: an honest peak
   m_dA = work({local, m_H});
   m_dtmp = work({local, m_H});
   m_dln = work({full, m_H});
-  m_dh = work({full, m_F});
+  m_normDiscard = work({2 * int64_t(m_H)});
+  m_grads = {work({full, m_H}), work({full, m_F}), work({local, m_H})};
   if (m_sp) {
     m_dFull = work({full, m_H});
     m_y = work({full, m_H});
@@ -162,68 +169,129 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
   m_compute.residualAdd(out, m.a[size_t(j)].data(), long(r.local * H));
 }
 
-// [SECTION] Backward
+// [SECTION] Backward: each unit's B (the gradient of its input) and W (of its weights). The
+// unsplit backward runs each unit's B then its W; the split one runs every B, then later
+// every W from what B kept in the micro-batch's buffers.
 
 void TensorParallelStage::backward(int64_t step, MicroActs& micro, const float* dOut, float* dIn,
                                    UnitHooks* hooks) {
   MlpMicroActs& m = acts(micro);
-  const MlpShape& shape = m_model.shape();
-  const MicroRows& r = m.r;
-  const int64_t H = m_H, localFloats = r.local * H;
+  const int last = m_model.shape().layers + 1;
+  const int64_t localFloats = int64_t(m.r.local) * m_H;
   float* dA = m_dA.data();  // dLoss / d(residual stream), this rank's rows
-  if (m_model.hasUnit(shape.layers + 1)) {
-    if (hooks) hooks->beforeBackward(unitOf(shape.layers + 1));
-    {
-      ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1,
-                    microSpanLabel(false, m.micro));
-      if (m_sp) {
-        // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
-        m_compute.zero(m_dFull.data(), r.full * H);  // padding rows: zero
-        m_model.classifier().backward(m.aFull.data(), m.dlogits.data(), m_dFull.data(), r.rows);
-        keepOwnRows(dA, m_dFull.data(), r, H);
-      } else {
-        m_model.classifier().backward(m.a.back().data(), m.dlogits.data(), dA, r.rows);
-      }
-    }
-    if (hooks) hooks->afterBackward(unitOf(shape.layers + 1));
+  if (m_model.hasUnit(last)) {
+    inUnit(unitOf(last), true, hooks, [&] {
+      classifierInput(step, m, dA);
+      classifierWeight(step, m);
+    });
   } else {
     m_compute.copy(dA, dOut, localFloats);
   }
   eachBlock(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), false,
-            hooks, [&](int j) { blockBackward(step, j, m, dA); });
+            hooks, [&](int j) {
+              blockInput(step, j, m, dA, m_grads);
+              blockWeight(step, j, m, m_grads);
+            });
   if (!m_model.hasUnit(0)) {
     m_compute.copy(dIn, dA, localFloats);
     return;
   }
   // SP begins: the input projection's whole gradient needs every row's.
-  const float* dA0 = gatherRows(dA, m_dFull.data(), r, H);
-  if (hooks) hooks->beforeBackward(unitOf(0));
-  {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
-    m_model.inProj().backward(m.x.data(), dA0, nullptr, r.rows);
-  }
-  if (hooks) hooks->afterBackward(unitOf(0));
+  const float* dA0 = gatherRows(dA, m_dFull.data(), m.r, m_H);
+  inUnit(unitOf(0), true, hooks, [&] { inProjWeight(step, m, dA0); });
 }
 
-void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, float* dA) {
+void TensorParallelStage::backwardInput(int64_t step, MicroActs& micro, const float* dOut,
+                                        float* dIn, UnitHooks* hooks) {
+  MlpMicroActs& m = acts(micro);
+  if (m.grads.empty() && m_model.endBlock() > m_model.firstBlock())
+    throw std::logic_error("backwardInput: buffers laid out without splitBackward");
+  const int last = m_model.shape().layers + 1;
+  const int64_t localFloats = int64_t(m.r.local) * m_H;
+  float* dA = m_dA.data();
+  if (m_model.hasUnit(last))
+    inUnit(unitOf(last), false, hooks, [&] { classifierInput(step, m, dA); });
+  else
+    m_compute.copy(dA, dOut, localFloats);
+  eachBlockBack(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), false,
+                hooks, [&](int j) { blockInput(step, j, m, dA, m.grads[size_t(j)]); });
+  if (m_model.hasUnit(0))
+    keepRows(dA, m.dProj.data(), m.r, m_H);  // the input projection's W reads every row's
+  else
+    m_compute.copy(dIn, dA, localFloats);
+}
+
+void TensorParallelStage::backwardWeight(int64_t step, MicroActs& micro, UnitHooks* hooks) {
+  MlpMicroActs& m = acts(micro);
+  const int last = m_model.shape().layers + 1;
+  if (m_model.hasUnit(last)) inUnit(unitOf(last), true, hooks, [&] { classifierWeight(step, m); });
+  eachBlockBack(m_model.endBlock() - m_model.firstBlock(), unitOf(m_model.firstBlock() + 1), true,
+                hooks, [&](int j) { blockWeight(step, j, m, m.grads[size_t(j)]); });
+  if (m_model.hasUnit(0))
+    inUnit(unitOf(0), true, hooks, [&] { inProjWeight(step, m, m.dProj.data()); });
+}
+
+void TensorParallelStage::classifierInput(int64_t step, MlpMicroActs& m, float* dA) {
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  const MicroRows& r = m.r;
+  if (m_sp) {
+    // Every rank computes the whole gradient of the gathered rows (identical): keep its own.
+    m_compute.zero(m_dFull.data(), int64_t(r.full) * m_H);  // padding rows: zero
+    m_model.classifier().backwardInput(m.dlogits.data(), m_dFull.data(), r.rows);
+    keepOwnRows(dA, m_dFull.data(), r, m_H);
+  } else {
+    m_model.classifier().backwardInput(m.dlogits.data(), dA, r.rows);
+  }
+}
+
+void TensorParallelStage::classifierWeight(int64_t step, MlpMicroActs& m) {
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  m_model.classifier().backwardWeight(m_sp ? m.aFull.data() : m.a.back().data(), m.dlogits.data(),
+                                      m.r.rows);
+}
+
+void TensorParallelStage::inProjWeight(int64_t step, MlpMicroActs& m, const float* dY) {
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+  m_model.inProj().backwardWeight(m.x.data(), dY, m.r.rows);
+}
+
+void TensorParallelStage::blockInput(int64_t step, int j, MlpMicroActs& m, float* dA,
+                                     MlpBlockGrads& k) {
   Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
-  const int64_t H = m_H;
-  // The gradient of the block output, every row fc2 saw (SP: all-gathered).
-  const float* dY = gatherRows(dA, m_dFull.data(), r, H);
+  const int64_t H = m_H, local = int64_t(r.local) * H;
+  auto span = [&] {
+    return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
+                       microSpanLabel(false, m.micro));
+  };
+  // The gradient of the block output, every row fc2 saw (SP: all-gathered), kept for fc2's W.
+  const float* dY = keepRows(dA, k.dy2.data(), r, H);
   {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
+    auto s = span();
     // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
-    b.fc2.backward(m.g[size_t(j)].data(), dY, m_dh.data(), r.full);
-    m_compute.geluBackward(m_dh.data(), m.h[size_t(j)].data(), m_dh.data(), long(r.full) * m_F);
+    b.fc2.backwardInput(dY, k.dh.data(), r.full);
+    m_compute.geluBackward(k.dh.data(), m.h[size_t(j)].data(), k.dh.data(), long(r.full) * m_F);
     // Partial: this rank's columns' share of the LayerNorm output's gradient.
-    b.fc1.backward(m.ln[size_t(j)].data(), m_dh.data(), m_dln.data(), r.full);
+    b.fc1.backwardInput(k.dh.data(), m_dln.data(), r.full);
   }
-  const float* dln = sumPartialGradient(m_dln.data(), m_dtmp.data(), r, H);  // this rank's rows
+  const float* dln = sumPartialGradient(m_dln.data(), k.dln.data(), r, H);  // this rank's rows
+  auto s = span();
+  if (dln != k.dln.data()) m_compute.copy(k.dln.data(), dln, local);
+  b.ln.backwardInput(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(),
+                     k.dln.data(), m_dtmp.data(), r.local, m_normDiscard.data());
+  m_compute.residualAdd(dA, m_dtmp.data(), long(local));
+}
+
+void TensorParallelStage::blockWeight(int64_t step, int j, MlpMicroActs& m,
+                                      const MlpBlockGrads& k) {
+  Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
+  const MicroRows& r = m.r;
   ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
-  b.ln.backward(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), dln,
-                m_dtmp.data(), r.local);
-  m_compute.residualAdd(dA, m_dtmp.data(), long(r.local * H));
+  b.fc2.backwardWeight(m.g[size_t(j)].data(), k.dy2.data(), r.full);
+  b.fc1.backwardWeight(m.ln[size_t(j)].data(), k.dh.data(), r.full);
+  // The LayerNorm's dx, which B made, goes to scratch free until the next B.
+  b.ln.backwardWeight(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(),
+                      k.dln.data(), r.local, m_dln.data());
 }
 
 void TensorParallelStage::finishBackward(GradSync& sync) {

@@ -14,6 +14,12 @@
 
 namespace paralab {
 
+// The output gradients one block's B leaves for its W: fc2's [full, H] (SP: all-gathered),
+// fc1's after GELU [full, 4H/T], the LayerNorm's [local, H].
+struct MlpBlockGrads {
+  Tensor dy2, dh, dln;
+};
+
 // What one micro-batch leaves on an MLP stage between its forward and its backward.
 struct MlpMicroActs : MicroActs {
   Tensor x;       // first stage: the input rows [rows, D]
@@ -26,6 +32,10 @@ struct MlpMicroActs : MicroActs {
   std::vector<Tensor> h, g;        // per block: fc1 output and GELU output [full, 4H/T]
   Tensor aFull;            // last stage, SP: the gathered residual the classifier reads [full, H]
   Tensor logits, dlogits;  // last stage [rows, classes]
+  // A split backward (Stage::splitBackward): what B keeps for W, per block, and on the first
+  // stage the input projection's output gradient [full, H] (SP: all-gathered).
+  std::vector<MlpBlockGrads> grads;
+  Tensor dProj;
 };
 
 class TensorParallelStage final : public ColumnRowStage {
@@ -45,6 +55,9 @@ class TensorParallelStage final : public ColumnRowStage {
                  UnitHooks* hooks = nullptr) override;
   void backward(int64_t step, MicroActs& m, const float* dOut, float* dIn,
                 UnitHooks* hooks = nullptr) override;
+  void backwardInput(int64_t step, MicroActs& m, const float* dOut, float* dIn,
+                     UnitHooks* hooks = nullptr) override;
+  void backwardWeight(int64_t step, MicroActs& m, UnitHooks* hooks = nullptr) override;
   void finishBackward(GradSync& sync) override;
   bool reportsLoss() const override;
 
@@ -52,7 +65,13 @@ class TensorParallelStage final : public ColumnRowStage {
   int unitOf(int globalUnit) const { return globalUnit - m_model.shard().firstUnit; }
   static MlpMicroActs& acts(MicroActs& m) { return static_cast<MlpMicroActs&>(m); }
   void blockForward(int64_t step, int j, MlpMicroActs& m);
-  void blockBackward(int64_t step, int j, MlpMicroActs& m, float* dA);
+  // The halves of the classifier's, block j's and the input projection's backward. dA: the
+  // gradient of the residual stream, this rank's rows; `k`: where B leaves what W reads.
+  void classifierInput(int64_t step, MlpMicroActs& m, float* dA);
+  void classifierWeight(int64_t step, MlpMicroActs& m);
+  void blockInput(int64_t step, int j, MlpMicroActs& m, float* dA, MlpBlockGrads& k);
+  void blockWeight(int64_t step, int j, MlpMicroActs& m, const MlpBlockGrads& k);
+  void inProjWeight(int64_t step, MlpMicroActs& m, const float* dY);
   void ensureScratch(const MicroRows& r);
   std::unique_ptr<MicroActs> layout(int micro, int rows,
                                     const std::function<Tensor(Shape)>& make) const override;
@@ -61,7 +80,9 @@ class TensorParallelStage final : public ColumnRowStage {
   int m_H, m_F;  // hidden width, fc1 outputs per rank (4H / T)
   // Backward (and SP forward) scratch, sized for the largest micro-batch: Workspace.
   int m_capacity = 0;
-  Tensor m_dA, m_dtmp, m_dFull, m_dln, m_dh, m_y;
+  Tensor m_dA, m_dtmp, m_dFull, m_dln, m_y;
+  Tensor m_normDiscard;   // [2H]: the LayerNorm weights' gradients B makes and drops
+  MlpBlockGrads m_grads;  // backward (unsplit): one block's B leaves them for its W at once
 };
 
 }  // namespace paralab

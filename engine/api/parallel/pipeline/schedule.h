@@ -50,7 +50,7 @@ struct PipeShape {
 };
 
 // The schedules, one builder each in a file of its own (schedule_<name>.cpp).
-enum class PipeSchedule { GPipe, OneFOneB, Interleaved };
+enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZbH1 };
 
 struct PipeScheduleRow {
   PipeSchedule schedule;
@@ -64,6 +64,9 @@ struct PipeScheduleRow {
   // What else the schedule needs of the shape (its chunks, stages and micro-batches): one line
   // naming the setting and what is allowed, or nothing. Null: any shape.
   std::optional<std::string> (*refuse)(const PipeShape& shape) = nullptr;
+  // Its bubble fraction with balanced stages and equal forward, B and W times, from its
+  // source (stages, micro-batches, chunks per stage). Null: bubbleFraction.
+  double (*bubble)(int stages, int micros, int chunks) = nullptr;
 };
 std::span<const PipeScheduleRow> pipeSchedules();
 const PipeScheduleRow& pipeSchedule(PipeSchedule s);
@@ -96,5 +99,8 @@ int peakInFlight(const std::vector<PipeStep>& steps);
 // the pipeline's time (Huang et al. 2019), for GPipe and 1F1B alike; interleaving v chunks per
 // stage divides the fill and drain by v: ((P-1)/v) / (M + (P-1)/v) (Narayanan et al. 2021).
 double bubbleFraction(int stages, int micros, int chunks = 1);
+// The bubble fraction of the schedule called `schedule`: its row's formula, else
+// bubbleFraction.
+double scheduleBubble(const std::string& schedule, int stages, int micros, int chunks = 1);
 
 }  // namespace paralab
