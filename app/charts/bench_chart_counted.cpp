@@ -53,7 +53,10 @@ void BenchChart::showGpuCounts(const teach::GpuCountsResult& r) {
       const double x = double(i + 1);
       const double a = gemm ? k.loadsPerOutput : k.linesPerLoad;
       const double b = gemm ? double(k.worstPasses) : k.sectorsPerLoad;
-      names << (gemm ? QString::fromStdString(k.kernel) : QString::number(k.stride));
+      const QString shortName = k.key == "tiled-column"          ? tr("column")
+                                : k.key == "tiled-column-padded" ? tr("column, padded")
+                                                                 : QString::fromStdString(k.key);
+      names << (gemm ? shortName : QString::number(k.stride));
       m_shared->addData(x, a);
       m_padded->addData(x, b);
       addValueLabel(x - 0.2, a, count(a), kRed);
@@ -66,7 +69,10 @@ void BenchChart::showGpuCounts(const teach::GpuCountsResult& r) {
                            "32-way one (%1)")
                             .arg(counted));
       setAxisLabel(yAxis, tr("loads per element of C; passes per warp access"), tr("count"));
-      setAxisLabel(xAxis, tr("GEMM kernel, %1 × %1 × %1, blocks of 32 × 32 threads").arg(r.elements),
+      setAxisLabel(xAxis,
+                   tr("GEMM kernel, %1 × %1 × %1, blocks of 32 × 32 threads (column: tiled, a "
+                      "warp's lanes down a column of C; padded: tile rows of 33 floats)")
+                       .arg(r.elements),
                    tr("GEMM kernel"));
       setSubtitle(tr("The GEMM on the GPU, %1 · a 32 × 32 tile in shared memory serves each "
                      "float it loads to 32 threads; a bank serves one word per pass")

@@ -1,12 +1,11 @@
-// Lesson 4's GPU steps counted in the window, offscreen: "Warp divergence", "Coalescing" and
-// "The GEMM ladder on the GPU" each run their kernels' source on this CPU from the step and the
-// Benchmark chart shows the counts worked by hand (50 % lanes; 1 against 32 lines per warp
-// load; 2n³/32 global loads; a 32-way bank conflict and its padding), labelled counted, not
-// timed; the comparison reads the same counts; the SIMD steps name the dispatched vector
-// level. Lesson 5's GIL step runs Debian's python3 on
-// threads and on processes. Run: ctest -R tst_window_counts --output-on-failure
+// Lesson 4's GPU steps run from the window, offscreen: divergence, coalescing and the GEMM on the
+// GPU count their kernels' source on this CPU and chart the hand-worked counts (50 % lanes; 1
+// against 32 lines; 2n³/32 loads; a 32-way bank conflict), labelled counted, not timed; its SIMD
+// steps name the dispatched level; lesson 5 measures the GIL. Charts: <build>/screenshots/.
+// Run: ctest -R tst_window_counts --output-on-failure
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTextDocumentFragment>
@@ -52,7 +51,14 @@ BenchChart* runStep(MainWindow& w, const QString& slug, const QString& title,
     qWarning("%s", qPrintable(finished.at(0).at(1).toString()));
     return nullptr;
   }
-  return w.chartHub()->find<BenchChart>();
+  auto* chart = w.chartHub()->find<BenchChart>();
+  if (chart) {  // for a look at the chart: <build>/screenshots/benchmark-<step>.png
+    chart->resize(1000, 600);
+    chart->replot();
+    const QString name = title.toLower().replace(QRegularExpression("[^a-z0-9]+"), "-");
+    chart->toPixmap(1000, 600).save(paralab::test::screenshotDir() + "/benchmark-" + name + ".png");
+  }
+  return chart;
 }
 
 // The value of the comparison's row labelled `label` ("Counted", "Measured"), as shown (to 4
