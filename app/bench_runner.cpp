@@ -118,6 +118,32 @@ QJsonObject benchJson(const BenchResult& r) {
     }
     o.insert("layouts", layouts);
   }
+  if (r.gpuCounts) {
+    QJsonArray counts;
+    for (const teach::GpuCountRow& k : r.gpuCounts->rows)
+      counts.append(QJsonObject{{"kernel", QString::fromStdString(k.key)},
+                                {"stride", k.stride},
+                                {"active_lane_percent", k.activeLanePercent},
+                                {"paths_per_warp", k.pathsPerWarp},
+                                {"lines_per_load", k.linesPerLoad},
+                                {"sectors_per_load", k.sectorsPerLoad},
+                                {"global_loads", double(k.globalLoads)},
+                                {"loads_per_output", k.loadsPerOutput},
+                                {"bank_conflicts", double(k.bankConflicts)},
+                                {"worst_passes", double(k.worstPasses)}});
+    o.insert("counts", counts);
+  }
+  if (r.gil) {
+    QJsonArray points;
+    for (const teach::GilPoint& p : r.gil->points)
+      points.append(QJsonObject{{"workers", p.workers},
+                                {"threads_s", p.threadsSeconds},
+                                {"processes_s", p.processesSeconds},
+                                {"threads_speedup", p.threadsSpeedup},
+                                {"processes_speedup", p.processesSpeedup}});
+    o.insert("gil", points);
+    o.insert("cores", r.gil->cores);
+  }
   if (r.latencyCpu) {
     QJsonArray points;
     for (const LatencyPoint& p : r.latencyCpu->points) {

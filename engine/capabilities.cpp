@@ -54,6 +54,8 @@ std::vector<std::string> strategyNames() {
 
 std::string simdLevelName() { return kernels::simdLevelName(kernels::simdLevel()); }
 
+int simdLevelFloats() { return kernels::simdWidthFloats(kernels::simdLevel()); }
+
 std::string simdLevelSummary() {
   const kernels::SimdLevel level = kernels::simdLevel(), cpu = kernels::simdLevelCpu();
   return "Vector level " + simdLevelName() + " (" +

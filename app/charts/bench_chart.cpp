@@ -92,6 +92,10 @@ BenchChart::BenchChart(QWidget* parent) : Chart("benchmark", tr("Teaching benchm
 
 void BenchChart::clear() {
   m_result.reset();
+  // The names the ladder and false sharing keep; the counted kinds and the GIL name them anew.
+  m_rungs->setName(tr("ParaLab rungs (measured)"));
+  m_shared->setName(tr("counters in one cache line"));
+  m_padded->setName(tr("padded: a line each"));
   for (QCPBars* b :
        {m_rungs, m_vendor, m_ideal, m_shared, m_padded, m_cpuRate, m_gpuRate, m_cpuLayers,
         m_gpuLayers, m_projected[0][0], m_projected[0][1], m_projected[1][0], m_projected[1][1],
@@ -148,6 +152,8 @@ void BenchChart::showResult(const BenchResult& result) {
   if (result.latencyCpu) showLatency(result);
   if (result.roofline) showRoofline(*result.roofline);
   if (result.layouts) showLayouts(*result.layouts);
+  if (result.gpuCounts) showGpuCounts(*result.gpuCounts);
+  if (result.gil) showGil(*result.gil, result.repeats);
   fitLegend();
   setPlaceholderVisible(pointCount() == 0);
   replot(rpQueuedReplot);

@@ -9,7 +9,8 @@
 // layer's forward + backward time on a log axis, at batch 1 and at the largest batch, measured
 // on this CPU beside projected for an H100 SXM and an A100 80GB, solid where the roofline says
 // the GPU is compute-bound, hatched where memory-bound. Layouts: one GPT's projected step per
-// tensor-parallel degree, stacked by where the time goes. Exports like every chart (Export
+// tensor-parallel degree, stacked by where the time goes. GPU counts and the GIL: see
+// bench_chart_counted.cpp. Exports like every chart (Export
 // all). See tests/app/tst_window.cpp (benchStepDrawsItsChart) and tests/app/tst_charts_bench.cpp.
 #pragma once
 #include <optional>
@@ -69,6 +70,8 @@ class BenchChart : public Chart {
   void showLatency(const BenchResult& r);
   void showRoofline(const teach::RooflineResult& r);
   void showLayouts(const teach::LayoutProjection& p);
+  void showGpuCounts(const teach::GpuCountsResult& r);  // bench_chart_counted.cpp
+  void showGil(const teach::GilResult& r, int repeats);
   // The batch sizes of a latency result along the x axis (its bars and its CSV rows).
   static std::vector<int> latencySlots(const BenchResult& r);
   QCPItemText* addNote(double x, double yRatio, const QString& text, const QColor& color);

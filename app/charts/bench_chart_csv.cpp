@@ -5,6 +5,26 @@
 namespace paralab {
 
 void BenchChart::writeCsv(QTextStream& out) const {
+  if (m_result && m_result->gpuCounts) {
+    // Counted by executing the kernel source, not timed: one row per kernel.
+    out << "kernel,stride,active_lane_percent,paths_per_warp,lines_per_load,sectors_per_load,"
+           "global_loads,loads_per_output,bank_conflicts,worst_passes\n";
+    for (const teach::GpuCountRow& k : m_result->gpuCounts->rows)
+      out << k.key.c_str() << ',' << k.stride << ',' << csvNumber(k.activeLanePercent) << ','
+          << csvNumber(k.pathsPerWarp) << ',' << csvNumber(k.linesPerLoad) << ','
+          << csvNumber(k.sectorsPerLoad) << ',' << k.globalLoads << ','
+          << csvNumber(k.loadsPerOutput) << ',' << k.bankConflicts << ',' << k.worstPasses
+          << '\n';
+    return;
+  }
+  if (m_result && m_result->gil) {
+    out << "workers,threads_s,processes_s,threads_speedup,processes_speedup,cores\n";
+    for (const teach::GilPoint& p : m_result->gil->points)
+      out << p.workers << ',' << csvNumber(p.threadsSeconds) << ','
+          << csvNumber(p.processesSeconds) << ',' << csvNumber(p.threadsSpeedup) << ','
+          << csvNumber(p.processesSpeedup) << ',' << m_result->gil->cores << '\n';
+    return;
+  }
   if (m_result && m_result->roofline) {
     // A row per batch and layer: measured on this CPU (and a GPU), projected per GPU.
     const teach::RooflineResult& r = *m_result->roofline;

@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <algorithm>
 
+#include "capabilities.h"
 #include "formula.h"
 #include "lesson_parser.h"
 #include "train/sweep.h"
@@ -215,10 +216,19 @@ void LessonParser::takeBlock(const QString& kind, int line, const QStringList& l
   }
 }
 
-// Checks that need the whole step: references into its experiment. The machine's inputs are
-// fixed here, for the machine the lesson is loaded on: "$cores" its cores, "$sweep_max" the
+// Checks that need the whole step: references into its experiment. The machine's inputs (and
+// the vector level its text may name) are fixed here, for the machine the lesson is loaded on: "$cores" its cores, "$sweep_max" the
 // largest rank count of the step's sweep.
 void LessonParser::finishStep(Step& s) {
+  // "$simd_level": the vector level this machine's kernels were dispatched to at start, in
+  // words ("avx512, 16 floats per instruction"); "$simd_name" the level alone ("avx512"), for a
+  // step whose prediction is a width. Wherever a step's text names them.
+  static const QString name = QString::fromStdString(simdLevelName());
+  static const QString level =
+      QString("%1, %2 floats per instruction").arg(name).arg(simdLevelFloats());
+  for (QString* text : {&s.markdown, s.prediction ? &s.prediction->reasoning : nullptr,
+                        s.compare ? &s.compare->explain : nullptr})
+    if (text) text->replace("$simd_level", level).replace("$simd_name", name);
   if (s.prediction && s.prediction->isChoice()) {
     if (!s.experiment)
       error(s.prediction->line, "prediction: choices are measured by the step's ```experiment");

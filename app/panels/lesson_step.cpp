@@ -87,6 +87,7 @@ QString sweptText(const Step& s) {
 // projection (a "layouts" benchmark, a "projected" figure) or a count of FLOPs and bytes, that.
 QString compareLabel(const Step& s) {
   const QString metric = s.compare ? s.compare->metric : QString();
+  if (s.bench && s.bench->kind == "gpu-counts") return QObject::tr("Counted");
   if ((s.bench && s.bench->kind == "layouts") || metric.contains("projected"))
     return QObject::tr("Projected");
   if (metric.contains("flops_per_byte") || metric.endsWith(".flops") || metric.endsWith(".bytes"))
@@ -128,6 +129,16 @@ QString benchText(const Bench& b) {
         .arg(benchOption(b, "max-batch"))
         .arg(benchOption(b, "hidden"))
         .arg(benchOption(b, "layers"));
+  if (b.kind == "gpu-counts")
+    return QObject::tr("GPU kernels (%1) counted by executing the kernel source on this CPU, not "
+                       "timed: what a GPU profiler reports, lane by lane and warp by warp")
+        .arg(benchWord(b, "experiment"));
+  if (b.kind == "gil")
+    return QObject::tr("The GIL: a pure-Python loop on 1, 2, 4, … %1 threads and as many "
+                       "processes (%L2 steps in all), Debian's python3, median of %3 runs")
+        .arg(benchOption(b, "max-workers"))
+        .arg(qint64(benchOption(b, "iterations")))
+        .arg(benchOption(b, "repeats"));
   if (b.kind == "roofline")
     return QObject::tr("CPU against GPU, layer by layer: the MLP's forward + backward measured on "
                        "this CPU at batch 1 and %1, each layer projected for NVIDIA H100 SXM and "

@@ -39,6 +39,8 @@ std::vector<std::string> strategyNames();
 // optimizers, the thread all-reduce's sum, the SIMD GEMM rung) run at: "baseline", "avx2" or
 // "avx512", the CPU's best or the lower one PARALAB_SIMD forces, chosen once at start.
 std::string simdLevelName();
+// Floats per vector instruction at that level: 4 (baseline: SSE2), 8 or 16.
+int simdLevelFloats();
 // One line for an About box or a benchmark's head: that level, its width, the CPU's best, the
 // kernels it covers and how to force another.
 std::string simdLevelSummary();

@@ -165,6 +165,14 @@ BenchResult runBench(const BenchRequest& request, const ReportProgress& progress
     const teach::LayoutProjectionOptions options = layoutOptions(request);
     if (options.tps.empty()) throw std::invalid_argument("bench: min-tp is above max-tp");
     result.layouts = teach::runLayoutProjection(options);
+  } else if (kind == "gpu-counts") {
+    result.gpuCounts = teach::runGpuCounts(request.word("experiment"));
+  } else if (kind == "gil") {
+    teach::GilOptions o;
+    o.maxWorkers = int(request.number("max-workers"));
+    o.iterations = long(request.number("iterations"));
+    o.repeats = result.repeats;
+    result.gil = teach::runGil(o, progress);
   } else
     throw std::invalid_argument("bench: no benchmark called '" + kind + "'");
   return result;

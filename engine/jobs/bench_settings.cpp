@@ -120,6 +120,28 @@ const std::vector<BenchRow>& rows() {
        .max = 20,
        .byDefault = 5,
        .help = "timed runs behind each median"},
+      {.kind = "gpu-counts",
+       .key = "experiment",
+       .words = {"divergence", "coalescing", "gemm"},
+       .help = "the GPU kernels counted on the host"},
+      {.kind = "gil",
+       .key = "max-workers",
+       .min = 1,
+       .max = 16,
+       .byDefault = 4,
+       .help = "threads and processes 1, 2, 4, ... up to this"},
+      {.kind = "gil",
+       .key = "iterations",
+       .min = 1000,
+       .max = 1e8,
+       .byDefault = 1e6,
+       .help = "steps of the Python loop, in all, split over the workers"},
+      {.kind = "gil",
+       .key = "repeats",
+       .min = 1,
+       .max = 20,
+       .byDefault = 5,
+       .help = "runs behind each median"},
       {.kind = "layouts",
        .key = "gpu",
        .words = {"h100-sxm", "a100-80gb", "h200"},
@@ -271,8 +293,9 @@ RunConfig blockConfig(const std::string& kind, const BenchValues& given) {
 }  // namespace
 
 const std::vector<std::string>& benchKinds() {
-  static const std::vector<std::string> kinds = {"gemm-ladder", "simd-width", "false-sharing",
-                                                 "latency",     "roofline",   "layouts"};
+  static const std::vector<std::string> kinds = {
+      "gemm-ladder", "simd-width", "false-sharing", "latency",
+      "roofline",    "layouts",    "gpu-counts",    "gil"};
   return kinds;
 }
 

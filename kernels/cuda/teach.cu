@@ -2,12 +2,14 @@
 // threads; when they disagree at a branch both sides run with the other lanes masked off (CUDA
 // C++ Programming Guide, "SIMT Architecture"). Global loads are served in 32-byte sectors; a
 // warp reading 32 neighbouring floats needs 4, one reading floats 32 apart needs 32 ("Device
-// Memory Accesses"). See tests/kernels/tst_cuda_kernels.cpp and `paralab-bench teach`.
+// Memory Accesses"). The kernels are in teach_kernels.cuh, which teach_count.cu counts on the
+// host. See tests/kernels/tst_cuda_kernels.cpp and `paralab-bench teach`.
 #include <algorithm>
 #include <vector>
 
 #include "cuda/check.h"
 #include "cuda/teach.h"
+#include "cuda/teach_kernels.cuh"
 
 namespace paralab::kernels {
 
@@ -15,32 +17,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kIters = 64;  // dependent steps per path: enough work that the branch dominates
-
-// The two paths do different arithmetic (the compiler cannot merge them into one loop with a
-// selected constant), the same amount of it.
-template <bool kByWarp>
-__global__ void branch_kernel(float* data, long n, int iters) {
-  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const bool left = kByWarp ? (threadIdx.x / 32) % 2 == 0 : threadIdx.x % 2 == 0;
-  float x = data[i];
-  if (left)
-    for (int k = 0; k < iters; ++k) x = x * 0.999f + 0.5f;
-  else
-    for (int k = 0; k < iters; ++k) x = sqrtf(x * x + 1.f);
-  data[i] = x;
-}
-
-// Thread i copies element src(i): i itself, or with a stride, a permutation that sends
-// neighbouring threads `stride` floats apart (a transpose of an (n/stride) x stride view).
-// Both read and write every element exactly once.
-__global__ void copy_kernel(float* out, const float* in, long n, int stride) {
-  const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const long rowsOfView = n / stride;
-  const long src = stride == 1 ? i : (i % rowsOfView) * stride + i / rowsOfView;
-  out[i] = in[src];
-}
 
 // Median milliseconds of `repeats` launches after one warm-up, timed with CUDA events.
 template <class Launch>
@@ -100,7 +76,7 @@ CoalescingResult coalescing_experiment(long elements, int stride, int repeats) {
   const unsigned blocks = unsigned((r.elements + kThreads - 1) / kThreads);
   auto run = [&](int s) {
     return medianMs(repeats, [&] {
-      copy_kernel<<<blocks, kThreads>>>(out.p, in.p, r.elements, s);
+      copy_kernel<float><<<blocks, kThreads>>>(out.p, in.p, r.elements, s);
       PARALAB_CUDA_CHECK_LAUNCH();
     });
   };

@@ -1,7 +1,8 @@
 // `paralab-bench teach`: the teaching experiments, measured now. On the CPU, one core's FMA rate
 // at each SIMD width (teach/simd_width.h) and false sharing (1..N threads, counters in one cache
-// line vs padded: teach/false_sharing.h), as the lesson's bench steps draw them; on the GPU warp
-// divergence and coalesced vs strided loads. Try: paralab-bench teach [--threads 4] [--json]
+// line vs padded: teach/false_sharing.h), as the lesson's bench steps draw them; the GPU kernels
+// counted on the host (teach/gpu_counts.h); on a GPU warp divergence and coalesced vs strided
+// loads, timed. Try: paralab-bench teach [--threads 4] [--json]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "cuda/device.h"
 #include "cuda/teach.h"
 #include "teach/false_sharing.h"
+#include "teach/gpu_counts.h"
 #include "teach/simd_width.h"
 
 using namespace paralab;
@@ -67,6 +69,33 @@ int benchTeach(int argc, char** argv) {
     else
       std::printf("%8d %22.2f %22.2f %9.1fx\n", p.threads, p.sharedNs, p.paddedNs, p.slowdown());
   if (!json) std::printf("\n");
+
+  // The GPU kernels counted on the host: any machine, GPU or none.
+  for (const std::string& e : teach::gpuCountExperiments()) {
+    const teach::GpuCountsResult r = teach::runGpuCounts(e);
+    if (!json)
+      std::printf("GPU counts: %s (counted by executing the kernel source, not timed)\n%-36s "
+                  "%8s %8s %8s %8s %10s %8s\n",
+                  e.c_str(), "kernel", "lanes%", "lines", "sectors", "loads/C", "conflicts",
+                  "passes");
+    for (const teach::GpuCountRow& k : r.rows)
+      if (json)
+        std::printf("%s\n", nlohmann::json{{"experiment", "gpu_counts"}, {"counted", e},
+                                           {"kernel", k.key},
+                                           {"active_lane_percent", k.activeLanePercent},
+                                           {"lines_per_load", k.linesPerLoad},
+                                           {"sectors_per_load", k.sectorsPerLoad},
+                                           {"global_loads", k.globalLoads},
+                                           {"bank_conflicts", k.bankConflicts},
+                                           {"worst_passes", k.worstPasses}}
+                                .dump()
+                                .c_str());
+      else
+        std::printf("%-36s %8.1f %8.1f %8.1f %8.1f %10ld %8ld\n", k.kernel.c_str(),
+                    k.activeLanePercent, k.linesPerLoad, k.sectorsPerLoad, k.loadsPerOutput,
+                    k.bankConflicts, k.worstPasses);
+    if (!json) std::printf("\n");
+  }
 
   const kernels::GpuInfo gpu = kernels::cuda_query_devices();
   if (gpu.count == 0) {

@@ -242,7 +242,7 @@ class TestLessonFormat : public QObject {
     QTest::newRow("answerless card") << "A: Yes." << "" << "this 'Q:' has no 'A:'";
     QTest::newRow("stray text") << "Q: Card?" << "Stray.\nQ: Card?" << "belongs to a 'Q:' or an 'A:'";
     QTest::newRow("no cards") << "## Flashcards\n\nQ: Card?\nA: Yes." << "" << "'## Flashcards' with Q:/A: pairs is missing";
-    QTest::newRow("bench kind") << "\"gemm-ladder\"" << "\"gemm\"" << ":49: bench: 'kind' is 'gemm', not a benchmark (allowed: gemm-ladder, simd-width, false-sharing, latency, roofline, layouts)";
+    QTest::newRow("bench kind") << "\"gemm-ladder\"" << "\"gemm\"" << ":49: bench: 'kind' is 'gemm', not a benchmark (allowed: gemm-ladder, simd-width, false-sharing, latency, roofline, layouts, gpu-counts, gil)";
     QTest::newRow("bench no kind") << "\"kind\": \"gemm-ladder\", " << "" << ":49: bench: 'kind' is missing (allowed: gemm-ladder";
     QTest::newRow("bench range") << "\"size\": 256" << "\"size\": 9000" << ":49: bench: 'size' of gemm-ladder is a whole number 16..2048";
     QTest::newRow("bench key of another kind") << "\"size\": 256" << "\"increments\": 256" << ":49: bench: unknown key 'increments' (allowed: kind, size, threads, repeats)";

@@ -1,6 +1,6 @@
 // A lesson step's teaching benchmark as a job: the GEMM ladder, SIMD width, false sharing,
-// latency against throughput, CPU against GPU layer by layer (roofline) and layouts projected
-// on a cluster, each run on the job's thread with progress and cancel. The block's keys come
+// latency against throughput, CPU against GPU layer by layer (roofline), layouts projected
+// on a cluster, the GPU kernels counted on the host and the GIL, each run on the job's thread with progress and cancel. The block's keys come
 // resolved (defaults filled in) in a BenchRequest; this file chooses the engine's options from
 // them. See tests/engine/tst_jobs.cpp and tests/app/tst_window.cpp (benchStepDrawsItsChart).
 #pragma once
@@ -15,6 +15,8 @@
 #include "jobs/job.h"
 #include "teach/false_sharing.h"
 #include "teach/gemm_ladder.h"
+#include "teach/gil.h"
+#include "teach/gpu_counts.h"
 #include "teach/layout_projection.h"
 #include "teach/roofline.h"
 #include "teach/simd_width.h"
@@ -41,10 +43,15 @@ struct BenchResult {
   std::optional<teach::RooflineResult> roofline;
   // Layouts of one model projected on a cluster (every figure projected).
   std::optional<teach::LayoutProjection> layouts;
+  // The GPU kernels counted on the host (counted by executing the kernel source, not timed).
+  std::optional<teach::GpuCountsResult> gpuCounts;
+  // The GIL: a Python loop on threads and on processes.
+  std::optional<teach::GilResult> gil;
   bool cancelled() const {
     return (ladder && ladder->cancelled) || (falseSharing && falseSharing->cancelled) ||
            (simd && simd->cancelled) || (latencyCpu && latencyCpu->cancelled) ||
-           (latencyGpu && latencyGpu->cancelled) || (roofline && roofline->cancelled);
+           (latencyGpu && latencyGpu->cancelled) || (roofline && roofline->cancelled) ||
+           (gil && gil->cancelled);
   }
 };
 
@@ -55,7 +62,7 @@ namespace paralab::jobs {
 // A ```bench block of a lesson step: its kind and every key the kind takes, the block's value
 // or else the key's default (benchRequest in jobs/bench_settings.h).
 struct BenchRequest {
-  std::string kind;  // gemm-ladder, simd-width, false-sharing, latency, roofline, layouts
+  std::string kind;  // one of benchKinds(): gemm-ladder, simd-width, ..., gpu-counts, gil
   std::map<std::string, double> numbers;
   std::map<std::string, std::string> words;  // keys named by a word ("model": "gpt")
   std::set<std::string> given;               // the keys the block itself gave

@@ -26,7 +26,9 @@ namespace paralab::cuda_host {
 void submit(cudaStream_t stream, std::function<void()> work);  // runs in stream order
 void* hostAddress(const void* device);          // what a kernel on the host dereferences for it
 bool isDeviceAddress(uint64_t word);            // a live device allocation's address, as handed out
-std::string describeAddress(const void* host);  // "4 bytes past the end of a 400-byte allocation"
+// "4 bytes past the end of a 400-byte allocation". Weak: a program that runs kernels on host
+// memory only (cuda_host::runNow) has no device allocations to describe, and no definition.
+std::string describeAddress(const void* host) __attribute__((weak));
 
 // [SECTION] Threads, warps, blocks
 

@@ -145,8 +145,8 @@ inline std::string faultMessage(const Runner& r) {
     if (s.guards(r.faultAddress)) return "stack overflow of the thread's fibre";
   char at[32];
   std::snprintf(at, sizeof at, "%p", r.faultAddress);
-  return std::string("out-of-bounds global ") + access + " at " + at + ": " +
-         describeAddress(r.faultAddress);
+  return std::string("out-of-bounds global ") + access + " at " + at +
+         (&describeAddress ? ": " + describeAddress(r.faultAddress) : std::string());
 }
 
 // [SECTION] A block: its threads take turns until every one has returned.
@@ -269,6 +269,7 @@ inline void runBlock(Runner& r, Block& b) {
     }
   }
   reportUninitialised(b);
+  if (t_counter) t_counter->endBlock();  // count.h: the block's warps counted
 }
 
 // The whole grid, blocks in x, then y, then z order, on the calling OS thread.

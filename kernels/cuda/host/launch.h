@@ -3,7 +3,8 @@
 // runtime does (a bad one is reported by cudaGetLastError(), nothing runs), copies the
 // arguments (device pointers translated to the addresses the host uses) and queues the grid on
 // the stream; it runs (grid.h) when the host waits for the stream, and a failure in it surfaces
-// as a KernelError from that wait. See tests/kernels/tst_cuda_host.cpp.
+// as a KernelError from that wait. runNow<kernel>(grid, block)(args) runs a grid on host memory
+// at once. See tests/kernels/tst_cuda_host.cpp.
 #pragma once
 #include <cstring>
 #include <map>
@@ -124,6 +125,38 @@ class Launch {
 template <auto K>
 Launch<K> launch(dim3 grid, dim3 block, size_t shared = 0, cudaStream_t stream = nullptr) {
   return Launch<K>(grid, block, shared, stream);
+}
+
+// The grid run at once on the calling thread, on host memory (no device, no stream): how the
+// counted teaching experiments (cuda/teach_count.cu) run a kernel in a program without the
+// emulated GPU. A configuration the CUDA runtime refuses is a KernelError here.
+template <auto K>
+class RunNow {
+  using Args = typename Parameters<decltype(K)>::Tuple;
+
+ public:
+  RunNow(dim3 grid, dim3 block, size_t shared) : m_grid(grid), m_block(block), m_shared(shared) {}
+
+  template <class... A>
+  void operator()(A&&... args) const {
+    KernelInfo& info = kernelInfo<K>();
+    if (checkLaunch(m_grid, m_block, m_shared, info.staticShared,
+                    maxDynamicShared(reinterpret_cast<const void*>(K))) != cudaSuccess)
+      throw KernelError(info.name + ": a launch configuration the CUDA runtime refuses");
+    const Args copy(std::forward<A>(args)...);
+    runGrid(
+        info, m_grid, m_block, m_shared,
+        [](const void* a) { std::apply(K, *static_cast<const Args*>(a)); }, &copy);
+  }
+
+ private:
+  dim3 m_grid, m_block;
+  size_t m_shared;
+};
+
+template <auto K>
+RunNow<K> runNow(dim3 grid, dim3 block, size_t shared = 0) {
+  return RunNow<K>(grid, block, shared);
 }
 
 }  // namespace paralab::cuda_host

@@ -7,6 +7,7 @@
 //   initcheck  a read of a word no thread of the block has written (reported at the next
 //              barrier: a write by another thread before it makes the read a race instead);
 //   bounds     an index outside the array's extent.
+// With a CountScope open (count.h) each access is also counted for bank conflicts.
 // The kernel source writes As[r][c] as usual; kernels/cuda/host/rewrite.cpp turns each
 // `__shared__ T name[N]...;` into PARALAB_CUDA_HOST_SHARED(...). See tst_cuda_host.cpp.
 #pragma once
@@ -22,6 +23,7 @@
 #include <utility>
 
 #include "cuda/host/block.h"
+#include "cuda/host/count.h"
 
 namespace paralab::cuda_host {
 
@@ -153,11 +155,15 @@ class SharedRef {  // one element
   PARALAB_CUDA_HOST_INLINE operator T() const {
     if (checking()) [[unlikely]]
       onRead(m_p, *m_s);
+    if (t_counter) [[unlikely]]
+      countShared(false, m_p, m_s);
     return *m_p;
   }
   PARALAB_CUDA_HOST_INLINE const SharedRef& operator=(T v) const {
     if (checking()) [[unlikely]]
       onWrite(m_p, *m_s);
+    if (t_counter) [[unlikely]]
+      countShared(true, m_p, m_s);
     *m_p = v;
     return *this;
   }
