@@ -14,6 +14,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -118,7 +119,7 @@ ScheduleEditor::ScheduleEditor(QWidget* parent) : QDialog(parent) {
   m_table->setStyleSheet(
       "QTableWidget { selection-background-color: transparent; selection-color: black; }"
       "QTableWidget::item:selected { border: 2px solid #222; }");
-  layout->addWidget(m_table, 1);
+  layout->addWidget(m_table);
   connect(m_table, &QTableWidget::cellClicked, this, &ScheduleEditor::placeAt);
   connect(m_table, &QTableWidget::itemChanged, this, [this] {
     if (!m_filling) edited();  // a cell dragged to another
@@ -224,6 +225,13 @@ void ScheduleEditor::setGrid(const ScheduleGrid& g) {
   ensureColumns(used);
   for (size_t r = 0; r < g.size() && int(r) < m_shape.stages; ++r)
     for (size_t j = 0; j < g[r].size(); ++j) showCell(int(r), int(j), g[r][j]);
+  // As tall as its ranks (a scroll bar past 12 of them), the dialog no taller than that.
+  const int rows = std::min(m_shape.stages, 12);
+  m_table->setFixedHeight(m_table->horizontalHeader()->sizeHint().height() +
+                          rows * m_table->verticalHeader()->defaultSectionSize() +
+                          m_table->horizontalScrollBar()->sizeHint().height() +
+                          2 * m_table->frameWidth() + 2);
+  resize(width(), sizeHint().height());
   m_filling = false;
   edited();
 }
