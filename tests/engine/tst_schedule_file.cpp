@@ -224,25 +224,32 @@ class TstScheduleFile : public QObject {
 
   // [SECTION] Running it: 1F1B written by hand trains exactly as the built-in 1F1B, loss at
   // every step and parameters after, on 2 and 4 stages.
+  // Interleaved 1F1B written with its chunks (F3.1) runs as the built-in one too.
   void handWritten1F1BRunsAsBuiltIn_data() {
     QTest::addColumn<int>("P");
     QTest::addColumn<int>("M");
-    QTest::newRow("pp2 M4") << 2 << 4;
-    QTest::newRow("pp4 M8") << 4 << 8;
+    QTest::addColumn<int>("V");
+    QTest::newRow("pp2 M4") << 2 << 4 << 1;
+    QTest::newRow("pp4 M8") << 4 << 8 << 1;
+    QTest::newRow("pp2 M4, interleaved over 2 chunks") << 2 << 4 << 2;
   }
   void handWritten1F1BRunsAsBuiltIn() {
     QFETCH(int, P);
     QFETCH(int, M);
+    QFETCH(int, V);
     QTemporaryDir dir;
     const QString path = dir.filePath("1f1b.csv");
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(scheduleCsv(tableOf(PipeSchedule::OneFOneB, P, M)).c_str());
+    const PipeSchedule s = V > 1 ? PipeSchedule::Interleaved : PipeSchedule::OneFOneB;
+    f.write(scheduleCsv(tableOf(s, P, M, V), V).c_str());
     f.close();
     RunConfig builtIn = test::smallRun(32, 8, 48);
     builtIn.pp = P;
     builtIn.ranks = P;
     builtIn.microbatches = M;
+    builtIn.schedule = V > 1 ? "interleaved" : "1f1b";
+    builtIn.virtualStages = V;
     RunConfig file = builtIn;
     file.schedule = path.toStdString();
     QVERIFY2(!file.validate(), file.validate().value_or("").c_str());
