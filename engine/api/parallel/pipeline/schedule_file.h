@@ -14,7 +14,9 @@
 //   - F: forward. W: the weight gradient. I: the input gradient (torch's BACKWARD_INPUT).
 //     B: the input gradient where the rank also holds W of that micro-batch and chunk (a split
 //     backward, Qi et al. 2023's B), else the whole backward (torch's B, FULL_BACKWARD);
-//   - the file holds computes only; the sends and receives are derived (deriveTransfers).
+//   - the file holds computes only; the sends and receives are derived (deriveTransfers);
+//   - a refusal names the rank and the action's place in its row, counting cells from 1, idle
+//     ones too, as a spreadsheet numbers columns: "rank 1, action 3 (W2): W before its B".
 #pragma once
 #include <optional>
 #include <string>
