@@ -33,6 +33,7 @@
 #include "panels/export_panel.h"
 #include "panels/lesson_dock.h"
 #include "panels/projection_panel.h"
+#include "panels/schedule_editor.h"
 #include "panels/sweep_panel.h"
 #include "theme.h"
 #include "window/dock_layout.h"
@@ -194,6 +195,10 @@ void MainWindow::createCharts() {
     });
   }
   m_exportChart->setText(tr("&Export “%1” Chart…").arg(loss->title()));
+  // The learner's own schedule (Schedule: "Custom (grid)"): its grid beside the measured steps.
+  auto* editor = ScheduleEditor::attach(m_configPanel);
+  if (auto* timeline = m_hub->find<TimelineChart>())
+    connect(editor, &ScheduleEditor::planChanged, timeline, &TimelineChart::setPlan);
 }
 
 void MainWindow::createDocks() {

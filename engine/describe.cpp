@@ -6,6 +6,7 @@
 
 #include "cpu/gemm.h"           // vendor_blas_name
 #include "parallel/pipeline/schedule.h"  // pipelineChunks
+#include "parallel/pipeline/schedule_file.h"  // isScheduleFile
 #include "parallel/strategy.h"  // strategyFor: the row that runs the configuration
 #include "schema.h"
 
@@ -121,7 +122,11 @@ RunDescription describeRun(const RunConfig& config) {
     if (c.pp > 1) {
       d.layout.push_back("pp " + n(c.pp));
       const int chunks = pipelineChunks(c.schedule, c.pp, c.virtualStages);
-      d.layout.push_back(c.schedule + (chunks > 1 ? " (" + n(chunks) + " chunks per rank)" : "") +
+      // A schedule file by its name: the learner's table, not where it lies.
+      const std::string schedule = isScheduleFile(c.schedule)
+                                       ? "schedule " + c.schedule.substr(c.schedule.rfind('/') + 1)
+                                       : c.schedule;
+      d.layout.push_back(schedule + (chunks > 1 ? " (" + n(chunks) + " chunks per rank)" : "") +
                          ", " + n(c.microbatches) + " micro-batches");
     } else if (c.modelParallel() && c.microbatches > 1) {
       d.layout.push_back(n(c.microbatches) + " micro-batches");

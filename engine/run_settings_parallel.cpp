@@ -6,6 +6,7 @@
 #include "comm/link_model.h"
 #include "parallel/data/zero_policy.h"
 #include "parallel/pipeline/schedule.h"
+#include "parallel/pipeline/schedule_file.h"
 #include "parallel/strategy.h"
 #include "run_settings.h"
 #include "train/faults.h"
@@ -33,10 +34,12 @@ std::vector<SettingChoice> zeroChoices(const RunConfig&) {
 }
 
 // The pipeline schedules: the schedule table's rows (parallel/pipeline/schedule.h).
-std::vector<SettingChoice> scheduleChoices(const RunConfig&) {
+std::vector<SettingChoice> scheduleChoices(const RunConfig& c) {
   std::vector<SettingChoice> out;
   for (const PipeScheduleRow& row : pipeSchedules())
     out.push_back({row.name, row.label, row.summary});
+  if (isScheduleFile(c.schedule))  // a table the learner wrote (schedule_file.h)
+    out.push_back({c.schedule, "Custom (" + c.schedule + ")", "A schedule written as a table"});
   return out;
 }
 
@@ -303,9 +306,13 @@ void addParallelRows(std::vector<Setting>& t) {
                   .appliesWhen(accumulation));
   t.push_back(field("schedule", &RunConfig::schedule)
                   .in(kModelParallelism, "Schedule")
-                  .describe("Pipeline schedule",
+                  .describe("Pipeline schedule, or a CSV file of one (a value holding '/' or "
+                            "ending in .csv: one line per rank of F3, B3, W3, I3 cells, "
+                            "F3.1 on chunk 1; parallel/pipeline/schedule_file.h)",
                             "The order in which a stage runs its micro-batches' forwards and "
-                            "backwards (parallel/pipeline/schedule.cpp).")
+                            "backwards (parallel/pipeline/schedule.cpp). A file gives the "
+                            "computes only: its sends and receives are derived, and it is checked "
+                            "before any rank starts.")
                   .oneOf(scheduleChoices)
                   .appliesWhen(pipelineOnly)
                   .onlyParallel()

@@ -94,6 +94,18 @@ TimelineChart::TimelineChart(QWidget* parent)
   m_droppedLayer->setBrush(Qt::NoBrush);
   m_droppedLayer->setPen(QPen(chartcolors::kReference, 1, Qt::DashLine));
   m_droppedLayer->removeFromLegend();
+  // The planned grid: a kind's colour, pale, outlined. One line in the legend while drawn.
+  for (int k = 0; k < 3; ++k) {
+    const QColor color = k == 0   ? chartcolors::spanColor(SpanKind::Forward)
+                         : k == 1 ? chartcolors::spanColor(SpanKind::Backward)
+                                  : chartcolors::kPurple;
+    auto* layer = new RectLayer(xAxis, yAxis);
+    layer->setName(tr("planned grid (pale: F, B, W)"));
+    layer->setBrush(chartcolors::faint(color));
+    layer->setPen(QPen(color.darker(130), 1));
+    layer->removeFromLegend();
+    m_planLayers[size_t(k)] = layer;
+  }
   setLegendColumns(3);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   axisRect()->setRangeDrag(Qt::Horizontal);
@@ -131,6 +143,10 @@ void TimelineChart::clear() {
   m_droppedLayer->removeFromLegend();
   m_waitingLayer->rects.clear();
   m_waiting.clear();
+  for (RectLayer* l : m_planLayers) {
+    l->rects.clear();
+    l->removeFromLegend();
+  }
   for (QCPAbstractItem* item : m_marks) removeItem(item);
   m_marks.clear();
   m_bars.clear();
@@ -299,6 +315,12 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
   }
   double end = 0;
   for (const Bar& b : m_bars) end = std::max(end, b.endMs);
+  if (!m_plan.empty() && !steps.empty()) {
+    const auto& [a, b] = steps.rbegin()->second;
+    const double from = end * 1.04;
+    drawPlan(from, ms(b) - ms(a));
+    end = from + (ms(b) - ms(a));
+  }
   m_settingRange = true;
   xAxis->setRange(0, end > 0 ? end * 1.02 : 1);
   m_settingRange = false;
@@ -308,6 +330,37 @@ void TimelineChart::draw(std::vector<std::vector<Span>> spans) {
   fitRowLabels();  // for the plot as it is now; the next layout fits them to its height
   setPlaceholderVisible(m_bars.empty());
   replot(rpQueuedReplot);
+}
+
+void TimelineChart::setPlan(const ScheduleGrid& plan) {
+  m_plan = plan;
+  if (!m_spans.empty() && m_follow) draw(m_spans);  // a copy: draw() starts by clearing
+}
+
+void TimelineChart::drawPlan(double fromMs, double stepMs) {
+  size_t columns = 1;
+  for (const auto& row : m_plan) columns = std::max(columns, row.size());
+  const double w = stepMs / double(columns);
+  for (size_t r = 0; r < m_plan.size() && r < m_spans.size(); ++r)
+    for (size_t j = 0; j < m_plan[r].size(); ++j) {
+      const char kind = m_plan[r][j].kind;
+      if (!kind) continue;
+      const QCPRange row = computeRow(int(r));
+      m_planLayers[kind == 'F' ? 0 : kind == 'W' ? 2 : 1]->rects.push_back(
+          {fromMs + double(j) * w, fromMs + double(j + 1) * w, row.lower, row.upper});
+    }
+  m_planLayers[0]->addToLegend();  // one line for the grid: its colours are the spans'
+  auto* label = new QCPItemText(this);
+  label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+  label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  label->position->setCoords(fromMs, 0);
+  label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  label->setPadding(QMargins(4, 0, 0, 0));
+  label->setText(tr("planned"));
+  label->setColor(chartcolors::kReference);
+  label->setClipToAxisRect(true);
+  m_marks << label;
+  fitLegend();
 }
 
 // The rows' labels as their height allows: "rank N" and "comm" on each row where a line of

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "charts/chart.h"
+#include "parallel/pipeline/schedule_file.h"
 #include "session.h"
 
 namespace paralab {
@@ -42,6 +43,11 @@ class TimelineChart : public Chart {
   void setSpansDropped(int64_t count);
   int64_t spansDropped() const { return m_dropped; }
   QString droppedText() const;  // "" when none
+  // A planned schedule (the learner's grid, schedule_file.h), drawn beside the measured steps:
+  // to the right of the last one, its slots sharing that step's time, each rank's cells in its
+  // compute row, pale with an outline. Empty: none.
+  void setPlan(const ScheduleGrid& plan);
+  const ScheduleGrid& plan() const { return m_plan; }
   // The spans drawn as a Chrome trace (chrome_trace.h); "" or what failed.
   QString writeChromeTrace(const QString& path) const;
 
@@ -85,7 +91,11 @@ class TimelineChart : public Chart {
   void fitStepLabels();  // after each layout: step labels that clear one another
   void draw(std::vector<std::vector<Span>> spans);
 
+  void drawPlan(double fromMs, double stepMs);  // after the measured bars: where, how long
+
   std::array<RectLayer*, 6> m_layers{};  // by SpanKind
+  ScheduleGrid m_plan;
+  std::array<RectLayer*, 3> m_planLayers{};  // planned F, B, W
   std::vector<Bar> m_bars;
   std::vector<Bar> m_waiting;
   RectLayer* m_waitingLayer = nullptr;

@@ -39,6 +39,8 @@ class ConfigPanel : public QWidget {
   // controls hold, so switching back to parallel brings their values back.
   RunConfig config() const;
   void setConfig(const RunConfig& config);
+  // The settings checked again as if changed: a file a setting names was edited.
+  void refresh() { onChanged(); }
   // validate()'s line for the settings shown ("" when they can run), naming the control.
   QString problem() const;
   bool isValid() const { return problem().isEmpty(); }

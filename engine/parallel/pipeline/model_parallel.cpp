@@ -40,6 +40,7 @@
 #include "parallel/data/grad_sync.h"
 #include "parallel/data/replica.h"  // shardBegin, shardLen
 #include "parallel/pipeline/pipeline.h"
+#include "parallel/pipeline/schedule_file.h"
 #include "parallel/pipeline/stage.h"
 #include "parallel/process_grid.h"
 #include "parallel/tensor/gpt_parallel.h"
@@ -91,9 +92,8 @@ class ModelParallel final : public Strategy {
           std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
           std::vector<SyncRange>{}, sync, compute(), ctx.memory, ctx.spans);
     }
-    m_schedule =
-        pipelineSchedule(pipeScheduleNamed(c.schedule).schedule,
-                         PipeShape{.stage = s, .stages = P, .micros = m_micros, .chunks = V});
+    m_schedule = pipelineSteps(  // a row of the table or a file (schedule_file.h)
+        c.schedule, PipeShape{.stage = s, .stages = P, .micros = m_micros, .chunks = V});
     for (const PipeStep& p : m_schedule)
       if (p.chunk < 0 || p.chunk >= V)
         throw std::invalid_argument("schedule: a chunk this stage lacks");

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "config.h"  // ConfigError
+#include "parallel/pipeline/schedule_file.h"
 
 namespace paralab {
 
@@ -104,6 +105,7 @@ const PipeScheduleRow& pipeScheduleNamed(std::string_view name) {
 }
 
 int pipelineChunks(const std::string& schedule, int stages, int virtualStages) {
+  if (isScheduleFile(schedule) && stages > 1) return std::max(1, virtualStages);  // as its cells
   for (const PipeScheduleRow& r : kSchedules)
     if (schedule == r.name && r.interleaves && stages > 1) return std::max(1, virtualStages);
   return 1;
@@ -116,6 +118,8 @@ std::optional<std::string> pipelineRefusal(const std::string& schedule, int stag
     return "virtual-stages: " + n(stages) + " stages x " + n(chunks) + " chunks need " +
            n(stages * chunks) + " blocks, the model has " + n(layers) +
            " (allowed: pp x virtual-stages <= layers)";
+  if (isScheduleFile(schedule))
+    return scheduleFileRefusal(schedule, {.stages = stages, .micros = micros, .chunks = chunks});
   for (const PipeScheduleRow& r : kSchedules)
     if (schedule == r.name && r.refuse)
       return r.refuse(PipeShape{.stages = stages, .micros = micros, .chunks = chunks});
