@@ -268,18 +268,18 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     auto s = span();
     b.ln1.forward(in, k.ln1.data() + r.first * C, k.mean1.data(), k.rstd1.data(), r.local);
   }
-  gatherRows(k.ln1.data() + r.first * C, k.ln1.data(), r, C);  // in place
-  {
-    auto s = span();
-    b.qkv.forward(k.ln1.data(), k.qkv.data(), r.full);  // column-parallel: the rank's heads
-  }
+  const SpanAt at{step, again ? SpanKind::Backward : SpanKind::Forward, m.micro};
+  const int64_t qkvWidth = 3 * int64_t(m_Cl), F = m_F;
+  // Column-parallel: the rank's heads, every row (SP: gathered in place).
+  gatherThenCompute(at, k.ln1.data() + r.first * C, k.ln1.data(), r, C,
+                    [&](const float* ln, int64_t row0, int rows) {
+                      b.qkv.forward(ln + row0 * C, k.qkv.data() + row0 * qkvWidth, rows);
+                    });
   attend(step, m, k, again);  // in spans of its own (the ring's messages lie between them)
-  {
-    auto s = span();
-    // Row-parallel: this rank's partial sum of proj's output, bias not yet added.
-    b.proj.forward(k.y.data(), partialOutput(k.mid.data(), m_y.data()), r.full, false);
-  }
-  sumRows(m_y.data(), k.mid.data(), r, C);
+  // Row-parallel: this rank's partial sum of proj's output, bias not yet added; then the sum.
+  computeThenSum(at, m_y.data(), k.mid.data(), r, C, [&](int64_t row0, int rows, float* dst) {
+    b.proj.forward(k.y.data() + row0 * m_Cl, dst, rows, false);
+  });
   {
     auto s = span();
     m_compute.biasAdd(k.mid.data(), ps.param(b.proj.biasRef()), r.local, m_C);
@@ -287,14 +287,14 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     b.ln2.forward(k.mid.data(), k.ln2.data() + r.first * C, k.mean2.data(), k.rstd2.data(),
                   r.local);
   }
-  gatherRows(k.ln2.data() + r.first * C, k.ln2.data(), r, C);
-  {
-    auto s = span();
-    b.fc1->forward(k.ln2.data(), k.h.data(), r.full);  // column-parallel
-    m_compute.gelu(k.g.data(), k.h.data(), long(r.full) * m_F);
-    b.fc2->forward(k.g.data(), partialOutput(out, m_y.data()), r.full, false);  // row-parallel
-  }
-  sumRows(m_y.data(), out, r, C);
+  gatherThenCompute(at, k.ln2.data() + r.first * C, k.ln2.data(), r, C,
+                    [&](const float* ln, int64_t row0, int rows) {
+                      b.fc1->forward(ln + row0 * C, k.h.data() + row0 * F, rows);  // column
+                      m_compute.gelu(k.g.data() + row0 * F, k.h.data() + row0 * F, long(rows) * F);
+                    });
+  computeThenSum(at, m_y.data(), out, r, C, [&](int64_t row0, int rows, float* dst) {
+    b.fc2->forward(k.g.data() + row0 * F, dst, rows, false);  // row-parallel
+  });
   auto s = span();
   m_compute.biasAdd(out, ps.param(b.fc2->biasRef()), r.local, m_C);
   m_compute.residualAdd(out, k.mid.data(), long(r.local) * C);
@@ -358,38 +358,41 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
     return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
                        microSpanLabel(false, m.micro));
   };
+  const SpanAt at{step, SpanKind::Backward, m.micro};
+  const int64_t qkvWidth = 3 * int64_t(m_Cl), F = m_F;
+  float* dh = m_dh.data();
   // The partial gradient of a LayerNorm's output [full, C], summed: this rank's rows of it.
-  auto summed = [&] { return sumPartialGradient(m_dln.data(), m_dtmp.data(), r, C); };
-  // out = mid + fc2(gelu(fc1(ln2(mid)))): dA passes through, the branch adds to it.
-  const float* dY = gatherRows(dA, m_dFull.data(), r, C);
-  {
-    auto s = span();
-    b.fc2->backward(k.g.data(), dY, m_dh.data(), r.full);
-    m_compute.geluBackward(m_dh.data(), k.h.data(), m_dh.data(), long(r.full) * m_F);
-    b.fc1->backward(k.ln2.data(), m_dh.data(), m_dln.data(), r.full);  // partial
-  }
-  float* dln = summed();
+  float* summedInto = m_sp ? m_dtmp.data() : m_dln.data();
+  // out = mid + fc2(gelu(fc1(ln2(mid)))): dA passes through, the branch adds to it; the output
+  // gradient of every row fc2 saw (SP: gathered).
+  gatherThenCompute(at, dA, m_dFull.data(), r, C, [&](const float* dY, int64_t row0, int rows) {
+    b.fc2->backward(k.g.data() + row0 * F, dY + row0 * C, dh + row0 * F, rows);
+    m_compute.geluBackward(dh + row0 * F, k.h.data() + row0 * F, dh + row0 * F, long(rows) * F);
+  });
+  float* dln = computeThenSum(at, m_dln.data(), summedInto, r, C,
+                              [&](int64_t row0, int rows, float* dst) {
+                                b.fc1->backward(k.ln2.data() + row0 * C, dh + row0 * F, dst,
+                                                rows);  // partial
+                              });
   {
     auto s = span();
     b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), dln, m_dtmp.data(), r.local);
     m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);  // dA = dmid
   }
   // mid = a + proj(attention(qkv(ln1(a)))): the same again.
-  dY = gatherRows(dA, m_dFull.data(), r, C);
   float* dy = m_dh.data();  // attention's output gradient [full, C/T]
-  {
-    auto s = span();
-    b.proj.backward(k.y.data(), dY, dy, r.full);
-  }
+  gatherThenCompute(at, dA, m_dFull.data(), r, C, [&](const float* dY, int64_t row0, int rows) {
+    b.proj.backward(k.y.data() + row0 * m_Cl, dY + row0 * C, dy + row0 * m_Cl, rows);
+  });
   attendBackward(step, m, k, dy);  // in spans of its own
-  {
-    auto s = span();
-    b.qkv.backward(k.ln1.data(), m_dqkv.data(), m_dln.data(), r.full);  // partial
-    // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
-    m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
-  }
-  dln = summed();
+  dln = computeThenSum(at, m_dln.data(), summedInto, r, C,
+                       [&](int64_t row0, int rows, float* dst) {
+                         b.qkv.backward(k.ln1.data() + row0 * C, m_dqkv.data() + row0 * qkvWidth,
+                                        dst, rows);  // partial
+                       });
   auto s = span();
+  // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
+  m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);
   b.ln1.backward(m.a[size_t(j)].data(), k.mean1.data(), k.rstd1.data(), dln, m_dtmp.data(),
                  r.local);
   m_compute.residualAdd(dA, m_dtmp.data(), long(r.local) * C);

@@ -147,16 +147,19 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
     b.ln.forward(m.a[size_t(j)].data(), m.ln[size_t(j)].data() + r.first * H,
                  m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), r.local);
   }
+  const SpanAt at{step, SpanKind::Forward, m.micro};
+  float *h = m.h[size_t(j)].data(), *g = m.g[size_t(j)].data();
   // SP: all-gather (in place): fc1 needs every row.
-  gatherRows(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r, H);
-  {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-    b.fc1.forward(m.ln[size_t(j)].data(), m.h[size_t(j)].data(), r.full);  // column-parallel
-    m_compute.gelu(m.g[size_t(j)].data(), m.h[size_t(j)].data(), long(r.full) * m_F);
-    // Row-parallel: this rank's partial sum of fc2's output, bias not yet added.
-    b.fc2.forward(m.g[size_t(j)].data(), partialOutput(out, m_y.data()), r.full, false);
-  }
-  sumRows(m_y.data(), out, r, H);  // the sum; SP: only this rank's rows of it
+  gatherThenCompute(at, m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r, H,
+                    [&](const float* ln, int64_t row0, int rows) {
+                      b.fc1.forward(ln + row0 * H, h + row0 * m_F, rows);  // column-parallel
+                      m_compute.gelu(g + row0 * m_F, h + row0 * m_F, long(rows) * m_F);
+                    });
+  // Row-parallel: this rank's partial sum of fc2's output, bias not yet added; then the sum
+  // (SP: only this rank's rows of it).
+  computeThenSum(at, m_y.data(), out, r, H, [&](int64_t row0, int rows, float* dst) {
+    b.fc2.forward(g + row0 * m_F, dst, rows, false);
+  });
   ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
   m_compute.biasAdd(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
   m_compute.residualAdd(out, m.a[size_t(j)].data(), long(r.local * H));
@@ -209,17 +212,22 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, fl
   Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
   const int64_t H = m_H;
+  const SpanAt at{step, SpanKind::Backward, m.micro};
+  const float *h = m.h[size_t(j)].data(), *g = m.g[size_t(j)].data(),
+              *ln = m.ln[size_t(j)].data();
+  float* dh = m_dh.data();
   // The gradient of the block output, every row fc2 saw (SP: all-gathered).
-  const float* dY = gatherRows(dA, m_dFull.data(), r, H);
-  {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
-    // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
-    b.fc2.backward(m.g[size_t(j)].data(), dY, m_dh.data(), r.full);
-    m_compute.geluBackward(m_dh.data(), m.h[size_t(j)].data(), m_dh.data(), long(r.full) * m_F);
-    // Partial: this rank's columns' share of the LayerNorm output's gradient.
-    b.fc1.backward(m.ln[size_t(j)].data(), m_dh.data(), m_dln.data(), r.full);
-  }
-  const float* dln = sumPartialGradient(m_dln.data(), m_dtmp.data(), r, H);  // this rank's rows
+  // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
+  gatherThenCompute(at, dA, m_dFull.data(), r, H, [&](const float* dY, int64_t row0, int rows) {
+    b.fc2.backward(g + row0 * m_F, dY + row0 * H, dh + row0 * m_F, rows);
+    m_compute.geluBackward(dh + row0 * m_F, h + row0 * m_F, dh + row0 * m_F, long(rows) * m_F);
+  });
+  // Partial: this rank's columns' share of the LayerNorm output's gradient; summed, this
+  // rank's rows.
+  const float* dln = computeThenSum(at, m_dln.data(), m_sp ? m_dtmp.data() : m_dln.data(), r, H,
+                                    [&](int64_t row0, int rows, float* dst) {
+                                      b.fc1.backward(ln + row0 * H, dh + row0 * m_F, dst, rows);
+                                    });
   ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
   b.ln.backward(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), dln,
                 m_dtmp.data(), r.local);
