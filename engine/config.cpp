@@ -74,21 +74,24 @@ std::optional<std::string> RunConfig::validateRules() const {
   if (backend == Backend::Nccl && allreduce != "default")
     return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
            allreduce + " lesson algorithm runs on --backend thread";
-  // The cp ranks of a replica share its windows (each holds a part of every one).
-  if (globalBatch() < ranks / std::max(1, cp))
+  // The tp, pp and cp ranks of a replica share its samples (model_parallel.cpp slices the batch
+  // by dp; cp ranks each hold a part of every window).
+  const int replicas = ranks / std::max(1, modelSplit());
+  if (globalBatch() < replicas)
     return "batch: the global batch (" + std::to_string(globalBatch()) +
-           ") must hold at least one sample per rank (" + std::to_string(ranks / std::max(1, cp)) +
-           (cp > 1 ? " ranks besides context parallelism's)" : " ranks)");
+           ") must hold at least one sample per " +
+           (modelSplit() > 1 ? "data-parallel replica (" + std::to_string(replicas) +
+                                   " replicas; tp, pp and cp ranks share theirs)"
+                             : "rank (" + std::to_string(replicas) + " ranks)");
   // Gradient accumulation (parallel/data/accumulation.h): K equal micro-batches of the global
   // batch, each split over the ranks as a batch is.
   if (accumulate > 1 && globalBatch() % accumulate != 0)
     return "accumulate: " + std::to_string(accumulate) + " does not divide the global batch (" +
            std::to_string(globalBatch()) +
            "; allowed: a divisor of it, each micro-batch being batch / accumulate)";
-  if (accumulate > 1 && globalBatch() / accumulate < ranks / std::max(1, cp))
+  if (accumulate > 1 && globalBatch() / accumulate < replicas)
     return "accumulate: each micro-batch (" + std::to_string(globalBatch() / accumulate) +
-           " samples) must hold at least one sample per rank (" +
-           std::to_string(ranks / std::max(1, cp)) + ")";
+           " samples) must hold at least one sample per rank (" + std::to_string(replicas) + ")";
   return validateLayout();
 }
 

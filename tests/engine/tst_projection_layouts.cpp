@@ -159,9 +159,10 @@ class TstProjectionLayouts : public QObject {
                                   << "tp: tensor parallelism splits attention by heads";
     QTest::newRow("pp and layers")
         << 128 << 1 << 64 << 128 << 0 << 0 << "pp: 64 stages but only 48 blocks";
-    // The engine's rules: a sample for every rank, at most a replica's samples per micro-batch.
+    // The engine's rules: a sample for every data-parallel replica (16 here: tp 4 of 64 GPUs),
+    // at most a replica's samples per micro-batch.
     QTest::newRow("batch and ranks")
-        << 64 << 4 << 1 << 32 << 0 << 0 << "batch: the global batch (32) must hold at least one";
+        << 64 << 4 << 1 << 8 << 0 << 0 << "batch: the global batch (8) must hold at least one";
     QTest::newRow("micro-batches")
         << 64 << 4 << 2 << 128 << 32 << 0 << "microbatches: 32 exceeds the 16 samples";
     QTest::newRow("zero stage") << 64 << 4 << 2 << 128 << 0 << 4 << "zero: 4 is not a ZeRO stage";
