@@ -444,7 +444,8 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
                    replicas, p.dpLink);
   const double paramGather =
       l.zero == 1 || l.zero == 2
-          ? calls * coll(Collective::AllGather, stageParams[busiest] * e / calls, replicas, p.dpLink)
+          ? calls *
+                coll(Collective::AllGather, stageParams[busiest] * e / calls, replicas, p.dpLink)
           : 0;
   const int busiestLayers = layersOf(model.layers, pp, busiest);
   const double lastBackward = busiestLayers * (totalSeconds(bwd) + recomputeS);

@@ -195,20 +195,22 @@ class TstProjectionOverlap : public QObject {
     const double without = projectedTflops(project(coreModel(r), serialised, h100s(r.gpus)), r);
     const double tflops = projectedTflops(p, r), ratio = tflops / r.tflops;
     const double step = p.stepSeconds;
-    qInfo("Megatron-Core H100 %4sB: tp %d pp %2d dp %2d m %2d: projected %6.1f TFLOP/s per GPU, "
-          "published %5.1f (%+5.1f%%; without overlap %+5.1f%%); step %.2f s = compute %.0f%%, "
-          "tp %.1f%% (hidden %.1f%%), bubble %.0f%%, dp %.1f%% (hidden %.1f%%); memory %.1f GB",
-          r.params, r.tp, r.pp, p.layout.dp, p.layout.microBatches, tflops, r.tflops,
-          100 * (ratio - 1), 100 * (without / r.tflops - 1), step, 100 * p.split.compute / step,
-          100 * p.split.tpComm / step, 100 * p.split.tpCommHidden / step,
-          100 * p.split.ppBubble / step, 100 * p.split.dpCommExposed / step,
-          100 * p.split.dpCommHidden / step, p.memory.total() / 1e9);
+    qInfo(
+        "Megatron-Core H100 %4sB: tp %d pp %2d dp %2d m %2d: projected %6.1f TFLOP/s per GPU, "
+        "published %5.1f (%+5.1f%%; without overlap %+5.1f%%); step %.2f s = compute %.0f%%, "
+        "tp %.1f%% (hidden %.1f%%), bubble %.0f%%, dp %.1f%% (hidden %.1f%%); memory %.1f GB",
+        r.params, r.tp, r.pp, p.layout.dp, p.layout.microBatches, tflops, r.tflops,
+        100 * (ratio - 1), 100 * (without / r.tflops - 1), step, 100 * p.split.compute / step,
+        100 * p.split.tpComm / step, 100 * p.split.tpCommHidden / step,
+        100 * p.split.ppBubble / step, 100 * p.split.dpCommExposed / step,
+        100 * p.split.dpCommHidden / step, p.memory.total() / 1e9);
     for (const char* tag : kOutsideBar)
       if (QString(QTest::currentDataTag()) == tag)
         QEXPECT_FAIL("", "materialised attention scores (see kOutsideBar)", Continue);
-    QVERIFY2(std::abs(ratio - 1) <= 0.15,
-             qPrintable(QString("%1B: projected %2, published %3").arg(r.params).arg(tflops).arg(
-                 r.tflops)));
+    QVERIFY2(
+        std::abs(ratio - 1) <= 0.15,
+        qPrintable(
+            QString("%1B: projected %2, published %3").arg(r.params).arg(tflops).arg(r.tflops)));
     QVERIFY2(p.fits(), qPrintable(QString("%1 GB").arg(p.memory.total() / 1e9)));
     QVERIFY(near(p.split.total(), p.stepSeconds, 1e-9));
   }

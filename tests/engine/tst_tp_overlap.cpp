@@ -63,8 +63,7 @@ class TestTpOverlap : public QObject {
     const RunConfig parallel = overlapped(serial, layout);
     QVERIFY2(!parallel.validate(), parallel.validate().value_or("").c_str());
     const int steps = 30;
-    const test::RunRecord a = test::recordRun(serial, steps),
-                          b = test::recordRun(parallel, steps);
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(parallel, steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "tp overlap vs serial");
     VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters, tp overlap vs serial");
   }

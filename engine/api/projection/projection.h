@@ -131,13 +131,13 @@ struct StepSplit {
   double ppComm = 0;         // stage-to-stage sends on the critical path
   double ppBubble = 0;       // idle while the pipeline fills and drains
   double dpCommExposed = 0;  // gradient (and ZeRO) communication not hidden behind compute
-  // Hidden behind compute (not in total()): tensor-parallel communication under the GEMMs,
-  // data-parallel under the last backward and the first forward.
-  double tpCommHidden = 0, dpCommHidden = 0;
   double optimizer = 0;      // the optimizer step (memory-bound)
   // Copying the batch into the rank's buffers: a host's measured rate (host_profile.h); 0 on a
   // cluster, whose input pipeline runs beside the step.
   double data = 0;
+  // Hidden behind compute (not in total()): tensor-parallel communication under the GEMMs,
+  // data-parallel under the last backward and the first forward.
+  double tpCommHidden = 0, dpCommHidden = 0;
   double total() const {
     return compute + tpComm + cpComm + epComm + ppComm + ppBubble + dpCommExposed + optimizer +
            data;

@@ -369,11 +369,11 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
     b.fc2->backward(k.g.data() + row0 * F, dY + row0 * C, dh + row0 * F, rows);
     m_compute.geluBackward(dh + row0 * F, k.h.data() + row0 * F, dh + row0 * F, long(rows) * F);
   });
-  float* dln = computeThenSum(at, m_dln.data(), summedInto, r, C,
-                              [&](int64_t row0, int rows, float* dst) {
-                                b.fc1->backward(k.ln2.data() + row0 * C, dh + row0 * F, dst,
-                                                rows);  // partial
-                              });
+  float* dln =
+      computeThenSum(at, m_dln.data(), summedInto, r, C, [&](int64_t row0, int rows, float* dst) {
+        b.fc1->backward(k.ln2.data() + row0 * C, dh + row0 * F, dst,
+                        rows);  // partial
+      });
   {
     auto s = span();
     b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), dln, m_dtmp.data(), r.local);
@@ -385,11 +385,9 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
     b.proj.backward(k.y.data() + row0 * m_Cl, dY + row0 * C, dy + row0 * m_Cl, rows);
   });
   attendBackward(step, m, k, dy);  // in spans of its own
-  dln = computeThenSum(at, m_dln.data(), summedInto, r, C,
-                       [&](int64_t row0, int rows, float* dst) {
-                         b.qkv.backward(k.ln1.data() + row0 * C, m_dqkv.data() + row0 * qkvWidth,
-                                        dst, rows);  // partial
-                       });
+  dln = computeThenSum(at, m_dln.data(), summedInto, r, C, [&](int64_t row0, int rows, float* dst) {
+    b.qkv.backward(k.ln1.data() + row0 * C, m_dqkv.data() + row0 * qkvWidth, dst, rows);  // partial
+  });
   auto s = span();
   // The key bias stays 0 (gpt.h): the rank's k columns are m_Cl .. 2 m_Cl of its qkv.
   m_compute.zero(m_model.params().grad(b.qkv.biasRef()) + m_Cl, m_Cl);

@@ -213,8 +213,7 @@ void TensorParallelStage::blockBackward(int64_t step, int j, MlpMicroActs& m, fl
   const MicroRows& r = m.r;
   const int64_t H = m_H;
   const SpanAt at{step, SpanKind::Backward, m.micro};
-  const float *h = m.h[size_t(j)].data(), *g = m.g[size_t(j)].data(),
-              *ln = m.ln[size_t(j)].data();
+  const float *h = m.h[size_t(j)].data(), *g = m.g[size_t(j)].data(), *ln = m.ln[size_t(j)].data();
   float* dh = m_dh.data();
   // The gradient of the block output, every row fc2 saw (SP: all-gathered).
   // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.

@@ -45,8 +45,8 @@ namespace {
 const char* transferLabel(const char* what, int step, int steps) {
   static std::mutex mutex;
   static std::set<std::string> labels;
-  const std::string label = std::string(kRingTransferOp) + what + ", step " +
-                            std::to_string(step) + " of " + std::to_string(steps);
+  const std::string label = std::string(kRingTransferOp) + what + ", step " + std::to_string(step) +
+                            " of " + std::to_string(steps);
   std::lock_guard lock(mutex);
   return labels.insert(label).first->c_str();
 }
@@ -66,8 +66,8 @@ void ColumnRowStage::ringSend(const float* send, int64_t count, int64_t step,
   int64_t start = nowNs(), arrives = start;
   if (m_tp.emulated()) arrives += m_tp.link().stepNs(count * int64_t(sizeof(float)), 0);
   if (m_spans)
-    m_spans->record(Span{SpanKind::Comm, start, arrives, count * int64_t(sizeof(float)), label,
-                         step + 1});
+    m_spans->record(
+        Span{SpanKind::Comm, start, arrives, count * int64_t(sizeof(float)), label, step + 1});
 }
 
 void ColumnRowStage::ringRecv(float* recv, int64_t count) const {
@@ -88,8 +88,8 @@ void ColumnRowStage::ringExchange(const float* send, float* recv, int64_t count,
     m_tp.send(send, count, next, device());
   }
   if (m_spans)
-    m_spans->record(Span{SpanKind::Comm, start, nowNs(), count * int64_t(sizeof(float)), label,
-                         step + 1});
+    m_spans->record(
+        Span{SpanKind::Comm, start, nowNs(), count * int64_t(sizeof(float)), label, step + 1});
 }
 
 const float* ColumnRowStage::gatherThenCompute(const SpanAt& at, const float* mine, float* all,
