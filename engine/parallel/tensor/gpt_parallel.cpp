@@ -369,10 +369,10 @@ void GptStage::blockBackward(int64_t step, int j, GptMicroActs& m, float* dA) {
     b.fc2->backward(k.g.data() + row0 * F, dY + row0 * C, dh + row0 * F, rows);
     m_compute.geluBackward(dh + row0 * F, k.h.data() + row0 * F, dh + row0 * F, long(rows) * F);
   });
+  // fc1's partial input gradient, summed.
   float* dln =
       computeThenSum(at, m_dln.data(), summedInto, r, C, [&](int64_t row0, int rows, float* dst) {
-        b.fc1->backward(k.ln2.data() + row0 * C, dh + row0 * F, dst,
-                        rows);  // partial
+        b.fc1->backward(k.ln2.data() + row0 * C, dh + row0 * F, dst, rows);
       });
   {
     auto s = span();
