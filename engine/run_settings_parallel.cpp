@@ -237,6 +237,20 @@ void addParallelRows(std::vector<Setting>& t) {
                         "or more)");
                   })
                   .onlyParallel());
+  t.push_back(field("tp-overlap", &RunConfig::tpOverlap)
+                  .in(kModelParallelism, "Overlap tp communication")
+                  .describe("Cut each tp all-gather and reduce-scatter into ring steps that run "
+                            "while the GEMM beside them computes (collective matmul; PyTorch "
+                            "AsyncTP, Megatron's --tp-comm-overlap)",
+                            "The same sums; the overlap meter shows the tp communication hidden "
+                            "behind the GEMMs.")
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.tp > 1 && c.sp) return std::nullopt;
+                    return std::string(
+                        "overlapped tensor parallelism cuts sequence parallelism's all-gathers "
+                        "and reduce-scatters (needs --tp 2 or more and --sp)");
+                  })
+                  .onlyParallel());
   t.push_back(field("cp", &RunConfig::cp)
                   .in(kModelParallelism, "Context parallel (cp)")
                   .describe("Context-parallel degree (ring attention, Liu et al. 2023): each "

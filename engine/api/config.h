@@ -80,6 +80,9 @@ struct RunConfig {
   int tp = 1;
   int pp = 1;
   bool sp = false;
+  // Under --sp, each tp all-gather and reduce-scatter cut into ring steps beside its GEMM
+  // (parallel/tensor/tp_overlap.h): the collective-matmul decomposition
+  bool tpOverlap = false;
   int cp = 1;                       // context parallelism: each window's tokens over cp ranks
   CpOrder cpOrder = CpOrder::Zigzag;  // which chunks a cp rank holds: zigzag | contiguous
   CpKind cpKind = CpKind::Ring;  // cp's attention: the ring | Ulysses's all-to-all over heads

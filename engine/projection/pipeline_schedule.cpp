@@ -15,12 +15,19 @@ Schedule parseSchedule(const std::string& name) { return pipeScheduleNamed(name)
 
 const char* scheduleName(Schedule s) { return pipeSchedule(s).name; }
 
-PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v) {
+double fillShare(Schedule s, int p, int m, int v) {
+  const double plain = bubbleFraction(p, m, v), own = scheduleBubble(scheduleName(s), p, m, v);
+  if (plain <= 0 || plain >= 1 || own >= 1) return 1;
+  // A bubble fraction b of m slots of work is a fill of m b / (1 - b) slots.
+  return (own / (1 - own)) / (plain / (1 - plain));
+}
+
+PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v, double fill) {
   PipelineTime t;
   if (slot.empty()) return t;
   const double busiest = *std::max_element(slot.begin(), slot.end());
   const double sum = std::accumulate(slot.begin(), slot.end(), 0.0);
-  t.bubble = (sum - busiest) / std::max(1, v);
+  t.bubble = fill * (sum - busiest) / std::max(1, v);
   t.total = m * busiest + t.bubble;
   return t;
 }

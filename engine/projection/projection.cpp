@@ -174,12 +174,60 @@ RunConfig engineRun(const ModelSpec& m, const Layout& l, const Cluster& c) {
   // Sequence parallelism splits the tensor-parallel ranks' rows: with tp 1 it splits nothing
   // (blockOf), as a sweep over tp from 1 keeps it switched on.
   r.sp = l.sequenceParallel && l.tp > 1;
+  r.tpOverlap = l.overlapTpComm && l.tp > 1;
   r.batch = l.globalBatch;
   // Micro-batches the projection derives (Megatron-LM's one sample each) are its own choice.
   r.microbatches = l.microBatches > 0 ? l.microBatches : 1;
   r.schedule = scheduleName(l.schedule);
   r.zero = l.zero;
   return r;
+}
+
+// One block's tensor-parallel communication in one micro-batch, seconds: on the step's path,
+// and hidden behind the GEMMs.
+struct TpTime {
+  double exposed = 0, hidden = 0;
+};
+
+double secondsOf(const std::vector<OpCost>& ops, const std::string& name) {
+  double s = 0;
+  for (const OpCost& op : ops)
+    if (op.name == name) s += op.seconds;
+  return s;
+}
+
+// Tensor-parallel communication cut beside its GEMMs (--tp-overlap): the collective-matmul
+// decomposition of Wang et al. 2023 ("Overlap Communication with Dependent Computation via
+// Decomposition in Large Deep Learning Models", ASPLOS), as PyTorch's AsyncTP and Megatron's
+// --tp-comm-overlap (Transformer Engine's userbuffers) run it. Each column-then-row pair
+// exchanges an all-gather and a reduce-scatter (ring all-reduce = both halves, so without
+// sequence parallelism the same seconds): the all-gather goes in t - 1 ring steps while the
+// column-parallel GEMM computes the t row blocks in the order they arrive (its own first), the
+// reduce-scatter's steps carry each row block of the row-parallel GEMM's partial sums while the
+// next is computed. Of c seconds of transfer beside G seconds of GEMM, max(0, c - (t-1)/t G) stay
+// exposed: only the first block's GEMM has no transfer under it. In the backward the exchange
+// sits beside the same layer's input- and weight-gradient GEMMs, both of which the row blocks
+// split (the weight gradient sums over them). Left out: the GEMMs' blocks run a little below a
+// whole GEMM's rate, and the transfers take some of the GPU's memory bandwidth.
+TpTime overlappedTp(const ModelSpec& model, const std::vector<OpCost>& fwd,
+                    const std::vector<OpCost>& bwd, int passes, int t, double half) {
+  std::vector<std::pair<std::string, std::string>> pairs;  // column-parallel, row-parallel
+  if (model.gpt()) pairs.push_back({"QKV projection", "attention output projection"});
+  if (model.experts > 0)
+    pairs.push_back({"expert fc1", "expert fc2"});
+  else
+    pairs.push_back({"FFN fc1", "FFN fc2"});
+  const auto exposed = [&](double gemm) { return std::max(0.0, half - (t - 1.0) / t * gemm); };
+  const auto backward = [&](const std::string& layer) {
+    return secondsOf(bwd, layer + " input grad") + secondsOf(bwd, layer + " weight grad");
+  };
+  TpTime time;
+  for (const auto& [column, row] : pairs) {
+    time.exposed += (passes - 1) * (exposed(secondsOf(fwd, column)) + exposed(secondsOf(fwd, row)));
+    time.exposed += exposed(backward(row)) + exposed(backward(column));
+  }
+  time.hidden = double(pairs.size()) * passes * 2 * half - time.exposed;
+  return time;
 }
 
 }  // namespace
@@ -307,6 +355,10 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
                                                 coll(Collective::AllGather, actBytes, t, p.tpLink)
                                           : coll(Collective::AllReduce, actBytes, t, p.tpLink);
   const double tpBlock = (model.gpt() ? 2 : 1) * passes * tpOne;
+  const TpTime tpTime = l.overlapTpComm && t > 1
+                            ? overlappedTp(model, fwd, bwd, passes, t,
+                                           coll(Collective::AllGather, actBytes, t, p.tpLink))
+                            : TpTime{tpBlock, 0};
   // Context parallelism (ring attention): each rank gathers the sequence's K and V for its
   // queries (and reduce-scatters their gradients in the backward), overlapped with attention.
   double cpBlock = 0;
@@ -359,17 +411,18 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
       compute += stageParams[k] * (2 * e + 2 * gradBytes) / HBM;
     slotCompute[k] = compute;
     stageFlops[k] = flops;
-    slot[k] = compute + L * (tpBlock + cpBlock + epBlock) + p2p;
+    slot[k] = compute + L * (tpTime.exposed + cpBlock + epBlock) + p2p;
   }
   // ZeRO-3 gathers a stage's parameters in every forward pass and the backward, prefetched
   // behind the compute; what the compute cannot hide is exposed in every micro-batch.
-  double zero3Exposed = 0;
+  double zero3Exposed = 0, zero3Hidden = 0;
   if (l.zero == 3) {
     const double gathers =
         passes * coll(Collective::AllGather, stageParams[0] * e, replicas, p.dpLink);
     zero3Exposed = m * std::max(0.0, gathers - slotCompute[0]);
+    zero3Hidden = m * gathers - zero3Exposed;
   }
-  const PipelineTime pipe = pipelineTime(slot, m, v);
+  const PipelineTime pipe = pipelineTime(slot, m, v, fillShare(l.schedule, pp, m, v));
   const double forwardShare = totalSeconds(fwd) / blockS;
   for (int k = 0; k < pp; ++k) {
     p.stageForwardS.push_back(slot[size_t(k)] * forwardShare);
@@ -380,17 +433,26 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
   // [SECTION] Gradient synchronisation and the optimizer step (the busiest stage's replicas)
   const double gradS = stageParams[busiest] * gradBytes;
   const double calls = std::max(1.0, std::round(double(l.dpCalls) / pp));
-  double dpS = 0;
-  if (l.zero == 0)
-    dpS = calls * coll(Collective::AllReduce, gradS / calls, replicas, p.dpLink);
-  else  // reduce-scatter the gradients, all-gather the updated parameters (Rajbhandari et al.)
-    dpS = calls * (coll(Collective::ReduceScatter, gradS / calls, replicas, p.dpLink) +
-                   (l.zero < 3 ? coll(Collective::AllGather, stageParams[busiest] * e / calls,
-                                      replicas, p.dpLink)
-                               : 0));
-  const double lastBackward =
-      layersOf(model.layers, pp, busiest) * (totalSeconds(bwd) + recomputeS);
-  const double dpExposed = l.overlapDpComm ? std::max(0.0, dpS - lastBackward) : dpS;
+  // The gradients' sum (all-reduce; ZeRO: reduce-scatter) and, at ZeRO 1/2, the all-gather of
+  // the updated parameters (Rajbhandari et al.). Overlapped (Megatron's --overlap-grad-reduce
+  // and --overlap-param-gather, Megatron-Core's distributed optimizer): the buckets' sums run
+  // under the last micro-batch's backward and the gathers under the next step's first forward,
+  // each hidden up to that pass's time; a pipeline's earlier chunks could start sooner, which
+  // this leaves out.
+  const double gradSync =
+      calls * coll(l.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter, gradS / calls,
+                   replicas, p.dpLink);
+  const double paramGather =
+      l.zero == 1 || l.zero == 2
+          ? calls *
+                coll(Collective::AllGather, stageParams[busiest] * e / calls, replicas, p.dpLink)
+          : 0;
+  const int busiestLayers = layersOf(model.layers, pp, busiest);
+  const double lastBackward = busiestLayers * (totalSeconds(bwd) + recomputeS);
+  const double firstForward = busiestLayers * totalSeconds(fwd);
+  const double dpExposed =
+      (l.overlapDpComm ? std::max(0.0, gradSync - lastBackward) : gradSync) +
+      (l.overlapParamGather ? std::max(0.0, paramGather - firstForward) : paramGather);
   // Adam (say) reads and writes its fp32 weights and each state (8 bytes each), reads the
   // gradient, and in mixed precision writes the bf16 weights the GEMMs read; the engine also
   // zeroes the gradients each step.
@@ -404,12 +466,14 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
   p.stepSeconds = pipe.total + dpExposed + zero3Exposed + optimizerS;
   const int Lb = layersOf(model.layers, pp, busiest);
   p.split.compute = m * slotCompute[busiest];
-  p.split.tpComm = m * Lb * tpBlock;
+  p.split.tpComm = m * Lb * tpTime.exposed;
+  p.split.tpCommHidden = m * Lb * tpTime.hidden;
   p.split.cpComm = m * Lb * cpBlock;
   p.split.epComm = m * Lb * epBlock;
   p.split.ppComm = m * p2p;
   p.split.ppBubble = pipe.bubble;
   p.split.dpCommExposed = dpExposed + zero3Exposed;
+  p.split.dpCommHidden = gradSync + paramGather - dpExposed + zero3Hidden;
   p.split.optimizer = optimizerS;
 
   // [SECTION] Throughput

@@ -33,6 +33,8 @@ nlohmann::json toJson(const Projection& p) {
                 {"dp_comm_exposed", ms(p.split.dpCommExposed)},
                 {"optimizer", ms(p.split.optimizer)},
                 {"data", ms(p.split.data)}};
+  // Communication that ran under compute: not part of the step (split_ms sums to step_ms).
+  json hidden = {{"tp_comm", ms(p.split.tpCommHidden)}, {"dp_comm", ms(p.split.dpCommHidden)}};
   json mem = {{"params", p.memory.params},       {"grads", p.memory.grads},
               {"optimizer", p.memory.optimizer}, {"activations", p.memory.activations},
               {"workspace", p.memory.workspace}, {"total", p.memory.total()}};
@@ -59,10 +61,13 @@ nlohmann::json toJson(const Projection& p) {
               {"zero", l.zero},
               {"dp_calls", std::max(1, l.dpCalls)},
               {"dp_overlapped", l.overlapDpComm},
+              {"param_gather_overlapped", l.overlapParamGather},
+              {"tp_overlapped", l.overlapTpComm},
               {"recompute", nameOf(l.recompute)},
               {"precision", precisionName(l.precision)},
               {"step_ms", ms(p.stepSeconds)},
               {"split_ms", split},
+              {"hidden_ms", hidden},
               {"tokens_per_s", p.tokensPerS},
               {"samples_per_s", p.samplesPerS},
               {"tflops_per_gpu", p.tflopsPerGpu},
@@ -117,7 +122,7 @@ std::string toText(const Projection& p) {
     if (always || s > 0) add("  %-38s %12.2f %6.1f%%\n", name, s * 1e3, 100 * s / step);
   };
   part("compute (GEMMs, memory-bound kernels)", p.split.compute, true);
-  part("tensor-parallel communication", p.split.tpComm, true);
+  part("exposed tensor-parallel communication", p.split.tpComm, true);
   part("context-parallel communication", p.split.cpComm, false);
   part("expert-parallel all-to-all", p.split.epComm, false);
   part("pipeline sends", p.split.ppComm, l.pp > 1);
@@ -126,6 +131,10 @@ std::string toText(const Projection& p) {
   part("optimizer step", p.split.optimizer, true);
   part("copying the batch", p.split.data, p.split.data > 0);
   part("total", step, true);
+  if (p.split.tpCommHidden > 0 || p.split.dpCommHidden > 0)
+    add("  hidden behind compute, not in the total: tensor-parallel %.2f ms, data-parallel %.2f "
+        "ms\n",
+        p.split.tpCommHidden * 1e3, p.split.dpCommHidden * 1e3);
   const std::string rate =
       p.model.gpt() ? std::to_string(std::llround(p.tokensPerS)) + " tokens/s, " : std::string();
   add("Throughput (projected): %s%.1f samples/s; %.1f TFLOP/s per GPU executed "
@@ -141,7 +150,8 @@ std::string toText(const Projection& p) {
       m.workspace / GB, m.total() / GB, p.memoryCapacity / GB,
       p.fits() ? "fits" : "does not fit, over by ");
   if (!p.fits()) add("%.3g GB", (m.total() - p.memoryCapacity) / GB);
-  add("\nThe model behind these figures is checked against %s (tests/engine/tst_projection.cpp)\n",
+  add("\nThe model behind these figures is checked against %s (tests/engine/tst_projection.cpp, "
+      "tst_projection_overlap.cpp)\n",
       Projection::kValidatedBy);
   return out;
 }
@@ -180,6 +190,7 @@ Layout layoutOf(const RunConfig& c) {
   l.recompute = c.model == ModelKind::Gpt ? c.recompute : Recompute::None;
   l.optimizer = c.optimizer;
   l.overlapDpComm = c.dpVersion == DpVersion::Bucket;
+  l.overlapTpComm = c.tpOverlap;
   return l;
 }
 

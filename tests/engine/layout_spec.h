@@ -14,7 +14,9 @@ namespace paralab::test {
 
 inline RunConfig withLayout(RunConfig c, const QString& spec) {
   for (const QString& w : spec.split(' ', Qt::SkipEmptyParts)) {
-    if (w.startsWith("dp"))
+    if (w == "tp-overlap")  // before "tp<N>"
+      c.tpOverlap = true;
+    else if (w.startsWith("dp"))
       c.dp = w.mid(2).toInt();
     else if (w.startsWith("tp"))
       c.tp = w.mid(2).toInt();

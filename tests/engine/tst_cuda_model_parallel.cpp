@@ -1,12 +1,13 @@
 // Tensor, sequence, pipeline and context parallelism with --device cuda: thread ranks sharing
 // one GPU, every shard's parameters, gradients, optimizer state, activations and messages in
 // device memory, collectives through ThreadComm's device path.
-//   * tp 2, tp 2 + sp, pp 2 (GPipe, 1F1B), tp 2 x pp 2 and dp 2 x tp 2 reproduce the CUDA serial
-//     loss trajectory over 20 steps within 1e-4 relative, with each gradient sync on the dp
-//     axis (ZeRO-1/2/3, per-tensor and bucketed all-reduce). On the CPU these layouts match serial
-//     to 1e-5 (tst_model_parallel.cpp): the ranks sum the same products in another order (fc2's
-//     partial sums, micro-batch accumulation). On the GPU cuBLAS may also pick another
-//     algorithm for each shard's narrower GEMMs and the device reduction sums in its own order,
+//   * tp 2, tp 2 + sp (also cut into ring steps: --tp-overlap), pp 2 (GPipe, 1F1B), tp 2 x pp 2
+//     and dp 2 x tp 2 reproduce the CUDA serial loss trajectory over 20 steps within 1e-4
+//     relative, with each gradient sync on the dp axis (ZeRO-1/2/3, per-tensor and bucketed
+//     all-reduce). On the CPU these layouts match serial to 1e-5 (tst_model_parallel.cpp): the
+//     ranks sum the same products in another order (fc2's partial sums, micro-batch
+//     accumulation). On the GPU cuBLAS may also pick another algorithm for each shard's narrower
+//     GEMMs and the device reduction sums in its own order,
 //     ~1e-7 per operation, compounding over the steps: 1e-4, as tst_cuda_training.cpp allows
 //     data parallelism on the GPU.
 //   * Context parallelism (ring attention, cuda/attention_blocks.h): a GPT under cp 2 and cp 4
@@ -72,7 +73,8 @@ class TstCudaModelParallel : public QObject {
   void matchesCudaSerial_data() {
     QTest::addColumn<QString>("spec");
     for (const char* s :
-         {"tp2", "tp2 sp", "pp2 gpipe M3", "pp2 1f1b M4", "tp2 pp2 1f1b M2", "dp2 tp2"})
+         {"tp2", "tp2 sp", "tp2 sp tp-overlap", "pp2 gpipe M3", "pp2 1f1b M4", "tp2 pp2 1f1b M2",
+          "dp2 tp2"})
       QTest::newRow(s) << QString(s);
     QTest::newRow("dp2 tp2 sp zero1 adam") << "dp2 tp2 sp zero1 adam";
     // The other gradient syncs on the dp axis: ZeRO-2/3, the per-tensor and the bucketed all-reduce.

@@ -420,6 +420,8 @@ class TstModelParallel : public QObject {
     QTest::newRow("tp2 pp2 sp gpipe M3") << QStringList{
         "--tp", "2", "--pp", "2", "--sp", "--microbatches", "3", "--schedule", "gpipe"};
     QTest::newRow("dp2 tp2 sp") << QStringList{"--dp", "2", "--tp", "2", "--sp"};
+    // Overlapped tp: its ring steps ordered (even ranks send first) under MPI.
+    QTest::newRow("tp4 sp tp-overlap") << QStringList{"--tp", "4", "--sp", "--tp-overlap"};
     QTest::newRow("tp4") << QStringList{"--tp", "4"};
     QTest::newRow("dp2 pp2 zero1 M2")
         << QStringList{"--dp", "2", "--pp", "2", "--zero", "1", "--microbatches", "2"};

@@ -99,6 +99,20 @@ class TstProjectionLayouts : public QObject {
             QString::fromStdString(*why).startsWith("microbatches: the interleaved schedule"));
   }
 
+  // ZB-H1 (Qi et al. 2023) fills its drain with weight gradients: its fill and drain are a
+  // third of 1F1B's with equal forward, B and W times, at 1F1B's peak of micro-batches.
+  void zeroBubbleProjectsAThirdOfTheBubble() {
+    const Table1Row& row = kTable1[6];  // 145.6B: pp 8, 96 micro-batches per replica
+    const ModelSpec m = ModelSpec::megatronGpt(row.layers, row.hidden, row.heads, 2048, 51200);
+    Layout l = table1Layout(row);
+    const Projection plain = project(m, l, a100s(row.gpus));
+    l.schedule = Schedule::ZbH1;
+    const Projection zb = project(m, l, a100s(row.gpus));
+    QVERIFY(near(zb.split.ppBubble, plain.split.ppBubble / 3, 1e-9));
+    QVERIFY(zb.stepSeconds < plain.stepSeconds);
+    QVERIFY(near(zb.memory.activations, plain.memory.activations, 1e-9));
+  }
+
   // The one published measurement of interleaved against plain 1F1B on the same run: torchtitan's
   // benchmarks/llama3_h100_202412_torchtitan.md, Table 5: Llama 3.1 405B on 512 H100s (FSDP 8,
   // TP 8, PP 8), local batch 32, global 256, full recomputation, 100 TPS/GPU with 1F1B and 128

@@ -27,7 +27,12 @@ struct PipelineTime {
 // the critical path included). The busiest stage works m slots; the others' fill and drain add
 // (sum - max) / v: total = m max + (sum - max) / v, which for p equal slots is
 // (m + (p - 1) / v) slot.
-PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v = 1);
+// `fill` scales the fill and drain for a schedule whose bubble is not the plain one (fillShare).
+PipelineTime pipelineTime(const std::vector<double>& slot, int m, int v = 1, double fill = 1);
+// A schedule's fill and drain as a share of 1F1B's (interleaved over v: its own), from its
+// row's bubble formula (schedule.h: equal forward, B and W times): ZB-H1 fills (P - 1)/3 slots
+// where 1F1B fills P - 1, a third; 1 for the schedules whose bubble is the plain one.
+double fillShare(Schedule s, int p, int m, int v);
 
 // p stages on fewer cores than stages (ranks as threads on a CPU): the schedule's lists played
 // out in time (playSchedule, buffered sends as between threads), each stage running its

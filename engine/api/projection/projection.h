@@ -2,10 +2,12 @@
 // shape such as Megatron-LM's GPTs) in a layout (dp x tp x pp x cp, ep, micro-batches, ZeRO,
 // recomputation, schedule) on a cluster of real GPUs (resources/gpus), projected from the GPUs'
 // datasheets and the links' alpha-beta figures: memory per GPU by category, step time split into
-// compute / TP communication / PP bubble / exposed DP communication, tokens/s, TFLOP/s per GPU
-// and MFU. Every figure it gives is "projected", never measured, and is shown as such.
+// compute / TP communication / PP bubble / exposed DP communication (the communication that
+// overlaps hides reported beside it, as the overlap meter does), tokens/s, TFLOP/s per GPU and
+// MFU. Every figure it gives is "projected", never measured, and is shown as such.
 // Validated against Narayanan et al. 2021 (Megatron-LM, SC'21) Table 1 and the ZeRO paper's
-// memory figures: tests/engine/tst_projection.cpp. Try:
+// memory figures (tests/engine/tst_projection.cpp) and Megatron-Core's H100 table with DP and TP
+// overlap (tst_projection_overlap.cpp). Try:
 //   paralab-run --model gpt --layers 80 --hidden 12288 --heads 96 --seq 2048 --vocab 51200
 //               --batch 2304 --tp 8 --pp 8 --recompute full --project a100-80gb:1536  (one line)
 //
@@ -96,9 +98,16 @@ struct Layout {
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16Mixed;
   std::string optimizer = "adam";
-  // Gradients all-reduced in buckets while the last micro-batch's backward runs (the engine's
-  // bucketed sync, PyTorch DDP); false: after the backward (Megatron-LM 2021).
+  // Gradients all-reduced (ZeRO: reduce-scattered) in buckets while the last micro-batch's
+  // backward runs (the engine's bucketed sync, PyTorch DDP, Megatron's --overlap-grad-reduce);
+  // false: after the backward (Megatron-LM 2021).
   bool overlapDpComm = true;
+  // ZeRO 1/2: the updated parameters all-gathered bucket by bucket while the next step's first
+  // micro-batch runs its forward (Megatron's --overlap-param-gather); false: before it.
+  bool overlapParamGather = false;
+  // Tensor-parallel collectives cut into ring steps beside their GEMMs (--tp-overlap; Megatron's
+  // --tp-comm-overlap, PyTorch's AsyncTP); the engine's rules ask for sequence parallelism.
+  bool overlapTpComm = false;
   // Each micro-batch's weight gradients added into the accumulated ones by the GEMM itself
   // (false: a separate pass reads and writes the accumulated gradients).
   bool fusedGradAccumulation = false;
@@ -110,9 +119,13 @@ struct Layout {
 };
 
 // Seconds of one step of the busiest pipeline stage, by where they go; they sum to the step.
+// Communication is split as the overlap meter splits it (metrics/overlap.h): the exposed part
+// is on the step's path and in total(); the hidden part ran while the GPU computed and is not.
 struct StepSplit {
-  double compute = 0;        // GEMMs and memory-bound kernels, recomputation included
-  double tpComm = 0;         // tensor-parallel all-reduces (or reduce-scatter + all-gather)
+  double compute = 0;  // GEMMs and memory-bound kernels, recomputation included
+  // Tensor-parallel all-reduces (or reduce-scatter + all-gather): all of it exposed, or under
+  // overlapTpComm what the GEMMs beside them do not cover.
+  double tpComm = 0;
   double cpComm = 0;         // context-parallel K/V exchange not hidden behind attention
   double epComm = 0;         // expert-parallel all-to-alls
   double ppComm = 0;         // stage-to-stage sends on the critical path
@@ -122,6 +135,9 @@ struct StepSplit {
   // Copying the batch into the rank's buffers: a host's measured rate (host_profile.h); 0 on a
   // cluster, whose input pipeline runs beside the step.
   double data = 0;
+  // Hidden behind compute (not in total()): tensor-parallel communication under the GEMMs,
+  // data-parallel under the last backward and the first forward.
+  double tpCommHidden = 0, dpCommHidden = 0;
   double total() const {
     return compute + tpComm + cpComm + epComm + ppComm + ppBubble + dpCommExposed + optimizer +
            data;
@@ -157,8 +173,9 @@ struct Projection {
   Link tpLink, ppLink, dpLink, cpLink, epLink;
   // Which published runs this model is checked against.
   static constexpr const char* kValidatedBy =
-      "Narayanan et al. 2021 (Megatron-LM, SC'21) Table 1; Rajbhandari et al. 2020 (ZeRO); "
-      "torchtitan 2024, Llama 3.1 405B (interleaved 1F1B)";
+      "Narayanan et al. 2021 (Megatron-LM, SC'21) Table 1; Megatron-Core r0.8.0's H100 weak "
+      "scaling table (NVIDIA/Megatron-LM README); Rajbhandari et al. 2020 (ZeRO); torchtitan "
+      "2024, Llama 3.1 405B (interleaved 1F1B)";
 };
 
 // The layout with dp, microBatches and microBatchSize derived, or nullopt where validate() fails.

@@ -87,6 +87,8 @@ class ModelParallel final : public Strategy {
                     ModelShard{at.tp, c.tp, v == 0 ? 0 : b0 + 1, v == P * V - 1 ? L + 1 : b1});
       ch.stage = makeStage(*ch.model, m_grid.tp(), c.sp, compute(), ctx.memory, ctx.spans,
                            m_grid.cp(), c.cpOrder == CpOrder::Zigzag, c.cpKind);
+      if (auto* pair = dynamic_cast<ColumnRowStage*>(ch.stage.get()))
+        pair->setTpOverlap(c.tpOverlap);  // tensor/tp_overlap.cpp
       ch.sync = std::make_unique<GradSync>(
           ch.model->params(),
           std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},

@@ -145,16 +145,6 @@ std::optional<std::string> scheduleFileRefusal(const std::string& path, const Pi
   if (!grid) return head + why;
   const ScheduleCheck check = checkSchedule(*grid, shape);
   if (check.fault) return head + *check.fault;
-  // The model-parallel strategy runs F and the whole backward; B and W apart need its layers
-  // to compute the input and the weight gradient separately (model_parallel.cpp).
-  if (!check.splitsBackward) return std::nullopt;
-  for (size_t r = 0; r < grid->size(); ++r)
-    for (size_t j = 0; j < (*grid)[r].size(); ++j)
-      if ((*grid)[r][j].kind == 'W' || (*grid)[r][j].kind == 'I')
-        return head + "rank " + std::to_string(r) + ", action " + std::to_string(j + 1) + " (" +
-               scheduleCellText((*grid)[r][j], shape.chunks) +
-               "): split backward (B/W) needs layers that compute the input and the weight "
-               "gradient apart (allowed here: F and whole-backward B)";
   return std::nullopt;
 }
 

@@ -7,13 +7,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "parallel/pipeline/schedule.h"
+#include "parallel/pipeline/schedule_timed_plan.h"
 
 namespace paralab {
-
-std::vector<std::vector<PipeStep>> zbTimedPlan(const std::vector<std::vector<PipeStep>>& orders,
-                                               int chunks,
-                                               int (*virtualOf)(int stage, int chunk, int stages));
 
 namespace {
 
@@ -44,14 +40,14 @@ int oneChunk(int stage, int /*chunk*/, int /*stages*/) { return stage; }
 
 }  // namespace
 
-// The transfers are placed by zbTimedPlan (schedule_zb_plan.cpp): 1F1B's fixed pairing would
+// The transfers are placed by timedPlan (schedule_timed_plan.h): 1F1B's fixed pairing would
 // hold a stage's W behind the receive of its next forward's input under blocking sends.
 std::vector<PipeStep> zbH1Steps(const PipeShape& shape) {
   if (shape.chunks != 1) throw std::invalid_argument("zb-h1: one model chunk per stage");
   std::vector<std::vector<PipeStep>> orders;
   for (int s = 0; s < shape.stages; ++s)
     orders.push_back(computeOrder(s, shape.stages, shape.micros));
-  return zbTimedPlan(orders, 1, oneChunk)[size_t(shape.stage)];
+  return timedPlan(orders, 1, oneChunk)[size_t(shape.stage)];
 }
 
 // Qi et al. 2023 §3.1: ZB-H1's bubble is (P - 1)(T_F + T_B - T_W) of each stage's

@@ -5,6 +5,7 @@
 // See tests/engine/tst_model_parallel.cpp and tst_gpt.cpp (equal to serial; traffic).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "parallel/pipeline/stage.h"
@@ -32,8 +33,34 @@ namespace paralab {
 class ColumnRowStage : public Stage {
  public:
   using Stage::Stage;
+  // --tp-overlap (with SP): the pair's collectives cut into ring steps beside their GEMMs
+  // (tp_overlap.cpp).
+  void setTpOverlap(bool on);
 
  protected:
+  // [SECTION] Each exchange with the layer beside it (tp_overlap.cpp). Without --tp-overlap:
+  // the exchange, then the layer on every row at once; with it, the layer row block by row
+  // block, each block's compute under the next block's transfer.
+  // The column-parallel side: `use(all, row0, rows)` computes on rows [row0, row0 + rows) of
+  // `all` [full, width], which gatherRows(mine, all, ...) fills; returns `all` (TP: `mine`).
+  using OnRows = std::function<void(const float* all, int64_t row0, int rows)>;
+  // `at`: where the layer's compute spans go (the stage's step, forward or backward work — a
+  // recomputed forward is backward work — and the micro-batch).
+  struct SpanAt {
+    int64_t step = 0;
+    SpanKind kind = SpanKind::Forward;
+    int micro = 0;
+  };
+  const float* gatherThenCompute(const SpanAt& at, const float* mine, float* all,
+                                 const MicroRows& r, int64_t width, const OnRows& use);
+  // The row-parallel side: `make(row0, rows, dst)` writes this rank's partial sums of rows
+  // [row0, row0 + rows) at `dst` (`rows` x `width`); their sum over the group, this rank's rows,
+  // ends in `local`, which it returns. `partial` [full, width] is scratch (TP: it is `local`,
+  // summed in place) — the buffers sumRows and sumPartialGradient take.
+  using MakeRows = std::function<void(int64_t row0, int rows, float* dst)>;
+  float* computeThenSum(const SpanAt& at, float* partial, float* local, const MicroRows& r,
+                        int64_t width, const MakeRows& make);
+
   // SP: the split of a micro-batch's `full` rows, rounded up to a multiple of T so that
   // reduce-scatter gets equal blocks (padding rows are zero and get zero gradients): `local`
   // = full / T from `first` = tp rank x local. Else `r` as it is.
@@ -63,6 +90,16 @@ class ColumnRowStage : public Stage {
   // beta, `width` floats each) has gradients of the rank's rows only; sum them over the group
   // where `sync` holds them (ZeRO: the owned chunk's share, the same on every tp rank).
   void sumNormGradients(GradSync& sync, const std::vector<int64_t>& offsets, int64_t width) const;
+
+ private:
+  // One ring step of --tp-overlap: pass `count` floats at `send` to the next tp rank, take the
+  // previous rank's into `recv` (tp_overlap.cpp).
+  void ringSend(const float* send, int64_t count, int64_t step, const char* label) const;
+  void ringRecv(float* recv, int64_t count) const;
+  void ringExchange(const float* send, float* recv, int64_t count, int64_t step,
+                    const char* label) const;
+  bool m_tpOverlap = false;
+  bool m_posted = false;  // sends return at once (thread ranks): the ring overlaps the compute
 };
 
 }  // namespace paralab

@@ -281,18 +281,18 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     auto s = span();
     b.ln1.forward(in, k.ln1.data() + r.first * C, k.mean1.data(), k.rstd1.data(), r.local);
   }
-  gatherRows(k.ln1.data() + r.first * C, k.ln1.data(), r, C);  // in place
-  {
-    auto s = span();
-    b.qkv.forward(k.ln1.data(), k.qkv.data(), r.full);  // column-parallel: the rank's heads
-  }
+  const SpanAt at{step, again ? SpanKind::Backward : SpanKind::Forward, m.micro};
+  const int64_t qkvWidth = 3 * int64_t(m_Cl), F = m_F;
+  // Column-parallel: the rank's heads, every row (SP: gathered in place).
+  gatherThenCompute(at, k.ln1.data() + r.first * C, k.ln1.data(), r, C,
+                    [&](const float* ln, int64_t row0, int rows) {
+                      b.qkv.forward(ln + row0 * C, k.qkv.data() + row0 * qkvWidth, rows);
+                    });
   attend(step, m, k, again);  // in spans of its own (the ring's messages lie between them)
-  {
-    auto s = span();
-    // Row-parallel: this rank's partial sum of proj's output, bias not yet added.
-    b.proj.forward(k.y.data(), partialOutput(k.mid.data(), m_y.data()), r.full, false);
-  }
-  sumRows(m_y.data(), k.mid.data(), r, C);
+  // Row-parallel: this rank's partial sum of proj's output, bias not yet added; then the sum.
+  computeThenSum(at, m_y.data(), k.mid.data(), r, C, [&](int64_t row0, int rows, float* dst) {
+    b.proj.forward(k.y.data() + row0 * m_Cl, dst, rows, false);
+  });
   {
     auto s = span();
     m_compute.biasAdd(k.mid.data(), ps.param(b.proj.biasRef()), r.local, m_C);
@@ -300,14 +300,14 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     b.ln2.forward(k.mid.data(), k.ln2.data() + r.first * C, k.mean2.data(), k.rstd2.data(),
                   r.local);
   }
-  gatherRows(k.ln2.data() + r.first * C, k.ln2.data(), r, C);
-  {
-    auto s = span();
-    b.fc1->forward(k.ln2.data(), k.h.data(), r.full);  // column-parallel
-    m_compute.gelu(k.g.data(), k.h.data(), long(r.full) * m_F);
-    b.fc2->forward(k.g.data(), partialOutput(out, m_y.data()), r.full, false);  // row-parallel
-  }
-  sumRows(m_y.data(), out, r, C);
+  gatherThenCompute(at, k.ln2.data() + r.first * C, k.ln2.data(), r, C,
+                    [&](const float* ln, int64_t row0, int rows) {
+                      b.fc1->forward(ln + row0 * C, k.h.data() + row0 * F, rows);  // column
+                      m_compute.gelu(k.g.data() + row0 * F, k.h.data() + row0 * F, long(rows) * F);
+                    });
+  computeThenSum(at, m_y.data(), out, r, C, [&](int64_t row0, int rows, float* dst) {
+    b.fc2->forward(k.g.data() + row0 * F, dst, rows, false);  // row-parallel
+  });
   auto s = span();
   m_compute.biasAdd(out, ps.param(b.fc2->biasRef()), r.local, m_C);
   m_compute.residualAdd(out, k.mid.data(), long(r.local) * C);
@@ -414,21 +414,30 @@ void GptStage::blockInput(int64_t step, int j, GptMicroActs& m, float* dA, GptBl
     return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
                        microSpanLabel(false, m.micro));
   };
-  // The partial gradient of a LayerNorm's output [full, C] in m_dln, summed: this rank's rows
-  // of it, kept at `kept` for the LayerNorm's W.
-  auto summed = [&](Tensor& kept) {
-    const float* dln = sumPartialGradient(m_dln.data(), kept.data(), r, C);
+  const SpanAt at{step, SpanKind::Backward, m.micro};
+  const int64_t F = m_F, qkvWidth = 3 * int64_t(m_Cl);
+  // The gradient of a branch's output, every row its first GEMM sees (SP: all-gathered, block by
+  // block under --tp-overlap), kept at `kept` for that GEMM's W; `use` runs on the rows.
+  auto gathered = [&](Tensor& kept, const OnRows& use) {
+    const float* mine = m_sp ? dA : keepRows(dA, kept.data(), r, C);
+    gatherThenCompute(at, mine, kept.data(), r, C, use);
+  };
+  // The partial gradient of a LayerNorm's output [full, C] that `make` writes, summed: this
+  // rank's rows of it, kept at `kept` for the LayerNorm's W.
+  auto summed = [&](Tensor& kept, const MakeRows& make) {
+    const float* dln =
+        computeThenSum(at, m_dln.data(), m_sp ? kept.data() : m_dln.data(), r, C, make);
     if (dln != kept.data()) m_compute.copy(kept.data(), dln, local);
   };
   // out = mid + fc2(gelu(fc1(ln2(mid)))): dA passes through, the branch adds to it.
-  const float* dY = keepRows(dA, k.dy2.data(), r, C);
-  {
-    auto s = span();
-    b.fc2->backwardInput(dY, k.dh.data(), r.full);
-    m_compute.geluBackward(k.dh.data(), act.h.data(), k.dh.data(), long(r.full) * m_F);
-    b.fc1->backwardInput(k.dh.data(), m_dln.data(), r.full);  // partial
-  }
-  summed(k.dln2);
+  float* dh = k.dh.data();
+  gathered(k.dy2, [&](const float* dY, int64_t row0, int rows) {
+    b.fc2->backwardInput(dY + row0 * C, dh + row0 * F, rows);
+    m_compute.geluBackward(dh + row0 * F, act.h.data() + row0 * F, dh + row0 * F, long(rows) * F);
+  });
+  summed(k.dln2, [&](int64_t row0, int rows, float* dst) {
+    b.fc1->backwardInput(dh + row0 * F, dst, rows);  // partial
+  });
   {
     auto s = span();
     b.ln2.backwardInput(act.mid.data(), act.mean2.data(), act.rstd2.data(), k.dln2.data(),
@@ -436,18 +445,14 @@ void GptStage::blockInput(int64_t step, int j, GptMicroActs& m, float* dA, GptBl
     m_compute.residualAdd(dA, m_dtmp.data(), long(local));  // dA = dmid
   }
   // mid = a + proj(attention(qkv(ln1(a)))): the same again.
-  dY = keepRows(dA, k.dy1.data(), r, C);
   float* dy = m_dln.data();  // attention's output gradient [full, C/T]
-  {
-    auto s = span();
-    b.proj.backwardInput(dY, dy, r.full);
-  }
+  gathered(k.dy1, [&](const float* dY, int64_t row0, int rows) {
+    b.proj.backwardInput(dY + row0 * C, dy + row0 * m_Cl, rows);
+  });
   attendBackward(step, m, act, dy, k.dqkv.data());  // in spans of its own
-  {
-    auto s = span();
-    b.qkv.backwardInput(k.dqkv.data(), m_dln.data(), r.full);  // partial
-  }
-  summed(k.dln1);
+  summed(k.dln1, [&](int64_t row0, int rows, float* dst) {
+    b.qkv.backwardInput(k.dqkv.data() + row0 * qkvWidth, dst, rows);  // partial
+  });
   auto s = span();
   b.ln1.backwardInput(m.a[size_t(j)].data(), act.mean1.data(), act.rstd1.data(), k.dln1.data(),
                       m_dtmp.data(), r.local, m_normDiscard.data());

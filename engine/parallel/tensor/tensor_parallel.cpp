@@ -154,16 +154,19 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
     b.ln.forward(m.a[size_t(j)].data(), m.ln[size_t(j)].data() + r.first * H,
                  m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), r.local);
   }
+  const SpanAt at{step, SpanKind::Forward, m.micro};
+  float *h = m.h[size_t(j)].data(), *g = m.g[size_t(j)].data();
   // SP: all-gather (in place): fc1 needs every row.
-  gatherRows(m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r, H);
-  {
-    ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
-    b.fc1.forward(m.ln[size_t(j)].data(), m.h[size_t(j)].data(), r.full);  // column-parallel
-    m_compute.gelu(m.g[size_t(j)].data(), m.h[size_t(j)].data(), long(r.full) * m_F);
-    // Row-parallel: this rank's partial sum of fc2's output, bias not yet added.
-    b.fc2.forward(m.g[size_t(j)].data(), partialOutput(out, m_y.data()), r.full, false);
-  }
-  sumRows(m_y.data(), out, r, H);  // the sum; SP: only this rank's rows of it
+  gatherThenCompute(at, m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r, H,
+                    [&](const float* ln, int64_t row0, int rows) {
+                      b.fc1.forward(ln + row0 * H, h + row0 * m_F, rows);  // column-parallel
+                      m_compute.gelu(g + row0 * m_F, h + row0 * m_F, long(rows) * m_F);
+                    });
+  // Row-parallel: this rank's partial sum of fc2's output, bias not yet added; then the sum
+  // (SP: only this rank's rows of it).
+  computeThenSum(at, m_y.data(), out, r, H, [&](int64_t row0, int rows, float* dst) {
+    b.fc2.forward(g + row0 * m_F, dst, rows, false);
+  });
   ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
   m_compute.biasAdd(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
   m_compute.residualAdd(out, m.a[size_t(j)].data(), long(r.local * H));
@@ -260,22 +263,24 @@ void TensorParallelStage::blockInput(int64_t step, int j, MlpMicroActs& m, float
   Mlp::Block& b = m_model.block(m_model.firstBlock() + j);
   const MicroRows& r = m.r;
   const int64_t H = m_H, local = int64_t(r.local) * H;
-  auto span = [&] {
-    return ComputeSpan(m_compute, m_spans, SpanKind::Backward, step + 1,
-                       microSpanLabel(false, m.micro));
-  };
-  // The gradient of the block output, every row fc2 saw (SP: all-gathered), kept for fc2's W.
-  const float* dY = keepRows(dA, k.dy2.data(), r, H);
-  {
-    auto s = span();
-    // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
-    b.fc2.backwardInput(dY, k.dh.data(), r.full);
-    m_compute.geluBackward(k.dh.data(), m.h[size_t(j)].data(), k.dh.data(), long(r.full) * m_F);
-    // Partial: this rank's columns' share of the LayerNorm output's gradient.
-    b.fc1.backwardInput(k.dh.data(), m_dln.data(), r.full);
-  }
-  const float* dln = sumPartialGradient(m_dln.data(), k.dln.data(), r, H);  // this rank's rows
-  auto s = span();
+  const SpanAt at{step, SpanKind::Backward, m.micro};
+  const float* h = m.h[size_t(j)].data();
+  float* dh = k.dh.data();
+  // The gradient of the block output, every row fc2 saw (SP: all-gathered, block by block
+  // under --tp-overlap), kept at k.dy2 for fc2's W.
+  // a[j+1] = a[j] + fc2(gelu(fc1(ln(a[j])))): the residual passes dA through unchanged.
+  const float* mine = m_sp ? dA : keepRows(dA, k.dy2.data(), r, H);
+  gatherThenCompute(at, mine, k.dy2.data(), r, H, [&](const float* dY, int64_t row0, int rows) {
+    b.fc2.backwardInput(dY + row0 * H, dh + row0 * m_F, rows);
+    m_compute.geluBackward(dh + row0 * m_F, h + row0 * m_F, dh + row0 * m_F, long(rows) * m_F);
+  });
+  // Partial: this rank's columns' share of the LayerNorm output's gradient; summed, this
+  // rank's rows, kept at k.dln for the LayerNorm's W.
+  const float* dln = computeThenSum(at, m_dln.data(), m_sp ? k.dln.data() : m_dln.data(), r, H,
+                                    [&](int64_t row0, int rows, float* dst) {
+                                      b.fc1.backwardInput(dh + row0 * m_F, dst, rows);
+                                    });
+  ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
   if (dln != k.dln.data()) m_compute.copy(k.dln.data(), dln, local);
   b.ln.backwardInput(m.a[size_t(j)].data(), m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(),
                      k.dln.data(), m_dtmp.data(), r.local, m_normDiscard.data());

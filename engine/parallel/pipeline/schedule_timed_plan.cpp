@@ -1,31 +1,20 @@
-// What the zero-bubble schedules share (schedule_zb_h1.cpp): every stage's list from its
-// compute order alone. The transfers are placed where they cost nothing, in one global order,
-// so that blocking sends never wait in a cycle.
-// See tests/engine/tst_pipeline_zero_bubble.cpp.
+// Every stage's list from its compute order alone, what the timed schedules share (interleaved
+// 1F1B, ZB-H1): the computes are played out, and each transfer is placed where it costs nothing,
+// in one global order, so that blocking sends never wait in a cycle.
+// See tests/engine/tst_pipeline_interleaved.cpp and tst_pipeline_zero_bubble.cpp.
+#include "parallel/pipeline/schedule_timed_plan.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
 
-#include "parallel/pipeline/schedule.h"
-
 namespace paralab {
 
-// Every stage's list from `orders`, each stage's forwards, B's and W's (PipeSteps of those
-// actions) in the order it runs them. `virtualOf(stage, chunk, stages)` places the model:
-// which of the stages x chunks virtual stages a stage's chunk holds. A micro-batch's forward
-// on virtual stage v waits for its forward on v - 1, its B for its B on v + 1 (the last
-// virtual stage's for its forward there), its W for its B (the stage's order has it after).
-// The orders are played out as soon as their inputs are there, each compute taking 1 (T_F =
-// T_B = T_W); then each transfer between two stages gets a time between its producer's end
-// and its consumer's start where neither stage is inside a compute if there is one, else
-// where the wait is shortest; a step from one chunk into another on the same stage needs
-// none. All steps, in the order of their times, go into the stages' lists at once: the lists
-// follow one global order (as the interleaved builder's do).
-std::vector<std::vector<PipeStep>> zbTimedPlan(const std::vector<std::vector<PipeStep>>& orders,
-                                               int chunks,
-                                               int (*virtualOf)(int stage, int chunk, int stages)) {
+std::vector<std::vector<PipeStep>> timedPlan(const std::vector<std::vector<PipeStep>>& orders,
+                                             int chunks,
+                                             int (*virtualOf)(int stage, int chunk, int stages)) {
   const int P = int(orders.size()), last = P * chunks - 1;
   std::map<int, std::pair<int, int>> placed;  // virtual stage -> (stage, chunk)
   for (int s = 0; s < P; ++s)
@@ -48,15 +37,15 @@ std::vector<std::vector<PipeStep>> zbTimedPlan(const std::vector<std::vector<Pip
         double ready = t.empty() ? 0 : t.back().end;
         std::optional<std::tuple<PipeAction, int, int>> input;
         if (o.action == PipeAction::Forward && v > 0) input = {PipeAction::Forward, o.micro, v - 1};
-        if (o.action == PipeAction::BackwardInput)
-          input = v < last ? std::tuple{PipeAction::BackwardInput, o.micro, v + 1}
+        if (o.action == PipeAction::Backward || o.action == PipeAction::BackwardInput)
+          input = v < last ? std::tuple{o.action, o.micro, v + 1}
                            : std::tuple{PipeAction::Forward, o.micro, v};
         if (input) {
           const auto in = done.find(*input);
           if (in == done.end()) break;
           ready = std::max(ready, in->second);
         }
-        t.push_back({ready, ready + 1, o});
+        t.push_back({ready, ready + (o.action == PipeAction::Backward ? 2 : 1), o});
         done[{o.action, o.micro, v}] = t.back().end;
         moved = true;
       }
@@ -64,7 +53,7 @@ std::vector<std::vector<PipeStep>> zbTimedPlan(const std::vector<std::vector<Pip
   }
   for (int s = 0; s < P; ++s)
     if (timed[size_t(s)].size() < orders[size_t(s)].size())
-      throw std::logic_error("zero-bubble plan: the compute orders wait on each other");
+      throw std::logic_error("timed plan: the compute orders wait on each other");
   // The end of the compute stage s is inside at time x, or x where it is at none.
   const auto freeAt = [&](int s, double x) {
     for (const Timed& c : timed[size_t(s)])
