@@ -505,7 +505,8 @@ int main(int argc, char** argv) {
       if (goodput) j["goodput"] = toJson(*goodput);
       for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
         j["elastic"].push_back({{"step", e.step},
-                                {"failed_rank", e.failedRank},
+                                {e.rejoinedRank >= 0 ? "rejoined_rank" : "failed_rank",
+                                 e.rejoinedRank >= 0 ? e.rejoinedRank : e.failedRank},
                                 {"ranks_before", e.ranksBefore},
                                 {"ranks_after", e.ranksAfter}});
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
@@ -529,8 +530,13 @@ int main(int argc, char** argv) {
       }
       if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
       for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
-        std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",
-                    e.failedRank, (long long)e.step, e.ranksAfter, (long long)e.step - 1);
+        if (e.rejoinedRank >= 0)
+          std::printf("elastic: rank %d rejoined at step %lld, healed from a live peer; %d ranks "
+                      "went on\n",
+                      e.rejoinedRank, (long long)e.step, e.ranksAfter);
+        else
+          std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",
+                      e.failedRank, (long long)e.step, e.ranksAfter, (long long)e.step - 1);
       if (goodput)
         std::printf("goodput: %.2f steps/s over %.2f s; %d failure(s) (emulated, MTBF %g s), "
                     "%.2f s lost to redone steps, %d checkpoint(s) of %.4f s each (%.2f s); "
