@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "cli/control_channel.h"
+#include "cli/elastic_job.h"
 #include "cli/line_views.h"
 #include "cli/run_options.h"
 #include "comm/communicator.h"
@@ -338,6 +339,7 @@ int main(int argc, char** argv) {
   }
   if (!savePath.empty())
     if (auto problem = checkpointPathProblem(savePath)) return fail(*problem);
+  if (auto problem = ElasticJob::problem(config, mpiJob, savePath)) return fail(*problem);
   // Read (and verified) before the data set loads; whether it fits this run is known once the
   // Trainer has the parameter count.
   std::optional<Checkpoint> resumed;
@@ -435,6 +437,7 @@ int main(int argc, char** argv) {
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;
     if (json) views.emplace(mpiJob);
+    ElasticJob elastic(config, mpiJob, savePath, first);  // under mpirun: relaunched on a failure
     // --mtbf: the run goes through emulated failures and restarts (train/goodput.h).
     std::optional<GoodputReport> goodput;
     if (config.mtbfS > 0) {
@@ -450,7 +453,7 @@ int main(int argc, char** argv) {
     for (int64_t s = trainer.stepsDone(); s < config.steps; ++s) {
       if (channel && !channel->beforeStep(trainer)) break;  // stopped: the summary follows
       if (views) views->stepBegins();
-      const StepMetrics m = trainer.step();
+      const StepMetrics m = elastic.step(trainer);
       summary.add(m);
       if (json) {
         nlohmann::json line = root ? toJson(m) : nlohmann::json();
