@@ -35,8 +35,8 @@ StepMetrics ElasticJob::step(Trainer& t) {
     // The other processes wait in a collective MPI cannot interrupt; this one leaves, and
     // mpirun ends the job with its exit code (no MPI_Finalize: the others would wait for it).
     const int survivors = t.config().ranks - 1;
-    const std::string from = m_saved > 0 ? "its last checkpoint, " + m_file
-                                         : "step 0 (no checkpoint written yet)";
+    const std::string from =
+        m_saved > 0 ? "its last checkpoint, " + m_file : "step 0 (no checkpoint written yet)";
     std::fprintf(stderr,
                  "paralab-run: %s; --elastic: the job ends for a relaunch on %d processes from "
                  "%s (mpirun -np %d ... --resume %s, without --fail; exit code %d)\n",

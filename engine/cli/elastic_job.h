@@ -2,7 +2,7 @@
 // --checkpoint-every steps to --save FILE, and when a replica of this process fails the job
 // ends with one line and kRelaunchExitCode, for its launcher (the window's JobRunner) to start
 // it again on the survivors with --resume FILE. See tests/app/tst_window_elastic.cpp and
-// `mpirun -np 4 paralab-run --backend mpi --elastic --checkpoint-every 5 --save run.ckpt --fail 3@10`.
+// `mpirun -np 4 paralab-run --backend mpi --elastic --checkpoint-every 5 --save a --fail 3@10`.
 #pragma once
 #include <optional>
 #include <string>

@@ -54,8 +54,8 @@ std::optional<std::string> rejoinProblem(const RunConfig& c) {
     return "rejoin: rank " + rank + " never failed (allowed: " + std::to_string(lost->rank) +
            ", the --fail rank)";
   if (back->step <= lost->step || (c.steps > 0 && back->step > c.steps))
-    return "rejoin: step " + std::to_string(back->step) + " is not after the failure's (allowed: " +
-           std::to_string(lost->step + 1) +
+    return "rejoin: step " + std::to_string(back->step) +
+           " is not after the failure's (allowed: " + std::to_string(lost->step + 1) +
            (c.steps > 0 ? ".." + std::to_string(c.steps) : std::string(" or more")) + ")";
   return std::nullopt;
 }

@@ -123,19 +123,27 @@ class TstElastic : public QObject {
     QTest::addColumn<QString>("fail");
     QTest::addColumn<QString>("rejoin");
     QTest::addColumn<QString>("line");
-    QTest::newRow("without elastic")
-        << false << "3@10" << "3@20" << "rejoin: a replica rejoins an elastic run (give --elastic)";
+    QTest::newRow("without elastic") << false << "3@10"
+                                     << "3@20"
+                                     << "rejoin: a replica rejoins an elastic run (give --elastic)";
     QTest::newRow("not after the failure")
-        << true << "3@10" << "3@10" << "rejoin: step 10 is not after the failure's (allowed: 11..30)";
-    QTest::newRow("past the run")
-        << true << "3@10" << "3@31" << "rejoin: step 31 is not after the failure's (allowed: 11..30)";
+        << true << "3@10"
+        << "3@10"
+        << "rejoin: step 10 is not after the failure's (allowed: 11..30)";
+    QTest::newRow("past the run") << true << "3@10"
+                                  << "3@31"
+                                  << "rejoin: step 31 is not after the failure's (allowed: 11..30)";
     QTest::newRow("a rank that never failed")
-        << true << "3@10" << "2@20" << "rejoin: rank 2 never failed (allowed: 3, the --fail rank)";
+        << true << "3@10"
+        << "2@20"
+        << "rejoin: rank 2 never failed (allowed: 3, the --fail rank)";
     QTest::newRow("no failure")
-        << true << "none" << "2@20"
+        << true << "none"
+        << "2@20"
         << "rejoin: rank 2 never failed (allowed: the rank of --fail RANK@STEP)";
     QTest::newRow("malformed")
-        << true << "3@10" << "3"
+        << true << "3@10"
+        << "3"
         << "rejoin: '3' is not RANK@STEP (allowed: none, or RANK@STEP: the --fail rank, and a step "
            "after the failure's, e.g. 3@20)";
   }
@@ -179,7 +187,8 @@ class TstElastic : public QObject {
           // made the same update: equal parameters stay equal, a fresh replica's would not.
           const std::vector<std::vector<float>> held = replicaParameters(t);
           QCOMPARE(int(held.size()), 4);
-          for (int r = 1; r < 4; ++r) QVERIFY2(held[size_t(r)] == held[0], qPrintable(QString("rank %1").arg(r)));
+          for (int r = 1; r < 4; ++r)
+            QVERIFY2(held[size_t(r)] == held[0], qPrintable(QString("rank %1").arg(r)));
         }
       }
       QCOMPARE(t.config().ranks, 4);
@@ -213,7 +222,8 @@ class TstElastic : public QObject {
     compareLosses(elastic, reference);
     QCOMPARE(end.params.size(), state.params.size());
     for (size_t i = 0; i < end.params.size(); ++i)
-      QVERIFY2(std::abs(end.params[i] - state.params[i]) <= 1e-5, qPrintable(QString("parameter %1").arg(i)));
+      QVERIFY2(std::abs(end.params[i] - state.params[i]) <= 1e-5,
+               qPrintable(QString("parameter %1").arg(i)));
   }
 };
 

@@ -1,8 +1,7 @@
 // Elastic data parallelism (--elastic) where it reaches past one process: the exit code an
 // mpirun job ends with when one of its replicas failed, and the run a launcher starts next (one
-// process fewer, from the job's last checkpoint). Thread ranks re-form in place (train/elastic.cpp).
-// See tests/app/tst_window_elastic.cpp and `mpirun -np 4 paralab-run --backend mpi --elastic
-// --checkpoint-every 5 --save run.ckpt --fail 3@10`.
+// process fewer, from the job's last checkpoint); and --rejoin's check. Thread ranks re-form in
+// place (train/elastic.cpp). See tests/engine/tst_elastic.cpp, tests/app/tst_window_elastic.cpp.
 #pragma once
 #include <optional>
 #include <string>
