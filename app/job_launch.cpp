@@ -7,6 +7,7 @@
 #include <QRandomGenerator>
 
 #include "job_runner.h"
+#include "train/elastic.h"
 
 namespace paralab {
 
@@ -95,6 +96,11 @@ bool MpirunLaunch::readLine(QByteArray* line) {
 
 bool MpirunLaunch::endedOk() const {
   return m_process.exitStatus() == QProcess::NormalExit && m_process.exitCode() == 0;
+}
+
+bool MpirunLaunch::endedForRelaunch() const {
+  return m_process.exitStatus() == QProcess::NormalExit &&
+         m_process.exitCode() == kRelaunchExitCode;
 }
 
 QString MpirunLaunch::endText() const {

@@ -30,6 +30,8 @@ class JobLaunch : public QObject {
   virtual void endNow() = 0;     // synchronous, for the end of the window
   virtual bool readLine(QByteArray* line) = 0;  // the next whole line of its output, if any
   virtual bool endedOk() const = 0;             // after onEnded: it ended with exit code 0
+  // After onEnded: it ended for a relaunch on its survivors (--elastic, train/elastic.h).
+  virtual bool endedForRelaunch() const { return false; }
   virtual QString endText() const = 0;          // how it ended, when its error output says nothing
   virtual QString stateText() const { return {}; }  // the scheduler's word on it ("" none)
   virtual QString folder() const { return {}; }     // where its files are ("" none)
@@ -55,6 +57,7 @@ class MpirunLaunch : public JobLaunch {
   void endNow() override;
   bool readLine(QByteArray* line) override;
   bool endedOk() const override;
+  bool endedForRelaunch() const override;
   QString endText() const override;
 
  private:

@@ -14,6 +14,7 @@
 #include "job_launch.h"
 #include "metrics/run_record.h"
 #include "slurm_job.h"
+#include "train/elastic.h"
 
 namespace paralab {
 
@@ -81,9 +82,19 @@ std::string JobRunner::start(const RunConfig& config, bool paused) {
   return "";
 }
 
+QString JobRunner::elasticCheckpoint() {
+  if (!m_config.elastic || m_config.backend != Backend::Mpi || m_config.checkpointEvery <= 0)
+    return {};
+  if (!m_checkpoints) m_checkpoints = std::make_unique<QTemporaryDir>();
+  return m_checkpoints->filePath(QString("elastic-%1.ckpt").arg(m_runId));
+}
+
 QString JobRunner::launch(const QString& resumeFrom) {
   m_command = jobCommand(m_config, m_hosts, resumeFrom);
   if (!m_command.error.isEmpty()) return m_command.error;
+  // paralab-run's words end the arguments: where an elastic job checkpoints goes after them.
+  if (const QString file = elasticCheckpoint(); !file.isEmpty())
+    m_command.arguments << "--save" << file;
   JobLaunch* l = m_config.backend == Backend::Slurm ? static_cast<JobLaunch*>(new SlurmLaunch(this))
                                                     : new MpirunLaunch(this);
   l->onOutput = [this, l] {
@@ -213,8 +224,29 @@ void JobRunner::onFinished() {
   }
   if (ok)
     m_state = RunState::Finished;
-  else
+  else if (!relaunchSurvivors())
     fail(stderrLine());
+}
+
+// torchft's replicas go on without a restart; processes under mpirun cannot leave a job that
+// goes on, so the job ends and starts again on the survivors, from its last checkpoint: the
+// steps since it are trained again and their lines follow the ones already read.
+bool JobRunner::relaunchSurvivors() {
+  if (!m_launch->endedForRelaunch() || !m_config.elastic || m_config.ranks < 2) return false;
+  const QString file = elasticCheckpoint();
+  m_notice = tr("%1 — relaunched on %2 processes").arg(stderrLine()).arg(m_config.ranks - 1);
+  const RunConfig before = m_config;
+  m_config = relaunchConfig(m_config);
+  JobLaunch* old = m_launch;
+  if (const QString err = launch(QFile::exists(file) ? file : QString()); !err.isEmpty()) {
+    m_config = before;
+    fail(err);
+    return true;
+  }
+  retire(old);
+  m_configStep = m_released + int64_t(m_steps.size());
+  if (m_paused) m_launch->send("pause");
+  return true;
 }
 
 void JobRunner::fail(const QString& error) {

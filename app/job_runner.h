@@ -13,7 +13,10 @@
 // The launcher runs in a process group of its own, and every process it starts here carries the
 // job's token in its environment: stopping, a failure and destruction end them all (SIGTERM,
 // then SIGKILL kGraceMs later; a batch job is cancelled with scancel), so no process outlives
-// the job or the window. See tests/app/tst_window_jobs.cpp and tst_window_slurm.cpp.
+// the job or the window. An --elastic mpirun job whose replica failed ends for a relaunch
+// (train/elastic.h): it is launched again on the survivors from its last checkpoint, its lines
+// continuing the run's. See tests/app/tst_window_jobs.cpp, tst_window_slurm.cpp and
+// tst_window_elastic.cpp.
 #pragma once
 #include <QObject>
 #include <QProcess>
@@ -86,6 +89,8 @@ class JobRunner : public QObject, public RunControl {
 
  private:
   QString launch(const QString& resumeFrom);  // "" or why not; the new launch is m_launch
+  bool relaunchSurvivors();  // --elastic: a replica failed; the job again, one process fewer
+  QString elasticCheckpoint();  // where an --elastic mpirun job's checkpoints go ("" none)
   void send(const QByteArray& command);
   void readOutput();
   void onFinished();

@@ -9,6 +9,7 @@
 #include "parallel/pipeline/schedule_file.h"
 #include "parallel/strategy.h"
 #include "run_settings.h"
+#include "train/elastic.h"
 #include "train/faults.h"
 
 namespace paralab::settings_rows {
@@ -439,10 +440,32 @@ void addParallelRows(std::vector<Setting>& t) {
                             "torchft's quorum does at a step boundary.")
                   .notInWindow()
                   .appliesWhen([replicasOnly](const RunConfig& c) -> Why {
-                    if (c.strategy != "sync" || c.backend != Backend::Thread)
+                    if (c.strategy != "sync")
                       return std::string("elastic training re-forms thread ranks of --strategy "
                                          "sync (data parallelism)");
+                    if (c.backend != Backend::Thread && c.backend != Backend::Mpi)
+                      return std::string("elastic training re-forms thread ranks, or relaunches "
+                                         "an mpirun job on its survivors (allowed: --backend "
+                                         "thread or mpi)");
                     return replicasOnly(c);
+                  })
+                  .onlyParallel());
+  t.push_back(field("rejoin", &RunConfig::rejoin)
+                  .in(kExecution, "Rejoining rank")
+                  .describe("A failed replica back: RANK@STEP makes the --fail rank rejoin an "
+                            "--elastic run at the start of that step (train/elastic.h)",
+                            "A live replica sends it its parameters, optimizer state and step "
+                            "(torchft's heal); the group grows back and the global batch is "
+                            "re-split over it.")
+                  .shaped(kRejoinForm, rejoinProblem)
+                  .notInWindow()
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (!c.elastic)
+                      return std::string("a replica rejoins an elastic run (give --elastic)");
+                    if (c.backend != Backend::Thread)
+                      return std::string("a replica rejoins thread ranks (--backend thread); an "
+                                         "mpirun job relaunches on its survivors instead");
+                    return std::nullopt;
                   })
                   .onlyParallel());
   t.push_back(field("mtbf", &RunConfig::mtbfS)
@@ -462,13 +485,20 @@ void addParallelRows(std::vector<Setting>& t) {
                   }));
   t.push_back(field("checkpoint-every", &RunConfig::checkpointEvery)
                   .in(kExecution, "Checkpoint every")
-                  .describe("Steps between checkpoints while failures are emulated (--mtbf)")
+                  .describe("Steps between checkpoints: while failures are emulated (--mtbf), "
+                            "or of an --elastic mpirun job to --save FILE")
                   .range(0, 1000000)
                   .zeroIs("none")
                   .units("steps")
                   .notInWindow()
                   .appliesWhen([](const RunConfig& c) -> Why {
-                    if (c.mtbfS > 0) return std::nullopt;
+                    // Under mpirun an elastic job relaunches from them (train/elastic.h).
+                    if (c.mtbfS > 0 || (c.elastic && c.backend == Backend::Mpi))
+                      return std::nullopt;
+                    if (c.elastic)
+                      return std::string("checkpoints on a schedule go with --mtbf, or with "
+                                         "--elastic under mpirun (--backend mpi); elastic thread "
+                                         "ranks re-form without one");
                     return std::string("checkpoints on a schedule go with --mtbf (failures to "
                                        "recover from)");
                   }));

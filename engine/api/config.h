@@ -62,8 +62,9 @@ struct RunConfig {
   std::string fail = "none";
   std::string hang = "none";  // --hang RANK@STEP: that rank skips a collective (emulated)
   double mtbfS = 0;           // --mtbf: emulated failures' mean gap, s (train/goodput.h); 0: none
-  int checkpointEvery = 0;    // --checkpoint-every: steps between checkpoints under --mtbf
+  int checkpointEvery = 0;    // --checkpoint-every: steps between checkpoints (--mtbf; mpirun --elastic)
   bool elastic = false;       // --elastic: survivors of a --fail go on (train/elastic.h)
+  std::string rejoin = "none";  // --rejoin RANK@STEP: the failed replica back (train/elastic.h)
   int serialMs = 0;  // --serial-ms: rank 0's serial section in every step (Amdahl's 1 - p)
   // The data-parallel family
   std::string strategy = "sync";

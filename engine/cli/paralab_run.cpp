@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "cli/control_channel.h"
+#include "cli/elastic_job.h"
 #include "cli/line_views.h"
 #include "cli/run_options.h"
 #include "comm/communicator.h"
@@ -338,6 +339,7 @@ int main(int argc, char** argv) {
   }
   if (!savePath.empty())
     if (auto problem = checkpointPathProblem(savePath)) return fail(*problem);
+  if (auto problem = ElasticJob::problem(config, mpiJob, savePath)) return fail(*problem);
   // Read (and verified) before the data set loads; whether it fits this run is known once the
   // Trainer has the parameter count.
   std::optional<Checkpoint> resumed;
@@ -435,6 +437,7 @@ int main(int argc, char** argv) {
     // window's timeline and holdings map); gathered from every process under mpirun.
     std::optional<LineViews> views;
     if (json) views.emplace(mpiJob);
+    ElasticJob elastic(config, mpiJob, savePath, first);  // under mpirun: relaunched on a failure
     // --mtbf: the run goes through emulated failures and restarts (train/goodput.h).
     std::optional<GoodputReport> goodput;
     if (config.mtbfS > 0) {
@@ -450,7 +453,7 @@ int main(int argc, char** argv) {
     for (int64_t s = trainer.stepsDone(); s < config.steps; ++s) {
       if (channel && !channel->beforeStep(trainer)) break;  // stopped: the summary follows
       if (views) views->stepBegins();
-      const StepMetrics m = trainer.step();
+      const StepMetrics m = elastic.step(trainer);
       summary.add(m);
       if (json) {
         nlohmann::json line = root ? toJson(m) : nlohmann::json();
@@ -505,7 +508,8 @@ int main(int argc, char** argv) {
       if (goodput) j["goodput"] = toJson(*goodput);
       for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
         j["elastic"].push_back({{"step", e.step},
-                                {"failed_rank", e.failedRank},
+                                {e.rejoinedRank >= 0 ? "rejoined_rank" : "failed_rank",
+                                 e.rejoinedRank >= 0 ? e.rejoinedRank : e.failedRank},
                                 {"ranks_before", e.ranksBefore},
                                 {"ranks_after", e.ranksAfter}});
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
@@ -529,8 +533,13 @@ int main(int argc, char** argv) {
       }
       if (sample > 0) std::printf("sample (%d characters):\n%s\n", sample, text.c_str());
       for (const Trainer::ElasticEvent& e : trainer.elasticEvents())
-        std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",
-                    e.failedRank, (long long)e.step, e.ranksAfter, (long long)e.step - 1);
+        if (e.rejoinedRank >= 0)
+          std::printf("elastic: rank %d rejoined at step %lld, healed from a live peer; %d ranks "
+                      "went on\n",
+                      e.rejoinedRank, (long long)e.step, e.ranksAfter);
+        else
+          std::printf("elastic: rank %d failed in step %lld; %d ranks went on from step %lld\n",
+                      e.failedRank, (long long)e.step, e.ranksAfter, (long long)e.step - 1);
       if (goodput)
         std::printf("goodput: %.2f steps/s over %.2f s; %d failure(s) (emulated, MTBF %g s), "
                     "%.2f s lost to redone steps, %d checkpoint(s) of %.4f s each (%.2f s); "

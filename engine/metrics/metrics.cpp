@@ -82,6 +82,7 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (m.bubble) j["bubble"] = *m.bubble;
   if (m.bubbleReference) j["bubble_reference"] = *m.bubbleReference;
   if (m.accumulate) j["accumulate"] = *m.accumulate;
+  if (m.world) j["world"] = *m.world;
   if (!m.expertTokens.empty()) j["expert_tokens"] = m.expertTokens;
   if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
   if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
@@ -214,6 +215,7 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
   m.bubble = in.optional<double>("bubble");
   m.bubbleReference = in.optional<double>("bubble_reference");
   m.accumulate = in.optional<int>("accumulate");
+  m.world = in.optional<int>("world");
   m.expertTokens = in.optional<std::vector<std::vector<int64_t>>>("expert_tokens")
                        .value_or(std::vector<std::vector<int64_t>>{});
   m.droppedTokens = in.optional<int64_t>("dropped_tokens");
@@ -256,7 +258,7 @@ bool operator==(const StepMetrics& a, const StepMetrics& b) {
          a.backwardMs == b.backwardMs && a.optimizerMs == b.optimizerMs && a.dataMs == b.dataMs &&
          a.testAccuracy == b.testAccuracy && a.testLoss == b.testLoss && a.staleness == b.staleness && a.spread == b.spread &&
          a.bubble == b.bubble && a.bubbleReference == b.bubbleReference &&
-         a.accumulate == b.accumulate &&
+         a.accumulate == b.accumulate && a.world == b.world &&
          a.expertTokens == b.expertTokens && a.droppedTokens == b.droppedTokens &&
          a.auxLoss == b.auxLoss && a.emulated == b.emulated && a.ranks == b.ranks;
 }

@@ -15,6 +15,8 @@ namespace paralab {
 const char* const kStragglerForm = "none, or RANK=FACTOR with FACTOR 1..100, e.g. 1=3";
 const char* const kFailForm = "none, or RANK@STEP with STEP 1 or more, e.g. 1@5";
 const char* const kHangForm = "none, or RANK@STEP with STEP 1 or more, e.g. 2@5";
+const char* const kRejoinForm =
+    "none, or RANK@STEP: the --fail rank, and a step after the failure's, e.g. 3@20";
 const char* const kStragglerSpanOp = "straggler (emulated)";
 const char* const kSerialSpanOp = "serial section (emulated)";
 
@@ -86,6 +88,10 @@ std::optional<FailSpec> parseFail(const std::string& text, int ranks) {
 
 std::optional<FailSpec> parseHang(const std::string& text, int ranks) {
   return parseRankAtStep("hang", kHangForm, text, ranks);
+}
+
+std::optional<FailSpec> parseRejoin(const std::string& text, int ranks) {
+  return parseRankAtStep("rejoin", kRejoinForm, text, ranks);
 }
 
 RankFaults::RankFaults(const RunConfig& config, int rank) : m_rank(rank) {

@@ -36,10 +36,15 @@ std::optional<FailSpec> parseFail(const std::string& text, int ranks);
 // there (emulated); the others wait in it until the watchdog (--timeout) ends the run with the
 // flight recorder's reading (comm/flight_recorder.h). The same form as --fail.
 std::optional<FailSpec> parseHang(const std::string& text, int ranks);
+// --rejoin RANK@STEP (with --elastic): the failed replica comes back at the start of that step
+// (train/elastic.h). The same form; whether it names the --fail rank and a later step is the
+// settings row's check.
+std::optional<FailSpec> parseRejoin(const std::string& text, int ranks);
 // The allowed forms in words, for --help, range errors and the window's tooltip.
 extern const char* const kStragglerForm;
 extern const char* const kFailForm;
 extern const char* const kHangForm;
+extern const char* const kRejoinForm;
 
 // The exception --fail throws: its message names the rank, what it was doing and the step, and
 // is the one line the run ends with (thread ranks, the Session, mpirun alike).

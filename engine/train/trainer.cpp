@@ -174,7 +174,7 @@ void Trainer::build(const RunConfig& config, const ProgressFn& progress) {
 }
 
 void Trainer::rebuild(const RunConfig& config) {
-  if (m_driver && m_driver->thread.joinable()) m_driver->thread.join();
+  endRanks();  // a failed world's have ended already; a --rejoin's leave between steps
   m_driver.reset();
   m_ranks.clear();
   m_world.reset();
@@ -191,7 +191,9 @@ void Trainer::rebuild(const RunConfig& config) {
 
 int Trainer::failedRank() const { return m_driver ? m_driver->failedRank : -1; }
 
-Trainer::~Trainer() {
+Trainer::~Trainer() { endRanks(); }
+
+void Trainer::endRanks() {
   if (!m_driver) return;
   {
     std::lock_guard lock(m_driver->mutex);
@@ -310,6 +312,8 @@ void Trainer::execute(Rank& r, Command c) {
     r.strategy->saveState(m_state);  // rank 0 writes it; the others take part in gathers
   } else if (c == Command::Load) {
     r.strategy->loadState(m_state);  // read only, by every rank
+  } else if (c == Command::Heal) {
+    heal(r.rank, *r.comm, *r.strategy);  // --rejoin (elastic.cpp)
   }
 }
 
@@ -334,7 +338,8 @@ void Trainer::runCommand(Command c) {
     } catch (const RankFailure& e) {
       // Under mpirun the other processes wait in a collective MPI cannot interrupt: the job
       // ends now, with this message, rather than at their timeout.
-      if (m_mpiWorld) m_mpiWorld->abort(e.what());
+      // With --elastic the caller ends it instead, for a relaunch (train/elastic.h).
+      if (m_mpiWorld && !m_config.elastic) m_mpiWorld->abort(e.what());
       throw;
     }
     return;
@@ -535,6 +540,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   m.modelGflops = modelFlopsPerSample(m_config, *m_data) * m.samplesPerS * 1e-9;
   m.emulated = emulatedBriefs(m_config);
   if (m_config.accumulate > 1) m.accumulate = m_config.accumulate;
+  if (m_config.elastic) m.world = m_config.ranks;
   // The step's figures from its ranks' (metrics.md): loss over the samples they processed,
   // staleness their mean, spread their maximum, MoE counts summed, the breakdown rank 0's.
   double lossSum = 0, staleness = 0;

@@ -41,11 +41,13 @@ class Trainer {
   // process calls it; rank 0's result holds every rank's figures.
   StepMetrics step();
   // --elastic: each time a replica failed, the step it failed in and the ranks before and after
-  // (train/elastic.cpp). The run goes on with config().ranks survivors.
+  // (train/elastic.cpp). The run goes on with config().ranks survivors. A --rejoin is an event
+  // too: the step it rejoined at, the rank it took back (failedRank -1), the group grown by one.
   struct ElasticEvent {
     int64_t step = 0;
     int failedRank = -1;
     int ranksBefore = 0, ranksAfter = 0;
+    int rejoinedRank = -1;
   };
   const std::vector<ElasticEvent>& elasticEvents() const { return m_elasticEvents; }
   // Test-split accuracy of rank 0's model over the first `maxSamples` test samples (0 = all).
@@ -83,7 +85,7 @@ class Trainer {
 
  private:
   struct Rank;
-  enum class Command { Step, Eval, Sample, Save, Load, Quit };
+  enum class Command { Step, Eval, Sample, Save, Load, Heal, Quit };
   void build(const RunConfig& config, const ProgressFn& progress = {});
   void rankMain(Communicator& comm, Rank& r);  // a thread rank's life
   void execute(Rank& r, Command c);            // what one rank does for one command
@@ -91,7 +93,11 @@ class Trainer {
   StepMetrics stepOnce();                      // one step on the ranks there are
   StepMetrics elasticStep();                   // elastic.cpp: a failed replica's group re-formed
   void reform();                               // elastic.cpp: the survivors, a new world
-  void rebuild(const RunConfig& config);       // thread ranks anew, after the old ones ended
+  void rejoin();                               // elastic.cpp: the group grown back by one
+  // elastic.cpp: a live peer's state to the returning replica (every rank of the new group)
+  void heal(int rank, Communicator& comm, Strategy& strategy);
+  void rebuild(const RunConfig& config);       // thread ranks anew, the old ones ended
+  void endRanks();                             // thread ranks: Quit, and joined
   int failedRank() const;                      // the rank a RankFailure ended, or -1
   RankMetrics measure(const Rank& r, int64_t t0, int64_t t1) const;  // its record of the step
 
@@ -115,6 +121,11 @@ class Trainer {
   TrainingState m_state;  // what Save fills and Load reads
   std::optional<TrainingState> m_lastGood;  // --elastic: after the last completed step
   std::vector<ElasticEvent> m_elasticEvents;
+  struct Rejoin {
+    int rank = -1;  // --rejoin's rank, until it has rejoined
+    int64_t step = 0;
+  } m_rejoin;
+  int m_joiner = -1;  // the returning replica's rank while it heals
 };
 
 }  // namespace paralab

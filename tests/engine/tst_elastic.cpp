@@ -1,7 +1,10 @@
 // Elastic data parallelism (--elastic, train/elastic.cpp): 4 thread ranks with --fail 3@10 go on
 // as 3 and complete their steps; from the failed step on, their losses equal those of a 3-rank
-// run resumed from the state after step 9 (1e-5), and the same batches are trained; no thread is
-// left behind. Without --elastic the failure ends the run (tst_faults). Run: ctest -R tst_elastic
+// run resumed from the state after step 9 (1e-5), and the same batches are trained; with
+// --rejoin 3@20 the replica comes back healed (its parameters its peers', bit for bit) and the
+// 4 ranks go on as a 4-rank run resumed from the state after step 19 would; bad --rejoin values
+// are refused; no thread is left behind. Without --elastic the failure ends the run (tst_faults).
+// Run: ctest -R tst_elastic
 #include <QDir>
 #include <QtTest>
 
@@ -22,6 +25,27 @@ RunConfig base() {
   c.ranks = 4;
   c.steps = 15;
   return c;
+}
+
+// Every local rank's parameters (sync and ZeRO-1 replicas hold them whole).
+std::vector<std::vector<float>> replicaParameters(Trainer& t) {
+  std::vector<std::vector<float>> out;
+  for (int i = 0; i < t.localRankCount(); ++i) {
+    Tensor& p = t.strategy(i).beginEval().params().params();
+    out.emplace_back(p.data(), p.data() + p.numel());
+    t.strategy(i).endEval();
+  }
+  return out;
+}
+
+void compareLosses(const std::vector<double>& got, const std::vector<double>& want) {
+  QCOMPARE(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    QVERIFY2(std::abs(got[i] - want[i]) <= 1e-5,
+             qPrintable(QString("step %1: elastic %2, reference %3")
+                            .arg(i + 1)
+                            .arg(got[i], 0, 'g', 10)
+                            .arg(want[i], 0, 'g', 10)));
 }
 
 }  // namespace
@@ -91,6 +115,115 @@ class TstElastic : public QObject {
                               .arg(i + 1)
                               .arg(elastic[i], 0, 'g', 10)
                               .arg(reference[i], 0, 'g', 10)));
+  }
+
+  // Bad --rejoin: one line naming the field and what is allowed.
+  void rejoinRefused_data() {
+    QTest::addColumn<bool>("elastic");
+    QTest::addColumn<QString>("fail");
+    QTest::addColumn<QString>("rejoin");
+    QTest::addColumn<QString>("line");
+    QTest::newRow("without elastic") << false << "3@10"
+                                     << "3@20"
+                                     << "rejoin: a replica rejoins an elastic run (give --elastic)";
+    QTest::newRow("not after the failure")
+        << true << "3@10"
+        << "3@10"
+        << "rejoin: step 10 is not after the failure's (allowed: 11..30)";
+    QTest::newRow("past the run") << true << "3@10"
+                                  << "3@31"
+                                  << "rejoin: step 31 is not after the failure's (allowed: 11..30)";
+    QTest::newRow("a rank that never failed")
+        << true << "3@10"
+        << "2@20"
+        << "rejoin: rank 2 never failed (allowed: 3, the --fail rank)";
+    QTest::newRow("no failure")
+        << true << "none"
+        << "2@20"
+        << "rejoin: rank 2 never failed (allowed: the rank of --fail RANK@STEP)";
+    QTest::newRow("malformed")
+        << true << "3@10"
+        << "3"
+        << "rejoin: '3' is not RANK@STEP (allowed: none, or RANK@STEP: the --fail rank, and a step "
+           "after the failure's, e.g. 3@20)";
+  }
+  void rejoinRefused() {
+    QFETCH(bool, elastic);
+    QFETCH(QString, fail);
+    QFETCH(QString, rejoin);
+    QFETCH(QString, line);
+    RunConfig c = base();
+    c.steps = 30;
+    c.elastic = elastic;
+    c.fail = fail.toStdString();
+    c.rejoin = rejoin.toStdString();
+    QCOMPARE(QString::fromStdString(c.validate().value_or("")), line);
+  }
+
+  // --fail 3@10 --rejoin 3@20: 4 ranks, then 3 from step 10, then 4 again from step 20.
+  void rejoinHealsFromAPeer_data() { survivorsGoOn_data(); }
+  void rejoinHealsFromAPeer() {
+    QFETCH(int, zero);
+    const int threadsBefore = threadCount();
+    RunConfig c = base();
+    c.steps = 25;
+    c.zero = zero;
+    c.fail = "3@10";
+    c.elastic = true;
+    c.rejoin = "3@20";
+    std::vector<double> elastic;
+    std::vector<Trainer::ElasticEvent> events;
+    TrainingState end;
+    {
+      Trainer t(c);
+      for (int i = 0; i < c.steps; ++i) {
+        const StepMetrics m = t.step();
+        const int world = m.step < 10 ? 4 : m.step < 20 ? 3 : 4;
+        QCOMPARE(int(m.ranks.size()), world);
+        QCOMPARE(m.world.value_or(0), world);  // the step line says it
+        elastic.push_back(m.loss);
+        if (m.step == 20) {
+          // The heal copied the peer's parameters at the step's start, and every replica then
+          // made the same update: equal parameters stay equal, a fresh replica's would not.
+          const std::vector<std::vector<float>> held = replicaParameters(t);
+          QCOMPARE(int(held.size()), 4);
+          for (int r = 1; r < 4; ++r)
+            QVERIFY2(held[size_t(r)] == held[0], qPrintable(QString("rank %1").arg(r)));
+        }
+      }
+      QCOMPARE(t.config().ranks, 4);
+      events = t.elasticEvents();
+      const std::vector<std::vector<float>> held = replicaParameters(t);
+      for (int r = 1; r < 4; ++r) QVERIFY(held[size_t(r)] == held[0]);
+      end = t.saveState();
+    }
+    QCOMPARE(threadCount(), threadsBefore);  // every world's threads ended
+    QCOMPARE(events.size(), size_t(2));
+    QCOMPARE(events[1].step, int64_t(20));
+    QCOMPARE(events[1].rejoinedRank, 3);
+    QCOMPARE(events[1].failedRank, -1);
+    QCOMPARE(events[1].ranksBefore, 3);
+    QCOMPARE(events[1].ranksAfter, 4);
+
+    // The reference: 4 ranks to step 9, 3 ranks resumed to step 19, 4 ranks resumed to the end.
+    RunConfig four = base();
+    four.zero = zero;
+    four.steps = c.steps;
+    RunConfig three = four;
+    three.ranks = 3;
+    std::vector<double> reference;
+    TrainingState state;
+    for (const auto& [config, until] : {std::pair{four, 9}, {three, 19}, {four, c.steps}}) {
+      Trainer t(config);
+      if (until > 9) t.loadState(state);
+      while (t.stepsDone() < until) reference.push_back(t.step().loss);
+      state = t.saveState();
+    }
+    compareLosses(elastic, reference);
+    QCOMPARE(end.params.size(), state.params.size());
+    for (size_t i = 0; i < end.params.size(); ++i)
+      QVERIFY2(std::abs(end.params[i] - state.params[i]) <= 1e-5,
+               qPrintable(QString("parameter %1").arg(i)));
   }
 };
 

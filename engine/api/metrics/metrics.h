@@ -101,6 +101,9 @@ struct StepMetrics {
   // --accumulate K > 1: the micro-batches (of global batch / K samples) summed into this
   // optimizer step
   std::optional<int> accumulate;
+  // --elastic: the ranks that trained this step (the group shrinks when a replica fails and
+  // grows when it rejoins; train/elastic.h)
+  std::optional<int> world;
   // --model moe, over the global batch (the ranks' shares summed): token choices routed to each
   // expert per block [L][E], those dropped over capacity, the load-balancing loss (nats).
   std::vector<std::vector<int64_t>> expertTokens;
