@@ -39,7 +39,7 @@ void ThreadComm::allReduceNaive(const float* send, float* recv, int64_t count, R
     countPulled(q, count);
   }
   combine(out, m_srcs.data(), n, count, op, true, dev);
-  pace(t0, (n - 1) * count * 4, (n - 1) * count * 4);
+  pace(t0, everyPeer(count * 4, count * 4));
   sync();  // nobody reads our buffer any more
   if (out != recv) {
     if (dev == Device::Cuda) {
@@ -84,7 +84,10 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
     const float* srcs[2] = {send + at(c), (s == 0 ? leftSlot.send : leftSlot.recv) + at(c)};
     combine(recv + at(c), srcs, 2, len(c), op, s == n - 2, dev);
     countPulled(left, len(c));
-    pace(t0, len(me - s) * 4, len(c) * 4);
+    TierLoad load;  // to the right neighbour, from the left one: each on its own tier
+    addLoad(load, (me + 1) % n, len(me - s) * 4, 0);
+    addLoad(load, left, 0, len(c) * 4);
+    pace(t0, load);
     sync();
   }
   for (int s = 0; s < n - 1; ++s) {
@@ -92,7 +95,10 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
     const int64_t t0 = nowNs();
     const int c = me - s;
     pull(recv + at(c), leftSlot.recv + at(c), len(c), left, dev);
-    pace(t0, len(me + 1 - s) * 4, len(c) * 4);
+    TierLoad load;
+    addLoad(load, (me + 1) % n, len(me + 1 - s) * 4, 0);
+    addLoad(load, left, 0, len(c) * 4);
+    pace(t0, load);
     sync();  // after the last step: nobody reads our buffer any more
   }
   foldSent();
@@ -110,8 +116,11 @@ void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, 
       {CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Direct)},
       send, recv, dev);
   const int64_t mine = chunkBegin(me, n, count), myLen = chunkLen(me, n, count);
-  int64_t othersLen = 0;  // what the others read from us in step 1
-  for (int q = 0; q < n; ++q) othersLen += q == me ? 0 : chunkLen(q, n, count);
+  TierLoad load1, load2;  // step 1: q reads its slice of ours; step 2: we read q's slice
+  for (int q = 0; q < n; ++q) {
+    addLoad(load1, q, chunkLen(q, n, count) * 4, myLen * 4);
+    addLoad(load2, q, myLen * 4, chunkLen(q, n, count) * 4);
+  }
 
   // step 1 of 2: reduce slice `me` of every rank's buffer, in rank order.
   int64_t t0 = nowNs();
@@ -121,7 +130,7 @@ void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, 
     countPulled(q, myLen);
   }
   combine(recv + mine, m_srcs.data(), n, myLen, op, true, dev);
-  pace(t0, othersLen * 4, (n - 1) * myLen * 4);
+  pace(t0, load1);
   sync();  // every slice is final
   if (n == 1) return;
 
@@ -131,7 +140,7 @@ void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, 
     if (q != me)
       pull(recv + chunkBegin(q, n, count), m_g->slot(q, call).recv + chunkBegin(q, n, count),
            chunkLen(q, n, count), q, dev);
-  pace(t0, (n - 1) * myLen * 4, othersLen * 4);
+  pace(t0, load2);
   sync();  // nobody reads our buffer any more
   foldSent();
 }
