@@ -24,14 +24,12 @@ Communicator::Hierarchy::~Hierarchy() {
 
 namespace {
 
-int nodeOf(int worldRank, int gpusPerNode) {
-  return gpusPerNode > 0 ? worldRank / gpusPerNode : 0;
-}
+int nodeOf(int worldRank, int gpusPerNode) { return gpusPerNode > 0 ? worldRank / gpusPerNode : 0; }
 
 }  // namespace
 
-void Communicator::allReduceHierarchical(const float* send, float* recv, int64_t count,
-                                         ReduceOp op, Device device) {
+void Communicator::allReduceHierarchical(const float* send, float* recv, int64_t count, ReduceOp op,
+                                         Device device) {
   if (device == Device::Cuda)
     throw CommError("allreduce: hierarchical runs on host buffers (--device cpu)");
   if (count == 0) return;  // every rank has the same count: all return

@@ -118,9 +118,9 @@ class TestChartsTiers : public QObject {
     for (const RankMetrics& r : last.ranks) {
       QVERIFY(r.tiers);
       inter += r.tiers->interSent;
-      QCOMPARE(bytesAt(traffic.layers()[1], r.rank + TrafficChart::kSentOffset,
-                       traffic.unitBytes()),
-               double(r.tiers->interSent));
+      QCOMPARE(
+          bytesAt(traffic.layers()[1], r.rank + TrafficChart::kSentOffset, traffic.unitBytes()),
+          double(r.tiers->interSent));
     }
     QVERIFY(inter > 0);
     LinkHeatmap links;

@@ -3,7 +3,6 @@
 // results and bytes per tier against their formulas and below the flat ring's between nodes,
 // and a training run with it equal to the serial one. Run: ctest -R tst_comm_tiers
 #include <QtTest>
-
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -144,7 +143,11 @@ class TstCommTiers : public QObject {
         if (sum[size_t(i)] != want || std::abs(inPlace[size_t(i)] - want / ranks) > 1e-5f * want) {
           std::lock_guard lock(mutex);
           wrong << QString("rank %1 [%2]: %3, avg %4, want %5")
-                       .arg(comm.rank()).arg(i).arg(sum[size_t(i)]).arg(inPlace[size_t(i)]).arg(want);
+                       .arg(comm.rank())
+                       .arg(i)
+                       .arg(sum[size_t(i)])
+                       .arg(inPlace[size_t(i)])
+                       .arg(want);
           return;
         }
       }
@@ -193,7 +196,8 @@ class TstCommTiers : public QObject {
     QCOMPARE(interSent(ring), M * 2 * (ranks - 1) * S / ranks);
     QVERIFY2(interSent(hier) < interSent(ring),
              qPrintable(QString("hierarchical %1 B between nodes, flat ring %2 B")
-                            .arg(interSent(hier)).arg(interSent(ring))));
+                            .arg(interSent(hier))
+                            .arg(interSent(ring))));
   }
 
   // A group with more of its ranks in one node than in another cannot pair chunk l across
@@ -292,8 +296,10 @@ class TstCommTiers : public QObject {
       }
       QVERIFY(stepMetricsFromJson(toJson(m)) == m);  // the JSON line round-trips them
     }
-    QVERIFY2(inter[1] < inter[0], qPrintable(QString("hierarchical %1 B between nodes, ring %2 B")
-                                                 .arg(inter[1]).arg(inter[0])));
+    QVERIFY2(
+        inter[1] < inter[0],
+        qPrintable(
+            QString("hierarchical %1 B between nodes, ring %2 B").arg(inter[1]).arg(inter[0])));
   }
 };
 
