@@ -74,6 +74,15 @@ std::optional<std::string> RunConfig::validateRules() const {
   if (backend == Backend::Nccl && allreduce != "default")
     return "allreduce: --backend nccl runs NCCL's own all-reduce (it picks ring or tree); the " +
            allreduce + " lesson algorithm runs on --backend thread";
+  // Two tiers (comm/link_model.h): whole nodes, and the hierarchical all-reduce over them.
+  if (gpusPerNode > 0 && ranks % gpusPerNode != 0)
+    return "gpus-per-node: " + std::to_string(gpusPerNode) + " does not divide the ranks (" +
+           std::to_string(ranks) + "; allowed: a divisor of it, every node full)";
+  if (allreduce == "hierarchical" && gpusPerNode == 0)
+    return std::string(
+        "allreduce: hierarchical needs nodes to be hierarchical over (--gpus-per-node G)");
+  if (allreduce == "hierarchical" && device == Device::Cuda)
+    return std::string("allreduce: hierarchical runs on host buffers (--device cpu)");
   // A data-parallel replica needs a sample of the batch; its tensor-, pipeline- and
   // context-parallel ranks share that replica's samples (each holds a part of every one).
   if (globalBatch() < dpDegree())

@@ -14,6 +14,11 @@ std::vector<EmulatedPart> emulatedParts(const RunConfig& c) {
     parts.push_back({c.link, "the " + c.link +
                                  " link: transfer times are held back to its speed, not measured "
                                  "on one"});
+  if (c.gpusPerNode > 0 && c.nodeLink != "none")
+    parts.push_back({c.nodeLink + " between nodes",
+                     "the " + c.nodeLink +
+                         " link between nodes: transfers between ranks of different nodes are "
+                         "held back to its speed, not measured on one"});
   if (c.straggler != "none")
     parts.push_back({"straggler " + c.straggler,
                      "the straggler " + c.straggler +

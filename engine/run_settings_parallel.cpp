@@ -364,11 +364,15 @@ void addParallelRows(std::vector<Setting>& t) {
                             "reduce-scatter then all-gather, 2(N−1) steps.")
                   .oneOf({{"default", "default", "The backend's own (ring on threads)"},
                           {"ring", "ring", "Reduce-scatter then all-gather around a ring"},
-                          {"naive", "naive", "Every rank receives and sums every other's"}})
+                          {"naive", "naive", "Every rank receives and sums every other's"},
+                          {"hierarchical", "hierarchical",
+                           "Reduce-scatter inside each node, all-reduce across the nodes, "
+                           "all-gather inside: only 1/L of the buffer crosses the network "
+                           "(needs --gpus-per-node)"}})
                   .onlyParallel());
   t.push_back(field("link", &RunConfig::link)
                   .in(kLinks, "Interconnect")
-                  .describe("Emulated interconnect between thread ranks",
+                  .describe("Emulated interconnect between thread ranks (in one node)",
                             "Except for none, each transfer takes at least the link's latency + "
                             "bytes / bandwidth, so step times show what a slower link does.")
                   .oneOf(linkChoices)
@@ -378,6 +382,34 @@ void addParallelRows(std::vector<Setting>& t) {
                         "emulated links need --backend thread (real processes "
                         "use their real links)");
                   }));
+  // Two tiers (comm/link_model.h): world ranks r and q share a node when r / G == q / G.
+  t.push_back(field("gpus-per-node", &RunConfig::gpusPerNode)
+                  .in(kLinks, "GPUs per node")
+                  .describe("Ranks per node: ranks r and q share a node when r / G == q / G "
+                            "(with --project: the cluster's GPUs per node, 1..1024, default 8)",
+                            "Ranks in one node talk over --link, ranks in different nodes over "
+                            "--node-link; the traffic chart and the link heatmap split the bytes "
+                            "by tier. G must divide the ranks.")
+                  .range(0, 64)
+                  .zeroIs("one node: every rank")
+                  .onlyParallel());
+  t.push_back(field("node-link", &RunConfig::nodeLink)
+                  .in(kLinks, "Between nodes")
+                  .describe("Emulated interconnect between thread ranks in different nodes "
+                            "(with --project: infiniband or ethernet between the cluster's "
+                            "nodes)",
+                            "Inside a node ranks talk over --link. A rank's two ports work at "
+                            "once: a transfer step takes as long as its slower tier.")
+                  .oneOf(linkChoices)
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.gpusPerNode == 0)
+                      return std::string("belongs to ranks in more than one node (--gpus-per-node)");
+                    if (c.backend == Backend::Thread) return std::nullopt;
+                    return std::string(
+                        "emulated links need --backend thread (real processes "
+                        "use their real links)");
+                  })
+                  .onlyParallel());
   t.push_back(field("timeout", &RunConfig::timeoutS)
                   .in(kLinks, "Timeout")
                   .describe("Seconds before a stuck collective aborts the run")

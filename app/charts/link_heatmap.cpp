@@ -1,6 +1,6 @@
 // LinkHeatmap: the N x N bytes of the last step (see link_heatmap.h); cells are sentTo as
-// the communicator counted it, divided into the colour scale's unit.
-// See tests/app/tst_charts.cpp (heatmapCellsAreSentTo).
+// the communicator counted it, divided into the colour scale's unit, each node's block framed.
+// See tests/app/tst_charts_ranks.cpp (heatmapCellsAreSentTo) and tst_charts_tiers.cpp.
 #include "charts/link_heatmap.h"
 
 #include <cmath>
@@ -77,7 +77,9 @@ LinkHeatmap::LinkHeatmap(QWidget* parent)
       tr("<p>Row: the rank that sent; column: the rank that received; colour and label: "
          "bytes in the last step, as the communicator counted them. A ring all-reduce "
          "lights the cells beside the diagonal, a parameter server its columns and rows, "
-         "a pipeline the next stage.</p>"));
+         "a pipeline the next stage.</p><p>With nodes (--gpus-per-node G) each node's G x G "
+         "block is framed: cells inside a frame crossed the link inside the node (--link), "
+         "cells outside it the link between nodes (--node-link).</p>"));
   applyLook(palette());
   clear();
 }
@@ -86,6 +88,7 @@ void LinkHeatmap::applyLook(const QPalette& pal) {
   Chart::applyLook(pal);
   if (!m_scale) return;  // Chart's constructor: the scale comes later
   for (QCPItemStraightLine* l : m_lines) l->setPen(QPen(pal.color(QPalette::Base), 2));
+  for (QCPItemRect* f : m_frames) f->setPen(QPen(pal.color(QPalette::Text), 2.5));
   QCPAxis* a = m_scale->axis();
   {
     const QCPAxis* from = yAxis;
@@ -104,6 +107,10 @@ void LinkHeatmap::clear() {
   m_labels.clear();
   for (QCPItemStraightLine* l : m_lines) removeItem(l);
   m_lines.clear();
+  for (QCPItemRect* f : m_frames) removeItem(f);
+  m_frames.clear();
+  m_gpusPerNode = 0;
+  setAxisLabel(xAxis, tr("to rank"));
   m_bytes.clear();
   m_unit = 1;
   m_map->data()->clear();
@@ -167,6 +174,24 @@ void LinkHeatmap::showSnapshot(const Snapshot& s) {
       line->setPen(QPen(palette().color(QPalette::Base), 2));
       m_lines.push_back(line);
     }
+  // Nodes: a frame around each node's block, in the text's colour (applyLook). Inside a frame
+  // the bytes crossed the intra-node link, outside it the link between nodes.
+  const int g = step.gpusPerNode.value_or(0);
+  if (g > 0 && g < n) {
+    m_gpusPerNode = g;
+    for (int first = 0; first < n; first += g) {
+      auto* frame = new QCPItemRect(this);
+      const double last = std::min(first + g, n) - 0.5;
+      frame->topLeft->setCoords(first - 0.5, first - 0.5);
+      frame->bottomRight->setCoords(last, last);
+      frame->setPen(QPen(palette().color(QPalette::Text), 2.5));
+      frame->setBrush(Qt::NoBrush);
+      frame->setClipToAxisRect(true);
+      m_frames.push_back(frame);
+    }
+    setAxisLabel(xAxis, tr("to rank (framed: inside a node of %1; outside: between nodes)").arg(g),
+                 tr("to rank (framed: same node)"));
+  }
   m_map->setDataRange(QCPRange(0, maxBytes > 0 ? maxBytes / m_unit : 1));
   xAxis->setRange(-0.5, n - 0.5);
   yAxis->setRange(-0.5, n - 0.5);
@@ -194,11 +219,15 @@ double LinkHeatmap::cell(int from, int to) const { return m_map->data()->cell(to
 int LinkHeatmap::pointCount() const { return int(m_bytes.size() * m_bytes.size()); }
 
 void LinkHeatmap::writeCsv(QTextStream& out) const {
-  out << "from_rank";
+  // With nodes, the sending rank's node first: a cell is intra-node where the columns' node
+  // (to / gpus per node) is the row's.
+  const bool nodes = m_gpusPerNode > 0;
+  out << "from_rank" << (nodes ? ",node" : "");
   for (size_t to = 0; to < m_bytes.size(); ++to) out << ",to_rank_" << to << "_bytes";
   out << '\n';
   for (size_t from = 0; from < m_bytes.size(); ++from) {
     out << from;
+    if (nodes) out << ',' << int(from) / m_gpusPerNode;
     for (int64_t b : m_bytes[from]) out << ',' << b;
     out << '\n';
   }

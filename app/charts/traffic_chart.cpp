@@ -1,6 +1,7 @@
-// TrafficChart: per-rank bytes by op of the last step (see traffic_chart.h). The bytes are
-// the communicator's count (engine/comm/comm_accounting.h), split by RankMetrics::ops.
-// See tests/app/tst_charts.cpp (trafficBarsAreTheCountedBytes).
+// TrafficChart: per-rank bytes by op of the last step (see traffic_chart.h), or by tier over
+// several nodes. The bytes are the communicator's count (engine/comm/comm_accounting.h), split
+// by RankMetrics::ops or RankMetrics::tiers.
+// See tests/app/tst_charts_ranks.cpp (trafficBarsAreTheCountedBytes) and tst_charts_tiers.cpp.
 #include "charts/traffic_chart.h"
 
 #include <map>
@@ -38,7 +39,9 @@ TrafficChart::TrafficChart(QWidget* parent)
          "the buffer per rank), stacked by kind of call and communicator group. Left "
          "bar: sent; right bar: received.</p><p>A run under MPI's or NCCL's own "
          "collectives cannot count them: its bytes are the algorithm's model, and the "
-         "subtitle says \"bytes modelled\" (lessons/reference/metrics.md).</p>"));
+         "subtitle says \"bytes modelled\" (lessons/reference/metrics.md).</p><p>Over "
+         "several nodes (--gpus-per-node) the bars are stacked by tier instead: bytes to and "
+         "from ranks of the same node, and bytes between nodes.</p>"));
   clear();
 }
 
@@ -48,6 +51,7 @@ void TrafficChart::clear() {
   m_rows.clear();
   m_unit = 1;
   m_ranks = 0;
+  m_byTier = false;
   setAxisLabel(xAxis, tr("rank"));
   xAxis->setTicker(QSharedPointer<QCPAxisTickerFixed>::create());
   showEmpty({-0.6, 0.6}, {0, 1});
@@ -61,6 +65,8 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
   if (s.steps.empty()) return;
   const StepMetrics& step = s.steps.back();
   clear();
+  const int g = step.gpusPerNode.value_or(0);
+  if (g > 0 && g < int(step.ranks.size())) return showTiers(step);
   double maxBytes = 0;
   for (const RankMetrics& r : step.ranks) {
     int64_t sent = 0, recv = 0;
@@ -118,6 +124,48 @@ void TrafficChart::showSnapshot(const Snapshot& s) {
   replot(rpQueuedReplot);
 }
 
+// Two layers, inside a node and between nodes, of the bytes each rank sent and received.
+void TrafficChart::showTiers(const StepMetrics& step) {
+  m_byTier = true;
+  double maxBytes = 0;
+  for (const RankMetrics& r : step.ranks) {
+    const TierBytes t = r.tiers.value_or(TierBytes{r.bytesSent, r.bytesRecv, 0, 0});
+    m_rows.push_back({r.rank, {"intra-node", "", 0, t.intraSent, t.intraRecv, 0}});
+    m_rows.push_back({r.rank, {"inter-node", "", 0, t.interSent, t.interRecv, 0}});
+    maxBytes = std::max({maxBytes, double(r.bytesSent), double(r.bytesRecv)});
+  }
+  const ByteUnit unit = byteUnitFor(maxBytes);
+  m_unit = unit.bytes;
+  setAxisLabel(yAxis, tr("bytes per step (%1)").arg(unit.name), tr("%1/step").arg(unit.name));
+  const QString names[2] = {tr("inside a node (%1 ranks)").arg(*step.gpusPerNode),
+                            tr("between nodes")};
+  // Between nodes is the scarce link: the darker colour, on top.
+  const QColor colors[2] = {chartcolors::kCyan, chartcolors::kRed};
+  for (int k = 0; k < 2; ++k) {
+    auto* bars = new QCPBars(xAxis, yAxis);
+    bars->setName(names[k]);
+    bars->setBrush(colors[k]);
+    bars->setPen(QPen(colors[k].darker(130), 1));
+    bars->setWidth(kBarWidth);
+    if (k == 1) bars->moveAbove(m_layers.front());
+    m_layers.push_back(bars);
+  }
+  fitLegend();
+  for (const Row& row : m_rows) {
+    QCPBars* bars = m_layers[row.op.op == "intra-node" ? 0 : 1];
+    if (row.op.bytesSent) bars->addData(row.rank + kSentOffset, double(row.op.bytesSent) / m_unit);
+    if (row.op.bytesRecv) bars->addData(row.rank + kRecvOffset, double(row.op.bytesRecv) / m_unit);
+  }
+  m_ranks = int(step.ranks.size());
+  xAxis->setRange(-0.6, double(m_ranks) - 0.4);
+  m_barLabels = -1;
+  fitRankLabels();
+  yAxis->setRange(0, maxBytes > 0 ? maxBytes / m_unit * 1.12 : 1);
+  setPlaceholderText(tr("No communication in the last step"));
+  setPlaceholderVisible(maxBytes == 0);
+  replot(rpQueuedReplot);
+}
+
 // Under each pair of bars "sent" and "recv" and the rank where they fit; where the bars are
 // too narrow for their words (8 ranks in a small chart), the axis label says which bar is
 // which and each rank is labelled once ("rank 3", or "3" where even that is too wide).
@@ -157,6 +205,13 @@ int TrafficChart::pointCount() const {
 }
 
 void TrafficChart::writeCsv(QTextStream& out) const {
+  if (m_byTier) {  // over several nodes: a row per rank and tier
+    out << "rank,tier,bytes_sent,bytes_recv\n";
+    for (const Row& r : m_rows)
+      out << r.rank << ',' << r.op.op.c_str() << ',' << r.op.bytesSent << ',' << r.op.bytesRecv
+          << '\n';
+    return;
+  }
   out << "rank,op,group,calls,bytes_sent,bytes_recv,ms\n";
   for (const Row& r : m_rows)
     out << r.rank << ',' << r.op.op.c_str() << ',' << r.op.group.c_str() << ',' << r.op.calls << ','

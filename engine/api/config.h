@@ -55,7 +55,9 @@ struct RunConfig {
   int ranks = 1;
   Backend backend = Backend::Thread;
   std::string allreduce = "default";
-  std::string link = "none";
+  std::string link = "none";  // emulated link inside a node (comm/link_model.h)
+  int gpusPerNode = 0;         // --gpus-per-node G: ranks r, q share a node when r/G == q/G; 0: one
+  std::string nodeLink = "none";  // emulated link between nodes
   double timeoutS = 60;
   // Faults on purpose (train/faults.h): "none", RANK=FACTOR, RANK@STEP
   std::string straggler = "none";

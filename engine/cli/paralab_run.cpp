@@ -268,12 +268,12 @@ int main(int argc, char** argv) {
   // The projection's cluster: what --project GPU:COUNT projects onto.
   projection::RunProjection project;
   // The cluster's flags: their help, ranges and choices are the projection's settings table.
+  // --gpus-per-node and --node-link are the run's rows (a training run's nodes), read below as
+  // the cluster's under --project.
   const auto clusterHelp = [](const char* key) {
     return projection::findProjectionSetting(key)->help;
   };
   const CLI::Option* projectOnly[] = {
-      app.add_option("--gpus-per-node", project.gpusPerNode, clusterHelp("gpus-per-node")),
-      app.add_option("--node-link", project.nodeLink, clusterHelp("node-link")),
       app.add_option("--vocab", project.vocab, clusterHelp("vocab")),
       app.add_option("--precision", project.precision, clusterHelp("precision"))};
 
@@ -299,6 +299,20 @@ int main(int argc, char** argv) {
     // The projection reads the layout with ranges of its own (80 blocks of width 12288), so
     // the run's ranges and what applies to a trained run are its own to check.
     project.target = program.project;
+    // One flag each for the nodes: under --project they are the cluster's (its table checks
+    // them, checkCluster), not a training run's.
+    // A flag is taken as given; a --config key when not the run's default (a saved
+    // configuration carries every key, a training run's one node among them).
+    const auto given = [&](const char* key, bool atDefault) {
+      return app.get_option(std::string("--") + key)->count() > 0 ||
+             (configKeys.contains(key) && !atDefault);
+    };
+    if (given("gpus-per-node", config.gpusPerNode == RunConfig{}.gpusPerNode))
+      project.gpusPerNode = config.gpusPerNode;
+    if (given("node-link", config.nodeLink == RunConfig{}.nodeLink))
+      project.nodeLink = config.nodeLink;
+    config.gpusPerNode = RunConfig{}.gpusPerNode;
+    config.nodeLink = RunConfig{}.nodeLink;
     project.microBatchesGiven =
         app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
     project.givenFlags = givenFlags(app);
@@ -366,6 +380,7 @@ int main(int argc, char** argv) {
       CommOptions options;
       options.algorithm = parseAllReduceAlgo(config.allreduce);
       options.timeoutSeconds = config.timeoutS;
+      options.gpusPerNode = config.gpusPerNode;  // bytes by tier; the links are real
       // nccl: rank 0's NCCL id travels by MPI_Bcast; each process drives GPU (local rank).
       auto world =
           config.backend == Backend::Nccl ? makeNcclMpiWorld(options) : makeMpiWorld(options);

@@ -9,6 +9,7 @@ target_sources(paralab_engine_objects PRIVATE
   comm/comm_thread.cpp
   comm/thread_group.cpp
   comm/thread_allreduce.cpp
+  comm/hierarchical_allreduce.cpp
   comm/comm_mpi.cpp
   comm/comm_nccl.cpp
 )

@@ -1,10 +1,13 @@
 // Communication accounting and the nccl-tests bandwidth formulas (see comm_accounting.h).
-// See tests/engine/tst_comm_thread.cpp (countedBytesMatchTheory, accountingTotals).
+// See tests/engine/tst_comm_thread.cpp (countedBytesMatchTheory, accountingTotals) and
+// tst_comm_tiers.cpp (bytes by tier).
 #include "comm/comm_accounting.h"
 
 #include <algorithm>
 #include <array>
 #include <string>
+
+#include "comm/link_model.h"
 
 namespace paralab {
 
@@ -67,6 +70,13 @@ void CommAccounting::reset() {
   m_totals.worldSize = m_worldSize;
   m_totals.sentTo.assign(m_worldSize, 0);
   m_totals.recvFrom.assign(m_worldSize, 0);
+  m_totals.gpusPerNode = m_gpusPerNode;
+}
+
+void CommAccounting::setGpusPerNode(int gpusPerNode) {
+  std::lock_guard lock(m_mutex);
+  m_gpusPerNode = gpusPerNode;
+  m_totals.gpusPerNode = gpusPerNode;
 }
 
 void CommAccounting::record(const CommCall& c) {
@@ -81,6 +91,14 @@ void CommAccounting::record(const CommCall& c) {
   for (int q = 0; q < m_worldSize; ++q) {
     t.sentTo[q] += c.sentTo[q];
     t.recvFrom[q] += c.recvFrom[q];
+    // Each byte on the tier of the link it crossed (link_model.h).
+    if (sameNode(m_worldRank, q, m_gpusPerNode)) {
+      t.tiers.intraSent += c.sentTo[q];
+      t.tiers.intraRecv += c.recvFrom[q];
+    } else {
+      t.tiers.interSent += c.sentTo[q];
+      t.tiers.interRecv += c.recvFrom[q];
+    }
   }
   CommOpTotals* row = nullptr;
   for (CommOpTotals& o : t.ops)

@@ -1,6 +1,7 @@
 // Communication accounting: what each call cost (a span, start to end) and what it moved
 // (bytes per src -> dst link), by op, algorithm and group, plus the nccl-tests bandwidths.
-// The per-rank traffic bars and the N x N link heatmap read these totals.
+// The per-rank traffic bars and the N x N link heatmap read these totals; the bytes are also
+// split by tier (inside this rank's node, to other nodes).
 // See tests/engine/tst_comm_thread.cpp (countedBytesMatchTheory) and `paralab-bench comm`.
 #pragma once
 #include <cstdint>
@@ -49,12 +50,16 @@ class CommAccounting {
   void reset();
   std::vector<CommCall> recentCalls(size_t maxCount) const;  // oldest first
 
+  // Ranks per node (link_model.h), for the bytes by tier; 0: one node. Set before traffic.
+  void setGpusPerNode(int gpusPerNode);
+
   int worldRank() const { return m_worldRank; }
   int worldSize() const { return m_worldSize; }
 
  private:
   mutable std::mutex m_mutex;  // uncontended: one writer, rare readers
   int m_worldRank, m_worldSize;
+  int m_gpusPerNode = 0;
   CommTraffic m_totals;
   std::vector<CommCall> m_recent;
   size_t m_next = 0, m_capacity;

@@ -19,18 +19,20 @@ namespace paralab {
 // [SECTION] Steps shared by every collective
 
 ThreadComm::ThreadComm(std::shared_ptr<ThreadGroup> group, int rank, CommOptions options,
-                       LinkProfile link, std::shared_ptr<RankContext> ctx)
+                       LinkProfile link, LinkProfile nodeLink, std::shared_ptr<RankContext> ctx)
     : Communicator(rank, group->size(), group->name(), group->worldRanks(), std::move(options),
                    std::move(link), std::move(ctx)),
-      m_g(std::move(group)), m_seenPulled(size(), 0) {}
+      m_g(std::move(group)), m_seenPulled(size(), 0) {
+  m_nodeLink = std::move(nodeLink);
+}
 
 static std::shared_ptr<CommAccounting> worldAccounting(const ThreadGroup& g, int rank) {
   return std::make_shared<CommAccounting>(g.worldRanks()[rank], g.worldPtr()->worldSize);
 }
 
 ThreadComm::ThreadComm(std::shared_ptr<ThreadGroup> group, int rank, CommOptions options,
-                       LinkProfile link)
-    : ThreadComm(group, rank, std::move(options), std::move(link),
+                       LinkProfile link, LinkProfile nodeLink)
+    : ThreadComm(group, rank, std::move(options), std::move(link), std::move(nodeLink),
                  std::make_shared<RankContext>(RankContext{worldAccounting(*group, rank)})) {}
 
 ThreadComm::~ThreadComm() {
@@ -171,10 +173,20 @@ void ThreadComm::combine(float* dst, const float* const* srcs, int nsrc, int64_t
     reduceHost(dst, srcs, nsrc, count, op, divisor);
 }
 
-void ThreadComm::pace(int64_t stepStartNs, int64_t outBytes, int64_t inBytes) {
-  if (!m_link.emulated()) return;
+void ThreadComm::addLoad(TierLoad& load, int q, int64_t out, int64_t in) const {
+  if (q != rank()) load.add(sameNodeAs(q) ? LinkTier::Intra : LinkTier::Inter, out, in);
+}
+
+TierLoad ThreadComm::everyPeer(int64_t outPerPeer, int64_t inPerPeer) const {
+  TierLoad load;
+  for (int q = 0; q < size(); ++q) addLoad(load, q, outPerPeer, inPerPeer);
+  return load;
+}
+
+void ThreadComm::pace(int64_t stepStartNs, const TierLoad& load) {
+  if (!emulated()) return;
   if (m_stream) kernels::reduce_stream_sync(m_stream);  // the real transfer comes first
-  const int64_t until = stepStartNs + m_link.stepNs(outBytes, inBytes);
+  const int64_t until = stepStartNs + tieredStepNs(m_link, m_nodeLink, load);
   // Sleep through long waits (other ranks may need the core); spin the last 50 us.
   for (int64_t now = nowNs(); now < until; now = nowNs()) {
     if (until - now > 100'000)
@@ -202,7 +214,7 @@ void ThreadComm::doReduceScatter(const float* send, float* recv, int64_t b, Redu
     countPulled(q, b);
   }
   combine(recv, m_srcs.data(), n, b, op, true, device);
-  pace(t0, (n - 1) * b * 4, (n - 1) * b * 4);
+  pace(t0, everyPeer(b * 4, b * 4));
   sync();  // the others may still read this rank's send buffer
   foldSent();
 }
@@ -214,19 +226,25 @@ void ThreadComm::doAllGather(const float* send, float* recv, int64_t b, Device d
   const int64_t t0 = nowNs();
   // step 1 of 1: copy block q from rank q, for every q.
   for (int q = 0; q < n; ++q) pull(recv + q * b, m_g->slot(q, call).send, b, q, device);
-  pace(t0, (n - 1) * b * 4, (n - 1) * b * 4);
+  pace(t0, everyPeer(b * 4, b * 4));
   sync();
   foldSent();
 }
 
 void ThreadComm::doBroadcast(float* buf, int64_t count, int root, Device device) {
   Busy busy(*this);
-  const int n = size(), me = rank();
+  const int me = rank();
   const uint64_t call = enter({CommOp::Broadcast, count, root}, buf, buf, device);
   const int64_t t0 = nowNs();
   // step 1 of 1: every other rank copies the root's buffer (the root's link carries n-1 copies).
   if (me != root) pull(buf, m_g->slot(root, call).recv, count, root, device);
-  pace(t0, me == root ? (n - 1) * count * 4 : 0, me == root ? 0 : count * 4);
+  if (me == root) {  // the root's port carries n-1 copies, each other rank's one
+    pace(t0, everyPeer(count * 4, 0));
+  } else {
+    TierLoad load;
+    addLoad(load, root, 0, count * 4);
+    pace(t0, load);
+  }
   sync();
   foldSent();
 }
@@ -247,7 +265,13 @@ void ThreadComm::doReduce(const float* send, float* recv, int64_t count, int roo
     }
     combine(recv, m_srcs.data(), n, count, op, true, device);
   }
-  pace(t0, me == root ? 0 : count * 4, me == root ? (n - 1) * count * 4 : 0);
+  if (me == root) {
+    pace(t0, everyPeer(0, count * 4));
+  } else {
+    TierLoad load;
+    addLoad(load, root, count * 4, 0);
+    pace(t0, load);
+  }
   sync();
   foldSent();
 }
@@ -260,7 +284,7 @@ void ThreadComm::doAllToAll(const float* send, float* recv, int64_t b, Device de
   const int64_t t0 = nowNs();
   // step 1 of 1: block q of my receive buffer is block `me` of rank q's send buffer.
   for (int q = 0; q < n; ++q) pull(recv + q * b, m_g->slot(q, call).send + me * b, b, q, device);
-  pace(t0, (n - 1) * b * 4, (n - 1) * b * 4);
+  pace(t0, everyPeer(b * 4, b * 4));
   sync();
   foldSent();
 }
@@ -274,16 +298,17 @@ void ThreadComm::doAllToAllv(const float* send, const int64_t* sendCounts, float
       enter({CommOp::AllToAllV, 0}, send, recv, device, sendCounts, recvCounts);
   const int64_t t0 = nowNs();
   // step 1 of 1: from each rank q, the block it packed for me (after its blocks for ranks < me).
-  int64_t out = 0, in = 0, at = 0;
+  TierLoad load;
+  int64_t at = 0;
   for (int q = 0; q < n; ++q) {
     const ThreadGroup::Slot& s = m_g->slot(q, call);
     int64_t offset = 0;
     for (int p = 0; p < me; ++p) offset += s.sendCounts[p];
     pull(recv + at, s.send + offset, recvCounts[q], q, device);
     at += recvCounts[q];
-    if (q != me) out += sendCounts[q] * 4, in += recvCounts[q] * 4;
+    addLoad(load, q, sendCounts[q] * 4, recvCounts[q] * 4);
   }
-  pace(t0, out, in);
+  pace(t0, load);
   sync();
   foldSent();
 }
@@ -312,7 +337,8 @@ void ThreadComm::doSend(const float* buf, int64_t count, int peer, Device device
     }
     if (m.tracker) m.tracker->add(MemCategory::Comm, count * 4);
   }
-  m.arriveNs = m_link.emulated() ? nowNs() + m_link.stepNs(count * 4, 0) : 0;
+  const LinkProfile& link = linkTo(peer);  // on the tier between the two ranks
+  m.arriveNs = link.emulated() ? nowNs() + link.stepNs(count * 4, 0) : 0;
   countSent(peer, count * 4);
   m_g->post(rank(), peer, m);
 }
@@ -376,7 +402,7 @@ std::unique_ptr<Communicator> ThreadComm::doSplit(int color, int key, const std:
   if (color >= 0) {
     const int at = static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
     child = std::make_unique<ThreadComm>(m_g->slot(members.front(), call).made, at, m_options,
-                                         m_link, context());
+                                         m_link, m_nodeLink, context());
   }
   m_g->barrier(me, "split", deadlineNs());  // everyone holds its group: the leader lets go
   s.made.reset();
@@ -417,12 +443,13 @@ void ThreadComm::abort(const std::string& why) {
 ThreadWorld::ThreadWorld(int ranks, CommOptions options) {
   if (ranks < 1) throw CommError("ranks: must be >= 1, got " + std::to_string(ranks));
   LinkProfile link = loadLinkProfile(options.link);
+  LinkProfile nodeLink = loadLinkProfile(options.nodeLink);
   m_shared = std::make_shared<Shared>(ranks);
   std::vector<int> world(ranks);
   for (int r = 0; r < ranks; ++r) world[r] = r;
   auto group = std::make_shared<ThreadGroup>(m_shared, "world", world);
   for (int r = 0; r < ranks; ++r)
-    m_comms.push_back(std::make_unique<ThreadComm>(group, r, options, link));
+    m_comms.push_back(std::make_unique<ThreadComm>(group, r, options, link, nodeLink));
 }
 
 ThreadWorld::~ThreadWorld() = default;

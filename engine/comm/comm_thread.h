@@ -138,10 +138,12 @@ class ThreadGroup {
 class ThreadComm final : public Communicator {
  public:
   // Member `rank` of a world group: its own accounting, as world rank group->worldRanks()[rank].
-  ThreadComm(std::shared_ptr<ThreadGroup> group, int rank, CommOptions options, LinkProfile link);
+  // `link` carries transfers inside a node, `nodeLink` those between nodes (link_model.h).
+  ThreadComm(std::shared_ptr<ThreadGroup> group, int rank, CommOptions options, LinkProfile link,
+             LinkProfile nodeLink);
   // A member of a group split off: shares the rank's accounting and instrumentation.
   ThreadComm(std::shared_ptr<ThreadGroup> group, int rank, CommOptions options, LinkProfile link,
-             std::shared_ptr<RankContext> ctx);
+             LinkProfile nodeLink, std::shared_ptr<RankContext> ctx);
   ~ThreadComm() override;
   Backend backend() const override { return Backend::Thread; }
   std::vector<std::string> gatherToRoot(const std::string& mine, int root) override;
@@ -199,8 +201,13 @@ class ThreadComm final : public Communicator {
   // dst = srcs[0] op srcs[1] op ... (in order), / divisor; on the host or on the device.
   void combine(float* dst, const float* const* srcs, int nsrc, int64_t count, ReduceOp op,
                bool last, Device device);
-  // Link emulation: returns no earlier than stepStartNs + the modelled time of the step.
-  void pace(int64_t stepStartNs, int64_t outBytes, int64_t inBytes);
+  // Link emulation: returns no earlier than stepStartNs + the modelled time of the step, each
+  // tier's bytes on its own link (tieredStepNs).
+  void pace(int64_t stepStartNs, const TierLoad& load);
+  // A step's load: `out` bytes to and `in` bytes from member q, on q's tier.
+  void addLoad(TierLoad& load, int q, int64_t out, int64_t in) const;
+  // A step in which this rank sends `outPerPeer` to and receives `inPerPeer` from every other.
+  TierLoad everyPeer(int64_t outPerPeer, int64_t inPerPeer) const;
   void* stream();  // this rank's CUDA stream (device path), made on first use
 
   // [SECTION] All-reduce algorithms (thread_allreduce.cpp)

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "comm/flight_recorder.h"
+#include "comm/hierarchical_allreduce.h"
 
 #include "metrics/span_recorder.h"
 
@@ -23,6 +24,7 @@ const char* allReduceAlgoName(AllReduceAlgo a) {
     case AllReduceAlgo::Default: return "default";
     case AllReduceAlgo::Naive: return "naive";
     case AllReduceAlgo::Ring: return "ring";
+    case AllReduceAlgo::Hierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -31,8 +33,9 @@ AllReduceAlgo parseAllReduceAlgo(const std::string& name) {
   if (name == "default") return AllReduceAlgo::Default;
   if (name == "naive") return AllReduceAlgo::Naive;
   if (name == "ring") return AllReduceAlgo::Ring;
+  if (name == "hierarchical") return AllReduceAlgo::Hierarchical;
   throw CommError("algorithm: unknown all-reduce algorithm '" + name +
-                  "' (allowed: naive, ring, default)");
+                  "' (allowed: naive, ring, default, hierarchical)");
 }
 
 static const char* reduceOpName(int op) {
@@ -116,6 +119,8 @@ Communicator::Communicator(int rank, int size, std::string group, std::vector<in
     : m_options(std::move(options)), m_link(std::move(link)), m_rank(rank), m_size(size),
       m_group(std::move(group)), m_worldRanks(std::move(worldRanks)), m_ctx(std::move(ctx)) {
   if (m_options.timeoutSeconds <= 0) throw CommError("timeout: must be > 0 seconds");
+  if (m_options.gpusPerNode < 0) throw CommError("gpus-per-node: must be >= 0");
+  m_ctx->accounting->setGpusPerNode(m_options.gpusPerNode);
 }
 
 Communicator::~Communicator() = default;
@@ -212,6 +217,8 @@ void Communicator::allReduce(const float* send, float* recv, int64_t count, Redu
   needBuffer("allreduce", recv, count);
   if (algo == AllReduceAlgo::Configured) algo = m_options.algorithm;
   if (algo == AllReduceAlgo::Configured) algo = AllReduceAlgo::Default;
+  // Three collectives of their own on two groups, each accounted as it runs.
+  if (algo == AllReduceAlgo::Hierarchical) return allReduceHierarchical(send, recv, count, op, device);
   const CommAlgo a = algo == AllReduceAlgo::Naive  ? CommAlgo::Naive
                      : algo == AllReduceAlgo::Ring ? CommAlgo::Ring
                                                    : defaultAlgo();

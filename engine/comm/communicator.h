@@ -31,10 +31,16 @@ enum class ReduceOp { Sum, Avg, Max };
 //   Ring   reduce-scatter then all-gather around a ring, 2(N-1) steps: 2(N-1)/N m sent.
 //   Default the backend's fast one: ThreadComm "direct" (each rank reduces its 1/N slice
 //          reading every buffer, then copies the others' slices), MPI_Allreduce, ncclAllReduce.
+//   Hierarchical  over two tiers (hierarchical_allreduce.cpp): reduce-scatter inside each node,
+//          all-reduce across nodes among the ranks of one local index, all-gather inside:
+//          2(L-1)/L m inside a node and 2(M-1)/M m/L between nodes per rank (L ranks per node,
+//          M nodes).
 //   Configured (per call only): whatever CommOptions::algorithm says.
-enum class AllReduceAlgo { Configured, Default, Naive, Ring };
-const char* allReduceAlgoName(AllReduceAlgo a);  // "configured", "default", "naive", "ring"
-// "naive" | "ring" | "default"; throws CommError naming the allowed values otherwise.
+enum class AllReduceAlgo { Configured, Default, Naive, Ring, Hierarchical };
+// "configured", "default", "naive", "ring", "hierarchical"
+const char* allReduceAlgoName(AllReduceAlgo a);
+// "naive" | "ring" | "default" | "hierarchical"; throws CommError naming the allowed values
+// otherwise.
 AllReduceAlgo parseAllReduceAlgo(const std::string& name);
 
 struct CommOptions {
@@ -44,6 +50,11 @@ struct CommOptions {
   // MpiComm: check before each collective that all ranks called the same one with the same
   // counts (one small MPI_Allreduce). ThreadComm always checks (it costs nothing there).
   bool checkArgs = true;
+  // Two tiers (link_model.h): world ranks r and q share a node when r / G == q / G; 0: one node.
+  // Ranks in different nodes talk over `nodeLink` (ThreadComm), and the accounting splits
+  // every rank's bytes by tier.
+  int gpusPerNode = 0;
+  std::string nodeLink = "none";
 };
 
 // Misuse that every rank sees the same way (mismatched counts or ops across ranks, a bad root):
@@ -74,8 +85,15 @@ class Communicator {
   virtual Backend backend() const = 0;  // run_choices.h: thread | mpi | nccl
   const CommOptions& options() const { return m_options; }
   // Link emulation: everything measured under it is to be labelled "emulated (<title>)".
-  bool emulated() const { return m_link.emulated(); }
-  const LinkProfile& link() const { return m_link; }
+  bool emulated() const { return m_link.emulated() || m_nodeLink.emulated(); }
+  const LinkProfile& link() const { return m_link; }  // inside this rank's node
+  // Whether group rank q is in this rank's node, and the link a transfer to it takes.
+  bool sameNodeAs(int groupRank) const {
+    return sameNode(worldRank(), worldRankOf(groupRank), m_options.gpusPerNode);
+  }
+  const LinkProfile& linkTo(int groupRank) const {
+    return sameNodeAs(groupRank) ? m_link : m_nodeLink;
+  }
 
   // [SECTION] Collectives. Every rank of the group calls the same one, in the same order, with
   // the same counts (else CommError on every rank). Blocking: when one returns, this rank's
@@ -211,7 +229,8 @@ class Communicator {
   static std::string describe(const CallSignature& s);  // "allreduce of 7 floats (sum)"
 
   CommOptions m_options;
-  LinkProfile m_link;
+  LinkProfile m_link;      // inside a node
+  LinkProfile m_nodeLink;  // between nodes (ThreadComm; none elsewhere)
 
  private:
   class CallScope;
@@ -228,6 +247,12 @@ class Communicator {
   int64_t m_seq = 0;  // collectives issued on this communicator (the flight recorder's #)
   // --hang (emulated): this rank does not issue the call; it waits until the run is aborted.
   [[noreturn]] void stopHere(CommOp op);
+  // AllReduceAlgo::Hierarchical (hierarchical_allreduce.cpp): its node and across-node groups,
+  // split from this one on first use, and its staging buffer.
+  struct Hierarchy;
+  std::unique_ptr<Hierarchy> m_hierarchy;
+  void allReduceHierarchical(const float* send, float* recv, int64_t count, ReduceOp op,
+                             Device device);
 };
 
 // [SECTION] Ranks as threads in this process (the embedded default, the GUI's).

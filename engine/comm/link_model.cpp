@@ -1,5 +1,5 @@
 // Link profiles from resources/links/*.json (see link_model.h).
-// See tests/engine/tst_comm_thread.cpp (linkProfiles, unknownLinkProfile).
+// See tests/engine/tst_comm_thread.cpp (linkProfiles, unknownLinkProfile), tst_comm_tiers.cpp.
 #include "comm/link_model.h"
 
 #include <algorithm>
@@ -21,6 +21,15 @@ int64_t LinkProfile::stepNs(int64_t out, int64_t in) const {
   // bytes / (GB/s) = bytes / (1e9 B/s) = ns
   if (bandwidthGBps > 0) ns += static_cast<double>(std::max(out, in)) / bandwidthGBps;
   return static_cast<int64_t>(std::ceil(ns));
+}
+
+int64_t tieredStepNs(const LinkProfile& intra, const LinkProfile& inter, const TierLoad& load) {
+  const LinkProfile* profile[kLinkTiers] = {&intra, &inter};
+  int64_t ns = -1;
+  for (int t = 0; t < kLinkTiers; ++t)
+    if (load.out[t] > 0 || load.in[t] > 0)
+      ns = std::max(ns, profile[t]->stepNs(load.out[t], load.in[t]));
+  return ns >= 0 ? ns : intra.stepNs(0, 0);
 }
 
 std::vector<std::string> linkProfileNames() {

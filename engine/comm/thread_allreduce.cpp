@@ -40,7 +40,7 @@ void ThreadComm::allReduceNaive(const float* send, float* recv, int64_t count, R
     countPulled(q, count);
   }
   combine(out, m_srcs.data(), n, count, op, true, dev);
-  pace(t0, (n - 1) * count * 4, (n - 1) * count * 4);
+  pace(t0, everyPeer(count * 4, count * 4));
   sync();  // nobody reads our buffer any more
   if (out != recv) {
     if (dev == Device::Cuda) {
@@ -85,7 +85,10 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
     const float* srcs[2] = {send + at(c), (s == 0 ? leftSlot.send : leftSlot.recv) + at(c)};
     combine(recv + at(c), srcs, 2, len(c), op, s == n - 2, dev);
     countPulled(left, len(c));
-    pace(t0, len(me - s) * 4, len(c) * 4);
+    TierLoad load;  // to the right neighbour, from the left one: each on its own tier
+    addLoad(load, (me + 1) % n, len(me - s) * 4, 0);
+    addLoad(load, left, 0, len(c) * 4);
+    pace(t0, load);
     sync();
   }
   for (int s = 0; s < n - 1; ++s) {
@@ -93,7 +96,10 @@ void ThreadComm::allReduceRing(const float* send, float* recv, int64_t count, Re
     const int64_t t0 = nowNs();
     const int c = me - s;
     pull(recv + at(c), leftSlot.recv + at(c), len(c), left, dev);
-    pace(t0, len(me + 1 - s) * 4, len(c) * 4);
+    TierLoad load;
+    addLoad(load, (me + 1) % n, len(me + 1 - s) * 4, 0);
+    addLoad(load, left, 0, len(c) * 4);
+    pace(t0, load);
     sync();  // after the last step: nobody reads our buffer any more
   }
   foldSent();
@@ -114,8 +120,13 @@ void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, 
       {CommOp::AllReduce, count, -1, static_cast<int>(op), static_cast<int>(CommAlgo::Direct)},
       send, recv, dev);
   const int64_t mine = chunkBegin(me, n, count), myLen = chunkLen(me, n, count);
-  int64_t othersLen = 0;  // what the others read from us, and write into us
-  for (int q = 0; q < n; ++q) othersLen += q == me ? 0 : chunkLen(q, n, count);
+  // Over an emulated link the two halves are two steps, as on a network: the reduce-scatter's
+  // (q reads its slice of ours) and the all-gather's (we write ours into q).
+  TierLoad load1, load2;
+  for (int q = 0; q < n; ++q) {
+    addLoad(load1, q, chunkLen(q, n, count) * 4, myLen * 4);
+    addLoad(load2, q, myLen * 4, chunkLen(q, n, count) * 4);
+  }
 
   // Reduce slice `me` of every rank's buffer, in rank order, into every rank's receive buffer.
   const int64_t t0 = nowNs();
@@ -141,10 +152,8 @@ void ThreadComm::allReduceDirect(const float* send, float* recv, int64_t count, 
       countSent(q, myLen * 4);
       countRecv(q, chunkLen(q, n, count) * 4);
     }
-  // Over an emulated link the two halves are two steps, as on a network: the reduce-scatter's
-  // bytes, then the all-gather's.
-  pace(t0, othersLen * 4, (n - 1) * myLen * 4);
-  pace(nowNs(), (n - 1) * myLen * 4, othersLen * 4);
+  pace(t0, load1);
+  pace(nowNs(), load2);
   sync();  // every slice is final everywhere; nobody reads our buffers any more
   foldSent();
 }

@@ -45,6 +45,11 @@ nlohmann::json toJson(const RankMetrics& r) {
                         {"bytes_sent", o.bytesSent},
                         {"bytes_recv", o.bytesRecv},
                         {"ms", o.ms}});
+  if (r.tiers)
+    j["tiers"] = {{"intra_sent", r.tiers->intraSent},
+                  {"intra_recv", r.tiers->intraRecv},
+                  {"inter_sent", r.tiers->interSent},
+                  {"inter_recv", r.tiers->interRecv}};
   if (r.bytesModelled) j["bytes_modelled"] = true;
   if (r.staleness) j["staleness"] = *r.staleness;
   if (r.spread) j["spread"] = *r.spread;
@@ -87,6 +92,7 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
   if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
   if (!m.emulated.empty()) j["emulated"] = m.emulated;
+  if (m.gpusPerNode) j["gpus_per_node"] = *m.gpusPerNode;
   addSlowestRank(j, m);  // straggler detection, derived from ranks[] (straggler.h)
   j["ranks"] = nlohmann::json::array();
   for (const RankMetrics& r : m.ranks) j["ranks"].push_back(toJson(r));
@@ -159,6 +165,11 @@ RankMetrics rankFrom(const Reader& in) {
                        o.get<int64_t>("calls"), o.get<int64_t>("bytes_sent"),
                        o.get<int64_t>("bytes_recv"), o.get<double>("ms")});
     }
+  if (in.j.contains("tiers")) {
+    const Reader t = in.in("tiers");
+    r.tiers = TierBytes{t.get<int64_t>("intra_sent"), t.get<int64_t>("intra_recv"),
+                        t.get<int64_t>("inter_sent"), t.get<int64_t>("inter_recv")};
+  }
   r.bytesModelled = in.optional<bool>("bytes_modelled").value_or(false);
   r.staleness = in.optional<double>("staleness");
   r.spread = in.optional<double>("spread");
@@ -221,6 +232,7 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
   m.droppedTokens = in.optional<int64_t>("dropped_tokens");
   m.auxLoss = in.optional<double>("aux_loss");
   m.emulated = in.optional<std::string>("emulated").value_or("");
+  m.gpusPerNode = in.optional<int>("gpus_per_node");
   const nlohmann::json& ranks = in.at("ranks");
   if (!ranks.is_array()) in.fail("ranks", "not an array");
   for (size_t i = 0; i < ranks.size(); ++i)
@@ -241,7 +253,7 @@ bool operator==(const RankMetrics& a, const RankMetrics& b) {
          a.computeMs == b.computeMs && a.commMs == b.commMs && a.idleMs == b.idleMs &&
          a.dataMs == b.dataMs && a.forwardMs == b.forwardMs && a.backwardMs == b.backwardMs &&
          a.optimizerMs == b.optimizerMs && a.bytesSent == b.bytesSent &&
-         a.bytesRecv == b.bytesRecv && a.sentTo == b.sentTo && a.ops == b.ops &&
+         a.bytesRecv == b.bytesRecv && a.sentTo == b.sentTo && a.ops == b.ops && a.tiers == b.tiers &&
          a.bytesModelled == b.bytesModelled && a.staleness == b.staleness && a.spread == b.spread &&
          a.stage == b.stage && a.bubble == b.bubble && a.cpTransferMs == b.cpTransferMs &&
          a.cpHiddenMs == b.cpHiddenMs && a.cpExposedMs == b.cpExposedMs &&
@@ -260,7 +272,8 @@ bool operator==(const StepMetrics& a, const StepMetrics& b) {
          a.bubble == b.bubble && a.bubbleReference == b.bubbleReference &&
          a.accumulate == b.accumulate && a.world == b.world &&
          a.expertTokens == b.expertTokens && a.droppedTokens == b.droppedTokens &&
-         a.auxLoss == b.auxLoss && a.emulated == b.emulated && a.ranks == b.ranks;
+         a.auxLoss == b.auxLoss && a.emulated == b.emulated && a.gpusPerNode == b.gpusPerNode &&
+         a.ranks == b.ranks;
 }
 
 }  // namespace paralab

@@ -78,6 +78,8 @@ static CommOptions commOptions(const RunConfig& c) {
   o.algorithm = parseAllReduceAlgo(c.allreduce);
   o.timeoutSeconds = c.timeoutS;
   o.link = c.link;
+  o.gpusPerNode = c.gpusPerNode;
+  o.nodeLink = c.nodeLink;
   return o;
 }
 
@@ -494,6 +496,7 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
   k.bytesSent = r.traffic.bytesSent;
   k.bytesRecv = r.traffic.bytesRecv;
   k.sentTo = r.traffic.sentTo;
+  if (m_config.gpusPerNode > 0) k.tiers = r.traffic.tiers;  // bytes by tier (link_model.h)
   k.ops = opTraffic(r.traffic);
   k.bytesModelled = r.traffic.modelled;
   k.staleness = res.staleness;
@@ -539,6 +542,7 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
   m.samplesPerS = m.stepMs > 0 ? samples / (m.stepMs * 1e-3) : 0;
   m.modelGflops = modelFlopsPerSample(m_config, *m_data) * m.samplesPerS * 1e-9;
   m.emulated = emulatedBriefs(m_config);
+  if (m_config.gpusPerNode > 0) m.gpusPerNode = m_config.gpusPerNode;
   if (m_config.accumulate > 1) m.accumulate = m_config.accumulate;
   if (m_config.elastic) m.world = m_config.ranks;
   // The step's figures from its ranks' (metrics.md): loss over the samples they processed,

@@ -1,6 +1,7 @@
 # Communicator tests (included from tests/engine/CMakeLists.txt). Each stays short: the whole
 # comm suite takes seconds on 2 cores.
 paralab_add_test(tst_comm_thread tst_comm_thread.cpp paralab_engine)
+paralab_add_test(tst_comm_tiers tst_comm_tiers.cpp paralab_engine)
 set_tests_properties(tst_comm_thread PROPERTIES TIMEOUT 300)
 
 if(PARALAB_HAVE_MPI AND MPIEXEC_EXECUTABLE)

@@ -1,7 +1,8 @@
 // What a rank's communication moved, as values: the ops and algorithms by name, and one rank's
 // totals by (op, algorithm, group) with its bytes per link, which the window's traffic bars and
-// link heatmap draw. The accounting that fills them is comm/comm_accounting.h.
-// See tests/engine/tst_comm_thread.cpp (countedBytesMatchTheory).
+// link heatmap draw, split by tier (inside a node, between nodes). The accounting that fills
+// them is comm/comm_accounting.h. See tests/engine/tst_comm_thread.cpp (countedBytesMatchTheory)
+// and tst_comm_tiers.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,6 +32,13 @@ struct CommOpTotals {
   int64_t calls = 0, bytes = 0, sent = 0, recv = 0, timeNs = 0;
 };
 
+// A rank's bytes by tier (link_model.h): to and from ranks of its own node (intra) and of
+// other nodes (inter). With one node every byte is intra.
+struct TierBytes {
+  int64_t intraSent = 0, intraRecv = 0, interSent = 0, interRecv = 0;
+  bool operator==(const TierBytes&) const = default;
+};
+
 // A value copy of one rank's traffic since the last take()/reset().
 struct CommTraffic {
   int worldRank = 0, worldSize = 1;
@@ -39,6 +47,8 @@ struct CommTraffic {
   int64_t timeNs = 0;                    // inside communication calls
   std::vector<int64_t> sentTo, recvFrom;  // per world rank (a row / column of the heatmap)
   std::vector<CommOpTotals> ops;
+  int gpusPerNode = 0;  // the nodes `tiers` splits by (0: one node)
+  TierBytes tiers;      // bytesSent and bytesRecv by tier
   bool modelled = false;  // some link bytes came from a model, not from counted transfers
 };
 

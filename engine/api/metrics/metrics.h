@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_traffic.h"  // TierBytes
 #include "memory/memory_tracker.h"
 #include "metrics/overlap.h"
 
@@ -57,6 +58,9 @@ struct RankMetrics {
   int64_t bytesRecv = 0;
   std::vector<int64_t> sentTo;  // bytes sent to each world rank (a row of the link heatmap)
   std::vector<OpTraffic> ops;   // bytesSent/bytesRecv split by (op, group)
+  // --gpus-per-node G: bytesSent and bytesRecv split by tier, inside this rank's node and to
+  // other nodes (comm/link_model.h)
+  std::optional<TierBytes> tiers;
   // Some of the bytes above are the algorithm's model, not counted transfers: a library's
   // collective (MPI's, NCCL's) moves them where ParaLab cannot see (metrics.md).
   bool bytesModelled = false;
@@ -110,6 +114,8 @@ struct StepMetrics {
   std::optional<int64_t> droppedTokens;
   std::optional<double> auxLoss;
   std::string emulated;  // the emulated link's name, "" when links are real
+  // --gpus-per-node G: ranks r and q share a node when r / G == q / G (each rank's `tiers`)
+  std::optional<int> gpusPerNode;
   std::vector<RankMetrics> ranks;
 };
 

@@ -166,7 +166,7 @@ void RingAttention::sendOn(const float* send, float* recv, int64_t count, int64_
     // Handed over (copied): with no emulated link it is there; an emulated link delivers it
     // this long after the send (ThreadComm::doSend). The copy itself is the send call's.
     start = arrives = nowNs();
-    if (m_cp.emulated()) arrives += m_cp.link().stepNs(count * int64_t(sizeof(float)), 0);
+    if (m_cp.emulated()) arrives += m_cp.linkTo(next).stepNs(count * int64_t(sizeof(float)), 0);
   } else if (m_rank % 2 == 0) {  // a send that may wait for its recv: even ranks send first
     m_cp.send(send, count, next, d);
     m_cp.recv(recv, count, prev, d);
