@@ -273,8 +273,7 @@ int main(int argc, char** argv) {
   const CLI::Option* projectOnly[] = {
       app.add_option("--gpus-per-node", project.gpusPerNode, clusterHelp("gpus-per-node")),
       app.add_option("--node-link", project.nodeLink, clusterHelp("node-link")),
-      app.add_option("--vocab", project.vocab, clusterHelp("vocab")),
-      app.add_option("--precision", project.precision, clusterHelp("precision"))};
+      app.add_option("--vocab", project.vocab, clusterHelp("vocab"))};
 
   // Flags that name something: "" would read as not given.
   for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},
@@ -298,6 +297,9 @@ int main(int argc, char** argv) {
     // The projection reads the layout with ranges of its own (80 blocks of width 12288), so
     // the run's ranges and what applies to a trained run are its own to check.
     project.target = program.project;
+    // --precision is the run's row (train/precision.h); a projection assumes bf16 unless given.
+    if (app.get_option("--precision")->count() > 0 || configKeys.contains("precision"))
+      project.precision = formatValue(findSetting("precision")->get(config));
     project.microBatchesGiven =
         app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
     project.givenFlags = givenFlags(app);
