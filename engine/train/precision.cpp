@@ -27,18 +27,20 @@ void countStoredBytes(MemoryTracker* tracker, Dtype d) {
 
 std::optional<std::string> precisionRefusal(const RunConfig& c) {
   if (c.precision == Dtype::Tf32)
-    return std::string(
-        "precision: tf32 is for --project (a training run: fp32, bf16 or fp16)");
+    return std::string("precision: tf32 is for --project (a training run: fp32, bf16 or fp16)");
   if (!sixteenBit(c.precision)) return std::nullopt;
   const std::string head = "precision: " + nameOf(c.precision) + " ";
   if (c.device == Device::Cuda)
-    return head + "trains on the CPU; the CUDA path trains in fp32 (allowed with --device cuda: fp32)";
+    return head +
+           "trains on the CPU; the CUDA path trains in fp32 (allowed with --device cuda: fp32)";
   if (c.strategy != "sync" || c.modelParallel() || c.hasExperts())
-    return head + "trains serially and with --strategy sync data parallelism and its ZeRO "
-                  "stages (tp = pp = cp = 1, dense models); other layouts train in fp32";
+    return head +
+           "trains serially and with --strategy sync data parallelism and its ZeRO "
+           "stages (tp = pp = cp = 1, dense models); other layouts train in fp32";
   if (c.accumulate > 1)
-    return head + "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "
-                  "gradients is not yet kept apart from their fp32 sum)";
+    return head +
+           "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "
+           "gradients is not yet kept apart from their fp32 sum)";
   return std::nullopt;
 }
 

@@ -83,10 +83,17 @@ class MixedPrecision {
   // the 16-bit dtype (the flushed counted), then `inner` sees them.
   class Hooks final : public UnitHooks {
    public:
-    Hooks(MixedPrecision& mp, ParamSet& ps, UnitHooks* inner) : m_mp(mp), m_ps(ps), m_inner(inner) {}
-    void beforeForward(int u) override { if (m_inner) m_inner->beforeForward(u); }
-    void afterForward(int u) override { if (m_inner) m_inner->afterForward(u); }
-    void beforeBackward(int u) override { if (m_inner) m_inner->beforeBackward(u); }
+    Hooks(MixedPrecision& mp, ParamSet& ps, UnitHooks* inner)
+        : m_mp(mp), m_ps(ps), m_inner(inner) {}
+    void beforeForward(int u) override {
+      if (m_inner) m_inner->beforeForward(u);
+    }
+    void afterForward(int u) override {
+      if (m_inner) m_inner->afterForward(u);
+    }
+    void beforeBackward(int u) override {
+      if (m_inner) m_inner->beforeBackward(u);
+    }
     void afterBackward(int u) override;
 
    private:
@@ -106,7 +113,7 @@ class MixedPrecision {
   Dtype m_dtype;
   LossScaler m_scaler;
   float m_stepScale = 1.f;  // the scale the step's backward ran at (before its update)
-  int64_t m_flushed = 0;  // this step's weight-gradient entries flushed by their rounding
+  int64_t m_flushed = 0;    // this step's weight-gradient entries flushed by their rounding
 };
 
 }  // namespace paralab

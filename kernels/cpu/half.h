@@ -1,7 +1,8 @@
 // Rounding fp32 values to the 16-bit formats mixed precision stores: bfloat16 (8 exponent bits,
 // 7 mantissa bits: fp32's range) and IEEE binary16 (5 and 10: largest finite 65504, subnormals
 // down to 2^-24), round to nearest, ties to even, as a hardware conversion does (vcvtneps2bf16,
-// vcvtps2ph). The values stay in fp32 containers, widened exactly. See tests/engine/tst_precision.cpp.
+// vcvtps2ph). The values stay in fp32 containers, widened exactly. See
+// tests/engine/tst_precision.cpp.
 #pragma once
 #include <bit>
 #include <cmath>
@@ -14,7 +15,7 @@ namespace paralab::kernels {
 inline float roundToBf16(float x) {
   uint32_t u = std::bit_cast<uint32_t>(x);
   if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN pass unchanged
-  u += 0x7fffu + ((u >> 16) & 1u);                  // ties to even on the 16 bits dropped
+  u += 0x7fffu + ((u >> 16) & 1u);                 // ties to even on the 16 bits dropped
   return std::bit_cast<float>(u & 0xffff0000u);
 }
 
