@@ -16,6 +16,7 @@
 #include "parallel/strategy.h"  // cudaRefusal, strategyFor
 #include "read_file.h"
 #include "schema.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -45,6 +46,8 @@ std::optional<std::string> RunConfig::validate() const {
   for (const Setting& s : runSettings())
     if (auto err = s.check(*this)) return err;
   if (auto err = validateRules()) return err;
+  // What a training run cannot yet do in 16 bits (train/precision.h); a projection can.
+  if (auto err = precisionRefusal(*this)) return err;
   if (auto err = validateDevice()) return err;
   GpuMemory gpus;
   if (device == Device::Cuda) {

@@ -9,6 +9,7 @@
 #include "parallel/pipeline/schedule_file.h"  // isScheduleFile
 #include "parallel/strategy.h"  // strategyFor: the row that runs the configuration
 #include "schema.h"
+#include "train/precision.h"  // precisionNote
 
 namespace paralab {
 
@@ -151,6 +152,8 @@ RunDescription describeRun(const RunConfig& config) {
   // Gradient accumulation: K micro-batches of B / K inside the global batch B of each step.
   if (c.accumulate > 1)
     d.training += ", accumulate " + n(c.accumulate) + " × " + n(c.globalBatch() / c.accumulate);
+  // Mixed precision, and that its speed is fp32's on these kernels (train/precision.h).
+  if (const std::string note = precisionNote(c); !note.empty()) d.training += ", " + note;
   d.device = nameOf(c.device);
   d.deviceWords = settingWords(c, "device").words;
   d.gemm = "GEMM " + c.kernel;

@@ -16,11 +16,19 @@
 
 namespace paralab {
 
-ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N) {
+StateWidths stateWidths(Dtype precision) {
+  if (precision == Dtype::Bf16 || precision == Dtype::Fp16) return {2, 4, 4};
+  return {};
+}
+
+ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N, StateWidths w) {
   // RunConfig::validate refuses other stages; an estimate asked for before it stays defined.
   const ZeroStage z = *zeroStageOf(std::clamp(stage, 0, 3));
-  const ZeroStateBytes b = zeroPolicy(z).bytesPerRank(double(P), N, K);
-  return {b.params, b.grads, b.optimizer};
+  const ZeroPolicy& policy = zeroPolicy(z);
+  // The policy's formula counts 4-byte parameters and gradients; sharding is linear in width.
+  const ZeroStateBytes b = policy.bytesPerRank(double(P), N, K);
+  const double master = double(w.master) * double(P) / (policy.shardsOptimizer ? N : 1);
+  return {b.params * w.params / 4, b.grads * w.grads / 4, b.optimizer, master};
 }
 
 MemoryEstimate estimateMemory(const RunConfig& c) {
@@ -47,12 +55,17 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   const int stage = c.strategy == "sync" ? c.zero : 0;
   MemoryEstimate e;
   e.modelStates = std::llround(
-      dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), dp).total());
+      dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), dp,
+                              stateWidths(c.precision))
+               .total());
+  // Mixed precision keeps activations in 16 bits (train/precision.h), but LayerNorm's
+  // statistics, the logits and the token ids (fp32): e16 bytes a 16-bit value.
+  const int64_t e16 = stateWidths(c.precision).params;
   // Per sample, forward keeps the input, and per block the LayerNorm's input and output, fc1's
   // and GELU's outputs (4H each) and fc2's output: 11H floats; then the logits.
   // With --accumulate K one micro-batch's (global batch / K) are alive at a time.
   const int64_t alive = c.globalBatch() / std::max(1, c.accumulate);
-  e.activations = 4 * alive * (784 + int64_t(c.layers) * 11 * H + 10);
+  e.activations = alive * (e16 * (784 + int64_t(c.layers) * 11 * H) + 4 * 10);
   e.data = int64_t(70000) * (784 * 4 + 4);  // Fashion-MNIST's 60,000 + 10,000 images as floats
   if (c.model == ModelKind::Gpt) {
     // Per token, per block: LN1's output and stats, qkv (3H), the attention output, the stream
@@ -67,11 +80,12 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     // only each token's log-sum-exp per head (NH floats).
     const int64_t T = c.seq, tokens = alive * T;
     const int64_t moe = c.hasExperts() ? int64_t(c.topk) * 10 * H + c.experts - 8 * H : 0;
-    const int64_t block = c.recompute == Recompute::Full        ? H + (c.hasExperts() ? moe + 8 * H : 0)
-                          : c.cp > 1                   ? 16 * H + 4 + int64_t(c.heads)
-                          : c.recompute == Recompute::Selective ? 16 * H + 4 + moe
-                                                       : 16 * H + 4 + moe + int64_t(c.heads) * T;
-    e.activations = 4 * tokens * (int64_t(c.layers) * block + 2 * H + 4 + kGptVocab);
+    // The 4 statistics and the final 4 (2 statistics, 2 token ids) and the logits stay fp32.
+    const int64_t block = c.recompute == Recompute::Full        ? e16 * (H + (c.hasExperts() ? moe + 8 * H : 0))
+                          : c.cp > 1                   ? e16 * (16 * H + int64_t(c.heads)) + 4 * 4
+                          : c.recompute == Recompute::Selective ? e16 * (16 * H + moe) + 4 * 4
+                                                       : e16 * (16 * H + moe + int64_t(c.heads) * T) + 4 * 4;
+    e.activations = tokens * (int64_t(c.layers) * block + e16 * 2 * H + 4 * (4 + kGptVocab));
     e.data = int64_t(2600000) * 4 * (T + 1) / std::max<int64_t>(1, T);  // fortunes as windows
   }
   return e;

@@ -2,6 +2,7 @@
 // (run_settings.h). See tests/engine/tst_schema.cpp and `paralab-run --help`.
 #include "capabilities.h"
 #include "run_settings.h"
+#include "train/precision.h"
 
 namespace paralab::settings_rows {
 
@@ -21,6 +22,12 @@ std::vector<SettingChoice> datasetChoices(const RunConfig& c) {
             {"synthetic", "Synthetic text", "Words with a fixed successor each, generated"}};
   return {{"fashion-mnist", "Fashion-MNIST", "Zalando's clothing images"},
           {"synthetic", "Synthetic (Gaussian blobs)", "Generated in memory"}};
+}
+
+// A loss scale is fp16's: bf16 has fp32's range and needs none.
+Setting::Why fp16Only(const RunConfig& c) {
+  if (c.precision == Dtype::Fp16) return std::nullopt;
+  return std::string("a loss scale is fp16's (allowed with --precision fp16; bf16 needs none)");
 }
 
 }  // namespace
@@ -182,6 +189,41 @@ void addModelRows(std::vector<Setting>& t) {
                     "step sizes (two extra copies).")
           .oneOf({{"sgd", "SGD", ""}, {"momentum", "SGD with momentum", ""}, {"adam", "Adam", ""}})
           .fixedPerRun());
+  // Mixed precision (train/precision.h): one row for a training run and for --project.
+  t.push_back(field("precision", &RunConfig::precision)
+                  .in(kTraining, "Precision")
+                  .describe("fp32|bf16|fp16 (tf32: --project only): what parameters, activations "
+                            "and gradients are stored as (bf16, fp16: mixed precision with fp32 "
+                            "master weights; --project assumes bf16 unless given)",
+                            "16-bit values are really rounded where a tensor is stored; the "
+                            "optimizer updates an fp32 master copy, GEMMs sum in fp32, "
+                            "LayerNorm's statistics, the softmax and the loss stay fp32. The CPU "
+                            "kernels widen 16-bit values to compute: the memory and numerics are "
+                            "16-bit, the speed is fp32's (lessons/reference/precision.md).")
+                  .fixedPerRun());
+  t.push_back(field("loss-scale", &RunConfig::lossScale)
+                  .in(kTraining, "Loss scale")
+                  .describe("dynamic|N: fp16's loss scale (dynamic: starts at 2^16, halves on "
+                            "an overflow, whose step is skipped, doubles after "
+                            "--loss-scale-window clean steps; N: fixed, 1 = none)",
+                            "Gradients below fp16's smallest value (6e-8) flush to zero; "
+                            "multiplying the loss by S before the backward keeps them.")
+                  .shaped("dynamic or a number from 1 to 1e30",
+                          [](const RunConfig& c) -> Setting::Why {
+                            try {
+                              parseLossScale(c.lossScale);
+                            } catch (const ConfigError& e) {
+                              return std::string(e.what());
+                            }
+                            return std::nullopt;
+                          })
+                  .appliesWhen(fp16Only));
+  t.push_back(field("loss-scale-window", &RunConfig::lossScaleWindow)
+                  .in(kTraining, "Loss-scale window")
+                  .describe("W: clean steps after which a dynamic loss scale doubles")
+                  .range(1, 1'000'000)
+                  .units("steps")
+                  .appliesWhen(fp16Only));
   t.push_back(field("steps", &RunConfig::steps)
                   .in(kTraining, "Steps")
                   .describe("Steps to run before the run finishes")

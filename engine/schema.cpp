@@ -196,6 +196,7 @@ template Setting field(std::string, DpVersion RunConfig::*);
 template Setting field(std::string, CpOrder RunConfig::*);
 template Setting field(std::string, CpKind RunConfig::*);
 template Setting field(std::string, Scaling RunConfig::*);
+template Setting field(std::string, Dtype RunConfig::*);
 
 Setting extraSetting(std::string key, SettingType type, SettingValue byDefault) {
   Setting s;

@@ -44,7 +44,10 @@ Tensor::Tensor(Shape shape, MemCategory category, MemoryTracker* tracker, Device
     if (!m_data) throw std::bad_alloc();
     std::memset(m_data, 0, bytes);
   }
-  if (m_tracker) m_tracker->add(m_category, this->bytes());
+  if (m_tracker) {
+    m_counted = m_numel * m_tracker->valueBytes(m_category);
+    m_tracker->add(m_category, m_counted);
+  }
 }
 
 Tensor Tensor::view(float* data, Shape shape, Device device) {
@@ -69,6 +72,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     m_owning = std::exchange(o.m_owning, false);
     m_category = o.m_category;
     m_tracker = std::exchange(o.m_tracker, nullptr);
+    m_counted = std::exchange(o.m_counted, 0);
     m_gpu = std::exchange(o.m_gpu, nullptr);
   }
   return *this;
@@ -82,8 +86,9 @@ void Tensor::release() {
       m_gpu->release(m_data, bytes());
     else
       std::free(m_data);
-    if (m_tracker) m_tracker->sub(m_category, bytes());
+    if (m_tracker) m_tracker->sub(m_category, m_counted);
   }
+  m_counted = 0;
   m_data = nullptr;
   m_owning = false;
   m_tracker = nullptr;

@@ -56,6 +56,7 @@ class Tensor {
   bool m_owning = false;
   MemCategory m_category = MemCategory::Workspace;
   MemoryTracker* m_tracker = nullptr;
+  int64_t m_counted = 0;  // bytes the tracker counted (its category's dtype: 4 or 2 a value)
   DeviceAllocator* m_gpu = nullptr;  // owning device tensors only
 };
 

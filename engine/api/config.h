@@ -41,6 +41,10 @@ struct RunConfig {
   // --accumulate K: micro-batches of batch / K summed into one optimizer step (gradient
   // accumulation; --batch stays the global batch per optimizer step)
   int accumulate = 1;
+  // --precision: fp32, or bf16 / fp16 mixed precision (train/precision.h); tf32 for --project
+  Dtype precision = Dtype::Fp32;
+  std::string lossScale = "dynamic";  // --loss-scale dynamic|N: fp16's loss scale
+  int lossScaleWindow = 1000;          // clean steps before a dynamic scale doubles
   // Training
   int steps = 200;
   double lr = 0.05;

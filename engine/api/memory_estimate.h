@@ -9,21 +9,34 @@
 #include <string>
 
 #include "platform.h"  // machineMemoryBytes: what the estimate is compared with
+#include "run_choices.h"  // Dtype
 
 namespace paralab {
 
 struct RunConfig;
 
-// The model states one data-parallel rank holds (fp32), in bytes: P parameters over N ranks at
-// ZeRO `stage`, K bytes of optimizer state per parameter. Stage 1 shards the optimizer state, 2
-// also the gradients, 3 also the parameters (Rajbhandari et al. 2020, Fig. 1):
-// 4P + 4P + KP, 4P + 4P + KP/N, 4P + (4+K)P/N, (8+K)P/N. The memory chart draws it beside the
-// measured bars (app/charts/memory_reference.h).
-struct ModelStateBytes {
-  double params = 0, grads = 0, optimizer = 0;
-  double total() const { return params + grads + optimizer; }
+// The bytes one value of each model state takes. fp32 training: 4-byte parameters and
+// gradients, no master copy. The engine's mixed precision (--precision bf16|fp16,
+// train/precision.h) follows Megatron-LM: 16-bit parameters (2), fp32 gradients (4) and an fp32
+// master copy (4), sharded like the optimizer state. The projection's bf16 follows ZeRO's paper
+// instead: 2-byte gradients, the master counted in K (projection/memory_model.h).
+struct StateWidths {
+  int params = 4, grads = 4, master = 0;
 };
-ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N);
+StateWidths stateWidths(Dtype precision);  // the engine's: {4, 4, 0} or {2, 4, 4}
+
+// The model states one data-parallel rank holds, in bytes: P parameters over N ranks at ZeRO
+// `stage`, K bytes of optimizer state per parameter, each state at its width w. Stage 1 shards
+// the optimizer state (and the master copy), 2 also the gradients, 3 also the parameters
+// (Rajbhandari et al. 2020, Fig. 1): fp32 4P + 4P + KP, 4P + 4P + KP/N, 4P + (4+K)P/N,
+// (8+K)P/N; mixed precision with Adam (K = 8) 2P + 4P + (4+8)P = 18P, 6P + 12P/N (Megatron's
+// distributed optimizer), 2P + 16P/N, 18P/N. The memory chart draws it beside the measured
+// bars (app/charts/memory_reference.h).
+struct ModelStateBytes {
+  double params = 0, grads = 0, optimizer = 0, master = 0;
+  double total() const { return params + grads + optimizer + master; }
+};
+ModelStateBytes modelStatesPerRank(int64_t P, int stage, int K, int N, StateWidths w = {});
 
 struct MemoryEstimate {
   int64_t modelStates = 0;  // parameters, gradients and optimizer state of every rank

@@ -22,6 +22,9 @@ enum class DpVersion { Bucket, PerTensor };    // how sync all-reduces the gradi
 enum class CpOrder { Zigzag, Contiguous };     // which chunks of a window a cp rank holds
 enum class CpKind { Ring, Ulysses };           // how cp's attention sees every key: ring | all-to-all
 enum class Scaling { Strong, Weak };           // the batch as ranks are added
+// What the run's parameters, activations and gradients are stored as (train/precision.h);
+// tf32 is --project's alone (fp32 storage, tensor cores at TF32).
+enum class Dtype { Fp32, Bf16, Fp16, Tf32 };
 
 // One value of a choice: its word ("gpt"), the window's label and what it means.
 template <class E>
@@ -141,6 +144,22 @@ inline constexpr ChoiceName<Scaling> kScalings[] = {
      .summary = "Each rank adds its own batch"},
 };
 
+inline constexpr ChoiceName<Dtype> kDtypes[] = {
+    {.value = Dtype::Fp32, .name = "fp32", .label = "fp32", .summary = "fp32 everywhere"},
+    {.value = Dtype::Bf16,
+     .name = "bf16",
+     .label = "bf16 mixed",
+     .summary = "bf16 parameters, activations and gradients; fp32 master weights"},
+    {.value = Dtype::Fp16,
+     .name = "fp16",
+     .label = "fp16 mixed",
+     .summary = "fp16 storage with a loss scale; fp32 master weights"},
+    {.value = Dtype::Tf32,
+     .name = "tf32",
+     .label = "TF32 (--project)",
+     .summary = "fp32 storage, tensor cores at TF32 (projected runs only)"},
+};
+
 // The table of an enum, found by its type (overloads, so field() can ask for any of them).
 constexpr std::span<const ChoiceName<ModelKind>> choiceTable(ModelKind) { return kModelKinds; }
 constexpr std::span<const ChoiceName<Device>> choiceTable(Device) { return kDevices; }
@@ -151,6 +170,7 @@ constexpr std::span<const ChoiceName<DpVersion>> choiceTable(DpVersion) { return
 constexpr std::span<const ChoiceName<CpOrder>> choiceTable(CpOrder) { return kCpOrders; }
 constexpr std::span<const ChoiceName<CpKind>> choiceTable(CpKind) { return kCpKinds; }
 constexpr std::span<const ChoiceName<Scaling>> choiceTable(Scaling) { return kScalings; }
+constexpr std::span<const ChoiceName<Dtype>> choiceTable(Dtype) { return kDtypes; }
 
 // "gpt" for ModelKind::Gpt.
 template <class E>

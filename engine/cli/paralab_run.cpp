@@ -274,8 +274,7 @@ int main(int argc, char** argv) {
     return projection::findProjectionSetting(key)->help;
   };
   const CLI::Option* projectOnly[] = {
-      app.add_option("--vocab", project.vocab, clusterHelp("vocab")),
-      app.add_option("--precision", project.precision, clusterHelp("precision"))};
+      app.add_option("--vocab", project.vocab, clusterHelp("vocab"))};
 
   // Flags that name something: "" would read as not given.
   for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},
@@ -313,6 +312,9 @@ int main(int argc, char** argv) {
       project.nodeLink = config.nodeLink;
     config.gpusPerNode = RunConfig{}.gpusPerNode;
     config.nodeLink = RunConfig{}.nodeLink;
+    // --precision is the run's row (train/precision.h); a projection assumes bf16 unless given.
+    if (app.get_option("--precision")->count() > 0 || configKeys.contains("precision"))
+      project.precision = formatValue(findSetting("precision")->get(config));
     project.microBatchesGiven =
         app.get_option("--microbatches")->count() > 0 || configKeys.contains("microbatches");
     project.givenFlags = givenFlags(app);

@@ -11,8 +11,27 @@ std::string_view memCategoryName(MemCategory c) {
     case MemCategory::Activations: return "activations";
     case MemCategory::Comm: return "comm";
     case MemCategory::Workspace: return "workspace";
+    case MemCategory::Master: return "master";
   }
   return "?";
+}
+
+std::string_view memDtypeName(int bytesPerValue, std::string_view halfName) {
+  return bytesPerValue == 2 ? halfName : "fp32";
+}
+
+Fp32Allocations::Fp32Allocations(MemoryTracker* tracker) : m_tracker(tracker) {
+  if (!m_tracker) return;
+  for (int i = 0; i < kMemCategories; ++i) {
+    m_saved[size_t(i)] = m_tracker->valueBytes(MemCategory(i));
+    m_tracker->setValueBytes(MemCategory(i), 4);
+  }
+}
+
+Fp32Allocations::~Fp32Allocations() {
+  if (!m_tracker) return;
+  for (int i = 0; i < kMemCategories; ++i)
+    m_tracker->setValueBytes(MemCategory(i), m_saved[size_t(i)]);
 }
 
 int64_t MemorySnapshot::total() const {

@@ -65,6 +65,9 @@ nlohmann::json toJson(const RankMetrics& r) {
   if (r.droppedTokens) j["dropped_tokens"] = *r.droppedTokens;
   if (r.tokens) j["tokens"] = *r.tokens;
   if (r.auxLoss) j["aux_loss"] = *r.auxLoss;
+  if (r.lossScale) j["loss_scale"] = *r.lossScale;
+  if (r.skippedSteps) j["skipped_steps"] = *r.skippedSteps;
+  if (r.flushedGrads) j["flushed_grads"] = *r.flushedGrads;
   if (r.overlap) j["overlap"] = toJson(*r.overlap);
   return j;
 }
@@ -91,6 +94,9 @@ nlohmann::json toJson(const StepMetrics& m) {
   if (!m.expertTokens.empty()) j["expert_tokens"] = m.expertTokens;
   if (m.droppedTokens) j["dropped_tokens"] = *m.droppedTokens;
   if (m.auxLoss) j["aux_loss"] = *m.auxLoss;
+  if (m.lossScale) j["loss_scale"] = *m.lossScale;
+  if (m.skippedSteps) j["skipped_steps"] = *m.skippedSteps;
+  if (m.flushedGrads) j["flushed_grads"] = *m.flushedGrads;
   if (!m.emulated.empty()) j["emulated"] = m.emulated;
   if (m.gpusPerNode) j["gpus_per_node"] = *m.gpusPerNode;
   addSlowestRank(j, m);  // straggler detection, derived from ranks[] (straggler.h)
@@ -134,12 +140,15 @@ struct Reader {
 
 MemorySnapshot memoryFromJson(const Reader& in) {
   MemorySnapshot m;
-  for (int i = 0; i < kMemCategories; ++i)
-    m.current[size_t(i)] = in.get<int64_t>(std::string(memCategoryName(MemCategory(i))));
+  // "master" is absent from runs recorded before mixed precision trained: 0 bytes.
+  const auto read = [](const Reader& r, MemCategory c) {
+    const std::string key(memCategoryName(c));
+    return c == MemCategory::Master ? r.optional<int64_t>(key).value_or(0) : r.get<int64_t>(key);
+  };
+  for (int i = 0; i < kMemCategories; ++i) m.current[size_t(i)] = read(in, MemCategory(i));
   m.peakTotal = in.get<int64_t>("peak");
   const Reader peaks = in.in("peaks");
-  for (int i = 0; i < kMemCategories; ++i)
-    m.peak[size_t(i)] = peaks.get<int64_t>(std::string(memCategoryName(MemCategory(i))));
+  for (int i = 0; i < kMemCategories; ++i) m.peak[size_t(i)] = read(peaks, MemCategory(i));
   return m;
 }
 
@@ -188,6 +197,9 @@ RankMetrics rankFrom(const Reader& in) {
   r.droppedTokens = in.optional<int64_t>("dropped_tokens");
   r.tokens = in.optional<int64_t>("tokens");
   r.auxLoss = in.optional<double>("aux_loss");
+  r.lossScale = in.optional<double>("loss_scale");
+  r.skippedSteps = in.optional<int64_t>("skipped_steps");
+  r.flushedGrads = in.optional<int64_t>("flushed_grads");
   if (in.j.contains("overlap"))
     r.overlap = overlapMeterFromJson(in.at("overlap"), in.where + "overlap.");
   r.mem = memoryFromJson(in.in("mem"));
@@ -231,6 +243,9 @@ StepMetrics stepMetricsFromJson(const nlohmann::json& j) {
                        .value_or(std::vector<std::vector<int64_t>>{});
   m.droppedTokens = in.optional<int64_t>("dropped_tokens");
   m.auxLoss = in.optional<double>("aux_loss");
+  m.lossScale = in.optional<double>("loss_scale");
+  m.skippedSteps = in.optional<int64_t>("skipped_steps");
+  m.flushedGrads = in.optional<int64_t>("flushed_grads");
   m.emulated = in.optional<std::string>("emulated").value_or("");
   m.gpusPerNode = in.optional<int>("gpus_per_node");
   const nlohmann::json& ranks = in.at("ranks");
@@ -259,7 +274,8 @@ bool operator==(const RankMetrics& a, const RankMetrics& b) {
          a.cpHiddenMs == b.cpHiddenMs && a.cpExposedMs == b.cpExposedMs &&
          a.emulatedStragglerMs == b.emulatedStragglerMs && a.expertTokens == b.expertTokens &&
          a.droppedTokens == b.droppedTokens && a.tokens == b.tokens && a.auxLoss == b.auxLoss &&
-         a.overlap == b.overlap && a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&
+         a.lossScale == b.lossScale && a.skippedSteps == b.skippedSteps &&
+         a.flushedGrads == b.flushedGrads && a.overlap == b.overlap && a.mem.current == b.mem.current && a.mem.peak == b.mem.peak &&
          a.mem.peakTotal == b.mem.peakTotal;
 }
 
@@ -272,8 +288,9 @@ bool operator==(const StepMetrics& a, const StepMetrics& b) {
          a.bubble == b.bubble && a.bubbleReference == b.bubbleReference &&
          a.accumulate == b.accumulate && a.world == b.world &&
          a.expertTokens == b.expertTokens && a.droppedTokens == b.droppedTokens &&
-         a.auxLoss == b.auxLoss && a.emulated == b.emulated && a.gpusPerNode == b.gpusPerNode &&
-         a.ranks == b.ranks;
+         a.auxLoss == b.auxLoss && a.lossScale == b.lossScale &&
+         a.skippedSteps == b.skippedSteps && a.flushedGrads == b.flushedGrads &&
+         a.emulated == b.emulated && a.gpusPerNode == b.gpusPerNode && a.ranks == b.ranks;
 }
 
 }  // namespace paralab

@@ -138,8 +138,13 @@ void Gpt::ensureCapacity(int B, int T) {
   Acts a;
   a.rows = R;
   a.attCapacity = A;
-  a.tokens = act({R});
-  a.targets = act({R});
+  // fp32 under mixed precision too (model.h): token ids, LayerNorm's statistics, the logits.
+  const auto fp32 = [&](auto make, Shape shape) {
+    Fp32Allocations wide(m_tracker);
+    return make(std::move(shape));
+  };
+  a.tokens = fp32(act, {R});
+  a.targets = fp32(act, {R});
   for (int64_t l = 0; l <= L; ++l) a.a.push_back(act({R, C}));
   // Kept per block, or (full recomputation) one block's worth refilled in the backward.
   const bool full = m_recompute == Recompute::Full;
@@ -147,15 +152,15 @@ void Gpt::ensureCapacity(int B, int T) {
   for (int64_t l = 0; l < (full ? 1 : L); ++l) {
     BlockActs b;
     b.ln1 = kept({R, C});
-    b.mean1 = kept({R});
-    b.rstd1 = kept({R});
+    b.mean1 = fp32(kept, {R});
+    b.rstd1 = fp32(kept, {R});
     b.qkv = kept({R, 3 * C});
     if (m_recompute != Recompute::Selective) b.att = kept({A});
     b.y = kept({R, C});
     b.mid = kept({R, C});
     b.ln2 = kept({R, C});
-    b.mean2 = kept({R});
-    b.rstd2 = kept({R});
+    b.mean2 = fp32(kept, {R});
+    b.rstd2 = fp32(kept, {R});
     if (!m_shape.moe) {  // the MoE layer keeps its experts' rows itself
       b.h = kept({R, 4 * C});
       b.g = kept({R, 4 * C});
@@ -164,9 +169,9 @@ void Gpt::ensureCapacity(int B, int T) {
   }
   if (m_recompute == Recompute::Selective) a.att = work({A});
   a.lnf = act({R, C});
-  a.meanf = act({R});
-  a.rstdf = act({R});
-  a.logits = act({R, V});
+  a.meanf = fp32(act, {R});
+  a.rstdf = fp32(act, {R});
+  a.logits = fp32(act, {R, V});
   a.dlogits = work({R, V});
   a.da = work({R, C});
   a.dtmp = work({R, C});
@@ -222,6 +227,7 @@ void Gpt::forwardTo(int B, int T, bool train, UnitHooks* hooks,
   if (rows > 0)
     m_compute->embedding(A.a[0].data(), reinterpret_cast<const int*>(A.tokens.data()),
                          m_ps.param(m_wte), m_ps.param(m_wpe), B, T, C);
+  stored(A.a[0].data(), int64_t(rows) * C);  // 16-bit activations where kept (model.h)
   if (hooks) hooks->afterForward(0);
   for (int l = 0; l < int(m_blocks.size()); ++l) {
     if (hooks) hooks->beforeForward(l + 1);
@@ -232,6 +238,7 @@ void Gpt::forwardTo(int B, int T, bool train, UnitHooks* hooks,
   if (rows > 0) {
     m_lnf[0].forward(A.a[m_blocks.size()].data(), A.lnf.data(), A.meanf.data(), A.rstdf.data(),
                      rows);
+    stored(A.lnf.data(), int64_t(rows) * C);
     m_head[0].forward(A.lnf.data(), A.logits.data(), rows);
     if (inLastUnit) inLastUnit();
   }
@@ -248,13 +255,20 @@ void Gpt::blockForward(int l, int B, int T, bool toOutput, bool train) {
   Acts& A = m_acts;
   BlockActs& k = actsOf(l);
   // x + proj(attention(qkv(LN1(x)))) ...
+  const int64_t n = int64_t(rows) * C;  // mixed precision: each kept output rounded (model.h)
   b.ln1.forward(A.a[size_t(l)].data(), k.ln1.data(), k.mean1.data(), k.rstd1.data(), rows);
+  stored(k.ln1.data(), n);
   b.qkv.forward(k.ln1.data(), k.qkv.data(), rows);
+  stored(k.qkv.data(), 3 * n);
   m_compute->attention(k.y.data(), attOf(l), k.qkv.data(), B, T, C, m_shape.heads);
+  stored(k.y.data(), n);
+  if (m_recompute != Recompute::Selective) stored(attOf(l), n / C * m_shape.heads * T);
   b.proj.forward(k.y.data(), k.mid.data(), rows);
   m_compute->residualAdd(k.mid.data(), A.a[size_t(l)].data(), long(rows) * C);
+  stored(k.mid.data(), n);
   // ... then + fc2(GELU(fc1(LN2(.))))
   b.ln2.forward(k.mid.data(), k.ln2.data(), k.mean2.data(), k.rstd2.data(), rows);
+  stored(k.ln2.data(), n);
   float* out = A.a[size_t(l) + 1].data();
   if (b.moe) {  // ... or + MoE(LN2(.)): the experts' outputs added onto the stream
     if (!toOutput) return;
@@ -263,10 +277,13 @@ void Gpt::blockForward(int l, int B, int T, bool toOutput, bool train) {
     return;
   }
   b.fc1->forward(k.ln2.data(), k.h.data(), rows);
+  stored(k.h.data(), 4 * n);
   m_compute->gelu(k.g.data(), k.h.data(), long(rows) * 4 * C);
+  stored(k.g.data(), 4 * n);
   if (!toOutput) return;
   b.fc2->forward(k.g.data(), out, rows);
   m_compute->residualAdd(out, k.mid.data(), long(rows) * C);
+  stored(out, n);
 }
 
 void Gpt::lossAndGrad(int B, int T, double normalizer, double* lossSum, int* correct) {
@@ -320,8 +337,10 @@ void Gpt::backward(UnitHooks* hooks) {
     m_compute->residualAdd(A.da.data(), A.dtmp.data(), long(rows) * C);  // da = dmid
     // mid = a[l] + proj(attention(qkv(ln1(a[l])))): the same again.
     b.proj.backward(k.y.data(), A.da.data(), A.dtmp.data(), rows);
-    if (m_recompute == Recompute::Selective)  // the probabilities, from the kept qkv
+    if (m_recompute == Recompute::Selective) {  // the probabilities, from the kept qkv
       m_compute->attentionProbs(attOf(l), k.qkv.data(), B, T, C, NH);
+      stored(attOf(l), int64_t(rows) * NH * T);
+    }
     m_compute->attentionBackward(A.dqkv.data(), A.scratch.data(), A.dtmp.data(), k.qkv.data(),
                                  attOf(l), B, T, C, NH);
     b.qkv.backward(k.ln1.data(), A.dqkv.data(), A.dtmp.data(), rows);

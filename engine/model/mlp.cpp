@@ -89,12 +89,17 @@ void Mlp::ensureCapacity(int batch) {
   for (int64_t l = 0; l <= L; ++l) a.a.push_back(act({B, H}));
   for (int64_t l = 0; l < L; ++l) {
     a.ln.push_back(act({B, H}));
-    a.mean.push_back(act({B}));
-    a.rstd.push_back(act({B}));
     a.h.push_back(act({B, 4 * H}));
     a.g.push_back(act({B, 4 * H}));
   }
-  a.logits = act({B, m_shape.classes});
+  {  // fp32 under mixed precision too: LayerNorm's statistics and the logits the loss reads
+    Fp32Allocations fp32(m_tracker);
+    for (int64_t l = 0; l < L; ++l) {
+      a.mean.push_back(act({B}));
+      a.rstd.push_back(act({B}));
+    }
+    a.logits = act({B, m_shape.classes});
+  }
   a.dlogits = work({B, m_shape.classes});
   a.da = work({B, H});
   a.dtmp = work({B, H});
@@ -113,17 +118,23 @@ void Mlp::forwardTo(const float* x, int batch, UnitHooks* hooks,
   ensureCapacity(batch);
   Acts& A = m_acts;
   m_compute->upload(A.x.data(), x, int64_t(batch) * m_shape.input);
+  stored(A.x.data(), int64_t(batch) * m_shape.input);
   m_in[0].forward(A.x.data(), A.a[0].data(), batch);
+  stored(A.a[0].data(), int64_t(batch) * H);  // 16-bit activations where kept (model.h)
   if (hooks) hooks->afterForward(0);
   for (size_t l = 0; l < m_blocks.size(); ++l) {
     if (hooks) hooks->beforeForward(int(l) + 1);
     Block& b = m_blocks[l];
     b.ln.forward(A.a[l].data(), A.ln[l].data(), A.mean[l].data(), A.rstd[l].data(), batch);
+    stored(A.ln[l].data(), int64_t(batch) * H);
     b.fc1.forward(A.ln[l].data(), A.h[l].data(), batch);
+    stored(A.h[l].data(), int64_t(batch) * 4 * H);
     m_compute->gelu(A.g[l].data(), A.h[l].data(), long(batch) * 4 * H);
+    stored(A.g[l].data(), int64_t(batch) * 4 * H);
     b.fc2.forward(A.g[l].data(), A.a[l + 1].data(), batch);
     // residual: a[l+1] = a[l] + fc2(...)
     m_compute->residualAdd(A.a[l + 1].data(), A.a[l].data(), long(batch) * H);
+    stored(A.a[l + 1].data(), int64_t(batch) * H);
     if (hooks) hooks->afterForward(int(l) + 1);
   }
   if (hooks) hooks->beforeForward(last);

@@ -84,6 +84,10 @@ class Model {
   virtual MoeParts* moeParts() { return nullptr; }
   ParamSet& params() { return m_ps; }
   const ParamSet& params() const { return m_ps; }
+  // Mixed precision (train/precision.h): the dtype the activations a layer keeps for the
+  // backward are stored in; each is rounded to it where it is written (stored()). Set before
+  // the first forward: the buffers are then counted at its width.
+  void storeActivationsIn(Dtype d) { m_stored = d; }
 
   // [SECTION] Shards: one rank's part of the model (model_parallel.cpp).
   const ModelShard& shard() const { return m_shard; }  // lastUnit resolved
@@ -104,6 +108,8 @@ class Model {
                   float* shardFlat = nullptr);
 
  protected:
+  // Rounds n activations at `values` to the stored dtype (nothing in fp32).
+  void stored(float* values, int64_t n) const;
   // Sets m_shard to `shard`, lastUnit resolved against the whole model's `units`;
   // std::invalid_argument when its units lie outside 0..units-1 or its tensor-parallel slice is
   // not one of tpSize.
@@ -121,6 +127,7 @@ class Model {
   int m_wholeUnits = 0;  // units of the whole model
   std::vector<ParamSlice> m_slices;  // per weight of m_ps
   int64_t m_wholeNumel = 0;          // P of the whole model
+  Dtype m_stored = Dtype::Fp32;      // the activations' dtype (storeActivationsIn)
 };
 
 struct RunConfig;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "device/compute.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -23,9 +24,24 @@ Optimizer::Optimizer(OptimizerKind kind, const OptimizerHyper& hyper, int64_t nu
   if (kind != OptimizerKind::Sgd) m_m = m_compute->tensor({numel}, MemCategory::Optimizer, tracker);
   if (kind == OptimizerKind::Adam)
     m_v = m_compute->tensor({numel}, MemCategory::Optimizer, tracker);
+  if (sixteenBit(hyper.stored)) m_master = m_compute->tensor({numel}, MemCategory::Master, tracker);
 }
 
 void Optimizer::step(float* params, const float* grads) {
+  float* const stored = params;
+  if (!m_master.empty()) {
+    if (!m_masterTaken) m_compute->copy(m_master.data(), stored, m_numel);
+    m_masterTaken = true;
+    params = m_master.data();
+  }
+  update(params, grads);
+  if (!m_master.empty()) {  // the layers read the 16-bit values (the CPU: precisionRefusal)
+    m_compute->copy(stored, params, m_numel);
+    roundStored(m_hyper.stored, stored, m_numel);
+  }
+}
+
+void Optimizer::update(float* params, const float* grads) {
   ++m_t;
   switch (m_kind) {
     case OptimizerKind::Sgd:

@@ -56,6 +56,11 @@ struct RankStep {
   std::optional<int64_t> droppedTokens;
   std::optional<int64_t> tokens;
   std::optional<double> auxLoss;
+  // --precision bf16|fp16 (train/precision.h): the loss scale the step ran at, the steps skipped
+  // so far on an overflow, and this rank's weight-gradient entries its 16-bit rounding flushed.
+  std::optional<double> lossScale;
+  std::optional<int64_t> skippedSteps;
+  std::optional<int64_t> flushedGrads;
 };
 
 class Strategy {

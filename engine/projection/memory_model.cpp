@@ -17,13 +17,10 @@ int optimizerBytesPerParameter(Precision p, const std::string& optimizer) {
 
 ModelStateBytes modelStates(double P, int stage, Precision p, const std::string& optimizer,
                             int dpRanks) {
-  ModelStateBytes s =
-      modelStatesPerRank(std::llround(P), stage, optimizerBytesPerParameter(p, optimizer), dpRanks);
-  // modelStatesPerRank counts 4-byte parameters and gradients; sharding is linear in the width.
-  const double width = elementBytes(p) / 4.0;
-  s.params *= width;
-  s.grads *= width;
-  return s;
+  // ZeRO's accounting: parameters and gradients at the precision's width, the master in K.
+  const int e = elementBytes(p);
+  return modelStatesPerRank(std::llround(P), stage, optimizerBytesPerParameter(p, optimizer),
+                            dpRanks, StateWidths{.params = e, .grads = e, .master = 0});
 }
 
 namespace {

@@ -48,13 +48,8 @@ std::vector<Setting> clusterTable() {
                     "one port per node)")
           .oneOf({{"infiniband", "InfiniBand", "The node's adapters of the GPU's datasheet"},
                   {"ethernet", "Ethernet", "One port per node (resources/links)"}}));
-  t.push_back(extraSetting("precision", SettingType::Text, std::string("bf16"))
-                  .in(kCluster, "Precision")
-                  .describe("bf16|tf32|fp32: the arithmetic --project assumes (bf16: mixed "
-                            "precision with fp32 master weights)")
-                  .oneOf({{"bf16", "bf16 mixed", "bf16 GEMMs, fp32 master weights"},
-                          {"tf32", "TF32", "fp32 storage, tensor cores at TF32"},
-                          {"fp32", "fp32", "fp32 everywhere"}}));
+  // The run's precision row (run_settings_model.cpp): a projection assumes bf16 unless given.
+  t.push_back(*findSetting("precision"));
   t.push_back(extraSetting("vocab", SettingType::Integer, int64_t(0))
                   .in(kCluster, "Vocabulary")
                   .describe("V: the GPT's vocabulary for --project (default 96; a training run's "

@@ -515,6 +515,9 @@ RankMetrics Trainer::measure(const Rank& r, int64_t t0, int64_t t1) const {
   k.droppedTokens = res.droppedTokens;
   k.tokens = res.tokens;
   k.auxLoss = res.auxLoss;
+  k.lossScale = res.lossScale;
+  k.skippedSteps = res.skippedSteps;
+  k.flushedGrads = res.flushedGrads;
   k.mem = r.memory.snapshot();  // current, peak of the sum and each category's (metrics.md)
   return k;
 }
@@ -561,7 +564,10 @@ StepMetrics Trainer::assemble(int64_t t0, int64_t t1) {
       m.droppedTokens = m.droppedTokens.value_or(0) + r.droppedTokens.value_or(0);
       m.auxLoss = m.auxLoss.value_or(0) + r.auxLoss.value_or(0);
     }
+    if (r.flushedGrads) m.flushedGrads = m.flushedGrads.value_or(0) + *r.flushedGrads;
     if (r.rank == 0) {
+      m.lossScale = r.lossScale;  // the same on every rank (they agree on overflows)
+      m.skippedSteps = r.skippedSteps;
       m.dataMs = r.dataMs;
       m.forwardMs = r.forwardMs;
       m.backwardMs = r.backwardMs;

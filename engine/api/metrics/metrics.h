@@ -81,6 +81,11 @@ struct RankMetrics {
   std::optional<int64_t> droppedTokens;
   std::optional<int64_t> tokens;
   std::optional<double> auxLoss;
+  // --precision bf16|fp16: this rank's loss scale, skipped steps and flushed gradient entries
+  // (StepMetrics says what each is).
+  std::optional<double> lossScale;
+  std::optional<int64_t> skippedSteps;
+  std::optional<int64_t> flushedGrads;
   // The overlap meter of the rank's step (metrics/overlap.h): present when its spans were
   // recorded (not under --no-instrument).
   std::optional<OverlapMeter> overlap;
@@ -113,6 +118,12 @@ struct StepMetrics {
   std::vector<std::vector<int64_t>> expertTokens;
   std::optional<int64_t> droppedTokens;
   std::optional<double> auxLoss;
+  // --precision bf16|fp16 (lessons/reference/precision.md): the loss scale the step ran at (1
+  // but with fp16), the optimizer steps skipped so far on an inf/NaN gradient, and the weight
+  // gradient entries (all ranks') nonzero in fp32 and zero once rounded to the 16-bit dtype.
+  std::optional<double> lossScale;
+  std::optional<int64_t> skippedSteps;
+  std::optional<int64_t> flushedGrads;
   std::string emulated;  // the emulated link's name, "" when links are real
   // --gpus-per-node G: ranks r and q share a node when r / G == q / G (each rank's `tiers`)
   std::optional<int> gpusPerNode;

@@ -38,7 +38,13 @@ class DataParallel final : public ReplicaStrategy {
       out.lossSum += forwardBackward(step, &m_sync, false, k == K - 1);
     }
     m_sync.reduce();
-    m_sync.update();
+    // Mixed precision (train/precision.h): the summed gradients divided by the loss scale and
+    // checked; an inf or NaN skips the update on every rank (ZeRO's shards agree on it).
+    const bool sharded = m_ctx.config->zero > 0;
+    if (m_precision.finishGradients(m_sync.heldGradients(0, m_model->params().numel()),
+                                    sharded ? m_ctx.comm : nullptr))
+      m_sync.update();
+    m_precision.report(out);
     return out;
   }
 

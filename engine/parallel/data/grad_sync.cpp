@@ -35,7 +35,7 @@ namespace paralab {
 GradSyncSettings GradSyncSettings::of(const RunConfig& c) {
   const std::optional<ZeroStage> stage = zeroStageOf(c.zero);
   if (!stage) throw std::logic_error("GradSyncSettings: --zero " + std::to_string(c.zero));
-  return {*stage, c.dpVersion, c.bucketMb, c.optimizer, c.lr, false};
+  return {*stage, c.dpVersion, c.bucketMb, c.optimizer, c.lr, false, c.precision};
 }
 
 namespace {
@@ -68,6 +68,7 @@ GradSync::GradSync(ParamSet& ps, std::vector<SyncGroup> groups, std::vector<Sync
   for (const SyncGroup& g : m_groups) m_rankIn.push_back(g.comm->rank());
   OptimizerHyper hyper;
   hyper.lr = float(settings.lr);
+  hyper.stored = settings.precision;
   const OptimizerKind kind = optimizerKind(settings.optimizer);
   if (!m_zero.shardsAnything()) {  // the ParamSet's flat buffers stay; one optimizer over them
     m_opts.push_back(std::make_unique<Optimizer>(kind, hyper, ps.numel(), memory, &compute));
@@ -536,7 +537,10 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
     for (int k = 0; k < 2; ++k) take(local[k + 1], moment(i, k));
   }
   m_compute.sync();  // the host vectors go when this returns
-  for (auto& opt : m_opts) opt->setSteps(state.optimizerSteps);
+  for (auto& opt : m_opts) {
+    opt->setSteps(state.optimizerSteps);
+    opt->retakeMaster();  // mixed precision: from the parameters just loaded
+  }
 }
 
 // [SECTION] What this rank holds

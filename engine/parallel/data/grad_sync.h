@@ -45,6 +45,9 @@ struct GradSyncSettings {
   // The rank's own thread issues collectives while backward runs (tensor, pipeline and expert
   // parallelism): the buckets then overlap only on thread ranks (grad_sync.cpp says why).
   bool callsDuringBackward = false;
+  // --precision: bf16 / fp16 optimizers keep fp32 master copies of what they update
+  // (train/precision.h); the gradients are summed in fp32 either way.
+  Dtype precision = Dtype::Fp32;
   static GradSyncSettings of(const RunConfig& config);  // --zero, --dp-version, ...
 };
 

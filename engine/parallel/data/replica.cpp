@@ -60,11 +60,18 @@ class SpanningHooks : public UnitHooks {
 
 }  // namespace
 
-ReplicaStrategy::ReplicaStrategy(RankContext& ctx) : m_ctx(ctx), m_faults(*ctx.config, ctx.rank) {
+ReplicaStrategy::ReplicaStrategy(RankContext& ctx)
+    : m_ctx(ctx), m_faults(*ctx.config, ctx.rank), m_precision(*ctx.config) {
   ensureCompute(m_ctx, m_ownCompute);
+  // Mixed precision (train/precision.h): 16-bit parameters and activations counted at 2 bytes.
+  countStoredBytes(ctx.memory, ctx.config->precision);
   // Every rank builds the same initial model from the same seed: replicas start equal
   // without a broadcast.
   m_model = makeModel(*ctx.config, *ctx.data, ctx.memory, m_ctx.compute);
+  if (m_precision.active()) {  // the initial weights rounded into their 16-bit store
+    m_model->storeActivationsIn(m_precision.dtype());
+    roundStored(m_precision.dtype(), m_model->params().params().data(), m_model->params().numel());
+  }
 }
 
 int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch, int lossOver) {
@@ -87,11 +94,15 @@ int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch
 double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zeroGrads,
                                         bool lastMicro) {
   SpanningHooks spanning(compute(), m_ctx.spans, step + 1, hooks);
+  // Mixed precision: each unit's gradients rounded to 16 bits before the strategy's hooks.
+  MixedPrecision::Hooks rounding(m_precision, m_model->params(), &spanning);
+  UnitHooks* outer = m_precision.active() ? static_cast<UnitHooks*>(&rounding) : &spanning;
   const int64_t t0 = nowNs();
-  const double loss =
-      m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice, m_globalBatch, &spanning);
+  // fp16's loss scale S is folded into the normalizer: the gradients come out times S.
+  const double loss = m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice,
+                                           m_precision.normalizer(m_globalBatch), outer);
   if (zeroGrads && m_model->params().grads().data()) m_model->params().zeroGrads();
-  m_model->backward(&spanning);
+  m_model->backward(outer);
   if (m_faults.any()) {  // --straggler, --fail: after the real compute, measured without hooks
     compute().sync();
     m_microComputeNs += nowNs() - t0 - spanning.hooksNs();
@@ -107,6 +118,7 @@ double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zer
 std::unique_ptr<Optimizer> ReplicaStrategy::makeOptimizer(int64_t numel) const {
   OptimizerHyper hyper;
   hyper.lr = float(m_ctx.config->lr);
+  hyper.stored = m_ctx.config->precision;
   m_optimizerFloats += numel;
   return std::make_unique<Optimizer>(optimizerKind(m_ctx.config->optimizer), hyper, numel,
                                      m_ctx.memory, m_ctx.compute);
@@ -209,6 +221,7 @@ void ReplicaStrategy::loadState(const TrainingState& state) {
     compute().upload(opt->momentTwo(), state.optV.data(), P);
   compute().sync();  // the caller's vectors may go once this returns
   opt->setSteps(state.optimizerSteps);
+  opt->retakeMaster();  // mixed precision: from the parameters just loaded
 }
 
 }  // namespace paralab

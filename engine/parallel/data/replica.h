@@ -10,6 +10,7 @@
 #include "optim/optimizer.h"
 #include "parallel/strategy.h"
 #include "train/faults.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -56,6 +57,7 @@ class ReplicaStrategy : public Strategy {
   std::unique_ptr<Compute> m_ownCompute;  // when the context brought none
   RankContext m_ctx;
   RankFaults m_faults;  // this rank's --straggler and --fail
+  MixedPrecision m_precision;  // --precision bf16|fp16: loss scale, gradient rounding, counts
   std::unique_ptr<Model> m_model;
   int m_globalBatch = 0;  // samples in the whole step (the loss normalizer)
   int m_slice = 0;        // samples of it on this rank (of the micro-batch, with --accumulate)

@@ -1,0 +1,123 @@
+// Mixed precision's rounding, refusals and loss scale (see precision.h).
+// See tests/engine/tst_precision.cpp.
+#include "train/precision.h"
+
+#include <cmath>
+
+#include "comm/communicator.h"
+#include "cpu/half.h"
+#include "parallel/data/grad_sync.h"
+#include "parallel/strategy.h"
+
+namespace paralab {
+
+bool sixteenBit(Dtype d) { return d == Dtype::Bf16 || d == Dtype::Fp16; }
+int valueBytes(Dtype d) { return sixteenBit(d) ? 2 : 4; }
+
+int64_t roundStored(Dtype d, float* values, int64_t n) {
+  if (!sixteenBit(d) || !values) return 0;
+  return kernels::round_to_half(values, n, d == Dtype::Fp16);
+}
+
+void countStoredBytes(MemoryTracker* tracker, Dtype d) {
+  if (!tracker) return;
+  for (const MemCategory c : {MemCategory::Params, MemCategory::Activations})
+    tracker->setValueBytes(c, valueBytes(d));
+}
+
+std::optional<std::string> precisionRefusal(const RunConfig& c) {
+  if (c.precision == Dtype::Tf32)
+    return std::string("precision: tf32 is for --project (a training run: fp32, bf16 or fp16)");
+  if (!sixteenBit(c.precision)) return std::nullopt;
+  const std::string head = "precision: " + nameOf(c.precision) + " ";
+  if (c.device == Device::Cuda)
+    return head +
+           "trains on the CPU; the CUDA path trains in fp32 (allowed with --device cuda: fp32)";
+  if (c.strategy != "sync" || c.modelParallel() || c.hasExperts())
+    return head +
+           "trains serially and with --strategy sync data parallelism and its ZeRO "
+           "stages (tp = pp = cp = 1, dense models); other layouts train in fp32";
+  if (c.accumulate > 1)
+    return head +
+           "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "
+           "gradients is not yet kept apart from their fp32 sum)";
+  return std::nullopt;
+}
+
+std::string precisionNote(const RunConfig& c) {
+  if (!sixteenBit(c.precision)) return "";
+  // The CPU kernels widen 16-bit values and compute in fp32 (precision.h).
+  return nameOf(c.precision) + " mixed (16-bit memory and numerics, fp32 speed)";
+}
+
+double parseLossScale(const std::string& text) {
+  if (text == "dynamic") return 0;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v >= 1) || !std::isfinite(v) || v > 1e30)
+    throw ConfigError("loss-scale: '" + text +
+                      "' is not dynamic or a number from 1 to 1e30 (1: no scaling)");
+  return v;
+}
+
+// [SECTION] The loss scale
+
+LossScaler::LossScaler(const RunConfig& c) : m_window(c.lossScaleWindow) {
+  if (c.precision != Dtype::Fp16) return;  // bf16 and fp32: S = 1
+  const double fixed = parseLossScale(c.lossScale);
+  m_dynamic = fixed == 0;
+  // 2^16, DeepSpeed's initial_scale_power 16; its loss_scale_window is 1000, our default too.
+  m_scale = m_dynamic ? 65536.f : float(fixed);
+}
+
+void LossScaler::update(bool overflow) {
+  if (overflow) ++m_skipped;
+  if (!m_dynamic) return;
+  if (overflow) {  // every overflow halves (DeepSpeed's hysteresis 1), down to 1 (min_loss_scale)
+    m_scale = std::max(1.f, m_scale / 2);
+    m_clean = 0;
+  } else if (++m_clean >= m_window) {
+    m_scale *= 2;
+    m_clean = 0;
+  }
+}
+
+// [SECTION] One rank's mixed precision
+
+void MixedPrecision::Hooks::afterBackward(int u) {
+  const ParamUnit& unit = m_ps.units()[size_t(u)];
+  for (int i = unit.firstRef; i < unit.endRef; ++i)
+    m_mp.m_flushed += roundStored(m_mp.m_dtype, m_ps.grad(i), m_ps.ref(i).numel());
+  if (m_inner) m_inner->afterBackward(u);
+}
+
+bool MixedPrecision::finishGradients(const std::vector<HeldGradients>& held, Communicator* agree) {
+  if (!active()) return true;
+  m_stepScale = m_scaler.scale();
+  const float inv = 1.f / m_stepScale;
+  float overflow = 0;
+  for (const HeldGradients& h : held)
+    for (int64_t i = 0; i < h.count; ++i) {
+      h.grads[i] *= inv;
+      if (!std::isfinite(h.grads[i])) overflow = 1;
+    }
+  if (agree && agree->size() > 1)  // every rank skips, or none (Megatron's found_inf all-reduce)
+    agree->allReduce(&overflow, &overflow, 1, ReduceOp::Max);
+  m_scaler.update(overflow != 0);
+  return overflow == 0;
+}
+
+void MixedPrecision::report(RankStep& out) {
+  if (!active()) return;
+  out.lossScale = m_stepScale;
+  out.skippedSteps = m_scaler.skipped();
+  out.flushedGrads = m_flushed;
+  m_flushed = 0;
+}
+
+}  // namespace paralab
