@@ -22,6 +22,7 @@
 #include "charts/latency_chart.h"
 #include "charts/link_heatmap.h"
 #include "charts/loss_chart.h"
+#include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
 #include "charts/overlap_chart.h"
 #include "charts/speedup_chart.h"
@@ -170,6 +171,7 @@ void MainWindow::createCharts() {
   m_hub->add(new BenchChart, 1);
   m_hub->add(new SpeedupChart, 0);
   m_hub->add(new GoodputChart, 0);
+  m_hub->add(new LossScaleChart, 0);  // --precision fp16's scale and skipped steps
   m_hub->add(new TimelineChart, 2);
   m_hub->add(new HoldingsMap, 2);
   m_hub->add(new OverlapChart, 2);

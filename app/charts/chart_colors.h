@@ -65,6 +65,8 @@ inline QColor memoryColor(MemCategory c) {
       return kOrange;
     case MemCategory::Workspace:
       return kBrown;
+    case MemCategory::Master:
+      return kOlive;
   }
   return kGrey;
 }

@@ -9,6 +9,7 @@
 #include "charts/chart_colors.h"
 #include "charts/hatch.h"
 #include "charts/metric_history.h"
+#include "memory_estimate.h"  // stateWidths: each category's dtype
 
 namespace paralab {
 
@@ -32,8 +33,21 @@ QString categoryName(MemCategory c) {
       return QObject::tr("comm buffers");
     case MemCategory::Workspace:
       return QObject::tr("workspace");
+    case MemCategory::Master:
+      return QObject::tr("master params");
   }
   return {};
+}
+
+// A category with the dtype the run stores it in (memory_estimate.h, stateWidths): "params
+// (bf16)" under mixed precision, "grads (fp32)".
+QString categoryWithDtype(MemCategory c, Dtype precision) {
+  const StateWidths w = stateWidths(precision);
+  const int bytes = c == MemCategory::Params || c == MemCategory::Activations ? w.params : 4;
+  const std::string half = nameOf(precision);
+  const std::string_view dtype = memDtypeName(bytes, half);
+  return QStringLiteral("%1 (%2)").arg(categoryName(c),
+                                        QString::fromUtf8(dtype.data(), qsizetype(dtype.size())));
 }
 
 }  // namespace
@@ -56,6 +70,7 @@ MemoryChart::MemoryChart(QWidget* parent) : Chart("memory", tr("Memory per rank"
     below = bars;
     m_bars[size_t(c)] = bars;
   }
+  m_bars[size_t(MemCategory::Master)]->removeFromLegend();  // until a run holds one
   m_peakLegend = addGraph();
   m_peakLegend->setPen(QPen(chartcolors::kRed, 2.2));
   m_peakLegend->setName(tr("step peak"));
@@ -103,6 +118,14 @@ void MemoryChart::showSnapshot(const Snapshot& s) {
     m_ranks.push_back(r.rank);
     maxBytes = std::max({maxBytes, double(r.mem.total()), double(r.mem.peakTotal)});
   }
+  // Each category says its dtype; the master copy is listed in a mixed-precision run.
+  m_precision = s.config.precision;
+  for (int c = 0; c < kMemCategories; ++c)
+    m_bars[size_t(c)]->setName(categoryWithDtype(MemCategory(c), m_precision));
+  if (m_precision == Dtype::Bf16 || m_precision == Dtype::Fp16)
+    m_bars[size_t(MemCategory::Master)]->addToLegend();
+  else
+    m_bars[size_t(MemCategory::Master)]->removeFromLegend();
   const ByteUnit unit = byteUnitFor(maxBytes);
   m_unit = unit.bytes;
   setAxisLabel(yAxis, tr("memory per rank (%1)").arg(unit.name), tr("memory (%1)").arg(unit.name));
@@ -149,13 +172,17 @@ int MemoryChart::pointCount() const {
 }
 
 void MemoryChart::writeCsv(QTextStream& out) const {
+  // The master copy's column in a mixed-precision run's CSV.
+  const bool master = m_precision == Dtype::Bf16 || m_precision == Dtype::Fp16;
+  const auto listed = [&](int c) { return master || MemCategory(c) != MemCategory::Master; };
   out << "rank";
   for (int c = 0; c < kMemCategories; ++c)
-    out << ',' << memCategoryName(MemCategory(c)).data() << "_bytes";
+    if (listed(c)) out << ',' << memCategoryName(MemCategory(c)).data() << "_bytes";
   out << ",peak_bytes,model_states_reference_bytes\n";
   for (size_t r = 0; r < m_mem.size(); ++r) {
     out << m_ranks[r];
-    for (int64_t b : m_mem[r].current) out << ',' << b;
+    for (int c = 0; c < kMemCategories; ++c)
+      if (listed(c)) out << ',' << m_mem[r].current[size_t(c)];
     out << ',' << m_mem[r].peakTotal << ',';
     if (m_ref) out << qint64(std::llround(m_ref->total()));
     out << '\n';

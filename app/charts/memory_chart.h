@@ -1,5 +1,6 @@
 // MemoryChart: what each rank's tracking allocator counts at the end of the last step, as
-// bars stacked by category (params, grads, optimizer, activations, comm, workspace), the
+// bars stacked by category (params, grads, optimizer, activations, comm, workspace, and the
+// fp32 master copy of a mixed-precision run), each named with its dtype, the
 // step's peak marked on each, and the lesson's model-states formula as a reference bar beside.
 // See tests/app/tst_charts.cpp (memoryBarsAreTheSnapshotBytes) and screenshots/memory.png.
 #pragma once
@@ -39,6 +40,7 @@ class MemoryChart : public Chart {
   std::vector<int> m_ranks;           // the rank of each
   std::optional<ModelStatesReference> m_ref;
   double m_unit = 1;
+  Dtype m_precision = Dtype::Fp32;  // the run's --precision: its master copy, its dtypes
 };
 
 }  // namespace paralab

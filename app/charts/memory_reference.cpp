@@ -26,7 +26,10 @@ std::optional<ModelStatesReference> modelStatesReference(int64_t P, int stage, i
 std::optional<ModelStatesReference> modelStatesReference(const RunConfig& c, int64_t P) {
   // The formulas count one full replica (or its ZeRO shards) per rank: synchronous data
   // parallelism of the dense model only.
-  if (c.strategy != "sync" || c.model != ModelKind::Mlp || c.tp != 1 || c.pp != 1 || P <= 0)
+  // fp32 only: the mixed-precision states (2P + 4P + 12P/N, memory_estimate.h) are drawn as
+  // measured, with the master copy a category of its own.
+  if (c.strategy != "sync" || c.model != ModelKind::Mlp || c.tp != 1 || c.pp != 1 || P <= 0 ||
+      c.precision != Dtype::Fp32)
     return std::nullopt;
   return modelStatesReference(P, c.zero, optimizerBytesPerParam(c.optimizer), c.dpDegree());
 }

@@ -24,6 +24,8 @@ MetricHistory::Row MetricHistory::MovingMeans::add(const StepMetrics& m) {
   r.backwardMs = m.backwardMs;
   r.optimizerMs = m.optimizerMs;
   if (!m.ranks.empty()) r.commMs = m.ranks[0].commMs, r.idleMs = m.ranks[0].idleMs;
+  if (m.lossScale) r.lossScale = *m.lossScale;
+  r.skippedSteps = double(m.skippedSteps.value_or(0));
   m_window.push_back(r);
   if (m_window.size() > kMeanWindow) m_window.removeFirst();
   const bool full = m_window.size() == kMeanWindow;

@@ -9,6 +9,7 @@
 #include <QVector>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "charts/envelope.h"
@@ -31,6 +32,10 @@ class MetricHistory {
     double stepMs = 0;
     // Rank 0's breakdown of the step, ms (StepMetrics and RankMetrics): the latency chart.
     double dataMs = 0, forwardMs = 0, backwardMs = 0, optimizerMs = 0, commMs = 0, idleMs = 0;
+    // --precision bf16|fp16: the step's loss scale (NaN: an fp32 step, none) and the optimizer
+    // steps skipped so far on an overflow: the loss-scale chart.
+    double lossScale = std::numeric_limits<double>::quiet_NaN();
+    double skippedSteps = 0;
   };
   struct Accuracy {
     double step = 0;

@@ -19,6 +19,7 @@
 #include "charts/flight_recorder_chart.h"
 #include "charts/goodput_chart.h"
 #include "charts/holdings_map.h"
+#include "charts/loss_scale_chart.h"
 #include "charts/speedup_chart.h"
 #include "panels/config_panel.h"
 #include "settings.h"
@@ -74,6 +75,7 @@ inline bool drawnByARun(const Chart* c) {
   if (qobject_cast<const SpeedupChart*>(c) || qobject_cast<const BenchChart*>(c)) return false;
   if (qobject_cast<const FlightRecorderChart*>(c)) return false;  // a hung run's recorders
   if (qobject_cast<const GoodputChart*>(c)) return false;  // a goodput sweep
+  if (qobject_cast<const LossScaleChart*>(c)) return false;  // a 16-bit run (--precision)
   if (qobject_cast<const HoldingsMap*>(c)) return kSnapshotsHaveHoldings;
   return true;
 }
