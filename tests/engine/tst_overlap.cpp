@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loss_trajectory.h"
+#include "overlap_run.h"
 #include "metrics/overlap.h"
 #include "metrics/run_record.h"
 #include "train/trainer.h"
@@ -31,19 +32,6 @@ RunConfig ethernetRun(DpVersion version) {
   c.dpVersion = version;
   c.bucketMb = 0.02;  // several buckets, the first sent while the backward goes on
   return c;
-}
-
-// Every rank's meter summed over `steps` steps after a first one (its buffers are made then).
-OverlapMeter runMeter(const RunConfig& c, int steps) {
-  Trainer t(c);
-  t.step();
-  OverlapMeter sum;
-  for (int s = 0; s < steps; ++s)
-    for (const RankMetrics& r : t.step().ranks) {
-      if (!r.overlap) return {};
-      sum += *r.overlap;
-    }
-  return sum;
 }
 
 }  // namespace
@@ -141,8 +129,8 @@ class TestOverlap : public QObject {
   // one all-reduce per tensor after the backward (which has nothing left to hide behind but
   // the optimizer's step, after it). Shares, over 4 ranks and 3 steps, not times.
   void bucketsHideMoreThanPerTensor() {
-    const OverlapMeter bucket = runMeter(ethernetRun(DpVersion::Bucket), 3);
-    const OverlapMeter perTensor = runMeter(ethernetRun(DpVersion::PerTensor), 3);
+    const OverlapMeter bucket = test::meterOverSteps(ethernetRun(DpVersion::Bucket), 3);
+    const OverlapMeter perTensor = test::meterOverSteps(ethernetRun(DpVersion::PerTensor), 3);
     qInfo(
         "ethernet (emulated), 4 ranks, 3 steps: bucket %.3f of %.3f ms hidden (%.0f %%), "
         "per-tensor %.3f of %.3f ms (%.0f %%)",

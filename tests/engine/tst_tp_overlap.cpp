@@ -6,6 +6,7 @@
 
 #include "layout_spec.h"
 #include "loss_trajectory.h"
+#include "overlap_run.h"
 #include "metrics/overlap.h"
 #include "train/trainer.h"
 
@@ -25,19 +26,6 @@ RunConfig overlapped(RunConfig c, const QString& layout) {
   c = test::withLayout(c, layout);
   c.tpOverlap = true;
   return c;
-}
-
-// Every rank's meter summed over `steps` steps after a first one (its buffers are made then).
-OverlapMeter runMeter(const RunConfig& c, int steps) {
-  Trainer t(c);
-  t.step();
-  OverlapMeter sum;
-  for (int s = 0; s < steps; ++s)
-    for (const RankMetrics& r : t.step().ranks) {
-      if (!r.overlap) return {};
-      sum += *r.overlap;
-    }
-  return sum;
 }
 
 }  // namespace
@@ -124,7 +112,7 @@ class TestTpOverlap : public QObject {
     plain.link = "ethernet";
     RunConfig cut = plain;
     cut.tpOverlap = true;
-    const OverlapMeter a = runMeter(plain, 3), b = runMeter(cut, 3);
+    const OverlapMeter a = test::meterOverSteps(plain, 3), b = test::meterOverSteps(cut, 3);
     QVERIFY(a.commMs > 0 && b.commMs > 0);
     const auto exposedFraction = [](const OverlapMeter& m) { return m.exposedMs / m.commMs; };
     qInfo("exposed fraction of the tp communication: %.3f without, %.3f with --tp-overlap",
