@@ -12,6 +12,7 @@
 #include "json_lines.h"
 #include "layout_spec.h"
 #include "loss_trajectory.h"
+#include "pipeline_traffic.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/schedule_play.h"
 #include "train/trainer.h"
@@ -40,13 +41,6 @@ void agreesWithSerial(const RunConfig& serial, const RunConfig& parallel) {
   VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "interleaved vs serial");
   VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters, interleaved vs serial");
   QVERIFY2(a.losses.back() < 0.9 * a.losses.front(), "the run should learn");
-}
-
-int64_t p2p(const CommTraffic& t, CommOp op, int64_t* calls) {
-  int64_t bytes = 0;
-  for (const CommOpTotals& o : t.ops)
-    if (o.op == op && o.group == "pp") bytes += o.bytes, *calls += o.calls;
-  return bytes;
 }
 
 }  // namespace
@@ -186,8 +180,8 @@ class TstPipelineInterleaved : public QObject {
     const int64_t message = int64_t(c.globalBatch() / M) * c.hidden * 4;
     for (int s = 0; s < P; ++s) {
       int64_t sends = 0, recvs = 0;
-      const int64_t sent = p2p(t.lastTraffic(s), CommOp::Send, &sends);
-      p2p(t.lastTraffic(s), CommOp::Recv, &recvs);
+      const int64_t sent = test::pipelineBytes(t.lastTraffic(s), CommOp::Send, &sends);
+      test::pipelineBytes(t.lastTraffic(s), CommOp::Recv, &recvs);
       std::map<PipeAction, int> count;
       std::vector<int> live(static_cast<size_t>(V)), peak(static_cast<size_t>(V));
       // A micro-batch's buffers are taken where its activations arrive (or, on virtual stage

@@ -9,6 +9,7 @@
 #include "json_lines.h"
 #include "layout_spec.h"
 #include "loss_trajectory.h"
+#include "pipeline_traffic.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/schedule_play.h"
 #include "train/trainer.h"
@@ -49,13 +50,6 @@ RunConfig serialOf(const QString& spec) {
   RunConfig c = baseOf(spec);
   if (spec.contains("acc2")) c.accumulate = 2;
   return c;
-}
-
-int64_t p2p(const CommTraffic& t, CommOp op, int64_t* calls) {
-  int64_t bytes = 0;
-  for (const CommOpTotals& o : t.ops)
-    if (o.op == op && o.group == "pp") bytes += o.bytes, *calls += o.calls;
-  return bytes;
 }
 
 PipeTimes equalTimes(int P, double t) {
@@ -186,8 +180,8 @@ class TstPipelineZeroBubble : public QObject {
     const int64_t message = int64_t(c.globalBatch() / M) * c.hidden * 4;
     for (int s = 0; s < P; ++s) {
       int64_t sends = 0, recvs = 0;
-      const int64_t sent = p2p(t.lastTraffic(s), CommOp::Send, &sends);
-      p2p(t.lastTraffic(s), CommOp::Recv, &recvs);
+      const int64_t sent = test::pipelineBytes(t.lastTraffic(s), CommOp::Send, &sends);
+      test::pipelineBytes(t.lastTraffic(s), CommOp::Recv, &recvs);
       std::map<PipeAction, int> count;
       for (const PipeStep& p : plan[size_t(s)]) ++count[p.action];
       QCOMPARE(sends, int64_t(count[PipeAction::SendAct] + count[PipeAction::SendGrad]));
