@@ -24,7 +24,7 @@ class TestLessonDock : public test::LessonDockTest {
   void loadsEveryLesson() {
     LessonDock dock(m_caps, paths());
     QVERIFY2(dock.loadErrors().isEmpty(), qPrintable(dock.loadErrors().join('\n')));
-    QCOMPARE(dock.lessons().size(), 16);
+    QCOMPARE(dock.lessons().size(), 17);
     QCOMPARE(dock.currentLesson(), 0);
     QCOMPARE(dock.currentPage(), 0);
   }
