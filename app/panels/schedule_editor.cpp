@@ -276,12 +276,11 @@ void ScheduleEditor::edited() {
     QStringList peak, bubble;
     for (int p : m_check.peak) peak << QString::number(p);
     for (double b : m_check.bubble) bubble << QString("%1 %").arg(qRound(100 * b));
-    text = tr("Runs. Peak micro-batches in flight per rank: %1. Idle share per rank, with F 1, "
-              "B 2, W 1: %2.")
-               .arg(peak.join(" · "), bubble.join(" · "));
-    if (m_check.splitsBackward)
-      text += " " + tr("Split backward (B/W): checked here; training runs it once the layers "
-                       "compute B and W apart.");
+    // The checker's times: a forward 1, a whole backward 2, split into B 1 and W 1.
+    const QString times = m_check.splitsBackward ? tr("F 1, B 1, W 1") : tr("F 1, backward 2");
+    text = tr("Runs. Peak micro-batches in flight per rank: %1. Idle share per rank, with %2: "
+              "%3.")
+               .arg(peak.join(" · "), times, bubble.join(" · "));
   }
   m_verdict->setText(text);
   const bool dark = palette().color(QPalette::Window).lightness() < 128;
