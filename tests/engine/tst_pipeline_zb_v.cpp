@@ -2,18 +2,25 @@
 // backward split into B and W. The plan's exact counts (micro-batches in flight, sends,
 // receives, the last stage's hand-over that is none), its bubble played out beside the formula
 // and 1F1B's, the real run equal to the serial one (MLP and GPT; dp, tp, sp, cp, ZeRO,
-// recomputation) and following its plan, and the shapes it refuses. Run: ctest -R tst_pipeline_zb_v
+// recomputation) and following its plan, the shapes it refuses, its row among the window's
+// choices and its thread run, and the projection. Run: ctest -R tst_pipeline_zb_v
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtTest>
 #include <array>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "json_lines.h"
 #include "layout_spec.h"
 #include "loss_trajectory.h"
-#include "pipeline_traffic.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/schedule_play.h"
+#include "pipeline_traffic.h"
+#include "schema.h"
+#include "session.h"
 #include "train/trainer.h"
 
 using namespace paralab;
@@ -103,14 +110,14 @@ class TstPipelineZbV : public QObject {
         const auto plan = zbVPlan(P, M);
         QVERIFY2(playSchedule(plan, equalTimes(P, 1.0), vPlacement), qPrintable(at + " deadlocks"));
         for (int s = 0; s < P; ++s) {
-          std::map<std::pair<PipeAction, int>, int> count;  // (action, chunk)
+          std::map<std::pair<PipeAction, int>, int> count;         // (action, chunk)
           std::map<std::pair<int, int>, std::array<int, 3>> when;  // (micro, chunk): F, B, W
           for (size_t i = 0; i < plan[size_t(s)].size(); ++i) {
             const PipeStep& p = plan[size_t(s)][i];
             QVERIFY2(p.micro >= 0 && p.micro < M && (p.chunk == 0 || p.chunk == 1), qPrintable(at));
             ++count[{p.action, p.chunk}];
-            const int k = p.action == PipeAction::Forward         ? 0
-                          : p.action == PipeAction::BackwardInput ? 1
+            const int k = p.action == PipeAction::Forward          ? 0
+                          : p.action == PipeAction::BackwardInput  ? 1
                           : p.action == PipeAction::BackwardWeight ? 2
                                                                    : -1;
             if (k >= 0) when[{p.micro, p.chunk}][size_t(k)] = int(i) + 1;
@@ -157,9 +164,11 @@ class TstPipelineZbV : public QObject {
       const double formula = scheduleBubble("zb-v", P, M, 2);
       for (int s = 0; s < P; ++s) {
         const double b = played->bubble()[size_t(s)];
-        qInfo("P=%d M=%d zb-v stage %d: bubble %.4f, formula %.4f; zb-h1 %.4f; 1F1B %.4f, "
-              "formula %.4f", P, M, s, b, formula, h1->bubble()[size_t(s)], (*plain)[size_t(s)],
-              bubbleFraction(P, M));
+        qInfo(
+            "P=%d M=%d zb-v stage %d: bubble %.4f, formula %.4f; zb-h1 %.4f; 1F1B %.4f, "
+            "formula %.4f",
+            P, M, s, b, formula, h1->bubble()[size_t(s)], (*plain)[size_t(s)],
+            bubbleFraction(P, M));
         QVERIFY2(std::abs(b - formula) <= 0.25 * formula, qPrintable(QString::number(b)));
         QVERIFY(b < (*plain)[size_t(s)]);
         QVERIFY(b < h1->bubble()[size_t(s)]);
@@ -230,7 +239,8 @@ class TstPipelineZbV : public QObject {
     // The loss and the labels are on stage 0 (its chunk 1 ends the model).
     for (int s = 0; s < P; ++s) {
       bool labels = false;
-      for (const HeldSlice& h : held[size_t(s)].items) labels |= h.tensor == "global batch (labels)";
+      for (const HeldSlice& h : held[size_t(s)].items)
+        labels |= h.tensor == "global batch (labels)";
       QCOMPARE(labels, s == 0);
     }
     QVERIFY(metrics.loss > 0);
@@ -241,7 +251,8 @@ class TstPipelineZbV : public QObject {
   void refusals_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("line");
-    const QStringList pp2{"--pp", "2", "--batch", "16", "--microbatches", "4", "--schedule", "zb-v"};
+    const QStringList pp2{"--pp",           "2", "--batch",    "16",
+                          "--microbatches", "4", "--schedule", "zb-v"};
     QTest::newRow("virtual stages given")
         << pp2 + QStringList{"--layers", "4", "--virtual-stages", "2"}
         << "virtual-stages: belongs to an interleaved schedule (--schedule interleaved)";
@@ -256,6 +267,71 @@ class TstPipelineZbV : public QObject {
     const auto r = paralab::test::runProgram(PARALAB_RUN, args + QStringList{"--steps", "1"});
     QCOMPARE(r.code, 2);
     QCOMPARE(r.err, "paralab-run: " + line + "\n");  // one line
+  }
+
+  // [SECTION] The window: the schedule is one of the settings' choices (from its row), with
+  // --virtual-stages greyed; its thread run (Session, as the window starts it) runs to the end
+  // with every stage's forward and backward spans for the timeline, and the bubble beside the
+  // schedule's formula.
+  void window() {
+    RunConfig c = zbV(test::smallRun(32, 8, 64), "pp4 M8");
+    c.steps = 3;
+    const Setting* schedule = findSetting("schedule");
+    QVERIFY(schedule && schedule->choices);
+    bool listed = false;
+    for (const SettingChoice& choice : schedule->choices(c))
+      listed |= choice.value == "zb-v" && choice.label == "ZB-V";
+    QVERIFY(listed);
+    QVERIFY(settingsInEffect(c, false).why("virtual-stages"));
+    Session session;
+    QCOMPARE(session.start(c), std::string());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (session.snapshot(0).state != RunState::Finished &&
+           session.snapshot(0).state != RunState::Failed &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const Snapshot snap = session.snapshot(0, 1);
+    QCOMPARE(snap.state, RunState::Finished);
+    QCOMPARE(int(snap.steps.size()), 3);
+    QVERIFY(snap.steps.back().bubbleReference);
+    QCOMPARE(*snap.steps.back().bubbleReference, scheduleBubble("zb-v", 4, 8, 2));
+    QCOMPARE(int(snap.spans.size()), 4);
+    for (const std::vector<Span>& rank : snap.spans) {
+      int forward = 0, backward = 0;
+      for (const Span& sp : rank) {
+        forward += sp.kind == SpanKind::Forward;
+        backward += sp.kind == SpanKind::Backward;
+      }
+      QVERIFY(forward > 0 && backward > 0);
+    }
+  }
+
+  // [SECTION] The projection takes the same schedule: ZB-V's fill is a sixth of 1F1B's (P - 1
+  // chunk forwards of half a stage where 1F1B waits P - 1 forwards and backwards), half of
+  // ZB-H1's, at 1F1B's activation memory.
+  void projection() {
+    const QStringList gpt{"--model", "gpt",       "--layers",     "32",    "--hidden",
+                          "4096",    "--heads",   "32",           "--seq", "2048",
+                          "--batch", "512",       "--pp",         "4",     "--microbatches",
+                          "8",       "--project", "a100-80gb:64", "--json"};
+    const auto json = [&](const char* schedule) {
+      const auto r = paralab::test::runProgram(PARALAB_RUN, gpt + QStringList{"--schedule", schedule});
+      if (r.code != 0) qWarning("%s", qPrintable(r.err));
+      return QJsonDocument::fromJson(r.out.trimmed().toUtf8()).object();
+    };
+    const QJsonObject plain = json("1f1b"), h1 = json("zb-h1"), v = json("zb-v");
+    QCOMPARE(v.value("schedule").toString(), QString("zb-v"));
+    QCOMPARE(v.value("virtual_stages").toInt(), 2);
+    const auto bubble = [](const QJsonObject& o) {
+      return o.value("split_ms").toObject().value("pp_bubble").toDouble();
+    };
+    const auto activations = [](const QJsonObject& o) {
+      return o.value("mem_per_gpu").toObject().value("activations").toDouble();
+    };
+    QVERIFY(bubble(plain) > 0);
+    QVERIFY(bubble(v) < 0.6 * bubble(h1));
+    QVERIFY(std::abs(bubble(v) - bubble(plain) / 6) <= 0.25 * bubble(plain) / 6);
+    QCOMPARE(activations(v), activations(plain));
   }
 };
 

@@ -151,10 +151,9 @@ std::optional<std::vector<double>> modelledBubble(const std::string& schedule, i
                                                   double tf, double tb) {
   const PipeTimes times{.forward = std::vector<double>(size_t(P), tf),
                         .backward = std::vector<double>(size_t(P), tb)};
-  const auto played =
-      playSchedule(pipelinePlan(pipeScheduleNamed(schedule).schedule, P, M,
-                                pipelineChunks(schedule, P, 1)),
-                   times, pipelinePlacement(schedule));
+  const auto played = playSchedule(
+      pipelinePlan(pipeScheduleNamed(schedule).schedule, P, M, pipelineChunks(schedule, P, 1)),
+      times, pipelinePlacement(schedule));
   if (!played) return std::nullopt;
   return played->bubble();
 }
