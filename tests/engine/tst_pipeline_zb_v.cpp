@@ -315,7 +315,8 @@ class TstPipelineZbV : public QObject {
                           "--batch", "512",       "--pp",         "4",     "--microbatches",
                           "8",       "--project", "a100-80gb:64", "--json"};
     const auto json = [&](const char* schedule) {
-      const auto r = paralab::test::runProgram(PARALAB_RUN, gpt + QStringList{"--schedule", schedule});
+      const auto r =
+          paralab::test::runProgram(PARALAB_RUN, gpt + QStringList{"--schedule", schedule});
       if (r.code != 0) qWarning("%s", qPrintable(r.err));
       return QJsonDocument::fromJson(r.out.trimmed().toUtf8()).object();
     };

@@ -1,8 +1,7 @@
-// ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", and §6 of their
-// "Zero Bubble Pipeline Parallelism"; torch.distributed.pipelining's ScheduleZBVZeroBubble),
-// `--schedule zb-v`: two chunks per stage in a V — stage s holds virtual stages s and 2P-1-s —
-// with the backward split into B and W. Try: paralab-run --pp 4 --layers 8 --microbatches 8
-// --batch 32 --schedule zb-v --json (see "bubble"). See tests/engine/tst_pipeline_zb_v.cpp.
+// ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"; §6 of their "Zero Bubble
+// Pipeline Parallelism"; torch.distributed.pipelining's ScheduleZBVZeroBubble), --schedule zb-v:
+// two chunks per stage in a V (stage s holds virtual stages s and 2P-1-s), B and W apart. Try:
+// paralab-run --pp 4 --layers 8 --microbatches 8 --schedule zb-v --json. See tst_pipeline_zb_v.
 #include <algorithm>
 #include <stdexcept>
 

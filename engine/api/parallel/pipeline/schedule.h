@@ -41,7 +41,8 @@ struct PipeStep {
 };
 
 // Which lists to build: stage `stage` of `stages`, `micros` micro-batches, `chunks` model
-// chunks per stage (virtual stage c * stages + stage holds chunk c; 1 without interleaving).
+// chunks per stage (1 without chunks; placed as the row's `place` says: Megatron-LM's virtual
+// stage c * stages + stage for chunk c, or zb-v's V).
 struct PipeShape {
   int stage = 0;
   int stages = 1;
