@@ -19,6 +19,7 @@
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/schedule_play.h"
 #include "pipeline_traffic.h"
+#include "projection/pipeline_schedule.h"
 #include "schema.h"
 #include "session.h"
 #include "train/trainer.h"
@@ -333,6 +334,11 @@ class TstPipelineZbV : public QObject {
     QVERIFY(bubble(v) < 0.6 * bubble(h1));
     QVERIFY(std::abs(bubble(v) - bubble(plain) / 6) <= 0.25 * bubble(plain) / 6);
     QCOMPARE(activations(v), activations(plain));
+    // On stages sharing a machine's cores the V is played with its chunks, each half a stage:
+    // with a core each, 6M + P - 1 chunk slots of half a stage's forward.
+    const std::vector<double> forward(4, 1.0), backward(4, 2.0);
+    QCOMPARE(projection::sharedCoresPipelineTime(forward, backward, 8, PipeSchedule::ZbV, 1e9),
+             (6 * 8 + 3) * 0.5);
   }
 };
 
