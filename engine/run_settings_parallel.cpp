@@ -88,10 +88,12 @@ Why pipelineOnly(const RunConfig& c) {
   if (c.pp > 1) return std::nullopt;
   return std::string("belongs to a pipeline (--pp 2 or more)");
 }
-// Model chunks per stage: on a pipeline whose schedule interleaves them.
+// Model chunks per stage: on a pipeline whose schedule takes their count from the setting (not
+// one with a count of its own: zb-v holds two).
 Why interleavedPipeline(const RunConfig& c) {
   if (auto why = pipelineOnly(c)) return why;
-  if (pipelineChunks(c.schedule, c.pp, 2) > 1) return std::nullopt;
+  if (pipelineChunks(c.schedule, c.pp, 2) != pipelineChunks(c.schedule, c.pp, 1))
+    return std::nullopt;
   std::string names;
   for (const PipeScheduleRow& row : pipeSchedules())
     if (row.interleaves) names += (names.empty() ? "" : " or ") + std::string(row.name);

@@ -36,7 +36,9 @@ double microBatchesInFlight(Schedule s, int p, int m, int k, int v) {
   // A schedule that interleaves is played with its v chunks, each forward keeping a chunk's
   // activations: 1/v of a micro-batch's. Otherwise v chunks add Narayanan et al.'s share of the
   // chunks in flight during the warm-up to the plain schedule's peak.
-  const int chunks = pipeSchedule(s).interleaves ? std::max(1, v) : 1;
+  // A row with chunks of its own (zb-v: two in a V) is played with them, whatever v says.
+  const int chunks =
+      pipeSchedule(s).interleaves ? std::max(1, v) : std::max(1, pipeSchedule(s).chunks);
   double held = peakInFlight(pipelineSchedule(
                     s, PipeShape{.stage = k, .stages = p, .micros = m, .chunks = chunks})) /
                 double(chunks);
@@ -48,10 +50,16 @@ double sharedCoresPipelineTime(const std::vector<double>& forward,
                                const std::vector<double>& backward, int m, Schedule s,
                                double cores) {
   const int p = int(forward.size());
+  // A row with chunks of its own (zb-v) plays them, each 1/chunks of the stage's times.
+  const PipeScheduleRow& row = pipeSchedule(s);
+  const double chunks = std::max(1, row.chunks);
+  std::vector<double> f = forward, b = backward;
+  for (double& t : f) t /= chunks;
+  for (double& t : b) t /= chunks;
   const auto played = playSchedule(
-      pipelinePlan(s, p, m),
-      PipeTimes{
-          .forward = forward, .backward = backward, .cores = cores, .sends = PipeSends::Buffered});
+      pipelinePlan(s, p, m, int(chunks)),
+      PipeTimes{.forward = f, .backward = b, .cores = cores, .sends = PipeSends::Buffered},
+      row.place);
   if (!played) throw std::logic_error("sharedCoresPipelineTime: the schedule deadlocks");
   return played->end;
 }

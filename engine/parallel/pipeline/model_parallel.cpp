@@ -1,7 +1,7 @@
 // Model parallelism composed with data parallelism (`--dp D --tp T --pp P [--sp] [--zero Z]`):
 // every rank holds one pipeline stage's slice of the model (--virtual-stages V: V chunks of it,
-// blocks far apart), tensor-parallel within the stage, and runs its dp replica's slice of the
-// global batch through the stage in micro-batches.
+// blocks far apart; --schedule zb-v: two, in a V), tensor-parallel within the stage, and runs its
+// dp replica's slice of the global batch through the stage in micro-batches.
 // Try: paralab-run --dp 2 --tp 2 --pp 2 --layers 4 --microbatches 4 --json
 // The model is the MLP or the GPT: each rank builds its shard (model.h) and runs it through
 // the model's Stage (stage.h: tensor_parallel.cpp, gpt_parallel.cpp); everything here is the
@@ -23,8 +23,9 @@
 //   3. SP only: one all-reduce of each block's LayerNorm gradients over tp (where the rank
 //      holds their sum over dp: all of them, or with ZeRO its owned chunk's share);
 //   4. the optimizer on what the rank holds (ZeRO-1/2: the parameters all-gathered after it).
-// The loss: each micro-batch's loss is computed on the last stage, counted by its tp rank 0
-// only (the others computed the same numbers), so the trainer's sum counts each sample once.
+// The loss: each micro-batch's loss is computed on the stage holding the last virtual stage (the
+// last stage; stage 0 in a V), counted by its tp rank 0 only (the others computed the same
+// numbers), so the trainer's sum counts each sample once.
 // With --device cuda the shard's parameters, gradients, optimizer state, activations and
 // messages are device memory of the rank's Compute; the batch rows stay on the host and are
 // uploaded per micro-batch. Every collective and send/recv is given that device and waits for
@@ -52,13 +53,16 @@ namespace {
 // One model chunk this rank holds (--virtual-stages V; one without): virtual stage c·P + s of
 // P·V for chunk c on pipeline stage s, as Megatron-LM places them (Narayanan et al. 2021
 // §2.2.2), so a stage's chunks are blocks far apart and a micro-batch leaving the last stage's
-// chunk c enters stage 0's chunk c + 1. Each chunk is a shard with its own Stage and its own
-// gradient sync over dp (ZeRO shards each chunk's units on their own).
+// chunk c enters stage 0's chunk c + 1; or as the schedule's row places them (zb-v: s and
+// 2P - 1 - s, schedule.h). Each chunk is a shard with its own Stage and its own gradient sync
+// over dp (ZeRO shards each chunk's units on their own).
 struct Chunk {
   std::unique_ptr<Model> model;  // its units, its tp slice
   std::unique_ptr<Stage> stage;
   std::unique_ptr<GradSync> sync;  // over dp (x cp): the gradient sum, the optimizer, ZeRO
   std::vector<std::unique_ptr<MicroActs>> pool;  // activation buffers not in use
+  int virtualStage = 0;
+  PipeSeat next, prev;  // where virtual stages v + 1 and v - 1 sit; stage -1: none
 };
 
 class ModelParallel final : public Strategy {
@@ -72,15 +76,20 @@ class ModelParallel final : public Strategy {
     const RunConfig& c = *ctx.config;
     const GridCoords& at = m_grid.coords();
     const int P = c.pp, s = at.pp, L = c.layers, V = pipelineChunks(c.schedule, P, c.virtualStages);
+    const PipePlacement place = pipelinePlacement(c.schedule);
     // Data parallelism: the stage's weights have a replica on every rank of the dp group (x cp).
     GradSyncSettings sync = GradSyncSettings::of(c);
     sync.callsDuringBackward = true;  // tp exchanges and pp messages
     for (int k = 0; k < V; ++k) {
       // Virtual stage v: blocks [b0, b1), balanced; the input layer on the first, the output
       // layer on the last (units: 0 = input, 1..L = blocks, L+1 = output).
-      const int v = k * P + s, b0 = int(shardBegin(v, P * V, L)),
+      const int v = place(s, k, P), b0 = int(shardBegin(v, P * V, L)),
                 b1 = int(shardBegin(v + 1, P * V, L));
       Chunk& ch = m_chunks.emplace_back();
+      ch.virtualStage = v;
+      // Its neighbours in the model's order: a stage, or this one (a hand-over between chunks).
+      if (const auto next = pipeSeat(place, v + 1, P, V)) ch.next = *next;
+      if (const auto prev = pipeSeat(place, v - 1, P, V)) ch.prev = *prev;
       // This chunk's shard, on the rank's device (drawn whole on the host, its slices kept).
       ch.model =
           makeModel(c, *ctx.data, ctx.memory, &compute(),
@@ -257,10 +266,11 @@ class ModelParallel final : public Strategy {
   // gradients from their receive (or backward, B) to their backward (B) (or send).
   double runSchedule(int64_t step) {
     Communicator& pp = m_grid.pp();
-    const int s = m_grid.coords().pp, P = m_grid.shape().pp, V = int(m_chunks.size());
-    // The neighbours: past the last stage a micro-batch goes on to stage 0's next chunk, and
-    // its gradient comes back the same way (schedule_play.cpp pairs them alike).
-    const int up = (s + 1) % P, down = (s + P - 1) % P;
+    const int s = m_grid.coords().pp, V = int(m_chunks.size());
+    // The neighbours are the chunk's next and previous virtual stages (schedule_play.cpp pairs
+    // them alike); one on this stage is handed over without a transfer, as no bytes: the
+    // activations copied into the next chunk's input at its forward, the gradient passed on.
+    const auto here = [&](const PipeSeat& seat) { return seat.stage == s; };
     std::vector<std::unique_ptr<MicroActs>> live(size_t(V) * m_micros);
     std::vector<Tensor> dOut(live.size()), dIn(live.size());
     double loss = 0;
@@ -293,10 +303,15 @@ class ModelParallel final : public Strategy {
         case PipeAction::RecvAct:
           acts = acquire(ch, m, rows);
           ready();
-          pp.recv(ch.stage->input(*acts), n, down, device());
+          pp.recv(ch.stage->input(*acts), n, ch.prev.stage, device());
           break;
         case PipeAction::Forward: {
           if (!acts) acts = acquire(ch, m, rows);
+          if (here(ch.prev)) {
+            const Chunk& from = m_chunks[size_t(ch.prev.chunk)];
+            compute().copy(ch.stage->input(*acts),
+                           from.stage->output(*live[size_t(ch.prev.chunk) * m_micros + m]), n);
+          }
           const int first = microBegin(m);
           loss += ch.stage->forward(
               step, *acts, m_x.empty() ? nullptr : &m_x[size_t(first) * m_ctx.data->inputDim],
@@ -305,12 +320,12 @@ class ModelParallel final : public Strategy {
         }
         case PipeAction::SendAct:
           ready();
-          pp.send(ch.stage->output(*acts), n, up, device());
+          pp.send(ch.stage->output(*acts), n, ch.next.stage, device());
           break;
         case PipeAction::RecvGrad:
           dOut[at] = takeGrad(most);
           ready();  // the last backward has read this buffer
-          pp.recv(dOut[at].data(), n, up, device());
+          pp.recv(dOut[at].data(), n, ch.next.stage, device());
           break;
         case PipeAction::Backward:
         case PipeAction::BackwardInput: {
@@ -327,15 +342,20 @@ class ModelParallel final : public Strategy {
           }
           m_gradFree.push_back(std::move(dOut[at]));
           dOut[at] = Tensor();
-          if (s == 0 && c == 0) {
+          if (ch.virtualStage == 0) {
             m_gradFree.push_back(std::move(dIn[at]));
+            dIn[at] = Tensor();
+          } else if (here(ch.prev)) {  // the previous chunk's output gradient, on this stage
+            const size_t to = size_t(ch.prev.chunk) * m_micros + m;
+            if (dOut[to].numel() > 0) m_gradFree.push_back(std::move(dOut[to]));
+            dOut[to] = std::move(dIn[at]);
             dIn[at] = Tensor();
           }
           break;
         }
         case PipeAction::SendGrad:
           ready();
-          pp.send(dIn[at].data(), n, down, device());
+          pp.send(dIn[at].data(), n, ch.prev.stage, device());
           m_gradFree.push_back(std::move(dIn[at]));
           dIn[at] = Tensor();
           break;
@@ -353,7 +373,7 @@ class ModelParallel final : public Strategy {
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
   int m_micros;
-  std::vector<Chunk> m_chunks;  // chunk c: virtual stage c·P + s (one without interleaving)
+  std::vector<Chunk> m_chunks;  // chunk c: virtual stage place(s, c, P) (one without chunks)
   std::vector<PipeStep> m_schedule;
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
   std::vector<float> m_x;          // host: this dp replica's input rows, uploaded per micro-batch

@@ -22,6 +22,9 @@ std::optional<std::string> interleavedRefusal(const PipeShape& shape);
 // schedule_zb_h1.cpp
 std::vector<PipeStep> zbH1Steps(const PipeShape& shape);
 double zbH1Bubble(int stages, int micros, int chunks);
+// schedule_zb_v.cpp
+std::vector<PipeStep> zbVSteps(const PipeShape& shape);
+double zbVBubble(int stages, int micros, int chunks);
 
 namespace {
 
@@ -60,6 +63,20 @@ const std::array kSchedules{
                     .cite = "Qi et al. 2023, Zero Bubble Pipeline Parallelism (ZB-H1)",
                     .build = zbH1Steps,
                     .bubble = zbH1Bubble},
+    // Bubble (P-1)/(6M+P-1) with equal times (schedule_zb_v.cpp: the source's zero inside each
+    // stage's own span, and the fill's P - 1 chunk forwards); 1F1B's peak memory.
+    PipeScheduleRow{.schedule = PipeSchedule::ZbV,
+                    .name = "zb-v",
+                    .label = "ZB-V",
+                    .summary = "Two chunks per stage in a V (stage s holds virtual stages s and "
+                               "2P-1-s, the loss on stage 0), the backward split into B and W: "
+                               "almost no bubble at 1F1B's peak memory, for twice its sends",
+                    .cite = "Qi et al. 2024, Pipeline Parallelism with Controllable Memory "
+                            "(ZB-V); torch.distributed.pipelining ScheduleZBVZeroBubble",
+                    .build = zbVSteps,
+                    .bubble = zbVBubble,
+                    .place = vPlacement,
+                    .chunks = 2},
 };
 
 }  // namespace
@@ -104,16 +121,42 @@ const PipeScheduleRow& pipeScheduleNamed(std::string_view name) {
                     "' is not a pipeline schedule (allowed: " + allowed + ")");
 }
 
+int megatronPlacement(int stage, int chunk, int stages) { return chunk * stages + stage; }
+
+int vPlacement(int stage, int chunk, int stages) {
+  return chunk == 0 ? stage : 2 * stages - 1 - stage;
+}
+
+std::optional<PipeSeat> pipeSeat(PipePlacement place, int v, int stages, int chunks) {
+  for (int s = 0; s < stages; ++s)
+    for (int c = 0; c < chunks; ++c)
+      if (place(s, c, stages) == v) return PipeSeat{s, c};
+  return std::nullopt;
+}
+
+PipePlacement pipelinePlacement(const std::string& schedule) {
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.place) return r.place;
+  return megatronPlacement;
+}
+
 int pipelineChunks(const std::string& schedule, int stages, int virtualStages) {
   if (isScheduleFile(schedule) && stages > 1) return std::max(1, virtualStages);  // as its cells
-  for (const PipeScheduleRow& r : kSchedules)
+  for (const PipeScheduleRow& r : kSchedules) {
+    if (schedule == r.name && r.chunks > 0 && stages > 1) return r.chunks;
     if (schedule == r.name && r.interleaves && stages > 1) return std::max(1, virtualStages);
+  }
   return 1;
 }
 
 std::optional<std::string> pipelineRefusal(const std::string& schedule, int stages, int micros,
                                            int chunks, int layers) {
   const auto n = [](int v) { return std::to_string(v); };
+  for (const PipeScheduleRow& r : kSchedules)
+    if (schedule == r.name && r.chunks > 1 && stages * r.chunks > layers)
+      return "layers: " + std::string(r.name) + " puts " + n(r.chunks) + " chunks of blocks on " +
+             "each of " + n(stages) + " stages, the model has " + n(layers) +
+             " blocks (allowed: layers >= " + n(r.chunks) + " x pp)";
   if (chunks > 1 && stages * chunks > layers)
     return "virtual-stages: " + n(stages) + " stages x " + n(chunks) + " chunks need " +
            n(stages * chunks) + " blocks, the model has " + n(layers) +

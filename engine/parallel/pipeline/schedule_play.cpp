@@ -16,21 +16,23 @@ struct Endpoint {
   PipeStep step;
 };
 
-// The transfer on the other side of `p` on stage s of P with `chunks` chunks per stage: the
-// neighbour and the step it must be at. Virtual stage c * P + s holds chunk c of stage s, so
-// past the last stage a micro-batch goes on to stage 0's next chunk.
-Endpoint partner(const PipeStep& p, int s, int P) {
-  const int up = s + 1 < P ? s + 1 : 0, upChunk = s + 1 < P ? p.chunk : p.chunk + 1;
-  const int down = s > 0 ? s - 1 : P - 1, downChunk = s > 0 ? p.chunk : p.chunk - 1;
+// The transfer on the other side of `p` on stage s of P whose chunks sit as `place` says
+// (virtual stage v's activations go to v + 1, its gradient to v - 1): the neighbour and the
+// step it must be at; stage -1 where there is no such virtual stage among `chunks` per stage.
+Endpoint partner(const PipeStep& p, int s, int P, int chunks, PipePlacement place) {
+  const int v = place(s, p.chunk, P);
+  const bool up = p.action == PipeAction::SendAct || p.action == PipeAction::RecvGrad;
+  const std::optional<PipeSeat> to = pipeSeat(place, up ? v + 1 : v - 1, P, chunks);
+  const int chunk = to ? to->chunk : -1, stage = to ? to->stage : -1;
   switch (p.action) {
     case PipeAction::SendAct:
-      return {up, {PipeAction::RecvAct, p.micro, upChunk}};
+      return {stage, {PipeAction::RecvAct, p.micro, chunk}};
     case PipeAction::RecvAct:
-      return {down, {PipeAction::SendAct, p.micro, downChunk}};
+      return {stage, {PipeAction::SendAct, p.micro, chunk}};
     case PipeAction::SendGrad:
-      return {down, {PipeAction::RecvGrad, p.micro, downChunk}};
+      return {stage, {PipeAction::RecvGrad, p.micro, chunk}};
     case PipeAction::RecvGrad:
-      return {up, {PipeAction::SendGrad, p.micro, upChunk}};
+      return {stage, {PipeAction::SendGrad, p.micro, chunk}};
     default:
       throw std::invalid_argument("partner: not a transfer");
   }
@@ -61,8 +63,12 @@ std::vector<double> PipePlayback::bubble() const {
 }
 
 std::optional<PipePlayback> playSchedule(const std::vector<std::vector<PipeStep>>& plan,
-                                         const PipeTimes& times) {
+                                         const PipeTimes& times, PipePlacement place) {
   const int P = int(plan.size());
+  if (!place) place = megatronPlacement;
+  int chunks = 1;  // as many as the plan's steps name
+  for (const std::vector<PipeStep>& steps : plan)
+    for (const PipeStep& p : steps) chunks = std::max(chunks, p.chunk + 1);
   const auto at = [](int k) { return size_t(k); };
   std::vector<size_t> pc(at(P), 0);
   std::vector<double> left(at(P), -1);  // of the running forward or backward; -1: none started
@@ -78,8 +84,8 @@ std::optional<PipePlayback> playSchedule(const std::vector<std::vector<PipeStep>
   const auto transfer = [&](int k) {
     bool moved = false;
     for (const PipeStep* p = current(k); p && !isCompute(p->action); p = current(k)) {
-      const Endpoint e = partner(*p, k, P);
-      if (e.stage < 0 || e.stage >= P) throw std::invalid_argument("playSchedule: no neighbour");
+      const Endpoint e = partner(*p, k, P, chunks, place);
+      if (e.stage < 0) break;  // no neighbour: the stage waits for ever
       const bool send = p->action == PipeAction::SendAct || p->action == PipeAction::SendGrad;
       if (times.sends == PipeSends::Buffered) {
         if (send) {
@@ -145,7 +151,9 @@ std::optional<std::vector<double>> modelledBubble(const std::string& schedule, i
                                                   double tf, double tb) {
   const PipeTimes times{.forward = std::vector<double>(size_t(P), tf),
                         .backward = std::vector<double>(size_t(P), tb)};
-  const auto played = playSchedule(pipelinePlan(pipeScheduleNamed(schedule).schedule, P, M), times);
+  const auto played = playSchedule(
+      pipelinePlan(pipeScheduleNamed(schedule).schedule, P, M, pipelineChunks(schedule, P, 1)),
+      times, pipelinePlacement(schedule));
   if (!played) return std::nullopt;
   return played->bubble();
 }

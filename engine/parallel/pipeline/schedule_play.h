@@ -41,9 +41,10 @@ struct PipePlayback {
 };
 
 // Plays `plan` (every stage's list, stage 0 first) out; nothing when some stage would wait
-// forever (transfers that deadlock, or a list that waits on what never comes).
+// forever (transfers that deadlock, or a list that waits on what never comes). `place` says
+// which stage each transfer meets (schedule.h; null: Megatron-LM's placement).
 std::optional<PipePlayback> playSchedule(const std::vector<std::vector<PipeStep>>& plan,
-                                         const PipeTimes& times);
+                                         const PipeTimes& times, PipePlacement place = nullptr);
 
 // Every stage of `schedule` with forwards taking tf and backwards tb, blocking sends, a core
 // each: per stage, the idle share of the pipeline's time; nothing when it deadlocks.

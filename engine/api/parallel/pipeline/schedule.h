@@ -41,7 +41,8 @@ struct PipeStep {
 };
 
 // Which lists to build: stage `stage` of `stages`, `micros` micro-batches, `chunks` model
-// chunks per stage (virtual stage c * stages + stage holds chunk c; 1 without interleaving).
+// chunks per stage (1 without chunks; placed as the row's `place` says: Megatron-LM's virtual
+// stage c * stages + stage for chunk c, or zb-v's V).
 struct PipeShape {
   int stage = 0;
   int stages = 1;
@@ -50,7 +51,22 @@ struct PipeShape {
 };
 
 // The schedules, one builder each in a file of its own (schedule_<name>.cpp).
-enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZbH1 };
+enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZbH1, ZbV };
+
+// Where the model's virtual stages sit: the virtual stage (of stages x chunks, in the model's
+// order) that chunk `chunk` of stage `stage` holds. A micro-batch goes forward from virtual
+// stage v to v + 1, wherever that is; on the same stage it is handed over without a transfer.
+using PipePlacement = int (*)(int stage, int chunk, int stages);
+// Megatron-LM's (Narayanan et al. 2021 §2.2.2): chunk c of stage s is virtual stage c·P + s.
+int megatronPlacement(int stage, int chunk, int stages);
+// The V (Qi et al. 2024, ZB-V): chunk 0 of stage s is virtual stage s, chunk 1 is 2P − 1 − s,
+// so the last stage hands its chunk 0's output to its own chunk 1 and stage 0 holds the loss.
+int vPlacement(int stage, int chunk, int stages);
+// The stage and chunk holding virtual stage `v` of stages x chunks; nothing outside them.
+struct PipeSeat {
+  int stage = -1, chunk = -1;
+};
+std::optional<PipeSeat> pipeSeat(PipePlacement place, int v, int stages, int chunks);
 
 struct PipeScheduleRow {
   PipeSchedule schedule;
@@ -67,6 +83,11 @@ struct PipeScheduleRow {
   // Its bubble fraction with balanced stages and equal forward, B and W times, from its
   // source (stages, micro-batches, chunks per stage). Null: bubbleFraction.
   double (*bubble)(int stages, int micros, int chunks) = nullptr;
+  // Its placement of the chunks (null: Megatron-LM's, megatronPlacement).
+  PipePlacement place = nullptr;
+  // The chunks every stage of a pipeline holds whatever --virtual-stages says (0: one, or
+  // --virtual-stages where it interleaves).
+  int chunks = 0;
 };
 std::span<const PipeScheduleRow> pipeSchedules();
 const PipeScheduleRow& pipeSchedule(PipeSchedule s);
@@ -74,9 +95,12 @@ const PipeScheduleRow& pipeSchedule(PipeSchedule s);
 const PipeScheduleRow& pipeScheduleNamed(std::string_view name);
 
 // The model chunks each stage holds: `virtualStages` where the schedule called `schedule`
-// interleaves on a pipeline of `stages` > 1, else 1 (the setting is ignored where it does not
-// apply, as a saved configuration may carry it).
+// interleaves on a pipeline of `stages` > 1, its row's `chunks` where it has them (zb-v: 2),
+// else 1 (the setting is ignored where it does not apply, as a saved configuration may carry
+// it).
 int pipelineChunks(const std::string& schedule, int stages, int virtualStages);
+// The placement of the schedule called `schedule`: its row's, else Megatron-LM's (files too).
+PipePlacement pipelinePlacement(const std::string& schedule);
 // Why `schedule` cannot run `stages` stages of `chunks` chunks each over `layers` blocks and
 // `micros` micro-batches: one line naming the setting, or nothing. As Megatron-LM assigns them,
 // every one of the stages x chunks virtual stages holds at least one block.
