@@ -140,7 +140,7 @@ std::string toText(const Projection& p) {
   const std::string rate =
       p.model.gpt() ? std::to_string(std::llround(p.tokensPerS)) + " tokens/s, " : std::string();
   add("Throughput (projected): %s%.1f samples/s; %.1f TFLOP/s per GPU executed "
-      "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s peak "
+      "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s dense peak "
       "%.0f TFLOP/s\n",
       rate.c_str(), p.samplesPerS, p.tflopsPerGpu, p.modelTflopsPerGpu, 100 * p.mfu,
       precisionName(l.precision), c.gpu.peakFlops(l.precision) / 1e12);
