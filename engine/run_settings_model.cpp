@@ -192,9 +192,10 @@ void addModelRows(std::vector<Setting>& t) {
   // Mixed precision (train/precision.h): one row for a training run and for --project.
   t.push_back(field("precision", &RunConfig::precision)
                   .in(kTraining, "Precision")
-                  .describe("fp32|bf16|fp16 (tf32: --project only): what parameters, activations "
-                            "and gradients are stored as (bf16, fp16: mixed precision with fp32 "
-                            "master weights; --project assumes bf16 unless given)",
+                  .describe("fp32|bf16|fp16 (tf32, fp8: --project only): what parameters, "
+                            "activations and gradients are stored as (bf16, fp16: mixed "
+                            "precision with fp32 master weights; --project assumes bf16 unless "
+                            "given)",
                             "16-bit values are really rounded where a tensor is stored; the "
                             "optimizer updates an fp32 master copy, GEMMs sum in fp32, "
                             "LayerNorm's statistics, the softmax and the loss stay fp32. The CPU "

@@ -24,7 +24,7 @@ enum class CpKind { Ring, Ulysses };           // how cp's attention sees every 
 enum class Scaling { Strong, Weak };           // the batch as ranks are added
 // What the run's parameters, activations and gradients are stored as (train/precision.h);
 // tf32 is --project's alone (fp32 storage, tensor cores at TF32).
-enum class Dtype { Fp32, Bf16, Fp16, Tf32 };
+enum class Dtype { Fp32, Bf16, Fp16, Tf32, Fp8 };
 
 // One value of a choice: its word ("gpt"), the window's label and what it means.
 template <class E>
@@ -158,6 +158,10 @@ inline constexpr ChoiceName<Dtype> kDtypes[] = {
      .name = "tf32",
      .label = "TF32 (--project)",
      .summary = "fp32 storage, tensor cores at TF32 (projected runs only)"},
+    {.value = Dtype::Fp8,
+     .name = "fp8",
+     .label = "FP8 (--project)",
+     .summary = "FP8 linear layers, bf16 elsewhere, fp32 master weights (projected runs only)"},
 };
 
 // The table of an enum, found by its type (overloads, so field() can ask for any of them).

@@ -17,6 +17,16 @@ Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
   r.optimizerBytesPerS = gpu.optimizerGBps * 1e9;
   r.lossBytesPerS = gpu.lossGBps * 1e9;
   r.elementBytes = projection::elementBytes(p);
+  if (p == Precision::Fp8Mixed) {
+    r.operandBytes = gemmOperandBytes(p);
+    r.bf16PeakFlops = gpu.peakFlops(Precision::Bf16Mixed);
+  }
+  return r;
+}
+
+Roofline Roofline::bf16() const {
+  Roofline r = *this;
+  if (bf16PeakFlops > 0) r.peakFlops = bf16PeakFlops, r.operandBytes = 0, r.bf16PeakFlops = 0;
   return r;
 }
 
@@ -43,6 +53,8 @@ OpCost gemmCost(const Roofline& r, std::string name, double m, double n, double 
   op.flops = 2 * m * n * k * count;
   // Each operand read once and the output written once: the least traffic a GEMM can have.
   op.bytes = double(r.elementBytes) * count * (m * k + k * n + m * n);
+  if (r.operandBytes > 0)  // fp8: the operands are narrower than the output
+    op.bytes -= double(r.elementBytes - r.operandBytes) * count * (m * k + k * n);
   // Split-K's partial sums, written in fp32 and read back to be added.
   const double splits = splitK(m, n, k, count, r.sms);
   op.bytes += (splits - 1) * 2 * 4.0 * count * m * n;
@@ -87,7 +99,7 @@ void attentionCore(const Roofline& r, const BlockWork& w, std::vector<OpCost>& o
   const double scores = headsHere * s * T;
   // A kernel of attention's own runs the products at its measured rate, not the GEMMs'.
   const auto product = [&](const char* name, double m, double n, double k) {
-    OpCost op = gemmCost(r, name, m, n, k, w.microBatch * headsHere);
+    OpCost op = gemmCost(r.bf16(), name, m, n, k, w.microBatch * headsHere);
     if (r.attentionFlops > 0) op.seconds = op.flops / r.attentionFlops, op.computeBound = true;
     return op;
   };
@@ -154,9 +166,11 @@ std::vector<OpCost> blockBackward(const Roofline& r, const BlockWork& w) {
   for (const OpCost& op : blockForward(r, w)) {
     if (op.gemm) {
       // C = A B (m x k by k x n): dA = dC B^T (m x n by n x k), dB = A^T dC (k x m by m x n).
-      OpCost input = gemmCost(r, op.name + " input grad", op.m, op.k, op.n, op.count);
-      OpCost weight = gemmCost(r, op.name + " weight grad", op.k, op.n, op.m, op.count);
-      if (r.attentionFlops > 0 && (op.name == kScores || op.name == kWeightedSum))
+      const bool core = op.name == kScores || op.name == kWeightedSum;
+      const Roofline rate = core ? r.bf16() : r;  // attention's products stay bf16 under fp8
+      OpCost input = gemmCost(rate, op.name + " input grad", op.m, op.k, op.n, op.count);
+      OpCost weight = gemmCost(rate, op.name + " weight grad", op.k, op.n, op.m, op.count);
+      if (r.attentionFlops > 0 && core)
         for (OpCost* g : {&input, &weight}) g->seconds = g->flops / r.attentionFlops;
       ops.push_back(input);
       ops.push_back(weight);
@@ -185,10 +199,11 @@ std::vector<OpCost> firstEnd(const Roofline& r, const EndsWork& w) {
 std::vector<OpCost> lastEnd(const Roofline& r, const EndsWork& w) {
   const double e = r.elementBytes, T = w.samples * w.seq / w.cp, h = w.hidden;
   std::vector<OpCost> ops;
+  const Roofline head = r.bf16();  // the output head stays bf16 under fp8
   const auto withBackward = [&](const std::string& name, double m, double n, double k) {
-    ops.push_back(gemmCost(r, name, m, n, k));
-    ops.push_back(gemmCost(r, name + " input grad", m, k, n));
-    ops.push_back(gemmCost(r, name + " weight grad", k, n, m));
+    ops.push_back(gemmCost(head, name, m, n, k));
+    ops.push_back(gemmCost(head, name + " input grad", m, k, n));
+    ops.push_back(gemmCost(head, name + " weight grad", k, n, m));
   };
   const double outputs =
       w.gpt ? double(w.vocab) / (w.vocabParallel ? w.tp : 1) : double(w.classes);

@@ -15,15 +15,19 @@ namespace fs = std::filesystem;
 
 Precision parsePrecision(const std::string& name) {
   if (name == "bf16") return Precision::Bf16Mixed;
+  if (name == "fp8") return Precision::Fp8Mixed;
   if (name == "tf32") return Precision::Tf32;
   if (name == "fp32") return Precision::Fp32;
-  throw ConfigError("precision: '" + name + "' is not a precision (allowed: bf16, tf32, fp32)");
+  throw ConfigError("precision: '" + name +
+                    "' is not a precision a projection runs (allowed: bf16, fp8, tf32, fp32)");
 }
 
 const char* precisionName(Precision p) {
   switch (p) {
     case Precision::Bf16Mixed:
       return "bf16";
+    case Precision::Fp8Mixed:
+      return "fp8";
     case Precision::Tf32:
       return "tf32";
     default:
@@ -31,12 +35,18 @@ const char* precisionName(Precision p) {
   }
 }
 
-int elementBytes(Precision p) { return p == Precision::Bf16Mixed ? 2 : 4; }
+bool keepsMaster(Precision p) { return p == Precision::Bf16Mixed || p == Precision::Fp8Mixed; }
+
+int elementBytes(Precision p) { return keepsMaster(p) ? 2 : 4; }
+
+int gemmOperandBytes(Precision p) { return p == Precision::Fp8Mixed ? 1 : elementBytes(p); }
 
 double GpuSpec::peakFlops(Precision p) const {
   switch (p) {
     case Precision::Bf16Mixed:
       return bf16Tflops * 1e12;
+    case Precision::Fp8Mixed:
+      return fp8Tflops * 1e12;
     case Precision::Tf32:
       return tf32Tflops * 1e12;
     default:
@@ -58,6 +68,17 @@ std::string gpuNamesText() {
   for (const std::string& n : gpuNames()) text += (text.empty() ? "" : ", ") + n;
   return text.empty() ? "none found in " + (fs::path(dataDir("resources")) / "gpus").string()
                       : text;
+}
+
+std::string fp8GpuNamesText() {
+  std::string text;
+  for (const std::string& n : gpuNames()) {
+    try {
+      if (loadGpu(n).hasFp8()) text += (text.empty() ? "" : ", ") + n;
+    } catch (const ConfigError&) {  // a malformed datasheet: named when it is chosen
+    }
+  }
+  return text.empty() ? "none of " + gpuNamesText() : text;
 }
 
 GpuSpec loadGpu(const std::string& name) {
@@ -92,6 +113,7 @@ GpuSpec loadGpu(const std::string& name) {
     g.bf16Tflops = number(peak, "bf16");
     g.tf32Tflops = number(peak, "tf32");
     g.fp32Tflops = number(peak, "fp32");
+    if (peak.contains("fp8")) g.fp8Tflops = number(peak, "fp8");  // absent: no FP8 tensor cores
     g.matmulTflopsBf16 = number(j, "matmul_tflops_bf16");
     g.hbmGB = number(j, "hbm_GB");
     g.hbmGBps = number(j, "hbm_GBps");

@@ -412,7 +412,7 @@ Projection projectOnHost(const RunConfig& c, const HostProfile& host, int vocab)
   // A stage is ranks / pp ranks (its tp, dp and cp ranks), computing together.
   const double stageCores = double(host.cores) * l.pp / std::max(1, host.ranks);
   const double pipeline = sharedCoresPipelineTime(own.stageForwardS, own.stageBackwardS,
-                                                  l.microBatches, l.schedule, stageCores);
+                                                  l.microBatches, scheduleValue(l), stageCores);
   Projection p = shared;
   p.split = own.split;  // the stages' work with a core each...
   p.split.dpCommExposed = shared.split.dpCommExposed;

@@ -12,15 +12,23 @@ namespace paralab::projection {
 
 int optimizerBytesPerParameter(Precision p, const std::string& optimizer) {
   const int states = 4 * optimizerStateSlots(optimizer);
-  return p == Precision::Bf16Mixed ? 4 + states : states;
+  return keepsMaster(p) ? 4 + states : states;
+}
+
+int parameterBytes(Precision p) {
+  // fp8: the bf16 weight, and its FP8 cast kept from a step's first micro-batch to its last in
+  // both layouts Hopper's FP8 GEMMs read (rowwise for the forward, columnwise, the transpose,
+  // for the input gradient): Transformer Engine's "FP8 weight caching" and "Handling
+  // transposes" (its user guide's performance considerations).
+  return p == Precision::Fp8Mixed ? elementBytes(p) + 2 : elementBytes(p);
 }
 
 ModelStateBytes modelStates(double P, int stage, Precision p, const std::string& optimizer,
                             int dpRanks) {
   // ZeRO's accounting: parameters and gradients at the precision's width, the master in K.
-  const int e = elementBytes(p);
-  return modelStatesPerRank(std::llround(P), stage, optimizerBytesPerParameter(p, optimizer),
-                            dpRanks, StateWidths{.params = e, .grads = e, .master = 0});
+  return modelStatesPerRank(
+      std::llround(P), stage, optimizerBytesPerParameter(p, optimizer), dpRanks,
+      StateWidths{.params = parameterBytes(p), .grads = elementBytes(p), .master = 0});
 }
 
 namespace {

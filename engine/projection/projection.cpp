@@ -146,6 +146,10 @@ ModelSpec ModelSpec::megatronGpt(int layers, int hidden, int heads, int seq, int
 
 // [SECTION] Checking and resolving the inputs
 
+std::string scheduleValue(const Layout& l) {
+  return l.scheduleFile.empty() ? std::string(scheduleName(l.schedule)) : l.scheduleFile;
+}
+
 namespace {
 
 // The layout as a run of the engine: the engine's rules (RunConfig::validateRules) are the
@@ -178,7 +182,9 @@ RunConfig engineRun(const ModelSpec& m, const Layout& l, const Cluster& c) {
   r.batch = l.globalBatch;
   // Micro-batches the projection derives (Megatron-LM's one sample each) are its own choice.
   r.microbatches = l.microBatches > 0 ? l.microBatches : 1;
-  r.schedule = scheduleName(l.schedule);
+  r.schedule = scheduleValue(l);
+  // A file's cells name their chunks: its chunk count is the run's --virtual-stages.
+  if (!l.scheduleFile.empty()) r.virtualStages = l.virtualStages;
   r.zero = l.zero;
   return r;
 }
@@ -237,6 +243,9 @@ std::optional<std::string> validate(const ModelSpec& m, const Layout& l, const C
   if (c.gpus < 1) return "project: the GPU count must be at least 1";
   if (!(c.gpu.bf16Tflops > 0 && c.gpu.hbmGBps > 0))
     return "project: no GPU kind (allowed: " + gpuNamesText() + ", from resources/gpus)";
+  if (l.precision == Precision::Fp8Mixed && !c.gpu.hasFp8())
+    return "precision: fp8 needs FP8 tensor cores, which the " + c.gpu.title +
+           " has not (allowed on it: bf16, tf32, fp32; fp8 on " + fp8GpuNamesText() + ")";
   if (c.gpusPerNode < 1) return "gpus-per-node: must be at least 1";
   if (m.layers < 1) return "layers: must be at least 1 to project";
   if (m.ffnMultiple < 1) return "ffn multiple: must be at least 1";
@@ -278,7 +287,7 @@ std::optional<std::string> validate(const ModelSpec& m, const Layout& l, const C
       return "pp: " + n(l.pp) + " stages of " + n(l.virtualStages) + " chunks but only " +
              n(m.layers) + " blocks (allowed: pp x chunks <= layers)";
     const int mb = l.microBatches > 0 ? l.microBatches : perReplica / std::max(1, l.microBatchSize);
-    if (mb % l.pp != 0)
+    if (l.scheduleFile.empty() && mb % l.pp != 0)
       return "microbatches: the interleaved schedule needs a multiple of pp = " + n(l.pp) +
              " micro-batches (Narayanan et al. 2021 §2.2.2), not " + n(mb);
   }
@@ -422,7 +431,9 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
     zero3Exposed = m * std::max(0.0, gathers - slotCompute[0]);
     zero3Hidden = m * gathers - zero3Exposed;
   }
-  const PipelineTime pipe = pipelineTime(slot, m, v, fillShare(l.schedule, pp, m, v));
+  // The schedule's lists played out (a row of the table or the learner's file alike).
+  const ScheduleShape shape = scheduleShape(scheduleValue(l), pp, m, v);
+  const PipelineTime pipe = pipelineTime(slot, m, v, shape.fill);
   const double forwardShare = totalSeconds(fwd) / blockS;
   for (int k = 0; k < pp; ++k) {
     p.stageForwardS.push_back(slot[size_t(k)] * forwardShare);
@@ -454,10 +465,12 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
       (l.overlapDpComm ? std::max(0.0, gradSync - lastBackward) : gradSync) +
       (l.overlapParamGather ? std::max(0.0, paramGather - firstForward) : paramGather);
   // Adam (say) reads and writes its fp32 weights and each state (8 bytes each), reads the
-  // gradient, and in mixed precision writes the bf16 weights the GEMMs read; the engine also
-  // zeroes the gradients each step.
+  // gradient, and in mixed precision writes the bf16 weights the GEMMs read (fp8 also reads them
+  // again to write their FP8 cast and its transpose, 2 + 1 + 1 bytes, once a step); the engine
+  // also zeroes the gradients each step.
   const double updateBytes = 8.0 * (1 + optimizerStateSlots(l.optimizer)) + gradBytes +
-                             (l.precision == Precision::Bf16Mixed ? e : 0);
+                             (keepsMaster(l.precision) ? e : 0) +
+                             (l.precision == Precision::Fp8Mixed ? e + 2 : 0);
   const double zeroingBytes = model.engineKernels ? gradBytes : 0;
   const double updateRate = r.optimizerBytesPerS > 0 ? r.optimizerBytesPerS : HBM;
   const double optimizerS = stageParams[busiest] / (l.zero >= 1 ? replicas : 1) *
@@ -502,12 +515,12 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
     mem.params = states.params;
     mem.grads = states.grads;
     mem.optimizer = states.optimizer;
-    const double held = microBatchesInFlight(l.schedule, pp, m, k, v);
+    const double held = shape.held[size_t(k)];
     mem.activations = held * T * layersOf(model.layers, pp, k) * perToken;
     if (k == 0) mem.activations += held * T * endActivationBytesPerToken(model, l, true);
     if (k == pp - 1)
-      mem.activations += microBatchesInFlight(l.schedule, pp, m, pp - 1, v) * T *
-                         endActivationBytesPerToken(model, l, false);
+      mem.activations +=
+          shape.held[size_t(pp - 1)] * T * endActivationBytesPerToken(model, l, false);
     // Full recomputation refills one block's buffers for its backward; ZeRO-3 holds the
     // gathered parameters of the block running and the one prefetched.
     if (full)

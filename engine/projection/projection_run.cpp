@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
+#include "parallel/pipeline/schedule_file.h"  // isScheduleFile
 #include "projection/projection.h"
 #include "projection/projection_settings.h"
 #include "schema.h"
@@ -56,7 +57,7 @@ nlohmann::json toJson(const Projection& p) {
               {"microbatches", l.microBatches},
               {"microbatch_size", l.microBatchSize},
               {"global_batch", l.globalBatch},
-              {"schedule", scheduleName(l.schedule)},
+              {"schedule", scheduleValue(l)},
               {"virtual_stages", l.virtualStages},
               {"zero", l.zero},
               {"dp_calls", std::max(1, l.dpCalls)},
@@ -99,11 +100,12 @@ std::string toText(const Projection& p) {
   if (l.sequenceParallel) layout += ", sequence parallel";
   add("Layout: %s; %d micro-batches of %d per replica (global batch %d), %s%s, recompute %s, "
       "ZeRO %d, %s, %s\n",
-      layout.c_str(), l.microBatches, l.microBatchSize, l.globalBatch, scheduleName(l.schedule),
+      layout.c_str(), l.microBatches, l.microBatchSize, l.globalBatch, scheduleValue(l).c_str(),
       l.virtualStages > 1 ? (" interleaved x" + n(l.virtualStages)).c_str() : "",
-      nameOf(l.recompute).c_str(),
-      l.zero,
-      l.precision == Precision::Bf16Mixed ? "bf16 mixed precision" : precisionName(l.precision),
+      nameOf(l.recompute).c_str(), l.zero,
+      l.precision == Precision::Bf16Mixed  ? "bf16 mixed precision"
+      : l.precision == Precision::Fp8Mixed ? "FP8 linear layers, bf16 mixed precision"
+                                           : precisionName(l.precision),
       l.optimizer.c_str());
   const auto link = [&](const char* axis, int size, const Link& k) {
     if (size <= 1) return;
@@ -138,7 +140,7 @@ std::string toText(const Projection& p) {
   const std::string rate =
       p.model.gpt() ? std::to_string(std::llround(p.tokensPerS)) + " tokens/s, " : std::string();
   add("Throughput (projected): %s%.1f samples/s; %.1f TFLOP/s per GPU executed "
-      "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s peak "
+      "(recomputation included), %.1f model TFLOP/s per GPU, MFU %.1f%% of the %s dense peak "
       "%.0f TFLOP/s\n",
       rate.c_str(), p.samplesPerS, p.tflopsPerGpu, p.modelTflopsPerGpu, 100 * p.mfu,
       precisionName(l.precision), c.gpu.peakFlops(l.precision) / 1e12);
@@ -184,7 +186,10 @@ Layout layoutOf(const RunConfig& c) {
   // The engine cuts a replica's batch into micro-batches in a tensor-, pipeline- or
   // context-parallel layout only.
   l.microBatches = c.modelParallel() ? c.microbatches : 1;
-  l.schedule = parseSchedule(c.schedule);
+  if (isScheduleFile(c.schedule))  // a learner's table (schedule_file.h)
+    l.scheduleFile = c.schedule;
+  else
+    l.schedule = parseSchedule(c.schedule);
   l.virtualStages = pipelineChunks(c.schedule, c.pp, c.virtualStages);
   l.zero = c.zero;
   l.recompute = c.model == ModelKind::Gpt ? c.recompute : Recompute::None;
@@ -238,7 +243,8 @@ Projection projectRun(const RunConfig& config, const RunProjection& q) {
   const ModelSpec model = modelOf(c, q.vocab > 0 ? q.vocab : kEngineVocab);
   Layout layout = layoutOf(c);
   layout.precision = precision;
-  if (!q.microBatchesGiven) layout.microBatches = 0;
+  // A schedule file holds its micro-batches: --microbatches, given or not, as a run reads it.
+  if (!q.microBatchesGiven && layout.scheduleFile.empty()) layout.microBatches = 0;
   if (auto err = validate(model, layout, cluster)) throw ConfigError(*err);
   // The engine's rules again for the run as given, one rank per GPU: a setting given where it
   // does not apply (--sp without --tp) is refused as a training run refuses it.

@@ -26,8 +26,9 @@ void countStoredBytes(MemoryTracker* tracker, Dtype d) {
 }
 
 std::optional<std::string> precisionRefusal(const RunConfig& c) {
-  if (c.precision == Dtype::Tf32)
-    return std::string("precision: tf32 is for --project (a training run: fp32, bf16 or fp16)");
+  if (c.precision == Dtype::Tf32 || c.precision == Dtype::Fp8)
+    return "precision: " + nameOf(c.precision) +
+           " is for --project (a training run: fp32, bf16 or fp16)";
   if (!sixteenBit(c.precision)) return std::nullopt;
   const std::string head = "precision: " + nameOf(c.precision) + " ";
   if (c.device == Device::Cuda)

@@ -443,8 +443,8 @@ class TstProjectionLayouts : public QObject {
     QTest::newRow("gpus per node")
         << QStringList{"--project", "h100-sxm:16", "--gpus-per-node", "0"}
         << "gpus-per-node: 0 is out of range";
-    QTest::newRow("precision") << QStringList{"--project", "h100-sxm:16", "--precision", "fp8"}
-                               << "precision: 'fp8'";
+    QTest::newRow("precision") << QStringList{"--project", "h100-sxm:16", "--precision", "fp4"}
+                               << "precision: 'fp4'";
     QTest::newRow("vocab without project")
         << QStringList{"--vocab", "100"} << "vocab: goes with --project";
     QTest::newRow("vocab of the mlp")

@@ -28,6 +28,13 @@ struct Roofline {
   double bytesPerS = 0;       // achievable memory bandwidth
   int sms = 0;                // 0: no wave quantization (a CPU, or a rate measured as a whole)
   int elementBytes = 2;       // one activation
+  // Bytes of one operand of a block's linear-layer GEMM where it is not elementBytes: 1 in fp8
+  // (the GEMM writes its output in bf16); 0: elementBytes.
+  int operandBytes = 0;
+  // fp8: the bf16 dense peak, at which attention's products and the output head run
+  // (Transformer Engine casts the blocks' linear layers to FP8; its FP8 attention is off by
+  // default and the head is not one of its layers); 0: peakFlops.
+  double bf16PeakFlops = 0;
   // FLOP/s of attention's score and weighted-sum products where a kernel of its own computes
   // them (a CPU run's attention loops, host_profile.h); 0: they are GEMMs at the GEMM rate.
   double attentionFlops = 0;
@@ -38,6 +45,9 @@ struct Roofline {
   // bound by its exponentials); 0: at bytesPerS.
   double lossBytesPerS = 0;
   static Roofline of(const GpuSpec& gpu, Precision p);
+  // What runs in bf16 under fp8 (attention's products, the head): this roofline at the bf16
+  // peak with bf16 operands; itself in the other precisions.
+  Roofline bf16() const;
   double gemmFlops() const { return peakFlops * matmulFraction; }
   double ridge() const { return gemmFlops() / bytesPerS; }  // FLOP per byte where bounds meet
 };

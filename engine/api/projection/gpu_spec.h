@@ -9,19 +9,32 @@
 namespace paralab::projection {
 
 // The arithmetic a projected run does: bf16 GEMMs with fp32 master weights (mixed precision,
-// Micikevicius et al. 2018), TF32 tensor-core GEMMs on fp32 tensors, or plain fp32 (the engine's
-// own arithmetic, as it runs on a CPU).
-enum class Precision { Bf16Mixed, Tf32, Fp32 };
-Precision parsePrecision(const std::string& name);  // "bf16" | "tf32" | "fp32"; throws ConfigError
+// Micikevicius et al. 2018), TF32 tensor-core GEMMs on fp32 tensors, plain fp32 (the engine's
+// own arithmetic, as it runs on a CPU), or FP8 as NVIDIA's Transformer Engine trains (Micikevicius
+// et al. 2022, "FP8 Formats for Deep Learning"): the blocks' linear layers multiply FP8 operands
+// on FP8 tensor cores, everything else is bf16 mixed precision (attention's products, the
+// output head, the elementwise kernels, activations and communication in bf16; fp32 master
+// weights and optimizer states).
+enum class Precision { Bf16Mixed, Tf32, Fp32, Fp8Mixed };
+// "bf16" | "fp8" | "tf32" | "fp32"; throws ConfigError naming them.
+Precision parsePrecision(const std::string& name);
 const char* precisionName(Precision p);
-// Bytes of one activation (and of one parameter or gradient as the GEMMs read it).
+// Whether an fp32 master copy of the weights is kept beside 16-bit ones (bf16 and fp8).
+bool keepsMaster(Precision p);
+// Bytes of one activation (and of one parameter or gradient as the GEMMs read it): fp8 keeps
+// its activations and gradients in bf16, 2.
 int elementBytes(Precision p);
+// Bytes of one operand a block's linear-layer GEMM reads: 1 in fp8, else elementBytes.
+int gemmOperandBytes(Precision p);
 
 struct GpuSpec {
   std::string name;                                       // the file stem: "a100-80gb"
   std::string title;                                      // "NVIDIA A100 80GB SXM"
   std::string source;                                     // where the figures come from
   double bf16Tflops = 0, tf32Tflops = 0, fp32Tflops = 0;  // dense peak, 1e12 FLOP/s
+  // Dense FP8 tensor-core peak (the datasheets print it with 2:4 sparsity, twice this), 1e12
+  // FLOP/s; 0: the GPU has no FP8 tensor cores (A100) and a projection in fp8 is refused.
+  double fp8Tflops = 0;
   double matmulTflopsBf16 = 0;  // measured maximum achievable bf16 matmul rate
   double hbmGB = 0;             // memory, 1e9 bytes (the datasheet's GB)
   double hbmGBps = 0;           // memory bandwidth, 1e9 bytes/s
@@ -44,7 +57,10 @@ struct GpuSpec {
   double nicGBps = 0;    // per adapter per direction, 1e9 bytes/s
   std::string nicTitle;  // "InfiniBand HDR 200 Gb/s, one adapter per GPU"
 
-  double peakFlops(Precision p) const;  // FLOP/s
+  // FLOP/s: the precision's dense peak, never the datasheet's "with sparsity" figure (dense
+  // training cannot use 2:4 sparsity), and MFU's denominator.
+  double peakFlops(Precision p) const;
+  bool hasFp8() const { return fp8Tflops > 0; }
   // The measured matmul rate as a fraction of the bf16 peak: what large GEMMs really reach
   // (clocks under the power limit, tile scheduling). Applied to every precision's peak.
   double matmulFraction() const { return matmulTflopsBf16 / bf16Tflops; }
@@ -56,6 +72,8 @@ struct GpuSpec {
 // The GPU kinds in resources/gpus, sorted: "a100-80gb, h100-sxm, h200".
 std::vector<std::string> gpuNames();
 std::string gpuNamesText();
+// Those with FP8 tensor cores: "h100-sxm, h200".
+std::string fp8GpuNamesText();
 // Reads resources/gpus/<name>.json; throws ConfigError "project: unknown GPU 'x' (allowed:
 // ...)" or naming the file and the field that is missing or malformed.
 GpuSpec loadGpu(const std::string& name);

@@ -28,10 +28,16 @@ enum class ActivationRecipe { Engine, Megatron };
 // the optimizer's fp32 states: Adam 4 + 4 + 4 = 12 (ZeRO's K = 12), momentum 8, SGD 4. Training
 // in fp32 (the engine) keeps the states only: Adam 8, momentum 4, SGD 0 (parallel/holdings.h).
 int optimizerBytesPerParameter(Precision p, const std::string& optimizer);
+// Bytes a GPU holds per parameter for the weights themselves: the precision's width (bf16 2,
+// fp32 and tf32 4), and in fp8 the bf16 weight plus its cached FP8 cast and that cast's
+// transpose, 2 + 1 + 1 = 4. With 2-byte gradients and Adam's K = 12, fp8 holds 18 bytes a
+// parameter where bf16 holds ZeRO's 16.
+int parameterBytes(Precision p);
 
 // The model states of one GPU holding P parameters of its shard, sharded over `dpRanks` at ZeRO
-// `stage`: modelStatesPerRank (fp32 parameters and gradients), with the parameters and
-// gradients stored at the precision's width (bf16 mixed precision: ZeRO's 2P + 2P + KP).
+// `stage`: modelStatesPerRank (fp32 parameters and gradients), with the parameters
+// (parameterBytes) and gradients stored at the precision's width (bf16 mixed precision: ZeRO's
+// 2P + 2P + KP; fp8 4P + 2P + KP).
 ModelStateBytes modelStates(double P, int stage, Precision p, const std::string& optimizer,
                             int dpRanks);
 

@@ -81,6 +81,10 @@ struct ModelSpec {
   static ModelSpec megatronGpt(int layers, int hidden, int heads, int seq, int vocab);
 };
 
+struct Layout;
+// The layout's --schedule value: its file, or its row's name.
+std::string scheduleValue(const Layout& l);
+
 // How it is split and run. dp, microBatches and microBatchSize may be left 0: resolve() derives
 // them (dp = GPUs / (tp pp cp); without either micro-batch figure, micro-batches of 1 sequence,
 // Megatron-LM's default).
@@ -94,6 +98,9 @@ struct Layout {
   int microBatchSize = 0;  // sequences per micro-batch
   int virtualStages = 1;   // interleaved 1F1B: model chunks per GPU (1 = not interleaved)
   Schedule schedule = Schedule::OneFOneB;
+  // --schedule FILE: a learner's table (parallel/pipeline/schedule_file.h), checked as a
+  // training run checks it and played as the table's rows are; empty: the row `schedule`.
+  std::string scheduleFile;
   int zero = 0;  // ZeRO stage 0..3 over the data-parallel replicas
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16Mixed;
