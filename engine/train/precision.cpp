@@ -33,13 +33,12 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
   if (c.device == Device::Cuda)
     return head +
            "trains on the CPU; the CUDA path trains in fp32 (allowed with --device cuda: fp32)";
-  // Model parallelism rounds where the serial model does (stage.h, model_parallel.cpp); the
-  // MoE layer keeps no 16-bit activations yet, and the asynchronous strategies no master copy.
-  if (c.strategy != "sync" || c.hasExperts())
+  // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
+  // asynchronous strategies keep no master copy.
+  if (c.strategy != "sync")
     return head +
-           "trains serially and with --strategy sync (data, tensor, sequence, pipeline and "
-           "context parallelism, ZeRO; dense models); asynchronous strategies and experts "
-           "train in fp32";
+           "trains serially and with --strategy sync (data, tensor, sequence, pipeline, "
+           "context and expert parallelism, ZeRO); asynchronous strategies train in fp32";
   if (c.accumulate > 1)
     return head +
            "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "

@@ -288,8 +288,6 @@ class TstPrecision : public QObject {
     QTest::addColumn<QString>("line");
     QTest::newRow("local sgd") << "local-sgd"
                                << "precision: bf16 trains serially and with";
-    QTest::newRow("moe") << "moe"
-                         << "precision: bf16 trains serially and with";
     QTest::newRow("cuda") << "cuda"
                           << "precision: bf16 trains on the CPU";
     QTest::newRow("accumulate") << "accumulate"
@@ -304,7 +302,6 @@ class TstPrecision : public QObject {
     QFETCH(QString, line);
     RunConfig c = mlpRun(Dtype::Bf16);
     if (change == "local-sgd") c.strategy = "local-sgd", c.ranks = 2;
-    if (change == "moe") c.model = ModelKind::Moe;
     if (change == "cuda") c.device = Device::Cuda;
     if (change == "accumulate") c.accumulate = 4;
     if (change == "tf32") c.precision = Dtype::Tf32;

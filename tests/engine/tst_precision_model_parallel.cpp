@@ -1,5 +1,5 @@
 // Mixed precision under model parallelism (--precision bf16|fp16 with --pp, --tp, --sp,
-// --tp-overlap, --cp, and with dp and ZeRO; lessons/reference/precision.md): each layout in 16
+// --tp-overlap, --cp, --ep, with dp and ZeRO; lessons/reference/precision.md): each layout in 16
 // bits against its own serial 16-bit run — to fp32's tolerance where the rounding points and
 // the order of the sums are the serial run's, to a stated bound where they are not — fp16's
 // skipped steps agreed over every rank, the model states per rank to the byte, and the
@@ -9,6 +9,7 @@
 #include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
+#include "moe_runs.h"
 #include "train/precision.h"
 
 using namespace paralab;
@@ -195,13 +196,16 @@ class TstPrecisionModelParallel : public QObject {
     for (int zero = 0; zero <= 3; ++zero)
       QTest::addRow("mlp tp2 pp2 dp2 zero-%d", zero) << false << "tp2 pp2 dp2 M2" << zero << 2;
     QTest::newRow("gpt pp2 cp2: 18") << true << "pp2 cp2 M2" << 0 << 2;
+    QTest::newRow("moe ep2: 18") << false << "moe ep2" << 0 << 2;
   }
   void modelStatesPerRank() {
     QFETCH(bool, gpt);
     QFETCH(QString, layout);
     QFETCH(int, zero);
     QFETCH(int, replicas);
-    RunConfig c = laidOut(modelRun(gpt, Dtype::Bf16), layout);
+    RunConfig c = layout == "moe ep2" ? test::moeConfig(2, 2, 2)
+                                      : laidOut(modelRun(gpt, Dtype::Bf16), layout);
+    c.precision = Dtype::Bf16;
     c.optimizer = "adam";
     c.lr = 0.002;
     c.zero = zero;
@@ -245,23 +249,60 @@ class TstPrecisionModelParallel : public QObject {
     }
   }
 
+  // Expert parallelism: each rank rounds its experts' rows where the serial MoE layer does;
+  // the tokens' rows travel as the 16-bit values they are, and the router's softmax stays
+  // fp32. Its gradient sums over dp and expert-dp run in another order than the serial run's
+  // (the bound dp2 has); a layer whose experts are all local is the serial layer.
+  void expertsAgreeWithSerial_data() {
+    QTest::addColumn<bool>("gpt");
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("ep");
+    QTest::addColumn<int>("zero");
+    for (const bool gpt : {false, true}) {
+      const char* model = gpt ? "gpt" : "moe";
+      QTest::addRow("%s ep2", model) << gpt << 2 << 2 << 0;
+      QTest::addRow("%s dp4 ep2 zero-2", model) << gpt << 4 << 2 << 2;
+    }
+  }
+  void expertsAgreeWithSerial() {
+    QFETCH(bool, gpt);
+    QFETCH(int, ranks);
+    QFETCH(int, ep);
+    QFETCH(int, zero);
+    RunConfig serial = test::moeConfig(1, 1, 2);
+    if (gpt) {
+      const RunConfig g = modelRun(true, Dtype::Bf16);
+      serial.model = ModelKind::Gpt, serial.ffn = Ffn::Moe;
+      serial.hidden = g.hidden, serial.heads = g.heads, serial.seq = g.seq, serial.batch = g.batch;
+    }
+    serial.precision = Dtype::Bf16;
+    RunConfig run = serial;
+    run.ranks = ranks, run.ep = ep, run.zero = zero;
+    QVERIFY2(!serial.validate(), serial.validate().value_or("").c_str());
+    QVERIFY2(!run.validate(), run.validate().value_or("").c_str());
+    const test::RunRecord a = test::recordRun(serial, kSteps), b = test::recordRun(run, kSteps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "bf16 experts vs serial bf16");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters");
+    QVERIFY2(allRepresentable(b.params), "parameters are 16-bit values");
+    RunConfig fp32 = serial;
+    fp32.precision = Dtype::Fp32;
+    QVERIFY(test::recordRun(fp32, kSteps).params != a.params);
+  }
+
   // What stays fp32 is refused in one line naming what trains in 16 bits; fp32 trains it.
   void refusals_data() {
     QTest::addColumn<QString>("change");
-    QTest::newRow("experts, ep2") << "ep2";
-    QTest::newRow("gpt experts, ep2") << "gpt-moe-ep2";
     QTest::newRow("local sgd") << "local-sgd";
+    QTest::newRow("hogwild") << "hogwild";
   }
   void refusals() {
     QFETCH(QString, change);
-    RunConfig c = modelRun(change.startsWith("gpt"), Dtype::Bf16);
-    if (change == "ep2") c.model = ModelKind::Moe, c.dp = 2, c.ep = 2;
-    if (change == "gpt-moe-ep2") c.ffn = Ffn::Moe, c.dp = 2, c.ep = 2;
-    if (change == "local-sgd") c.strategy = "local-sgd", c.ranks = 2;
-    c.deriveRanks();
+    RunConfig c = modelRun(false, Dtype::Bf16);
+    c.strategy = change.toStdString();
+    c.ranks = 3;
     const std::string err = c.validate().value_or("");
     QVERIFY2(err.rfind("precision: bf16 trains serially and with --strategy sync (data, tensor, "
-                       "sequence, pipeline and context parallelism, ZeRO; dense models)",
+                       "sequence, pipeline, context and expert parallelism, ZeRO)",
                        0) == 0,
              err.c_str());
     QCOMPARE(std::count(err.begin(), err.end(), '\n'), 0);
