@@ -314,10 +314,9 @@ class TstPrecision : public QObject {
   }
 
   void refusedOnTheCommandLine() {
-    const test::ProgramResult r = test::runProgram(
-        PARALAB_RUN,
-        {"--dataset", "synthetic", "--precision", "fp16", "--ranks", "2", "--strategy",
-         "local-sgd"});
+    const test::ProgramResult r =
+        test::runProgram(PARALAB_RUN, {"--dataset", "synthetic", "--precision", "fp16", "--ranks",
+                                       "2", "--strategy", "local-sgd"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("precision: fp16 trains serially"), qPrintable(r.err));
     QCOMPARE(r.err.count('\n'), 1);

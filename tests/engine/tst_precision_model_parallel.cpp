@@ -78,11 +78,16 @@ class TstPrecisionModelParallel : public QObject {
     QTest::addColumn<QString>("gpipe");
     for (const bool gpt : {false, true}) {
       const char* model = gpt ? "gpt" : "mlp";
-      QTest::addRow("%s pp2 1f1b", model) << gpt << "pp2 M4" << "pp2 M4 gpipe";
-      QTest::addRow("%s pp4 1f1b", model) << gpt << "pp4 M4" << "pp4 M4 gpipe";
-      QTest::addRow("%s pp2 zb-h1", model) << gpt << "pp2 M4 zb-h1" << "pp2 M4 gpipe";
-      QTest::addRow("%s pp4 zb-h1", model) << gpt << "pp4 M4 zb-h1" << "pp4 M4 gpipe";
-      QTest::addRow("%s pp2 interleaved", model) << gpt << "pp2 M4 interleaved" << "pp2 M4 gpipe";
+      QTest::addRow("%s pp2 1f1b", model) << gpt << "pp2 M4"
+                                          << "pp2 M4 gpipe";
+      QTest::addRow("%s pp4 1f1b", model) << gpt << "pp4 M4"
+                                          << "pp4 M4 gpipe";
+      QTest::addRow("%s pp2 zb-h1", model) << gpt << "pp2 M4 zb-h1"
+                                           << "pp2 M4 gpipe";
+      QTest::addRow("%s pp4 zb-h1", model) << gpt << "pp4 M4 zb-h1"
+                                           << "pp4 M4 gpipe";
+      QTest::addRow("%s pp2 interleaved", model) << gpt << "pp2 M4 interleaved"
+                                                 << "pp2 M4 gpipe";
     }
   }
   void schedulesAgree() {
@@ -165,8 +170,10 @@ class TstPrecisionModelParallel : public QObject {
   void fp16ForcedOverflow_data() {
     QTest::addColumn<QString>("layout");
     QTest::addColumn<QString>("scale");
-    QTest::newRow("tp2 pp2, 2^20") << "tp2 pp2 M2" << "1048576";
-    QTest::newRow("tp2 pp2 dp2 zero1, 1e30") << "tp2 pp2 dp2 M2 zero1" << "1e30";
+    QTest::newRow("tp2 pp2, 2^20") << "tp2 pp2 M2"
+                                   << "1048576";
+    QTest::newRow("tp2 pp2 dp2 zero1, 1e30") << "tp2 pp2 dp2 M2 zero1"
+                                             << "1e30";
   }
   void fp16ForcedOverflow() {
     QFETCH(QString, layout);
@@ -244,8 +251,8 @@ class TstPrecisionModelParallel : public QObject {
     for (size_t i = 0; i < h.ranks.size(); ++i) {
       const int64_t a16 = h.ranks[i].mem.peak[int(MemCategory::Activations)],
                     a32 = f.ranks[i].mem.peak[int(MemCategory::Activations)];
-      QVERIFY2(a16 < a32 && 2 * a16 > a32, qPrintable(QString("rank %1: %2 of %3 bytes")
-                                                         .arg(i).arg(a16).arg(a32)));
+      QVERIFY2(a16 < a32 && 2 * a16 > a32,
+               qPrintable(QString("rank %1: %2 of %3 bytes").arg(i).arg(a16).arg(a32)));
     }
   }
 

@@ -21,7 +21,10 @@ namespace paralab {
 class MicroGradients final : public UnitHooks {
  public:
   MicroGradients(ParamSet& ps, Compute& compute, MemoryTracker* memory, UnitHooks* inner)
-      : m_ps(ps), m_compute(compute), m_memory(memory), m_inner(inner),
+      : m_ps(ps),
+        m_compute(compute),
+        m_memory(memory),
+        m_inner(inner),
         m_seen(ps.units().size(), 0) {}
   void beginStep() { std::fill(m_seen.begin(), m_seen.end(), 0); }
   void beforeForward(int u) override { m_inner->beforeForward(u); }

@@ -113,11 +113,12 @@ class ModelParallel final : public Strategy {
       if (m_precision.active()) {
         UnitHooks* inner = ch.sync.get();
         if (c.zero < 2) {
-          ch.apart = std::make_unique<MicroGradients>(ch.model->params(), compute(), ctx.memory,
-                                                      inner);
+          ch.apart =
+              std::make_unique<MicroGradients>(ch.model->params(), compute(), ctx.memory, inner);
           inner = ch.apart.get();
         }
-        ch.rounding = std::make_unique<MixedPrecision::Hooks>(m_precision, ch.model->params(), inner);
+        ch.rounding =
+            std::make_unique<MixedPrecision::Hooks>(m_precision, ch.model->params(), inner);
       }
     }
     m_schedule = pipelineSteps(  // a row of the table or a file (schedule_file.h)
@@ -391,7 +392,7 @@ class ModelParallel final : public Strategy {
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
   int m_micros;
-  MixedPrecision m_precision;  // --precision bf16|fp16: loss scale, gradient rounding, counts
+  MixedPrecision m_precision;   // --precision bf16|fp16: loss scale, gradient rounding, counts
   std::vector<Chunk> m_chunks;  // chunk c: virtual stage c·P + s (one without interleaving)
   std::vector<PipeStep> m_schedule;
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;
