@@ -1,9 +1,7 @@
-// Mixed precision under model parallelism (--precision bf16|fp16 with --pp, --tp, --sp,
-// --tp-overlap, --cp, --ep, with dp and ZeRO; lessons/reference/precision.md): each layout in 16
-// bits against its own serial 16-bit run — to fp32's tolerance where the rounding points and
-// the order of the sums are the serial run's, to a stated bound where they are not — fp16's
-// skipped steps agreed over every rank, the model states per rank to the byte, and the
-// refusals of what stays fp32. Run: ctest -R tst_precision_model_parallel
+// Mixed precision under tensor, sequence, pipeline, context and expert parallelism, with dp and
+// ZeRO: each layout in 16 bits against its own serial 16-bit run (fp32's tolerance where the
+// rounding points and sums are serial's, a stated bound where not), fp16's skipped steps agreed
+// over every rank, model states per rank to the byte. Run: ctest -R tst_precision_model_parallel
 #include <QtTest>
 
 #include "layout_spec.h"

@@ -1,8 +1,7 @@
 // Mixed precision over several micro-batches (model_parallel.cpp): each micro-batch's weight
-// gradients are kept apart from the fp32 sum of the earlier ones while its backward makes them,
-// so they are rounded to 16 bits on their own (as a 16-bit GEMM writes them) and added to an
-// fp32 sum (Megatron's main_grad), never summed in 16 bits. See lessons/reference/precision.md
-// and tests/engine/tst_precision_model_parallel.cpp.
+// gradients are rounded to 16 bits on their own, as a 16-bit GEMM writes them, and added to
+// the fp32 sum of the earlier ones (Megatron's main_grad), never summed in 16 bits.
+// See lessons/reference/precision.md; run: ctest -R tst_precision_model_parallel
 #pragma once
 #include <algorithm>
 #include <vector>
