@@ -248,6 +248,7 @@ void Gpt::forwardTo(int B, int T, bool train, UnitHooks* hooks,
 void Gpt::blockForward(int l, int B, int T, bool toOutput, bool train) {
   Block& b = m_blocks[size_t(l)];
   const int C = m_shape.hidden, rows = B * T;
+  if (b.moe) b.moe->storeIn(m_stored);  // its experts' rows in 16 bits too (moe_ffn.h)
   if (rows == 0) {  // no tokens here: only the MoE's exchanges, for the other ranks' tokens
     if (b.moe && toOutput) b.moe->forward(nullptr, nullptr, 0, train, m_tracker);
     return;
@@ -274,6 +275,7 @@ void Gpt::blockForward(int l, int B, int T, bool toOutput, bool train) {
     if (!toOutput) return;
     m_compute->copy(out, k.mid.data(), int64_t(rows) * C);
     b.moe->forward(k.ln2.data(), out, rows, train, m_tracker);
+    stored(out, n);
     return;
   }
   b.fc1->forward(k.ln2.data(), k.h.data(), rows);

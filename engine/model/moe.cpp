@@ -79,12 +79,17 @@ void Moe::ensureCapacity(int batch) {
   m_acts.x = act({B, m_shape.input});
   if (onGpu()) m_acts.labels = act({B});
   for (int l = 0; l <= m_shape.layers; ++l) m_acts.a.push_back(act({B, H}));
+  // fp32 under mixed precision too (model.h): LayerNorm's statistics, the logits the loss reads.
+  auto wide = [&](Shape s) {
+    Fp32Allocations fp32(m_tracker);
+    return act(std::move(s));
+  };
   for (int l = 0; l < m_shape.layers; ++l) {
     m_acts.ln.push_back(act({B, H}));
-    m_acts.mean.push_back(act({B}));
-    m_acts.rstd.push_back(act({B}));
+    m_acts.mean.push_back(wide({B}));
+    m_acts.rstd.push_back(wide({B}));
   }
-  m_acts.logits = act({B, m_shape.classes});
+  m_acts.logits = wide({B, m_shape.classes});
   m_acts.dlogits = work({B, m_shape.classes});
   m_acts.da = work({B, H});
   m_acts.dln = work({B, H});
@@ -97,8 +102,10 @@ void Moe::forwardTo(const float* x, int batch, bool train, UnitHooks* hooks) {
   const int64_t H = m_shape.hidden;
   if (train) m_moe.beginStep();
   m_compute->upload(m_acts.x.data(), x, int64_t(batch) * m_shape.input);
+  stored(m_acts.x.data(), int64_t(batch) * m_shape.input);  // 16-bit where kept (model.h)
   if (hooks) hooks->beforeForward(0);
   if (batch > 0) m_in.forward(m_acts.x.data(), m_acts.a[0].data(), batch);
+  stored(m_acts.a[0].data(), int64_t(batch) * H);
   if (hooks) hooks->afterForward(0);
   for (int l = 0; l < L; ++l) {
     if (hooks) hooks->beforeForward(l + 1);
@@ -108,8 +115,11 @@ void Moe::forwardTo(const float* x, int batch, bool train, UnitHooks* hooks) {
     float* ln = m_acts.ln[size_t(l)].data();
     if (batch > 0)
       b.ln.forward(in, ln, m_acts.mean[size_t(l)].data(), m_acts.rstd[size_t(l)].data(), batch);
+    stored(ln, int64_t(batch) * H);
     m_compute->copy(out, in, int64_t(batch) * H);  // x + sum_j gate_j expert_j(LN(x))
+    b.ffn.storeIn(m_stored);
     b.ffn.forward(ln, out, batch, train, m_tracker);
+    stored(out, int64_t(batch) * H);
     if (hooks) hooks->afterForward(l + 1);
   }
   if (hooks) hooks->beforeForward(last);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "cpu/half.h"
 #include "cpu/moe.h"
 #include "device/compute.h"
 #include "rng.h"
@@ -217,6 +218,11 @@ void MoeFfn::routeAndPlan(int N, bool train, ExpertExchange& ex) {
   }
 }
 
+void MoeFfn::stored(float* values, int64_t n) const {
+  if (m_stored == Dtype::Bf16 || m_stored == Dtype::Fp16)
+    kernels::round_to_half(values, n, m_stored == Dtype::Fp16);
+}
+
 // [SECTION] Forward
 void MoeFfn::forward(const float* x, float* out, int N, bool train, MemoryTracker* tracker) {
   const Compute& c = compute();
@@ -226,7 +232,10 @@ void MoeFfn::forward(const float* x, float* out, int N, bool train, MemoryTracke
   const int H = m_parts->shape.hidden, E = m_parts->shape.experts;
   const bool gpu = onGpu();
   A.N = N;
-  grow(c, A.probs, N, E, MemCategory::Activations, tracker);
+  {
+    Fp32Allocations wide(tracker);  // the router's softmax stays fp32 under mixed precision
+    grow(c, A.probs, N, E, MemCategory::Activations, tracker);
+  }
   if (N > 0) m_router.forward(x, A.probs.data(), N);  // the logits
   if (gpu) {  // the logits to the host (this waits for the stream): routing is made there
     A.probsHost.resize(size_t(N) * E);
@@ -262,8 +271,11 @@ void MoeFfn::forward(const float* x, float* out, int N, bool train, MemoryTracke
     if (n == 0) continue;
     Expert& e = m_experts[i];
     e.fc1.forward(A.xin.data() + off * H, A.h.data() + off * 4 * H, n);
+    stored(A.h.data() + off * 4 * H, int64_t(n) * 4 * H);
     c.gelu(A.g.data() + off * 4 * H, A.h.data() + off * 4 * H, long(n) * 4 * H);
+    stored(A.g.data() + off * 4 * H, int64_t(n) * 4 * H);
     e.fc2.forward(A.g.data() + off * 4 * H, y + off * H, n);
+    stored(y + off * H, int64_t(n) * H);  // kept (ycomb) for the gates' gradients
     off += n;
   }
   if (!local) {  // combine: the outputs back to their tokens' ranks

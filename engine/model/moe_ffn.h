@@ -16,6 +16,7 @@
 
 #include "model/layers.h"
 #include "model/param_set.h"
+#include "run_choices.h"
 
 namespace paralab {
 
@@ -127,6 +128,10 @@ class MoeFfn {
   // and accumulates the layer's parameter gradients. After forward(train = true) on the same x.
   void backward(const float* x, const float* dout, float* dx, MemoryTracker* tracker);
   const BlockRouting& routing() const { return m_acts.route; }
+  // Mixed precision (train/precision.h): the experts' hidden and GELU rows and their outputs
+  // are rounded to `d` where they are written (their input rows are the block's 16-bit
+  // LayerNorm output); the router's probabilities stay fp32, a softmax.
+  void storeIn(Dtype d) { m_stored = d; }
 
  private:
   struct Expert {
@@ -161,6 +166,7 @@ class MoeFfn {
   void uploadPlan(MemoryTracker* tracker);  // GPU: the plan's index arrays and gates up
   void routeAndPlan(int N, bool train, ExpertExchange& ex);
   long receivedRows() const;
+  void stored(float* values, int64_t n) const;  // rounded to m_stored (nothing in fp32)
 
   ParamSet* m_ps;
   MoeParts* m_parts;
@@ -168,6 +174,7 @@ class MoeFfn {
   Linear m_router;
   std::vector<Expert> m_experts;  // the local ones, firstExpert() onwards
   Acts m_acts;
+  Dtype m_stored = Dtype::Fp32;
 };
 
 }  // namespace paralab

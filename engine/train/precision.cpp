@@ -34,10 +34,12 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
   if (c.device == Device::Cuda)
     return head +
            "trains on the CPU; the CUDA path trains in fp32 (allowed with --device cuda: fp32)";
-  if (c.strategy != "sync" || c.modelParallel() || c.hasExperts())
+  // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
+  // asynchronous strategies keep no master copy.
+  if (c.strategy != "sync")
     return head +
-           "trains serially and with --strategy sync data parallelism and its ZeRO "
-           "stages (tp = pp = cp = 1, dense models); other layouts train in fp32";
+           "trains serially and with --strategy sync (data, tensor, sequence, pipeline, "
+           "context and expert parallelism, ZeRO); asynchronous strategies train in fp32";
   if (c.accumulate > 1)
     return head +
            "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "

@@ -286,12 +286,8 @@ class TstPrecision : public QObject {
   void refusals_data() {
     QTest::addColumn<QString>("change");
     QTest::addColumn<QString>("line");
-    QTest::newRow("tensor parallel") << "tp2"
-                                     << "precision: bf16 trains serially and with";
     QTest::newRow("local sgd") << "local-sgd"
                                << "precision: bf16 trains serially and with";
-    QTest::newRow("moe") << "moe"
-                         << "precision: bf16 trains serially and with";
     QTest::newRow("cuda") << "cuda"
                           << "precision: bf16 trains on the CPU";
     QTest::newRow("accumulate") << "accumulate"
@@ -305,9 +301,7 @@ class TstPrecision : public QObject {
     QFETCH(QString, change);
     QFETCH(QString, line);
     RunConfig c = mlpRun(Dtype::Bf16);
-    if (change == "tp2") c.tp = 2, c.ranks = 2;
     if (change == "local-sgd") c.strategy = "local-sgd", c.ranks = 2;
-    if (change == "moe") c.model = ModelKind::Moe;
     if (change == "cuda") c.device = Device::Cuda;
     if (change == "accumulate") c.accumulate = 4;
     if (change == "tf32") c.precision = Dtype::Tf32;
@@ -320,9 +314,9 @@ class TstPrecision : public QObject {
   }
 
   void refusedOnTheCommandLine() {
-    const test::ProgramResult r = test::runProgram(
-        PARALAB_RUN,
-        {"--dataset", "synthetic", "--precision", "fp16", "--ranks", "2", "--tp", "2"});
+    const test::ProgramResult r =
+        test::runProgram(PARALAB_RUN, {"--dataset", "synthetic", "--precision", "fp16", "--ranks",
+                                       "2", "--strategy", "local-sgd"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("precision: fp16 trains serially"), qPrintable(r.err));
     QCOMPARE(r.err.count('\n'), 1);

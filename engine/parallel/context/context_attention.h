@@ -39,6 +39,10 @@ class ContextAttention {
   // Floats a micro-batch of B windows keeps from the forward for the backward, per layer (the
   // ring: each query's log-sum-exp; Ulysses: its heads' q, k, v and probabilities).
   virtual int64_t keptFloats(int B) const = 0;
+  // Whether what it keeps are values a 16-bit run stores in 16 bits (Ulysses's q, k, v and
+  // probabilities, rounded as the serial model rounds its own) rather than fp32 statistics
+  // (the ring's log-sum-exp, fp32 as LayerNorm's are). See lessons/reference/precision.md.
+  virtual bool keptStored() const { return false; }
   // Floats one rank sends per layer for B windows (each kind's formula, in its header).
   virtual int64_t forwardFloats(int B) const = 0;
   virtual int64_t backwardFloats(int B) const = 0;

@@ -37,6 +37,7 @@ class UlyssesAttention final : public ContextAttention {
 
   const CpChunks& chunks() const override { return m_chunks; }
   int64_t keptFloats(int B) const override;
+  bool keptStored() const override { return true; }  // q, k, v and probabilities
   int64_t forwardFloats(int B) const override;
   int64_t backwardFloats(int B) const override { return forwardFloats(B); }
   int64_t workspaceBytes() const override;

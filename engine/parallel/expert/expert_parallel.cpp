@@ -32,6 +32,7 @@
 #include "parallel/process_grid.h"
 #include "memory/memory_tracker.h"
 #include "parallel/data/replica.h"  // shardBegin, shardLen
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -42,8 +43,11 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   explicit ExpertParallel(RankContext& ctx)
       : m_ctx(ctx),
         m_grid(std::make_unique<ProcessGrid>(
-            GridShape{ctx.config->dpDegree(), 1, 1, ctx.config->ep}, *ctx.comm)) {
+            GridShape{ctx.config->dpDegree(), 1, 1, ctx.config->ep}, *ctx.comm)),
+        m_precision(*ctx.config) {
     ensureCompute(m_ctx, m_ownCompute);
+    // Mixed precision (train/precision.h): 16-bit parameters and activations counted at 2 bytes.
+    countStoredBytes(ctx.memory, ctx.config->precision);
     const GridCoords& c = m_grid->coords();
     m_topo.tokenRanks = m_grid->dp().size();
     m_topo.tokenRank = c.dp;
@@ -58,6 +62,11 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     m_model = makeModel(*ctx.config, *ctx.data, ctx.memory, m_ctx.compute, shard);
     m_moe = m_model->moeParts();
     if (!m_moe) throw std::logic_error("expert parallelism: the model has no experts");
+    if (m_precision.active()) {  // the shard's initial weights rounded into their 16-bit store
+      m_model->storeActivationsIn(m_precision.dtype());
+      roundStored(m_precision.dtype(), m_model->params().params().data(),
+                  m_model->params().numel());
+    }
     m_moe->exchange = this;
     // Data parallelism: non-expert weights have dp replicas, each expert dp/ep (expert-dp).
     std::vector<SyncRange> ranges;
@@ -76,11 +85,20 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     RankStep out;
     out.samples = takeSlice(globalBatch);
     m_sync->beginStep(step);
+    // Mixed precision: each unit's gradients rounded to 16 bits before the hooks; fp16's loss
+    // scale folded into the normalizer (the gradients come out times S).
+    MixedPrecision::Hooks rounding(m_precision, m_model->params(), this);
+    UnitHooks* hooks = m_precision.active() ? static_cast<UnitHooks*>(&rounding) : this;
     out.lossSum = m_model->forwardLoss(m_x.data(), m_labels.data(), m_slice,
-                                       double(globalBatch.size()), this);
-    m_model->backward(this);  // buckets and ZeRO-2/3 start as units finish
+                                       m_precision.normalizer(double(globalBatch.size())), hooks);
+    m_model->backward(hooks);  // buckets and ZeRO-2/3 start as units finish
     m_sync->reduce();
-    m_sync->update();
+    // The summed gradients divided by S and checked; an overflow on any rank (each holds other
+    // experts) skips the step on every rank.
+    if (m_precision.finishGradients(m_sync->heldGradients(0, m_model->params().numel()),
+                                    m_ctx.comm))
+      m_sync->update();
+    m_precision.report(out);
     const MoeStats& st = m_moe->stats;
     out.expertTokens = st.routed;
     out.droppedTokens = st.dropped;
@@ -300,6 +318,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
   std::unique_ptr<Compute> m_ownCompute;  // when the context brought none
   RankContext m_ctx;
   std::unique_ptr<ProcessGrid> m_grid;
+  MixedPrecision m_precision;  // --precision bf16|fp16: loss scale, gradient rounding, counts
   ExpertTopology m_topo;
   std::unique_ptr<Model> m_model;
   MoeParts* m_moe = nullptr;  // the model's experts and their routing figures

@@ -40,11 +40,13 @@
 #include "parallel/data/accumulation.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/data/replica.h"  // shardBegin, shardLen
+#include "parallel/pipeline/micro_gradients.h"
 #include "parallel/pipeline/pipeline.h"
 #include "parallel/pipeline/schedule_file.h"
 #include "parallel/pipeline/stage.h"
 #include "parallel/process_grid.h"
 #include "parallel/tensor/gpt_parallel.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -63,6 +65,13 @@ struct Chunk {
   std::vector<std::unique_ptr<MicroActs>> pool;  // activation buffers not in use
   int virtualStage = 0;
   PipeSeat next, prev;  // where virtual stages v + 1 and v - 1 sit; stage -1: none
+  // --precision bf16|fp16: each micro-batch's weight gradients rounded apart from their fp32
+  // sum (micro_gradients.h; ZeRO-2/3's buffers start at zero anyway), around `sync`.
+  std::unique_ptr<MicroGradients> apart;
+  std::unique_ptr<MixedPrecision::Hooks> rounding;
+  UnitHooks* hooks() const {
+    return rounding ? static_cast<UnitHooks*>(rounding.get()) : static_cast<UnitHooks*>(sync.get());
+  }
 };
 
 class ModelParallel final : public Strategy {
@@ -71,9 +80,12 @@ class ModelParallel final : public Strategy {
       : m_ctx(ctx),
         m_grid(GridShape{ctx.config->dpDegree(), ctx.config->tp, ctx.config->pp, 1, ctx.config->cp},
                *ctx.comm),
-        m_micros(ctx.config->microbatches) {
+        m_micros(ctx.config->microbatches),
+        m_precision(*ctx.config) {
     ensureCompute(m_ctx, m_ownCompute);
     const RunConfig& c = *ctx.config;
+    // Mixed precision (train/precision.h): 16-bit parameters and activations counted at 2 bytes.
+    countStoredBytes(ctx.memory, c.precision);
     const GridCoords& at = m_grid.coords();
     const int P = c.pp, s = at.pp, L = c.layers, V = pipelineChunks(c.schedule, P, c.virtualStages);
     const PipePlacement place = pipelinePlacement(c.schedule);
@@ -98,10 +110,25 @@ class ModelParallel final : public Strategy {
                            m_grid.cp(), c.cpOrder == CpOrder::Zigzag, c.cpKind);
       if (auto* pair = dynamic_cast<ColumnRowStage*>(ch.stage.get()))
         pair->setTpOverlap(c.tpOverlap);  // tensor/tp_overlap.cpp
+      if (m_precision.active()) {  // the shard's initial weights rounded into their 16-bit store
+        ch.model->storeActivationsIn(c.precision);
+        ch.stage->storeActivationsIn(c.precision);
+        roundStored(c.precision, ch.model->params().params().data(), ch.model->params().numel());
+      }
       ch.sync = std::make_unique<GradSync>(
           ch.model->params(),
           std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
           std::vector<SyncRange>{}, sync, compute(), ctx.memory, ctx.spans);
+      if (m_precision.active()) {
+        UnitHooks* inner = ch.sync.get();
+        if (c.zero < 2) {
+          ch.apart =
+              std::make_unique<MicroGradients>(ch.model->params(), compute(), ctx.memory, inner);
+          inner = ch.apart.get();
+        }
+        ch.rounding =
+            std::make_unique<MixedPrecision::Hooks>(m_precision, ch.model->params(), inner);
+      }
     }
     m_schedule = pipelineSteps(  // a row of the table or a file (schedule_file.h)
         c.schedule, PipeShape{.stage = s, .stages = P, .micros = m_micros, .chunks = V});
@@ -119,8 +146,10 @@ class ModelParallel final : public Strategy {
   // cut into its own M pipeline micro-batches; the gradients of all K x M add up before 2.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     const int K = m_ctx.config->accumulate;
-    for (Chunk& ch : m_chunks)
+    for (Chunk& ch : m_chunks) {
       ch.sync->beginStep(step, K * m_micros);  // each unit's backward runs once per micro-batch
+      if (ch.apart) ch.apart->beginStep();
+    }
     double loss = 0;
     int samples = 0;
     for (int k = 0; k < K; ++k) {
@@ -130,8 +159,17 @@ class ModelParallel final : public Strategy {
     }
     for (Chunk& ch : m_chunks) ch.sync->reduce();  // 2.
     for (Chunk& ch : m_chunks) ch.stage->finishBackward(*ch.sync);  // 3.
-    for (Chunk& ch : m_chunks) ch.sync->update();                   // 4.
+    // Mixed precision: the summed gradients divided by the loss scale and checked; an inf or
+    // NaN on any rank skips the update on every rank (one all-reduce over the world, as
+    // Megatron's found_inf is reduced over the model-parallel and data-parallel groups).
+    std::vector<HeldGradients> held;
+    for (Chunk& ch : m_chunks)
+      for (const HeldGradients& h : ch.sync->heldGradients(0, ch.model->params().numel()))
+        held.push_back(h);
+    if (m_precision.finishGradients(held, m_ctx.comm))
+      for (Chunk& ch : m_chunks) ch.sync->update();  // 4.
     RankStep out;
+    m_precision.report(out);
     if (reportsLoss()) {
       out.lossSum = loss;  // cp: this rank's tokens' share of its windows' losses
       out.samples = m_grid.coords().cp == 0 ? samples : 0;  // each window counted once
@@ -154,6 +192,7 @@ class ModelParallel final : public Strategy {
         m_evalBuffer);
     if (m_ctx.rank != 0) return *m_chunks.front().model;  // evaluation runs on rank 0 only
     m_eval = makeModel(*m_ctx.config, *m_ctx.data, m_ctx.memory, &compute(), {}, false);
+    m_eval->storeActivationsIn(m_precision.dtype());  // evaluated as the serial model is
     compute().copy(m_eval->params().params().data(), m_evalBuffer.data(), P);
     return *m_eval;
   }
@@ -315,7 +354,7 @@ class ModelParallel final : public Strategy {
           const int first = microBegin(m);
           loss += ch.stage->forward(
               step, *acts, m_x.empty() ? nullptr : &m_x[size_t(first) * m_ctx.data->inputDim],
-              &m_labels[size_t(first)], m_globalBatch, ch.sync.get());
+              &m_labels[size_t(first)], m_precision.normalizer(m_globalBatch), ch.hooks());
           break;
         }
         case PipeAction::SendAct:
@@ -335,10 +374,10 @@ class ModelParallel final : public Strategy {
           // The gradient hooks (buckets, ZeRO-2/3's reduce-scatter) fire in the backward, or
           // in W: B makes no weight gradient.
           if (p.action == PipeAction::Backward) {
-            ch.stage->backward(step, *acts, dOut[at].data(), dIn[at].data(), ch.sync.get());
+            ch.stage->backward(step, *acts, dOut[at].data(), dIn[at].data(), ch.hooks());
             ch.pool.push_back(std::move(acts));  // 1F1B reuses it next; GPipe holds M
           } else {
-            ch.stage->backwardInput(step, *acts, dOut[at].data(), dIn[at].data(), ch.sync.get());
+            ch.stage->backwardInput(step, *acts, dOut[at].data(), dIn[at].data(), ch.hooks());
           }
           m_gradFree.push_back(std::move(dOut[at]));
           dOut[at] = Tensor();
@@ -361,7 +400,7 @@ class ModelParallel final : public Strategy {
           break;
         case PipeAction::BackwardWeight:
           if (!acts) throw std::logic_error("model-parallel: a W before its B");
-          ch.stage->backwardWeight(step, *acts, ch.sync.get());
+          ch.stage->backwardWeight(step, *acts, ch.hooks());
           ch.pool.push_back(std::move(acts));
           break;
       }
@@ -373,6 +412,7 @@ class ModelParallel final : public Strategy {
   RankContext m_ctx;
   mutable ProcessGrid m_grid;  // mutable: its group accessors are not const
   int m_micros;
+  MixedPrecision m_precision;   // --precision bf16|fp16: loss scale, gradient rounding, counts
   std::vector<Chunk> m_chunks;  // chunk c: virtual stage place(s, c, P) (one without chunks)
   std::vector<PipeStep> m_schedule;
   int m_globalBatch = 0, m_sliceBegin = 0, m_slice = 0;

@@ -9,6 +9,7 @@
 #include "model/mlp.h"
 #include "parallel/tensor/gpt_parallel.h"
 #include "parallel/tensor/tensor_parallel.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -59,6 +60,13 @@ void Stage::eachBlockBack(int blocks, int firstUnit, bool weight, UnitHooks* hoo
 }
 
 void Stage::ready() const { m_compute.sync(); }
+
+void Stage::stored(float* values, int64_t n) const { roundStored(m_stored, values, n); }
+
+Tensor Stage::fp32(const std::function<Tensor(Shape)>& make, Shape s) const {
+  Fp32Allocations wide(m_memory);  // allocate() counts on the rank's tracker, as the stage does
+  return make(std::move(s));
+}
 
 Device Stage::device() const { return m_compute.device(); }
 

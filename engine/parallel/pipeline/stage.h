@@ -94,6 +94,12 @@ class Stage {
   virtual void backwardInput(int64_t step, MicroActs& m, const float* dOut, float* dIn,
                              UnitHooks* hooks = nullptr) = 0;
   virtual void backwardWeight(int64_t step, MicroActs& m, UnitHooks* hooks = nullptr) = 0;
+  // Mixed precision (train/precision.h): the dtype the stage's kept activations are stored in,
+  // each rounded where it is written, at the points the serial model rounds (model.h); set
+  // before the first allocate. Activation gradients, LayerNorm statistics, the logits and
+  // the sums the tensor-parallel exchanges make stay fp32 (their sum is rounded once, where
+  // it is stored, as a GEMM's fp32 accumulator is).
+  void storeActivationsIn(Dtype d) { m_stored = d; }
   // Whether the micro-batches' buffers (allocate, microBytes) hold what B keeps for W.
   void splitBackward(bool on) { m_split = on; }
   bool splitsBackward() const { return m_split; }
@@ -128,6 +134,11 @@ class Stage {
   // still reads what the communicator (on its own stream) is about to write. Nothing on the CPU.
   void ready() const;
   Device device() const;  // of the stage's buffers, as collectives take it
+  // Rounds n kept activations at `values` to the stored dtype (nothing in fp32).
+  void stored(float* values, int64_t n) const;
+  // Where a layout makes an fp32 buffer beside 16-bit ones (statistics, logits, token ids):
+  // `make` counted at 4 bytes a value by the stage's tracker while it runs.
+  Tensor fp32(const std::function<Tensor(Shape)>& make, Shape s) const;
 
   Communicator& m_tp;
   bool m_sp;   // sequence parallelism, on a group of more than one rank
@@ -136,6 +147,7 @@ class Stage {
   MemoryTracker* m_memory;
   SpanRecorder* m_spans;
   bool m_split = false;  // splitBackward
+  Dtype m_stored = Dtype::Fp32;  // storeActivationsIn
 };
 
 // The stage that runs `shard` (an Mlp or a Gpt shard) over the tensor-parallel group `tp`

@@ -92,20 +92,23 @@ bool GptStage::reportsLoss() const { return m_model.hasUnit(m_L + 1) && m_tp.ran
 GptBlockActs GptStage::blockLayout(int samples, const std::function<Tensor(Shape)>& make) const {
   const MicroRows r = rowsOf(samples);
   const int64_t full = r.full, local = r.local, C = m_C;
+  // fp32 under mixed precision too (stage.h): the statistics, the ring's log-sum-exp.
+  auto wide = [&](Shape s) { return fp32(make, std::move(s)); };
   GptBlockActs k;
   k.ln1 = make({full, C});
-  k.mean1 = make({local});
-  k.rstd1 = make({local});
+  k.mean1 = wide({local});
+  k.rstd1 = wide({local});
   k.qkv = make({full, 3 * int64_t(m_Cl)});
   if (m_ring)
-    k.lse = make({m_ring->keptFloats(samples)});
+    k.lse = m_ring->keptStored() ? make({m_ring->keptFloats(samples)})
+                                 : wide({m_ring->keptFloats(samples)});
   else if (m_model.recompute() != Recompute::Selective)
     k.att = make({int64_t(samples) * m_NHl * m_S * m_S});
   k.y = make({full, m_Cl});
   k.mid = make({local, C});
   k.ln2 = make({full, C});
-  k.mean2 = make({local});
-  k.rstd2 = make({local});
+  k.mean2 = wide({local});
+  k.rstd2 = wide({local});
   k.h = make({full, m_F});
   k.g = make({full, m_F});
   return k;
@@ -117,27 +120,31 @@ std::unique_ptr<MicroActs> GptStage::layout(int micro, int samples,
   begin(*m, micro, samples);
   const int64_t full = m->r.full, local = m->r.local, C = m_C;
   auto act = [&](Shape s) { return m->add(std::move(s), make); };
-  if (m_model.hasUnit(0)) m->tokens = act({full});
+  // fp32 under mixed precision too (stage.h): token ids, statistics, logits, kept gradients.
+  auto wide = [&](Shape s) {
+    return m->add(std::move(s), [&](Shape t) { return fp32(make, std::move(t)); });
+  };
+  if (m_model.hasUnit(0)) m->tokens = wide({full});
   const int blocks = m_model.endBlock() - m_model.firstBlock();
   for (int j = 0; j <= blocks; ++j) m->a.push_back(act({local, C}));
   // Full recomputation keeps the blocks' inputs (a) only.
   if (m_model.recompute() != Recompute::Full)
     for (int j = 0; j < blocks; ++j) m->block.push_back(blockLayout(samples, act));
   if (m_model.hasUnit(m_L + 1)) {
-    m->targets = act({full});
+    m->targets = wide({full});
     if (m_sp) m->aFull = act({full, C});
     m->lnf = act({full, C});
-    m->meanf = act({full});
-    m->rstdf = act({full});
-    m->logits = act({full, m_V});
-    m->dlogits = act({full, m_V});
+    m->meanf = wide({full});
+    m->rstdf = wide({full});
+    m->logits = wide({full, m_V});
+    m->dlogits = wide({full, m_V});
   }
   if (splitsBackward()) {
     for (int j = 0; j < blocks; ++j)
-      m->grads.push_back({act({full, C}), act({full, m_F}), act({local, C}), act({full, C}),
-                          act({full, 3 * int64_t(m_Cl)}), act({local, C})});
-    if (m_model.hasUnit(m_L + 1)) m->dlnf = act({full, C});
-    if (m_model.hasUnit(0)) m->dEmbed = act({full, C});
+      m->grads.push_back({wide({full, C}), wide({full, m_F}), wide({local, C}), wide({full, C}),
+                          wide({full, 3 * int64_t(m_Cl)}), wide({local, C})});
+    if (m_model.hasUnit(m_L + 1)) m->dlnf = wide({full, C});
+    if (m_model.hasUnit(0)) m->dEmbed = wide({full, C});
   }
   return m;
 }
@@ -241,6 +248,7 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
       float* all = m_sp ? m_y.data() : m.a[0].data();
       embed(m, all);
       keepOwnRows(m.a[0].data(), all, r, C);
+      stored(m.a[0].data(), int64_t(r.local) * C);  // 16-bit where kept (stage.h)
     }
     if (hooks) hooks->afterForward(unitOf(0));
   }
@@ -254,6 +262,7 @@ double GptStage::forward(int64_t step, MicroActs& micro, const float* x, const i
   {
     auto s = span();
     m_model.finalNorm().forward(in, m.lnf.data(), m.meanf.data(), m.rstdf.data(), r.full);
+    stored(m.lnf.data(), int64_t(r.full) * C);
     m_model.head().forward(m.lnf.data(), m.logits.data(), r.full);
     // A window's loss is the mean of its s predictions (gpt.h): each row's gradient is
     // 1 / (normalizer s), the sum over windows the sum over rows / s.
@@ -280,6 +289,7 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
   {  // SP: the rank's rows of LN1's output land in its block of the gathered buffer
     auto s = span();
     b.ln1.forward(in, k.ln1.data() + r.first * C, k.mean1.data(), k.rstd1.data(), r.local);
+    stored(k.ln1.data() + r.first * C, r.local * C);  // before SP's gather
   }
   const SpanAt at{step, again ? SpanKind::Backward : SpanKind::Forward, m.micro};
   const int64_t qkvWidth = 3 * int64_t(m_Cl), F = m_F;
@@ -287,6 +297,7 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
   gatherThenCompute(at, k.ln1.data() + r.first * C, k.ln1.data(), r, C,
                     [&](const float* ln, int64_t row0, int rows) {
                       b.qkv.forward(ln + row0 * C, k.qkv.data() + row0 * qkvWidth, rows);
+                      stored(k.qkv.data() + row0 * qkvWidth, rows * qkvWidth);
                     });
   attend(step, m, k, again);  // in spans of its own (the ring's messages lie between them)
   // Row-parallel: this rank's partial sum of proj's output, bias not yet added; then the sum.
@@ -297,13 +308,17 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
     auto s = span();
     m_compute.biasAdd(k.mid.data(), ps.param(b.proj.biasRef()), r.local, m_C);
     m_compute.residualAdd(k.mid.data(), in, long(r.local) * C);
+    stored(k.mid.data(), r.local * C);  // the fp32 sum over tp, rounded once where it is kept
     b.ln2.forward(k.mid.data(), k.ln2.data() + r.first * C, k.mean2.data(), k.rstd2.data(),
                   r.local);
+    stored(k.ln2.data() + r.first * C, r.local * C);
   }
   gatherThenCompute(at, k.ln2.data() + r.first * C, k.ln2.data(), r, C,
                     [&](const float* ln, int64_t row0, int rows) {
                       b.fc1->forward(ln + row0 * C, k.h.data() + row0 * F, rows);  // column
+                      stored(k.h.data() + row0 * F, rows * F);
                       m_compute.gelu(k.g.data() + row0 * F, k.h.data() + row0 * F, long(rows) * F);
+                      stored(k.g.data() + row0 * F, rows * F);
                     });
   computeThenSum(at, m_y.data(), out, r, C, [&](int64_t row0, int rows, float* dst) {
     b.fc2->forward(k.g.data() + row0 * F, dst, rows, false);  // row-parallel
@@ -311,6 +326,7 @@ void GptStage::blockForward(int64_t step, int j, GptMicroActs& m, GptBlockActs& 
   auto s = span();
   m_compute.biasAdd(out, ps.param(b.fc2->biasRef()), r.local, m_C);
   m_compute.residualAdd(out, k.mid.data(), long(r.local) * C);
+  stored(out, r.local * C);
 }
 
 // [SECTION] Backward: each unit's B (the gradient of its input) and W (of its weights). The
@@ -509,11 +525,18 @@ void GptStage::embedBackward(GptMicroActs& m, const float* dA) {
 }
 
 void GptStage::attend(int64_t step, GptMicroActs& m, GptBlockActs& k, bool again) {
-  if (m_ring)
-    return m_ring->forward(step, m.micro, k.y.data(), k.lse.data(), k.qkv.data(), m.r.rows, again);
+  const int64_t out = int64_t(m.r.full) * m_Cl;
+  if (m_ring) {  // the output rounded where kept; Ulysses's kept values too, the ring's lse not
+    m_ring->forward(step, m.micro, k.y.data(), k.lse.data(), k.qkv.data(), m.r.rows, again);
+    if (m_ring->keptStored()) stored(k.lse.data(), m_ring->keptFloats(m.r.rows));
+    return stored(k.y.data(), out);
+  }
   ComputeSpan s(m_compute, m_spans, again ? SpanKind::Backward : SpanKind::Forward, step + 1,
                 microSpanLabel(!again, m.micro));
   m_compute.attention(k.y.data(), attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
+  stored(k.y.data(), out);
+  if (m_model.recompute() != Recompute::Selective)
+    stored(attOf(k), int64_t(m.r.rows) * m_NHl * m_S * m_S);
 }
 
 void GptStage::attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, const float* dy,
@@ -522,8 +545,10 @@ void GptStage::attendBackward(int64_t step, GptMicroActs& m, GptBlockActs& k, co
     return m_ring->backward(step, m.micro, dqkv, dy, k.y.data(), k.lse.data(), k.qkv.data(),
                             m.r.rows);
   ComputeSpan s(m_compute, m_spans, SpanKind::Backward, step + 1, microSpanLabel(false, m.micro));
-  if (m_model.recompute() == Recompute::Selective)  // the probabilities, from the kept qkv
+  if (m_model.recompute() == Recompute::Selective) {  // the probabilities, from the kept qkv
     m_compute.attentionProbs(attOf(k), k.qkv.data(), m.r.rows, m_S, m_Cl, m_NHl);
+    stored(attOf(k), int64_t(m.r.rows) * m_NHl * m_S * m_S);  // as the serial model rounds them
+  }
   m_compute.attentionBackward(dqkv, m_attScratch.data(), dy, k.qkv.data(), attOf(k), m.r.rows, m_S,
                               m_Cl, m_NHl);
 }

@@ -53,28 +53,32 @@ std::unique_ptr<MicroActs> TensorParallelStage::layout(
   begin(*m, micro, rows);
   const int64_t full = m->r.full, local = m->r.local, H = m_H, F = m_F;
   auto act = [&](Shape s) { return m->add(std::move(s), make); };
+  // fp32 under mixed precision too (stage.h): statistics, logits, labels, kept gradients.
+  auto wide = [&](Shape s) {
+    return m->add(std::move(s), [&](Shape t) { return fp32(make, std::move(t)); });
+  };
   const MlpShape& shape = m_model.shape();
   if (m_model.hasUnit(0)) m->x = act({rows, shape.input});
   const int blocks = m_model.endBlock() - m_model.firstBlock();
   for (int j = 0; j <= blocks; ++j) m->a.push_back(act({local, H}));
   for (int j = 0; j < blocks; ++j) {
     m->ln.push_back(act({m_sp ? full : rows, H}));
-    m->mean.push_back(act({local}));
-    m->rstd.push_back(act({local}));
+    m->mean.push_back(wide({local}));
+    m->rstd.push_back(wide({local}));
     m->h.push_back(act({full, F}));
     m->g.push_back(act({full, F}));
   }
   if (m_model.hasUnit(shape.layers + 1)) {
     if (m_sp) m->aFull = act({full, H});
-    m->logits = act({rows, shape.classes});
-    m->dlogits = act({rows, shape.classes});
+    m->logits = wide({rows, shape.classes});
+    m->dlogits = wide({rows, shape.classes});
     // The loss kernel reads labels on the device; the CPU reads the caller's host labels.
-    if (m_compute.onGpu()) m->labels = act({rows});
+    if (m_compute.onGpu()) m->labels = wide({rows});
   }
   if (splitsBackward()) {
     for (int j = 0; j < blocks; ++j)
-      m->grads.push_back({act({full, H}), act({full, F}), act({local, H})});
-    if (m_model.hasUnit(0)) m->dProj = act({full, H});
+      m->grads.push_back({wide({full, H}), wide({full, F}), wide({local, H})});
+    if (m_model.hasUnit(0)) m->dProj = wide({full, H});
   }
   return m;
 }
@@ -113,11 +117,13 @@ double TensorParallelStage::forward(int64_t step, MicroActs& micro, const float*
     {
       ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
       m_compute.upload(m.x.data(), x, int64_t(r.rows) * shape.input);
+      stored(m.x.data(), int64_t(r.rows) * shape.input);  // 16-bit where kept (stage.h)
       // SP: only this rank's rows of the residual stream (rows past the micro-batch stay zero).
       const int real = std::clamp(r.rows - r.first, 0, r.local);
       if (real > 0)
         m_model.inProj().forward(m.x.data() + int64_t(r.first) * shape.input, m.a[0].data(), real);
       m_compute.zero(m.a[0].data() + int64_t(real) * m_H, int64_t(r.local - real) * m_H);
+      stored(m.a[0].data(), int64_t(r.local) * m_H);
     }
     if (hooks) hooks->afterForward(unitOf(0));
   }
@@ -153,6 +159,7 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
     // SP: the rank's rows of the LayerNorm output land in its block of the gathered buffer.
     b.ln.forward(m.a[size_t(j)].data(), m.ln[size_t(j)].data() + r.first * H,
                  m.mean[size_t(j)].data(), m.rstd[size_t(j)].data(), r.local);
+    stored(m.ln[size_t(j)].data() + r.first * H, r.local * H);  // before SP's gather
   }
   const SpanAt at{step, SpanKind::Forward, m.micro};
   float *h = m.h[size_t(j)].data(), *g = m.g[size_t(j)].data();
@@ -160,7 +167,9 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
   gatherThenCompute(at, m.ln[size_t(j)].data() + r.first * H, m.ln[size_t(j)].data(), r, H,
                     [&](const float* ln, int64_t row0, int rows) {
                       b.fc1.forward(ln + row0 * H, h + row0 * m_F, rows);  // column-parallel
+                      stored(h + row0 * m_F, int64_t(rows) * m_F);
                       m_compute.gelu(g + row0 * m_F, h + row0 * m_F, long(rows) * m_F);
+                      stored(g + row0 * m_F, int64_t(rows) * m_F);
                     });
   // Row-parallel: this rank's partial sum of fc2's output, bias not yet added; then the sum
   // (SP: only this rank's rows of it).
@@ -170,6 +179,7 @@ void TensorParallelStage::blockForward(int64_t step, int j, MlpMicroActs& m) {
   ComputeSpan s(m_compute, m_spans, SpanKind::Forward, step + 1, microSpanLabel(true, m.micro));
   m_compute.biasAdd(out, m_model.params().param(b.fc2.biasRef()), r.local, m_H);
   m_compute.residualAdd(out, m.a[size_t(j)].data(), long(r.local * H));
+  stored(out, r.local * H);  // the fp32 sum over tp, rounded once where it is kept
 }
 
 // [SECTION] Backward: each unit's B (the gradient of its input) and W (of its weights). The
