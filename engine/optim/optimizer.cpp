@@ -37,7 +37,7 @@ void Optimizer::step(float* params, const float* grads) {
   update(params, grads);
   if (!m_master.empty()) {  // the layers read the 16-bit values (the CPU: precisionRefusal)
     m_compute->copy(stored, params, m_numel);
-    roundStored(m_hyper.stored, stored, m_numel);
+    roundStored(*m_compute, m_hyper.stored, stored, m_numel);
   }
 }
 

@@ -32,6 +32,7 @@
 namespace paralab {
 
 class Communicator;
+class Compute;
 struct HeldGradients;
 struct RankStep;
 
@@ -39,6 +40,8 @@ bool sixteenBit(Dtype d);  // bf16 or fp16
 int valueBytes(Dtype d);   // bytes a stored value takes: 2 (bf16, fp16) or 4
 // Rounds n values in place to d (nothing for fp32); returns the entries flushed to zero.
 int64_t roundStored(Dtype d, float* values, int64_t n);
+// The same on `c`'s device (the GPU: a rounding kernel on the rank's stream), not counted.
+void roundStored(const Compute& c, Dtype d, float* values, int64_t n);
 // Sets `tracker` to count each category at the width mixed precision stores it in: parameters
 // and activations 2 bytes a value, the rest 4 (master, gradients, optimizer state).
 void countStoredBytes(MemoryTracker* tracker, Dtype d);
@@ -76,6 +79,9 @@ class MixedPrecision {
  public:
   explicit MixedPrecision(const RunConfig& c) : m_dtype(c.precision), m_scaler(c) {}
   bool active() const { return sixteenBit(m_dtype); }
+  // The rank's device, where the gradients are rounded, unscaled and checked (default: the CPU).
+  void runOn(const Compute& c) { m_compute = &c; }
+  const Compute& compute() const;
   Dtype dtype() const { return m_dtype; }
   // The loss normalizer with the scale folded in: gradients come out multiplied by S.
   double normalizer(double n) const { return n / double(m_scaler.scale()); }
@@ -112,8 +118,8 @@ class MixedPrecision {
  private:
   Dtype m_dtype;
   LossScaler m_scaler;
+  const Compute* m_compute = nullptr;  // runOn; null: Compute::host()
   float m_stepScale = 1.f;  // the scale the step's backward ran at (before its update)
-  int64_t m_flushed = 0;    // this step's weight-gradient entries flushed by their rounding
 };
 
 }  // namespace paralab

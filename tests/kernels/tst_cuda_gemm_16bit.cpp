@@ -71,7 +71,7 @@ Problem16 makeProblem16(int M, int N, int K, bool ta, bool tb, float alpha, floa
 
 }  // namespace
 
-class TstCudaGemm16bit : public QObject {
+class TstCudaHalfGemm : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase();
@@ -83,7 +83,7 @@ class TstCudaGemm16bit : public QObject {
   void unscaleFindsOverflow();
 };
 
-void TstCudaGemm16bit::initTestCase() {
+void TstCudaHalfGemm::initTestCase() {
   const GpuInfo gpu = cuda_query_devices();
   qInfo("device: %s", gpu.count ? gpu.firstName.c_str() : gpu.reason.c_str());
   REQUIRE_GPU();  // the whole suite, reported as skipped (tests/CMakeLists.txt)
@@ -91,7 +91,7 @@ void TstCudaGemm16bit::initTestCase() {
 
 // __float2bfloat16 and __float2half, widened back, are the kernels' one rounding (cpu/half.h):
 // ties to even, fp16's subnormals and overflow, NaN and infinities kept.
-void TstCudaGemm16bit::conversionsRoundAsTheCpu() {
+void TstCudaHalfGemm::conversionsRoundAsTheCpu() {
   std::vector<float> xs = {0.f,        -0.f,         1.f,          -1.f,        1.00390625f,
                            1.01171875f, 0x1p-14f,    0x1p-24f,     0x1.8p-25f,  0x1p-25f,
                            65504.f,    65519.f,      65520.f,      -70000.f,    3.3e38f,
@@ -111,7 +111,7 @@ void TstCudaGemm16bit::conversionsRoundAsTheCpu() {
   QVERIFY(std::isnan(__bfloat162float(__float2bfloat16(NAN))));
 }
 
-void TstCudaGemm16bit::gemmMatchesReference_data() {
+void TstCudaHalfGemm::gemmMatchesReference_data() {
   QTest::addColumn<bool>("fp16");
   QTest::addColumn<int>("M");
   QTest::addColumn<int>("N");
@@ -138,7 +138,7 @@ void TstCudaGemm16bit::gemmMatchesReference_data() {
       }
 }
 
-void TstCudaGemm16bit::gemmMatchesReference() {
+void TstCudaHalfGemm::gemmMatchesReference() {
   REQUIRE_GPU();
   QFETCH(bool, fp16);
   QFETCH(int, M);
@@ -180,7 +180,7 @@ void TstCudaGemm16bit::gemmMatchesReference() {
 // The kernel multiplies 16-bit operands, not the fp32 words it is given: against the
 // reference on unrounded inputs it is off by far more than fp32's sums allow (bf16 keeps 8
 // significant bits, fp16 11), while it matches the rounded reference (above).
-void TstCudaGemm16bit::operandsAreRoundedTo16Bits() {
+void TstCudaHalfGemm::operandsAreRoundedTo16Bits() {
   REQUIRE_GPU();
   const int M = 40, N = 24, K = 64;
   for (bool fp16 : {false, true}) {
@@ -204,7 +204,7 @@ void TstCudaGemm16bit::operandsAreRoundedTo16Bits() {
 
 // What the engine stores in 16 bits on a GPU is what it stores on the CPU, bit for bit, and the
 // entries flushed to zero are counted alike: values from fp16's subnormals to past its largest.
-void TstCudaGemm16bit::roundingKernelIsTheCpus() {
+void TstCudaHalfGemm::roundingKernelIsTheCpus() {
   REQUIRE_GPU();
   std::vector<float> values = randomVec(100000, 12, -1.f, 1.f);
   for (size_t i = 0; i < values.size(); ++i)
@@ -232,7 +232,7 @@ void TstCudaGemm16bit::roundingKernelIsTheCpus() {
 }
 
 // fp16's unscale: every gradient times 1/S, and an inf or NaN among the results is found.
-void TstCudaGemm16bit::unscaleFindsOverflow() {
+void TstCudaHalfGemm::unscaleFindsOverflow() {
   REQUIRE_GPU();
   const std::vector<float> g = randomVec(5000, 13);
   Dev<float> clean(g);
@@ -248,5 +248,5 @@ void TstCudaGemm16bit::unscaleFindsOverflow() {
   QCOMPARE(found.get()[0], 1);
 }
 
-QTEST_GUILESS_MAIN(TstCudaGemm16bit)
+QTEST_GUILESS_MAIN(TstCudaHalfGemm)
 #include "tst_cuda_gemm_16bit.moc"
