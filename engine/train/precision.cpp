@@ -35,9 +35,9 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
     return std::string("precision: tf32 is for --project (a training run: fp32, bf16 or fp16)");
   if (!sixteenBit(c.precision)) return std::nullopt;
   const std::string head = "precision: " + nameOf(c.precision) + " ";
-  if (c.device == Device::Cuda && (c.kernel != "tensor-core" || c.ranks > 1))
-    return head + "trains on the CPU, or with --device cuda serially on 16-bit tensor cores " +
-           "(allowed there: --kernel tensor-core, --ranks 1)";
+  if (c.device == Device::Cuda && c.kernel != "tensor-core")
+    return head + "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
+           "there: --kernel tensor-core)";
   if (c.strategy != "sync" || c.modelParallel() || c.hasExperts())
     return head +
            "trains serially and with --strategy sync data parallelism and its ZeRO "

@@ -6,10 +6,12 @@
 //     within 5e-3 relative over 12 steps, since besides the order of the GEMMs' sums the
 //     tensor cores round the fp32 activation gradients to bf16 too (2^-9 relative), and a
 //     master value near a bf16 tie may round to the neighbouring bf16 on one device.
+//   * Sync data parallelism (bucket, ZeRO-1/2/3) in 16 bits follows its GPU serial run as the
+//     CPU's layouts follow theirs (tst_precision).
 //   * fp16 with the dynamic loss scale trains (loss falls, the scale and skipped steps are in
 //     the metrics); fp16 without scaling flushes gradient entries, counted on the GPU.
 //   * Model-state memory per rank is the CPU's: 18 bytes a parameter with Adam.
-//   * What cannot run is refused in one line: 16 bits on another rung, or on more than a rank.
+//   * What cannot run is refused in one line: 16 bits on another rung of the GPU ladder.
 // Every row skips without a GPU; tst_cuda_precision_emulated runs them on the emulated GPU.
 // Run: ctest -R tst_cuda_precision -V
 #include <QtTest>
@@ -49,12 +51,11 @@ class TstCudaPrecision : public QObject {
   void refusals() {
     RunConfig c = onGpu(run(false, Dtype::Bf16));
     c.kernel = "coalesced";
-    QVERIFY(c.validate().value_or("").rfind("precision: bf16 trains on the CPU, or with "
-                                            "--device cuda serially on 16-bit tensor cores",
-                                            0) == 0);
-    c = onGpu(run(false, Dtype::Fp16));
-    c.ranks = 2;
-    QVERIFY(c.validate().value_or("").find("--ranks 1") != std::string::npos);
+    const std::string err = c.validate().value_or("");
+    QVERIFY2(err.rfind("precision: bf16 trains on the CPU, or with --device cuda on 16-bit "
+                       "tensor cores (allowed there: --kernel tensor-core)",
+                       0) == 0,
+             err.c_str());
   }
 
   // A 16-bit run's GEMM on the GPU multiplies 16-bit operands: on fp32 inputs it gives the
@@ -118,6 +119,39 @@ class TstCudaPrecision : public QObject {
           gpt ? "gpt" : "mlp", got.front(), got.back(), want.front(), want.back(), worst);
     QVERIFY2(worst < 5e-3, "the GPU's bf16 run follows the CPU's");
     QVERIFY2(got.back() < got.front(), "it learns");
+  }
+
+  // Sync data parallelism in 16 bits on the GPU against the GPU's serial run, as on the CPU
+  // (tst_precision): each rank rounds its own partial gradient before the fp32 sum, so the
+  // layouts agree with serial to bf16's rounding (1e-2), and with dp2 per-tensor, whose
+  // rounding points (and fp16's overflow findings) they share, to fp32's (1e-5).
+  void dataParallel_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"bucket", "zero-1", "zero-2", "zero-3"})
+      QTest::addRow("bf16 %s", l) << int(Dtype::Bf16) << l;
+    QTest::addRow("fp16 zero-3") << int(Dtype::Fp16) << "zero-3";
+  }
+  void dataParallel() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, dtype);
+    QFETCH(QString, layout);
+    const RunConfig serial = onGpu(run(false, Dtype(dtype)));
+    RunConfig perTensor = serial;
+    perTensor.dp = 2;
+    perTensor.dpVersion = DpVersion::PerTensor;
+    perTensor.deriveRanks();
+    RunConfig c = serial;
+    c.dp = 2;
+    if (layout.startsWith("zero-")) c.zero = layout.mid(5).toInt();
+    c.deriveRanks();
+    QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
+    const int steps = 8;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(c, steps),
+                          ref = test::recordRun(perTensor, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "dp2 on the GPU vs serial");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "dp2 vs dp2 per-tensor");
+    VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs dp2 per-tensor");
   }
 
   void fp16DynamicScaleTrains() {
