@@ -36,7 +36,8 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
   if (!sixteenBit(c.precision)) return std::nullopt;
   const std::string head = "precision: " + nameOf(c.precision) + " ";
   if (c.device == Device::Cuda && c.kernel != "tensor-core")
-    return head + "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
+    return head +
+           "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
            "there: --kernel tensor-core)";
   if (c.strategy != "sync" || c.modelParallel() || c.hasExperts())
     return head +
@@ -97,16 +98,13 @@ void LossScaler::update(bool overflow) {
 
 // [SECTION] One rank's mixed precision
 
-const Compute& MixedPrecision::compute() const {
-  return m_compute ? *m_compute : Compute::host();
-}
+const Compute& MixedPrecision::compute() const { return m_compute ? *m_compute : Compute::host(); }
 
 void MixedPrecision::Hooks::afterBackward(int u) {
   const ParamUnit& unit = m_ps.units()[size_t(u)];
   // Counted on the device (report() takes the count), so the GPU's backward is not waited for.
   for (int i = unit.firstRef; i < unit.endRef; ++i)
-    m_mp.compute().roundHalf(m_ps.grad(i), m_ps.ref(i).numel(), m_mp.m_dtype == Dtype::Fp16,
-                             true);
+    m_mp.compute().roundHalf(m_ps.grad(i), m_ps.ref(i).numel(), m_mp.m_dtype == Dtype::Fp16, true);
   if (m_inner) m_inner->afterBackward(u);
 }
 

@@ -119,7 +119,7 @@ class MixedPrecision {
   Dtype m_dtype;
   LossScaler m_scaler;
   const Compute* m_compute = nullptr;  // runOn; null: Compute::host()
-  float m_stepScale = 1.f;  // the scale the step's backward ran at (before its update)
+  float m_stepScale = 1.f;             // the scale the step's backward ran at (before its update)
 };
 
 }  // namespace paralab

@@ -25,10 +25,10 @@ using namespace nvcuda;
 namespace {
 
 constexpr int kBM = 128, kBN = 128, kBK = 32;            // block tile (values)
-constexpr int kWarpsM = 2, kWarpsN = 4;                   // 8 warps ...
-constexpr int kThreads = 32 * kWarpsM * kWarpsN;          // ... 256 threads
-constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;   // 64 x 32 per warp
-constexpr int kFM = kWM / 16, kFN = kWN / 16;             // 4 x 2 accumulator fragments
+constexpr int kWarpsM = 2, kWarpsN = 4;                  // 8 warps ...
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;         // ... 256 threads
+constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;  // 64 x 32 per warp
+constexpr int kFM = kWM / 16, kFN = kWN / 16;            // 4 x 2 accumulator fragments
 // Shared rows padded by 8 values (16 bytes): WMMA wants ldm a multiple of 8 16-bit values, and
 // the padding spreads a tile's column across banks. Fragment pointers stay 32-byte aligned.
 constexpr int kLdA = kBK + 8, kLdB = kBN + 8;
@@ -167,8 +167,8 @@ void launch16(bool transA, bool transB, int M, int N, int K, float alpha, const 
   const unsigned blocks = ceilDiv(M, kBM) * ceilDiv(N, kBN);  // 1-D grid, ordered in the kernel
   dispatchTransposes(transA, transB, [&](auto ta, auto tb) {
     gemm_tc16_kernel<T, decltype(ta)::value, decltype(tb)::value>
-        <<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(M, N, K, alpha, A, lda, B,
-                                                                      ldb, beta, C, ldc);
+        <<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(M, N, K, alpha, A, lda, B, ldb,
+                                                                     beta, C, ldc);
   });
   PARALAB_CUDA_CHECK_LAUNCH();
 }

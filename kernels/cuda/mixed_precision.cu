@@ -36,15 +36,14 @@ __global__ void unscale_check_kernel(float* g, long n, float scale, int* found) 
        i += long(gridDim.x) * blockDim.x) {
     const float v = g[i] * scale;
     g[i] = v;
-    if (!(fabsf(v) <= 3.40282347e38f)) *found = 1;  // inf or NaN (past fp32's largest finite);
-                                                     // every writer writes the same 1
+    // inf or NaN: not within fp32's largest finite. Every writer writes the same 1.
+    if (!(fabsf(v) <= 3.40282347e38f)) *found = 1;
   }
 }
 
 }  // namespace
 
-void round_half_cuda(float* values, long n, bool fp16, unsigned long long* flushed,
-                     void* stream) {
+void round_half_cuda(float* values, long n, bool fp16, unsigned long long* flushed, void* stream) {
   if (n <= 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   if (fp16)

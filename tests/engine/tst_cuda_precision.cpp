@@ -89,8 +89,9 @@ class TstCudaPrecision : public QObject {
             rounded += double(A16[size_t(i * K + k)]) * B16[size_t(k * N + j)];
           }
           const double got = C[size_t(i * N + j)];
-          QVERIFY2(std::abs(got - rounded) <= 1e-5 * std::abs(rounded),
-                   qPrintable(QString("%1: %2 for %3").arg(nameOf(d).c_str()).arg(got).arg(rounded)));
+          QVERIFY2(
+              std::abs(got - rounded) <= 1e-5 * std::abs(rounded),
+              qPrintable(QString("%1: %2 for %3").arg(nameOf(d).c_str()).arg(got).arg(rounded)));
           // Off the fp32 product by about 2^-9 (bf16) and 2^-14 (fp16) relative.
           QVERIFY(std::abs(got - exact) > (d == Dtype::Bf16 ? 1e-3 : 3e-5) * std::abs(exact));
         }
@@ -114,9 +115,10 @@ class TstCudaPrecision : public QObject {
       QVERIFY(std::isfinite(got[s]));
       worst = std::max(worst, std::abs(got[s] - want[s]) / std::abs(want[s]));
     }
-    qInfo("bf16 %s: loss %.5f -> %.5f on the GPU, %.5f -> %.5f on the CPU; worst relative "
-          "difference %.2e",
-          gpt ? "gpt" : "mlp", got.front(), got.back(), want.front(), want.back(), worst);
+    qInfo(
+        "bf16 %s: loss %.5f -> %.5f on the GPU, %.5f -> %.5f on the CPU; worst relative "
+        "difference %.2e",
+        gpt ? "gpt" : "mlp", got.front(), got.back(), want.front(), want.back(), worst);
     QVERIFY2(worst < 5e-3, "the GPU's bf16 run follows the CPU's");
     QVERIFY2(got.back() < got.front(), "it learns");
   }

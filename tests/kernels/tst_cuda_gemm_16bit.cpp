@@ -53,8 +53,8 @@ Problem16 makeProblem16(int M, int N, int K, bool ta, bool tb, float alpha, floa
   for (size_t i = 0; i < B.size(); ++i) absB[i] = std::abs(B[i] = round16(p.B[i], fp16));
   std::vector<double> ab(size_t(M) * N), abs(size_t(M) * N);
   gemm_naive<double>(ta, tb, M, N, K, 1.0, A.data(), p.lda, B.data(), p.ldb, 0.0, ab.data(), N);
-  gemm_naive<double>(ta, tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb, 0.0,
-                     abs.data(), N);
+  gemm_naive<double>(ta, tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb, 0.0, abs.data(),
+                     N);
   q.ref.resize(ab.size());
   q.absAB.resize(ab.size());
   q.absBC.resize(ab.size());
@@ -92,10 +92,10 @@ void TstCudaHalfGemm::initTestCase() {
 // __float2bfloat16 and __float2half, widened back, are the kernels' one rounding (cpu/half.h):
 // ties to even, fp16's subnormals and overflow, NaN and infinities kept.
 void TstCudaHalfGemm::conversionsRoundAsTheCpu() {
-  std::vector<float> xs = {0.f,        -0.f,         1.f,          -1.f,        1.00390625f,
-                           1.01171875f, 0x1p-14f,    0x1p-24f,     0x1.8p-25f,  0x1p-25f,
-                           65504.f,    65519.f,      65520.f,      -70000.f,    3.3e38f,
-                           1e-40f,     INFINITY,     -INFINITY,    2049.f,      2051.f};
+  std::vector<float> xs = {0.f,         -0.f,     1.f,       -1.f,       1.00390625f,
+                           1.01171875f, 0x1p-14f, 0x1p-24f,  0x1.8p-25f, 0x1p-25f,
+                           65504.f,     65519.f,  65520.f,   -70000.f,   3.3e38f,
+                           1e-40f,      INFINITY, -INFINITY, 2049.f,     2051.f};
   const std::vector<float> random = randomVec(20000, 11, -3.f, 3.f);
   xs.insert(xs.end(), random.begin(), random.end());
   for (float scale : {0x1p-20f, 0x1p12f})
@@ -133,8 +133,7 @@ void TstCudaHalfGemm::gemmMatchesReference_data() {
         const int pad = t == 1 ? 3 : 0;
         QTest::addRow("%s %dx%dx%d ta=%d tb=%d a=%g b=%g pad=%d", fp16 ? "fp16" : "bf16", s[0],
                       s[1], s[2], t & 1, t >> 1, sc[0], sc[1], pad)
-            << fp16 << s[0] << s[1] << s[2] << bool(t & 1) << bool(t >> 1) << sc[0] << sc[1]
-            << pad;
+            << fp16 << s[0] << s[1] << s[2] << bool(t & 1) << bool(t >> 1) << sc[0] << sc[1] << pad;
       }
 }
 

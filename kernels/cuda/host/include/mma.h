@@ -249,8 +249,7 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float>& d,
               const fragment<accumulator, 16, 16, 16, float>& c) {
   const detail::Operands16<T> mine{d.x, a.x, b.x, c.x};
   ::paralab::cuda_host::warpExchange(::paralab::cuda_host::WarpOp::Mma, 0xffffffffu,
-                                     reinterpret_cast<uint64_t>(&mine), -1,
-                                     detail::multiply16<T>);
+                                     reinterpret_cast<uint64_t>(&mine), -1, detail::multiply16<T>);
 }
 
 }  // namespace nvcuda::wmma
