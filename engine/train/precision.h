@@ -18,7 +18,9 @@
 //     gradients flowing through the backward.
 // Speed: ParaLab's CPU kernels compute in fp32 on the widened 16-bit values (no AVX512_BF16,
 // AMX or AVX512_FP16 kernel), so a 16-bit run's memory and numerics are 16-bit and its speed is
-// fp32's. Collectives move fp32 words.
+// fp32's. On a GPU (--device cuda --kernel tensor-core) the same values are rounded by a kernel
+// on the rank's stream and the GEMMs run on bf16/fp16 tensor cores summing in fp32
+// (cuda/gemm.h); the rest computes in fp32 there too. Collectives move fp32 words.
 #pragma once
 #include <cstdint>
 #include <optional>
