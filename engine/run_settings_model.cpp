@@ -10,8 +10,7 @@ namespace {
 
 std::vector<SettingChoice> kernelChoices(const RunConfig& c) {
   std::vector<SettingChoice> out;
-  for (const GemmChoice& k : gemmChoices(c.device))
-    out.push_back({k.name, k.name, k.summary});
+  for (const GemmChoice& k : gemmChoices(c.device)) out.push_back({k.name, k.name, k.summary});
   return out;
 }
 
@@ -190,18 +189,20 @@ void addModelRows(std::vector<Setting>& t) {
           .oneOf({{"sgd", "SGD", ""}, {"momentum", "SGD with momentum", ""}, {"adam", "Adam", ""}})
           .fixedPerRun());
   // Mixed precision (train/precision.h): one row for a training run and for --project.
-  t.push_back(field("precision", &RunConfig::precision)
-                  .in(kTraining, "Precision")
-                  .describe("fp32|bf16|fp16 (tf32, fp8: --project only): what parameters, "
-                            "activations and gradients are stored as (bf16, fp16: mixed "
-                            "precision with fp32 master weights; --project assumes bf16 unless "
-                            "given)",
-                            "16-bit values are really rounded where a tensor is stored; the "
-                            "optimizer updates an fp32 master copy, GEMMs sum in fp32, "
-                            "LayerNorm's statistics, the softmax and the loss stay fp32. The CPU "
-                            "kernels widen 16-bit values to compute: the memory and numerics are "
-                            "16-bit, the speed is fp32's (lessons/reference/precision.md).")
-                  .fixedPerRun());
+  t.push_back(
+      field("precision", &RunConfig::precision)
+          .in(kTraining, "Precision")
+          .describe("fp32|bf16|fp16 (tf32, fp8: --project only): what parameters, "
+                    "activations and gradients are stored as (bf16, fp16: mixed "
+                    "precision with fp32 master weights; --project assumes bf16 unless "
+                    "given)",
+                    "16-bit values are really rounded where a tensor is stored; the "
+                    "optimizer updates an fp32 master copy, GEMMs sum in fp32, "
+                    "LayerNorm's statistics, the softmax and the loss stay fp32. The CPU "
+                    "kernels widen 16-bit values to compute: the memory and numerics are "
+                    "16-bit, the speed is fp32's. On a GPU (--kernel tensor-core) the GEMMs run on "
+                    "16-bit tensor cores (lessons/reference/precision.md).")
+          .fixedPerRun());
   t.push_back(field("loss-scale", &RunConfig::lossScale)
                   .in(kTraining, "Loss scale")
                   .describe("dynamic|N: fp16's loss scale (dynamic: starts at 2^16, halves on "

@@ -3,8 +3,10 @@
 #include "device/compute.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "comm/communicator.h"  // mpiLaunchSize, mpiLocalRank
 #include "config.h"
@@ -12,6 +14,7 @@
 #include "cpu/attention_blocks.h"
 #include "cpu/embedding.h"
 #include "cpu/gemm.h"
+#include "cpu/half.h"
 #include "cpu/layers.h"
 #include "cpu/moe.h"
 #include "cpu/optim.h"
@@ -20,6 +23,7 @@
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/layers.h"
+#include "cuda/mixed_precision.h"
 #include "cuda/reduce.h"
 #include "cuda/runtime.h"
 #include "memory/device_allocator.h"
@@ -49,7 +53,8 @@ std::unique_ptr<Compute> Compute::cuda(int gpu, const std::string& kernel,
   c->m_gpu = gpu;
   c->m_stream = gpu::streamCreate();
   c->m_alloc = std::make_unique<DeviceAllocator>(gpu, c->m_stream);
-  c->m_scratch = Tensor({4}, MemCategory::Workspace, nullptr, c->m_alloc.get());  // 16 bytes
+  c->m_scratch = Tensor({8}, MemCategory::Workspace, nullptr, c->m_alloc.get());  // 32 bytes
+  c->zero(c->m_scratch.data() + 4, 4);  // mixed precision's counts start at 0
   return c;
 }
 
@@ -66,7 +71,14 @@ std::unique_ptr<Compute> Compute::forRank(const RunConfig& config, int rank) {
   for (int q = 0; q < std::min(config.ranks, gpus); ++q)
     if (q != device) peers.push_back(q);
   if (config.backend != Backend::Thread) peers.clear();
-  return cuda(device, config.kernel, peers);
+  std::unique_ptr<Compute> c = cuda(device, config.kernel, peers);
+  // Mixed precision's GEMMs: the tensor-core rung at the run's 16-bit type (WMMA m16n16k16,
+  // cuda/gemm.h) instead of TF32, as cuBLAS's compute type follows its data type.
+  if (config.kernel == "tensor-core" && config.precision == Dtype::Bf16)
+    c->m_gemmGpu = gemm_cuda_tensor_core_bf16;
+  if (config.kernel == "tensor-core" && config.precision == Dtype::Fp16)
+    c->m_gemmGpu = gemm_cuda_tensor_core_fp16;
+  return c;
 }
 
 const Compute& Compute::host() {
@@ -387,6 +399,46 @@ void Compute::scaleRows(float* x, const float* scale, long n, int cols) const {
   if (onGpu()) return scale_rows_cuda(x, scale, n, cols, m_stream);
   for (long i = 0; i < n; ++i)
     for (int c = 0; c < cols; ++c) x[i * cols + c] *= scale[i];
+}
+
+// [SECTION] Mixed precision
+
+void Compute::roundHalf(float* values, int64_t n, bool fp16, bool countFlushed) const {
+  if (!onGpu()) {
+    const int64_t flushed = round_to_half(values, n, fp16);
+    if (countFlushed) m_flushed += flushed;
+    return;
+  }
+  auto* counter = reinterpret_cast<unsigned long long*>(m_scratch.data() + 4);
+  round_half_cuda(values, long(n), fp16, countFlushed ? counter : nullptr, m_stream);
+}
+
+int64_t Compute::takeFlushed() const {
+  if (!onGpu()) return std::exchange(m_flushed, 0);
+  float back[2];
+  download(back, m_scratch.data() + 4, 2);
+  zero(m_scratch.data() + 4, 2);
+  unsigned long long n;
+  std::memcpy(&n, back, sizeof n);
+  return int64_t(n);
+}
+
+void Compute::unscale(float* g, int64_t n, float scale) const {
+  if (onGpu())
+    return unscale_check_cuda(g, long(n), scale, reinterpret_cast<int*>(m_scratch.data() + 6),
+                              m_stream);
+  for (int64_t i = 0; i < n; ++i) {
+    g[i] *= scale;
+    if (!std::isfinite(g[i])) m_nonFinite = true;
+  }
+}
+
+bool Compute::takeNonFinite() const {
+  if (!onGpu()) return std::exchange(m_nonFinite, false);
+  int found;
+  download(reinterpret_cast<float*>(&found), m_scratch.data() + 6, 1);
+  zero(m_scratch.data() + 6, 1);
+  return found != 0;
 }
 
 // [SECTION] Spans

@@ -134,6 +134,17 @@ class Compute {
                int cols) const;
   void scaleRows(float* x, const float* scale, long n, int cols) const;  // x[i, :] *= scale[i]
 
+  // [SECTION] Mixed precision (train/precision.h). Rounds n values in place to bf16 (fp16
+  // false) or fp16, bit for bit cpu/half.h's rounding on either device (the GPU's kernel:
+  // cuda/mixed_precision.h); with `countFlushed` the entries flushed to zero (nonzero before,
+  // zero after) are added to the count takeFlushed() returns and restarts.
+  void roundHalf(float* values, int64_t n, bool fp16, bool countFlushed = false) const;
+  int64_t takeFlushed() const;  // GPU: waits for the stream (the count is copied back)
+  // g[i] *= scale (fp16's 1 / S); an inf or NaN result is remembered until takeNonFinite(),
+  // which says whether there was one and forgets it (GPU: waits for the stream).
+  void unscale(float* g, int64_t n, float scale) const;
+  bool takeNonFinite() const;
+
   // [SECTION] Compute spans. On the CPU a span is the host clock around the work. On the GPU
   // the host only enqueues, so a span's ends are CUDA events on the rank's stream, turned into
   // the host clock at endStep() against a reference event taken at beginStep() with the host
@@ -163,7 +174,11 @@ class Compute {
                     float*, int, void*) = nullptr;
   void* m_stream = nullptr;
   std::unique_ptr<DeviceAllocator> m_alloc;
-  mutable Tensor m_scratch;  // GPU: the loss (double) and hit count (int) softmaxXent copies back
+  // GPU: the loss (double, floats 0-1) and hit count (int, 2) softmaxXent copies back, the
+  // flushed count (uint64, 4-5) and the non-finite flag (int, 6) of mixed precision.
+  mutable Tensor m_scratch;
+  mutable int64_t m_flushed = 0;     // CPU: roundHalf's count
+  mutable bool m_nonFinite = false;  // CPU: unscale's finding
   // GPU spans of the step in flight.
   void* m_refEvent = nullptr;
   int64_t m_refNs = 0;

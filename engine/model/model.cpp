@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "config.h"
-#include "cpu/half.h"
 #include "data/dataset.h"
 #include "device/compute.h"
 #include "model/gpt.h"
@@ -17,8 +16,8 @@
 namespace paralab {
 
 void Model::stored(float* values, int64_t n) const {
-  if (m_stored == Dtype::Bf16 || m_stored == Dtype::Fp16)
-    kernels::round_to_half(values, n, m_stored == Dtype::Fp16);
+  if (m_stored == Dtype::Bf16 || m_stored == Dtype::Fp16)  // on the parameters' device
+    m_ps.compute().roundHalf(values, n, m_stored == Dtype::Fp16);
 }
 
 // [SECTION] Shards

@@ -35,9 +35,9 @@ void Optimizer::step(float* params, const float* grads) {
     params = m_master.data();
   }
   update(params, grads);
-  if (!m_master.empty()) {  // the layers read the 16-bit values (the CPU: precisionRefusal)
+  if (!m_master.empty()) {  // the layers read the 16-bit values, rounded on this device
     m_compute->copy(stored, params, m_numel);
-    roundStored(m_hyper.stored, stored, m_numel);
+    roundStored(*m_compute, m_hyper.stored, stored, m_numel);
   }
 }
 

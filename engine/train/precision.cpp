@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "cpu/half.h"
+#include "device/compute.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/strategy.h"
 
@@ -17,6 +18,10 @@ int valueBytes(Dtype d) { return sixteenBit(d) ? 2 : 4; }
 int64_t roundStored(Dtype d, float* values, int64_t n) {
   if (!sixteenBit(d) || !values) return 0;
   return kernels::round_to_half(values, n, d == Dtype::Fp16);
+}
+
+void roundStored(const Compute& c, Dtype d, float* values, int64_t n) {
+  if (sixteenBit(d) && values) c.roundHalf(values, n, d == Dtype::Fp16);
 }
 
 void countStoredBytes(MemoryTracker* tracker, Dtype d) {
@@ -31,9 +36,15 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
            " is for --project (a training run: fp32, bf16 or fp16)";
   if (!sixteenBit(c.precision)) return std::nullopt;
   const std::string head = "precision: " + nameOf(c.precision) + " ";
-  if (c.device == Device::Cuda)
+  if (c.device == Device::Cuda && c.kernel != "tensor-core")
     return head +
-           "trains on the CPU; the CUDA path trains in fp32 (allowed with --device cuda: fp32)";
+           "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
+           "there: --kernel tensor-core)";
+  // On a GPU the 16-bit path is the replica's (compute.h); model parallelism there stays fp32.
+  if (c.device == Device::Cuda && (c.modelParallel() || c.hasExperts()))
+    return head +
+           "trains on a GPU serially and with --strategy sync data parallelism and its ZeRO "
+           "stages (tp = pp = cp = 1, dense models); other GPU layouts train in fp32";
   // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
   // asynchronous strategies keep no master copy.
   if (c.strategy != "sync")
@@ -49,6 +60,9 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
 
 std::string precisionNote(const RunConfig& c) {
   if (!sixteenBit(c.precision)) return "";
+  if (c.device == Device::Cuda)  // the 16-bit WMMA GEMM (cuda/gemm.h), the rest fp32
+    return nameOf(c.precision) + " mixed (" + nameOf(c.precision) +
+           " tensor-core GEMMs summing in fp32)";
   // The CPU kernels widen 16-bit values and compute in fp32 (precision.h).
   return nameOf(c.precision) + " mixed (16-bit memory and numerics, fp32 speed)";
 }
@@ -92,10 +106,13 @@ void LossScaler::update(bool overflow) {
 
 // [SECTION] One rank's mixed precision
 
+const Compute& MixedPrecision::compute() const { return m_compute ? *m_compute : Compute::host(); }
+
 void MixedPrecision::Hooks::afterBackward(int u) {
   const ParamUnit& unit = m_ps.units()[size_t(u)];
+  // Counted on the device (report() takes the count), so the GPU's backward is not waited for.
   for (int i = unit.firstRef; i < unit.endRef; ++i)
-    m_mp.m_flushed += roundStored(m_mp.m_dtype, m_ps.grad(i), m_ps.ref(i).numel());
+    m_mp.compute().roundHalf(m_ps.grad(i), m_ps.ref(i).numel(), m_mp.m_dtype == Dtype::Fp16, true);
   if (m_inner) m_inner->afterBackward(u);
 }
 
@@ -103,12 +120,8 @@ bool MixedPrecision::finishGradients(const std::vector<HeldGradients>& held, Com
   if (!active()) return true;
   m_stepScale = m_scaler.scale();
   const float inv = 1.f / m_stepScale;
-  float overflow = 0;
-  for (const HeldGradients& h : held)
-    for (int64_t i = 0; i < h.count; ++i) {
-      h.grads[i] *= inv;
-      if (!std::isfinite(h.grads[i])) overflow = 1;
-    }
+  for (const HeldGradients& h : held) compute().unscale(h.grads, h.count, inv);
+  float overflow = compute().takeNonFinite() ? 1.f : 0.f;
   if (agree && agree->size() > 1)  // every rank skips, or none (Megatron's found_inf all-reduce)
     agree->allReduce(&overflow, &overflow, 1, ReduceOp::Max);
   m_scaler.update(overflow != 0);
@@ -119,8 +132,7 @@ void MixedPrecision::report(RankStep& out) {
   if (!active()) return;
   out.lossScale = m_stepScale;
   out.skippedSteps = m_scaler.skipped();
-  out.flushedGrads = m_flushed;
-  m_flushed = 0;
+  out.flushedGrads = compute().takeFlushed();  // this step's, counted by the hooks
 }
 
 }  // namespace paralab

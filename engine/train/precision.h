@@ -18,7 +18,9 @@
 //     gradients flowing through the backward.
 // Speed: ParaLab's CPU kernels compute in fp32 on the widened 16-bit values (no AVX512_BF16,
 // AMX or AVX512_FP16 kernel), so a 16-bit run's memory and numerics are 16-bit and its speed is
-// fp32's. Collectives move fp32 words.
+// fp32's. On a GPU (--device cuda --kernel tensor-core) the same values are rounded by a kernel
+// on the rank's stream and the GEMMs run on bf16/fp16 tensor cores summing in fp32
+// (cuda/gemm.h); the rest computes in fp32 there too. Collectives move fp32 words.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -32,6 +34,7 @@
 namespace paralab {
 
 class Communicator;
+class Compute;
 struct HeldGradients;
 struct RankStep;
 
@@ -39,6 +42,8 @@ bool sixteenBit(Dtype d);  // bf16 or fp16
 int valueBytes(Dtype d);   // bytes a stored value takes: 2 (bf16, fp16) or 4
 // Rounds n values in place to d (nothing for fp32); returns the entries flushed to zero.
 int64_t roundStored(Dtype d, float* values, int64_t n);
+// The same on `c`'s device (the GPU: a rounding kernel on the rank's stream), not counted.
+void roundStored(const Compute& c, Dtype d, float* values, int64_t n);
 // Sets `tracker` to count each category at the width mixed precision stores it in: parameters
 // and activations 2 bytes a value, the rest 4 (master, gradients, optimizer state).
 void countStoredBytes(MemoryTracker* tracker, Dtype d);
@@ -76,6 +81,9 @@ class MixedPrecision {
  public:
   explicit MixedPrecision(const RunConfig& c) : m_dtype(c.precision), m_scaler(c) {}
   bool active() const { return sixteenBit(m_dtype); }
+  // The rank's device, where the gradients are rounded, unscaled and checked (default: the CPU).
+  void runOn(const Compute& c) { m_compute = &c; }
+  const Compute& compute() const;
   Dtype dtype() const { return m_dtype; }
   // The loss normalizer with the scale folded in: gradients come out multiplied by S.
   double normalizer(double n) const { return n / double(m_scaler.scale()); }
@@ -112,8 +120,8 @@ class MixedPrecision {
  private:
   Dtype m_dtype;
   LossScaler m_scaler;
-  float m_stepScale = 1.f;  // the scale the step's backward ran at (before its update)
-  int64_t m_flushed = 0;    // this step's weight-gradient entries flushed by their rounding
+  const Compute* m_compute = nullptr;  // runOn; null: Compute::host()
+  float m_stepScale = 1.f;             // the scale the step's backward ran at (before its update)
 };
 
 }  // namespace paralab

@@ -38,6 +38,17 @@ void gemm_cuda_vendor_tf32(bool transA, bool transB, int M, int N, int K, float 
                            const float* A, int lda, const float* B, int ldb, float beta, float* C,
                            int ldc, void* stream = nullptr);
 
+// Mixed precision's GEMM (--precision bf16|fp16 on a GPU; not a rung of the --kernel ladder):
+// tensor cores through WMMA m16n16k16, the operands rounded to bf16 or fp16 (to nearest, ties to
+// even; exact for values the engine already stores in 16 bits), products summed in fp32, C in
+// fp32. Compute capability 8.0 or newer.
+void gemm_cuda_tensor_core_bf16(bool transA, bool transB, int M, int N, int K, float alpha,
+                                const float* A, int lda, const float* B, int ldb, float beta,
+                                float* C, int ldc, void* stream = nullptr);
+void gemm_cuda_tensor_core_fp16(bool transA, bool transB, int M, int N, int K, float alpha,
+                                const float* A, int lda, const float* B, int ldb, float beta,
+                                float* C, int ldc, void* stream = nullptr);
+
 // [SECTION] The registry: `--kernel NAME` with --device cuda picks a rung by name.
 using GemmCudaFn = void (*)(bool transA, bool transB, int M, int N, int K, float alpha,
                             const float* A, int lda, const float* B, int ldb, float beta,

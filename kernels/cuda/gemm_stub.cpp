@@ -17,6 +17,8 @@ PARALAB_GEMM_CUDA_STUB(gemm_cuda_tiled)
 PARALAB_GEMM_CUDA_STUB(gemm_cuda_tensor_core)
 PARALAB_GEMM_CUDA_STUB(gemm_cuda_vendor)
 PARALAB_GEMM_CUDA_STUB(gemm_cuda_vendor_tf32)
+PARALAB_GEMM_CUDA_STUB(gemm_cuda_tensor_core_bf16)
+PARALAB_GEMM_CUDA_STUB(gemm_cuda_tensor_core_fp16)
 #undef PARALAB_GEMM_CUDA_STUB
 
 }  // namespace paralab::kernels

@@ -69,8 +69,10 @@ ReplicaStrategy::ReplicaStrategy(RankContext& ctx)
   // without a broadcast.
   m_model = makeModel(*ctx.config, *ctx.data, ctx.memory, m_ctx.compute);
   if (m_precision.active()) {  // the initial weights rounded into their 16-bit store
+    m_precision.runOn(compute());
     m_model->storeActivationsIn(m_precision.dtype());
-    roundStored(m_precision.dtype(), m_model->params().params().data(), m_model->params().numel());
+    roundStored(compute(), m_precision.dtype(), m_model->params().params().data(),
+                m_model->params().numel());
   }
 }
 

@@ -1,0 +1,220 @@
+// Mixed precision on the GPU (--device cuda --kernel tensor-core --precision bf16|fp16): the
+// model's GEMMs on the 16-bit tensor-core kernel (cuda/gemm.h), parameters, kept activations and
+// weight gradients rounded on the GPU where they are stored (cuda/mixed_precision.h), the fp32
+// master copy updated by the optimizer, fp16's loss scale as on the CPU (train/precision.h).
+//   * A serial bf16 run follows the CPU's bf16 run of the same model and seed (MLP and GPT):
+//     within 5e-3 relative over 12 steps, since besides the order of the GEMMs' sums the
+//     tensor cores round the fp32 activation gradients to bf16 too (2^-9 relative), and a
+//     master value near a bf16 tie may round to the neighbouring bf16 on one device.
+//   * Sync data parallelism (bucket, ZeRO-1/2/3) in 16 bits follows its GPU serial run as the
+//     CPU's layouts follow theirs (tst_precision).
+//   * fp16 with the dynamic loss scale trains (loss falls, the scale and skipped steps are in
+//     the metrics); fp16 without scaling flushes gradient entries, counted on the GPU.
+//   * Model-state memory per rank is the CPU's: 18 bytes a parameter with Adam.
+//   * What cannot run is refused in one line: 16 bits on another rung of the GPU ladder.
+// Every row skips without a GPU; tst_cuda_precision_emulated runs them on the emulated GPU.
+// Run: ctest -R tst_cuda_precision -V
+#include <QtTest>
+#include <cmath>
+
+#include "cuda_skip.h"
+#include "device/compute.h"
+#include "loss_trajectory.h"
+#include "memory_estimate.h"
+#include "train/precision.h"
+#include "train/trainer.h"
+
+using namespace paralab;
+
+namespace {
+
+RunConfig run(bool gpt, Dtype d) {
+  RunConfig c = gpt ? test::smallGptRun(8) : test::smallRun(32, 2, 32);
+  c.precision = d;
+  c.steps = 12;
+  return c;
+}
+
+RunConfig onGpu(RunConfig c) {
+  c.device = Device::Cuda;
+  c.kernel = "tensor-core";
+  return c;
+}
+
+}  // namespace
+
+class TstCudaPrecision : public QObject {
+  Q_OBJECT
+ private slots:
+  // No GPU: the whole suite is reported as skipped (tests/CMakeLists.txt).
+  void initTestCase() { SKIP_WITHOUT_GPU(); }
+  void refusals() {
+    RunConfig c = onGpu(run(false, Dtype::Bf16));
+    c.kernel = "coalesced";
+    const std::string err = c.validate().value_or("");
+    QVERIFY2(err.rfind("precision: bf16 trains on the CPU, or with --device cuda on 16-bit "
+                       "tensor cores (allowed there: --kernel tensor-core)",
+                       0) == 0,
+             err.c_str());
+  }
+
+  // A 16-bit run's GEMM on the GPU multiplies 16-bit operands: on fp32 inputs it gives the
+  // product of their bf16 (fp16) roundings, as the tensor-core rung at fp32 does not.
+  void gemmsAre16Bit() {
+    SKIP_WITHOUT_GPU();
+    const int M = 16, N = 16, K = 64;
+    std::vector<float> A(M * K), B(K * N);
+    // bf16 rounds every value to 1 (A down by about 2^-9), fp16 A to 1 + 2^-9 and B to 1.
+    for (int i = 0; i < M * K; ++i) A[size_t(i)] = 1.f + 0x1p-9f + float(i % 5) * 0x1p-14f;
+    for (int i = 0; i < K * N; ++i) B[size_t(i)] = 1.f - float(i % 3) * 0x1p-14f;
+    for (Dtype d : {Dtype::Bf16, Dtype::Fp16}) {
+      const auto c = Compute::forRank(onGpu(run(false, d)), 0);
+      MemoryTracker tracker;
+      Tensor dA = c->tensor({M, K}, MemCategory::Workspace, &tracker),
+             dB = c->tensor({K, N}, MemCategory::Workspace, &tracker),
+             dC = c->tensor({M, N}, MemCategory::Workspace, &tracker);
+      c->upload(dA.data(), A.data(), M * K);
+      c->upload(dB.data(), B.data(), K * N);
+      c->gemm(false, false, M, N, K, 1.f, dA.data(), K, dB.data(), N, 0.f, dC.data(), N);
+      std::vector<float> C(M * N);
+      c->download(C.data(), dC.data(), M * N);
+      std::vector<float> A16 = A, B16 = B;
+      roundStored(d, A16.data(), M * K);
+      roundStored(d, B16.data(), K * N);
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double exact = 0, rounded = 0;
+          for (int k = 0; k < K; ++k) {
+            exact += double(A[size_t(i * K + k)]) * B[size_t(k * N + j)];
+            rounded += double(A16[size_t(i * K + k)]) * B16[size_t(k * N + j)];
+          }
+          const double got = C[size_t(i * N + j)];
+          QVERIFY2(
+              std::abs(got - rounded) <= 1e-5 * std::abs(rounded),
+              qPrintable(QString("%1: %2 for %3").arg(nameOf(d).c_str()).arg(got).arg(rounded)));
+          // Off the fp32 product by about 2^-9 (bf16) and 2^-14 (fp16) relative.
+          QVERIFY(std::abs(got - exact) > (d == Dtype::Bf16 ? 1e-3 : 3e-5) * std::abs(exact));
+        }
+    }
+  }
+
+  void bf16FollowsTheCpu_data() {
+    QTest::addColumn<bool>("gpt");
+    QTest::newRow("mlp") << false;
+    QTest::newRow("gpt") << true;
+  }
+  void bf16FollowsTheCpu() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(bool, gpt);
+    const RunConfig cpu = run(gpt, Dtype::Bf16), gpu = onGpu(cpu);
+    QVERIFY2(!gpu.validate(), gpu.validate().value_or("").c_str());
+    const std::vector<double> want = test::lossTrajectory(cpu, cpu.steps),
+                              got = test::lossTrajectory(gpu, gpu.steps);
+    double worst = 0;
+    for (size_t s = 0; s < want.size(); ++s) {
+      QVERIFY(std::isfinite(got[s]));
+      worst = std::max(worst, std::abs(got[s] - want[s]) / std::abs(want[s]));
+    }
+    qInfo(
+        "bf16 %s: loss %.5f -> %.5f on the GPU, %.5f -> %.5f on the CPU; worst relative "
+        "difference %.2e",
+        gpt ? "gpt" : "mlp", got.front(), got.back(), want.front(), want.back(), worst);
+    QVERIFY2(worst < 5e-3, "the GPU's bf16 run follows the CPU's");
+    QVERIFY2(got.back() < got.front(), "it learns");
+  }
+
+  // Sync data parallelism in 16 bits on the GPU against the GPU's serial run, as on the CPU
+  // (tst_precision): each rank rounds its own partial gradient before the fp32 sum, so the
+  // layouts agree with serial to bf16's rounding (1e-2), and with dp2 per-tensor, whose
+  // rounding points (and fp16's overflow findings) they share, to fp32's (1e-5).
+  void dataParallel_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<QString>("layout");
+    for (const char* l : {"bucket", "zero-1", "zero-2", "zero-3"})
+      QTest::addRow("bf16 %s", l) << int(Dtype::Bf16) << l;
+    QTest::addRow("fp16 zero-3") << int(Dtype::Fp16) << "zero-3";
+  }
+  void dataParallel() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, dtype);
+    QFETCH(QString, layout);
+    const RunConfig serial = onGpu(run(false, Dtype(dtype)));
+    RunConfig perTensor = serial;
+    perTensor.dp = 2;
+    perTensor.dpVersion = DpVersion::PerTensor;
+    perTensor.deriveRanks();
+    RunConfig c = serial;
+    c.dp = 2;
+    if (layout.startsWith("zero-")) c.zero = layout.mid(5).toInt();
+    c.deriveRanks();
+    QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
+    const int steps = 8;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(c, steps),
+                          ref = test::recordRun(perTensor, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "dp2 on the GPU vs serial");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "dp2 vs dp2 per-tensor");
+    VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs dp2 per-tensor");
+  }
+
+  void fp16DynamicScaleTrains() {
+    SKIP_WITHOUT_GPU();
+    RunConfig c = onGpu(run(false, Dtype::Fp16));
+    c.lossScaleWindow = 4;  // room to grow within the run
+    Trainer t(c);
+    std::vector<double> losses;
+    StepMetrics m;
+    for (int s = 0; s < c.steps; ++s) {
+      m = t.step();
+      losses.push_back(m.loss);
+      QVERIFY(m.lossScale.has_value());
+      QVERIFY(*m.lossScale >= 1 && *m.lossScale <= 65536 * 8);
+    }
+    qInfo("fp16 dynamic: loss %.5f -> %.5f, scale %.0f, skipped %lld", losses.front(),
+          losses.back(), *m.lossScale, (long long)m.skippedSteps.value_or(-1));
+    QVERIFY(std::isfinite(losses.back()));
+    QVERIFY2(losses.back() < losses.front(), "it learns");
+    QVERIFY(m.skippedSteps.has_value());
+    QVERIFY(*m.skippedSteps < c.steps);
+  }
+
+  // fp16 with S = 1 loses the gradient entries below 2^-25 (H = 128, a batch of 256: small
+  // gradients); the GPU counts them, and a scale keeps them.
+  void fp16FlushesUnscaled() {
+    SKIP_WITHOUT_GPU();
+    RunConfig c = onGpu(run(false, Dtype::Fp16));
+    c.hidden = 128;
+    c.batch = 256;
+    c.lossScale = "1";
+    Trainer t(c);
+    int64_t flushed = 0;
+    for (int s = 0; s < 3; ++s) flushed += t.step().flushedGrads.value_or(0);
+    RunConfig scaled = c;
+    scaled.lossScale = "1024";
+    Trainer u(scaled);
+    int64_t kept = 0;
+    for (int s = 0; s < 3; ++s) kept += u.step().flushedGrads.value_or(0);
+    qInfo("fp16 on the GPU, gradient entries flushed in 3 steps: %lld at S = 1, %lld at S = 1024",
+          (long long)flushed, (long long)kept);
+    QVERIFY(flushed > 10);
+    QVERIFY(kept < flushed / 10);
+  }
+
+  void modelStatesPerRank() {
+    SKIP_WITHOUT_GPU();
+    RunConfig c = onGpu(run(false, Dtype::Bf16));
+    c.optimizer = "adam";
+    c.lr = 0.002;
+    Trainer t(c);
+    t.step();
+    const StepMetrics m = t.step();
+    const int64_t P = t.parameterCount();
+    const MemorySnapshot& mem = m.ranks.at(0).mem;
+    QCOMPARE(mem[MemCategory::Params], 2 * P);
+    QCOMPARE(mem[MemCategory::Grads], 4 * P);
+    QCOMPARE(mem[MemCategory::Master], 4 * P);
+    QCOMPARE(mem[MemCategory::Optimizer], 8 * P);
+  }
+};
+
+QTEST_GUILESS_MAIN(TstCudaPrecision)
+#include "tst_cuda_precision.moc"
