@@ -7,12 +7,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "comm/hierarchical_allreduce.h"  // splitByNode
+#include "device/compute.h"
 #include "json_lines.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
 #include "model/mlp.h"
+#include "parallel/data/grad_sync.h"
 #include "parallel/data/zero.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -63,7 +67,8 @@ class TstHsdp : public QObject {
     QTest::addColumn<int>("nodes");
     QTest::addColumn<int>("perNode");
     QTest::addColumn<int>("accumulate");
-    for (int stage : {1, 2, 3}) QTest::addRow("mlp zero-%d 2x2", stage) << "mlp" << stage << 2 << 2 << 1;
+    for (int stage : {1, 2, 3})
+      QTest::addRow("mlp zero-%d 2x2", stage) << "mlp" << stage << 2 << 2 << 1;
     QTest::addRow("mlp zero-3 2x4") << "mlp" << 3 << 2 << 4 << 1;
     QTest::addRow("mlp zero-2 2x2 accumulate 2") << "mlp" << 2 << 2 << 2 << 2;
     QTest::addRow("gpt zero-3 2x2") << "gpt" << 3 << 2 << 2 << 1;
@@ -151,11 +156,10 @@ class TstHsdp : public QObject {
       held += got;
       QCOMPARE(got, exact[stage]);
       const double formula = test::zeroFormulaBytes(stage, perNode, double(layout.numel));
-      QVERIFY2(std::abs(double(got) - formula) <= 0.05 * formula,
-               qPrintable(QString("rank %1: %2 bytes, formula over G %3")
-                              .arg(r.rank)
-                              .arg(got)
-                              .arg(formula)));
+      QVERIFY2(
+          std::abs(double(got) - formula) <= 0.05 * formula,
+          qPrintable(
+              QString("rank %1: %2 bytes, formula over G %3").arg(r.rank).arg(got).arg(formula)));
     }
     const int64_t estimate = estimateMemory(c).modelStates;
     QVERIFY2(estimate <= held && held - estimate <= 4 * c.ranks * perNode * 16,
@@ -206,6 +210,53 @@ class TstHsdp : public QObject {
     VERIFY_TRAJECTORIES_AGREE(losses, ref.losses, 1e-5, "resumed vs uninterrupted serial");
     VERIFY_PARAMETERS_AGREE(t.saveState().params, ref.params, 1e-5,
                             "final parameters, resumed vs uninterrupted serial");
+  }
+
+  // Saving gathers one replica's shards: the first node's ranks all-gather, the other node's
+  // ranks (holding the same chunks) gather nothing, and rank 0's state is the whole model.
+  void saveGathersOneReplica() {
+    const int G = 2, n = 2;
+    CommOptions o;
+    o.gpusPerNode = G;
+    ThreadWorld world(n * G, o);
+    std::vector<int64_t> gathered(size_t(n * G), -1);
+    std::vector<float> initial, saved;
+    std::mutex mutex;
+    world.run([&](Communicator& comm) {
+      MlpShape shape;
+      shape.hidden = 16;
+      shape.layers = 2;
+      Mlp model(shape, 7, nullptr);
+      const std::vector<float> before(model.params().params().data(),
+                                      model.params().params().data() + model.params().numel());
+      const std::unique_ptr<Compute> compute = Compute::cpu();
+      NodeGroups nodes = splitByNode(comm, "test", "shard", "replicas");
+      GradSyncSettings settings;
+      settings.zero = ZeroStage::Parameters;
+      settings.optimizer = "adam";
+      GradSync sync(model.params(), {{nodes.node.get(), "shard", nodes.across.get()}}, {}, settings,
+                    *compute, nullptr, nullptr);
+      (void)comm.accounting().take();
+      TrainingState state;
+      const int64_t P = int64_t(before.size());
+      sync.save(state, comm, P, [&](const std::vector<float>& local, std::vector<float>& serial) {
+        if (comm.rank() == 0) serial = local;
+      });
+      int64_t bytes = 0;
+      for (const CommOpTotals& op : comm.accounting().take().ops)
+        if (op.op == CommOp::AllGather) bytes += op.sent;
+      std::lock_guard lock(mutex);
+      gathered[size_t(comm.rank())] = bytes;
+      if (comm.rank() == 0) {
+        initial = before;
+        saved = state.params;
+      }
+    });
+    for (int r = 0; r < n * G; ++r)
+      QVERIFY2(r < G ? gathered[size_t(r)] > 0 : gathered[size_t(r)] == 0,
+               qPrintable(QString("rank %1 gathered %2 bytes").arg(r).arg(gathered[size_t(r)])));
+    QVERIFY(!initial.empty());
+    QVERIFY(saved == initial);
   }
 
   // [SECTION] The holdings: rank l of every node holds the same chunk of each unit (the
@@ -270,7 +321,8 @@ class TstHsdp : public QObject {
     QTest::addRow("tensor parallel") << "tp 2"
                                      << "zero-shard: node shards sync's data-parallel replicas "
                                         "(allowed: --tp 1";
-    QTest::addRow("elastic") << "elastic" << "zero-shard: node keeps a replica per node";
+    QTest::addRow("elastic") << "elastic"
+                             << "zero-shard: node keeps a replica per node";
   }
   void refusals() {
     QFETCH(QString, change);
@@ -298,12 +350,29 @@ class TstHsdp : public QObject {
   void mpiRunMatchesThreads() {
 #if defined(PARALAB_MPIEXEC) && defined(PARALAB_RUN)
     if (qEnvironmentVariableIsEmpty("PARALAB_HSDP_MPI")) QSKIP("runs as the CTest tst_hsdp_mpi");
-    const QStringList run = {"--zero",      "3",         "--zero-shard", "node",
-                             "--gpus-per-node", "2",     "--dataset",    "synthetic",
-                             "--hidden",    "32",        "--batch",      "48",
-                             "--steps",     "3",         "--optimizer",  "adam",
-                             "--lr",        "0.002",     "--eval-every", "0",
-                             "--allreduce", "ring",      "--json"};
+    const QStringList run = {"--zero",
+                             "3",
+                             "--zero-shard",
+                             "node",
+                             "--gpus-per-node",
+                             "2",
+                             "--dataset",
+                             "synthetic",
+                             "--hidden",
+                             "32",
+                             "--batch",
+                             "48",
+                             "--steps",
+                             "3",
+                             "--optimizer",
+                             "adam",
+                             "--lr",
+                             "0.002",
+                             "--eval-every",
+                             "0",
+                             "--allreduce",
+                             "ring",
+                             "--json"};
     const auto mpi = test::runJsonLines(
         PARALAB_MPIEXEC,
         QStringList{"--oversubscribe", "-np", "4", PARALAB_RUN, "--backend", "mpi"} + run, 4);
