@@ -345,6 +345,16 @@ class TstHsdp : public QObject {
     QVERIFY(!got.contains('\n'));
   }
 
+  // The projection models ZeRO over every rank: --project refuses HSDP in one line, exit 2.
+  void projectionRefusesHsdp() {
+    const test::ProgramResult r = test::runProgram(
+        PARALAB_RUN, {"--project", "h100-sxm:16", "--model", "gpt", "--zero", "3", "--zero-shard",
+                      "node", "--gpus-per-node", "8"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err.trimmed(), QString("paralab-run: zero-shard: --project projects ZeRO over "
+                                      "every data-parallel rank (allowed: --zero-shard all)"));
+  }
+
   // [SECTION] Under mpirun (a process per rank): the same losses and model states per rank as
   // thread ranks, and the same bytes per tier.
   void mpiRunMatchesThreads() {
