@@ -52,10 +52,12 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
   // share; ZeRO shards over them (sync only), every other strategy holds whole replicas. The cp
   // ranks of a replica hold the same weights (ZeRO shards over dp x cp).
   const int dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
+  // HSDP (--zero-shard node) shards over a node's ranks only, each node a replica.
   const int stage = c.strategy == "sync" ? c.zero : 0;
+  const int shardOver = std::min(dp, c.zeroShardDegree());
   MemoryEstimate e;
   e.modelStates = std::llround(
-      dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), dp,
+      dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), shardOver,
                               stateWidths(c.precision))
                .total());
   // Mixed precision keeps activations in 16 bits (train/precision.h), but LayerNorm's

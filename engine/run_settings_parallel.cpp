@@ -552,6 +552,34 @@ void addParallelRows(std::vector<Setting>& t) {
                                          "sync (asynchronous ranks would not wait)");
                     return replicasOnly(c);
                   }));
+  // [SECTION] Whom ZeRO shards over (HSDP, parallel/data/grad_sync.h): last, as it reads the
+  // strategy, the stage, the layout, the nodes and --elastic.
+  t.push_back(field("zero-shard", &RunConfig::zeroShard)
+                  .in(kParallelism, "ZeRO shards over")
+                  .describe("Whom ZeRO shards the model states over: every data-parallel rank "
+                            "(all), or the ranks of one node with a replica per node (node: "
+                            "HSDP, needs --gpus-per-node)",
+                            "node: the gathers and the reduce-scatter stay inside the node; "
+                            "between nodes only each gradient shard is all-reduced, among the "
+                            "ranks holding that shard (FSDP's HYBRID_SHARD). Memory per rank is "
+                            "sharded over the node's G ranks instead of all N.")
+                  .appliesWhen([](const RunConfig& c) -> Why {
+                    if (c.strategy != "sync" || c.zero == 0)
+                      return std::string("belongs to a ZeRO stage (--strategy sync --zero 1, 2 "
+                                         "or 3)");
+                    if (c.gpusPerNode == 0)
+                      return std::string("node shards over the ranks of a node (allowed: with "
+                                         "--gpus-per-node G, G dividing the ranks)");
+                    if (c.modelParallel() || c.hasExperts())
+                      return std::string("node shards sync's data-parallel replicas (allowed: "
+                                         "--tp 1 --pp 1 --cp 1, --model mlp or gpt without "
+                                         "--ffn moe)");
+                    if (c.elastic)
+                      return std::string("node keeps a replica per node, which one rank's "
+                                         "failure breaks (allowed: without --elastic)");
+                    return std::nullopt;
+                  })
+                  .onlyParallel());
 }
 
 }  // namespace paralab::settings_rows

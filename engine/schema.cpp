@@ -197,6 +197,7 @@ template Setting field(std::string, CpOrder RunConfig::*);
 template Setting field(std::string, CpKind RunConfig::*);
 template Setting field(std::string, Scaling RunConfig::*);
 template Setting field(std::string, Dtype RunConfig::*);
+template Setting field(std::string, ZeroShard RunConfig::*);
 
 Setting extraSetting(std::string key, SettingType type, SettingValue byDefault) {
   Setting s;

@@ -31,7 +31,9 @@ std::optional<ModelStatesReference> modelStatesReference(const RunConfig& c, int
   if (c.strategy != "sync" || c.model != ModelKind::Mlp || c.tp != 1 || c.pp != 1 || P <= 0 ||
       c.precision != Dtype::Fp32)
     return std::nullopt;
-  return modelStatesReference(P, c.zero, optimizerBytesPerParam(c.optimizer), c.dpDegree());
+  // N is the ranks ZeRO shards over: a node's under --zero-shard node (HSDP).
+  return modelStatesReference(P, c.zero, optimizerBytesPerParam(c.optimizer),
+                              c.zeroShardDegree());
 }
 
 }  // namespace paralab

@@ -77,6 +77,8 @@ struct RunConfig {
   DpVersion dpVersion = DpVersion::Bucket;
   double bucketMb = 0.25;
   int zero = 0;
+  // --zero-shard node (HSDP): ZeRO's chunks over the ranks of a node, replicas across nodes
+  ZeroShard zeroShard = ZeroShard::All;
   int servers = 1;
   int syncEvery = 4;
   std::string topology = "ring";
@@ -108,6 +110,12 @@ struct RunConfig {
   // A layout that cuts the model or its windows (ModelParallel, parallel/pipeline/model_parallel.cpp).
   bool modelParallel() const { return modelSplit() > 1; }
   int dpDegree() const { return dp > 0 ? dp : ranks / modelSplit(); }
+  // The ranks ZeRO cuts each unit over: the data-parallel degree, or under --zero-shard node
+  // the ranks of one node (the rest are replicas of them).
+  int zeroShardDegree() const {
+    return zeroShard == ZeroShard::Node && gpusPerNode > 0 ? std::min(gpusPerNode, dpDegree())
+                                                           : dpDegree();
+  }
   // Blocks with a mixture-of-experts FFN: the MoE MLP, or the GPT with --ffn moe.
   bool hasExperts() const {
     return model == ModelKind::Moe || (model == ModelKind::Gpt && ffn == Ffn::Moe);

@@ -1,5 +1,6 @@
 // The choices of a run that code branches on, as enums: the model, the device, the backend, the
-// GPT's recomputation and FFN, the gradient sync, the context chunks' order and the scaling.
+// GPT's recomputation and FFN, the gradient sync, the context chunks' order, the scaling and
+// whom ZeRO shards over.
 // Each has ONE table naming its values as the command line, --config JSON, checkpoints, the
 // --json lines and the window write them ("gpt", "cuda", "nccl"), with the window's label and
 // tooltip; the settings table binds a RunConfig member of such a type through it (schema.h
@@ -22,6 +23,9 @@ enum class DpVersion { Bucket, PerTensor };    // how sync all-reduces the gradi
 enum class CpOrder { Zigzag, Contiguous };     // which chunks of a window a cp rank holds
 enum class CpKind { Ring, Ulysses };           // how cp's attention sees every key: ring | all-to-all
 enum class Scaling { Strong, Weak };           // the batch as ranks are added
+// Whom ZeRO shards over: every data-parallel rank, or the ranks of one node, replicated across
+// nodes (HSDP: PyTorch FSDP's HYBRID_SHARD; parallel/data/grad_sync.h)
+enum class ZeroShard { All, Node };
 // What the run's parameters, activations and gradients are stored as (train/precision.h);
 // tf32 is --project's alone (fp32 storage, tensor cores at TF32).
 enum class Dtype { Fp32, Bf16, Fp16, Tf32, Fp8 };
@@ -144,6 +148,18 @@ inline constexpr ChoiceName<Scaling> kScalings[] = {
      .summary = "Each rank adds its own batch"},
 };
 
+inline constexpr ChoiceName<ZeroShard> kZeroShards[] = {
+    {.value = ZeroShard::All,
+     .name = "all",
+     .label = "Every rank (ZeRO / FSDP)",
+     .summary = "ZeRO cuts the model states into one chunk per data-parallel rank"},
+    {.value = ZeroShard::Node,
+     .name = "node",
+     .label = "One node, replicated across (HSDP)",
+     .summary = "ZeRO cuts the model states over the ranks of a node; each node holds a "
+                "replica, and only the gradient shards' all-reduce crosses nodes"},
+};
+
 inline constexpr ChoiceName<Dtype> kDtypes[] = {
     {.value = Dtype::Fp32, .name = "fp32", .label = "fp32", .summary = "fp32 everywhere"},
     {.value = Dtype::Bf16,
@@ -175,6 +191,7 @@ constexpr std::span<const ChoiceName<CpOrder>> choiceTable(CpOrder) { return kCp
 constexpr std::span<const ChoiceName<CpKind>> choiceTable(CpKind) { return kCpKinds; }
 constexpr std::span<const ChoiceName<Scaling>> choiceTable(Scaling) { return kScalings; }
 constexpr std::span<const ChoiceName<Dtype>> choiceTable(Dtype) { return kDtypes; }
+constexpr std::span<const ChoiceName<ZeroShard>> choiceTable(ZeroShard) { return kZeroShards; }
 
 // "gpt" for ModelKind::Gpt.
 template <class E>

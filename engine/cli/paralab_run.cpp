@@ -298,6 +298,11 @@ int main(int argc, char** argv) {
     // The projection reads the layout with ranges of its own (80 blocks of width 12288), so
     // the run's ranges and what applies to a trained run are its own to check.
     project.target = program.project;
+    // HSDP (--zero-shard node) is trained, not projected: the projection's ZeRO shards over
+    // every data-parallel rank.
+    if (config.zeroShard != ZeroShard::All)
+      return fail("zero-shard: --project projects ZeRO over every data-parallel rank (allowed: "
+                  "--zero-shard all)");
     // One flag each for the nodes: under --project they are the cluster's (its table checks
     // them, checkCluster), not a training run's.
     // A flag is taken as given; a --config key when not the run's default (a saved

@@ -28,31 +28,40 @@ int nodeOf(int worldRank, int gpusPerNode) { return gpusPerNode > 0 ? worldRank 
 
 }  // namespace
 
+NodeGroups splitByNode(Communicator& group, const std::string& what, const std::string& nodeName,
+                       const std::string& acrossName) {
+  const int G = group.options().gpusPerNode;
+  // Every member sees the same members, so all refuse alike.
+  std::map<int, int> perNode;
+  for (int q = 0; q < group.size(); ++q) ++perNode[nodeOf(group.worldRankOf(q), G)];
+  std::string counts;
+  bool even = true;
+  for (const auto& [node, ranks] : perNode) {
+    counts += (counts.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) +
+              " holds " + std::to_string(ranks);
+    even = even && ranks == perNode.begin()->second;
+  }
+  if (!even)
+    throw CommError(what + " over group '" + group.group() +
+                    "' needs as many of its ranks in every node (" + counts + ")");
+  const int node = nodeOf(group.worldRank(), G);
+  NodeGroups out;
+  out.node = group.split(node, group.rank(), nodeName);
+  out.across = group.split(out.node->rank(), node, acrossName);
+  return out;
+}
+
 void Communicator::allReduceHierarchical(const float* send, float* recv, int64_t count, ReduceOp op,
                                          Device device) {
   if (device == Device::Cuda)
     throw CommError("allreduce: hierarchical runs on host buffers (--device cpu)");
   if (count == 0) return;  // every rank has the same count: all return
-  const int G = m_options.gpusPerNode;
   if (!m_hierarchy) {
-    // Every member sees the same members, so all refuse alike: chunk l of one node must meet
-    // chunk l of every other, which needs as many of the group's ranks in every node.
-    std::map<int, int> perNode;
-    for (int q = 0; q < m_size; ++q) ++perNode[nodeOf(worldRankOf(q), G)];
-    std::string counts;
-    bool even = true;
-    for (const auto& [node, ranks] : perNode) {
-      counts += (counts.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) +
-                " holds " + std::to_string(ranks);
-      even = even && ranks == perNode.begin()->second;
-    }
-    if (!even)
-      throw CommError("allreduce: hierarchical over group '" + m_group +
-                      "' needs as many of its ranks in every node (" + counts + ")");
+    NodeGroups groups =
+        splitByNode(*this, "allreduce: hierarchical", m_group + ":node", m_group + ":nodes");
     auto h = std::make_unique<Hierarchy>();
-    const int node = nodeOf(worldRank(), G);
-    h->node = split(node, m_rank, m_group + ":node");
-    h->across = split(h->node->rank(), node, m_group + ":nodes");
+    h->node = std::move(groups.node);
+    h->across = std::move(groups.across);
     h->tracker = memoryTracker();
     m_hierarchy = std::move(h);
   }

@@ -6,11 +6,17 @@
 //   bucket (`--dp-version bucket`, default): buckets of --bucket-mb all-reduced on a
 //          communication thread while backward goes on (PyTorch DDP, Li et al. 2020);
 //   ZeRO-1/2/3 (Rajbhandari et al. 2020): optimizer state, gradients and parameters sharded
-//          over the ranks, with reduce-scatter and all-gather.
+//          over the ranks, with reduce-scatter and all-gather;
+//   --zero-shard node (HSDP, FSDP's HYBRID_SHARD): sharded over the G ranks of a node (group
+//          "shard"), each node a replica; each owned gradient chunk is all-reduced across the
+//          nodes among the ranks holding it (group "replicas"), the only bytes between nodes.
 // What each stage shards, holds and sends per step: zero_policy.h.
 // Try: paralab-run --ranks 4 --zero 3 --optimizer adam --lr 0.002 --json
-// See tests/engine/tst_parallel_equals_serial.cpp, tst_zero.cpp and tst_cuda_training.cpp.
+//      paralab-run --ranks 8 --gpus-per-node 4 --zero 3 --zero-shard node --allreduce ring --json
+// See tests/engine/tst_parallel_equals_serial.cpp, tst_zero.cpp, tst_hsdp.cpp and
+// tst_cuda_training.cpp.
 #include "comm/communicator.h"
+#include "comm/hierarchical_allreduce.h"  // splitByNode
 #include "parallel/data/accumulation.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/data/replica.h"
@@ -23,7 +29,8 @@ class DataParallel final : public ReplicaStrategy {
  public:
   DataParallel(RankContext& ctx, ZeroStage stage)
       : ReplicaStrategy(ctx),
-        m_sync(m_model->params(), {{ctx.comm, "dp"}}, {}, settings(stage), compute(), ctx.memory,
+        m_nodes(nodeGroups(ctx, stage)),
+        m_sync(m_model->params(), {syncGroup(ctx)}, {}, settings(stage), compute(), ctx.memory,
                ctx.spans) {}
 
   // --accumulate K (accumulation.h): K micro-batches, their gradients summed in place; the
@@ -75,13 +82,37 @@ class DataParallel final : public ReplicaStrategy {
     m_sync.addHoldings(items, [&](HoldingKind k) { addWholeTensors(items, m_model->params(), k); });
   }
 
+  // HSDP: the node's ranks that share the shards, and the ranks of other nodes holding this
+  // rank's chunks (its replicas), beside the world.
+  RankHoldings holdings() const override {
+    RankHoldings h = ReplicaStrategy::holdings();
+    for (const Communicator* c : {m_nodes.node.get(), m_nodes.across.get()}) {
+      if (!c) continue;
+      HeldGroup g{c->group(), {}};
+      for (int q = 0; q < c->size(); ++q) g.worldRanks.push_back(c->worldRankOf(q));
+      h.groups.push_back(g);
+    }
+    return h;
+  }
+
  private:
+  // --zero-shard node: the world cut into its nodes ("shard") and across them ("replicas").
+  static NodeGroups nodeGroups(RankContext& ctx, ZeroStage stage) {
+    if (stage == ZeroStage::None || ctx.config->zeroShard != ZeroShard::Node) return {};
+    return splitByNode(*ctx.comm, "zero-shard: node", "shard", "replicas");
+  }
+  SyncGroup syncGroup(RankContext& ctx) const {
+    if (!m_nodes.node) return {ctx.comm, "dp"};
+    return {m_nodes.node.get(), "shard", m_nodes.across.get()};
+  }
+
   GradSyncSettings settings(ZeroStage stage) const {
     GradSyncSettings s = GradSyncSettings::of(*m_ctx.config);
     s.zero = stage;
     return s;
   }
 
+  NodeGroups m_nodes;  // HSDP's groups (empty otherwise): before m_sync, which uses them
   GradSync m_sync;
 };
 

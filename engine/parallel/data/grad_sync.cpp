@@ -167,6 +167,9 @@ void GradSync::afterBackward(int m) {
       reduceScatter(u, full, mine);
       m_compute.residualAdd(ownedGrads(u), mine, long(u.chunk));
     }
+    // HSDP: the node's sum of the chunk, summed over the nodes once the step's last
+    // micro-batch is in: 2(n-1)/n x 4 x chunk bytes per rank, n nodes.
+    if (seen == m_backwards) sumOverReplicas(u);
   }
   bindResting(m);  // back to what the unit holds between uses; transient buffers freed
   m_gathered = Tensor();
@@ -193,8 +196,10 @@ void GradSync::reduce() {
     if (m_error) std::rethrow_exception(m_error);
   } else if (m_zero.shardsAnything() && !m_zero.shardsGradients) {
     m_compute.sync();
-    for (const ZeroLayout::Unit& u : m_layout.units)  // in place: chunk r gets the sum
+    for (const ZeroLayout::Unit& u : m_layout.units) {  // in place: chunk r gets the sum
       reduceScatter(u, m_grads.data() + u.paddedBegin, ownedGrads(u));
+      sumOverReplicas(u);
+    }
   }
   // Sharded gradients were reduce-scattered unit by unit as backward finished them.
 }
@@ -351,6 +356,24 @@ void GradSync::reduceScatter(const ZeroLayout::Unit& u, const float* full, float
     m_compute.copy(owned, full, u.chunk);
 }
 
+// HSDP: the chunk each node's rank of this local index owns, summed over the nodes (the ring
+// under --allreduce ring: 2(n-1)/n x 4 x chunk bytes per rank, all between nodes). Every replica
+// gets the same bits, so their updates stay equal.
+void GradSync::sumOverReplicas(const ZeroLayout::Unit& u) {
+  Communicator* across = m_groups[size_t(u.group)].replicas;
+  if (!across || across->size() == 1) return;
+  m_compute.sync();  // the chunk's last micro-batch was added on the rank's stream
+  const CommPurpose purpose("gradient shard " + u.name + " across nodes");
+  across->allReduce(ownedGrads(u), ownedGrads(u), u.chunk, ReduceOp::Sum,
+                    AllReduceAlgo::Configured, device());
+}
+
+bool GradSync::firstReplica() const {
+  for (const SyncGroup& g : m_groups)
+    if (g.replicas && g.replicas->rank() != 0) return false;
+  return true;
+}
+
 // Every rank gets every chunk: chunk q from rank q.
 void GradSync::allGather(const ZeroLayout::Unit& u, const float* owned, float* full) {
   Communicator& c = comm(u);
@@ -498,10 +521,14 @@ void GradSync::save(TrainingState& state, Communicator& world, int64_t serial,
     out.resize(size_t(serial));
     m_compute.download(out.data(), sum.data(), serial);
   };
-  toRoot(hostParams(), state.params);
+  // HSDP: one replica's shards are the whole model. Only the first node's ranks gather them; the
+  // other nodes' ranks, replicas of the same chunks, give zeros (`toSerial` keeps what world
+  // rank 0, in the first node, gives).
+  const bool mine = firstReplica();
+  const auto nothing = [&] { return std::vector<float>(size_t(m_layout.numel), 0.f); };
+  toRoot(mine ? hostParams() : nothing(), state.params);
   for (int k = 0; k < 2; ++k)
-    if (const std::vector<float> m = hostMoment(k); !m.empty())
-      toRoot(m, k == 0 ? state.optM : state.optV);
+    if (moment(0, k)) toRoot(mine ? hostMoment(k) : nothing(), k == 0 ? state.optM : state.optV);
   if (root) state.optimizerSteps = m_opts.front()->steps();
 }
 

@@ -5,7 +5,9 @@
 //   --zero 0 --dp-version per-tensor: an all-reduce per tensor after backward;
 //   --zero 0 --dp-version bucket: buckets of --bucket-mb all-reduced while backward goes on;
 //   --zero 1|2|3: ZeRO's reduce-scatter / all-gather, shards of the optimizer state, gradients
-//     and parameters (zero.h's layout; Rajbhandari et al. 2020).
+//     and parameters (zero.h's layout; Rajbhandari et al. 2020);
+//   --zero-shard node (HSDP): the same inside each node, and each owned gradient chunk
+//     all-reduced across the nodes among the ranks holding it (SyncGroup::replicas).
 // Used by sync data parallelism (the world), tensor x pipeline parallelism (the dp group) and
 // expert parallelism (dense weights over dp, experts over expert-dp). The collectives are all in
 // grad_sync.cpp. See tests/engine/tst_grad_sync.cpp and tst_parallel_equals_serial.cpp.
@@ -31,9 +33,13 @@ namespace paralab {
 class Communicator;
 
 // A group of replicas: its communicator and its name in the accounting ("dp", "expert-dp").
+// HSDP (--zero-shard node) shards over `comm`, the ranks of one node, and names in `replicas`
+// the ranks of the other nodes that hold the same chunks: after the group's reduce-scatter each
+// owned gradient chunk is all-reduced over them, so every replica updates it alike.
 struct SyncGroup {
   Communicator* comm = nullptr;
   std::string name;
+  Communicator* replicas = nullptr;  // null (or one rank): no replicas of the shards
 };
 
 struct GradSyncSettings {
@@ -103,7 +109,8 @@ class GradSync final : public UnitHooks {
   void sumToRoot(Communicator& world, const std::vector<float>& local, const ToSerial& toSerial,
                  Tensor& sum);
   // Collective over `world` and the groups: the parameters and optimizer moments (ZeRO:
-  // gathered from the groups' chunks) in rank 0's `state`, `serial` floats each.
+  // gathered from the groups' chunks; HSDP: from the first replica's) in rank 0's `state`,
+  // `serial` floats each.
   void save(TrainingState& state, Communicator& world, int64_t serial, const ToSerial& toSerial);
   // Every rank takes its part of each (a moment of another size is skipped: none was saved).
   void load(const TrainingState& state, int64_t serial, const FromSerial& fromSerial);
@@ -127,6 +134,8 @@ class GradSync final : public UnitHooks {
   Communicator& comm(const ZeroLayout::Unit& u) const;
   Device device() const { return m_compute.device(); }
   void reduceScatter(const ZeroLayout::Unit& u, const float* full, float* owned);
+  void sumOverReplicas(const ZeroLayout::Unit& u);  // HSDP: the owned gradient chunk, across
+  bool firstReplica() const;  // no replicas, or this rank's node holds the first
   void allGather(const ZeroLayout::Unit& u, const float* owned, float* full);
   float* gatherUnit(int unit, Tensor& into);
   void bindResting(int unit);
