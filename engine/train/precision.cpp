@@ -2,10 +2,12 @@
 // See tests/engine/tst_precision.cpp.
 #include "train/precision.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "comm/communicator.h"
 #include "cpu/half.h"
+#include "device/compute.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/strategy.h"
 
@@ -37,10 +39,6 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
     return head +
            "trains serially and with --strategy sync data parallelism and its ZeRO "
            "stages (tp = pp = cp = 1, dense models); other layouts train in fp32";
-  if (c.accumulate > 1)
-    return head +
-           "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "
-           "gradients is not yet kept apart from their fp32 sum)";
   return std::nullopt;
 }
 
@@ -87,12 +85,60 @@ void LossScaler::update(bool overflow) {
   }
 }
 
+LossScaleState LossScaler::state() const {
+  if (!m_dynamic && m_skipped == 0 && m_scale == 1.f) return {};  // bf16, fp32, a scale of 1
+  return {m_scale, m_clean, m_skipped};
+}
+
+void LossScaler::restore(const LossScaleState& s) {
+  if (s.scale <= 0) return;
+  if (m_dynamic) m_scale = float(s.scale);  // a fixed --loss-scale stays what the run says
+  m_clean = int(s.clean);
+  m_skipped = s.skipped;
+}
+
 // [SECTION] One rank's mixed precision
+
+void MixedPrecision::Hooks::beforeBackward(int u) {
+  if (m_inner) m_inner->beforeBackward(u);  // first: it may bind the unit's gradients elsewhere
+  // Gradients left by earlier micro-batches of the step (all zero at the first, or where the
+  // strategy's buffer starts empty, as ZeRO-2/3's staging does): set aside, the buffer zeroed.
+  const ParamUnit& unit = m_ps.units()[size_t(u)];
+  int64_t n = 0;
+  bool held = false;
+  for (int i = unit.firstRef; i < unit.endRef; ++i) {
+    const float* g = m_ps.grad(i);
+    const int64_t len = m_ps.ref(i).numel();
+    held = held || std::any_of(g, g + len, [](float v) { return v != 0.f; });
+    n += len;
+  }
+  if (!held) return;
+  Tensor sum = Compute::host().tensor({n}, MemCategory::Workspace, m_memory);
+  float* at = sum.data();
+  for (int i = unit.firstRef; i < unit.endRef; ++i) {
+    const int64_t len = m_ps.ref(i).numel();
+    std::copy(m_ps.grad(i), m_ps.grad(i) + len, at);
+    std::fill(m_ps.grad(i), m_ps.grad(i) + len, 0.f);
+    at += len;
+  }
+  m_sums[u] = std::move(sum);
+}
 
 void MixedPrecision::Hooks::afterBackward(int u) {
   const ParamUnit& unit = m_ps.units()[size_t(u)];
+  // This micro-batch's gradients, rounded where a 16-bit GEMM stores them.
   for (int i = unit.firstRef; i < unit.endRef; ++i)
     m_mp.m_flushed += roundStored(m_mp.m_dtype, m_ps.grad(i), m_ps.ref(i).numel());
+  if (const auto it = m_sums.find(u); it != m_sums.end()) {  // added into the fp32 sum
+    const float* at = it->second.data();
+    for (int i = unit.firstRef; i < unit.endRef; ++i) {
+      float* g = m_ps.grad(i);
+      const int64_t len = m_ps.ref(i).numel();
+      for (int64_t j = 0; j < len; ++j) g[j] = at[j] + g[j];
+      at += len;
+    }
+    m_sums.erase(it);
+  }
   if (m_inner) m_inner->afterBackward(u);
 }
 

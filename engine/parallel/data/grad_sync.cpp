@@ -29,6 +29,7 @@
 
 #include "comm/communicator.h"
 #include "comm/flight_recorder.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -418,7 +419,10 @@ float* GradSync::ownedGrads(const ZeroLayout::Unit& u) {
                                 : m_grads.data() + u.paddedBegin + ownedFrom(u);
 }
 
-float* GradSync::moment(size_t i, int k) const {
+float* GradSync::moment(size_t i, int k) {
+  if (k == 2)
+    return const_cast<float*>(m_opts[i]->currentMaster(
+        m_zero.shardsAnything() ? ownedParams(m_layout.units[i]) : m_ps.params().data()));
   return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo();
 }
 
@@ -499,9 +503,9 @@ void GradSync::save(TrainingState& state, Communicator& world, int64_t serial,
     m_compute.download(out.data(), sum.data(), serial);
   };
   toRoot(hostParams(), state.params);
-  for (int k = 0; k < 2; ++k)
-    if (const std::vector<float> m = hostMoment(k); !m.empty())
-      toRoot(m, k == 0 ? state.optM : state.optV);
+  std::vector<float>* to[3] = {&state.optM, &state.optV, &state.master};
+  for (int k = 0; k < 3; ++k)
+    if (const std::vector<float> m = hostMoment(k); !m.empty()) toRoot(m, *to[size_t(k)]);
   if (root) state.optimizerSteps = m_opts.front()->steps();
 }
 
@@ -510,9 +514,14 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
     throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
                              " parameters, this model " + std::to_string(serial));
   const int64_t P = m_layout.numel;
-  std::vector<float> local[3];  // parameters, moment 1, moment 2, laid out like the flat buffer
-  const std::vector<float>* from[3] = {&state.params, &state.optM, &state.optV};
-  for (int k = 0; k < 3; ++k)
+  // Parameters, moment 1, moment 2, master, laid out like the flat buffer. An fp32 run takes
+  // a saved master as its parameters.
+  const bool master = int64_t(state.master.size()) == serial;
+  std::vector<float> local[4];
+  const std::vector<float>* from[4] = {
+      master && !sixteenBit(m_settings.precision) ? &state.master : &state.params, &state.optM,
+      &state.optV, &state.master};
+  for (int k = 0; k < 4; ++k)
     if (int64_t(from[k]->size()) == serial) {
       local[k].resize(size_t(P));
       fromSerial(*from[k], local[k]);
@@ -522,6 +531,7 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
     for (int k = 0; k < 2; ++k)
       if (moment(0, k) && !local[k + 1].empty())
         m_compute.upload(moment(0, k), local[k + 1].data(), P);
+    if (master) m_opts.front()->loadMaster(local[3].data(), P);
   }
   for (size_t i = 0; m_zero.shardsAnything() && i < m_layout.units.size(); ++i) {
     const ZeroLayout::Unit& u = m_layout.units[i];
@@ -535,11 +545,12 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
     else
       take(local[0], ownedParams(u));
     for (int k = 0; k < 2; ++k) take(local[k + 1], moment(i, k));
+    if (master) m_opts[i]->loadMaster(n > 0 ? local[3].data() + u.begin + at : nullptr, n);
   }
   m_compute.sync();  // the host vectors go when this returns
   for (auto& opt : m_opts) {
     opt->setSteps(state.optimizerSteps);
-    opt->retakeMaster();  // mixed precision: from the parameters just loaded
+    if (!master) opt->retakeMaster();  // mixed precision: from the parameters just loaded
   }
 }
 
