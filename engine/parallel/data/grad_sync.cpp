@@ -558,7 +558,18 @@ void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial
 
 void GradSync::addHoldings(std::vector<HeldSlice>& items,
                            const std::function<void(HoldingKind)>& tensors) const {
+  // Mixed precision: the parameters in 16 bits, and an fp32 master copy beside the optimizer
+  // state, whole or sharded as ZeRO shards that state (Megatron's distributed optimizer).
+  const Dtype stored = m_settings.precision;
+  const bool master = sixteenBit(stored);
+  const auto asStored = [&](HeldSlice& s) {
+    if (s.kind != HoldingKind::Params || !master) return;
+    s.bytes = s.bytes / 4 * valueBytes(stored);
+    s.dtype = stored;
+  };
+  const size_t before = items.size();
   if (!m_zero.shardsParameters) tensors(HoldingKind::Params);
+  for (size_t i = before; i < items.size(); ++i) asStored(items[i]);
   if (!m_zero.shardsGradients) tensors(HoldingKind::Grads);
   const int slots = optimizerStateSlots(m_settings.optimizer);
   for (const ZeroLayout::Unit& u : m_layout.units) {
@@ -567,15 +578,19 @@ void GradSync::addHoldings(std::vector<HeldSlice>& items,
       if (slots > 0)
         items.push_back(
             {name, HoldingKind::Optimizer, -1, 0, u.len, u.len, u.len, slots, u.len * slots * 4});
+      if (master)
+        items.push_back({name, HoldingKind::Master, -1, 0, u.len, u.len, u.len, 1, u.len * 4});
       continue;
     }
     const int64_t begin = std::min(u.len, ownedFrom(u)), end = std::min(u.len, begin + u.chunk);
     auto chunk = [&](HoldingKind k, int64_t cols) {
       items.push_back({name, k, 0, begin, end, u.len, u.chunk, cols, u.chunk * cols * 4});
+      asStored(items.back());
     };
     if (m_zero.shardsParameters) chunk(HoldingKind::Params, 1);
     if (m_zero.shardsGradients) chunk(HoldingKind::Grads, 1);
     if (slots > 0) chunk(HoldingKind::Optimizer, slots);
+    if (master) chunk(HoldingKind::Master, 1);
   }
 }
 
