@@ -109,7 +109,7 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
   for (int i = unit.firstRef; i < unit.endRef; ++i) {
     const float* g = m_ps.grad(i);
     const int64_t len = m_ps.ref(i).numel();
-    held = held || std::any_of(g, g + len, [](float v) { return v != 0.f; });
+    held = held || (g && std::any_of(g, g + len, [](float v) { return v != 0.f; }));
     n += len;
   }
   if (!held) return;
@@ -117,8 +117,10 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
   float* at = sum.data();
   for (int i = unit.firstRef; i < unit.endRef; ++i) {
     const int64_t len = m_ps.ref(i).numel();
-    std::copy(m_ps.grad(i), m_ps.grad(i) + len, at);
-    std::fill(m_ps.grad(i), m_ps.grad(i) + len, 0.f);
+    if (float* g = m_ps.grad(i)) {  // an unbound weight's part stays zero
+      std::copy(g, g + len, at);
+      std::fill(g, g + len, 0.f);
+    }
     at += len;
   }
   m_sums[u] = std::move(sum);
@@ -134,7 +136,7 @@ void MixedPrecision::Hooks::afterBackward(int u) {
     for (int i = unit.firstRef; i < unit.endRef; ++i) {
       float* g = m_ps.grad(i);
       const int64_t len = m_ps.ref(i).numel();
-      for (int64_t j = 0; j < len; ++j) g[j] = at[j] + g[j];
+      for (int64_t j = 0; g && j < len; ++j) g[j] = at[j] + g[j];
       at += len;
     }
     m_sums.erase(it);
