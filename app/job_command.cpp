@@ -29,7 +29,7 @@ bool isProgram(const QString& path) {
 }  // namespace
 
 QStringList paralabRunWords(const RunConfig& config, const QString& control,
-                            const QString& resumeFrom) {
+                            const QString& resumeFrom, const QString& checkpoint) {
   const QString run = paralabRunProgram();
   // Inside a Slurm job the ranks are MPI processes.
   const Backend backend = config.backend == Backend::Slurm ? Backend::Mpi : config.backend;
@@ -45,6 +45,9 @@ QStringList paralabRunWords(const RunConfig& config, const QString& control,
        runFlags(config, {"backend", "ranks", "partition", "nodes", "tasks-per-node", "time-limit"}))
     words << qs(f);
   if (!resumeFrom.isEmpty()) words << "--resume" << resumeFrom;
+  // Under mpirun an elastic job relaunches from the checkpoints it saves (cli/elastic_job.h).
+  if (config.elastic && config.checkpointEvery > 0)
+    words << "--save" << (checkpoint.isEmpty() ? QString(kElasticCheckpoint) : checkpoint);
   return words;
 }
 
@@ -80,7 +83,8 @@ QString hostsProblem(const QString& hosts) {
       .arg(h);
 }
 
-JobCommand jobCommand(const RunConfig& settings, const QString& hosts, const QString& resumeFrom) {
+JobCommand jobCommand(const RunConfig& settings, const QString& hosts, const QString& resumeFrom,
+                      const QString& checkpoint) {
   // paralab-run runs bounded runs only: "until stopped" is the most steps it takes.
   RunConfig config = settings;
   if (config.steps == 0) config.steps = int(findSetting("steps")->max);
@@ -100,7 +104,7 @@ JobCommand jobCommand(const RunConfig& settings, const QString& hosts, const QSt
               << "-np" << QString::number(config.ranks);
   const QString h = hosts.trimmed();
   if (!h.isEmpty()) c.arguments << (QFileInfo(h).isFile() ? "--hostfile" : "--host") << h;
-  c.arguments << paralabRunWords(config, "stdin", resumeFrom);
+  c.arguments << paralabRunWords(config, "stdin", resumeFrom, checkpoint);
   return c;
 }
 

@@ -23,16 +23,21 @@ struct JobCommand {
 
 // `hosts`: "" (this machine), a hostfile's path (--hostfile), or a host list "a,b" or
 // "a:2,b:2" (--host). `resumeFrom`: a checkpoint the job goes on from (--resume).
-JobCommand jobCommand(const RunConfig& config, const QString& hosts,
-                      const QString& resumeFrom = {});
+// `checkpoint`: where an --elastic job with --checkpoint-every saves (--save, which paralab-run
+// requires of it under mpirun); "" for kElasticCheckpoint in the folder the command runs from.
+JobCommand jobCommand(const RunConfig& config, const QString& hosts, const QString& resumeFrom = {},
+                      const QString& checkpoint = {});
+// The file an elastic job's command saves to when given none: a copied command runs as pasted.
+inline constexpr const char* kElasticCheckpoint = "paralab-elastic.ckpt";
 // Why `hosts` is neither a hostfile nor a host list ("" when it is one, or empty).
 QString hostsProblem(const QString& hosts);
 
 // paralab-run's words in a launcher's command: its path, --backend mpi|nccl --json --control
 // `control`, the run's settings that differ from the defaults as flags (not the ranks, the
-// backend or the job's own settings: the launcher's), then --resume `resumeFrom` if given.
+// backend or the job's own settings: the launcher's), then --resume `resumeFrom` if given, and
+// an elastic job's --save `checkpoint` (jobCommand's).
 QStringList paralabRunWords(const RunConfig& config, const QString& control,
-                            const QString& resumeFrom);
+                            const QString& resumeFrom, const QString& checkpoint = {});
 // --allow-run-as-root when this program runs as root (mpirun refuses root unless asked; a job
 // runs as whoever submitted it).
 QStringList rootFlag();

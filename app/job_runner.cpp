@@ -90,11 +90,9 @@ QString JobRunner::elasticCheckpoint() {
 }
 
 QString JobRunner::launch(const QString& resumeFrom) {
-  m_command = jobCommand(m_config, m_hosts, resumeFrom);
+  // An elastic job saves where this runner relaunches it from.
+  m_command = jobCommand(m_config, m_hosts, resumeFrom, elasticCheckpoint());
   if (!m_command.error.isEmpty()) return m_command.error;
-  // paralab-run's words end the arguments: where an elastic job checkpoints goes after them.
-  if (const QString file = elasticCheckpoint(); !file.isEmpty())
-    m_command.arguments << "--save" << file;
   JobLaunch* l = m_config.backend == Backend::Slurm ? static_cast<JobLaunch*>(new SlurmLaunch(this))
                                                     : new MpirunLaunch(this);
   l->onOutput = [this, l] {

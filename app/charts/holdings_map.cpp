@@ -1,6 +1,7 @@
 // HoldingsMap: the ranks' holdings as slices of each layer (see holdings_map.h). The slices
 // are the strategies' own sharding metadata (engine/parallel/holdings.h), only laid end to end.
-// See tests/app/tst_charts_ranks.cpp (holdingsMapDrawsTheSlices) and tst_holdings_layouts.cpp.
+// Its drawing; the layout is holdings_cells.cpp. See tests/app/tst_charts_ranks.cpp
+// (holdingsMapDrawsTheSlices), tst_holdings_layouts.cpp and tst_holdings_precision.cpp.
 #include "charts/holdings_map.h"
 
 #include <QHelpEvent>
@@ -11,21 +12,15 @@
 
 #include "charts/byte_units.h"
 #include "charts/chart_colors.h"
+#include "charts/holdings_rows.h"
 #include "charts/metric_history.h"
 #include "charts/rect_layer.h"
 
 namespace paralab {
 
+using namespace holdings_rows;
+
 namespace {
-
-using Parts = std::vector<std::pair<double, double>>;
-
-const QString kBatch = QObject::tr("batch"), kActivations = QObject::tr("activations");
-// The GPT's --recompute: the one block's buffers the backward recomputes into, a row of their
-// own under the activations the forward kept.
-const QString kRecomputed = QObject::tr("recomputed");
-// Context parallelism: the ring's K/V blocks, other ranks' tokens passing through.
-const QString kInFlight = QObject::tr("K/V in flight");
 
 // A row of the batch's rows (batch, activations, recomputed) rather than a layer's weights.
 bool isDataRow(const QString& row) {
@@ -44,21 +39,10 @@ QColor kindColor(HoldingKind k) {
       return chartcolors::memoryColor(MemCategory::Activations);
     case HoldingKind::Batch:
       return chartcolors::spanColor(SpanKind::Data);
+    case HoldingKind::Master:
+      return chartcolors::memoryColor(MemCategory::Master);
   }
   return chartcolors::kGrey;
-}
-
-bool isFlat(const std::string& tensor) { return tensor.ends_with(" (flat)"); }
-
-// Elements of the whole tensor a named slice is part of.
-int64_t wholeElements(const HeldSlice& s) {
-  return s.dim == 0 ? s.total * s.cols : s.dim == 1 ? s.rows * s.total : s.rows * s.cols;
-}
-
-// [begin, end) of the slice as fractions of what it is a slice of.
-std::pair<double, double> fraction(const HeldSlice& s) {
-  if (s.dim < 0 || s.total <= 0) return {0, 1};
-  return {double(s.begin) / double(s.total), double(s.end) / double(s.total)};
 }
 
 // Model order: the input projection, each block followed by its experts, the classifier.
@@ -77,38 +61,31 @@ double rowOrder(const QString& row) {
   return 2e9;
 }
 
-Parts merged(Parts p) {
-  std::sort(p.begin(), p.end());
-  Parts out;
-  for (const auto& [a, b] : p) {
-    if (!out.empty() && a <= out.back().second + 1e-12)
-      out.back().second = std::max(out.back().second, b);
-    else
-      out.push_back({a, b});
-  }
-  return out;
+// The kinds a layer's row has a bar for, top to bottom: mixed precision adds the fp32 master
+// copy under the optimizer state it is sharded with.
+std::vector<HoldingKind> layerKinds(bool master) {
+  std::vector<HoldingKind> k{HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer};
+  if (master) k.push_back(HoldingKind::Master);
+  return k;
 }
 
-// The part of `base` (sorted intervals laid end to end) from fraction fa to fb of its length:
-// a flat buffer is the rank's own parameters flattened, so its slices fall on those.
-Parts within(const Parts& base, double fa, double fb) {
-  double length = 0;
-  for (const auto& [a, b] : base) length += b - a;
-  Parts out;
-  double at = 0;  // length of base before the current interval
-  for (const auto& [a, b] : base) {
-    const double lo = std::max(fa * length, at), hi = std::min(fb * length, at + (b - a));
-    if (hi > lo) out.push_back({a + (lo - at), a + (hi - at)});
-    at += b - a;
-  }
-  return out;
-}
-
-// Vertical place of a kind's bar in a row (rows grow downwards).
-QCPRange barRows(int row, HoldingKind k, bool layerRow) {
+// Vertical place of a kind's bar in a row (rows grow downwards): a layer's row holds its kinds'
+// bars one under another (`master`: four of them), a data row one bar.
+QCPRange barRows(int row, HoldingKind k, bool layerRow, bool master) {
   if (!layerRow) return {row + 0.22, row + 0.78};
-  const double top = k == HoldingKind::Params ? 0.08 : k == HoldingKind::Grads ? 0.37 : 0.66;
-  return {row + top, row + top + 0.26};
+  const std::vector<HoldingKind> kinds = layerKinds(master);
+  const size_t at = size_t(std::find(kinds.begin(), kinds.end(), k) - kinds.begin());
+  const double top = master ? 0.06 + 0.22 * double(at) : 0.08 + 0.29 * double(at);
+  return {row + top, row + top + (master ? 0.19 : 0.26)};
+}
+
+// A kind as the legend names it, with the dtype where it is not fp32's alone to say ("params
+// (bf16)", "master (fp32)").
+QString kindWithDtype(HoldingKind k, Dtype d) {
+  const QString name = holdingKindName(k);
+  if (k == HoldingKind::Master || d != Dtype::Fp32)
+    return QString("%1 (%2)").arg(name, QString::fromStdString(nameOf(d)));
+  return name;
 }
 
 // What a recomputed buffer is recomputed for, from the engine's name for it
@@ -118,46 +95,7 @@ QString recomputedWhat(const std::string& tensor) {
   return what.match(QString::fromStdString(tensor)).captured(1);
 }
 
-// A block's experts as one row ("block0.experts": ZeRO's flat unit of them), and whether a row
-// is one of its experts ("block0.expert2").
-bool isExpertsRow(const QString& row) { return row.endsWith(".experts"); }
-bool isExpertOf(const QString& row, const QString& expertsRow) {
-  const QString prefix = expertsRow.chopped(1);  // "block0.expert"
-  return row.size() > prefix.size() && row.startsWith(prefix) && row[prefix.size()].isDigit();
-}
-
-// The rank's place in its expert-parallel group, (index, size), from the group it reports
-// ("ep", as the JSON of a process's holdings carries it too); (0, 1) without one.
-std::pair<int, int> expertParallelPlace(const RankHoldings& h) {
-  for (const HeldGroup& g : h.groups)
-    if (g.name == "ep")
-      for (int i = 0; i < int(g.worldRanks.size()); ++i)
-        if (g.worldRanks[size_t(i)] == h.rank) return {i, int(g.worldRanks.size())};
-  return {0, 1};
-}
-
-QString describe(const HeldSlice& s) {
-  const QString what = s.dim < 0 ? QObject::tr("whole")
-                                 : QObject::tr("%1 %2–%3 of %4")
-                                       .arg(s.dim == 0 ? QObject::tr("rows") : QObject::tr("cols"))
-                                       .arg(s.begin)
-                                       .arg(s.end)
-                                       .arg(s.total);
-  return QString("%1: %2, %3")
-      .arg(QString::fromStdString(s.tensor), what, formatBytes(double(s.bytes)));
-}
-
 }  // namespace
-
-QString HoldingsMap::rowOf(const std::string& tensor) {
-  std::string t = isFlat(tensor) ? tensor.substr(0, tensor.size() - 7) : tensor;
-  const QStringList parts = QString::fromStdString(t).split('.');
-  // An expert is a row of its own, the MoE MLP's ("block0.expert2.fc1.weight") as the GPT's
-  // ("block0.moe.expert2.fc1.weight").
-  for (qsizetype i = 1; i < parts.size(); ++i)
-    if (parts[i].startsWith("expert")) return parts[0] + '.' + parts[i];
-  return parts.value(0);
-}
 
 HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every rank holds"), parent) {
   setTabTitle(tr("Holdings"));
@@ -177,7 +115,7 @@ HoldingsMap::HoldingsMap(QWidget* parent) : Chart("holdings", tr("What every ran
   m_outlines->setPen(QPen(chartcolors::kReference, 1));
   m_outlines->setBrush(Qt::NoBrush);
   for (HoldingKind k : {HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer,
-                        HoldingKind::Activations, HoldingKind::Batch}) {
+                        HoldingKind::Master, HoldingKind::Activations, HoldingKind::Batch}) {
     auto* layer = new RectLayer(xAxis, yAxis);
     layer->setName(holdingKindName(k));
     layer->setBrush(kindColor(k));
@@ -205,7 +143,11 @@ void HoldingsMap::clear() {
   m_outlines->rects.clear();
   m_recomputed->rects.clear();
   m_inFlight->rects.clear();
-  const bool legendChanged = m_recomputed->removeFromLegend();
+  // Mixed precision's names and its master's entry only while a run shows them.
+  m_layers[size_t(HoldingKind::Params)]->setName(holdingKindName(HoldingKind::Params));
+  m_master = false;
+  bool legendChanged = m_recomputed->removeFromLegend();
+  legendChanged = m_layers[size_t(HoldingKind::Master)]->removeFromLegend() || legendChanged;
   if (m_inFlight->removeFromLegend() || legendChanged) fitLegend();
   for (const ByteLabel& l : m_byteLabels) removeItem(l.item);
   m_byteLabels.clear();
@@ -228,126 +170,6 @@ void HoldingsMap::showHistory(const MetricHistory& history) {
   if (history.isEmpty()) clear();
 }
 
-// [SECTION] Laying the slices out: each row's tensors end to end, each held slice a part.
-
-std::vector<HoldingsMap::Cell> HoldingsMap::cellsOf(const std::vector<RankHoldings>& holdings) {
-  // Each layer's tensors end to end, in the order the engine lists them (its flattening
-  // order), at their whole size (from any rank's slice of them).
-  std::map<QString, std::vector<std::pair<std::string, int64_t>>> layout;
-  for (const RankHoldings& h : holdings)
-    for (const HeldSlice& s : h.items)
-      if ((s.kind == HoldingKind::Params || s.kind == HoldingKind::Grads) && !isFlat(s.tensor)) {
-        auto& tensors = layout[rowOf(s.tensor)];
-        if (std::none_of(tensors.begin(), tensors.end(),
-                         [&](const auto& t) { return t.first == s.tensor; }))
-          tensors.push_back({s.tensor, wholeElements(s)});
-      }
-  auto offsetOf = [&](const QString& row, const std::string& tensor, int64_t* whole) {
-    int64_t at = 0;
-    for (const auto& [name, n] : layout[row]) {
-      if (name == tensor) return *whole = n, at;
-      at += n;
-    }
-    return *whole = 0, at;
-  };
-  auto rowTotal = [&](const QString& row) {
-    int64_t n = 0;
-    for (const auto& [name, e] : layout[row]) n += e;
-    return n;
-  };
-
-  std::map<std::tuple<int, QString, int>, Cell> cells;
-  for (const RankHoldings& h : holdings) {
-    // What this rank holds of each layer's parameters, per layer and all in order: a flat
-    // buffer (ZeRO's chunks, optimizer state) is the rank's own parameters flattened, so its
-    // slices fall on those; one named after no layer ("model (flat)") spans all of them.
-    std::map<QString, Parts> named;
-    std::vector<std::pair<QString, std::pair<double, double>>> all;
-    for (const HeldSlice& s : h.items)
-      if (s.kind == HoldingKind::Params && !isFlat(s.tensor)) {
-        int64_t whole = 0;
-        const QString row = rowOf(s.tensor);
-        const double at = double(offsetOf(row, s.tensor, &whole));
-        const auto [a, b] = fraction(s);
-        named[row].push_back({at + a * whole, at + b * whole});
-        all.push_back({row, {at + a * whole, at + b * whole}});
-      }
-    for (auto& [row, parts] : named) parts = merged(parts);
-    const std::pair<int, int> ep = expertParallelPlace(h);
-
-    for (const HeldSlice& s : h.items) {
-      const bool data = s.kind == HoldingKind::Batch || s.kind == HoldingKind::Activations;
-      const QString row = !data                          ? rowOf(s.tensor)
-                          : s.kind == HoldingKind::Batch ? kBatch
-                          : s.inFlight                   ? kInFlight
-                          : s.recomputed                 ? kRecomputed
-                                                         : kActivations;
-      const auto [a, b] = fraction(s);
-      auto cell = [&](const QString& r) -> Cell& {
-        Cell& c = cells[{h.rank, r, int(s.kind)}];
-        c.rank = h.rank, c.row = r, c.kind = s.kind;
-        if (c.items.isEmpty() || c.items.back() != describe(s)) c.items << describe(s);
-        return c;
-      };
-      const double total = double(rowTotal(row));
-      // The rank's parameters a flat buffer named after no layer is: all of them ("model
-      // (flat)"), or, for a block's experts ("block0.experts (flat)"), its experts' rows.
-      std::vector<std::pair<QString, std::pair<double, double>>> scope;
-      if (isFlat(s.tensor) && total <= 0)
-        for (const auto& held : all)
-          if (!isExpertsRow(row) || isExpertOf(held.first, row)) scope.push_back(held);
-      if (data) {
-        cell(row).parts.push_back({a, b});
-        cell(row).bytes += s.bytes;
-      } else if (!scope.empty()) {
-        Parts base;
-        for (const auto& [r, part] : scope) base.push_back(part);
-        // Walk those parameters in order, each piece back to its own layer.
-        double before = 0, length = 0;
-        for (const auto& p : base) length += p.second - p.first;
-        for (const auto& [r, part] : scope) {
-          const double n = part.second - part.first;
-          const double lo = std::max(a * length, before), hi = std::min(b * length, before + n);
-          if (hi > lo) {
-            const double rt = double(rowTotal(r));
-            cell(r).parts.push_back(
-                {(part.first + lo - before) / rt, (part.first + hi - before) / rt});
-            cell(r).bytes +=
-                int64_t(double(s.bytes) * (hi - lo) / std::max(1e-12, (b - a) * length));
-          }
-          before += n;
-        }
-      } else if (total <= 0) {  // a layer nobody holds by name (ZeRO-3): the flat is the layer,
-        // or, cut by tensor parallelism, this rank's tp shard of it (the shards end to end), or,
-        // a block's experts spread by expert parallelism, this rank's run of them (the block's
-        // experts end to end, ep rank e holding the e-th 1/G of them)
-        const bool spread = isExpertsRow(row) && ep.second > 1;
-        const double n = s.tpShards > 1 ? double(s.tpShards) : spread ? double(ep.second) : 1.0;
-        const double at = s.tpShards > 1 ? s.tpShard : spread ? ep.first : 0;
-        cell(row).parts.push_back({(at + a) / n, (at + b) / n});
-        cell(row).bytes += s.bytes;
-      } else if (isFlat(s.tensor)) {
-        const Parts base = named.count(row) ? named[row] : Parts{{0.0, total}};
-        for (const auto& [lo, hi] : within(base, a, b))
-          cell(row).parts.push_back({lo / total, hi / total});
-        cell(row).bytes += s.bytes;
-      } else {
-        int64_t whole = 0;
-        const double at = double(offsetOf(row, s.tensor, &whole));
-        cell(row).parts.push_back({(at + a * whole) / total, (at + b * whole) / total});
-        cell(row).bytes += s.bytes;
-      }
-    }
-  }
-
-  std::vector<Cell> out;
-  for (auto& [key, c] : cells) {
-    c.parts = merged(c.parts);
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
 // [SECTION] Drawing
 
 void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
@@ -355,15 +177,17 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
   if (holdings.empty()) return;
   m_holdings = holdings;
   m_cells = cellsOf(holdings);
-  for (const Cell& c : m_cells)
+  for (const Cell& c : m_cells) {
     if (!m_rows.contains(c.row)) m_rows.push_back(c.row);
+    m_master = m_master || c.kind == HoldingKind::Master;
+  }
   std::stable_sort(m_rows.begin(), m_rows.end(),
                    [](const QString& a, const QString& b) { return rowOrder(a) < rowOrder(b); });
 
   // Draw: the whole of every bar as an outline, the parts held filled.
   for (const Cell& c : m_cells) {
     const int row = int(m_rows.indexOf(c.row));
-    const QCPRange y = barRows(row, c.kind, !isDataRow(c.row));
+    const QCPRange y = barRows(row, c.kind, !isDataRow(c.row), m_master);
     const double x0 = c.rank + 0.08, w = 0.84;
     RectLayer* layer = c.row == kRecomputed ? m_recomputed
                        : c.row == kInFlight ? m_inFlight
@@ -408,14 +232,25 @@ void HoldingsMap::showHoldings(const std::vector<RankHoldings>& holdings) {
     m_inFlight->addToLegend();
     fitLegend();
   }
+  // Mixed precision: the parameters' dtype, and the fp32 master copy as a kind of its own.
+  for (const Cell& c : m_cells)
+    if (c.kind == HoldingKind::Params && c.dtype != Dtype::Fp32) {
+      m_layers[size_t(HoldingKind::Params)]->setName(kindWithDtype(c.kind, c.dtype));
+      break;
+    }
+  if (m_master) {
+    RectLayer* master = m_layers[size_t(HoldingKind::Master)];
+    master->setName(kindWithDtype(HoldingKind::Master, Dtype::Fp32));
+    master->addToLegend();
+    fitLegend();
+  }
   for (const RankHoldings& h : holdings)
     for (int i = 0; i < m_rows.size(); ++i) {
       const bool layerRow = !isDataRow(m_rows[i]);
-      for (HoldingKind k :
-           layerRow
-               ? std::vector{HoldingKind::Params, HoldingKind::Grads, HoldingKind::Optimizer}
-               : std::vector{m_rows[i] == kBatch ? HoldingKind::Batch : HoldingKind::Activations}) {
-        const QCPRange y = barRows(i, k, layerRow);
+      for (HoldingKind k : layerRow ? layerKinds(m_master)
+                                    : std::vector{m_rows[i] == kBatch ? HoldingKind::Batch
+                                                                      : HoldingKind::Activations}) {
+        const QCPRange y = barRows(i, k, layerRow, m_master);
         m_outlines->rects.push_back({h.rank + 0.08, h.rank + 0.92, y.lower, y.upper});
       }
     }
@@ -526,7 +361,7 @@ void HoldingsMap::fitByteLabels() {
   for (const ByteLabel& l : m_byteLabels) {
     const QFontMetrics fm(l.item->font());
     const double width = std::abs(xAxis->coordToPixel(l.x1) - xAxis->coordToPixel(l.x0)) - 4;
-    const QCPRange bar = barRows(l.row, HoldingKind::Activations, false);
+    const QCPRange bar = barRows(l.row, HoldingKind::Activations, false, m_master);
     const double height = std::abs(yAxis->coordToPixel(bar.upper) - yAxis->coordToPixel(bar.lower));
     const QMargins pad = l.item->padding();
     auto fits = [&](const QString& t) {
@@ -562,18 +397,19 @@ bool HoldingsMap::event(QEvent* e) {
   const QPoint pos = static_cast<QHelpEvent*>(e)->pos();
   const double x = xAxis->pixelToCoord(pos.x()), y = yAxis->pixelToCoord(pos.y());
   QString text =
-      tr("Each bar is the whole of a layer's parameters, gradients or optimizer state "
-         "(or of the batch); the filled part is what this rank holds. Hatched: the buffers "
-         "the backward recomputes activations into, one block at a time (--recompute).");
+      tr("Each bar is the whole of a layer's parameters, gradients or optimizer state (under "
+         "mixed precision also its fp32 master copy), or of the batch; the filled part is what "
+         "this rank holds. Hatched: the buffers the backward recomputes activations into, one "
+         "block at a time (--recompute).");
   for (const Cell& c : m_cells) {
     const int row = int(m_rows.indexOf(c.row));
-    const QCPRange ys = barRows(row, c.kind, !isDataRow(c.row));
+    const QCPRange ys = barRows(row, c.kind, !isDataRow(c.row), m_master);
     if (int(std::floor(x)) == c.rank && ys.contains(y)) {
       QStringList lines = c.items.mid(0, 8);
       if (c.items.size() > 8) lines << tr("… and %1 more").arg(c.items.size() - 8);
       text = tr("rank %1 · %2 · %3 (%4)\n")
                  .arg(c.rank)
-                 .arg(c.row, holdingKindName(c.kind), formatBytes(double(c.bytes))) +
+                 .arg(c.row, kindWithDtype(c.kind, c.dtype), formatBytes(double(c.bytes))) +
              lines.join('\n');
     }
   }

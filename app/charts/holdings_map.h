@@ -1,8 +1,10 @@
 // HoldingsMap: what every rank holds, a column per rank and a row per layer (and per expert):
-// which part of each layer's parameters, gradients and optimizer state, which rows of the
-// batch and activations, and under each column whom it exchanged how much with last step.
+// which part of each layer's parameters, gradients and optimizer state (and, under mixed
+// precision, its fp32 master copy), which rows of the batch and activations, and under each
+// column whom it exchanged how much with last step.
 // See tests/app/tst_charts_ranks.cpp (holdingsMap*: slices, labels, the MLP's layouts),
-// tests/app/tst_holdings_layouts.cpp (cp and ep layouts) and screenshots/holdings*.png.
+// tests/app/tst_holdings_layouts.cpp (cp and ep layouts), tst_holdings_precision.cpp (the
+// master copy) and screenshots/holdings*.png.
 #pragma once
 #include <QString>
 #include <array>
@@ -36,6 +38,7 @@ class HoldingsMap : public Chart {
     int rank = 0;
     QString row;
     HoldingKind kind = HoldingKind::Params;
+    Dtype dtype = Dtype::Fp32;  // of its values: bf16 or fp16 for mixed precision's parameters
     std::vector<std::pair<double, double>> parts;
     int64_t bytes = 0;
     QStringList items;  // the slices it is drawn from, described (the hover text)
@@ -86,10 +89,11 @@ class HoldingsMap : public Chart {
   QStringList m_columnLabels, m_rowLabels;  // the labels fitted last, as the tickers hold them
   int m_columnWidth = 0;                    // px a column, and every how many rows a row is
   int m_rowsEvery = 1;                      // named, that fitted them
-  std::array<RectLayer*, 5> m_layers{};  // by HoldingKind
-  RectLayer* m_outlines = nullptr;       // the whole of each row, per rank
-  RectLayer* m_recomputed = nullptr;     // the "recomputed" row's parts, hatched
-  RectLayer* m_inFlight = nullptr;       // cp: the ring's K/V blocks, cross-hatched
+  std::array<RectLayer*, kHoldingKinds> m_layers{};  // by HoldingKind
+  bool m_master = false;              // mixed precision: layer rows have a master copy's bar
+  RectLayer* m_outlines = nullptr;    // the whole of each row, per rank
+  RectLayer* m_recomputed = nullptr;  // the "recomputed" row's parts, hatched
+  RectLayer* m_inFlight = nullptr;    // cp: the ring's K/V blocks, cross-hatched
   std::vector<Cell> m_cells;
   QStringList m_rows;
   std::vector<RankHoldings> m_holdings;  // as given, for the CSV

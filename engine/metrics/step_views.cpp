@@ -38,10 +38,10 @@ SpanKind spanKindOf(const std::string& name) {
 }
 
 HoldingKind holdingKindOf(const std::string& name) {
-  for (int k = 0; k <= int(HoldingKind::Batch); ++k)
+  for (int k = 0; k < kHoldingKinds; ++k)
     if (name == holdingKindName(HoldingKind(k))) return HoldingKind(k);
   throw std::runtime_error("holdings: kind '" + name + "' is not one (allowed: params, grads, "
-                           "optimizer, activations, batch)");
+                           "optimizer, activations, batch, master)");
 }
 
 }  // namespace
@@ -246,6 +246,7 @@ RankHoldings holdingsFromJson(const nlohmann::json& j) {
       s.inFlight = i.value("in_flight", false);
       s.tpShard = i.value("tp_shard", 0);
       s.tpShards = i.value("tp_shards", 0);
+      s.dtype = fromName<Dtype>(i.value("dtype", "fp32")).value_or(Dtype::Fp32);
       h.items.push_back(std::move(s));
     }
     for (const nlohmann::json& g : j.at("groups"))

@@ -1,6 +1,7 @@
 // Optimizer state and dispatch to the update kernels (see optimizer.h).
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "device/compute.h"
@@ -30,8 +31,7 @@ Optimizer::Optimizer(OptimizerKind kind, const OptimizerHyper& hyper, int64_t nu
 void Optimizer::step(float* params, const float* grads) {
   float* const stored = params;
   if (!m_master.empty()) {
-    if (!m_masterTaken) m_compute->copy(m_master.data(), stored, m_numel);
-    m_masterTaken = true;
+    currentMaster(stored);
     params = m_master.data();
   }
   update(params, grads);
@@ -39,6 +39,20 @@ void Optimizer::step(float* params, const float* grads) {
     m_compute->copy(stored, params, m_numel);
     roundStored(*m_compute, m_hyper.stored, stored, m_numel);
   }
+}
+
+const float* Optimizer::currentMaster(const float* params) {
+  if (m_master.empty()) return nullptr;
+  if (!m_masterTaken) m_compute->copy(m_master.data(), params, m_numel);
+  m_masterTaken = true;
+  return m_master.data();
+}
+
+void Optimizer::loadMaster(const float* host, int64_t count) {
+  if (m_master.empty()) return;
+  m_master.zero();
+  if (count > 0) m_compute->upload(m_master.data(), host, std::min(count, m_numel));
+  m_masterTaken = true;
 }
 
 void Optimizer::update(float* params, const float* grads) {

@@ -37,6 +37,12 @@ class Optimizer {
   // again (after they were loaded from elsewhere).
   float* master() { return m_master.data(); }
   void retakeMaster() { m_masterTaken = false; }
+  // The master copy as the next step will update it (null in fp32): taken from `params` (the
+  // 16-bit values, where step() would take them) if no step has taken it yet.
+  const float* currentMaster(const float* params);
+  // Sets the master copy from `count` host floats (a checkpoint's; the rest of the range zero,
+  // as ZeRO's padding is) for the next step to update. Nothing in fp32.
+  void loadMaster(const float* host, int64_t count);
   int64_t numel() const { return m_numel; }
   int64_t steps() const { return m_t; }
   void setLr(float lr) { m_hyper.lr = lr; }

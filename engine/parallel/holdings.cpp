@@ -20,6 +20,8 @@ const char* holdingKindName(HoldingKind k) {
       return "activations";
     case HoldingKind::Batch:
       return "batch";
+    case HoldingKind::Master:
+      return "master";
   }
   return "?";
 }
@@ -97,6 +99,7 @@ nlohmann::json toJson(const RankHoldings& h) {
                      {"bytes", s.bytes},
                      {"recomputed", s.recomputed}});
     if (s.inFlight) items.back()["in_flight"] = true;
+    if (s.dtype != Dtype::Fp32) items.back()["dtype"] = nameOf(s.dtype);
     if (s.tpShards > 1) items.back()["tp_shard"] = s.tpShard, items.back()["tp_shards"] = s.tpShards;
   }
   for (const HeldGroup& g : h.groups) groups.push_back({{"name", g.name}, {"ranks", g.worldRanks}});

@@ -106,12 +106,19 @@ void writeCheckpoint(const std::string& path, const TrainingState& state, const 
       {"arrays", {{"params", state.params.size()}, {"optM", state.optM.size()},
                   {"optV", state.optV.size()}}},
   };
+  // Mixed precision's state (version 2): the fp32 master copy and fp16's loss scale.
+  const bool mixed = !state.master.empty() || state.lossScale.scale > 0;
+  if (mixed) header["arrays"]["master"] = state.master.size();
+  if (state.lossScale.scale > 0)
+    header["lossScale"] = {{"scale", state.lossScale.scale},
+                           {"clean", state.lossScale.clean},
+                           {"skipped", state.lossScale.skipped}};
   const std::string text = header.dump();
   std::string out(kMagic, sizeof kMagic);
-  put<uint32_t>(out, kCheckpointVersion);
+  put<uint32_t>(out, mixed ? kCheckpointVersion : 1);
   put<uint64_t>(out, text.size());
   out += text;
-  for (const std::vector<float>* a : {&state.params, &state.optM, &state.optV})
+  for (const std::vector<float>* a : {&state.params, &state.optM, &state.optV, &state.master})
     out.append(reinterpret_cast<const char*>(a->data()), a->size() * sizeof(float));
   put<uint32_t>(out, crcOf(out.data(), out.size()));
 
@@ -155,9 +162,9 @@ Checkpoint readCheckpoint(const std::string& path) {
   // The version before the checksum: another version may checksum differently.
   if (bytes.size() >= sizeof kMagic + sizeof(uint32_t)) {
     const uint32_t version = get<uint32_t>(bytes, sizeof kMagic);
-    if (version != kCheckpointVersion)
+    if (version < 1 || version > kCheckpointVersion)
       throw ConfigError("resume: checkpoint format version " + std::to_string(version) +
-                        ", this build reads " + std::to_string(kCheckpointVersion));
+                        ", this build reads 1 to " + std::to_string(kCheckpointVersion));
   }
   const std::string damaged = "resume: checksum mismatch (the file is truncated or damaged)";
   if (bytes.size() < fixed + sizeof(uint32_t)) throw ConfigError(damaged);
@@ -179,10 +186,18 @@ Checkpoint readCheckpoint(const std::string& path) {
     c.globalBatch = h.at("globalBatch").get<int>();
     c.state.step = h.at("step").get<int64_t>();
     c.state.optimizerSteps = h.at("optimizerSteps").get<int64_t>();
+    if (h.contains("lossScale")) {
+      const nlohmann::json& s = h.at("lossScale");
+      c.state.lossScale = {s.at("scale").get<double>(), s.at("clean").get<int64_t>(),
+                           s.at("skipped").get<int64_t>()};
+    }
     size_t at = fixed + size_t(textSize);
-    for (auto [key, to] : {std::pair{"params", &c.state.params}, std::pair{"optM", &c.state.optM},
-                           std::pair{"optV", &c.state.optV}}) {
-      const uint64_t n = h.at("arrays").at(key).get<uint64_t>();
+    for (auto [key, to] :
+         {std::pair{"params", &c.state.params}, std::pair{"optM", &c.state.optM},
+          std::pair{"optV", &c.state.optV}, std::pair{"master", &c.state.master}}) {
+      const nlohmann::json& arrays = h.at("arrays");
+      if (std::string(key) == "master" && !arrays.contains(key)) continue;  // version 1
+      const uint64_t n = arrays.at(key).get<uint64_t>();
       if (n > (body - at) / sizeof(float)) throw malformed(std::string("size of ") + key);
       to->resize(size_t(n));
       if (n > 0) std::memcpy(to->data(), bytes.data() + at, size_t(n) * sizeof(float));
@@ -193,6 +208,8 @@ Checkpoint readCheckpoint(const std::string& path) {
     throw malformed(std::string("header: ") + e.what());
   }
   if (c.state.params.size() != size_t(c.parameterCount)) throw malformed("parameter count");
+  if (!c.state.master.empty() && c.state.master.size() != c.state.params.size())
+    throw malformed("master count");
   return c;
 }
 

@@ -5,13 +5,16 @@
 //
 // The file (little-endian):
 //   "PLCKPT\r\n"  8 bytes of magic
-//   uint32        format version (kCheckpointVersion)
+//   uint32        format version: 1, or 2 where the run keeps mixed precision's state
 //   uint64        N, then N bytes of JSON: {"config": RunConfig::toJson(), "step",
 //                 "optimizerSteps", "parameters", "globalBatch", "arrays": {"params", "optM",
-//                 "optV"} (float counts)}
-//   float32[]     params, optM, optV, in that order
+//                 "optV"} (float counts); version 2 adds "master" to "arrays" and, for fp16's
+//                 loss scale, "lossScale": {"scale", "clean", "skipped"}}
+//   float32[]     params, optM, optV (version 2: then master), in that order
 //   uint32        zlib crc32 of every byte before it
-// Written atomically: FILE.tmp, fsync, rename. See tests/engine/tst_checkpoint.cpp.
+// A run without that state (fp32) writes version 1, which earlier builds read too; both are
+// read. Written atomically: FILE.tmp, fsync, rename. See tests/engine/tst_checkpoint.cpp and
+// tst_precision_checkpoint.cpp (a 16-bit run resumed bit for bit).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -24,7 +27,8 @@
 
 namespace paralab {
 
-inline constexpr uint32_t kCheckpointVersion = 1;
+// The newest format written; every version from 1 to it is read.
+inline constexpr uint32_t kCheckpointVersion = 2;
 
 struct Checkpoint {
   nlohmann::json config;      // the saving run's RunConfig::toJson()

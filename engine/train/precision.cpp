@@ -2,6 +2,7 @@
 // See tests/engine/tst_precision.cpp.
 #include "train/precision.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "comm/communicator.h"
@@ -41,20 +42,17 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
            "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
            "there: --kernel tensor-core)";
   // On a GPU the 16-bit path is the replica's (compute.h); model parallelism there stays fp32.
-  if (c.device == Device::Cuda && (c.modelParallel() || c.hasExperts()))
+  if (c.device == Device::Cuda && (c.modelParallel() || c.hasExperts() || c.accumulate > 1))
     return head +
            "trains on a GPU serially and with --strategy sync data parallelism and its ZeRO "
-           "stages (tp = pp = cp = 1, dense models); other GPU layouts train in fp32";
+           "stages (tp = pp = cp = 1, dense models, --accumulate 1); other GPU layouts train "
+           "in fp32";
   // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
   // asynchronous strategies keep no master copy.
   if (c.strategy != "sync")
     return head +
            "trains serially and with --strategy sync (data, tensor, sequence, pipeline, "
            "context and expert parallelism, ZeRO); asynchronous strategies train in fp32";
-  if (c.accumulate > 1)
-    return head +
-           "runs with --accumulate 1 (the 16-bit rounding of each micro-batch's "
-           "gradients is not yet kept apart from their fp32 sum)";
   return std::nullopt;
 }
 
@@ -104,15 +102,65 @@ void LossScaler::update(bool overflow) {
   }
 }
 
+LossScaleState LossScaler::state() const {
+  if (!m_dynamic && m_skipped == 0 && m_scale == 1.f) return {};  // bf16, fp32, a scale of 1
+  return {m_scale, m_clean, m_skipped};
+}
+
+void LossScaler::restore(const LossScaleState& s) {
+  if (s.scale <= 0) return;
+  if (m_dynamic) m_scale = float(s.scale);  // a fixed --loss-scale stays what the run says
+  m_clean = int(s.clean);
+  m_skipped = s.skipped;
+}
+
 // [SECTION] One rank's mixed precision
 
 const Compute& MixedPrecision::compute() const { return m_compute ? *m_compute : Compute::host(); }
 
+void MixedPrecision::Hooks::beforeBackward(int u) {
+  if (m_inner) m_inner->beforeBackward(u);  // first: it may bind the unit's gradients elsewhere
+  // Gradients left by earlier micro-batches of the step (all zero at the first, or where the
+  // strategy's buffer starts empty, as ZeRO-2/3's staging does): set aside, the buffer zeroed.
+  const ParamUnit& unit = m_ps.units()[size_t(u)];
+  int64_t n = 0;
+  bool held = false;
+  for (int i = unit.firstRef; i < unit.endRef; ++i) {
+    const float* g = m_ps.grad(i);
+    const int64_t len = m_ps.ref(i).numel();
+    held = held || (g && std::any_of(g, g + len, [](float v) { return v != 0.f; }));
+    n += len;
+  }
+  if (!held) return;
+  Tensor sum = Compute::host().tensor({n}, MemCategory::Workspace, m_memory);
+  float* at = sum.data();
+  for (int i = unit.firstRef; i < unit.endRef; ++i) {
+    const int64_t len = m_ps.ref(i).numel();
+    if (float* g = m_ps.grad(i)) {  // an unbound weight's part stays zero
+      std::copy(g, g + len, at);
+      std::fill(g, g + len, 0.f);
+    }
+    at += len;
+  }
+  m_sums[u] = std::move(sum);
+}
+
 void MixedPrecision::Hooks::afterBackward(int u) {
   const ParamUnit& unit = m_ps.units()[size_t(u)];
+  // This micro-batch's gradients, rounded where a 16-bit GEMM stores them.
   // Counted on the device (report() takes the count), so the GPU's backward is not waited for.
   for (int i = unit.firstRef; i < unit.endRef; ++i)
     m_mp.compute().roundHalf(m_ps.grad(i), m_ps.ref(i).numel(), m_mp.m_dtype == Dtype::Fp16, true);
+  if (const auto it = m_sums.find(u); it != m_sums.end()) {  // added into the fp32 sum
+    const float* at = it->second.data();
+    for (int i = unit.firstRef; i < unit.endRef; ++i) {
+      float* g = m_ps.grad(i);
+      const int64_t len = m_ps.ref(i).numel();
+      for (int64_t j = 0; g && j < len; ++j) g[j] = at[j] + g[j];
+      at += len;
+    }
+    m_sums.erase(it);
+  }
   if (m_inner) m_inner->afterBackward(u);
 }
 

@@ -9,10 +9,12 @@
 //     the activations each layer keeps for the backward (its output, rounded where it is
 //     stored: LayerNorm's output, q/k/v, attention's probabilities and output, the FFN's
 //     hidden and GELU values, the residual stream), and the weight gradients each unit's
-//     backward ends with (rounded as a 16-bit GEMM would write them).
+//     backward ends with, each micro-batch's apart (rounded as a 16-bit GEMM would write them).
 //   fp32: the master copy of the parameters the optimizer updates and its state; the gradient
 //     buffer the rounded gradients are summed and all-reduced in (Megatron's main_grad with
-//     accumulate_allreduce_grads_in_fp32); every GEMM's sums (16-bit values widened, products
+//     accumulate_allreduce_grads_in_fp32: with --accumulate K each micro-batch's 16-bit
+//     gradients are added into it, and the one sync of the step reads the fp32 sum); every GEMM's
+//     sums (16-bit values widened, products
 //     accumulated in fp32, as tensor cores accumulate); LayerNorm's mean and 1/std; the softmax
 //     (attention's and the loss's) and the loss; the logits the loss reads; the activation
 //     gradients flowing through the backward.
@@ -23,6 +25,7 @@
 // (cuda/gemm.h); the rest computes in fp32 there too. Collectives move fp32 words.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +33,8 @@
 #include "config.h"
 #include "memory/memory_tracker.h"
 #include "model/model.h"
+#include "tensor.h"
+#include "train/training_state.h"
 
 namespace paralab {
 
@@ -66,6 +71,10 @@ class LossScaler {
   bool dynamic() const { return m_dynamic; }
   int64_t skipped() const { return m_skipped; }
   void update(bool overflow);  // after a step's gradients were checked
+  // Where it stands between steps, for checkpoints (scale 0 in bf16 and fp32: nothing to keep),
+  // and back; a state with scale 0 leaves it as it is.
+  LossScaleState state() const;
+  void restore(const LossScaleState& s);
 
  private:
   float m_scale = 1.f;
@@ -88,26 +97,30 @@ class MixedPrecision {
   // The loss normalizer with the scale folded in: gradients come out multiplied by S.
   double normalizer(double n) const { return n / double(m_scaler.scale()); }
   // Wraps `inner` (may be null): after a unit's backward its weight gradients are rounded to
-  // the 16-bit dtype (the flushed counted), then `inner` sees them.
+  // the 16-bit dtype (the flushed counted), then `inner` sees them. Where the unit's gradient
+  // buffer already holds earlier micro-batches' fp32 sum (--accumulate), the sum is set aside
+  // before the backward (a Workspace buffer of the unit's size, counted by `memory`), so the
+  // backward writes this micro-batch's gradients alone; they are rounded, then added to the
+  // sum in fp32 (Megatron's main_grad.add_(grad)).
   class Hooks final : public UnitHooks {
    public:
-    Hooks(MixedPrecision& mp, ParamSet& ps, UnitHooks* inner)
-        : m_mp(mp), m_ps(ps), m_inner(inner) {}
+    Hooks(MixedPrecision& mp, ParamSet& ps, UnitHooks* inner, MemoryTracker* memory = nullptr)
+        : m_mp(mp), m_ps(ps), m_inner(inner), m_memory(memory) {}
     void beforeForward(int u) override {
       if (m_inner) m_inner->beforeForward(u);
     }
     void afterForward(int u) override {
       if (m_inner) m_inner->afterForward(u);
     }
-    void beforeBackward(int u) override {
-      if (m_inner) m_inner->beforeBackward(u);
-    }
+    void beforeBackward(int u) override;
     void afterBackward(int u) override;
 
    private:
     MixedPrecision& m_mp;
     ParamSet& m_ps;
     UnitHooks* m_inner;
+    MemoryTracker* m_memory;
+    std::map<int, Tensor> m_sums;  // by unit: the fp32 sum set aside while its backward runs
   };
   // Once the step's gradients are summed: divides `held` by S and checks them. Under ZeRO each
   // rank holds a part, so `agree` (null: not needed) all-reduces the finding. False: an
@@ -116,6 +129,9 @@ class MixedPrecision {
   // The step's figures into `out` (loss scale, skipped steps, flushed gradient entries); the
   // flushed count restarts.
   void report(RankStep& out);
+  // The loss scale's state, saved with the run's (TrainingState::lossScale) and restored.
+  LossScaleState lossScaleState() const { return m_scaler.state(); }
+  void restoreLossScale(const LossScaleState& s) { m_scaler.restore(s); }
 
  private:
   Dtype m_dtype;

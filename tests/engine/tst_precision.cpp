@@ -290,8 +290,6 @@ class TstPrecision : public QObject {
                                << "precision: bf16 trains serially and with";
     QTest::newRow("cuda") << "cuda"
                           << "precision: bf16 trains on the CPU";
-    QTest::newRow("accumulate") << "accumulate"
-                                << "precision: bf16 runs with --accumulate 1";
     QTest::newRow("tf32") << "tf32"
                           << "precision: tf32 is for --project";
     QTest::newRow("loss scale of bf16") << "loss-scale"
@@ -303,7 +301,6 @@ class TstPrecision : public QObject {
     RunConfig c = mlpRun(Dtype::Bf16);
     if (change == "local-sgd") c.strategy = "local-sgd", c.ranks = 2;
     if (change == "cuda") c.device = Device::Cuda;
-    if (change == "accumulate") c.accumulate = 4;
     if (change == "tf32") c.precision = Dtype::Tf32;
     if (change == "loss-scale") c.lossScale = "128";
     const std::string err = c.validate().value_or("");

@@ -10,6 +10,7 @@
 
 #include "comm/comm_traffic.h"
 #include "parallel/grid_shape.h"
+#include "run_choices.h"
 
 namespace paralab {
 
@@ -17,9 +18,12 @@ class ParamSet;
 struct GptShape;
 enum class Recompute;  // model/gpt.h
 
-enum class HoldingKind : int { Params, Grads, Optimizer, Activations, Batch };
-const char* holdingKindName(
-    HoldingKind k);  // "params", "grads", "optimizer", "activations", "batch"
+// Master: mixed precision's fp32 master copy of the parameters (train/precision.h), which the
+// optimizer updates and ZeRO shards as it shards the optimizer state.
+enum class HoldingKind : int { Params, Grads, Optimizer, Activations, Batch, Master };
+inline constexpr int kHoldingKinds = 6;
+// "params", "grads", "optimizer", "activations", "batch", "master"
+const char* holdingKindName(HoldingKind k);
 
 // One thing a rank holds: rows (dim 0) or columns (dim 1) [begin, end) of `total` of a tensor,
 // or the whole of it (dim -1: begin 0, end = total = its first dimension).
@@ -40,6 +44,9 @@ struct HeldSlice {
   // here is this rank's tensor-parallel shard `tpShard` of `tpShards` (0: a unit whole on every
   // tp rank), so that two tp ranks' chunks are not read as the same part of the layer.
   int tpShard = 0, tpShards = 0;
+  // What each value is stored as: bf16 or fp16 for the parameters under mixed precision, fp32
+  // for everything else (`bytes` counts the values at that width).
+  Dtype dtype = Dtype::Fp32;
 };
 
 // A communicator group this rank belongs to and its members, so per-op traffic can be drawn

@@ -13,6 +13,11 @@
 //     its gradient partition): K x their reduce-scatter bytes, the price of holding 1/N of the
 //     gradients between micro-batches; ZeRO-3 also gathers each unit for every micro-batch's
 //     forward and backward (2K gathers a step).
+//   Mixed precision (--precision bf16|fp16, train/precision.h): each micro-batch's weight
+//     gradients are rounded to 16 bits on their own and added into the fp32 buffer (Megatron's
+//     main_grad); the one sync, the loss scale's overflow check and the update read the fp32
+//     sum. fp16's loss scale multiplies every micro-batch's loss. See
+//     tests/engine/tst_precision_accumulate.cpp.
 //   Pipelines: each of the K micro-batches runs the whole schedule over its own --microbatches
 //     M pieces (K pipeline flushes per step); the gradients of all K x M add up before the one
 //     sync. One schedule of K x M micro-batches computes the same sum with one bubble instead

@@ -62,19 +62,22 @@ class DataParallel final : public ReplicaStrategy {
   }
   void endEval() override { m_sync.releaseAll(); }
 
-  // Live reconfiguration: the model states from wherever they live (ZeRO: gathered, so
-  // collective); every replica holds the same, rank 0's is the one kept.
+  // Live reconfiguration and checkpoints: the model states from wherever they live (ZeRO:
+  // gathered, so collective; with mixed precision the fp32 master and the loss scale too);
+  // every replica holds the same, rank 0's is the one kept.
   void saveState(TrainingState& state) override {
     const int64_t P = m_model->params().numel();
     m_sync.save(state, *m_ctx.comm, P,
                 [&](const std::vector<float>& local, std::vector<float>& serial) {
                   if (m_ctx.rank == 0) serial = local;
                 });
+    state.lossScale = m_precision.lossScaleState();  // the same on every rank
   }
   void loadState(const TrainingState& state) override {
     m_sync.load(
         state, m_model->params().numel(),
         [](const std::vector<float>& serial, std::vector<float>& local) { local = serial; });
+    m_precision.restoreLossScale(state.lossScale);
   }
 
   // The model states as the GradSync holds them: ZeRO's chunks, or the whole model.

@@ -29,6 +29,7 @@
 
 #include "comm/communicator.h"
 #include "comm/flight_recorder.h"
+#include "train/precision.h"
 
 namespace paralab {
 
@@ -273,9 +274,8 @@ void GradSync::planBuckets() {
   // when the rank's own thread communicates during backward, the buckets are all-reduced on
   // the rank's own thread as backward completes them: the same sums, without the overlap.
   const Backend backend = m_groups.front().comm->backend();
-  m_inline = backend != Backend::Thread &&
-             (m_settings.callsDuringBackward ||
-              (backend == Backend::Mpi && !mpiCallsFromAnyThread()));
+  m_inline = backend != Backend::Thread && (m_settings.callsDuringBackward ||
+                                            (backend == Backend::Mpi && !mpiCallsFromAnyThread()));
   if (m_inline) return;
   // A communicator of its own per group for the communication thread (collective: every rank
   // of the group splits), so its calls never interleave with the rank's other calls.
@@ -364,8 +364,8 @@ void GradSync::sumOverReplicas(const ZeroLayout::Unit& u) {
   if (!across || across->size() == 1) return;
   m_compute.sync();  // the chunk's last micro-batch was added on the rank's stream
   const CommPurpose purpose("gradient shard " + u.name + " across nodes");
-  across->allReduce(ownedGrads(u), ownedGrads(u), u.chunk, ReduceOp::Sum,
-                    AllReduceAlgo::Configured, device());
+  across->allReduce(ownedGrads(u), ownedGrads(u), u.chunk, ReduceOp::Sum, AllReduceAlgo::Configured,
+                    device());
 }
 
 bool GradSync::firstReplica() const {
@@ -441,158 +441,11 @@ float* GradSync::ownedGrads(const ZeroLayout::Unit& u) {
                                 : m_grads.data() + u.paddedBegin + ownedFrom(u);
 }
 
-float* GradSync::moment(size_t i, int k) const {
+float* GradSync::moment(size_t i, int k) {
+  if (k == 2)
+    return const_cast<float*>(m_opts[i]->currentMaster(
+        m_zero.shardsAnything() ? ownedParams(m_layout.units[i]) : m_ps.params().data()));
   return k == 0 ? m_opts[i]->momentOne() : m_opts[i]->momentTwo();
-}
-
-// [SECTION] Evaluation and live reconfiguration
-
-void GradSync::gatherAll() {
-  if (!m_zero.shardsParameters) return;
-  m_evalParams = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
-  m_compute.sync();
-  for (const ZeroLayout::Unit& u : m_layout.units) {
-    allGather(u, ownedParams(u), m_evalParams.data() + u.paddedBegin);
-    m_ps.bindRange(u.begin, u.begin + u.len, m_evalParams.data() + u.paddedBegin, nullptr);
-  }
-}
-
-void GradSync::releaseAll() {
-  if (!m_zero.shardsParameters) return;
-  for (int m = 0; m < int(m_ps.units().size()); ++m) bindResting(m);
-  m_evalParams = Tensor();
-}
-
-std::vector<float> GradSync::hostParams() {
-  std::vector<float> host(size_t(m_layout.numel));
-  if (!m_zero.shardsAnything()) {
-    m_compute.download(host.data(), m_ps.params().data(), m_layout.numel);
-    return host;
-  }
-  Tensor full;  // sharded parameters: gathered here (Comm)
-  if (m_zero.shardsParameters)
-    full = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
-  m_compute.sync();
-  for (const ZeroLayout::Unit& u : m_layout.units) {
-    const float* at = m_params.data() + u.paddedBegin;
-    if (m_zero.shardsParameters) {
-      allGather(u, ownedParams(u), full.data() + u.paddedBegin);
-      at = full.data() + u.paddedBegin;
-    }
-    m_compute.download(host.data() + u.begin, at, u.len);
-  }
-  return host;
-}
-
-std::vector<float> GradSync::hostMoment(int k) {
-  if (!moment(0, k)) return {};
-  std::vector<float> host(size_t(m_layout.numel));
-  if (!m_zero.shardsAnything()) {
-    m_compute.download(host.data(), moment(0, k), m_layout.numel);
-    return host;
-  }
-  // Each rank's chunk of each unit, all-gathered on the device and copied back.
-  Tensor full = m_compute.tensor({m_layout.paddedNumel}, MemCategory::Comm, m_memory);
-  m_compute.sync();
-  for (size_t i = 0; i < m_layout.units.size(); ++i) {
-    const ZeroLayout::Unit& u = m_layout.units[i];
-    allGather(u, moment(i, k), full.data() + u.paddedBegin);
-    m_compute.download(host.data() + u.begin, full.data() + u.paddedBegin, u.len);
-  }
-  return host;
-}
-
-void GradSync::sumToRoot(Communicator& world, const std::vector<float>& local,
-                         const ToSerial& toSerial, Tensor& sum) {
-  std::vector<float> serial(size_t(sum.numel()), 0.f);
-  toSerial(local, serial);
-  m_compute.upload(sum.data(), serial.data(), sum.numel());
-  m_compute.sync();
-  world.reduce(sum.data(), sum.data(), sum.numel(), 0, ReduceOp::Sum, device());
-}
-
-void GradSync::save(TrainingState& state, Communicator& world, int64_t serial,
-                    const ToSerial& toSerial) {
-  const bool root = world.rank() == 0;
-  Tensor sum = m_compute.tensor({serial}, MemCategory::Comm, m_memory);
-  auto toRoot = [&](const std::vector<float>& local, std::vector<float>& out) {
-    sumToRoot(world, local, toSerial, sum);
-    if (!root) return;
-    out.resize(size_t(serial));
-    m_compute.download(out.data(), sum.data(), serial);
-  };
-  // HSDP: one replica's shards are the whole model. Only the first node's ranks gather them; the
-  // other nodes' ranks, replicas of the same chunks, give zeros (`toSerial` keeps what world
-  // rank 0, in the first node, gives).
-  const bool mine = firstReplica();
-  const auto nothing = [&] { return std::vector<float>(size_t(m_layout.numel), 0.f); };
-  toRoot(mine ? hostParams() : nothing(), state.params);
-  for (int k = 0; k < 2; ++k)
-    if (moment(0, k)) toRoot(mine ? hostMoment(k) : nothing(), k == 0 ? state.optM : state.optV);
-  if (root) state.optimizerSteps = m_opts.front()->steps();
-}
-
-void GradSync::load(const TrainingState& state, int64_t serial, const FromSerial& fromSerial) {
-  if (int64_t(state.params.size()) != serial)
-    throw std::runtime_error("the saved state holds " + std::to_string(state.params.size()) +
-                             " parameters, this model " + std::to_string(serial));
-  const int64_t P = m_layout.numel;
-  std::vector<float> local[3];  // parameters, moment 1, moment 2, laid out like the flat buffer
-  const std::vector<float>* from[3] = {&state.params, &state.optM, &state.optV};
-  for (int k = 0; k < 3; ++k)
-    if (int64_t(from[k]->size()) == serial) {
-      local[k].resize(size_t(P));
-      fromSerial(*from[k], local[k]);
-    }
-  if (!m_zero.shardsAnything()) {
-    m_compute.upload(m_ps.params().data(), local[0].data(), P);
-    for (int k = 0; k < 2; ++k)
-      if (moment(0, k) && !local[k + 1].empty())
-        m_compute.upload(moment(0, k), local[k + 1].data(), P);
-  }
-  for (size_t i = 0; m_zero.shardsAnything() && i < m_layout.units.size(); ++i) {
-    const ZeroLayout::Unit& u = m_layout.units[i];
-    // This rank's chunk of the unit: its real floats (the padded tail stays zero).
-    const int64_t at = ownedFrom(u), n = std::clamp<int64_t>(u.len - at, 0, u.chunk);
-    auto take = [&](const std::vector<float>& src, float* dst) {
-      if (dst && !src.empty() && n > 0) m_compute.upload(dst, src.data() + u.begin + at, n);
-    };
-    if (!m_zero.shardsParameters)
-      m_compute.upload(m_params.data() + u.paddedBegin, local[0].data() + u.begin, u.len);
-    else
-      take(local[0], ownedParams(u));
-    for (int k = 0; k < 2; ++k) take(local[k + 1], moment(i, k));
-  }
-  m_compute.sync();  // the host vectors go when this returns
-  for (auto& opt : m_opts) {
-    opt->setSteps(state.optimizerSteps);
-    opt->retakeMaster();  // mixed precision: from the parameters just loaded
-  }
-}
-
-// [SECTION] What this rank holds
-
-void GradSync::addHoldings(std::vector<HeldSlice>& items,
-                           const std::function<void(HoldingKind)>& tensors) const {
-  if (!m_zero.shardsParameters) tensors(HoldingKind::Params);
-  if (!m_zero.shardsGradients) tensors(HoldingKind::Grads);
-  const int slots = optimizerStateSlots(m_settings.optimizer);
-  for (const ZeroLayout::Unit& u : m_layout.units) {
-    const std::string name = u.name + " (flat)";
-    if (!m_zero.shardsAnything()) {
-      if (slots > 0)
-        items.push_back(
-            {name, HoldingKind::Optimizer, -1, 0, u.len, u.len, u.len, slots, u.len * slots * 4});
-      continue;
-    }
-    const int64_t begin = std::min(u.len, ownedFrom(u)), end = std::min(u.len, begin + u.chunk);
-    auto chunk = [&](HoldingKind k, int64_t cols) {
-      items.push_back({name, k, 0, begin, end, u.len, u.chunk, cols, u.chunk * cols * 4});
-    };
-    if (m_zero.shardsParameters) chunk(HoldingKind::Params, 1);
-    if (m_zero.shardsGradients) chunk(HoldingKind::Grads, 1);
-    if (slots > 0) chunk(HoldingKind::Optimizer, slots);
-  }
 }
 
 }  // namespace paralab

@@ -108,11 +108,13 @@ class GradSync final : public UnitHooks {
   // the sum over ranks of what `toSerial` writes of `local`.
   void sumToRoot(Communicator& world, const std::vector<float>& local, const ToSerial& toSerial,
                  Tensor& sum);
-  // Collective over `world` and the groups: the parameters and optimizer moments (ZeRO:
-  // gathered from the groups' chunks; HSDP: from the first replica's) in rank 0's `state`,
-  // `serial` floats each.
+  // Collective over `world` and the groups: the parameters, optimizer moments and (mixed
+  // precision) the fp32 master copy (ZeRO: gathered from the groups' chunks; HSDP: from the
+  // first replica's) in rank 0's `state`, `serial` floats each.
   void save(TrainingState& state, Communicator& world, int64_t serial, const ToSerial& toSerial);
   // Every rank takes its part of each (a moment of another size is skipped: none was saved).
+  // Without a saved master a 16-bit run takes it from the parameters; an fp32 run given one
+  // trains on from it (the master, not its 16-bit rounding, is the model).
   void load(const TrainingState& state, int64_t serial, const FromSerial& fromSerial);
 
   // [SECTION] What this rank holds: `tensors(kind)` lists the weights held whole in the
@@ -143,8 +145,10 @@ class GradSync final : public UnitHooks {
   int64_t ownedFrom(const ZeroLayout::Unit& u) const;  // first float of my chunk in the unit
   float* ownedParams(const ZeroLayout::Unit& u);
   float* ownedGrads(const ZeroLayout::Unit& u);
-  float* moment(size_t i, int k) const;
-  std::vector<float> hostMoment(int k);  // 0: momentum / Adam's m, 1: Adam's v; empty if none
+  // Optimizer i's state k: 0 momentum / Adam's m, 1 Adam's v, 2 the fp32 master copy (taken
+  // from the parameters if no step has yet); null if it keeps none.
+  float* moment(size_t i, int k);
+  std::vector<float> hostMoment(int k);  // state k, laid out like the flat buffer; empty if none
   int64_t unitPadded(int unit) const;
 
   ParamSet& m_ps;

@@ -96,8 +96,9 @@ int ReplicaStrategy::takeSlice(int64_t step, const std::vector<int>& globalBatch
 double ReplicaStrategy::forwardBackward(int64_t step, UnitHooks* hooks, bool zeroGrads,
                                         bool lastMicro) {
   SpanningHooks spanning(compute(), m_ctx.spans, step + 1, hooks);
-  // Mixed precision: each unit's gradients rounded to 16 bits before the strategy's hooks.
-  MixedPrecision::Hooks rounding(m_precision, m_model->params(), &spanning);
+  // Mixed precision: each unit's gradients rounded to 16 bits before the strategy's hooks,
+  // each micro-batch's apart from the fp32 sum of those before it.
+  MixedPrecision::Hooks rounding(m_precision, m_model->params(), &spanning, m_ctx.memory);
   UnitHooks* outer = m_precision.active() ? static_cast<UnitHooks*>(&rounding) : &spanning;
   const int64_t t0 = nowNs();
   // fp16's loss scale S is folded into the normalizer: the gradients come out times S.
@@ -206,7 +207,9 @@ void ReplicaStrategy::saveState(TrainingState& state) {
   take(fullParams(), state.params);
   take(opt->momentOne(), state.optM);
   take(opt->momentTwo(), state.optV);
+  take(opt->currentMaster(fullParams()), state.master);  // mixed precision's fp32 master
   state.optimizerSteps = opt->steps();
+  state.lossScale = m_precision.lossScaleState();
 }
 
 void ReplicaStrategy::loadState(const TrainingState& state) {
@@ -223,7 +226,11 @@ void ReplicaStrategy::loadState(const TrainingState& state) {
     compute().upload(opt->momentTwo(), state.optV.data(), P);
   compute().sync();  // the caller's vectors may go once this returns
   opt->setSteps(state.optimizerSteps);
-  opt->retakeMaster();  // mixed precision: from the parameters just loaded
+  if (int64_t(state.master.size()) == P)
+    opt->loadMaster(state.master.data(), P);
+  else
+    opt->retakeMaster();  // mixed precision: from the parameters just loaded
+  m_precision.restoreLossScale(state.lossScale);
 }
 
 }  // namespace paralab
