@@ -122,6 +122,8 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
   if (m_inner) m_inner->beforeBackward(u);  // first: it may bind the unit's gradients elsewhere
   // Gradients left by earlier micro-batches of the step (all zero at the first, or where the
   // strategy's buffer starts empty, as ZeRO-2/3's staging does): set aside, the buffer zeroed.
+  // Read on the host: a GPU run has one micro-batch a step (precisionRefusal), nothing to keep.
+  if (&m_mp.compute() != &Compute::host()) return;
   const ParamUnit& unit = m_ps.units()[size_t(u)];
   int64_t n = 0;
   bool held = false;

@@ -40,7 +40,6 @@
 #include "parallel/data/accumulation.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/data/replica.h"  // shardBegin, shardLen
-#include "parallel/pipeline/micro_gradients.h"
 #include "parallel/pipeline/pipeline.h"
 #include "parallel/pipeline/schedule_file.h"
 #include "parallel/pipeline/stage.h"
@@ -66,8 +65,7 @@ struct Chunk {
   int virtualStage = 0;
   PipeSeat next, prev;  // where virtual stages v + 1 and v - 1 sit; stage -1: none
   // --precision bf16|fp16: each micro-batch's weight gradients rounded apart from their fp32
-  // sum (micro_gradients.h; ZeRO-2/3's buffers start at zero anyway), around `sync`.
-  std::unique_ptr<MicroGradients> apart;
+  // sum (MixedPrecision::Hooks; ZeRO-2/3's buffers start at zero anyway), around `sync`.
   std::unique_ptr<MixedPrecision::Hooks> rounding;
   UnitHooks* hooks() const {
     return rounding ? static_cast<UnitHooks*>(rounding.get()) : static_cast<UnitHooks*>(sync.get());
@@ -119,16 +117,9 @@ class ModelParallel final : public Strategy {
           ch.model->params(),
           std::vector<SyncGroup>{{&m_grid.replicas(), c.cp > 1 ? "dp-cp" : "dp"}},
           std::vector<SyncRange>{}, sync, compute(), ctx.memory, ctx.spans);
-      if (m_precision.active()) {
-        UnitHooks* inner = ch.sync.get();
-        if (c.zero < 2) {
-          ch.apart =
-              std::make_unique<MicroGradients>(ch.model->params(), compute(), ctx.memory, inner);
-          inner = ch.apart.get();
-        }
-        ch.rounding =
-            std::make_unique<MixedPrecision::Hooks>(m_precision, ch.model->params(), inner);
-      }
+      if (m_precision.active())
+        ch.rounding = std::make_unique<MixedPrecision::Hooks>(m_precision, ch.model->params(),
+                                                              ch.sync.get(), ctx.memory);
     }
     m_schedule = pipelineSteps(  // a row of the table or a file (schedule_file.h)
         c.schedule, PipeShape{.stage = s, .stages = P, .micros = m_micros, .chunks = V});
@@ -146,10 +137,8 @@ class ModelParallel final : public Strategy {
   // cut into its own M pipeline micro-batches; the gradients of all K x M add up before 2.
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     const int K = m_ctx.config->accumulate;
-    for (Chunk& ch : m_chunks) {
+    for (Chunk& ch : m_chunks)
       ch.sync->beginStep(step, K * m_micros);  // each unit's backward runs once per micro-batch
-      if (ch.apart) ch.apart->beginStep();
-    }
     double loss = 0;
     int samples = 0;
     for (int k = 0; k < K; ++k) {
