@@ -51,9 +51,10 @@ ScheduleShape scheduleShape(const std::string& schedule, int p, int m, int v) {
                                                .sends = PipeSends::Buffered},
                                      pipelinePlacement(schedule));
     if (!played) throw std::logic_error("scheduleShape: the schedule's lists deadlock");
-    // In the chunks' own slots; pipelineTime divides by the v chunks an interleaved layout
-    // names, so a row with chunks of its own (zb-v's two halves of a stage) scales here.
-    shape.fill = (played->total() - 3.0 * m * chunks) / (3.0 * (p - 1)) * std::max(1, v) / chunks;
+    shape.fill = (played->total() - 3.0 * m * chunks) / (3.0 * (p - 1));
+    // In the chunks' own slots; pipelineTime divides by the v an interleaved layout names, so a
+    // row with more chunks of its own (zb-v's two halves of a stage) scales here.
+    if (chunks > std::max(1, v)) shape.fill /= chunks;
   }
   const bool warmUp = chunks == 1 && v > 1 && schedule != scheduleName(Schedule::GPipe);
   for (int k = 0; k < p; ++k) {

@@ -123,7 +123,7 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
   // Gradients left by earlier micro-batches of the step (all zero at the first, or where the
   // strategy's buffer starts empty, as ZeRO-2/3's staging does): set aside, the buffer zeroed.
   // Read on the host: a GPU run has one micro-batch a step (precisionRefusal), nothing to keep.
-  if (&m_mp.compute() != &Compute::host()) return;
+  if (m_mp.compute().onGpu()) return;
   const ParamUnit& unit = m_ps.units()[size_t(u)];
   int64_t n = 0;
   bool held = false;

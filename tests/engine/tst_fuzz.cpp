@@ -179,7 +179,8 @@ class TstFuzz : public QObject {
     }
     qInfo("%d command lines: %d refused in one line naming the setting, %d valid", kCases, refused,
           valid);
-    QVERIFY(refused > kCases / 4 && valid > kCases / 20);  // both sides of the contract exercised
+    // Both sides of the contract exercised (every refusal a setting can draw makes valid lines rarer).
+    QVERIFY(refused > kCases / 4 && valid > kCases / 25);
   }
 
   void configObjects() {

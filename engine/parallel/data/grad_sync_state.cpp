@@ -1,7 +1,8 @@
 // GradSync's state outside a step (see grad_sync.h): gathering everything for evaluation, the
 // parameters and optimizer state (and mixed precision's fp32 master) to and from the serial
 // layout for checkpoints and live reconfiguration, and what this rank holds for the holdings map.
-// See tests/engine/tst_checkpoint.cpp, tst_precision_checkpoint.cpp, tst_hsdp.cpp and tst_holdings.cpp.
+// See tests/engine/tst_checkpoint.cpp, tst_precision_checkpoint.cpp, tst_hsdp.cpp and
+// tst_holdings.cpp.
 #include <algorithm>
 #include <stdexcept>
 
@@ -95,8 +96,8 @@ void GradSync::save(TrainingState& state, Communicator& world, int64_t serial,
   toRoot(mine ? hostParams() : nothing(), state.params);
   std::vector<float>* to[3] = {&state.optM, &state.optV, &state.master};
   for (int k = 0; k < 3; ++k)
-    if (const std::vector<float> m = hostMoment(k); !m.empty())
-      toRoot(mine ? m : nothing(), *to[size_t(k)]);
+    if (moment(0, k))  // only the first replica gathers (hostMoment is collective in its node)
+      toRoot(mine ? hostMoment(k) : nothing(), *to[size_t(k)]);
   if (root) state.optimizerSteps = m_opts.front()->steps();
 }
 
