@@ -11,6 +11,9 @@
 namespace paralab::kernels::detail {
 
 [[noreturn]] inline void cudaFail(const char* call, const char* file, int line, cudaError_t err) {
+  // A failed runtime call leaves its error as the "last error" too: clear it, or the next
+  // launch's check would report this call's error again under that kernel's name.
+  (void)cudaGetLastError();
   const char* base = std::strrchr(file, '/');  // "gemm_tiled.cu:88", not the build machine's path
   throw std::runtime_error(std::string(base ? base + 1 : file) + ":" + std::to_string(line) +
                            ": " + call + ": " + cudaGetErrorString(err));

@@ -19,6 +19,7 @@ namespace emu = paralab::kernels::emu;
 namespace gpu = paralab::gpu;
 
 // Runs `call`; the emulated runtime's exceptions become `error`, a kernel's failure goes on.
+// As in CUDA, a failed call's error is also the one cudaGetLastError() returns next.
 template <class F>
 cudaError_t returning(cudaError_t error, F&& call) {
   try {
@@ -27,7 +28,7 @@ cudaError_t returning(cudaError_t error, F&& call) {
   } catch (const paralab::cuda_host::KernelError&) {
     throw;
   } catch (const std::exception&) {
-    return error;
+    return paralab::cuda_host::t_lastError = error;
   }
 }
 
@@ -72,7 +73,7 @@ cudaError_t cudaDeviceSynchronize() {
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
   *p = gpu::malloc(int64_t(bytes));
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  return *p ? cudaSuccess : paralab::cuda_host::t_lastError = cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void* p) {
   return returning(cudaErrorInvalidValue, [&] { gpu::free(p); });
