@@ -274,7 +274,9 @@ int main(int argc, char** argv) {
     return projection::findProjectionSetting(key)->help;
   };
   const CLI::Option* projectOnly[] = {
-      app.add_option("--vocab", project.vocab, clusterHelp("vocab"))};
+      app.add_option("--vocab", project.vocab, clusterHelp("vocab")),
+      app.add_option("--attention-kernel", project.attentionKernel,
+                     clusterHelp("attention-kernel"))};
 
   // Flags that name something: "" would read as not given.
   for (const auto& [flag, allowed] : {std::pair{"--config", "a JSON file"},

@@ -2,12 +2,14 @@
 // bytes, and their roofline time. See tests/engine/tst_projection.cpp.
 #include "projection/compute_model.h"
 
+#include "config.h"  // ConfigError
+
 #include <algorithm>
 #include <cmath>
 
 namespace paralab::projection {
 
-Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
+Roofline Roofline::of(const GpuSpec& gpu, Precision p, const std::string& attentionKernel) {
   Roofline r;
   r.peakFlops = gpu.peakFlops(p);
   r.matmulFraction = gpu.matmulFraction();
@@ -17,6 +19,15 @@ Roofline Roofline::of(const GpuSpec& gpu, Precision p) {
   r.optimizerBytesPerS = gpu.optimizerGBps * 1e9;
   r.lossBytesPerS = gpu.lossGBps * 1e9;
   r.elementBytes = projection::elementBytes(p);
+  r.gemmRates = gpu.gemmRates;
+  r.gemmRatesPeakFlops = gpu.bf16Tflops * 1e12;
+  if (!attentionKernel.empty()) {
+    const auto it = gpu.fusedAttention.find(attentionKernel);
+    if (it == gpu.fusedAttention.end())
+      throw ConfigError("attention-kernel: " + gpu.name + " has no measured '" + attentionKernel +
+                        "' kernel (resources/gpus/" + gpu.name + ".json)");
+    r.fusedAttention = it->second;
+  }
   if (p == Precision::Fp8Mixed) {
     r.operandBytes = gemmOperandBytes(p);
     r.bf16PeakFlops = gpu.peakFlops(Precision::Bf16Mixed);
@@ -58,7 +69,12 @@ OpCost gemmCost(const Roofline& r, std::string name, double m, double n, double 
   // Split-K's partial sums, written in fp32 and read back to be added.
   const double splits = splitK(m, n, k, count, r.sms);
   op.bytes += (splits - 1) * 2 * 4.0 * count * m * n;
-  const double computeS = op.flops / (r.gemmFlops() * waveEfficiency(m, n, count, r.sms, k));
+  // A measured rate for the shape holds its waves already; a batch of `count` GEMMs fills the
+  // GPU as one with count times the rows.
+  const double computeS =
+      r.gemmRates ? op.flops / (r.gemmRates->rate(m * std::max(1.0, count), n, k) * 1e12 *
+                                r.peakFlops / r.gemmRatesPeakFlops)
+                  : op.flops / (r.gemmFlops() * waveEfficiency(m, n, count, r.sms, k));
   const double memoryS = op.bytes / r.bytesPerS;
   op.computeBound = computeS >= memoryS;
   op.seconds = std::max(computeS, memoryS);
@@ -91,6 +107,14 @@ namespace {
 constexpr const char* kScores = "attention scores QK^T";
 constexpr const char* kWeightedSum = "attention weighted sum PV";
 
+// The forward rate of a fused attention kernel for this block: its launch computes b (heads / tp)
+// sequences of s / cp queries, as many query tiles as that many heads of the measured length.
+double fusedAttentionRate(const Roofline& r, const BlockWork& w, bool backward = false) {
+  const double heads = w.microBatch * double(w.heads) / w.tp * (double(w.seq) / w.cp) /
+                       r.fusedAttention->seq;
+  return backward ? r.fusedAttention->backward(heads) : r.fusedAttention->forward(heads);
+}
+
 // Attention's core on this GPU: heads / tp heads of each of b sequences; its s / cp queries
 // against all s keys. Scores and probabilities: (heads / tp) s values per query token.
 void attentionCore(const Roofline& r, const BlockWork& w, std::vector<OpCost>& ops) {
@@ -100,13 +124,20 @@ void attentionCore(const Roofline& r, const BlockWork& w, std::vector<OpCost>& o
   // A kernel of attention's own runs the products at its measured rate, not the GEMMs'.
   const auto product = [&](const char* name, double m, double n, double k) {
     OpCost op = gemmCost(r.bf16(), name, m, n, k, w.microBatch * headsHere);
-    if (r.attentionFlops > 0) op.seconds = op.flops / r.attentionFlops, op.computeBound = true;
+    if (r.fusedAttention)
+      op.seconds = op.flops / (fusedAttentionRate(r, w) * 1e12), op.bytes = 0,
+      op.computeBound = true;
+    else if (r.attentionFlops > 0)
+      op.seconds = op.flops / r.attentionFlops, op.computeBound = true;
     return op;
   };
   ops.push_back(product(kScores, s / cp, s, dh));
-  ops.push_back(elementwiseCost(r, "scale, mask, softmax", 2 * e * scores));
-  // Dropout reads and writes each probability and writes its 1-byte mask.
-  if (w.dropout) ops.push_back(elementwiseCost(r, "attention dropout", (2 * e + 1) * scores));
+  // A fused kernel keeps the scores, the softmax and its dropout on the chip.
+  if (!r.fusedAttention) {
+    ops.push_back(elementwiseCost(r, "scale, mask, softmax", 2 * e * scores));
+    // Dropout reads and writes each probability and writes its 1-byte mask.
+    if (w.dropout) ops.push_back(elementwiseCost(r, "attention dropout", (2 * e + 1) * scores));
+  }
   ops.push_back(product(kWeightedSum, s / cp, dh, s));
 }
 
@@ -170,7 +201,10 @@ std::vector<OpCost> blockBackward(const Roofline& r, const BlockWork& w) {
       const Roofline rate = core ? r.bf16() : r;  // attention's products stay bf16 under fp8
       OpCost input = gemmCost(rate, op.name + " input grad", op.m, op.k, op.n, op.count);
       OpCost weight = gemmCost(rate, op.name + " weight grad", op.k, op.n, op.m, op.count);
-      if (r.attentionFlops > 0 && core)
+      if (r.fusedAttention && core)
+        for (OpCost* g : {&input, &weight})
+          g->seconds = g->flops / (fusedAttentionRate(r, w, true) * 1e12), g->bytes = 0;
+      else if (r.attentionFlops > 0 && core)
         for (OpCost* g : {&input, &weight}) g->seconds = g->flops / r.attentionFlops;
       ops.push_back(input);
       ops.push_back(weight);

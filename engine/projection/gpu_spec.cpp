@@ -2,6 +2,7 @@
 #include "projection/gpu_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -81,6 +82,52 @@ std::string fp8GpuNamesText() {
   return text.empty() ? "none of " + gpuNamesText() : text;
 }
 
+namespace {
+
+// Where x falls on an ascending grid, in log2: the lower index and the weight of the upper one
+// (clamped to the ends).
+std::pair<size_t, double> place(const std::vector<double>& grid, double x) {
+  if (grid.size() < 2 || x <= grid.front()) return {0, 0};
+  if (x >= grid.back()) return {grid.size() - 2, 1};
+  size_t i = 0;
+  while (grid[i + 1] < x) ++i;
+  return {i, std::log2(x / grid[i]) / std::log2(grid[i + 1] / grid[i])};
+}
+
+std::vector<double> ascending(const nlohmann::json& o, const char* key) {
+  std::vector<double> v = o.at(key).get<std::vector<double>>();
+  if (v.size() < 2 || !std::is_sorted(v.begin(), v.end()) || !(v.front() > 0))
+    throw std::invalid_argument(key);
+  return v;
+}
+
+}  // namespace
+
+double GemmRates::rate(double mm, double nn, double kk) const {
+  const auto [i, wi] = place(m, mm);
+  const auto [j, wj] = place(n, nn);
+  const auto [l, wl] = place(k, kk);
+  const auto at = [&](size_t a, size_t b, size_t c) {
+    return tflops[(a * n.size() + b) * k.size() + c];
+  };
+  double r = 0;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 2; ++c)
+        r += (a ? wi : 1 - wi) * (b ? wj : 1 - wj) * (c ? wl : 1 - wl) * at(i + a, j + b, l + c);
+  return r;
+}
+
+namespace {
+double interpolate(const std::vector<double>& x, const std::vector<double>& y, double at) {
+  const auto [i, w] = place(x, at);
+  return (1 - w) * y[i] + w * y[i + 1];
+}
+}  // namespace
+
+double FusedAttentionRates::forward(double h) const { return interpolate(heads, fwdTflops, h); }
+double FusedAttentionRates::backward(double h) const { return interpolate(heads, bwdTflops, h); }
+
 GpuSpec loadGpu(const std::string& name) {
   const std::vector<std::string> names = gpuNames();
   if (std::find(names.begin(), names.end(), name) == names.end())
@@ -125,6 +172,37 @@ GpuSpec loadGpu(const std::string& name) {
     g.nodeNics = int(number(node, "nics"));
     g.nicGBps = number(node, "nic_GBps");
     g.nicTitle = text(node, "nic_title");
+    if (j.contains("matmul_by_shape")) {
+      const nlohmann::json& t = (field = "matmul_by_shape", j.at("matmul_by_shape"));
+      auto rates = std::make_shared<GemmRates>();
+      rates->m = ascending(t, "m"), rates->n = ascending(t, "n"), rates->k = ascending(t, "k");
+      rates->source = text(t, "source");
+      field = "matmul_by_shape.tflops";
+      for (const auto& plane : t.at("tflops"))
+        for (const auto& row : plane)
+          for (const auto& v : row) rates->tflops.push_back(v.get<double>());
+      if (rates->tflops.size() != rates->m.size() * rates->n.size() * rates->k.size())
+        throw std::invalid_argument("tflops");
+      for (double v : rates->tflops)
+        if (!(v > 0) || v > g.bf16Tflops) throw std::invalid_argument("tflops");
+      g.gemmRates = rates;
+    }
+    if (j.contains("fused_attention"))
+      for (const auto& [kernel, a] : j.at("fused_attention").items()) {
+        field = "fused_attention." + kernel;
+        auto rates = std::make_shared<FusedAttentionRates>();
+        rates->seq = int(number(a, "seq"));
+        rates->headDim = int(number(a, "head_dim"));
+        rates->source = text(a, "source");
+        field = "fused_attention." + kernel + ".heads";
+        rates->heads = ascending(a, "heads");
+        rates->fwdTflops = a.at("fwd_tflops").get<std::vector<double>>();
+        rates->bwdTflops = a.at("bwd_tflops").get<std::vector<double>>();
+        if (rates->fwdTflops.size() != rates->heads.size() ||
+            rates->bwdTflops.size() != rates->heads.size())
+          throw std::invalid_argument("fwd_tflops");
+        g.fusedAttention[kernel] = rates;
+      }
   } catch (const std::exception&) {
     throw ConfigError("project: " + path.string() + ": '" + field +
                       "' is missing or not a positive number/text");

@@ -24,11 +24,13 @@ int parameterBytes(Precision p) {
 }
 
 ModelStateBytes modelStates(double P, int stage, Precision p, const std::string& optimizer,
-                            int dpRanks) {
+                            int dpRanks, int gradBytes) {
   // ZeRO's accounting: parameters and gradients at the precision's width, the master in K.
-  return modelStatesPerRank(
-      std::llround(P), stage, optimizerBytesPerParameter(p, optimizer), dpRanks,
-      StateWidths{.params = parameterBytes(p), .grads = elementBytes(p), .master = 0});
+  return modelStatesPerRank(std::llround(P), stage, optimizerBytesPerParameter(p, optimizer),
+                            dpRanks,
+                            StateWidths{.params = parameterBytes(p),
+                                        .grads = gradBytes > 0 ? gradBytes : elementBytes(p),
+                                        .master = 0});
 }
 
 namespace {

@@ -319,7 +319,7 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
   p.layout = l;
   p.cluster = cluster;
   p.parameters = model.parameterCount();
-  const Roofline r = Roofline::of(cluster.gpu, l.precision);
+  const Roofline r = Roofline::of(cluster.gpu, l.precision, l.attentionKernel);
   const double e = r.elementBytes, HBM = r.bytesPerS;
   const int m = l.microBatches, pp = l.pp, t = l.tp, v = l.virtualStages;
   const int replicas = l.dp * l.cp;  // ranks holding the same weights (gradients summed)
@@ -344,7 +344,9 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
   const std::vector<OpCost> core = attentionCoreForward(r, w);
   const bool full = l.recompute == Recompute::Full, selective = l.recompute == Recompute::Selective;
   const double coreS = totalSeconds(core);
-  const double recomputeS = full ? totalSeconds(fwd) : selective ? coreS : 0;
+  // A fused attention kernel's backward recomputes the scores itself (its measured time holds
+  // that): selective recomputation adds nothing to it.
+  const double recomputeS = full ? totalSeconds(fwd) : selective && !r.fusedAttention ? coreS : 0;
   const double blockS = totalSeconds(fwd) + totalSeconds(bwd) + recomputeS;
   const double blockFlops = totalFlops(fwd) + totalFlops(bwd) +
                             (full        ? totalFlops(fwd)
@@ -399,7 +401,8 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
                                   (coll(Collective::PointToPoint, actBytes / t, 2, p.ppLink) +
                                    coll(Collective::AllGather, actBytes, t, p.tpLink))
                             : 0;
-  const int gradBytes = int(e);  // gradients at the GEMMs' width (ZeRO's 2 bytes in bf16)
+  // Gradients at the GEMMs' width (ZeRO's 2 bytes in bf16), or Megatron's fp32 main gradients.
+  const int gradBytes = l.fp32MainGrads ? 4 : int(e);
   std::vector<double> slot(pp), slotCompute(pp), stageParams(pp), stageFlops(pp);
   for (int k = 0; k < pp; ++k) {
     const int L = layersOf(model.layers, pp, k);
@@ -510,7 +513,7 @@ Projection project(const ModelSpec& model, const Layout& layout, const Cluster& 
   p.memoryCapacity = cluster.gpu.hbmBytes();
   for (int k = 0; k < pp; ++k) {
     const ModelStateBytes states =
-        modelStates(stageParams[k], l.zero, l.precision, l.optimizer, replicas);
+        modelStates(stageParams[k], l.zero, l.precision, l.optimizer, replicas, gradBytes);
     MemoryPerGpu mem;
     mem.params = states.params;
     mem.grads = states.grads;

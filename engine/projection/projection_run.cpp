@@ -49,6 +49,7 @@ nlohmann::json toJson(const Projection& p) {
               {"gpus_per_node", p.cluster.gpusPerNode},
               {"nodes", p.cluster.nodes()},
               {"node_link", nodeLinkName(p.cluster.nodeLink)},
+              {"attention_kernel", l.attentionKernel.empty() ? "materialised" : l.attentionKernel},
               {"dp", l.dp},
               {"tp", l.tp},
               {"pp", l.pp},
@@ -107,6 +108,20 @@ std::string toText(const Projection& p) {
       : l.precision == Precision::Fp8Mixed ? "FP8 linear layers, bf16 mixed precision"
                                            : precisionName(l.precision),
       l.optimizer.c_str());
+  // Where the kernels' rates come from: measured on the GPU, or its datasheet's model.
+  const bool gemmsMeasured = c.gpu.gemmRates != nullptr;
+  const std::string attention =
+      !p.model.gpt()               ? ""
+      : l.attentionKernel.empty() ? "; attention as GEMMs, the scores written to memory"
+                                   : "; attention one fused kernel (" + l.attentionKernel +
+                                         ") at its measured rate";
+  add("Kernels: GEMMs at %s%s\n",
+      !gemmsMeasured ? "the measured best matmul rate, by waves of tiles"
+      : l.precision == Precision::Bf16Mixed
+          ? "the bf16 rate measured for their shape (resources/gpus)"
+          : "the bf16 rate measured for their shape (resources/gpus), scaled to this "
+            "precision's peak",
+      attention.c_str());
   const auto link = [&](const char* axis, int size, const Link& k) {
     if (size <= 1) return;
     add("  %s (%d ranks) over %s: %.3g GB/s per GPU each way, %.3g us per step\n", axis, size,
@@ -243,6 +258,17 @@ Projection projectRun(const RunConfig& config, const RunProjection& q) {
   const ModelSpec model = modelOf(c, q.vocab > 0 ? q.vocab : kEngineVocab);
   Layout layout = layoutOf(c);
   layout.precision = precision;
+  if (q.attentionKernel != "materialised") {
+    if (!cluster.gpu.fusedAttention.count(q.attentionKernel)) {
+      std::string measured;
+      for (const auto& [kernel, rates] : cluster.gpu.fusedAttention)
+        measured += (measured.empty() ? "" : ", ") + kernel;
+      throw ConfigError("attention-kernel: " + q.attentionKernel + " was not measured on " +
+                        cluster.gpu.name + " (allowed there: materialised" +
+                        (measured.empty() ? "" : ", " + measured) + ")");
+    }
+    layout.attentionKernel = q.attentionKernel;
+  }
   // A schedule file holds its micro-batches: --microbatches, given or not, as a run reads it.
   if (!q.microBatchesGiven && layout.scheduleFile.empty()) layout.microBatches = 0;
   if (auto err = validate(model, layout, cluster)) throw ConfigError(*err);

@@ -62,6 +62,22 @@ std::vector<Setting> clusterTable() {
                         "the MLP's inputs and classes are its data set's "
                         "(allowed: --vocab with --model gpt)");
                   }));
+  t.push_back(
+      extraSetting("attention-kernel", SettingType::Text, std::string("materialised"))
+          .in(kCluster, "Attention kernel")
+          .describe("materialised|cudnn|flash2: attention in --project: its products as GEMMs "
+                    "with the scores written to memory, or one fused kernel at the rate "
+                    "measured for it on the GPU (resources/gpus)",
+                    "cuDNN's is what Transformer Engine (Megatron-Core) runs on Hopper; "
+                    "FlashAttention-2 is PyTorch's scaled_dot_product_attention.")
+          .oneOf({{"materialised", "Scores in memory", "GEMMs, the s x s scores written out"},
+                  {"cudnn", "Fused (cuDNN)", "Transformer Engine's on Hopper, measured"},
+                  {"flash2", "Fused (FlashAttention-2)", "PyTorch's SDPA, measured"}})
+          .appliesWhen([](const RunConfig& c) -> Setting::Why {
+            if (c.model == ModelKind::Gpt) return std::nullopt;
+            return std::string("the MLP has no attention (allowed: --attention-kernel with "
+                               "--model gpt)");
+          }));
   for (Setting& s : t) s.owner = "projection";
   return t;
 }
@@ -84,6 +100,7 @@ std::optional<std::string> checkCluster(const RunConfig& config, const RunProjec
   put("node-link", q.nodeLink);
   put("precision", q.precision);
   put("vocab", int64_t(q.vocab));
+  put("attention-kernel", q.attentionKernel);
   for (const Setting& s : projectionSettings()) {
     if (s.key == "gpu" || s.key == "gpus") continue;  // GPU:COUNT, read with its own words
     if (auto err = s.check(c)) return err;

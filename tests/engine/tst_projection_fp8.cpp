@@ -45,6 +45,7 @@ Layout fsdp8(Precision p) {
   l.microBatches = 1;
   l.microBatchSize = 2;
   l.recompute = Recompute::Selective;
+  l.attentionKernel = "flash2";  // torchtitan's: PyTorch's scaled_dot_product_attention
   l.precision = p;
   return l;
 }

@@ -64,6 +64,8 @@ Layout coreLayout(const CoreRow& row) {
   l.overlapDpComm = true;
   l.overlapParamGather = true;
   l.fusedGradAccumulation = true;
+  l.fp32MainGrads = true;        // Megatron forces it in bf16
+  l.attentionKernel = "cudnn";  // Transformer Engine's fused attention on Hopper
   l.recompute = Recompute::Selective;
   l.schedule = Schedule::OneFOneB;
   l.precision = Precision::Bf16Mixed;
@@ -88,14 +90,16 @@ double megatronFlopsPerToken(const CoreRow& row) {
   return 12 * l * h * h * (6 + s / h + V / (2 * l * h));
 }
 
-// The rows the projection misses by more than 15%, and why. Its attention writes the scores
-// and probabilities (s x s per head) to memory and reads them back, as Megatron-LM's 2021
-// kernels did (compute_model.h); these runs' fused attention keeps them on chip. At sequence
-// 4096 those passes cost a block as much as its GEMMs at h 2048 and fall with h (the passes
-// grow with s, the GEMMs with h), so the smaller models are projected low. A fused-attention
-// model at the measured matmul rate instead projects every row high (the largest by about a
-// fifth): the GEMMs' sustained rate in these runs is below mamf-finder's best shape.
-const char* const kOutsideBar[] = {"1.7B", "7.1B", "16B", "32B"};
+// The rows the projection misses by more than 15%, and why. Its GEMMs and fused attention run
+// at the rates measured for their shapes on the GPU (resources/gpus: matmul_by_shape,
+// fused_attention), so each kernel is as fast as the chip makes it; the two smallest models
+// still ran slower than those kernels add up to (1.7B +37%, 7.1B +28%): what else a step of
+// h 2,048-4,096 spends (the vocabulary-parallel cross-entropy's fp32 passes over 131,072
+// logits a token, kernel launches between short kernels, communication kernels taking SMs from
+// the GEMMs they overlap) is not modelled. The 32B row (tp 8 inside a node, dp 48 across six)
+// is projected low: its fp32 gradient reduce-scatter over InfiniBand is exposed past the last
+// micro-batch's backward, which the run hid better than this model of the overlap allows.
+const char* const kOutsideBar[] = {"1.7B", "7.1B", "32B"};
 
 double projectedTflops(const Projection& p, const CoreRow& row) {
   return p.tokensPerS * megatronFlopsPerToken(row) / row.gpus / 1e12;
@@ -206,7 +210,7 @@ class TstProjectionOverlap : public QObject {
         100 * p.split.dpCommHidden / step, p.memory.total() / 1e9);
     for (const char* tag : kOutsideBar)
       if (QString(QTest::currentDataTag()) == tag)
-        QEXPECT_FAIL("", "materialised attention scores (see kOutsideBar)", Continue);
+        QEXPECT_FAIL("", "overheads of small models not modelled (see kOutsideBar)", Continue);
     QVERIFY2(
         std::abs(ratio - 1) <= 0.15,
         qPrintable(

@@ -44,7 +44,15 @@ struct Roofline {
   // bytes/s of the softmax cross-entropy where it is measured as a kernel of its own (a CPU's,
   // bound by its exponentials); 0: at bytesPerS.
   double lossBytesPerS = 0;
-  static Roofline of(const GpuSpec& gpu, Precision p);
+  // Measured on the GPU (gpu_spec.h), where its datasheet file has them: GEMMs at the rate
+  // measured for their shape (bf16, scaled to the precision's peak), attention as one fused
+  // kernel at its measured rate. Null: the model above.
+  std::shared_ptr<const GemmRates> gemmRates;
+  double gemmRatesPeakFlops = 0;  // the bf16 peak the measured rates belong to
+  std::shared_ptr<const FusedAttentionRates> fusedAttention;
+  // attentionKernel: one of the GPU's fused_attention kernels ("cudnn", "flash2"), or "" for
+  // attention's products as GEMMs with the scores written to memory (Megatron-LM 2021).
+  static Roofline of(const GpuSpec& gpu, Precision p, const std::string& attentionKernel = "");
   // What runs in bf16 under fp8 (attention's products, the head): this roofline at the bf16
   // peak with bf16 operands; itself in the other precisions.
   Roofline bf16() const;

@@ -3,6 +3,8 @@
 // (GPUs per node and the node's network adapters), read from resources/gpus/<name>.json. Each
 // file names its sources. See tests/engine/tst_projection.cpp and `paralab-run --project`.
 #pragma once
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,29 @@ int elementBytes(Precision p);
 // Bytes of one operand a block's linear-layer GEMM reads: 1 in fp8, else elementBytes.
 int gemmOperandBytes(Precision p);
 
+// A GEMM rate measured by shape: bf16 m x k by k x n products timed on the GPU (cuBLAS), on a
+// grid of m, n and k (each ascending); rate(m, n, k) interpolates in log2 of each, clamped to
+// the grid. What the chip sustains at that shape: wave quantization, tile fit and the clocks
+// under its power limit are in the measurement.
+struct GemmRates {
+  std::vector<double> m, n, k;
+  std::vector<double> tflops;  // [im][in][ik], 1e12 FLOP/s
+  std::string source;
+  double rate(double m, double n, double k) const;  // 1e12 FLOP/s
+};
+
+// A fused attention kernel's rate (FlashAttention-style: the s x s scores never leave the chip;
+// the backward recomputes them) measured at one sequence length and head size, by how many
+// (sequence, head) pairs one launch computes. FLOPs counted as the projection counts them:
+// the full s x s products, the causal half not skipped; forward two products, backward four.
+struct FusedAttentionRates {
+  int seq = 0, headDim = 0;
+  std::vector<double> heads, fwdTflops, bwdTflops;  // heads ascending; 1e12 FLOP/s
+  std::string source;
+  double forward(double heads) const;   // interpolated, clamped
+  double backward(double heads) const;
+};
+
 struct GpuSpec {
   std::string name;                                       // the file stem: "a100-80gb"
   std::string title;                                      // "NVIDIA A100 80GB SXM"
@@ -43,6 +68,11 @@ struct GpuSpec {
   // Attention's products computed by a kernel of its own at this rate, 1e12 FLOP/s (a CPU
   // measured by host_profile.h); 0: they are GEMMs at the matmul rate.
   double attentionTflops = 0;
+  // Measured on the GPU itself where resources/gpus/<name>.json has them (null: the datasheet
+  // model, matmul_tflops_bf16 with wave quantization, and attention as GEMMs).
+  std::shared_ptr<const GemmRates> gemmRates;
+  // By kernel: "cudnn" (Transformer Engine's on Hopper), "flash2" (PyTorch's SDPA).
+  std::map<std::string, std::shared_ptr<const FusedAttentionRates>> fusedAttention;
   // The optimizer's update computed by a kernel of its own at this rate over the bytes the
   // model counts for it, 1e9 bytes/s (a CPU's Adam is not bound by memory: host_profile.h);
   // 0: at the memory bandwidth.

@@ -37,9 +37,10 @@ int parameterBytes(Precision p);
 // The model states of one GPU holding P parameters of its shard, sharded over `dpRanks` at ZeRO
 // `stage`: modelStatesPerRank (fp32 parameters and gradients), with the parameters
 // (parameterBytes) and gradients stored at the precision's width (bf16 mixed precision: ZeRO's
-// 2P + 2P + KP; fp8 4P + 2P + KP).
+// 2P + 2P + KP; fp8 4P + 2P + KP); gradients of `gradBytes` each where given (fp32 main
+// gradients: 4).
 ModelStateBytes modelStates(double P, int stage, Precision p, const std::string& optimizer,
-                            int dpRanks);
+                            int dpRanks, int gradBytes = 0);
 
 // Activation bytes one block keeps for its backward, per token this GPU computes (the block's
 // micro-batch tokens / cp). Megatron recipe, in elements of e bytes and 1-byte dropout masks,

@@ -118,6 +118,16 @@ struct Layout {
   // Each micro-batch's weight gradients added into the accumulated ones by the GEMM itself
   // (false: a separate pass reads and writes the accumulated gradients).
   bool fusedGradAccumulation = false;
+  // Gradients accumulated and reduced in fp32 (4 bytes), not at the precision's width: Megatron's
+  // main_grad, which its arguments force on in bf16 ("bfloat16 requires gradient accumulation
+  // and all-reduce to be done in fp32": --accumulate-allreduce-grads-in-fp32). Mixed precision
+  // with Adam is then Megatron's 18 bytes a parameter, not ZeRO's 16.
+  bool fp32MainGrads = false;
+  // Attention's kernel: "" computes its products as GEMMs and writes the scores to memory
+  // (Megatron-LM 2021); "cudnn" or "flash2" runs one fused kernel at the rate measured for it
+  // on the GPU (resources/gpus: fused_attention; Transformer Engine runs cuDNN's on Hopper,
+  // PyTorch's scaled_dot_product_attention FlashAttention-2).
+  std::string attentionKernel;
   // Gradient synchronisation's collective calls per step, each paying the link's latency:
   // 0 = one flat buffer per stage (Megatron-LM's). The engine's per-tensor sync makes one per
   // parameter tensor, its buckets one per bucket, its ZeRO a reduce-scatter and an all-gather
@@ -234,6 +244,7 @@ struct RunProjection {
   std::string nodeLink = "infiniband";
   std::string precision = "bf16";
   int vocab = 0;  // the GPT's vocabulary; 0: kEngineVocab
+  std::string attentionKernel = "materialised";  // or one of the GPU's measured kernels
   // Whether --microbatches was given; if not, micro-batches of one sample (Megatron-LM's
   // default micro-batch size), as many as each replica's share of the batch.
   bool microBatchesGiven = false;
