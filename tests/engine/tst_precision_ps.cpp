@@ -1,9 +1,10 @@
 // Mixed precision under the synchronous parameter server (--strategy ps-sync, param_server.cpp)
 // and HSDP (--zero-shard node): each against its own serial 16-bit run, fp16's overflow skipped
 // on every rank alike, the servers' fp32 master and optimizer state and the workers' 16-bit
-// parameters to the byte, the master through a save and a load.
+// parameters to the byte (tracker and holdings), the master through a save and a load.
 // Run: ctest -R tst_precision_ps
 #include <QtTest>
+#include <map>
 
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
@@ -214,6 +215,25 @@ class TstPrecisionPs : public QObject {
                mem[MemCategory::Optimizer];
     }
     QCOMPARE(whole, (6 * ranks + 12) * P);
+    // The holdings list the same bytes: the parameters as 16-bit values, the servers' master
+    // and optimizer shards end to end over the flat buffer.
+    int64_t mastered = 0;
+    for (const RankHoldings& h : t.holdings()) {
+      const MemorySnapshot& mem = m.ranks.at(size_t(h.rank)).mem;
+      std::map<HoldingKind, int64_t> bytes;
+      for (const HeldSlice& s : h.items) {
+        bytes[s.kind] += s.bytes;
+        if (s.kind == HoldingKind::Params) QCOMPARE(int(s.dtype), int(d));
+        if (s.kind != HoldingKind::Master) continue;
+        QCOMPARE(s.begin, mastered);  // server k's shard starts where server k-1's ends
+        mastered = s.end;
+      }
+      QCOMPARE(bytes[HoldingKind::Params], mem[MemCategory::Params]);
+      QCOMPARE(bytes[HoldingKind::Grads], mem[MemCategory::Grads]);
+      QCOMPARE(bytes[HoldingKind::Master], mem[MemCategory::Master]);
+      QCOMPARE(bytes[HoldingKind::Optimizer], mem[MemCategory::Optimizer]);
+    }
+    QCOMPARE(mastered, P);
   }
 
   // [SECTION] The master through a save and a load

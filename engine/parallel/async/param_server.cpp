@@ -92,6 +92,30 @@ class ParamServerBase : public ReplicaStrategy {
   }
 
  protected:
+  // Every rank: the whole model's parameters (16-bit values under mixed precision) and its
+  // gradient buffer. Server k: its shard's optimizer state and fp32 master, rows [b, b + n) of
+  // the flat buffer ("model (flat)" spans every layer, as the holdings map reads it).
+  void addModelStates(std::vector<HeldSlice>& items) const override {
+    const ParamSet& ps = m_model->params();
+    const Dtype stored = m_ctx.config->precision;
+    const size_t first = items.size();
+    addWholeTensors(items, ps, HoldingKind::Params);
+    for (size_t i = first; i < items.size() && sixteenBit(stored); ++i) {
+      items[i].bytes = items[i].bytes / 4 * valueBytes(stored);
+      items[i].dtype = stored;
+    }
+    addWholeTensors(items, ps, HoldingKind::Grads);
+    if (!m_opt) return;
+    const int64_t P = ps.numel(), b = shardBegin(m_ctx.rank, m_servers, P), n = m_opt->numel();
+    const int dim = n == P ? -1 : 0;  // one server: the whole buffer
+    const int slots = optimizerStateSlots(m_ctx.config->optimizer);
+    if (slots > 0)
+      items.push_back(
+          {"model (flat)", HoldingKind::Optimizer, dim, b, b + n, P, n, slots, n * slots * 4});
+    if (sixteenBit(stored))
+      items.push_back({"model (flat)", HoldingKind::Master, dim, b, b + n, P, n, 1, n * 4});
+  }
+
   int64_t largestShard() const {
     int64_t largest = 0;
     for (int k = 0; k < m_servers; ++k)
