@@ -41,18 +41,22 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
     return head +
            "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
            "there: --kernel tensor-core)";
-  // On a GPU the 16-bit path is the replica's (compute.h); model parallelism there stays fp32.
-  if (c.device == Device::Cuda && (c.modelParallel() || c.hasExperts() || c.accumulate > 1))
+  // On a GPU the 16-bit path is the replica's (compute.h); model parallelism and the parameter
+  // server there stay fp32.
+  if (c.device == Device::Cuda &&
+      (c.modelParallel() || c.hasExperts() || c.accumulate > 1 || c.strategy == "ps-sync"))
     return head +
            "trains on a GPU serially and with --strategy sync data parallelism and its ZeRO "
            "stages (tp = pp = cp = 1, dense models, --accumulate 1); other GPU layouts train "
            "in fp32";
   // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
+  // synchronous parameter server keeps the fp32 master on its servers (param_server.cpp); the
   // asynchronous strategies keep no master copy.
-  if (c.strategy != "sync")
+  if (c.strategy != "sync" && c.strategy != "ps-sync")
     return head +
            "trains serially and with --strategy sync (data, tensor, sequence, pipeline, "
-           "context and expert parallelism, ZeRO); asynchronous strategies train in fp32";
+           "context and expert parallelism, ZeRO) or --strategy ps-sync; the asynchronous "
+           "strategies (ps-async, hogwild, local-sgd, gossip, fedavg) train in fp32";
   return std::nullopt;
 }
 

@@ -4,12 +4,14 @@
 // its optimizer state live on rank k (servers colocated with the first S workers, as BytePS
 // does). With --device cuda shards, gradients and messages are device memory and every push and
 // pull passes Device::Cuda; the version number that rides with an async reply is the one float
-// copied between host and device. See tests/engine/tst_parallel_equals_serial.cpp (ps-sync),
-// tst_async_strategies.cpp and tst_cuda_training.cpp.
+// copied between host and device. ps-sync trains in bf16/fp16 (mixed precision, precision.h):
+// the servers keep the fp32 master of their shards. See tests/engine/tst_parallel_equals_serial.cpp
+// (ps-sync), tst_precision_ps.cpp, tst_async_strategies.cpp and tst_cuda_training.cpp.
 #include <algorithm>
 #include <stdexcept>
 
 #include "comm/communicator.h"
+#include "parallel/data/grad_sync.h"  // HeldGradients
 #include "parallel/data/replica.h"
 
 namespace paralab {
@@ -18,8 +20,9 @@ namespace {
 
 // [SECTION] What both kinds share: S servers on the first S ranks, each with the optimizer
 // state of its shard, and live reconfiguration. Server k holds the authoritative shard k of
-// the parameters and its optimizer state; saving broadcasts each from its server (counted)
-// into the serial layout on every rank, and loading hands each server its shard back.
+// the parameters and its optimizer state (with mixed precision also the shard's fp32 master);
+// saving broadcasts each from its server (counted) into the serial layout on every rank, and
+// loading hands each server its shard back.
 class ParamServerBase : public ReplicaStrategy {
  public:
   explicit ParamServerBase(RankContext& ctx)
@@ -35,7 +38,9 @@ class ParamServerBase : public ReplicaStrategy {
     float* params = m_model->params().params().data();
     const int64_t P = m_model->params().numel();
     const bool hasM = m_ctx.config->optimizer != "sgd", hasV = m_ctx.config->optimizer == "adam";
-    std::vector<float> m(hasM ? size_t(P) : 0), v(hasV ? size_t(P) : 0);
+    const bool hasMaster = m_precision.active();  // the fp32 master, on the servers
+    std::vector<float> m(hasM ? size_t(P) : 0), v(hasV ? size_t(P) : 0),
+        master(hasMaster ? size_t(P) : 0);
     Tensor staging = compute().tensor({largestShard()}, MemCategory::Comm, m_ctx.memory);
     // Server k's moment shard (`mine`, null elsewhere) to every rank; rank 0 keeps it in `all`.
     auto share = [&](const float* mine, std::vector<float>& all, int k, int64_t b, int64_t n) {
@@ -50,13 +55,17 @@ class ParamServerBase : public ReplicaStrategy {
       comm.broadcast(params + b, n, k, device());
       if (hasM) share(m_ctx.rank == k ? m_opt->momentOne() : nullptr, m, k, b, n);
       if (hasV) share(m_ctx.rank == k ? m_opt->momentTwo() : nullptr, v, k, b, n);
+      if (hasMaster)
+        share(m_ctx.rank == k ? m_opt->currentMaster(params + b) : nullptr, master, k, b, n);
     }
     if (m_ctx.rank != 0) return;
     state.params.resize(size_t(P));
     compute().download(state.params.data(), params, P);
     state.optM = std::move(m);
     state.optV = std::move(v);
+    state.master = std::move(master);
     state.optimizerSteps = m_opt ? m_opt->steps() : 0;  // rank 0 is always a server
+    state.lossScale = m_precision.lossScaleState();     // the same on every rank
   }
 
   void loadState(const TrainingState& state) override {
@@ -73,11 +82,40 @@ class ParamServerBase : public ReplicaStrategy {
       if (m_opt->momentTwo() && !state.optV.empty())
         compute().upload(m_opt->momentTwo(), state.optV.data() + b, n);
       m_opt->setSteps(state.optimizerSteps);
+      if (int64_t(state.master.size()) == P)
+        m_opt->loadMaster(state.master.data() + b, n);
+      else
+        m_opt->retakeMaster();  // mixed precision: from the 16-bit parameters just loaded
     }
     compute().sync();  // the caller's vectors may go once this returns
+    m_precision.restoreLossScale(state.lossScale);
   }
 
  protected:
+  // Every rank: the whole model's parameters (16-bit values under mixed precision) and its
+  // gradient buffer. Server k: its shard's optimizer state and fp32 master, rows [b, b + n) of
+  // the flat buffer ("model (flat)" spans every layer, as the holdings map reads it).
+  void addModelStates(std::vector<HeldSlice>& items) const override {
+    const ParamSet& ps = m_model->params();
+    const Dtype stored = m_ctx.config->precision;
+    const size_t first = items.size();
+    addWholeTensors(items, ps, HoldingKind::Params);
+    for (size_t i = first; i < items.size() && sixteenBit(stored); ++i) {
+      items[i].bytes = items[i].bytes / 4 * valueBytes(stored);
+      items[i].dtype = stored;
+    }
+    addWholeTensors(items, ps, HoldingKind::Grads);
+    if (!m_opt) return;
+    const int64_t P = ps.numel(), b = shardBegin(m_ctx.rank, m_servers, P), n = m_opt->numel();
+    const int dim = n == P ? -1 : 0;  // one server: the whole buffer
+    const int slots = optimizerStateSlots(m_ctx.config->optimizer);
+    if (slots > 0)
+      items.push_back(
+          {"model (flat)", HoldingKind::Optimizer, dim, b, b + n, P, n, slots, n * slots * 4});
+    if (sixteenBit(stored))
+      items.push_back({"model (flat)", HoldingKind::Master, dim, b, b + n, P, n, 1, n * 4});
+  }
+
   int64_t largestShard() const {
     int64_t largest = 0;
     for (int k = 0; k < m_servers; ++k)
@@ -89,15 +127,26 @@ class ParamServerBase : public ReplicaStrategy {
   std::unique_ptr<Optimizer> m_opt;  // this rank's shard's state (servers only)
 };
 
-// [SECTION] ps-sync: per shard, every worker pushes its gradient shard to the server, which
-// sums them, updates, and sends the fresh shard back to every worker. The same sum and the same
-// update as the serial run: equals serial. The pushes and pulls are point-to-point messages on
-// every backend, as a parameter server's are (lesson 8: rank k serves every worker), so their
-// bytes are counted as sent, under MPI too, never modelled.
+// [SECTION] ps-sync: every worker pushes each gradient shard to its server, which sums them;
+// then each server updates its shard and sends the fresh shard back to every worker. The same
+// sum and the same update as the serial run: equals serial. The pushes and pulls are
+// point-to-point messages on every backend, as a parameter server's are (lesson 8: rank k
+// serves every worker), so their bytes are counted as sent, under MPI too, never modelled.
 // Traffic per step: worker r sends 4 P_k bytes of gradient to each server k != r and receives
 // 4 P_k bytes of parameters back; server k receives (N-1) gradient shards and sends (N-1)
 // parameter shards of 4 P_k bytes. Memory: optimizer state only on servers, P_k of it on server
 // k, and one incoming shard.
+//
+// Mixed precision (--precision bf16|fp16, train/precision.h), as `--strategy sync` does it:
+// every rank's parameters are 16-bit values and its backward rounds each unit's weight
+// gradients to 16 bits (MixedPrecision::Hooks, in forwardBackward); the server sums the pushed
+// shards in fp32, divides the sum by fp16's loss scale S and checks it, and its optimizer
+// updates the shard's fp32 master copy (Optimizer's master, "master" memory, 4 P_k bytes on
+// server k alone) and rounds it into the 16-bit shard it sends back. A shard's overflow is
+// known to its server alone, so the finding is all-reduced over the world (one float, the only
+// collective of the step, in 16 bits only): every rank skips the step, or none, and on a
+// skipped step no shard is pulled (the parameters stay as they were everywhere). Messages move
+// the 16-bit values in fp32 words, as the collectives do.
 class ParamServerSync final : public ParamServerBase {
  public:
   explicit ParamServerSync(RankContext& ctx) : ParamServerBase(ctx) {
@@ -108,17 +157,16 @@ class ParamServerSync final : public ParamServerBase {
   RankStep step(int64_t step, const std::vector<int>& globalBatch) override {
     RankStep out;
     out.samples = takeSlice(step, globalBatch);
-    out.lossSum = forwardBackward(step);  // gradients scaled by 1 / global batch: they sum
+    out.lossSum = forwardBackward(step);  // gradients scaled by S / global batch: they sum
     ParamSet& ps = m_model->params();
+    const int64_t P = ps.numel();
     compute().sync();  // backward's gradients are complete
+    // Push: shard k's gradients from every worker to server k.
     for (int k = 0; k < m_servers; ++k) {
-      const int64_t b = shardBegin(k, m_servers, ps.numel()),
-                    n = shardLen(k, m_servers, ps.numel());
+      const int64_t b = shardBegin(k, m_servers, P), n = shardLen(k, m_servers, P);
       float* grads = ps.grads().data() + b;
-      float* params = ps.params().data() + b;
-      if (m_ctx.rank != k) {  // a worker: push the gradient shard, pull the fresh one
+      if (m_ctx.rank != k) {  // a worker: push the gradient shard
         m_ctx.comm->send(grads, n, k, device());
-        m_ctx.comm->recv(params, n, k, device());
         continue;
       }
       // The server: every worker's push added to its own, in rank order.
@@ -128,7 +176,23 @@ class ParamServerSync final : public ParamServerBase {
         compute().residualAdd(grads, m_incoming.data(), n);
         compute().sync();  // the add has read the message before the next one lands on it
       }
-      update(step, *m_opt, params, grads);
+    }
+    // 16 bits: each server's summed shard divided by S and checked, agreed over the world.
+    std::vector<HeldGradients> held;
+    if (m_opt)
+      held.push_back({ps.grads().data() + shardBegin(m_ctx.rank, m_servers, P), m_opt->numel()});
+    const bool apply = m_precision.finishGradients(held, m_ctx.comm);
+    m_precision.report(out);
+    if (!apply) return out;  // an overflow: skipped on every rank
+    // Pull: server k updates its shard and sends it to every worker.
+    for (int k = 0; k < m_servers; ++k) {
+      const int64_t b = shardBegin(k, m_servers, P), n = shardLen(k, m_servers, P);
+      float* params = ps.params().data() + b;
+      if (m_ctx.rank != k) {  // a worker: pull the fresh shard
+        m_ctx.comm->recv(params, n, k, device());
+        continue;
+      }
+      update(step, *m_opt, params, ps.grads().data() + b);
       compute().sync();
       for (int w = 0; w < m_ctx.worldSize; ++w)
         if (w != k) m_ctx.comm->send(params, n, w, device());
@@ -259,7 +323,7 @@ class ParamServerAsync final : public ParamServerBase {
         continue;
       }
       if (w == m_straggler && !recvFlag(w)) continue;  // the straggler has no gradient yet
-      m_ctx.comm->recv(message, n, w, device());  // worker w's gradient shard
+      m_ctx.comm->recv(message, n, w, device());       // worker w's gradient shard
       update(step, *m_opt, shard, message);
       compute().copy(message, shard, n);
       const float version = float(m_version);  // the version this push was applied to
