@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "layout_spec.h"
+#include "loss_scale_run.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
 #include "moe_runs.h"
@@ -138,27 +139,7 @@ class TstPrecisionModelParallel : public QObject {
   // step on every rank (one all-reduce of the finding over the world), leaving every rank's
   // parameters as they were, and every rank reports the same skipped steps and scale.
   void fp16PipelineSkipsTogether() {
-    RunConfig c = laidOut(modelRun(false, Dtype::Fp16), "pp2 M4 dp2");
-    c.lossScaleWindow = 1;  // doubles after every clean step, until it overflows
-    QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
-    Trainer t(c);
-    std::vector<StepMetrics> steps;
-    for (int s = 0; s < 40; ++s) steps.push_back(t.step());
-    int64_t skipped = 0;
-    for (size_t s = 0; s < steps.size(); ++s) {
-      const StepMetrics& m = steps[s];
-      QVERIFY(m.lossScale && m.skippedSteps);
-      for (const RankMetrics& r : m.ranks) {
-        QCOMPARE(r.skippedSteps, m.skippedSteps);
-        QCOMPARE(r.lossScale, m.lossScale);
-      }
-      if (s == 0) continue;
-      const bool overflowed = *steps[s - 1].skippedSteps > skipped;
-      skipped = *steps[s - 1].skippedSteps;
-      QCOMPARE(*m.lossScale, *steps[s - 1].lossScale * (overflowed ? 0.5 : 2));
-    }
-    QVERIFY2(skipped > 0, "a scale doubled every step overflows");
-    QVERIFY2(std::isfinite(steps.back().loss), "it trains on");
+    test::verifyScaleFollowsOverflows(laidOut(modelRun(false, Dtype::Fp16), "pp2 M4 dp2"), 40);
   }
 
   // A fixed scale large enough that gradients overflow: each step is skipped on every rank and

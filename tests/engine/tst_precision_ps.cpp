@@ -6,6 +6,7 @@
 #include <QtTest>
 #include <map>
 
+#include "loss_scale_run.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
 #include "parallel/data/replica.h"  // shardLen
@@ -116,27 +117,7 @@ class TstPrecisionPs : public QObject {
   // whose shard holds it, skips the step on every rank, and every rank reports the same scale
   // and skipped steps, the scale halving after a skip and doubling after a clean step.
   void fp16SkipsOnEveryRank() {
-    RunConfig c = psSync(run(false, Dtype::Fp16), 3, 2);
-    c.lossScaleWindow = 1;
-    QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
-    Trainer t(c);
-    std::vector<StepMetrics> steps;
-    for (int s = 0; s < 40; ++s) steps.push_back(t.step());
-    int64_t skipped = 0;
-    for (size_t s = 0; s < steps.size(); ++s) {
-      const StepMetrics& m = steps[s];
-      QVERIFY(m.lossScale && m.skippedSteps);
-      for (const RankMetrics& r : m.ranks) {
-        QCOMPARE(r.skippedSteps, m.skippedSteps);
-        QCOMPARE(r.lossScale, m.lossScale);
-      }
-      if (s == 0) continue;
-      const bool overflowed = *steps[s - 1].skippedSteps > skipped;
-      skipped = *steps[s - 1].skippedSteps;
-      QCOMPARE(*m.lossScale, *steps[s - 1].lossScale * (overflowed ? 0.5 : 2));
-    }
-    QVERIFY2(skipped > 0, "a scale doubled every step overflows");
-    QVERIFY2(std::isfinite(steps.back().loss), "it trains on");
+    test::verifyScaleFollowsOverflows(psSync(run(false, Dtype::Fp16), 3, 2), 40);
   }
 
   // A fixed scale that overflows: every step is skipped on every rank, and the parameters —
