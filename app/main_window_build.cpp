@@ -183,9 +183,8 @@ void MainWindow::createCharts() {
   setPanelsMovable(false);
   m_currentChart = loss;
   for (Chart* c : m_hub->charts()) {
-    // The tab says the chart's short name; View lists it by its full title.
+    // The tab says the chart's short name (ChartHub); View lists it by its full title.
     QDockWidget* dock = m_hub->dockOf(c);
-    dock->setWindowTitle(c->tabTitle());
     dock->toggleViewAction()->setText(c->title());
     connect(c, &Chart::activated, this, [this](Chart* chart) {
       m_currentChart = chart;

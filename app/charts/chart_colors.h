@@ -1,7 +1,7 @@
 // The chart colours (Tableau 10, readable on light and dark backgrounds), one place for all
 // charts so a metric keeps its colour everywhere: forward blue, backward cyan, communication
-// orange, optimizer purple, data olive, idle grey — the same in the latency stack, the
-// timeline and the memory bars (parameters blue, gradients cyan). Seen in every chart and export.
+// orange, optimizer purple, data olive, idle grey, fp32 master copy pink: alike in the latency
+// stack, the timeline, the memory bars and the holdings map (tests/app/tst_holdings_precision).
 #pragma once
 #include <QColor>
 #include <QString>
@@ -50,7 +50,9 @@ inline QColor spanColor(SpanKind k) {
 }
 
 // Memory categories (memory_tracker.h): parameters as forward, gradients as backward, the
-// optimizer's state as its step, communication buffers as communication.
+// optimizer's state as its step, communication buffers as communication. The master copy has
+// the one hue no other memory or holdings category takes (olive is the batch's in the holdings
+// map, red the memory chart's peak line, grey its reference).
 inline QColor memoryColor(MemCategory c) {
   switch (c) {
     case MemCategory::Params:
@@ -66,7 +68,7 @@ inline QColor memoryColor(MemCategory c) {
     case MemCategory::Workspace:
       return kBrown;
     case MemCategory::Master:
-      return kOlive;
+      return kPink;
   }
   return kGrey;
 }

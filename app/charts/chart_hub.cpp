@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QMainWindow>
 #include <QMenu>
+#include <QTabBar>
 #include <limits>
 
 namespace paralab {
@@ -18,7 +19,8 @@ ChartHub::ChartHub(QMainWindow* window, QMenu* viewMenu)
 }
 
 void ChartHub::addEntry(Entry e, int cell) {
-  auto* dock = new QDockWidget(e.chart->title(), m_window);
+  // The tab says the chart's short name (View lists it by its full title).
+  auto* dock = new QDockWidget(e.chart->tabTitle(), m_window);
   dock->setObjectName(e.chart->stem() + "Dock");  // saveState() keys the layout on it
   dock->setWidget(e.chart);
   dock->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
@@ -67,6 +69,23 @@ void ChartHub::arrange() {
   for (const Entry& e : m_entries)
     if (e.dock != anchor[e.cell]) m_window->tabifyDockWidget(anchor[e.cell], e.dock);
   for (QDockWidget* a : anchor) a->raise();  // the first chart of each cell in front
+  keepTabRowsWhole();
+}
+
+// A cell is never narrower than its row of tabs, each title whole: on a 1280×720 screen, or
+// with the left column dragged wide, Qt would otherwise elide them ("Spee…", "Loss sc…"). The
+// row is measured by a tab bar of the window's own style and font, as the dock area's are.
+void ChartHub::keepTabRowsWhole() {
+  QTabBar row(m_window);
+  row.hide();
+  for (int cell = 0; cell < 4; ++cell) {
+    while (row.count() > 0) row.removeTab(0);
+    for (const Entry& e : m_entries)
+      if (e.cell == cell) row.addTab(e.dock->windowTitle());
+    const int width = row.count() > 1 ? row.sizeHint().width() : 0;
+    for (const Entry& e : m_entries)
+      if (e.cell == cell) e.dock->setMinimumWidth(width);
+  }
 }
 
 void ChartHub::showEveryChart(int columns) {
@@ -77,6 +96,7 @@ void ChartHub::showEveryChart(int columns) {
     docks << e.dock;
   }
   if (docks.isEmpty()) return;
+  for (QDockWidget* d : docks) d->setMinimumWidth(0);  // no tabs: each chart its own width
   columns = std::clamp(columns, 1, int(docks.size()));
   // The first row side by side, then each column's charts under its first one.
   for (int c = 1; c < columns; ++c)

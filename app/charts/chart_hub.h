@@ -100,6 +100,7 @@ class ChartHub : public QObject {
     QElapsedTimer fed;  // since it was last drawn
   };
   void addEntry(Entry e, int cell);
+  void keepTabRowsWhole();  // each cell's docks at least as wide as their tabs' titles
   void feed(Entry& e);
   // Draws the chart in view that has waited longest for its new data, once its interval has
   // passed; the catch-up timer comes back for the others.

@@ -1,5 +1,6 @@
 // What the GPU GEMM kernels share: reading op(X) row-major, the alpha/beta store, launching
-// the instance for the four transpose combinations, grid sizes. Included by gemm_*.cu only.
+// the instance for the four transpose combinations, grid sizes, the blocks' grouped tile order.
+// Included by gemm_*.cu only.
 // See tests/kernels/tst_cuda_kernels.cpp.
 #pragma once
 #include <cuda_runtime.h>
@@ -35,5 +36,21 @@ void dispatchTransposes(bool transA, bool transB, Launch&& launch) {
 }
 
 __host__ __device__ inline unsigned ceilDiv(int a, int b) { return unsigned((a + b - 1) / b); }
+
+// The first row and column of the bm x bn tile of an M x N output that block `block` of a 1-D
+// grid of ceilDiv(M, bm) * ceilDiv(N, bn) blocks computes, in grouped order (Triton's matmul
+// tutorial): consecutive blocks walk down `groupM` block-rows before moving right, so blocks
+// running at the same time share panels of A and B in L2.
+struct TileOrigin {
+  int i0, j0;
+};
+__device__ __forceinline__ TileOrigin groupedTile(int block, int M, int N, int bm, int bn,
+                                                  int groupM) {
+  const int tilesM = int(ceilDiv(M, bm)), tilesN = int(ceilDiv(N, bn));
+  const int perGroup = groupM * tilesN;
+  const int firstM = (block / perGroup) * groupM;
+  const int groupRows = min(tilesM - firstM, groupM);
+  return {(firstM + (block % perGroup) % groupRows) * bm, ((block % perGroup) / groupRows) * bn};
+}
 
 }  // namespace paralab::kernels::gemm_detail

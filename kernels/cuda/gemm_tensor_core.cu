@@ -26,7 +26,7 @@ constexpr int kFM = kWM / 16, kFN = kWN / 16;            // 4 x 2 accumulator fr
 // padding spreads a tile's column across banks. Fragment pointers stay 32-byte aligned.
 constexpr int kLdA = kBK + 4, kLdB = kBN + 4;
 constexpr int kLoadsA = kBM * kBK / kThreads, kLoadsB = kBK * kBN / kThreads;  // 8 and 8
-constexpr int kGroupM = 8;  // block-rows per L2 group (below)
+constexpr int kGroupM = 8;  // block-rows per L2 group (gemm_common.h: groupedTile)
 
 template <bool TA, bool TB>
 __global__ void __launch_bounds__(kThreads)
@@ -37,14 +37,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(128) float Bs[2][kBK][kLdB];  // Bs[b][r][c] = op(B)[k0 + r, j0 + c]
   __shared__ __align__(128) float Cs[kThreads / 32][16 * 16];  // per-warp epilogue scratch
 
-  // Grouped order (as Triton's tutorial): consecutive blocks walk down kGroupM block-rows
-  // before moving right, so blocks running at the same time share panels of A and B in L2.
-  const int tilesM = int(ceilDiv(M, kBM)), tilesN = int(ceilDiv(N, kBN));
-  const int pid = blockIdx.x, perGroup = kGroupM * tilesN;
-  const int firstM = (pid / perGroup) * kGroupM;
-  const int groupRows = min(tilesM - firstM, kGroupM);
-  const int i0 = (firstM + (pid % perGroup) % groupRows) * kBM;
-  const int j0 = ((pid % perGroup) / groupRows) * kBN;
+  const TileOrigin tile = groupedTile(int(blockIdx.x), M, N, kBM, kBN, kGroupM);
+  const int i0 = tile.i0, j0 = tile.j0;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wm = warp / kWarpsN, wn = warp % kWarpsN;

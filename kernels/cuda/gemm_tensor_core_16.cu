@@ -34,7 +34,7 @@ constexpr int kFM = kWM / 16, kFN = kWN / 16;            // 4 x 2 accumulator fr
 constexpr int kLdA = kBK + 8, kLdB = kBN + 8;
 // Each thread stages pairs of neighbouring values of a shared row (one 4-byte word each).
 constexpr int kPairsA = kBM * kBK / 2 / kThreads, kPairsB = kBK * kBN / 2 / kThreads;  // 8, 8
-constexpr int kGroupM = 8;  // block-rows per L2 group (gemm_tensor_core.cu)
+constexpr int kGroupM = 8;  // block-rows per L2 group (gemm_common.h: groupedTile)
 
 template <class T>
 __device__ __forceinline__ T toHalf16(float x) {
@@ -53,12 +53,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(128) T Bs[2][kBK][kLdB];  // Bs[b][r][c] = op(B)[k0 + r, j0 + c]
   __shared__ __align__(128) float Cs[kThreads / 32][16 * 16];  // per-warp epilogue scratch
 
-  const int tilesM = int(ceilDiv(M, kBM)), tilesN = int(ceilDiv(N, kBN));
-  const int pid = blockIdx.x, perGroup = kGroupM * tilesN;
-  const int firstM = (pid / perGroup) * kGroupM;
-  const int groupRows = min(tilesM - firstM, kGroupM);
-  const int i0 = (firstM + (pid % perGroup) % groupRows) * kBM;
-  const int j0 = ((pid % perGroup) / groupRows) * kBN;
+  const TileOrigin tile = groupedTile(int(blockIdx.x), M, N, kBM, kBN, kGroupM);
+  const int i0 = tile.i0, j0 = tile.j0;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wm = warp / kWarpsN, wn = warp % kWarpsN;

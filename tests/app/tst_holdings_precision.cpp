@@ -1,9 +1,11 @@
 // The holdings map under mixed precision: the fp32 master copy is a bar of its own in each
 // layer's row, held by ZeRO's ranks as they hold the optimizer state, named with its dtype in
-// the legend beside the 16-bit parameters; an fp32 run draws no such bar.
-// Run: ctest -R tst_holdings_precision --output-on-failure
+// the legend beside the 16-bit parameters, in a colour no other category of the map or the
+// memory chart has; an fp32 run draws no such bar. Run: ctest -R tst_holdings_precision
 #include <QTest>
 
+#include "chart_inputs.h"
+#include "charts/chart_colors.h"
 #include "holdings_inputs.h"
 
 using namespace paralab;
@@ -11,12 +13,31 @@ using namespace paralab::test;
 
 namespace {
 
-QStringList legendNames(const HoldingsMap& m) {
+QStringList legendNames(const QCustomPlot& m) {
   QStringList names;
   for (int i = 0; i < m.legend->itemCount(); ++i)
     if (auto* p = qobject_cast<QCPPlottableLegendItem*>(m.legend->item(i)))
       names << p->plottable()->name();
   return names;
+}
+
+// Each legend entry as a learner tells it apart: its fill and pattern, or a line's pen where it
+// has no fill. Two entries with the same look are listed.
+QStringList sameLooks(const QCustomPlot& chart) {
+  QStringList seen, same;
+  for (int i = 0; i < chart.legend->itemCount(); ++i) {
+    auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.legend->item(i));
+    if (!item) continue;
+    const QCPAbstractPlottable* p = item->plottable();
+    const bool filled = p->brush().style() != Qt::NoBrush;
+    const QString look =
+        QString("%1 %2").arg((filled ? p->brush().color() : p->pen().color()).name(),
+                             filled ? QString::number(int(p->brush().style())) : QString("line"));
+    for (const QString& s : seen)
+      if (s.section('|', 0, 0) == look) same << s.section('|', 1) + " = " + p->name();
+    seen << look + "|" + p->name();
+  }
+  return same;
 }
 
 }  // namespace
@@ -75,6 +96,33 @@ class TstHoldingsPrecision : public QObject {
     const QStringList names = legendNames(map);
     QVERIFY2(!names.contains("master (fp32)") && names.contains("params"),
              qPrintable(names.join(", ")));
+  }
+
+  // A mixed-precision run's legends: the master copy, the batch and every other category each
+  // have a look of their own, in the holdings map and in the memory chart.
+  void everyCategoryHasItsOwnColour() {
+    for (int a = 0; a < kMemCategories; ++a)
+      for (int b = a + 1; b < kMemCategories; ++b)
+        QVERIFY2(
+            chartcolors::memoryColor(MemCategory(a)) != chartcolors::memoryColor(MemCategory(b)),
+            qPrintable(QString("memory categories %1 and %2").arg(a).arg(b)));
+    RunConfig c;
+    c.layers = 2;
+    c.precision = Dtype::Bf16;
+    HoldingsMap map;
+    map.showHoldings(holdingsOf(c));
+    const QStringList names = legendNames(map);
+    QVERIFY2(names.contains("master (fp32)") && names.contains("batch"),
+             qPrintable(names.join(", ")));
+    QVERIFY2(sameLooks(map).isEmpty(), qPrintable(sameLooks(map).join("; ")));
+
+    Snapshot s = syntheticSnapshot(2);
+    s.config.precision = Dtype::Bf16;
+    MemoryChart memory;
+    memory.showSnapshot(s);
+    QVERIFY2(legendNames(memory).contains("master params (fp32)"),
+             qPrintable(legendNames(memory).join(", ")));
+    QVERIFY2(sameLooks(memory).isEmpty(), qPrintable(sameLooks(memory).join("; ")));
   }
 };
 

@@ -2,11 +2,12 @@
 // it opens inside the screen; every step of every lesson has its prediction box, Lock in, Run
 // and Back / Next in view (the lesson page scrolls) with the window never past 1280×720; the
 // step text stays as tall as its lines after a result shows; the wheel over the Run settings
-// scrolls the panel, not the field under the pointer; the status bar's throughput keeps its
-// digits and a new Start clears the last run's failure; the welcome leaves the Lessons tab it
-// points at in view and counts the lessons. Run: ctest -R tst_window_screen --output-on-failure
+// scrolls the panel; every tab's title is whole; the status bar's throughput keeps its digits and
+// a new Start clears the last failure; the welcome leaves the Lessons tab it points at in view
+// and counts the lessons. Run: ctest -R tst_window_screen --output-on-failure
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QJsonArray>
@@ -21,6 +22,8 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QStyleOptionTab>
+#include <QTabBar>
 #include <QTest>
 #include <QTextBrowser>
 #include <QWheelEvent>
@@ -82,6 +85,32 @@ QString leastHeights(const QMainWindow& w) {
                                                               : d->objectName())
                  .arg(d->minimumSizeHint().height());
   return out.join(", ");
+}
+
+// Each tab whose title is not shown whole, as QTabBar draws it: elided to the width its style
+// leaves for the text, or scrolled out of its bar.
+QStringList cutTabTitles(const QMainWindow& w) {
+  QStringList out;
+  for (const QTabBar* bar : w.findChildren<QTabBar*>()) {
+    if (!bar->isVisible()) continue;
+    for (int i = 0; i < bar->count(); ++i) {
+      QStyleOptionTab opt;
+      opt.initFrom(bar);
+      opt.shape = bar->shape();
+      opt.documentMode = bar->documentMode();
+      opt.rect = bar->tabRect(i);
+      opt.text = bar->tabText(i);
+      const QRect room = bar->style()->subElementRect(QStyle::SE_TabBarTabText, &opt, bar);
+      const QString shown = bar->fontMetrics().elidedText(opt.text, Qt::ElideRight, room.width(),
+                                                          Qt::TextShowMnemonic);
+      if (shown != opt.text || !bar->rect().contains(opt.rect))
+        out << QString("'%1' shows as '%2' (tab %3 px, bar %4 px)")
+                   .arg(opt.text, shown)
+                   .arg(opt.rect.width())
+                   .arg(bar->width());
+    }
+  }
+  return out;
 }
 
 int lessonNamed(const LessonDock* dock, const QString& slug) {
@@ -247,6 +276,40 @@ class TestWindowScreen : public QObject {
              qPrintable(w.statusBar()->currentMessage()));
     QVERIFY(!ended.isEmpty() || ended.wait(30000));
     QVERIFY2(ended.at(0).at(0).toBool(), qPrintable(ended.at(0).at(1).toString()));
+  }
+
+  // Every tab of the window shows its whole title on the laptop's screen, in the platform's
+  // font and in the 11 pt many desktops use, as laid out and with the lessons column dragged
+  // wide: the charts' cells keep the width their tabs need.
+  void tabTitlesWhole_data() {
+    QTest::addColumn<double>("points");
+    QTest::newRow("platform font") << 0.0;
+    QTest::newRow("11 pt") << 11.0;
+  }
+  void tabTitlesWhole() {
+    QFETCH(double, points);
+    const QFont platform = QApplication::font();
+    QFont font = platform;
+    if (points > 0) font.setPointSizeF(points);
+    QApplication::setFont(font);
+    QStringList cut;
+    {
+      MainWindow w;
+      QVERIFY(showLessonsOnTheScreen(w));
+      QTest::qWait(50);
+      const QString dir = QString(PARALAB_BINARY_DIR) + "/screenshots/screen";
+      QDir().mkpath(dir);
+      const QString name = dir + "/tabs-" + QString(QTest::currentDataTag()).replace(' ', '-');
+      cut += cutTabTitles(w);
+      QVERIFY(w.grab().save(name + ".png"));
+      w.resizeDocks({w.lessonDock()}, {kScreen.width() / 2}, Qt::Horizontal);  // a learner's drag
+      QTest::qWait(50);
+      cut += cutTabTitles(w);
+      QVERIFY(w.grab().save(name + "-lessons-wide.png"));
+      QVERIFY2(w.width() <= kScreen.width(), qPrintable(QString("window %1 px").arg(w.width())));
+    }
+    QApplication::setFont(platform);
+    QVERIFY2(cut.isEmpty(), qPrintable(cut.join('\n')));
   }
 
   // Started as the program starts (the settings restored before the first show), the welcome
