@@ -94,13 +94,15 @@ void TstCudaKernels::gemmMatchesReference_data() {
   QTest::addColumn<float>("alpha");
   QTest::addColumn<float>("beta");
   QTest::addColumn<int>("pad");
-  // 1, primes, sizes around the 32-wide and 128-wide block tiles and the 16-deep k tiles, and
+  // 1, primes, sizes around the 32-wide and 128-wide block tiles and the 16-deep k tiles, more
+  // block-rows than the tensor-core rungs group (9 of 128 against 8: a last, partial group), and
   // one of whole tiles: 256 x 384 x 512 on a GPU, 128 x 256 x 64 on the host (a few seconds
   // less, and no edge case fewer).
   const int whole[3] = {onHost() ? 128 : 256, onHost() ? 256 : 384, onHost() ? 64 : 512};
   const int sizes[][3] = {
       {1, 1, 1},    {7, 7, 7},       {33, 17, 5},     {257, 33, 64},
-      {5, 257, 33}, {130, 260, 300}, {1000, 129, 77}, {whole[0], whole[1], whole[2]}};
+      {5, 257, 33}, {130, 260, 300}, {1000, 129, 77}, {1100, 129, 5},
+      {whole[0], whole[1], whole[2]}};
   const float scalars[][2] = {{0.5f, 2.0f}, {1.0f, 0.0f}, {-1.5f, 1.0f}};
   for (const GemmCudaKernel& k : kGemmCudaKernels)
     for (auto& s : sizes)
