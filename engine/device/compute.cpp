@@ -294,7 +294,7 @@ void Compute::geluBackward(float* dx, const float* x, const float* dy, long n) c
 
 void Compute::residualAdd(float* y, const float* x, long n) const {
   if (onGpu()) return residual_add_cuda(y, x, n, m_stream);
-  for (long i = 0; i < n; ++i) y[i] += x[i];
+  residual_add(y, x, n);
 }
 
 void Compute::average(float* dst, const float* const* srcs, int n, int64_t count) const {

@@ -26,8 +26,9 @@ template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols);
 
-// The float bias, GELU, LayerNorm and softmax cross-entropy run at the dispatched vector level (cpu/dispatch.h; GELU with
-// the kernels' own exp); these scalar loops (std::tanh) are what every level is tested against
+// The float bias, GELU, LayerNorm and softmax cross-entropy run at the dispatched vector level
+// (cpu/dispatch.h; GELU with the kernels' own exp), split over the rank's threads
+// (cpu/parallel_rows.h); these scalar loops (std::tanh) are what every level is tested against
 // (tests/kernels/tst_simd_levels.cpp), and what the double versions run.
 namespace reference {
 template <typename T> void bias_add(T* y, const T* b, int rows, int cols);
@@ -51,6 +52,9 @@ double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, in
 template <typename T>
 double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
                     double normalizer);
+// y += x, elementwise (the residual stream's adds), at the dispatched level.
+void residual_add(float* y, const float* x, long n);
+
 // Number of rows whose arg-max equals the label.
 template <typename T> int count_correct(const T* logits, const int* labels, int rows, int classes);
 
