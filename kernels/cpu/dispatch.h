@@ -60,6 +60,11 @@ struct VecKernels {
                         int classes, double normalizer);
   void (*geluForward)(float* y, const float* x, long n);
   void (*geluBackward)(float* dx, const float* x, const float* dy, long n);
+  // The two fused a row at a time ([rows, cols]), the same arithmetic as biasAdd then
+  // geluForward (h += b; g = gelu(h)), and geluBackward then biasBackward (dx may be dy).
+  void (*biasGeluForward)(float* h, float* g, const float* b, int rows, int cols);
+  void (*geluBackwardBias)(float* dx, float* db, const float* x, const float* dy, int rows,
+                           int cols);
   // c1 = 1 - beta1^t, c2 = 1 - beta2^t (Adam's bias corrections).
   void (*adamUpdate)(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
                      float beta2, float eps, float c1, float c2);

@@ -225,6 +225,20 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
     reference::layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
 }
 
+void bias_gelu_forward(float* h, float* g, const float* b, int rows, int cols) {
+  parallel_for(rows, 1, rowsPerPiece(cols), [&](long r0, long r1) {
+    vec().biasGeluForward(h + r0 * cols, g + r0 * cols, b, int(r1 - r0), cols);
+  });
+}
+
+void gelu_backward_bias(float* dx, float* db, const float* x, const float* dy, int rows,
+                        int cols) {
+  if (!splits(rows, cols)) return vec().geluBackwardBias(dx, db, x, dy, rows, cols);
+  // More threads: the bias gradient sums over rows, so it is split by columns after the rows.
+  gelu_backward(dx, x, dy, long(rows) * cols);
+  bias_backward(db, dx, rows, cols);
+}
+
 void residual_add(float* y, const float* x, long n) {
   parallel_for(n, kGrain, kMinPiece, [&](long i0, long i1) {
     vec().addArrays(y + i0, y + i0, x + i0, i1 - i0);

@@ -52,6 +52,14 @@ double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, in
 template <typename T>
 double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
                     double normalizer);
+// fc1's bias and GELU in one pass over the rows: h += b, then g = gelu(h) (float; the same
+// bits as bias_add then gelu_forward).
+void bias_gelu_forward(float* h, float* g, const float* b, int rows, int cols);
+// GELU's backward and the bias gradient of its output: dx = dy gelu'(x), db += sum_rows(dx);
+// dx may be dy (float; the same bits as gelu_backward then bias_backward).
+void gelu_backward_bias(float* dx, float* db, const float* x, const float* dy, int rows,
+                        int cols);
+
 // y += x, elementwise (the residual stream's adds), at the dispatched level.
 void residual_add(float* y, const float* x, long n);
 

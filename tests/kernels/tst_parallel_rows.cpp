@@ -1,6 +1,7 @@
 // The rank's own kernels split over its threads (cpu/parallel_rows.h) give the one thread's
-// bits: LayerNorm, bias, GELU, the residual add, the loss and Adam at 1, 2 and 3 threads, at
-// every vector level this CPU has; and parallel_for's pieces. Run: ctest -R tst_parallel_rows
+// bits: LayerNorm, bias, GELU (and the two fused), the residual add, the loss and Adam at 1, 2
+// and 3 threads, at every vector level this CPU has; and parallel_for's pieces.
+// Run: ctest -R tst_parallel_rows
 #include <QtTest>
 #include <cstring>
 #include <mutex>
@@ -21,7 +22,8 @@ namespace {
 
 // Everything one pass of the kernels writes, for one thread count.
 struct Outputs {
-  Floats y, mean, rstd, dx, dxInPlace, dgamma, dbeta, biased, db, gelu, dgelu, residual, dlogits, p, m, v;
+  Floats y, mean, rstd, dx, dxInPlace, dgamma, dbeta, biased, db, gelu, dgelu, residual, dlogits;
+  Floats fusedH, fusedG, fusedDx, fusedDb, p, m, v;
   double loss = 0;
 };
 
@@ -123,6 +125,10 @@ void TstParallelRows::kernelsEqualOneThread() {
     o.gelu.assign(n, 0.f), o.dgelu.assign(n, 0.f);
     gelu_forward(o.gelu.data(), x.data(), long(n));
     gelu_backward(o.dgelu.data(), x.data(), dy.data(), long(n));
+    o.fusedH = x, o.fusedG.assign(n, 0.f);
+    bias_gelu_forward(o.fusedH.data(), o.fusedG.data(), beta.data(), rows, cols);
+    o.fusedDx = dy, o.fusedDb.assign(cols, 0.75f);
+    gelu_backward_bias(o.fusedDx.data(), o.fusedDb.data(), x.data(), o.fusedDx.data(), rows, cols);
     o.residual = x;
     residual_add(o.residual.data(), dy.data(), long(n));
     o.dlogits.assign(n, 0.f);
@@ -155,6 +161,10 @@ void TstParallelRows::kernelsEqualOneThread() {
           {"gelu", {&got.gelu, &one.gelu}},
           {"gelu'", {&got.dgelu, &one.dgelu}},
           {"residual add", {&got.residual, &one.residual}},
+          {"bias + gelu: h", {&got.fusedH, &one.fusedH}},
+          {"bias + gelu: g", {&got.fusedG, &one.fusedG}},
+          {"gelu' + bias: dx", {&got.fusedDx, &one.fusedDx}},
+          {"gelu' + bias: db", {&got.fusedDb, &one.fusedDb}},
           {"dlogits", {&got.dlogits, &one.dlogits}},
           {"adam p", {&got.p, &one.p}},
           {"adam m", {&got.m, &one.m}},
