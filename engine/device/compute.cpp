@@ -294,7 +294,20 @@ void Compute::geluBackward(float* dx, const float* x, const float* dy, long n) c
 
 void Compute::residualAdd(float* y, const float* x, long n) const {
   if (onGpu()) return residual_add_cuda(y, x, n, m_stream);
-  for (long i = 0; i < n; ++i) y[i] += x[i];
+  residual_add(y, x, n);
+}
+
+void Compute::biasGelu(float* h, float* g, const float* b, int rows, int cols) const {
+  if (!onGpu()) return bias_gelu_forward(h, g, b, rows, cols);
+  biasAdd(h, b, rows, cols);
+  gelu(g, h, long(rows) * cols);
+}
+
+void Compute::geluBackwardBias(float* dx, float* db, const float* x, const float* dy, int rows,
+                               int cols) const {
+  if (!onGpu()) return gelu_backward_bias(dx, db, x, dy, rows, cols);
+  geluBackward(dx, x, dy, long(rows) * cols);
+  biasBackward(db, dx, rows, cols);
 }
 
 void Compute::average(float* dst, const float* const* srcs, int n, int64_t count) const {

@@ -68,6 +68,10 @@ class Compute {
   void gelu(float* y, const float* x, long n) const;
   void geluBackward(float* dx, const float* x, const float* dy, long n) const;  // dx may be dy
   void residualAdd(float* y, const float* x, long n) const;                     // y += x
+  // biasAdd then gelu, and geluBackward then biasBackward, in one pass on the CPU (cpu/layers.h)
+  void biasGelu(float* h, float* g, const float* b, int rows, int cols) const;
+  void geluBackwardBias(float* dx, float* db, const float* x, const float* dy, int rows,
+                        int cols) const;
   // dst = (1/n) (srcs[0] + ... + srcs[n-1]), summed in that order; dst may be a source. The
   // GPU divides by n where the CPU multiplies by 1/n (the last bit may differ for n = 3).
   void average(float* dst, const float* const* srcs, int n, int64_t count) const;

@@ -278,10 +278,15 @@ void Gpt::blockForward(int l, int B, int T, bool toOutput, bool train) {
     stored(out, n);
     return;
   }
-  b.fc1->forward(k.ln2.data(), k.h.data(), rows);
-  stored(k.h.data(), 4 * n);
-  m_compute->gelu(k.g.data(), k.h.data(), long(rows) * 4 * C);
-  stored(k.g.data(), 4 * n);
+  if (m_stored == Dtype::Fp32) {  // fc1's bias added in GELU's pass (the same bits)
+    b.fc1->forward(k.ln2.data(), k.h.data(), rows, false);
+    m_compute->biasGelu(k.h.data(), k.g.data(), m_ps.param(b.fc1->biasRef()), rows, 4 * C);
+  } else {  // 16 bits: GELU reads h as kept
+    b.fc1->forward(k.ln2.data(), k.h.data(), rows);
+    stored(k.h.data(), 4 * n);
+    m_compute->gelu(k.g.data(), k.h.data(), long(rows) * 4 * C);
+    stored(k.g.data(), 4 * n);
+  }
   if (!toOutput) return;
   b.fc2->forward(k.g.data(), out, rows);
   m_compute->residualAdd(out, k.mid.data(), long(rows) * C);
@@ -331,8 +336,11 @@ void Gpt::backward(UnitHooks* hooks) {
       b.moe->backward(k.ln2.data(), A.da.data(), A.dtmp.data(), m_tracker);
     } else {
       b.fc2->backward(k.g.data(), A.da.data(), A.dh.data(), rows);
-      m_compute->geluBackward(A.dh.data(), k.h.data(), A.dh.data(), long(rows) * 4 * C);
-      b.fc1->backward(k.ln2.data(), A.dh.data(), A.dtmp.data(), rows);
+      // GELU's backward with fc1's bias gradient in the same pass, then fc1's dW and dx.
+      m_compute->geluBackwardBias(A.dh.data(), m_ps.grad(b.fc1->biasRef()), k.h.data(),
+                                  A.dh.data(), rows, 4 * C);
+      b.fc1->backwardWeight(k.ln2.data(), A.dh.data(), rows, false);
+      b.fc1->backwardInput(A.dh.data(), A.dtmp.data(), rows);
     }
     b.ln2.backward(k.mid.data(), k.mean2.data(), k.rstd2.data(), A.dtmp.data(), A.dtmp.data(),
                    rows);

@@ -39,11 +39,11 @@ void Linear::backwardInput(const float* dy, float* dx, int batch) {
                        0.f, dx, m_in);
 }
 
-void Linear::backwardWeight(const float* x, const float* dy, int batch) {
+void Linear::backwardWeight(const float* x, const float* dy, int batch, bool biasToo) {
   const Compute& c = m_ps->compute();
   // dW[in, out] += x^T[in, B] dy[B, out]
   c.gemm(true, false, m_in, m_out, batch, 1.f, x, m_in, dy, m_out, 1.f, m_ps->grad(m_w), m_out);
-  c.biasBackward(m_ps->grad(m_b), dy, batch, m_out);
+  if (biasToo) c.biasBackward(m_ps->grad(m_b), dy, batch, m_out);
 }
 
 LayerNorm::LayerNorm(ParamSet& ps, const std::string& name, int dim)

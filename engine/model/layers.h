@@ -29,7 +29,8 @@ class Linear {
   // 2023): B, dx = dy W^T (reads the weight, writes no gradient), and W, dW += x^T dy and
   // db += sum_rows(dy) (reads x and dy, which the caller keeps until then).
   void backwardInput(const float* dy, float* dx, int batch);
-  void backwardWeight(const float* x, const float* dy, int batch);
+  // biasToo false: dW alone (the caller has db, as the GPT's GELU backward fused with it).
+  void backwardWeight(const float* x, const float* dy, int batch, bool biasToo = true);
   int in() const { return m_in; }
   int out() const { return m_out; }
   int weightRef() const { return m_w; }  // indices in the ParamSet (sharding metadata)

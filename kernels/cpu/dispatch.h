@@ -47,13 +47,24 @@ struct VecKernels {
   void (*layernormBackward)(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                             const float* mean, const float* rstd, const float* gamma, int rows,
                             int cols);
+  // layernormBackward's dgamma and dbeta (+=) alone, columns [c0, c1): the same arithmetic per
+  // entry, so a split by columns adds up to the same bits.
+  void (*layernormParamGrads)(float* dgamma, float* dbeta, const float* dy, const float* x,
+                              const float* mean, const float* rstd, int rows, int cols, int c0,
+                              int c1);
   void (*biasAdd)(float* y, const float* b, int rows, int cols);
-  void (*biasBackward)(float* db, const float* dy, int rows, int cols);
+  // db[c] += sum over rows of dy[r, c], columns [c0, c1) of rows `cols` wide.
+  void (*biasBackward)(float* db, const float* dy, int rows, int cols, int c0, int c1);
   // Returns the sum over rows of the loss; dlogits as layers.h's softmax_xent.
   double (*softmaxXent)(float* dlogits, const float* logits, const int* labels, int rows,
                         int classes, double normalizer);
   void (*geluForward)(float* y, const float* x, long n);
   void (*geluBackward)(float* dx, const float* x, const float* dy, long n);
+  // The two fused a row at a time ([rows, cols]), the same arithmetic as biasAdd then
+  // geluForward (h += b; g = gelu(h)), and geluBackward then biasBackward (dx may be dy).
+  void (*biasGeluForward)(float* h, float* g, const float* b, int rows, int cols);
+  void (*geluBackwardBias)(float* dx, float* db, const float* x, const float* dy, int rows,
+                           int cols);
   // c1 = 1 - beta1^t, c2 = 1 - beta2^t (Adam's bias corrections).
   void (*adamUpdate)(float* p, float* m, float* v, const float* g, long n, float lr, float beta1,
                      float beta2, float eps, float c1, float c2);

@@ -29,7 +29,8 @@ void gemm_vendor<double>(bool, bool, int, int, int, double, const double*, int, 
 const char* vendor_blas_name();
 // True when the vendor BLAS runs AVX-512 kernels (OpenBLAS core SkylakeX, Cooperlake, ...).
 bool vendor_blas_uses_avx512();
-// Threads the vendor BLAS may use (ParaLab runs it with 1 per rank: a rank is one worker).
+// Threads the vendor BLAS may use (ParaLab runs it with 1 per rank: a rank is one worker), and
+// with it the rank's own kernels (cpu/parallel_rows.h: rank_threads).
 void vendor_blas_set_threads(int n);
 
 // [SECTION] The CPU ladder, float, same arguments and semantics as gemm_naive.

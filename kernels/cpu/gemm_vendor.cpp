@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu/gemm.h"
+#include "cpu/parallel_rows.h"
 
 namespace paralab::kernels {
 
@@ -38,6 +39,9 @@ bool vendor_blas_uses_avx512() {
   return false;
 }
 
-void vendor_blas_set_threads(int n) { openblas_set_num_threads(n); }
+void vendor_blas_set_threads(int n) {
+  openblas_set_num_threads(n);
+  rank_threads_set(n);  // the rank's own kernels split over the same threads
+}
 
 }  // namespace paralab::kernels

@@ -5,10 +5,24 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "cpu/dispatch.h"
+#include "cpu/parallel_rows.h"
 
 namespace paralab::kernels {
+
+namespace {
+// The float kernels below split over the rank's threads (cpu/parallel_rows.h) by whole rows, or
+// by whole columns where a result sums over rows, so each entry's arithmetic and order are the
+// one thread's. Less work than kMinPiece floats a piece is not worth a hand-over.
+constexpr long kMinPiece = 1L << 15;
+// Pieces of an array start kGrain floats apart (256 bytes), so every piece's vectors sit as the
+// whole array's do; column pieces start a 16-float vector apart.
+constexpr long kGrain = 64, kColumnGrain = 16;
+long rowsPerPiece(long cols) { return std::max(1L, kMinPiece / std::max(1L, cols)); }
+bool splits(long rows, long cols) { return rank_threads() > 1 && rows * cols >= 2 * kMinPiece; }
+}  // namespace
 
 // sqrt(2/pi)
 constexpr double kGeluC = 0.7978845608028654;
@@ -115,45 +129,89 @@ double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, in
 template <typename T>
 double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
                     double normalizer) {
-  if constexpr (std::is_same_v<T, float>)
-    return vec().softmaxXent(dlogits, logits, labels, rows, classes, normalizer);
-  else
+  if constexpr (std::is_same_v<T, float>) {
+    if (!splits(rows, classes))
+      return vec().softmaxXent(dlogits, logits, labels, rows, classes, normalizer);
+    // Each row's loss apart, then summed in row order as the one thread sums them.
+    std::vector<double> rowLoss(size_t(rows), 0.0);
+    parallel_for(rows, 1, rowsPerPiece(classes), [&](long r0, long r1) {
+      for (long r = r0; r < r1; ++r)
+        rowLoss[size_t(r)] = vec().softmaxXent(dlogits + r * classes, logits + r * classes,
+                                               labels + r, 1, classes, normalizer);
+    });
+    double lossSum = 0;
+    for (double l : rowLoss) lossSum += l;
+    return lossSum;
+  } else {
     return reference::softmax_xent(dlogits, logits, labels, rows, classes, normalizer);
+  }
 }
 
 template <typename T> void bias_add(T* y, const T* b, int rows, int cols) {
   if constexpr (std::is_same_v<T, float>)
-    vec().biasAdd(y, b, rows, cols);
+    parallel_for(rows, 1, rowsPerPiece(cols), [&](long r0, long r1) {
+      vec().biasAdd(y + r0 * cols, b, int(r1 - r0), cols);
+    });
   else
     reference::bias_add(y, b, rows, cols);
 }
 
 template <typename T> void bias_backward(T* db, const T* dy, int rows, int cols) {
   if constexpr (std::is_same_v<T, float>)
-    vec().biasBackward(db, dy, rows, cols);
+    parallel_for(cols, kColumnGrain, std::max(kColumnGrain, kMinPiece / std::max(1, rows)),
+                 [&](long c0, long c1) { vec().biasBackward(db, dy, rows, cols, int(c0), int(c1)); });
   else
     reference::bias_backward(db, dy, rows, cols);
 }
 
 template <typename T> void gelu_forward(T* y, const T* x, long n) {
   if constexpr (std::is_same_v<T, float>)
-    vec().geluForward(y, x, n);
+    parallel_for(n, kGrain, kMinPiece, [&](long i0, long i1) {
+      vec().geluForward(y + i0, x + i0, i1 - i0);
+    });
   else
     reference::gelu_forward(y, x, n);
 }
 
 template <typename T> void gelu_backward(T* dx, const T* x, const T* dy, long n) {
   if constexpr (std::is_same_v<T, float>)
-    vec().geluBackward(dx, x, dy, n);
+    parallel_for(n, kGrain, kMinPiece, [&](long i0, long i1) {
+      vec().geluBackward(dx + i0, x + i0, dy + i0, i1 - i0);
+    });
   else
     reference::gelu_backward(dx, x, dy, n);
 }
+
+namespace {
+// One thread: the fused kernel. More: dgamma and dbeta by columns, each entry summed over rows in
+// order, then dx by rows (each piece's dgamma and dbeta into a discarded buffer of its own); in
+// that order because dx may be dy itself.
+void layernormBackwardFloat(float* dx, float* dgamma, float* dbeta, const float* dy,
+                            const float* x, const float* mean, const float* rstd,
+                            const float* gamma, int rows, int cols) {
+  if (!splits(rows, cols))
+    return vec().layernormBackward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+  parallel_for(cols, kColumnGrain, std::max(kColumnGrain, kMinPiece / std::max(1, rows)),
+               [&](long c0, long c1) {
+                 vec().layernormParamGrads(dgamma, dbeta, dy, x, mean, rstd, rows, cols, int(c0),
+                                           int(c1));
+               });
+  parallel_for(rows, 1, rowsPerPiece(cols), [&](long r0, long r1) {
+    std::vector<float> discard(2 * size_t(cols), 0.f);
+    vec().layernormBackward(dx + r0 * cols, discard.data(), discard.data() + cols, dy + r0 * cols,
+                            x + r0 * cols, mean + r0, rstd + r0, gamma, int(r1 - r0), cols);
+  });
+}
+}  // namespace
 
 template <typename T>
 void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
                        int rows, int cols, T eps) {
   if constexpr (std::is_same_v<T, float>)
-    vec().layernormForward(y, mean, rstd, x, gamma, beta, rows, cols, eps);
+    parallel_for(rows, 1, rowsPerPiece(cols), [&](long r0, long r1) {
+      vec().layernormForward(y + r0 * cols, mean + r0, rstd + r0, x + r0 * cols, gamma, beta,
+                             int(r1 - r0), cols, eps);
+    });
   else
     reference::layernorm_forward(y, mean, rstd, x, gamma, beta, rows, cols, eps);
 }
@@ -162,9 +220,29 @@ template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols) {
   if constexpr (std::is_same_v<T, float>)
-    vec().layernormBackward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+    layernormBackwardFloat(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
   else
     reference::layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+}
+
+void bias_gelu_forward(float* h, float* g, const float* b, int rows, int cols) {
+  parallel_for(rows, 1, rowsPerPiece(cols), [&](long r0, long r1) {
+    vec().biasGeluForward(h + r0 * cols, g + r0 * cols, b, int(r1 - r0), cols);
+  });
+}
+
+void gelu_backward_bias(float* dx, float* db, const float* x, const float* dy, int rows,
+                        int cols) {
+  if (!splits(rows, cols)) return vec().geluBackwardBias(dx, db, x, dy, rows, cols);
+  // More threads: the bias gradient sums over rows, so it is split by columns after the rows.
+  gelu_backward(dx, x, dy, long(rows) * cols);
+  bias_backward(db, dx, rows, cols);
+}
+
+void residual_add(float* y, const float* x, long n) {
+  parallel_for(n, kGrain, kMinPiece, [&](long i0, long i1) {
+    vec().addArrays(y + i0, y + i0, x + i0, i1 - i0);
+  });
 }
 
 template <typename T> int count_correct(const T* logits, const int* labels, int rows, int classes) {

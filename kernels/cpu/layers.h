@@ -26,8 +26,9 @@ template <typename T>
 void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
                         const T* rstd, const T* gamma, int rows, int cols);
 
-// The float bias, GELU, LayerNorm and softmax cross-entropy run at the dispatched vector level (cpu/dispatch.h; GELU with
-// the kernels' own exp); these scalar loops (std::tanh) are what every level is tested against
+// The float bias, GELU, LayerNorm and softmax cross-entropy run at the dispatched vector level
+// (cpu/dispatch.h; GELU with the kernels' own exp), split over the rank's threads
+// (cpu/parallel_rows.h); these scalar loops (std::tanh) are what every level is tested against
 // (tests/kernels/tst_simd_levels.cpp), and what the double versions run.
 namespace reference {
 template <typename T> void bias_add(T* y, const T* b, int rows, int cols);
@@ -51,6 +52,17 @@ double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, in
 template <typename T>
 double softmax_xent(T* dlogits, const T* logits, const int* labels, int rows, int classes,
                     double normalizer);
+// fc1's bias and GELU in one pass over the rows: h += b, then g = gelu(h) (float; the same
+// bits as bias_add then gelu_forward).
+void bias_gelu_forward(float* h, float* g, const float* b, int rows, int cols);
+// GELU's backward and the bias gradient of its output: dx = dy gelu'(x), db += sum_rows(dx);
+// dx may be dy (float; the same bits as gelu_backward then bias_backward).
+void gelu_backward_bias(float* dx, float* db, const float* x, const float* dy, int rows,
+                        int cols);
+
+// y += x, elementwise (the residual stream's adds), at the dispatched level.
+void residual_add(float* y, const float* x, long n);
+
 // Number of rows whose arg-max equals the label.
 template <typename T> int count_correct(const T* logits, const int* labels, int rows, int classes);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cpu/dispatch.h"
+#include "cpu/parallel_rows.h"
 
 namespace paralab::kernels {
 
@@ -19,7 +20,11 @@ void adam_update(float* p, float* m, float* v, const float* g, long n, float lr,
                  float beta2, float eps, long t) {
   const float c1 = 1.0f - std::pow(beta1, float(t));
   const float c2 = 1.0f - std::pow(beta2, float(t));
-  vec().adamUpdate(p, m, v, g, n, lr, beta1, beta2, eps, c1, c2);
+  // Split over the rank's threads (cpu/parallel_rows.h): pieces 64 floats apart, every entry
+  // its own arithmetic, so the bits are the one thread's.
+  parallel_for(n, 64, 1L << 15, [&](long i0, long i1) {
+    vec().adamUpdate(p + i0, m + i0, v + i0, g + i0, i1 - i0, lr, beta1, beta2, eps, c1, c2);
+  });
 }
 
 namespace reference {

@@ -127,8 +127,8 @@ int benchGpt(int argc, char** argv) {
           "the FMA peak of the threads used (one core measured now: %.1f GFLOP/s).\n",
           flops * 1e-9, corePeak);
       std::printf(
-          "ParaLab's threads run OpenBLAS's GEMMs, attention's included; its own kernels "
-          "(softmax, LayerNorm, GELU, Adam) run on one. PyTorch: torch.set_num_threads and "
+          "ParaLab's threads run OpenBLAS's GEMMs, attention's included, and its own kernels "
+          "(softmax, LayerNorm, GELU, Adam) split by rows. PyTorch: torch.set_num_threads and "
           "OpenBLAS at the same count.\n");
       std::printf(
           "What differs: PyTorch's attention multiplies all T x T scores and masks the future "

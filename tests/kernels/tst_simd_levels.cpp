@@ -33,6 +33,7 @@ class TstSimdLevels : public QObject {
   void attentionBlocks();
   void layernormAndBias();
   void gelu();
+  void fusedBiasGelu();
   void softmaxCrossEntropy();
   void optimizers();
   void gemmSimdRung();
@@ -250,6 +251,44 @@ void TstSimdLevels::gelu() {
     gelu_backward(dx.data(), x.data(), dy.data(), n);
     checkClose(y, wy, 2e-6, "gelu");
     checkClose(dx, wdx, 3e-6, "gelu'");
+  }
+}
+
+void TstSimdLevels::fusedBiasGelu() {
+  // The fused passes against the scalar reference (tolerances as gelu's), and bit for bit
+  // against the two kernels they fuse at the same level.
+  const int rows = 37, cols = 133;
+  const long n = long(rows) * cols;
+  std::mt19937 gen(6);
+  const Floats h0 = randomFloats(size_t(n), gen, 3.f);
+  Floats dy(static_cast<size_t>(n));  // |dy| <= 1, as gelu()'s tolerances assume
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  for (float& d : dy) d = unit(gen);
+  const Floats b = randomFloats(cols, gen);
+  Floats wh = h0, wg(static_cast<size_t>(n)), wdx(static_cast<size_t>(n)), wdb(cols, 0.5f);
+  reference::bias_add(wh.data(), b.data(), rows, cols);
+  reference::gelu_forward(wg.data(), wh.data(), n);
+  reference::gelu_backward(wdx.data(), wh.data(), dy.data(), n);
+  reference::bias_backward(wdb.data(), wdx.data(), rows, cols);
+  for (SimdLevel l : levels()) {
+    QVERIFY(setSimdLevel(l));
+    Floats h = h0, g(static_cast<size_t>(n));
+    bias_gelu_forward(h.data(), g.data(), b.data(), rows, cols);
+    QCOMPARE(h, wh);  // one add per entry, as the reference
+    checkClose(g, wg, 2e-6, "bias + gelu");
+    Floats uh = h0, ug(static_cast<size_t>(n));
+    bias_add(uh.data(), b.data(), rows, cols);
+    gelu_forward(ug.data(), uh.data(), n);
+    QCOMPARE(g, ug);
+    Floats dx = dy, db(cols, 0.5f);  // dx in place of dy, as the GPT passes them
+    gelu_backward_bias(dx.data(), db.data(), h.data(), dx.data(), rows, cols);
+    checkClose(dx, wdx, 3e-6, "gelu' with the bias gradient");
+    checkClose(db, wdb, 1e-5 * rows, "bias gradient after gelu'");
+    Floats udx(static_cast<size_t>(n)), udb(cols, 0.5f);
+    gelu_backward(udx.data(), h.data(), dy.data(), n);
+    bias_backward(udb.data(), udx.data(), rows, cols);
+    QCOMPARE(dx, udx);
+    QCOMPARE(db, udb);
   }
 }
 
