@@ -45,6 +45,15 @@ void gemm_threaded(bool transA, bool transB, int M, int N, int K, float alpha, c
 void gemm_tiled(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
+// [SECTION] bf16 arithmetic (gemm_bf16.cpp), same arguments and semantics, 1 thread: the operands
+// rounded to bf16 (exact for values bf16 holds, as a 16-bit run's tensors are), products of
+// bf16 pairs summed in fp32 by AVX512_BF16's vdpbf16ps. Not a rung of the ladder: it rounds.
+// Without gemm_bf16_available() it computes the same numerics with scalar loops.
+void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc);
+// True when the CPU has AVX512_BF16 and the vector level (cpu/dispatch.h) is avx512.
+bool gemm_bf16_available();
+
 // Threads gemm_threaded and gemm_tiled use, the caller included (default, and n <= 0: the
 // hardware's threads). Set it before GEMMs run, as openblas_set_num_threads; 1 makes them
 // single-threaded. A call already running keeps the threads it started with.
