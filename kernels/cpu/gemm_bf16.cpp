@@ -1,6 +1,7 @@
-// bf16 GEMM on AVX512_BF16 (gemm.h's gemm_bf16): panels of op(A) and op(B) packed as bf16 pairs
-// along K, multiplied by vdpbf16ps (two bf16 products summed into each fp32 lane), summed in fp32.
-// See tests/kernels/tst_gemm_bf16.cpp; `paralab-bench gemm --threads 1` prints its row.
+// bf16 GEMM (gemm.h's gemm_bf16): panels of op(A) and op(B) packed as bf16, multiplied by AMX's
+// tdpbf16ps (16 x 16 fp32 tiles) where the CPU and the operating system allow it, else by
+// AVX512_BF16's vdpbf16ps (two bf16 products summed into each fp32 lane); sums in fp32.
+// See tests/kernels/tst_gemm_bf16.cpp; `paralab-bench gemm --threads 1` prints its rows.
 //
 // Blocking as gemm_tiled's (Goto & van de Geijn 2008): a KC x NC panel of B packed once per
 // (KC, NC) block, an MC x KC block of A once per (MC, KC), a 14 x 32 register tile (28 fp32
@@ -18,8 +19,14 @@
 #include "cpu/half.h"
 
 #if PARALAB_VEC_X86
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #define PARALAB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define PARALAB_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f")))
 #endif
 
 namespace paralab::kernels {
@@ -134,19 +141,155 @@ void gemmBf16Scalar(bool transA, bool transB, int M, int N, int K, float alpha, 
     }
 }
 
+
+#if PARALAB_VEC_X86
+// [SECTION] AMX: tdpbf16ps on 16 x 16 fp32 tiles, a 32 x 32 block of C (tiles 0-3) from two A
+// tiles (16 rows x 32 bf16 along K) and two B tiles (16 pairs along K x 16 columns), as Intel's
+// Optimization Reference Manual (ch. 20, "Intel AMX") lays them out.
+constexpr int kAmxKc = 512;  // depth block, a multiple of 32 (one tile's depth)
+constexpr int kAmxMc = 256;  // rows a packed A block covers, a multiple of 32
+constexpr int kAmxNc = 512;  // columns a packed B panel covers, a multiple of 32
+
+inline int roundUp32(int x) { return (x + 31) / 32 * 32; }
+
+// AMX-BF16 and AMX-TILE (CPUID.7.0:EDX bits 22 and 24), and the operating system's leave to use
+// the tiles' 8 KiB state (Linux's arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), asked once.
+bool amxUsable() {
+  static const bool usable = [] {
+#ifdef __linux__
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!((d >> 22) & 1u) || !((d >> 24) & 1u)) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
+}
+
+std::atomic<bool>& amxAllowed() {
+  static std::atomic<bool> allowed{true};
+  return allowed;
+}
+
+// A's rows [i0, i0 + mc) and depth [k0, k0 + kc) as bf16, row-major, kcPad apart; mcPad rows;
+// zero past mc and kc.
+void packARows(const float* A, int lda, bool trans, int i0, int mc, int mcPad, int k0, int kc,
+               int kcPad, uint16_t* out) {
+  for (int r = 0; r < mcPad; ++r)
+    for (int k = 0; k < kcPad; ++k)
+      *out++ = r < mc && k < kc ? uint16_t(bf16Bits(at(A, lda, trans, i0 + r, k0 + k))) : 0;
+}
+
+// B's depth [k0, k0 + kc) and columns [j0, j0 + nc) as strips of 32 columns, each kcPad / 2
+// rows of 32 words (b(2p, j), b(2p + 1, j)); zero past nc and kc.
+void packBPairs(const float* B, int ldb, bool trans, int k0, int kc, int kcPad, int j0, int nc,
+                uint32_t* out) {
+  for (int s = 0; s < nc; s += 32)
+    for (int p = 0; p < kcPad / 2; ++p)
+      for (int c = 0; c < 32; ++c) {
+        const int j = s + c, k = 2 * p;
+        const uint32_t lo = j < nc && k < kc ? bf16Bits(at(B, ldb, trans, k0 + k, j0 + j)) : 0;
+        const uint32_t hi =
+            j < nc && k + 1 < kc ? bf16Bits(at(B, ldb, trans, k0 + k + 1, j0 + j)) : 0;
+        *out++ = lo | hi << 16;
+      }
+}
+
+// acc (32 x 32, row-major) = the product of A's 32 rows (kcPad apart) and B's 32-column strip.
+PARALAB_AMX_TARGET void amxBlock(int kcPad, const uint16_t* a, const uint32_t* b, float* acc) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int k = 0; k < kcPad; k += 32) {
+    _tile_loadd(4, a + k, kcPad * 2);
+    _tile_loadd(5, a + size_t(16) * kcPad + k, kcPad * 2);
+    _tile_loadd(6, b + size_t(k / 2) * 32, 128);
+    _tile_loadd(7, b + size_t(k / 2) * 32 + 16, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, acc, 128);
+  _tile_stored(1, acc + 16, 128);
+  _tile_stored(2, acc + 16 * 32, 128);
+  _tile_stored(3, acc + 16 * 32 + 16, 128);
+}
+
+// Palette 1, all eight tiles 16 rows of 64 bytes; released when the GEMM ends.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, startRow = 0, reserved[14] = {};
+  uint16_t colBytes[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+PARALAB_AMX_TARGET void tilesOn() {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+}
+PARALAB_AMX_TARGET void tilesOff() { _tile_release(); }
+
+void gemmAmx(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
+             const float* B, int ldb, float beta, float* C, int ldc) {
+  thread_local std::vector<uint16_t> packedA;
+  thread_local std::vector<uint32_t> packedB;
+  thread_local std::vector<float> tile;
+  packedA.resize(size_t(kAmxMc) * kAmxKc);
+  packedB.resize(size_t(kAmxNc) * kAmxKc / 2);
+  tile.resize(32 * 32);
+  tilesOn();
+  for (int j0 = 0; j0 < N; j0 += kAmxNc) {
+    const int nc = std::min(kAmxNc, N - j0);
+    for (int k0 = 0; k0 < K; k0 += kAmxKc) {
+      const int kc = std::min(kAmxKc, K - k0), kcPad = roundUp32(kc);
+      const float b = k0 == 0 ? beta : 1.f;  // beta applies once, on the first depth block
+      packBPairs(B, ldb, transB, k0, kc, kcPad, j0, nc, packedB.data());
+      for (int i0 = 0; i0 < M; i0 += kAmxMc) {
+        const int mc = std::min(kAmxMc, M - i0);
+        packARows(A, lda, transA, i0, mc, roundUp32(mc), k0, kc, kcPad, packedA.data());
+        for (int s = 0; s < nc; s += 32)
+          for (int t = 0; t < mc; t += 32) {
+            amxBlock(kcPad, packedA.data() + size_t(t) * kcPad,
+                     packedB.data() + size_t(s) * (kcPad / 2), tile.data());
+            writeTile(tile.data(), std::min(32, mc - t), std::min(32, nc - s), alpha, b,
+                      C + size_t(i0 + t) * ldc + j0 + s, ldc);
+          }
+      }
+    }
+  }
+  tilesOff();
+}
+#endif
 }  // namespace
 
-bool gemm_bf16_available() {
-  return cpuHasAvx512Bf16() && simdLevel() == SimdLevel::Avx512;
+const char* gemm_bf16_isa() {
+#if PARALAB_VEC_X86
+  if (simdLevel() == SimdLevel::Avx512) {
+    if (amxAllowed().load(std::memory_order_relaxed) && amxUsable()) return "amx";
+    if (cpuHasAvx512Bf16()) return "avx512_bf16";
+  }
+#endif
+  return "scalar";
+}
+
+bool gemm_bf16_available() { return std::strcmp(gemm_bf16_isa(), "scalar") != 0; }
+
+void gemm_bf16_allow_amx(bool allow) {
+#if PARALAB_VEC_X86
+  amxAllowed().store(allow);
+#else
+  (void)allow;
+#endif
 }
 
 void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
                const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
-#if PARALAB_VEC_X86
-  if (!gemm_bf16_available())
-#endif
-  {
+  const char* isa = gemm_bf16_isa();
+  if (!std::strcmp(isa, "scalar")) {
     gemmBf16Scalar(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
@@ -157,6 +300,10 @@ void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const
         float& c = C[size_t(i) * ldc + j];
         c = beta == 0.f ? 0.f : beta * c;
       }
+    return;
+  }
+  if (!std::strcmp(isa, "amx")) {
+    gemmAmx(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   // Per-thread scratch: the packed panels (32-bit words, one bf16 pair each) and a tile.

@@ -1,6 +1,7 @@
 // `paralab-bench gemm`: GFLOP/s of every GEMM rung per size, CPU and GPU, each against the
 // vendor library measured in the same run (OpenBLAS; cuBLAS at the same precision) and, on the
-// CPU, against the measured FMA peak; then the bf16 kernel (AVX512_BF16) against OpenBLAS sgemm.
+// CPU, against the measured FMA peak; then the bf16 kernel (AVX512_BF16, AMX) against OpenBLAS
+// sgemm.
 // Try: paralab-bench gemm --threads 1 | --device cuda
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -90,60 +91,82 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16PeakGflops() {
 }
 #endif
 
-// The bf16 kernel (cpu/gemm.h's gemm_bf16): bf16 operands, fp32 sums, 1 thread, against
-// OpenBLAS sgemm on the same (bf16-valued) data in the same rounds, so load hits both alike.
-// Absent, with the reason, where the CPU has no AVX512_BF16 or a lower PARALAB_SIMD is forced.
+// The bf16 kernel (cpu/gemm.h's gemm_bf16) on each path, AVX512_BF16 and AMX: bf16 operands,
+// fp32 sums, 1 thread, against OpenBLAS sgemm on the same (bf16-valued) data in the same rounds,
+// so load hits all alike. A path the CPU lacks, or a lower PARALAB_SIMD, is a row saying why.
 int benchBf16(const Options& o) {
-  const char* name = "bf16 (AVX512_BF16)";
-  std::string why;
-  if (!kernels::cpuHasAvx512Bf16()) why = "this CPU has no avx512_bf16";
-  else if (!kernels::gemm_bf16_available()) why = "PARALAB_SIMD is below avx512";
-  else if (o.ladder.threads != 1) why = "a 1-thread kernel: run with --threads 1";
+  struct Path {
+    const char *name, *json, *isa;  // isa: what gemm_bf16_isa() says while it runs
+    bool amx;
+    std::string why;  // why it does not run ("" it does)
+  };
+  Path paths[2] = {{"bf16 (AVX512_BF16)", "bf16-avx512", "avx512_bf16", false, ""},
+                   {"bf16 (AMX)", "bf16-amx", "amx", true, ""}};
+  for (Path& p : paths) {
+    kernels::gemm_bf16_allow_amx(p.amx);
+    if (!kernels::cpuHasAvx512Bf16()) p.why = "this CPU has no avx512_bf16";
+    else if (!kernels::gemm_bf16_available()) p.why = "PARALAB_SIMD is below avx512";
+    else if (std::string(kernels::gemm_bf16_isa()) != p.isa)
+      p.why = "this CPU has no AMX-BF16, or the operating system does not grant its tiles";
+    else if (o.ladder.threads != 1) p.why = "a 1-thread kernel: run with --threads 1";
+  }
+  kernels::gemm_bf16_allow_amx(true);
   double peak = 0;
 #if defined(__x86_64__)
-  if (why.empty()) peak = dpbf16PeakGflops();
+  if (paths[0].why.empty()) peak = dpbf16PeakGflops();
 #endif
   if (!o.json) {
     std::printf("\nbf16 GEMM: operands bf16 (exact: the data holds bf16 values), sums fp32, 1 "
                 "thread; %% vendor is against OpenBLAS sgemm timed in the same rounds.\n");
-    if (peak > 0) std::printf("vdpbf16ps peak (measured now): %.1f GFLOP/s\n", peak);
+    if (peak > 0) std::printf("vdpbf16ps peak (measured now): %.1f GFLOP/s (%% peak of the AVX512_BF16 row)\n", peak);
   }
-  if (!why.empty()) {
-    if (o.json)
-      std::printf("%s\n", nlohmann::json{{"device", "cpu"}, {"kernel", "bf16"}, {"skipped", why}}
-                              .dump().c_str());
-    else
-      std::printf("%-18s %6s %12s   %s\n", name, "-", "-", why.c_str());
-    return 0;
-  }
+  for (const Path& p : paths)
+    if (!p.why.empty()) {
+      if (o.json)
+        std::printf("%s\n", nlohmann::json{{"device", "cpu"}, {"kernel", p.json}, {"skipped", p.why}}
+                                .dump().c_str());
+      else
+        std::printf("%-18s %6s %12s   %s\n", p.name, "-", "-", p.why.c_str());
+    }
+  // Timed: the paths that run, then sgemm (the last entry).
+  std::vector<const Path*> run;
+  for (const Path& p : paths)
+    if (p.why.empty()) run.push_back(&p);
+  if (run.empty()) return 0;
+  const size_t rows = run.size() + 1;
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  double lastRate[2] = {0, 0};
+  std::vector<double> lastRate(rows, 0);
   for (int n : o.ladder.sizes) {
     const size_t elems = size_t(n) * n;
     std::vector<float> A(elems), B(elems), C(elems);
     for (std::vector<float>* v : {&A, &B})
       for (float& x : *v) x = kernels::roundToBf16(u(gen));
     const double flops = 2.0 * n * n * n;
-    const kernels::GemmFn fns[2] = {kernels::gemm_bf16, kernels::gemm_vendor<float>};
-    std::vector<double> seconds[2];
-    std::string skipped[2];
-    int repeats[2];
-    for (int k = 0; k < 2; ++k)
+    std::vector<std::vector<double>> seconds(rows);
+    std::vector<std::string> skipped(rows);
+    std::vector<int> repeats(rows);
+    for (size_t k = 0; k < rows; ++k)
       repeats[k] = teach::ladderRepeats(lastRate[k], flops, o.ladder.repeats, o.ladder.maxSeconds,
                                         &skipped[k]);
-    for (int round = -1; round < std::max(repeats[0], repeats[1]); ++round)
-      for (int k = 0; k < 2; ++k) {
+    for (int round = -1; round < *std::max_element(repeats.begin(), repeats.end()); ++round)
+      for (size_t k = 0; k < rows; ++k) {
         if (round >= repeats[k]) continue;
+        const bool vendor = k == run.size();
+        if (!vendor) kernels::gemm_bf16_allow_amx(run[k]->amx);
         const auto t0 = std::chrono::steady_clock::now();
-        fns[k](false, false, n, n, n, 1.f, A.data(), n, B.data(), n, 0.f, C.data(), n);
+        (vendor ? kernels::gemm_vendor<float> : kernels::gemm_bf16)(
+            false, false, n, n, n, 1.f, A.data(), n, B.data(), n, 0.f, C.data(), n);
         const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
         if (round >= 0) seconds[k].push_back(dt.count());
       }
-    double rate[2] = {0, 0};
-    for (int k = 0; k < 2; ++k)
+    kernels::gemm_bf16_allow_amx(true);
+    std::vector<double> rate(rows, 0);
+    for (size_t k = 0; k < rows; ++k)
       if (skipped[k].empty()) lastRate[k] = rate[k] = flops / bench::median(seconds[k]) * 1e-9;
-    printRow("cpu", o.json ? "bf16" : name, n, rate[0], skipped[0], "vendor", rate[1], peak, o);
+    for (size_t k = 0; k < run.size(); ++k)
+      printRow("cpu", o.json ? run[k]->json : run[k]->name, n, rate[k], skipped[k], "vendor",
+               rate.back(), run[k]->amx ? 0 : peak, o);
   }
   return 0;
 }

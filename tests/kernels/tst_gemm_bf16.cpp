@@ -1,6 +1,7 @@
-// The bf16 GEMM (cpu/gemm.h's gemm_bf16, AVX512_BF16) against a double-precision reference on
-// bf16-representable inputs: all four transposes, odd sizes past every block, padded strides,
-// alpha/beta. Skipped on a CPU without avx512_bf16. Run: ctest -R tst_gemm_bf16
+// The bf16 GEMM (cpu/gemm.h's gemm_bf16) on each of its paths (AMX, AVX512_BF16) against a
+// double-precision reference on bf16-representable inputs: all four transposes, odd sizes past
+// every block, padded strides, alpha/beta. Skipped on a CPU without avx512_bf16 (the AMX rows
+// also where AMX is absent or not granted). Run: ctest -R tst_gemm_bf16
 #include <QtTest>
 
 #include <cmath>
@@ -57,6 +58,7 @@ class TstGemmBf16 : public QObject {
   void matchesReference();
   void roundsOperandsToBf16();
   void lowerSimdLevelTurnsItOff();
+  void cleanup() { gemm_bf16_allow_amx(true); }
 };
 
 void TstGemmBf16::initTestCase() {
@@ -65,6 +67,7 @@ void TstGemmBf16::initTestCase() {
 }
 
 void TstGemmBf16::matchesReference_data() {
+  QTest::addColumn<QString>("isa");
   QTest::addColumn<int>("M");
   QTest::addColumn<int>("N");
   QTest::addColumn<int>("K");
@@ -74,22 +77,31 @@ void TstGemmBf16::matchesReference_data() {
   QTest::addColumn<float>("beta");
   QTest::addColumn<int>("pad");
   // 1, odd K (a pair's partner missing), primes around the 14 x 32 tile, K past the depth block
-  // (384: beta must apply once), M past a row block (168), N past a panel (2048).
+  // (384; AMX 512: beta must apply once), M past a row block (168; AMX 256), N past a panel
+  // (2048; AMX 512).
   const int sizes[][3] = {{1, 1, 1},     {7, 7, 7},      {33, 17, 5},   {15, 33, 257},
-                          {29, 65, 385}, {170, 31, 771}, {5, 2100, 33}, {201, 97, 530}};
+                          {29, 65, 385}, {170, 31, 771}, {5, 2100, 33}, {201, 97, 530},
+                          {300, 40, 600}};
   struct Scalars { float alpha, beta; int pad; };
   const Scalars scalars[] = {{0.5f, 2.0f, 0}, {1.0f, 0.0f, 3}, {-1.5f, 1.0f, 0}};
   int row = 0;
-  for (const auto& s : sizes)
-    for (int t = 0; t < 4; ++t) {
-      const Scalars& sc = scalars[row++ % 3];
-      QTest::addRow("%dx%dx%d %c%c a%g b%g", s[0], s[1], s[2], t & 1 ? 'T' : 'N',
-                    t & 2 ? 'T' : 'N', sc.alpha, sc.beta)
-          << s[0] << s[1] << s[2] << bool(t & 1) << bool(t & 2) << sc.alpha << sc.beta << sc.pad;
-    }
+  for (const char* isa : {"avx512_bf16", "amx"})
+    for (const auto& s : sizes)
+      for (int t = 0; t < 4; ++t) {
+        const Scalars& sc = scalars[row++ % 3];
+        QTest::addRow("%s %dx%dx%d %c%c a%g b%g", isa, s[0], s[1], s[2], t & 1 ? 'T' : 'N',
+                      t & 2 ? 'T' : 'N', sc.alpha, sc.beta)
+            << QString(isa) << s[0] << s[1] << s[2] << bool(t & 1) << bool(t & 2) << sc.alpha
+            << sc.beta << sc.pad;
+      }
 }
 
 void TstGemmBf16::matchesReference() {
+  QFETCH(QString, isa);
+  gemm_bf16_allow_amx(isa == "amx");
+  if (isa == "amx" && QString(gemm_bf16_isa()) != "amx")
+    QSKIP("this CPU has no AMX-BF16, or the operating system does not grant its tiles");
+  QCOMPARE(QString(gemm_bf16_isa()), isa);
   QFETCH(int, M);
   QFETCH(int, N);
   QFETCH(int, K);
@@ -143,6 +155,7 @@ void TstGemmBf16::lowerSimdLevelTurnsItOff() {
             fast.data(), p.ldc);
   QVERIFY(setSimdLevel(SimdLevel::Avx2));
   QVERIFY(!gemm_bf16_available());
+  QCOMPARE(QString(gemm_bf16_isa()), QString("scalar"));
   gemm_bf16(p.ta, p.tb, p.M, p.N, p.K, 1.f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.f,
             slow.data(), p.ldc);
   QVERIFY(setSimdLevel(simdLevelCpu()));
