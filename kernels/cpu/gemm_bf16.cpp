@@ -27,6 +27,7 @@
 #include <atomic>
 #define PARALAB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define PARALAB_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f")))
+#define PARALAB_PACK_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #endif
 
 namespace paralab::kernels {
@@ -175,27 +176,46 @@ std::atomic<bool>& amxAllowed() {
 }
 
 // A's rows [i0, i0 + mc) and depth [k0, k0 + kc) as bf16, row-major, kcPad apart; mcPad rows;
-// zero past mc and kc.
-void packARows(const float* A, int lda, bool trans, int i0, int mc, int mcPad, int k0, int kc,
-               int kcPad, uint16_t* out) {
-  for (int r = 0; r < mcPad; ++r)
-    for (int k = 0; k < kcPad; ++k)
-      *out++ = r < mc && k < kc ? uint16_t(bf16Bits(at(A, lda, trans, i0 + r, k0 + k))) : 0;
+// zero past mc and kc. Compiled for AVX-512 (only the AMX path calls it) so the rows vectorise.
+PARALAB_PACK_TARGET void packARows(const float* A, int lda, bool trans, int i0, int mc, int mcPad,
+                                   int k0, int kc, int kcPad, uint16_t* out) {
+  for (int r = 0; r < mcPad; ++r) {
+    uint16_t* row = out + size_t(r) * kcPad;
+    int k = 0;
+    if (r < mc) {
+      if (!trans) {
+        const float* src = A + size_t(i0 + r) * lda + k0;
+        for (; k < kc; ++k) row[k] = uint16_t(bf16Bits(src[k]));
+      } else {
+        for (; k < kc; ++k) row[k] = uint16_t(bf16Bits(A[size_t(k0 + k) * lda + i0 + r]));
+      }
+    }
+    for (; k < kcPad; ++k) row[k] = 0;
+  }
 }
 
 // B's depth [k0, k0 + kc) and columns [j0, j0 + nc) as strips of 32 columns, each kcPad / 2
 // rows of 32 words (b(2p, j), b(2p + 1, j)); zero past nc and kc.
-void packBPairs(const float* B, int ldb, bool trans, int k0, int kc, int kcPad, int j0, int nc,
-                uint32_t* out) {
-  for (int s = 0; s < nc; s += 32)
-    for (int p = 0; p < kcPad / 2; ++p)
-      for (int c = 0; c < 32; ++c) {
-        const int j = s + c, k = 2 * p;
-        const uint32_t lo = j < nc && k < kc ? bf16Bits(at(B, ldb, trans, k0 + k, j0 + j)) : 0;
-        const uint32_t hi =
-            j < nc && k + 1 < kc ? bf16Bits(at(B, ldb, trans, k0 + k + 1, j0 + j)) : 0;
-        *out++ = lo | hi << 16;
+PARALAB_PACK_TARGET void packBPairs(const float* B, int ldb, bool trans, int k0, int kc, int kcPad,
+                                    int j0, int nc, uint32_t* out) {
+  for (int s = 0; s < nc; s += 32) {
+    const int cols = std::min(32, nc - s);
+    for (int p = 0; p < kcPad / 2; ++p, out += 32) {
+      const int k = 2 * p;
+      int c = 0;
+      if (!trans && k + 1 < kc) {
+        const float* r0 = B + size_t(k0 + k) * ldb + j0 + s;
+        const float* r1 = r0 + ldb;
+        for (; c < cols; ++c) out[c] = bf16Bits(r0[c]) | bf16Bits(r1[c]) << 16;
+      } else if (k < kc) {
+        for (; c < cols; ++c) {
+          const uint32_t hi = k + 1 < kc ? bf16Bits(at(B, ldb, trans, k0 + k + 1, j0 + s + c)) : 0;
+          out[c] = bf16Bits(at(B, ldb, trans, k0 + k, j0 + s + c)) | hi << 16;
+        }
       }
+      for (; c < 32; ++c) out[c] = 0;
+    }
+  }
 }
 
 // acc (32 x 32, row-major) = the product of A's 32 rows (kcPad apart) and B's 32-column strip.
