@@ -4,10 +4,11 @@
 // See tests/kernels/tst_gemm_bf16.cpp; `paralab-bench gemm --threads 1` prints its rows.
 //
 // Blocking as gemm_tiled's (Goto & van de Geijn 2008): a KC x NC panel of B packed once per
-// (KC, NC) block, an MC x KC block of A once per (MC, KC), a 14 x 32 register tile (28 fp32
-// accumulators of the 32 zmm registers). Only the functions marked kTarget use AVX-512; they are
-// called only when gemm_bf16_available() (cpu/dispatch.h: the CPU has avx512_bf16 and the
-// vector level is avx512), so the build itself stays baseline x86-64.
+// (KC, NC) block, an MC x KC block of A once per (MC, KC); AVX512_BF16 multiplies a 14 x 32
+// register tile (28 fp32 accumulators of the 32 zmm registers), AMX a 32 x 32 block in four
+// tiles. Only the functions marked PARALAB_*_TARGET use AVX-512 or AMX; they run only when
+// gemm_bf16_isa() names their path (the vector level is avx512 and the CPU has the
+// instructions), so the build itself stays baseline x86-64.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
