@@ -63,6 +63,7 @@ class TstGemmBf16 : public QObject {
 
 void TstGemmBf16::initTestCase() {
   if (!cpuHasAvx512Bf16()) QSKIP("this CPU has no avx512_bf16: gemm_bf16 runs its scalar path");
+  QVERIFY(setSimdLevel(simdLevelCpu()));  // the CPU's own level, whatever PARALAB_SIMD forced
   QVERIFY(gemm_bf16_available());
 }
 
