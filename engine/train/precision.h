@@ -18,9 +18,12 @@
 //     accumulated in fp32, as tensor cores accumulate); LayerNorm's mean and 1/std; the softmax
 //     (attention's and the loss's) and the loss; the logits the loss reads; the activation
 //     gradients flowing through the backward.
-// Speed: ParaLab's CPU kernels compute in fp32 on the widened 16-bit values (no AVX512_BF16,
-// AMX or AVX512_FP16 kernel), so a 16-bit run's memory and numerics are 16-bit and its speed is
-// fp32's. On a GPU (--device cuda --kernel tensor-core) the same values are rounded by a kernel
+// Speed: ParaLab's CPU training kernels compute in fp32 on the widened 16-bit values, so a
+// 16-bit run's memory and numerics are 16-bit and its speed is fp32's. kernels/cpu/gemm.h's
+// gemm_bf16 (AMX's tdpbf16ps, else AVX512_BF16's vdpbf16ps; fp32 sums) is measured by
+// `paralab-bench gemm` but not called by training: it rounds both operands to bf16, and the
+// backward's activation gradients are fp32 here, so it would change the numerics above.
+// On a GPU (--device cuda --kernel tensor-core) the same values are rounded by a kernel
 // on the rank's stream and the GEMMs run on bf16/fp16 tensor cores summing in fp32
 // (cuda/gemm.h); the rest computes in fp32 there too. Collectives move fp32 words.
 #pragma once

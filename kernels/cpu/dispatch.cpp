@@ -91,6 +91,15 @@ SimdLevel simdLevelCpu() {
   return cpu;
 }
 
+bool cpuHasAvx512Bf16() {
+#if PARALAB_VEC_X86
+  static const bool has = detectCpu() == SimdLevel::Avx512 && __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
 SimdLevel simdLevel() { return current().load(std::memory_order_relaxed); }
 
 const char* simdLevelName(SimdLevel level) { return kNames[int(level)]; }

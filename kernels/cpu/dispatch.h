@@ -13,6 +13,9 @@ enum class SimdLevel { Baseline, Avx2, Avx512 };
 SimdLevel simdLevel();
 // The best level this CPU (and its operating system) runs.
 SimdLevel simdLevelCpu();
+// True when the CPU (and its operating system) runs AVX512_BF16 (vdpbf16ps): gemm_bf16 uses it
+// while the level is avx512, so PARALAB_SIMD=avx2 or baseline turns it off too.
+bool cpuHasAvx512Bf16();
 // "baseline", "avx2" or "avx512"; the vector width in floats (4, 8, 16).
 const char* simdLevelName(SimdLevel level);
 int simdWidthFloats(SimdLevel level);

@@ -46,6 +46,21 @@ void gemm_threaded(bool transA, bool transB, int M, int N, int K, float alpha, c
 void gemm_tiled(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
+// [SECTION] bf16 arithmetic (gemm_bf16.cpp), same arguments and semantics, 1 thread: the operands
+// rounded to bf16 (exact for values bf16 holds, as a 16-bit run's tensors are), products of
+// bf16 pairs summed in fp32 by AMX's tdpbf16ps or AVX512_BF16's vdpbf16ps. Not a rung of the
+// ladder: it rounds. Without gemm_bf16_available() it computes the same numerics with scalar loops.
+void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,
+               const float* B, int ldb, float beta, float* C, int ldc);
+// What gemm_bf16 runs: "amx" (the CPU has AMX-BF16 and the operating system grants the tiles),
+// else "avx512_bf16" (the CPU has it), else "scalar"; "scalar" whenever the vector level
+// (cpu/dispatch.h) is below avx512, so PARALAB_SIMD=avx2 turns both off.
+const char* gemm_bf16_isa();
+// gemm_bf16_isa() is not "scalar".
+bool gemm_bf16_available();
+// false keeps gemm_bf16 off AMX (on its AVX512_BF16 path), for the tests and the benchmark.
+void gemm_bf16_allow_amx(bool allow);
+
 // Threads gemm_threaded and gemm_tiled use, the caller included (default, and n <= 0: the
 // hardware's threads). Set it before GEMMs run, as openblas_set_num_threads; 1 makes them
 // single-threaded. A call already running keeps the threads it started with.
