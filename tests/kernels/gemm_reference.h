@@ -34,6 +34,37 @@ struct GemmProblem {
   }
 };
 
+// p's ref, absAB and absBC from its A, B and C0 in double; `round`, where given, is applied to
+// each operand of A and B first (the operands as a 16-bit kernel reads them).
+inline void computeReference(GemmProblem& p, float (*round)(float) = nullptr) {
+  const int M = p.M, N = p.N, K = p.K;
+  const auto widen = [&](const std::vector<float>& v) {
+    std::vector<double> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = round ? double(round(v[i])) : double(v[i]);
+    return out;
+  };
+  const std::vector<double> A = widen(p.A), B = widen(p.B);
+  std::vector<double> absA(A), absB(B);
+  for (double& x : absA) x = std::abs(x);
+  for (double& x : absB) x = std::abs(x);
+  std::vector<double> ab(size_t(M) * N), abs(size_t(M) * N);
+  kernels::gemm_naive<double>(p.ta, p.tb, M, N, K, 1.0, A.data(), p.lda, B.data(), p.ldb, 0.0,
+                              ab.data(), N);
+  kernels::gemm_naive<double>(p.ta, p.tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb,
+                              0.0, abs.data(), N);
+  p.ref.resize(ab.size());
+  p.absAB.resize(ab.size());
+  p.absBC.resize(ab.size());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      const size_t e = size_t(i) * N + j;
+      const double c = p.beta == 0.f ? 0.0 : double(p.C0[size_t(i) * p.ldc + j]);
+      p.ref[e] = double(p.alpha) * ab[e] + double(p.beta) * c;
+      p.absAB[e] = std::abs(double(p.alpha)) * abs[e];
+      p.absBC[e] = std::abs(double(p.beta) * c);
+    }
+}
+
 // op(A) is M x K, op(B) K x N; every leading dimension is its minimum plus `pad`.
 inline GemmProblem makeGemmProblem(int M, int N, int K, bool ta, bool tb, float alpha, float beta,
                                    int pad) {
@@ -47,26 +78,7 @@ inline GemmProblem makeGemmProblem(int M, int N, int K, bool ta, bool tb, float 
   for (float& x : p.A) x = u(gen);
   for (float& x : p.B) x = u(gen);
   for (float& x : p.C0) x = u(gen);
-  std::vector<double> A(p.A.begin(), p.A.end()), B(p.B.begin(), p.B.end());
-  std::vector<double> absA(A), absB(B);
-  for (double& x : absA) x = std::abs(x);
-  for (double& x : absB) x = std::abs(x);
-  std::vector<double> ab(size_t(M) * N), abs(size_t(M) * N);
-  kernels::gemm_naive<double>(ta, tb, M, N, K, 1.0, A.data(), p.lda, B.data(), p.ldb, 0.0,
-                              ab.data(), N);
-  kernels::gemm_naive<double>(ta, tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb, 0.0,
-                              abs.data(), N);
-  p.ref.resize(ab.size());
-  p.absAB.resize(ab.size());
-  p.absBC.resize(ab.size());
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      const size_t e = size_t(i) * N + j;
-      const double c = beta == 0.f ? 0.0 : double(p.C0[size_t(i) * p.ldc + j]);
-      p.ref[e] = double(alpha) * ab[e] + double(beta) * c;
-      p.absAB[e] = std::abs(double(alpha)) * abs[e];
-      p.absBC[e] = std::abs(double(beta) * c);
-    }
+  computeReference(p);
   return p;
 }
 

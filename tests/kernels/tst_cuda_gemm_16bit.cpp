@@ -26,8 +26,6 @@ using namespace paralab::test;
 
 namespace {
 
-float round16(float x, bool fp16) { return fp16 ? roundToFp16(x) : roundToBf16(x); }
-
 // makeGemmProblem's A, B and C0 (unrounded: the kernel rounds its operands itself); the
 // reference alpha op(A16) op(B16) + beta C0 in double, A16 and B16 the operands rounded to 16
 // bits, with sum |alpha a b| and |beta c| for the bound.
@@ -47,25 +45,12 @@ struct Problem16 {
 Problem16 makeProblem16(int M, int N, int K, bool ta, bool tb, float alpha, float beta, int pad,
                         bool fp16) {
   Problem16 q{makeGemmProblem(M, N, K, ta, tb, alpha, beta, pad), {}, {}, {}};
-  const GemmProblem& p = q.p;
-  std::vector<double> A(p.A.size()), B(p.B.size()), absA(A.size()), absB(B.size());
-  for (size_t i = 0; i < A.size(); ++i) absA[i] = std::abs(A[i] = round16(p.A[i], fp16));
-  for (size_t i = 0; i < B.size(); ++i) absB[i] = std::abs(B[i] = round16(p.B[i], fp16));
-  std::vector<double> ab(size_t(M) * N), abs(size_t(M) * N);
-  gemm_naive<double>(ta, tb, M, N, K, 1.0, A.data(), p.lda, B.data(), p.ldb, 0.0, ab.data(), N);
-  gemm_naive<double>(ta, tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb, 0.0, abs.data(),
-                     N);
-  q.ref.resize(ab.size());
-  q.absAB.resize(ab.size());
-  q.absBC.resize(ab.size());
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      const size_t e = size_t(i) * N + j;
-      const double c = beta == 0.f ? 0.0 : double(p.C0[size_t(i) * p.ldc + j]);
-      q.ref[e] = double(alpha) * ab[e] + double(beta) * c;
-      q.absAB[e] = std::abs(double(alpha)) * abs[e];
-      q.absBC[e] = std::abs(double(beta) * c);
-    }
+  GemmProblem rounded = q.p;  // the reference of the operands as the kernel rounds them
+  computeReference(rounded, fp16 ? +[](float x) { return roundToFp16(x); }
+                                 : +[](float x) { return roundToBf16(x); });
+  q.ref = std::move(rounded.ref);
+  q.absAB = std::move(rounded.absAB);
+  q.absBC = std::move(rounded.absBC);
   return q;
 }
 

@@ -24,21 +24,7 @@ paralab::test::GemmProblem bf16Problem(int M, int N, int K, bool ta, bool tb, fl
   paralab::test::GemmProblem p = paralab::test::makeGemmProblem(M, N, K, ta, tb, alpha, beta, pad);
   for (std::vector<float>* v : {&p.A, &p.B, &p.C0})
     for (float& x : *v) x = roundToBf16(x);
-  std::vector<double> A(p.A.begin(), p.A.end()), B(p.B.begin(), p.B.end()), absA(A), absB(B);
-  for (double& x : absA) x = std::abs(x);
-  for (double& x : absB) x = std::abs(x);
-  std::vector<double> ab(size_t(M) * N), abs(size_t(M) * N);
-  gemm_naive<double>(ta, tb, M, N, K, 1.0, A.data(), p.lda, B.data(), p.ldb, 0.0, ab.data(), N);
-  gemm_naive<double>(ta, tb, M, N, K, 1.0, absA.data(), p.lda, absB.data(), p.ldb, 0.0,
-                     abs.data(), N);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      const size_t e = size_t(i) * N + j;
-      const double c = beta == 0.f ? 0.0 : double(p.C0[size_t(i) * p.ldc + j]);
-      p.ref[e] = double(alpha) * ab[e] + double(beta) * c;
-      p.absAB[e] = std::abs(double(alpha)) * abs[e];
-      p.absBC[e] = std::abs(double(beta) * c);
-    }
+  paralab::test::computeReference(p);
   return p;
 }
 
