@@ -345,7 +345,8 @@ class TstProjectionLayouts : public QObject {
       QVERIFY2(!s.help.empty() && !s.label.empty(), s.key.c_str());
     }
     QCOMPARE(keys,
-             (QStringList{"gpu", "gpus", "gpus-per-node", "node-link", "precision", "vocab"}));
+             (QStringList{"gpu", "gpus", "gpus-per-node", "node-link", "precision", "vocab",
+                          "attention-kernel"}));
     QCOMPARE(QString::fromStdString(findProjectionSetting("gpu")->allowedText(RunConfig{})),
              QString::fromStdString(gpuNamesText()));
     RunConfig gpt;
@@ -360,6 +361,15 @@ class TstProjectionLayouts : public QObject {
     QVERIFY(!checkCluster(gpt, q));
     QVERIFY(QString::fromStdString(checkCluster(RunConfig{}, q).value_or(""))
                 .startsWith("vocab: the MLP's"));
+    q = RunProjection{};
+    QVERIFY(!checkCluster(RunConfig{}, q));  // the MLP with attention left at its default
+    q.attentionKernel = "cudnn";
+    QVERIFY(!checkCluster(gpt, q));
+    QVERIFY(QString::fromStdString(checkCluster(RunConfig{}, q).value_or(""))
+                .startsWith("attention-kernel: the MLP has no attention"));
+    q.attentionKernel = "flash3";
+    QVERIFY(QString::fromStdString(checkCluster(gpt, q).value_or(""))
+                .startsWith("attention-kernel: 'flash3' is not one of"));
   }
 
   // [SECTION] paralab-run --project
