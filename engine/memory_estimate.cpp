@@ -49,17 +49,24 @@ MemoryEstimate estimateMemory(const RunConfig& c) {
     P -= int64_t(c.layers) * ffn.expertParameterCount() * c.experts * (std::max(1, c.ep) - 1) /
          std::max(1, c.ep);
   // Replicas: the data-parallel degree (ranks / (tp x pp)), each rank of them holding its
-  // share; ZeRO shards over them (sync only), every other strategy holds whole replicas. The cp
+  // share; ZeRO shards over them (sync only), ps-sync's servers share one optimizer state, every
+  // other strategy holds whole replicas. The cp
   // ranks of a replica hold the same weights (ZeRO shards over dp x cp).
   const int dp = std::max(1, c.ranks / std::max(1, c.tp * c.pp));
   // HSDP (--zero-shard node) shards over a node's ranks only, each node a replica.
   const int stage = c.strategy == "sync" ? c.zero : 0;
   const int shardOver = std::min(dp, c.zeroShardDegree());
   MemoryEstimate e;
-  e.modelStates = std::llround(
-      dp * modelStatesPerRank(P, stage, 4 * optimizerStateSlots(c.optimizer), shardOver,
-                              stateWidths(c.precision))
-               .total());
+  const int K = 4 * optimizerStateSlots(c.optimizer);
+  if (c.strategy == "ps-sync") {
+    // The parameter server: every rank a whole model and its gradients, the servers between
+    // them one replica's optimizer state and master (parallel/async/param_server.cpp: the shards).
+    const ModelStateBytes one = modelStatesPerRank(P, 0, K, 1, stateWidths(c.precision));
+    e.modelStates = std::llround(dp * (one.params + one.grads) + one.optimizer + one.master);
+  } else {
+    e.modelStates = std::llround(
+        dp * modelStatesPerRank(P, stage, K, shardOver, stateWidths(c.precision)).total());
+  }
   // Mixed precision keeps activations in 16 bits (train/precision.h), but LayerNorm's
   // statistics, the logits and the token ids (fp32): e16 bytes a 16-bit value.
   const int64_t e16 = stateWidths(c.precision).params;

@@ -196,6 +196,8 @@ class TstPrecisionPs : public QObject {
                mem[MemCategory::Optimizer];
     }
     QCOMPARE(whole, (6 * ranks + 12) * P);
+    // The estimate that refuses a run too big for this machine counts the same states.
+    QCOMPARE(estimateMemory(c).modelStates, whole);
     // The holdings list the same bytes: the parameters as 16-bit values, the servers' master
     // and optimizer shards end to end over the flat buffer.
     int64_t mastered = 0;
