@@ -1,9 +1,12 @@
 // fp16's dynamic loss scale watched over a run, in one place: tst_precision,
 // tst_precision_accumulate, tst_precision_model_parallel and tst_precision_ps each check that an
-// overflow anywhere skips the step on every rank and the scale follows.
+// overflow anywhere skips the step on every rank and the scale follows; a forced overflow
+// skips every step and moves nothing.
 #pragma once
 #include <QtTest>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "train/trainer.h"
@@ -35,6 +38,20 @@ inline void verifyScaleFollowsOverflows(RunConfig c, int stepCount) {
   }
   QVERIFY2(skipped > 0, "a scale doubled every step overflows");
   QVERIFY2(std::isfinite(steps.back().loss), "it trains on");
+}
+
+// Runs `c` at a fixed loss scale `scale` large enough to overflow every step: both steps are
+// skipped on every rank (each counts 1, then 2) and the parameters stay as they were.
+inline void verifyForcedOverflowSkips(RunConfig c, const std::string& scale) {
+  c.lossScale = scale;
+  QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
+  Trainer t(c);
+  const std::vector<float> start = t.saveState().params;
+  for (int64_t s = 1; s <= 2; ++s) {
+    const StepMetrics m = t.step();
+    for (const RankMetrics& r : m.ranks) QCOMPARE(r.skippedSteps, std::optional<int64_t>(s));
+    QCOMPARE(t.saveState().params, start);
+  }
 }
 
 }  // namespace paralab::test

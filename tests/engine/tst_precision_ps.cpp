@@ -132,16 +132,7 @@ class TstPrecisionPs : public QObject {
   }
   void fp16ForcedOverflow() {
     QFETCH(QString, scale);
-    RunConfig c = psSync(run(false, Dtype::Fp16), 3, 2);
-    c.lossScale = scale.toStdString();
-    QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
-    Trainer t(c);
-    const std::vector<float> start = t.saveState().params;
-    for (int64_t s = 1; s <= 2; ++s) {
-      const StepMetrics m = t.step();
-      for (const RankMetrics& r : m.ranks) QCOMPARE(r.skippedSteps, std::optional<int64_t>(s));
-      QCOMPARE(t.saveState().params, start);
-    }
+    test::verifyForcedOverflowSkips(psSync(run(false, Dtype::Fp16), 3, 2), scale.toStdString());
   }
 
   // [SECTION] Memory, to the byte
