@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "comm/communicator.h"
@@ -130,37 +131,60 @@ void putCount(std::vector<float>& to, int64_t v) {
 }
 int64_t getCount(const float* from) { return (int64_t(from[0]) << 24) | int64_t(from[1]); }
 
+// A double as three floats of 22 bits of its representation each: exact.
+void putDouble(std::vector<float>& to, double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  for (int shift : {44, 22, 0}) to.push_back(float((bits >> shift) & 0x3FFFFF));
+}
+double getDouble(const float* from) {
+  uint64_t bits = 0;
+  for (int i = 0; i < 3; ++i) bits = (bits << 22) | uint64_t(from[i]);
+  double v = 0;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// What the sender's header says it sends: [step, optimizer steps, moment one held, moment two
+// held, master held, loss scale, clean steps, skipped steps].
+constexpr int64_t kHeadFloats = 2 + 2 + 3 + 3 + 2 + 2;
+
 }  // namespace
 
 void Trainer::heal(int rank, Communicator& comm, Strategy& strategy) {
   // torchft's heal: a live replica sends its state to the recovering one over the group's
   // communicator (accounted as its traffic, outside any step): the parameters, the optimizer's
-  // moments and step count, and the step done, which is also the data position (the sampler
-  // draws step s's global batch from the seed and s). Rank 0 sends, or rank 1 when rank 0 is
-  // the one returning.
+  // moments and step count, in 16 bits the fp32 master copy and fp16's loss scale, and the step
+  // done, which is also the data position (the sampler draws step s's global batch from the
+  // seed and s). Rank 0 sends, or rank 1 when rank 0 is the one returning.
   const int from = m_joiner == 0 ? 1 : 0;
   const int64_t P = parameterCount();
   TrainingState s;
   if (rank != m_joiner) s = *m_lastGood;
-  std::vector<float> head;  // [step, optimizer steps, moment one held, moment two held]
+  std::vector<float> head;
   if (rank == from) {
     putCount(head, s.step);
     putCount(head, s.optimizerSteps);
-    head.push_back(float(!s.optM.empty()));
-    head.push_back(float(!s.optV.empty()));
+    for (const std::vector<float>* v : {&s.optM, &s.optV, &s.master})
+      head.push_back(float(!v->empty()));
+    putDouble(head, s.lossScale.scale);
+    putCount(head, s.lossScale.clean);
+    putCount(head, s.lossScale.skipped);
     comm.send(head.data(), int64_t(head.size()), m_joiner);
     comm.send(s.params.data(), P, m_joiner);
-    if (!s.optM.empty()) comm.send(s.optM.data(), P, m_joiner);
-    if (!s.optV.empty()) comm.send(s.optV.data(), P, m_joiner);
+    for (const std::vector<float>* v : {&s.optM, &s.optV, &s.master})
+      if (!v->empty()) comm.send(v->data(), P, m_joiner);
   } else if (rank == m_joiner) {
-    head.resize(6);
-    comm.recv(head.data(), 6, from);
+    head.resize(size_t(kHeadFloats));
+    comm.recv(head.data(), kHeadFloats, from);
     s.step = getCount(&head[0]);
     s.optimizerSteps = getCount(&head[2]);
+    s.lossScale = {getDouble(&head[7]), getCount(&head[10]), getCount(&head[12])};
     s.params.resize(size_t(P));
     comm.recv(s.params.data(), P, from);
-    if (head[4] != 0) s.optM.resize(size_t(P)), comm.recv(s.optM.data(), P, from);
-    if (head[5] != 0) s.optV.resize(size_t(P)), comm.recv(s.optV.data(), P, from);
+    int held = 4;
+    for (std::vector<float>* v : {&s.optM, &s.optV, &s.master})
+      if (head[size_t(held++)] != 0) v->resize(size_t(P)), comm.recv(v->data(), P, from);
     if (s.step != m_step)
       throw std::runtime_error("rejoin: the state received is of step " + std::to_string(s.step) +
                                ", the group's of step " + std::to_string(m_step));

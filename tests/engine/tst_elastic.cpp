@@ -1,9 +1,10 @@
 // Elastic data parallelism (--elastic, train/elastic.cpp): 4 thread ranks with --fail 3@10 go on
 // as 3 and complete their steps; from the failed step on, their losses equal those of a 3-rank
 // run resumed from the state after step 9 (1e-5), and the same batches are trained; with
-// --rejoin 3@20 the replica comes back healed (its parameters its peers', bit for bit) and the
-// 4 ranks go on as a 4-rank run resumed from the state after step 19 would; bad --rejoin values
-// are refused; no thread is left behind. Without --elastic the failure ends the run (tst_faults).
+// --rejoin 3@20 the replica comes back healed (its parameters its peers', bit for bit; in bf16
+// and fp16 also the fp32 master and the loss scale) and the 4 ranks go on as a 4-rank run
+// resumed from the state after step 19 would; bad --rejoin values are refused; no thread is left
+// behind. Without --elastic the failure ends the run (tst_faults).
 // Run: ctest -R tst_elastic
 #include <QDir>
 #include <QtTest>
@@ -161,13 +162,25 @@ class TstElastic : public QObject {
   }
 
   // --fail 3@10 --rejoin 3@20: 4 ranks, then 3 from step 10, then 4 again from step 20.
-  void rejoinHealsFromAPeer_data() { survivorsGoOn_data(); }
+  // In 16 bits the heal also carries the fp32 master copy and fp16's loss scale: a replica that
+  // took its master from its 16-bit parameters would update from another point than its peers.
+  void rejoinHealsFromAPeer_data() {
+    QTest::addColumn<int>("zero");
+    QTest::addColumn<int>("precision");
+    QTest::newRow("sync") << 0 << int(Dtype::Fp32);
+    QTest::newRow("ZeRO-1") << 1 << int(Dtype::Fp32);
+    QTest::newRow("sync bf16") << 0 << int(Dtype::Bf16);
+    QTest::newRow("ZeRO-1 bf16") << 1 << int(Dtype::Bf16);
+    QTest::newRow("sync fp16") << 0 << int(Dtype::Fp16);
+  }
   void rejoinHealsFromAPeer() {
     QFETCH(int, zero);
+    QFETCH(int, precision);
     const int threadsBefore = threadCount();
     RunConfig c = base();
     c.steps = 25;
     c.zero = zero;
+    c.precision = Dtype(precision);
     c.fail = "3@10";
     c.elastic = true;
     c.rejoin = "3@20";
@@ -209,6 +222,7 @@ class TstElastic : public QObject {
     RunConfig four = base();
     four.zero = zero;
     four.steps = c.steps;
+    four.precision = c.precision;
     RunConfig three = four;
     three.ranks = 3;
     std::vector<double> reference;
@@ -224,6 +238,13 @@ class TstElastic : public QObject {
     for (size_t i = 0; i < end.params.size(); ++i)
       QVERIFY2(std::abs(end.params[i] - state.params[i]) <= 1e-5,
                qPrintable(QString("parameter %1").arg(i)));
+    QCOMPARE(end.master.size(), state.master.size());
+    QCOMPARE(end.master.empty(), c.precision == Dtype::Fp32);
+    for (size_t i = 0; i < end.master.size(); ++i)
+      QVERIFY2(std::abs(end.master[i] - state.master[i]) <= 1e-5,
+               qPrintable(QString("master %1").arg(i)));
+    QCOMPARE(end.lossScale.scale, state.lossScale.scale);
+    QCOMPARE(end.lossScale.skipped, state.lossScale.skipped);
   }
 };
 
