@@ -48,7 +48,10 @@ ModelSpec coreModel(const CoreRow& row) {
 // The one layout rule of every row, from the flags the README names and their prerequisites in
 // Megatron-Core's arguments: --tp-comm-overlap needs sequence parallelism; --overlap-param-gather
 // needs the distributed optimizer (ZeRO-1 over the data-parallel replicas); micro-batches of one
-// sequence (the default --micro-batch-size); the weight gradients accumulated by the GEMM
+// sequence (--micro-batch-size 1, as Megatron's GPT examples set it: the argument has no default
+// and the README does not say it; the replica's 4 sequences as one micro-batch would hide the
+// whole reduce-scatter under the backward and put every tp-only row 33-46% over); the weight
+// gradients accumulated by the GEMM
 // (--gradient-accumulation-fusion, on by default); attention recomputed in the backward as a
 // fused attention kernel does (selective recomputation's memory and FLOPs); bf16 with Adam;
 // 1F1B, not interleaved (the README names no virtual stages).
@@ -64,7 +67,7 @@ Layout coreLayout(const CoreRow& row) {
   l.overlapDpComm = true;
   l.overlapParamGather = true;
   l.fusedGradAccumulation = true;
-  l.fp32MainGrads = true;        // Megatron forces it in bf16
+  l.fp32MainGrads = true;       // Megatron forces it in bf16
   l.attentionKernel = "cudnn";  // Transformer Engine's fused attention on Hopper
   l.recompute = Recompute::Selective;
   l.schedule = Schedule::OneFOneB;
