@@ -68,23 +68,41 @@ class TstPrecisionBf16Gemm : public QObject {
   void routesOnlyBf16Operands_data() {
     QTest::addColumn<bool>("gpt");
     QTest::addColumn<int>("dtype");
-    QTest::addColumn<int>("dp");
+    QTest::addColumn<QString>("layout");
     for (const bool gpt : {false, true})
       for (const Dtype d : {Dtype::Bf16, Dtype::Fp16, Dtype::Fp32})
-        QTest::addRow("%s %s", gpt ? "gpt" : "mlp", nameOf(d).c_str()) << gpt << int(d) << 1;
-    QTest::addRow("gpt bf16 dp2 zero-3") << true << int(Dtype::Bf16) << 2;
+        QTest::addRow("%s %s", gpt ? "gpt" : "mlp", nameOf(d).c_str()) << gpt << int(d) << "";
+    QTest::addRow("gpt bf16 dp2 zero-3") << true << int(Dtype::Bf16) << "dp2 zero-3";
+    QTest::addRow("gpt bf16 tp2") << true << int(Dtype::Bf16) << "tp2";
+    QTest::addRow("gpt bf16 pp2 recompute") << true << int(Dtype::Bf16) << "pp2 recompute";
+    QTest::addRow("moe bf16 ep2") << false << int(Dtype::Bf16) << "moe ep2";
   }
   void routesOnlyBf16Operands() {
     if (!kernels::gemm_bf16_for_training())
       QSKIP("no AMX-BF16 here (or PARALAB_BF16_GEMM=off): bf16 runs keep the fp32 GEMM");
     QFETCH(bool, gpt);
     QFETCH(int, dtype);
-    QFETCH(int, dp);
+    QFETCH(QString, layout);
     RunConfig c = runOf(gpt, Dtype(dtype));
-    if (dp > 1) {
-      c.dp = dp;
+    if (layout == "dp2 zero-3") {
+      c.dp = 2;
       c.zero = 3;
       c.deriveRanks();
+    } else if (layout == "tp2") {
+      c.tp = 2;
+      c.deriveRanks();
+    } else if (layout == "pp2 recompute") {
+      c.pp = 2;
+      c.microbatches = 2;
+      c.recompute = Recompute::Full;
+      c.deriveRanks();
+    } else if (layout == "moe ep2") {
+      c.model = ModelKind::Moe;
+      c.experts = 4;
+      c.topk = 2;
+      c.capacityFactor = 4.0;
+      c.ranks = 2;
+      c.ep = 2;  // as moe_runs.h's moeConfig
     }
     c.evalEvery = 3;
     QVERIFY2(!c.validate(), c.validate().value_or("").c_str());
