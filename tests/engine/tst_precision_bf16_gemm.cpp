@@ -32,6 +32,10 @@ RunConfig runOf(bool gpt, Dtype d) { return gpt ? gptRun(d) : mlpRun(d); }
 
 bool amx() { return QString(kernels::gemm_bf16_isa()) == "amx"; }
 
+const char* const kNoBf16Gemm =
+    "the bf16 GEMM is off here (no AMX-BF16 granted, PARALAB_SIMD below avx512, or "
+    "PARALAB_BF16_GEMM=off): bf16 runs keep the fp32 GEMM";
+
 // A run with the bf16 GEMM on (AMX allowed) or off (AMX refused: gemm_bf16_for_training() is
 // false, every GEMM the rank's fp32 one).
 test::RunRecord recordWith(bool bf16Gemm, const RunConfig& c, int steps) {
@@ -79,7 +83,7 @@ class TstPrecisionBf16Gemm : public QObject {
   }
   void routesOnlyBf16Operands() {
     if (!kernels::gemm_bf16_for_training())
-      QSKIP("no AMX-BF16 here (or PARALAB_BF16_GEMM=off): bf16 runs keep the fp32 GEMM");
+      QSKIP(kNoBf16Gemm);
     QFETCH(bool, gpt);
     QFETCH(int, dtype);
     QFETCH(QString, layout);
@@ -133,7 +137,7 @@ class TstPrecisionBf16Gemm : public QObject {
   }
   void onAgreesWithOff() {
     if (!kernels::gemm_bf16_for_training())
-      QSKIP("no AMX-BF16 here (or PARALAB_BF16_GEMM=off): bf16 runs keep the fp32 GEMM");
+      QSKIP(kNoBf16Gemm);
     QFETCH(bool, gpt);
     const RunConfig c = runOf(gpt, Dtype::Bf16);
     const int steps = gpt ? 15 : 30;
