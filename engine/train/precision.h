@@ -27,8 +27,8 @@
 // a kept activation), so the products are exact and only the order of the fp32 sums differs
 // (tests/engine/tst_precision_bf16_gemm.cpp). The rest computes in fp32: attention's GEMMs
 // (its softmax is fp32), every backward GEMM (the activation gradients are fp32; gemm_bf16
-// would round them), fp16 runs (AMX-FP16 is not used), AVX512_BF16 without AMX (its path is
-// slower than sgemm), PARALAB_SIMD below avx512, --kernel other than vendor, and
+// would round them), fp16 runs (AMX-FP16 is not used), AVX512_BF16 without AMX (`paralab-bench
+// gemm`: not faster than sgemm), PARALAB_SIMD below avx512, --kernel other than vendor, and
 // PARALAB_BF16_GEMM=off. The one switch is model/layers.h's forwardGemmInBf16.
 // On a GPU (--device cuda --kernel tensor-core) the same values are rounded by a kernel
 // on the rank's stream and the GEMMs run on bf16/fp16 tensor cores summing in fp32

@@ -58,10 +58,11 @@ void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const
 const char* gemm_bf16_isa();
 // gemm_bf16_isa() is not "scalar".
 bool gemm_bf16_available();
-// false keeps gemm_bf16 off AMX (on its AVX512_BF16 path), for the tests and the benchmark.
+// false keeps gemm_bf16 off AMX (on its AVX512_BF16 path), and so training off it too
+// (gemm_bf16_for_training), for the tests and the benchmark.
 void gemm_bf16_allow_amx(bool allow);
 // Whether a bf16 training run may compute its GEMMs of two bf16 operands in gemm_bf16: only on
-// AMX (gemm_bf16_isa() "amx", the path faster than sgemm; AVX512_BF16's is slower), and not
+// AMX (gemm_bf16_isa() "amx": `paralab-bench gemm` compares each path with sgemm), and not
 // with PARALAB_BF16_GEMM=off in the environment (the fp32 GEMM, for comparison). Which GEMMs
 // qualify is the engine's choice (model/layers.h: forwardGemmInBf16).
 bool gemm_bf16_for_training();
