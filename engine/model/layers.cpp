@@ -1,11 +1,44 @@
 // Linear and LayerNorm on the rank's Compute (see layers.h).
 #include "model/layers.h"
 
+#include <atomic>
 #include <cmath>
 
+#include "cpu/gemm.h"
+#include "cpu/half.h"
 #include "device/compute.h"
 
 namespace paralab {
+
+namespace {
+
+std::atomic<bool> g_audit{false};
+std::atomic<int64_t> g_routed{0}, g_inexact{0};
+
+bool bf16Values(const float* v, int rows, int cols, int ld) {
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < cols; ++j)
+      if (kernels::roundToBf16(v[size_t(r) * ld + j]) != v[size_t(r) * ld + j]) return false;
+  return true;
+}
+
+}  // namespace
+
+bool forwardGemmInBf16(Dtype stored, bool onGpu, const std::string& kernel) {
+  return stored == Dtype::Bf16 && !onGpu && kernel == "vendor" && kernels::gemm_bf16_for_training();
+}
+
+bool forwardGemmInBf16(const ParamSet& ps) {
+  return forwardGemmInBf16(ps.stored(), ps.compute().onGpu(), ps.compute().kernel());
+}
+
+void auditBf16Gemms(bool on) {
+  g_routed = 0;
+  g_inexact = 0;
+  g_audit = on;
+}
+
+Bf16GemmAudit bf16GemmAudit() { return {.routed = g_routed.load(), .inexact = g_inexact.load()}; }
 
 Linear::Linear(ParamSet& ps, const std::string& name, int in, int out)
     : m_ps(&ps),
@@ -24,7 +57,17 @@ void Linear::init(Rng& rng) {
 
 void Linear::forward(const float* x, float* y, int batch, bool addBias) {
   const Compute& c = m_ps->compute();
-  c.gemm(false, false, batch, m_out, m_in, 1.f, x, m_in, m_ps->param(m_w), m_out, 0.f, y, m_out);
+  const float* w = m_ps->param(m_w);
+  if (forwardGemmInBf16(*m_ps)) {
+    if (g_audit) {
+      ++g_routed;
+      if (!bf16Values(x, batch, m_in, m_in) || !bf16Values(w, m_in, m_out, m_out)) ++g_inexact;
+    }
+    kernels::gemm_bf16_rows(false, false, batch, m_out, m_in, 1.f, x, m_in, w, m_out, 0.f, y,
+                            m_out);
+  } else {
+    c.gemm(false, false, batch, m_out, m_in, 1.f, x, m_in, w, m_out, 0.f, y, m_out);
+  }
   if (addBias) c.biasAdd(y, m_ps->param(m_b), batch, m_out);
 }
 

@@ -4,12 +4,33 @@
 // --kernel chose. See tests/engine/tst_model.cpp (whole-model gradient check) and
 // tst_kernel_choice.cpp.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "model/param_set.h"
 #include "rng.h"
 
 namespace paralab {
+
+// The one switch for bf16 arithmetic in training: whether Linear::forward's GEMM x W runs in
+// kernels' gemm_bf16 (split over the rank's threads, gemm_bf16_rows) instead of the rank's fp32
+// GEMM. Both operands are bf16 values there in a bf16 run (W rounded from the fp32 master, x a
+// kept activation, rounded where the model stored it), and the products of two bf16 values are
+// exact in fp32, so only the order of the fp32 sums differs. True for a bf16 ParamSet on the
+// CPU with the default GEMM (--kernel vendor) where kernels::gemm_bf16_for_training() (AMX, not
+// PARALAB_BF16_GEMM=off). Never in fp32 or fp16, nor for a backward GEMM: its activation
+// gradients are fp32, which gemm_bf16 would round.
+bool forwardGemmInBf16(Dtype stored, bool onGpu, const std::string& kernel);
+// The same for a layer's ParamSet: its dtype, its Compute's device and GEMM.
+bool forwardGemmInBf16(const ParamSet& ps);
+// For the tests: while on (reset by each call), every GEMM forwardGemmInBf16 routes first checks
+// that rounding both its operands to bf16 is the identity, and counts the GEMMs and the ones
+// with an operand that is not (gemm_bf16 would have changed its numerics).
+struct Bf16GemmAudit {
+  int64_t routed = 0, inexact = 0;
+};
+void auditBf16Gemms(bool on);
+Bf16GemmAudit bf16GemmAudit();
 
 // y[B, out] = x[B, in] W[in, out] + b[out]. Column-parallel tensor parallelism splits `out`,
 // row-parallel splits `in` (Megatron-LM).

@@ -87,7 +87,10 @@ class Model {
   // Mixed precision (train/precision.h): the dtype the activations a layer keeps for the
   // backward are stored in; each is rounded to it where it is written (stored()). Set before
   // the first forward: the buffers are then counted at its width.
-  void storeActivationsIn(Dtype d) { m_stored = d; }
+  void storeActivationsIn(Dtype d) {
+    m_stored = d;
+    m_ps.storeIn(d);  // its parameters too (ParamSet::stored)
+  }
 
   // [SECTION] Shards: one rank's part of the model (model_parallel.cpp).
   const ModelShard& shard() const { return m_shard; }  // lastUnit resolved

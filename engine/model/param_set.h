@@ -57,6 +57,11 @@ class ParamSet {
   Tensor& params() { return m_params; }
   Tensor& grads() { return m_grads; }
   void zeroGrads() { m_grads.zero(); }
+  // Mixed precision: the dtype the parameters the layers read hold (rounded from the fp32
+  // master, train/precision.h) and the layers' kept activations with them; set with the
+  // model's (Model::storeActivationsIn). Linear reads it (layers.h: forwardGemmInBf16).
+  void storeIn(Dtype d) { m_stored = d; }
+  Dtype stored() const { return m_stored; }
 
  private:
   std::vector<ParamRef> m_refs;
@@ -65,6 +70,7 @@ class ParamSet {
   int64_t m_numel = 0;
   Tensor m_params, m_grads;
   const Compute* m_compute = nullptr;  // set by allocate
+  Dtype m_stored = Dtype::Fp32;        // storeIn
 };
 
 }  // namespace paralab

@@ -8,6 +8,7 @@
 #include "comm/communicator.h"
 #include "cpu/half.h"
 #include "device/compute.h"
+#include "model/layers.h"
 #include "parallel/data/grad_sync.h"
 #include "parallel/strategy.h"
 
@@ -65,8 +66,12 @@ std::string precisionNote(const RunConfig& c) {
   if (c.device == Device::Cuda)  // the 16-bit WMMA GEMM (cuda/gemm.h), the rest fp32
     return nameOf(c.precision) + " mixed (" + nameOf(c.precision) +
            " tensor-core GEMMs summing in fp32)";
-  // The CPU kernels widen 16-bit values and compute in fp32 (precision.h).
-  return nameOf(c.precision) + " mixed (16-bit memory and numerics, fp32 speed)";
+  // The CPU kernels widen 16-bit values and compute in fp32 (precision.h), but for the forward
+  // weight GEMMs of a bf16 run on AMX (model/layers.h: forwardGemmInBf16).
+  const std::string note = nameOf(c.precision) + " mixed (16-bit memory and numerics, fp32 speed)";
+  if (forwardGemmInBf16(c.precision, c.device == Device::Cuda, c.kernel))
+    return note + " but the forward's weight GEMMs: bf16 arithmetic on AMX, fp32 sums";
+  return note;
 }
 
 double parseLossScale(const std::string& text) {

@@ -19,10 +19,17 @@
 //     (attention's and the loss's) and the loss; the logits the loss reads; the activation
 //     gradients flowing through the backward.
 // Speed: ParaLab's CPU training kernels compute in fp32 on the widened 16-bit values, so a
-// 16-bit run's memory and numerics are 16-bit and its speed is fp32's. kernels/cpu/gemm.h's
-// gemm_bf16 (AMX's tdpbf16ps, else AVX512_BF16's vdpbf16ps; fp32 sums) is measured by
-// `paralab-bench gemm` but not called by training: it rounds both operands to bf16, and the
-// backward's activation gradients are fp32 here, so it would change the numerics above.
+// 16-bit run's memory and numerics are 16-bit and its speed is fp32's, with one exception: in a
+// bf16 run on a CPU with AMX (kernels/cpu/gemm.h: gemm_bf16_for_training) every Linear's
+// forward GEMM x W (the MLP's and the GPT's qkv, proj, fc1, fc2, the head, the experts' and the
+// router's) runs in bf16 arithmetic (gemm_bf16: AMX's tdpbf16ps, fp32 sums), split over the
+// rank's threads by rows. Both its operands are bf16 values there (W rounded from the master, x
+// a kept activation), so the products are exact and only the order of the fp32 sums differs
+// (tests/engine/tst_precision_bf16_gemm.cpp). The rest computes in fp32: attention's GEMMs
+// (its softmax is fp32), every backward GEMM (the activation gradients are fp32; gemm_bf16
+// would round them), fp16 runs (AMX-FP16 is not used), AVX512_BF16 without AMX (`paralab-bench
+// gemm`: not faster than sgemm), PARALAB_SIMD below avx512, --kernel other than vendor, and
+// PARALAB_BF16_GEMM=off. The one switch is model/layers.h's forwardGemmInBf16.
 // On a GPU (--device cuda --kernel tensor-core) the same values are rounded by a kernel
 // on the rank's stream and the GEMMs run on bf16/fp16 tensor cores summing in fp32
 // (cuda/gemm.h); the rest computes in fp32 there too. Collectives move fp32 words.

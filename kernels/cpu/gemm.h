@@ -58,8 +58,19 @@ void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const
 const char* gemm_bf16_isa();
 // gemm_bf16_isa() is not "scalar".
 bool gemm_bf16_available();
-// false keeps gemm_bf16 off AMX (on its AVX512_BF16 path), for the tests and the benchmark.
+// false keeps gemm_bf16 off AMX (on its AVX512_BF16 path), and so training off it too
+// (gemm_bf16_for_training), for the tests and the benchmark.
 void gemm_bf16_allow_amx(bool allow);
+// Whether a bf16 training run may compute its GEMMs of two bf16 operands in gemm_bf16: only on
+// AMX (gemm_bf16_isa() "amx": `paralab-bench gemm` compares each path with sgemm), and not
+// with PARALAB_BF16_GEMM=off in the environment (the fp32 GEMM, for comparison). Which GEMMs
+// qualify is the engine's choice (model/layers.h: forwardGemmInBf16).
+bool gemm_bf16_for_training();
+// gemm_bf16 split over the rank's threads (cpu/parallel_rows.h) by blocks of whole rows of C.
+// Each element's sums run in the same order whichever rows share its block, so the result is
+// gemm_bf16's on one thread bit for bit (tests/kernels/tst_gemm_bf16.cpp).
+void gemm_bf16_rows(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                    int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
 // Threads gemm_threaded and gemm_tiled use, the caller included (default, and n <= 0: the
 // hardware's threads). Set it before GEMMs run, as openblas_set_num_threads; 1 makes them

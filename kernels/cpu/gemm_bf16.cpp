@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "cpu/half.h"
+#include "cpu/parallel_rows.h"
 
 #if PARALAB_VEC_X86
 #include <cpuid.h>
@@ -304,6 +306,27 @@ void gemm_bf16_allow_amx(bool allow) {
 #else
   (void)allow;
 #endif
+}
+
+bool gemm_bf16_for_training() {
+  static const bool off = [] {
+    const char* v = std::getenv("PARALAB_BF16_GEMM");
+    return v && std::strcmp(v, "off") == 0;
+  }();
+  return !off && std::strcmp(gemm_bf16_isa(), "amx") == 0;
+}
+
+void gemm_bf16_rows(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
+                    int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  // Pieces of whole 32-row AMX blocks, each at least ~2^20 multiply-adds (the packing of B,
+  // which every piece repeats, is then small beside its products).
+  const long work = std::max(1L, long(N) * std::max(K, 1));
+  const long minRows = std::max(32L, (1L << 20) / work);
+  parallel_for(M, 32, minRows, [&](long i0, long i1) {
+    const float* a = transA ? A + i0 : A + size_t(i0) * lda;  // op(A)'s rows i0..i1
+    gemm_bf16(transA, transB, int(i1 - i0), N, K, alpha, a, lda, B, ldb, beta, C + size_t(i0) * ldc,
+              ldc);
+  });
 }
 
 void gemm_bf16(bool transA, bool transB, int M, int N, int K, float alpha, const float* A, int lda,

@@ -2,13 +2,16 @@
 // context 64, batch 128 windows, Adam) in tokens/s and in model GFLOP/s (T(6P + 12LCT) per
 // window, metrics.md) against the FMA peak of the threads it ran on, and PyTorch's CPU build on
 // the same architecture, batch, context and optimizer (torch_gpt.py), measured in the same run
-// at each thread count. Try: paralab-bench gpt [--threads 1,2] [--json]
+// at each thread count; with --precision fp32,bf16 the same model in each precision (bf16 on AMX
+// also with its bf16 GEMM off), measured in turns. Try: paralab-bench gpt [--threads 1,2]
+// [--precision fp32,bf16] [--json]
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "cli/run_options.h"
 #include "cpu/gemm.h"
 #include "data/dataset.h"
+#include "model/layers.h"
 #include "model/model.h"
 #include "teach/gemm_ladder.h"
 #include "train/trainer.h"
@@ -50,13 +54,32 @@ nlohmann::json runTorch(const RunConfig& c, int vocab, int threads, const std::s
   return {{"not_run", "PyTorch reference unavailable (install python3-torch: make bench does)"}};
 }
 
-// Steps per second of `repeats` repeats of `steps` steps (each step's own clock), appended.
-void measure(Trainer& t, int steps, int repeats, std::vector<double>& stepMs) {
-  for (int r = 0; r < repeats; ++r) {
-    double ms = 0;
-    for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
-    stepMs.push_back(ms / steps);
-  }
+// One row of the table: the model in one precision, with the bf16 GEMM allowed or not
+// (model/layers.h: forwardGemmInBf16; off: kernels::gemm_bf16_allow_amx(false)).
+struct Variant {
+  std::string name;  // "fp32", "bf16", "bf16 fp32-GEMM"
+  Dtype precision = Dtype::Fp32;
+  bool bf16Gemm = true;
+  std::unique_ptr<Trainer> trainer;
+  std::vector<double> stepMs;  // per repeat
+};
+
+// The GEMM the variant's forward weight GEMMs ran: "bf16 amx" or "fp32 sgemm" (the vendor BLAS).
+std::string gemmOf(const Variant& v) {
+  return v.bf16Gemm && forwardGemmInBf16(v.precision, false, "vendor") ? "bf16 amx" : "fp32 sgemm";
+}
+
+// `repeats` repeats of `steps` steps (each step's own clock) of each variant in turn, so a noisy
+// neighbour hits them alike; each repeat's ms a step appended to its variant.
+void measure(std::vector<Variant>& variants, int steps, int repeats) {
+  for (int r = 0; r < repeats; ++r)
+    for (Variant& v : variants) {
+      kernels::gemm_bf16_allow_amx(v.bf16Gemm);
+      double ms = 0;
+      for (int s = 0; s < steps; ++s) ms += v.trainer->step().stepMs;
+      v.stepMs.push_back(ms / steps);
+    }
+  kernels::gemm_bf16_allow_amx(true);
 }
 
 }  // namespace
@@ -69,6 +92,7 @@ int benchGpt(int argc, char** argv) {
   c.lr = 0.003;
   c.evalEvery = 0;
   std::vector<int> threads = {1, 2};
+  std::vector<std::string> precisions = {"fp32"};
   Options o;
   CLI::App app{"The GPT's serial training step vs PyTorch on the CPU, per thread count"};
   app.add_option("--hidden", c.hidden)->capture_default_str();
@@ -78,6 +102,11 @@ int benchGpt(int argc, char** argv) {
   app.add_option("--batch", c.batch, "Windows per step")->capture_default_str();
   app.add_option("--threads", threads, "Thread counts, 1..64: one, or a list (1,2)")
       ->check(CLI::Range(1, 64))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--precision", precisions,
+                 "Precisions, fp32|bf16|fp16: one, or a list (fp32,bf16), the same model in each; "
+                 "a bf16 run on AMX is also measured with its bf16 GEMM off")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--steps", o.steps, "Steps per timed repeat")
@@ -90,9 +119,24 @@ int benchGpt(int argc, char** argv) {
   app.add_flag("--no-torch", o.noTorch, "Skip the PyTorch reference");
   if (const auto code = parseCommandLine(app, argc, argv, "paralab-bench gpt")) return *code;
   if (auto err = c.validate()) return fail("--" + *err);
+  std::vector<Variant> variants;
+  for (const std::string& p : precisions) {
+    const std::optional<Dtype> d = fromName<Dtype>(p);
+    if (!d || (*d != Dtype::Fp32 && *d != Dtype::Bf16 && *d != Dtype::Fp16))
+      return fail("--precision: '" + p + "' is not fp32, bf16 or fp16");
+    variants.push_back({.name = p, .precision = *d});
+    if (forwardGemmInBf16(*d, false, "vendor"))
+      variants.push_back({.name = p + " fp32-GEMM", .precision = *d, .bf16Gemm = false});
+  }
 
   try {
-    Trainer t(c);
+    for (Variant& v : variants) {
+      RunConfig vc = c;
+      vc.precision = v.precision;
+      if (auto err = vc.validate()) return fail("--" + *err);
+      v.trainer = std::make_unique<Trainer>(vc);  // the same seed: the same model
+    }
+    Trainer& t = *variants.front().trainer;
     const int vocab = t.data().classes;  // the distinct characters of the text
     const double tokens = double(c.batch) * c.seq;
     const double flops = modelFlopsPerSample(c, t.data()) * c.batch;  // per step
@@ -136,61 +180,77 @@ int benchGpt(int argc, char** argv) {
           "and below the diagonal, T(T + 32)/2 of the T x T; the count above is "
           "the same for both. PyTorch repeats the text's first batch of windows, ParaLab steps "
           "through the text.\n");
-      std::printf("BLAS: %s. Median of %d repeats x %d steps.\n\n", kernels::vendor_blas_name(),
-                  o.repeats, o.steps);
-      std::printf("%7s  %-20s %10s %10s %9s %11s\n", "threads", "engine", "tokens/s", "ms/step",
-                  "GFLOP/s", "% FMA peak");
+      std::printf(
+          "BLAS: %s. bf16 GEMM: %s (a bf16 run's forward weight GEMMs use it on amx "
+          "only; the rest fp32). Median of %d repeats x %d steps, precisions in turns.\n\n",
+          kernels::vendor_blas_name(), kernels::gemm_bf16_isa(), o.repeats, o.steps);
+      std::printf("%7s  %-26s %10s %10s %9s %11s  %s\n", "threads", "engine", "tokens/s", "ms/step",
+                  "GFLOP/s", "% FMA peak", "GEMM");
     }
     for (int n : threads) {
       kernels::vendor_blas_set_threads(n);
-      for (int i = 0; i < 3; ++i) t.step();  // warm-up: buffers allocated, caches warm
-      std::vector<double> ms;
+      for (Variant& v : variants) {
+        kernels::gemm_bf16_allow_amx(v.bf16Gemm);
+        for (int i = 0; i < 3; ++i) v.trainer->step();  // warm-up: buffers, caches
+        v.stepMs.clear();
+      }
       // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
-      measure(t, o.steps, o.repeats, ms);
+      measure(variants, o.steps, o.repeats);
       const nlohmann::json ref = o.noTorch ? nlohmann::json{{"not_run", "--no-torch"}}
                                            : runTorch(c, vocab, n, windows, o);
-      measure(t, o.steps, o.repeats, ms);
-      const double ours = bench::median(ms);
+      measure(variants, o.steps, o.repeats);
       const double peak = corePeak * n;
       const double torchMs = ref.value("step_ms", 0.0);
-      if (o.json) {
-        nlohmann::json j = {{"bench", "gpt"},
-                            {"threads", n},
-                            {"hidden", c.hidden},
-                            {"layers", c.layers},
-                            {"heads", c.heads},
-                            {"seq", c.seq},
-                            {"batch", c.batch},
-                            {"vocab", vocab},
-                            {"parameters", t.parameterCount()},
-                            {"model_gflop_per_step", flops * 1e-9},
-                            {"paralab_step_ms", ours},
-                            {"paralab_tokens_per_s", tokens / (ours * 1e-3)},
-                            {"paralab_gflops", flops / (ours * 1e-3) * 1e-9},
-                            {"fma_peak_gflops", peak},
-                            {"blas", kernels::vendor_blas_name()}};
-        if (torchMs > 0) {
-          j["pytorch"] = ref.value("engine", "");
-          j["pytorch_step_ms"] = torchMs;
-          j["pytorch_tokens_per_s"] = tokens / (torchMs * 1e-3);
-          j["ratio"] = torchMs / ours;
-        } else {
-          j["pytorch_not_run"] = ref.value("not_run", "");
+      const double firstMs = bench::median(variants.front().stepMs);
+      for (const Variant& v : variants) {
+        const double ours = bench::median(v.stepMs);
+        const bool first = &v == &variants.front();
+        if (o.json) {
+          nlohmann::json j = {{"bench", "gpt"},
+                              {"threads", n},
+                              {"precision", v.name},
+                              {"gemm", gemmOf(v)},
+                              {"hidden", c.hidden},
+                              {"layers", c.layers},
+                              {"heads", c.heads},
+                              {"seq", c.seq},
+                              {"batch", c.batch},
+                              {"vocab", vocab},
+                              {"parameters", t.parameterCount()},
+                              {"model_gflop_per_step", flops * 1e-9},
+                              {"paralab_step_ms", ours},
+                              {"paralab_tokens_per_s", tokens / (ours * 1e-3)},
+                              {"paralab_gflops", flops / (ours * 1e-3) * 1e-9},
+                              {"fma_peak_gflops", peak},
+                              {"blas", kernels::vendor_blas_name()}};
+          if (!first) j["tokens_per_s_vs_" + variants.front().name] = firstMs / ours;
+          if (torchMs > 0) {
+            j["pytorch"] = ref.value("engine", "");
+            j["pytorch_step_ms"] = torchMs;
+            j["pytorch_tokens_per_s"] = tokens / (torchMs * 1e-3);
+            j["ratio"] = torchMs / ours;
+          } else {
+            j["pytorch_not_run"] = ref.value("not_run", "");
+          }
+          std::printf("%s\n", j.dump().c_str());
+          continue;
         }
-        std::printf("%s\n", j.dump().c_str());
-        continue;
-      }
-      auto row = [&](const std::string& name, double stepMs) {
-        const double g = flops / (stepMs * 1e-3) * 1e-9;
-        std::printf("%7d  %-20s %10.0f %10.1f %9.1f %10.1f%%\n", n, name.c_str(),
-                    tokens / (stepMs * 1e-3), stepMs, g, 100 * g / peak);
-      };
-      row("ParaLab", ours);
-      if (torchMs > 0) {
-        row(ref.value("engine", "PyTorch"), torchMs);
-        std::printf("%7s  ParaLab / PyTorch: %.2fx tokens/s\n", "", torchMs / ours);
-      } else {
-        std::printf("%7s  PyTorch: %s\n", "", ref.value("not_run", "").c_str());
+        auto row = [&](const std::string& name, double stepMs, const std::string& gemm) {
+          const double g = flops / (stepMs * 1e-3) * 1e-9;
+          std::printf("%7d  %-26s %10.0f %10.1f %9.1f %10.1f%%  %s\n", n, name.c_str(),
+                      tokens / (stepMs * 1e-3), stepMs, g, 100 * g / peak, gemm.c_str());
+        };
+        row(variants.size() > 1 ? "ParaLab " + v.name : "ParaLab", ours, gemmOf(v));
+        if (!first)
+          std::printf("%7s  %s / %s: %.2fx tokens/s\n", "", v.name.c_str(),
+                      variants.front().name.c_str(), firstMs / ours);
+        if (!first) continue;
+        if (torchMs > 0) {
+          row(ref.value("engine", "PyTorch"), torchMs, "");
+          std::printf("%7s  ParaLab / PyTorch: %.2fx tokens/s\n", "", torchMs / ours);
+        } else {
+          std::printf("%7s  PyTorch: %s\n", "", ref.value("not_run", "").c_str());
+        }
       }
       std::fflush(stdout);
     }

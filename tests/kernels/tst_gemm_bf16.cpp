@@ -3,14 +3,15 @@
 // every block, padded strides, alpha/beta. Skipped on a CPU without avx512_bf16 (the AMX rows
 // also where AMX is absent or not granted). Run: ctest -R tst_gemm_bf16
 #include <QtTest>
-
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "cpu/half.h"
+#include "cpu/parallel_rows.h"
 #include "gemm_reference.h"
 
 using namespace paralab::kernels;
@@ -44,7 +45,12 @@ class TstGemmBf16 : public QObject {
   void matchesReference();
   void roundsOperandsToBf16();
   void lowerSimdLevelTurnsItOff();
-  void cleanup() { gemm_bf16_allow_amx(true); }
+  void threadsEqualOneThread_data();
+  void threadsEqualOneThread();
+  void cleanup() {
+    gemm_bf16_allow_amx(true);
+    rank_threads_set(1);
+  }
 };
 
 void TstGemmBf16::initTestCase() {
@@ -142,6 +148,7 @@ void TstGemmBf16::lowerSimdLevelTurnsItOff() {
             fast.data(), p.ldc);
   QVERIFY(setSimdLevel(SimdLevel::Avx2));
   QVERIFY(!gemm_bf16_available());
+  QVERIFY(!gemm_bf16_for_training());  // training keeps its fp32 GEMM
   QCOMPARE(QString(gemm_bf16_isa()), QString("scalar"));
   gemm_bf16(p.ta, p.tb, p.M, p.N, p.K, 1.f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.f,
             slow.data(), p.ldc);
@@ -150,6 +157,38 @@ void TstGemmBf16::lowerSimdLevelTurnsItOff() {
   for (size_t e = 0; e < fast.size(); ++e)
     QVERIFY2(std::abs(fast[e] - p.ref[e]) <= bound(p, e) && std::abs(slow[e] - p.ref[e]) <= bound(p, e),
              qPrintable(QString("entry %1: %2 and %3, expected %4").arg(e).arg(fast[e]).arg(slow[e]).arg(p.ref[e])));
+}
+
+// Split over a rank's threads by rows of C (gemm_bf16_rows, as a bf16 training run's forward
+// GEMMs are), the result is the one thread's bit for bit, on each path; M past several 32-row
+// pieces and not a multiple of them.
+void TstGemmBf16::threadsEqualOneThread_data() {
+  QTest::addColumn<QString>("isa");
+  QTest::addColumn<int>("threads");
+  for (const char* isa : {"avx512_bf16", "amx"})
+    for (const int threads : {2, 3})
+      QTest::addRow("%s %d threads", isa, threads) << QString(isa) << threads;
+}
+
+void TstGemmBf16::threadsEqualOneThread() {
+  QFETCH(QString, isa);
+  QFETCH(int, threads);
+  gemm_bf16_allow_amx(isa == "amx");
+  if (isa == "amx" && QString(gemm_bf16_isa()) != "amx")
+    QSKIP("this CPU has no AMX-BF16, or the operating system does not grant its tiles");
+  for (const bool ta : {false, true}) {
+    const paralab::test::GemmProblem p = bf16Problem(1000, 300, 520, ta, false, 1.f, 0.f, 0);
+    std::vector<float> one(size_t(p.M) * p.ldc), many(one.size());
+    rank_threads_set(1);
+    gemm_bf16(ta, false, p.M, p.N, p.K, 1.f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.f, one.data(),
+              p.ldc);
+    rank_threads_set(threads);
+    gemm_bf16_rows(ta, false, p.M, p.N, p.K, 1.f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.f,
+                   many.data(), p.ldc);
+    rank_threads_set(1);
+    QVERIFY2(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0,
+             ta ? "op(A) = A^T" : "op(A) = A");
+  }
 }
 
 QTEST_APPLESS_MAIN(TstGemmBf16)
