@@ -200,7 +200,9 @@ void addModelRows(std::vector<Setting>& t) {
                     "optimizer updates an fp32 master copy, GEMMs sum in fp32, "
                     "LayerNorm's statistics, the softmax and the loss stay fp32. The CPU "
                     "kernels widen 16-bit values to compute: the memory and numerics are "
-                    "16-bit, the speed is fp32's. On a GPU (--kernel tensor-core) the GEMMs run on "
+                    "16-bit, the speed is fp32's, but a bf16 run on a CPU with AMX computes its "
+                    "forward weight GEMMs in bf16 arithmetic (PARALAB_BF16_GEMM=off: fp32). On a "
+                    "GPU (--kernel tensor-core) the GEMMs run on "
                     "16-bit tensor cores (lessons/reference/precision.md).")
           .fixedPerRun());
   t.push_back(field("loss-scale", &RunConfig::lossScale)
