@@ -8,6 +8,8 @@
 //     master value near a bf16 tie may round to the neighbouring bf16 on one device.
 //   * Sync data parallelism (bucket, ZeRO-1/2/3) in 16 bits follows its GPU serial run as the
 //     CPU's layouts follow theirs (tst_precision).
+//   * --accumulate 4 keeps the earlier micro-batches' fp32 sum on the GPU: it follows the GPU
+//     run of the whole batch and the CPU's --accumulate 4 run.
 //   * fp16 with the dynamic loss scale trains (loss falls, the scale and skipped steps are in
 //     the metrics); fp16 without scaling flushes gradient entries, counted on the GPU.
 //   * Model-state memory per rank is the CPU's: 18 bytes a parameter with Adam.
@@ -154,6 +156,103 @@ class TstCudaPrecision : public QObject {
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "dp2 on the GPU vs serial");
     VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "dp2 vs dp2 per-tensor");
     VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs dp2 per-tensor");
+  }
+
+  // On the GPU as on the CPU (tst_precision_accumulate), the second micro-batch's gradients
+  // are rounded alone and added to the first's fp32 sum: S + round(g), not round(S + g).
+  void eachMicroBatchRoundedApart() {
+    SKIP_WITHOUT_GPU();
+    RunConfig c = onGpu(run(false, Dtype::Bf16));
+    c.accumulate = 2;
+    const auto gpu = Compute::forRank(c, 0);
+    MemoryTracker tracker;
+    ParamSet ps;
+    ps.beginUnit("unit");
+    ps.add("w", {3});
+    ps.allocate(&tracker, gpu.get());
+    MixedPrecision mp(c);
+    mp.runOn(*gpu);
+    MixedPrecision::Hooks hooks(mp, ps, nullptr, &tracker);
+    // 1 + 2^-8 is a bf16 tie (rounds to 1); 2^-9 alone is a bf16 value.
+    const std::vector<float> first = {1.f, 3.f, 0.25f}, second = {0x1p-8f, 0x1p-9f, 1.f + 0x1p-8f};
+    Tensor written = gpu->tensor({3}, MemCategory::Workspace, &tracker);
+    for (const std::vector<float>* g : {&first, &second}) {
+      hooks.beforeBackward(0);
+      gpu->upload(written.data(), g->data(), 3);  // a backward writes += into the buffer
+      gpu->residualAdd(ps.grad(0), written.data(), 3);
+      hooks.afterBackward(0);
+    }
+    std::vector<float> sum(3);
+    gpu->download(sum.data(), ps.grad(0), 3);
+    QCOMPARE(sum[0], 1.f + 0x1p-8f);  // fp32 keeps what rounding the sum would lose
+    QCOMPARE(sum[1], 3.f + 0x1p-9f);  // below bf16's step at 3
+    QCOMPARE(sum[2], 0.25f + 1.f);    // the micro-batch's own value rounded: 1 + 2^-8 -> 1
+    QCOMPARE(tracker.snapshot().peak[size_t(MemCategory::Workspace)], int64_t(6 * sizeof(float)));
+  }
+
+  // --accumulate 4 in 16 bits on the GPU (precision.h: each micro-batch's gradients rounded
+  // apart, added on the device to the fp32 sum of the earlier ones). Against the GPU's run of
+  // the whole batch at once: each of the 4 micro-batches' gradients is rounded alone where
+  // that run rounds their sum once, so they agree to 16-bit rounding, the bound tst_precision
+  // sets for 2 ranks each rounding its part (loss 1e-2, parameters 2e-2 of the largest).
+  // Against the CPU's --accumulate 4 run: the bound bf16FollowsTheCpu sets (5e-3 relative).
+  void accumulates_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<QString>("layout");
+    for (const Dtype d : {Dtype::Bf16, Dtype::Fp16})
+      QTest::addRow("%s serial", nameOf(d).c_str()) << int(d) << "";
+    QTest::addRow("bf16 dp2") << int(Dtype::Bf16) << "dp2";
+    QTest::addRow("bf16 dp2 zero-2") << int(Dtype::Bf16) << "zero-2";
+  }
+  void accumulates() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, dtype);
+    QFETCH(QString, layout);
+    RunConfig whole = onGpu(run(false, Dtype(dtype)));
+    if (!layout.isEmpty()) whole.dp = 2;
+    if (layout == "zero-2") whole.zero = 2;
+    whole.deriveRanks();
+    RunConfig four = whole;
+    four.accumulate = 4;
+    QVERIFY2(!four.validate(), four.validate().value_or("").c_str());
+    RunConfig cpu = four;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = whole.steps;
+    const test::RunRecord a = test::recordRun(whole, steps), b = test::recordRun(four, steps),
+                          c = test::recordRun(cpu, steps);
+    qInfo("%s K=4 on the GPU: loss %.5f -> %.5f; vs K=1 %.2e (params %.2e), vs the CPU %.2e",
+          nameOf(Dtype(dtype)).c_str(), b.losses.front(), b.losses.back(),
+          test::worstRelativeDifference(b.losses, a.losses, 1),
+          test::worstParameterDifference(b.params, a.params),
+          test::worstRelativeDifference(b.losses, c.losses, 1));
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "K=4 vs K=1 on the GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters, K=4 vs K=1");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "K=4 on the GPU vs on the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+  }
+
+  // The fp32 sum set aside on the GPU is counted as Workspace, one unit's at a time: the peak
+  // grows by the largest unit's gradients at most, never by the model's.
+  void accumulatedSumIsWorkspace() {
+    SKIP_WITHOUT_GPU();
+    RunConfig whole = onGpu(run(false, Dtype::Bf16));
+    RunConfig four = whole;
+    four.accumulate = 4;
+    four.batch = whole.batch;
+    const auto peak = [](const RunConfig& c) {
+      Trainer t(c);
+      t.step();
+      return t.step().ranks.at(0).mem.peak[size_t(MemCategory::Workspace)];
+    };
+    RunConfig small = whole;
+    small.batch = whole.batch / 4;  // the micro-batch's scratch, without the sum
+    const int64_t withSum = peak(four), without = peak(small);
+    Trainer t(whole);
+    qInfo("workspace peak: %lld bytes with the sum, %lld without, model %lld bytes of fp32",
+          (long long)withSum, (long long)without, (long long)(4 * t.parameterCount()));
+    QVERIFY2(withSum > without, "the sum is counted");
+    QVERIFY2(withSum - without < 4 * t.parameterCount(), "one unit's sum at a time");
   }
 
   void fp16DynamicScaleTrains() {
