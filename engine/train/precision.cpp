@@ -41,14 +41,14 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
     return head +
            "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
            "there: --kernel tensor-core)";
-  // On a GPU the 16-bit path is the replica's (compute.h), --accumulate's fp32 sum on the
-  // device (Hooks); model parallelism and the parameter server there stay fp32.
-  if (c.device == Device::Cuda &&
-      (c.modelParallel() || c.hasExperts() || c.strategy == "ps-sync"))
+  // On a GPU the 16-bit path is the replica's (compute.h: the sync data-parallel layouts and
+  // the parameter server), --accumulate's fp32 sum on the device (Hooks); model and expert
+  // parallelism there stay fp32.
+  if (c.device == Device::Cuda && (c.modelParallel() || c.hasExperts()))
     return head +
-           "trains on a GPU serially and with --strategy sync data parallelism and its ZeRO "
-           "stages (tp = pp = cp = 1, dense models, any --accumulate); other GPU layouts train "
-           "in fp32";
+           "trains on a GPU serially, with --strategy sync data parallelism and its ZeRO stages "
+           "and with --strategy ps-sync (tp = pp = cp = 1, dense models); other GPU layouts "
+           "train in fp32";
   // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
   // synchronous parameter server keeps the fp32 master on its servers (param_server.cpp); the
   // asynchronous strategies keep no master copy.

@@ -10,10 +10,13 @@
 //     CPU's layouts follow theirs (tst_precision).
 //   * --accumulate 4 keeps the earlier micro-batches' fp32 sum on the GPU: it follows the GPU
 //     run of the whole batch and the CPU's --accumulate 4 run.
+//   * --strategy ps-sync in 16 bits follows sync data parallelism on as many GPU ranks, the
+//     GPU's serial run and the CPU's ps-sync run; the servers alone hold the fp32 master.
 //   * fp16 with the dynamic loss scale trains (loss falls, the scale and skipped steps are in
 //     the metrics); fp16 without scaling flushes gradient entries, counted on the GPU.
 //   * Model-state memory per rank is the CPU's: 18 bytes a parameter with Adam.
-//   * What cannot run is refused in one line: 16 bits on another rung of the GPU ladder.
+//   * What cannot run is refused in one line: 16 bits on another rung of the GPU ladder, or
+//     with model parallelism on a GPU.
 // Every row skips without a GPU; tst_cuda_precision_emulated runs them on the emulated GPU.
 // Run: ctest -R tst_cuda_precision -V
 #include <QtTest>
@@ -23,6 +26,7 @@
 #include "device/compute.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
+#include "parallel/data/replica.h"  // shardLen
 #include "train/precision.h"
 #include "train/trainer.h"
 
@@ -58,6 +62,18 @@ class TstCudaPrecision : public QObject {
                        "tensor cores (allowed there: --kernel tensor-core)",
                        0) == 0,
              err.c_str());
+    // Model parallelism on a GPU stays fp32; the line names what trains in 16 bits there.
+    RunConfig tp = onGpu(run(false, Dtype::Bf16));
+    tp.tp = 2;
+    tp.deriveRanks();
+    QCOMPARE(QString::fromStdString(precisionRefusal(tp).value_or("")),
+             QString("precision: bf16 trains on a GPU serially, with --strategy sync data "
+                     "parallelism and its ZeRO stages and with --strategy ps-sync (tp = pp = cp "
+                     "= 1, dense models); other GPU layouts train in fp32"));
+    tp.tp = 1;
+    tp.accumulate = 4;
+    tp.deriveRanks();
+    QVERIFY2(!tp.validate(), tp.validate().value_or("").c_str());
   }
 
   // A 16-bit run's GEMM on the GPU multiplies 16-bit operands: on fp32 inputs it gives the
@@ -253,6 +269,58 @@ class TstCudaPrecision : public QObject {
           (long long)withSum, (long long)without, (long long)(4 * t.parameterCount()));
     QVERIFY2(withSum > without, "the sum is counted");
     QVERIFY2(withSum - without < 4 * t.parameterCount(), "one unit's sum at a time");
+  }
+
+  // ps-sync in 16 bits on the GPU (param_server.cpp): each worker rounds its slice's
+  // gradients on its device, the server sums the pushed shards in fp32 there, divides by S,
+  // and updates its fp32 master. The bounds are tst_precision_ps's: against sync per-tensor on
+  // as many ranks (the same rounding points, another order of fp32 sums) 1e-5; against the
+  // serial run (each worker rounds its own slice) loss 1e-2, parameters 2e-2; against the
+  // CPU's ps-sync run the bound bf16FollowsTheCpu sets (5e-3 relative).
+  void parameterServer_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("servers");
+    QTest::newRow("bf16 N=2 S=1") << int(Dtype::Bf16) << 2 << 1;
+    QTest::newRow("bf16 N=3 S=2") << int(Dtype::Bf16) << 3 << 2;
+    QTest::newRow("fp16 N=2 S=2") << int(Dtype::Fp16) << 2 << 2;
+  }
+  void parameterServer() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, dtype);
+    QFETCH(int, ranks);
+    QFETCH(int, servers);
+    const RunConfig serial = onGpu(run(false, Dtype(dtype)));
+    RunConfig ps = serial, dp = serial;
+    ps.strategy = "ps-sync";
+    ps.ranks = dp.ranks = ranks;
+    ps.servers = servers;
+    dp.dpVersion = DpVersion::PerTensor;
+    QVERIFY2(!ps.validate(), ps.validate().value_or("").c_str());
+    RunConfig cpu = ps;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = 8;
+    Trainer t(ps);
+    test::RunRecord b;
+    StepMetrics last;
+    for (int s = 0; s < steps; ++s) b.losses.push_back((last = t.step()).loss);
+    b.params = t.saveState().params;
+    const test::RunRecord a = test::recordRun(serial, steps), ref = test::recordRun(dp, steps),
+                          c = test::recordRun(cpu, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "ps-sync vs sync per-tensor, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs sync per-tensor");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "ps-sync vs serial, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters, vs serial");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "ps-sync on the GPU vs on the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+    // The servers' shards of the fp32 master, nothing on a worker; 16-bit parameters on all.
+    const int64_t P = t.parameterCount();
+    for (const RankMetrics& r : last.ranks) {
+      const int64_t shard = r.rank < servers ? shardLen(r.rank, servers, P) : 0;
+      QCOMPARE(r.mem[MemCategory::Master], 4 * shard);
+      QCOMPARE(r.mem[MemCategory::Params], 2 * P);
+    }
   }
 
   void fp16DynamicScaleTrains() {
