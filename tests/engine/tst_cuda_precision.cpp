@@ -12,11 +12,13 @@
 //     run of the whole batch and the CPU's --accumulate 4 run.
 //   * --strategy ps-sync in 16 bits follows sync data parallelism on as many GPU ranks, the
 //     GPU's serial run and the CPU's ps-sync run; the servers alone hold the fp32 master.
+//   * Tensor, sequence, pipeline and context parallelism in 16 bits follow the GPU's serial run
+//     as the CPU's layouts follow theirs (tst_precision_model_parallel), and their CPU runs.
 //   * fp16 with the dynamic loss scale trains (loss falls, the scale and skipped steps are in
 //     the metrics); fp16 without scaling flushes gradient entries, counted on the GPU.
 //   * Model-state memory per rank is the CPU's: 18 bytes a parameter with Adam.
 //   * What cannot run is refused in one line: 16 bits on another rung of the GPU ladder, or
-//     with model parallelism on a GPU.
+//     with experts on a GPU.
 // Every row skips without a GPU; tst_cuda_precision_emulated runs them on the emulated GPU.
 // Run: ctest -R tst_cuda_precision -V
 #include <QtTest>
@@ -24,6 +26,7 @@
 
 #include "cuda_skip.h"
 #include "device/compute.h"
+#include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
 #include "parallel/data/replica.h"  // shardLen
@@ -62,18 +65,20 @@ class TstCudaPrecision : public QObject {
                        "tensor cores (allowed there: --kernel tensor-core)",
                        0) == 0,
              err.c_str());
-    // Model parallelism on a GPU stays fp32; the line names what trains in 16 bits there.
-    RunConfig tp = onGpu(run(false, Dtype::Bf16));
-    tp.tp = 2;
-    tp.deriveRanks();
-    QCOMPARE(QString::fromStdString(precisionRefusal(tp).value_or("")),
-             QString("precision: bf16 trains on a GPU serially, with --strategy sync data "
-                     "parallelism and its ZeRO stages and with --strategy ps-sync (tp = pp = cp "
-                     "= 1, dense models); other GPU layouts train in fp32"));
-    tp.tp = 1;
-    tp.accumulate = 4;
-    tp.deriveRanks();
-    QVERIFY2(!tp.validate(), tp.validate().value_or("").c_str());
+    // The experts on a GPU stay fp32; the line names what trains in 16 bits there.
+    RunConfig moe = onGpu(run(true, Dtype::Bf16));
+    moe.ffn = Ffn::Moe;
+    QCOMPARE(QString::fromStdString(precisionRefusal(moe).value_or("")),
+             QString("precision: bf16 trains on a GPU with dense models (serially, with "
+                     "--strategy sync data, tensor, sequence, pipeline and context parallelism "
+                     "and ZeRO, or --strategy ps-sync); --model moe and --ffn moe train in fp32 "
+                     "on a GPU"));
+    moe.ffn = Ffn::Dense;
+    moe.tp = 2;
+    moe.pp = 2;
+    moe.accumulate = 2;
+    moe.deriveRanks();
+    QVERIFY2(!moe.validate(), moe.validate().value_or("").c_str());
   }
 
   // A 16-bit run's GEMM on the GPU multiplies 16-bit operands: on fp32 inputs it gives the
@@ -321,6 +326,53 @@ class TstCudaPrecision : public QObject {
       QCOMPARE(r.mem[MemCategory::Master], 4 * shard);
       QCOMPARE(r.mem[MemCategory::Params], 2 * P);
     }
+  }
+
+  // Model parallelism in 16 bits on the GPU: each stage rounds what it keeps on its device
+  // (stage.h), where the serial model rounds. The bounds are tst_precision_model_parallel's:
+  // one pipeline micro-batch rounds at serial's points, fp32's 1e-5; the other layouts sum in
+  // another order or round each micro-batch's gradients apart, loss 1e-2 and parameters 2e-2.
+  // Against the same layout on the CPU: the bound bf16FollowsTheCpu sets (5e-3 relative).
+  void modelParallel_data() {
+    QTest::addColumn<bool>("gpt");
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<double>("bound");
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("accumulate");
+    const int bf16 = int(Dtype::Bf16), fp16 = int(Dtype::Fp16);
+    QTest::newRow("mlp pp2 M1") << false << "pp2 M1" << 1e-5 << bf16 << 1;
+    QTest::newRow("mlp pp2 M4") << false << "pp2 M4" << 1e-2 << bf16 << 1;
+    QTest::newRow("mlp tp2") << false << "tp2" << 1e-2 << bf16 << 1;
+    QTest::newRow("gpt tp2 sp") << true << "tp2 sp" << 1e-2 << bf16 << 1;
+    QTest::newRow("gpt cp2") << true << "cp2" << 1e-2 << bf16 << 1;
+    // fp16 at the dynamic scale, --accumulate 2 around a 2-micro-batch pipeline, against the
+    // serial --accumulate 2 run.
+    QTest::newRow("mlp fp16 tp2 pp2 M2 K2") << false << "tp2 pp2 M2" << 1e-2 << fp16 << 2;
+  }
+  void modelParallel() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(bool, gpt);
+    QFETCH(QString, layout);
+    QFETCH(double, bound);
+    QFETCH(int, dtype);
+    QFETCH(int, accumulate);
+    RunConfig serial = onGpu(run(gpt, Dtype(dtype)));
+    serial.accumulate = accumulate;
+    serial.layers = 2;
+    serial.optimizer = "momentum";  // as tst_precision_model_parallel: the layout, not Adam
+    serial.lr = 0.05;
+    const RunConfig laid = test::withLayout(serial, layout);
+    QVERIFY2(!laid.validate(), laid.validate().value_or("").c_str());
+    RunConfig cpu = laid;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = 8;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
+                          c = test::recordRun(cpu, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, bound, "16-bit layout vs serial, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, bound < 1e-3 ? bound : 2 * bound, "final parameters");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "16-bit layout on the GPU vs the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
   }
 
   void fp16DynamicScaleTrains() {
