@@ -41,17 +41,9 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
     return head +
            "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
            "there: --kernel tensor-core)";
-  // On a GPU the replicas and the model-parallel stages round, sum and check on the rank's
-  // Compute (roundStored, Hooks); the experts' layers round on the host (moe_ffn.cpp,
-  // expert_parallel.cpp) and stay fp32 there.
-  if (c.device == Device::Cuda && c.hasExperts())
-    return head +
-           "trains on a GPU with dense models (serially, with --strategy sync data, tensor, "
-           "sequence, pipeline and context parallelism and ZeRO, or --strategy ps-sync); "
-           "--model moe and --ffn moe train in fp32 on a GPU";
-  // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
-  // synchronous parameter server keeps the fp32 master on its servers (param_server.cpp); the
-  // asynchronous strategies keep no master copy.
+  // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h), on
+  // the rank's Compute, the CPU or a GPU; the synchronous parameter server keeps the fp32
+  // master on its servers (param_server.cpp); the asynchronous strategies keep no master copy.
   if (c.strategy != "sync" && c.strategy != "ps-sync")
     return head +
            "trains serially and with --strategy sync (data, tensor, sequence, pipeline, "
