@@ -146,7 +146,7 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
 // the rank's device, as the CPU's is of the host; the copies queue on the rank's stream, in
 // order with the backward that follows.
 void MixedPrecision::Hooks::setAsideOnDevice(int u) {
-  if (m_mp.m_accumulate <= 1) return;  // one micro-batch a step: nothing to keep
+  if (m_mp.m_microBatches <= 1) return;  // one micro-batch a step: nothing to keep
   const Compute& c = m_mp.compute();
   const ParamUnit& unit = m_ps.units()[size_t(u)];
   int64_t n = 0;

@@ -370,9 +370,28 @@ class TstCudaPrecision : public QObject {
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
                           c = test::recordRun(cpu, steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, bound, "16-bit layout vs serial, GPU");
-    VERIFY_PARAMETERS_AGREE(b.params, a.params, bound < 1e-3 ? bound : 2 * bound, "final parameters");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, bound < 1e-3 ? bound : 2 * bound,
+                            "final parameters");
     VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "16-bit layout on the GPU vs the CPU");
     QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+  }
+
+  // A pipeline's micro-batches are rounded apart as --accumulate's are: each micro-batch's
+  // weight gradients rounded alone and added to the fp32 sum in order, on the GPU. pp2 with 4
+  // micro-batches has the rounding points and sums of the serial run with --accumulate 4, and
+  // agrees with it to fp32's tolerance (1e-5).
+  void pipelineMicroBatchesRoundedApart() {
+    SKIP_WITHOUT_GPU();
+    RunConfig serial = onGpu(run(false, Dtype::Bf16));
+    serial.optimizer = "momentum";
+    serial.lr = 0.05;
+    serial.accumulate = 4;
+    RunConfig pipeline = test::withLayout(serial, "pp2 M4 gpipe");
+    pipeline.accumulate = 1;
+    QVERIFY2(!pipeline.validate(), pipeline.validate().value_or("").c_str());
+    const test::RunRecord a = test::recordRun(serial, 8), b = test::recordRun(pipeline, 8);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "pp2 M4 vs serial K=4, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters");
   }
 
   // The experts in 16 bits on the GPU: the MoE layer rounds what it keeps on its device
