@@ -14,7 +14,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "cpu/half.h"
 #include "cpu/moe.h"
 #include "device/compute.h"
 #include "rng.h"
@@ -219,8 +218,8 @@ void MoeFfn::routeAndPlan(int N, bool train, ExpertExchange& ex) {
 }
 
 void MoeFfn::stored(float* values, int64_t n) const {
-  if (m_stored == Dtype::Bf16 || m_stored == Dtype::Fp16)
-    kernels::round_to_half(values, n, m_stored == Dtype::Fp16);
+  if (m_stored == Dtype::Bf16 || m_stored == Dtype::Fp16)  // on the layer's device
+    compute().roundHalf(values, n, m_stored == Dtype::Fp16);
 }
 
 // [SECTION] Forward

@@ -42,17 +42,9 @@ std::optional<std::string> precisionRefusal(const RunConfig& c) {
     return head +
            "trains on the CPU, or with --device cuda on 16-bit tensor cores (allowed "
            "there: --kernel tensor-core)";
-  // On a GPU the 16-bit path is the replica's (compute.h); model parallelism and the parameter
-  // server there stay fp32.
-  if (c.device == Device::Cuda &&
-      (c.modelParallel() || c.hasExperts() || c.accumulate > 1 || c.strategy == "ps-sync"))
-    return head +
-           "trains on a GPU serially and with --strategy sync data parallelism and its ZeRO "
-           "stages (tp = pp = cp = 1, dense models, --accumulate 1); other GPU layouts train "
-           "in fp32";
-  // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h); the
-  // synchronous parameter server keeps the fp32 master on its servers (param_server.cpp); the
-  // asynchronous strategies keep no master copy.
+  // Model and expert parallelism round where the serial model does (stage.h, moe_ffn.h), on
+  // the rank's Compute, the CPU or a GPU; the synchronous parameter server keeps the fp32
+  // master on its servers (param_server.cpp); the asynchronous strategies keep no master copy.
   if (c.strategy != "sync" && c.strategy != "ps-sync")
     return head +
            "trains serially and with --strategy sync (data, tensor, sequence, pipeline, "
@@ -131,8 +123,7 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
   if (m_inner) m_inner->beforeBackward(u);  // first: it may bind the unit's gradients elsewhere
   // Gradients left by earlier micro-batches of the step (all zero at the first, or where the
   // strategy's buffer starts empty, as ZeRO-2/3's staging does): set aside, the buffer zeroed.
-  // Read on the host: a GPU run has one micro-batch a step (precisionRefusal), nothing to keep.
-  if (m_mp.compute().onGpu()) return;
+  if (m_mp.compute().onGpu()) return setAsideOnDevice(u);
   const ParamUnit& unit = m_ps.units()[size_t(u)];
   int64_t n = 0;
   bool held = false;
@@ -156,6 +147,28 @@ void MixedPrecision::Hooks::beforeBackward(int u) {
   m_sums[u] = std::move(sum);
 }
 
+// Not read back (that would wait for the backward so far). The sum is a Workspace tensor of
+// the rank's device, as the CPU's is of the host; the copies queue on the rank's stream, in
+// order with the backward that follows.
+void MixedPrecision::Hooks::setAsideOnDevice(int u) {
+  if (m_mp.m_microBatches <= 1) return;  // one micro-batch a step: nothing to keep
+  const Compute& c = m_mp.compute();
+  const ParamUnit& unit = m_ps.units()[size_t(u)];
+  int64_t n = 0;
+  for (int i = unit.firstRef; i < unit.endRef; ++i) n += m_ps.ref(i).numel();
+  Tensor sum = c.tensor({n}, MemCategory::Workspace, m_memory);  // zero-filled
+  float* at = sum.data();
+  for (int i = unit.firstRef; i < unit.endRef; ++i) {
+    const int64_t len = m_ps.ref(i).numel();
+    if (float* g = m_ps.grad(i)) {
+      c.copy(at, g, len);
+      c.zero(g, len);
+    }
+    at += len;
+  }
+  m_sums[u] = std::move(sum);
+}
+
 void MixedPrecision::Hooks::afterBackward(int u) {
   const ParamUnit& unit = m_ps.units()[size_t(u)];
   // This micro-batch's gradients, rounded where a 16-bit GEMM stores them.
@@ -164,10 +177,14 @@ void MixedPrecision::Hooks::afterBackward(int u) {
     m_mp.compute().roundHalf(m_ps.grad(i), m_ps.ref(i).numel(), m_mp.m_dtype == Dtype::Fp16, true);
   if (const auto it = m_sums.find(u); it != m_sums.end()) {  // added into the fp32 sum
     const float* at = it->second.data();
+    const bool gpu = m_mp.compute().onGpu();
     for (int i = unit.firstRef; i < unit.endRef; ++i) {
       float* g = m_ps.grad(i);
       const int64_t len = m_ps.ref(i).numel();
-      for (int64_t j = 0; g && j < len; ++j) g[j] = at[j] + g[j];
+      if (g && gpu)  // g += sum on the rank's stream (cuda/layers.h residual_add: fp32)
+        m_mp.compute().residualAdd(g, at, len);
+      else
+        for (int64_t j = 0; g && j < len; ++j) g[j] = at[j] + g[j];
       at += len;
     }
     m_sums.erase(it);

@@ -34,6 +34,7 @@
 // on the rank's stream and the GEMMs run on bf16/fp16 tensor cores summing in fp32
 // (cuda/gemm.h); the rest computes in fp32 there too. Collectives move fp32 words.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -98,7 +99,10 @@ class LossScaler {
 // the backward finishes it, and the counts the step's JSON line carries.
 class MixedPrecision {
  public:
-  explicit MixedPrecision(const RunConfig& c) : m_dtype(c.precision), m_scaler(c) {}
+  explicit MixedPrecision(const RunConfig& c)
+      : m_dtype(c.precision),
+        m_scaler(c),
+        m_microBatches(c.accumulate * (c.modelParallel() ? std::max(1, c.microbatches) : 1)) {}
   bool active() const { return sixteenBit(m_dtype); }
   // The rank's device, where the gradients are rounded, unscaled and checked (default: the CPU).
   void runOn(const Compute& c) { m_compute = &c; }
@@ -111,7 +115,10 @@ class MixedPrecision {
   // buffer already holds earlier micro-batches' fp32 sum (--accumulate), the sum is set aside
   // before the backward (a Workspace buffer of the unit's size, counted by `memory`), so the
   // backward writes this micro-batch's gradients alone; they are rounded, then added to the
-  // sum in fp32 (Megatron's main_grad.add_(grad)).
+  // sum in fp32 (Megatron's main_grad.add_(grad)). On a GPU the buffer is not read back to
+  // find whether it holds a sum: where a step has several micro-batches (--accumulate, a
+  // pipeline's --microbatches) it is set aside at every micro-batch
+  // (zeros at the first: adding them back changes no value), copied and added on the device.
   class Hooks final : public UnitHooks {
    public:
     Hooks(MixedPrecision& mp, ParamSet& ps, UnitHooks* inner, MemoryTracker* memory = nullptr)
@@ -126,6 +133,7 @@ class MixedPrecision {
     void afterBackward(int u) override;
 
    private:
+    void setAsideOnDevice(int u);  // the GPU's set-aside (see above)
     MixedPrecision& m_mp;
     ParamSet& m_ps;
     UnitHooks* m_inner;
@@ -148,6 +156,9 @@ class MixedPrecision {
   LossScaler m_scaler;
   const Compute* m_compute = nullptr;  // runOn; null: Compute::host()
   float m_stepScale = 1.f;             // the scale the step's backward ran at (before its update)
+  // Backwards a step of each unit (the GPU's Hooks set aside a sum where more than 1):
+  // --accumulate's micro-batches, times a model-parallel layout's --microbatches.
+  int m_microBatches = 1;
 };
 
 }  // namespace paralab

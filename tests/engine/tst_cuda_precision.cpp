@@ -8,6 +8,13 @@
 //     master value near a bf16 tie may round to the neighbouring bf16 on one device.
 //   * Sync data parallelism (bucket, ZeRO-1/2/3) in 16 bits follows its GPU serial run as the
 //     CPU's layouts follow theirs (tst_precision).
+//   * --accumulate 4 keeps the earlier micro-batches' fp32 sum on the GPU: it follows the GPU
+//     run of the whole batch and the CPU's --accumulate 4 run.
+//   * --strategy ps-sync in 16 bits follows sync data parallelism on as many GPU ranks, the
+//     GPU's serial run and the CPU's ps-sync run; the servers alone hold the fp32 master.
+//   * Tensor, sequence, pipeline and context parallelism in 16 bits follow the GPU's serial run
+//     as the CPU's layouts follow theirs (tst_precision_model_parallel), and their CPU runs;
+//     so do the experts (--model moe, --ffn moe, expert parallelism).
 //   * fp16 with the dynamic loss scale trains (loss falls, the scale and skipped steps are in
 //     the metrics); fp16 without scaling flushes gradient entries, counted on the GPU.
 //   * Model-state memory per rank is the CPU's: 18 bytes a parameter with Adam.
@@ -19,8 +26,11 @@
 
 #include "cuda_skip.h"
 #include "device/compute.h"
+#include "layout_spec.h"
 #include "loss_trajectory.h"
 #include "memory_estimate.h"
+#include "moe_runs.h"
+#include "parallel/data/replica.h"  // shardLen
 #include "train/precision.h"
 #include "train/trainer.h"
 
@@ -56,6 +66,19 @@ class TstCudaPrecision : public QObject {
                        "tensor cores (allowed there: --kernel tensor-core)",
                        0) == 0,
              err.c_str());
+    // Every synchronous layout trains in 16 bits on the GPU as on the CPU.
+    RunConfig moe = test::moeConfig(1, 1, 2);
+    moe.precision = Dtype::Bf16;
+    moe = onGpu(moe);
+    QVERIFY2(!moe.validate(), moe.validate().value_or("").c_str());
+    moe.ranks = moe.ep = 2;
+    QVERIFY2(!moe.validate(), moe.validate().value_or("").c_str());
+    RunConfig dense = onGpu(run(true, Dtype::Fp16));
+    dense.tp = 2;
+    dense.pp = 2;
+    dense.accumulate = 2;
+    dense.deriveRanks();
+    QVERIFY2(!dense.validate(), dense.validate().value_or("").c_str());
   }
 
   // A 16-bit run's GEMM on the GPU multiplies 16-bit operands: on fp32 inputs it gives the
@@ -154,6 +177,262 @@ class TstCudaPrecision : public QObject {
     VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "dp2 on the GPU vs serial");
     VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "dp2 vs dp2 per-tensor");
     VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs dp2 per-tensor");
+  }
+
+  // On the GPU as on the CPU (tst_precision_accumulate), the second micro-batch's gradients
+  // are rounded alone and added to the first's fp32 sum: S + round(g), not round(S + g).
+  void eachMicroBatchRoundedApart() {
+    SKIP_WITHOUT_GPU();
+    RunConfig c = onGpu(run(false, Dtype::Bf16));
+    c.accumulate = 2;
+    const auto gpu = Compute::forRank(c, 0);
+    MemoryTracker tracker;
+    ParamSet ps;
+    ps.beginUnit("unit");
+    ps.add("w", {3});
+    ps.allocate(&tracker, gpu.get());
+    MixedPrecision mp(c);
+    mp.runOn(*gpu);
+    MixedPrecision::Hooks hooks(mp, ps, nullptr, &tracker);
+    // 1 + 2^-8 is a bf16 tie (rounds to 1); 2^-9 alone is a bf16 value.
+    const std::vector<float> first = {1.f, 3.f, 0.25f}, second = {0x1p-8f, 0x1p-9f, 1.f + 0x1p-8f};
+    Tensor written = gpu->tensor({3}, MemCategory::Workspace, &tracker);
+    for (const std::vector<float>* g : {&first, &second}) {
+      hooks.beforeBackward(0);
+      gpu->upload(written.data(), g->data(), 3);  // a backward writes += into the buffer
+      gpu->residualAdd(ps.grad(0), written.data(), 3);
+      hooks.afterBackward(0);
+    }
+    std::vector<float> sum(3);
+    gpu->download(sum.data(), ps.grad(0), 3);
+    QCOMPARE(sum[0], 1.f + 0x1p-8f);  // fp32 keeps what rounding the sum would lose
+    QCOMPARE(sum[1], 3.f + 0x1p-9f);  // below bf16's step at 3
+    QCOMPARE(sum[2], 0.25f + 1.f);    // the micro-batch's own value rounded: 1 + 2^-8 -> 1
+    QCOMPARE(tracker.snapshot().peak[size_t(MemCategory::Workspace)], int64_t(6 * sizeof(float)));
+  }
+
+  // --accumulate 4 in 16 bits on the GPU (precision.h: each micro-batch's gradients rounded
+  // apart, added on the device to the fp32 sum of the earlier ones). Against the GPU's run of
+  // the whole batch at once: each of the 4 micro-batches' gradients is rounded alone where
+  // that run rounds their sum once, so they agree to 16-bit rounding, the bound tst_precision
+  // sets for 2 ranks each rounding its part (loss 1e-2, parameters 2e-2 of the largest).
+  // Against the CPU's --accumulate 4 run: the bound bf16FollowsTheCpu sets (5e-3 relative).
+  void accumulates_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<QString>("layout");
+    for (const Dtype d : {Dtype::Bf16, Dtype::Fp16})
+      QTest::addRow("%s serial", nameOf(d).c_str()) << int(d) << "";
+    QTest::addRow("bf16 dp2") << int(Dtype::Bf16) << "dp2";
+    QTest::addRow("bf16 dp2 zero-2") << int(Dtype::Bf16) << "zero-2";
+  }
+  void accumulates() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, dtype);
+    QFETCH(QString, layout);
+    RunConfig whole = onGpu(run(false, Dtype(dtype)));
+    if (!layout.isEmpty()) whole.dp = 2;
+    if (layout == "zero-2") whole.zero = 2;
+    whole.deriveRanks();
+    RunConfig four = whole;
+    four.accumulate = 4;
+    QVERIFY2(!four.validate(), four.validate().value_or("").c_str());
+    RunConfig cpu = four;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = whole.steps;
+    const test::RunRecord a = test::recordRun(whole, steps), b = test::recordRun(four, steps),
+                          c = test::recordRun(cpu, steps);
+    qInfo("%s K=4 on the GPU: loss %.5f -> %.5f; vs K=1 %.2e (params %.2e), vs the CPU %.2e",
+          nameOf(Dtype(dtype)).c_str(), b.losses.front(), b.losses.back(),
+          test::worstRelativeDifference(b.losses, a.losses, 1),
+          test::worstParameterDifference(b.params, a.params),
+          test::worstRelativeDifference(b.losses, c.losses, 1));
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "K=4 vs K=1 on the GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters, K=4 vs K=1");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "K=4 on the GPU vs on the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+  }
+
+  // The fp32 sum set aside on the GPU is counted as Workspace, one unit's at a time: the peak
+  // grows by the largest unit's gradients at most, never by the model's.
+  void accumulatedSumIsWorkspace() {
+    SKIP_WITHOUT_GPU();
+    RunConfig whole = onGpu(run(false, Dtype::Bf16));
+    RunConfig four = whole;
+    four.accumulate = 4;
+    four.batch = whole.batch;
+    const auto peak = [](const RunConfig& c) {
+      Trainer t(c);
+      t.step();
+      return t.step().ranks.at(0).mem.peak[size_t(MemCategory::Workspace)];
+    };
+    RunConfig small = whole;
+    small.batch = whole.batch / 4;  // the micro-batch's scratch, without the sum
+    const int64_t withSum = peak(four), without = peak(small);
+    Trainer t(whole);
+    qInfo("workspace peak: %lld bytes with the sum, %lld without, model %lld bytes of fp32",
+          (long long)withSum, (long long)without, (long long)(4 * t.parameterCount()));
+    QVERIFY2(withSum > without, "the sum is counted");
+    QVERIFY2(withSum - without < 4 * t.parameterCount(), "one unit's sum at a time");
+  }
+
+  // ps-sync in 16 bits on the GPU (param_server.cpp): each worker rounds its slice's
+  // gradients on its device, the server sums the pushed shards in fp32 there, divides by S,
+  // and updates its fp32 master. The bounds are tst_precision_ps's: against sync per-tensor on
+  // as many ranks (the same rounding points, another order of fp32 sums) 1e-5; against the
+  // serial run (each worker rounds its own slice) loss 1e-2, parameters 2e-2; against the
+  // CPU's ps-sync run the bound bf16FollowsTheCpu sets (5e-3 relative).
+  void parameterServer_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("servers");
+    QTest::newRow("bf16 N=2 S=1") << int(Dtype::Bf16) << 2 << 1;
+    QTest::newRow("bf16 N=3 S=2") << int(Dtype::Bf16) << 3 << 2;
+    QTest::newRow("fp16 N=2 S=2") << int(Dtype::Fp16) << 2 << 2;
+  }
+  void parameterServer() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(int, dtype);
+    QFETCH(int, ranks);
+    QFETCH(int, servers);
+    const RunConfig serial = onGpu(run(false, Dtype(dtype)));
+    RunConfig ps = serial, dp = serial;
+    ps.strategy = "ps-sync";
+    ps.ranks = dp.ranks = ranks;
+    ps.servers = servers;
+    dp.dpVersion = DpVersion::PerTensor;
+    QVERIFY2(!ps.validate(), ps.validate().value_or("").c_str());
+    RunConfig cpu = ps;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = 8;
+    Trainer t(ps);
+    test::RunRecord b;
+    StepMetrics last;
+    for (int s = 0; s < steps; ++s) b.losses.push_back((last = t.step()).loss);
+    b.params = t.saveState().params;
+    const test::RunRecord a = test::recordRun(serial, steps), ref = test::recordRun(dp, steps),
+                          c = test::recordRun(cpu, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "ps-sync vs sync per-tensor, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs sync per-tensor");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "ps-sync vs serial, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters, vs serial");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "ps-sync on the GPU vs on the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+    // The servers' shards of the fp32 master, nothing on a worker; 16-bit parameters on all.
+    const int64_t P = t.parameterCount();
+    for (const RankMetrics& r : last.ranks) {
+      const int64_t shard = r.rank < servers ? shardLen(r.rank, servers, P) : 0;
+      QCOMPARE(r.mem[MemCategory::Master], 4 * shard);
+      QCOMPARE(r.mem[MemCategory::Params], 2 * P);
+    }
+  }
+
+  // Model parallelism in 16 bits on the GPU: each stage rounds what it keeps on its device
+  // (stage.h), where the serial model rounds. The bounds are tst_precision_model_parallel's:
+  // one pipeline micro-batch rounds at serial's points, fp32's 1e-5; the other layouts sum in
+  // another order or round each micro-batch's gradients apart, loss 1e-2 and parameters 2e-2.
+  // Against the same layout on the CPU: the bound bf16FollowsTheCpu sets (5e-3 relative).
+  void modelParallel_data() {
+    QTest::addColumn<bool>("gpt");
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<double>("bound");
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("accumulate");
+    const int bf16 = int(Dtype::Bf16), fp16 = int(Dtype::Fp16);
+    QTest::newRow("mlp pp2 M1") << false << "pp2 M1" << 1e-5 << bf16 << 1;
+    QTest::newRow("mlp pp2 M4") << false << "pp2 M4" << 1e-2 << bf16 << 1;
+    QTest::newRow("mlp tp2") << false << "tp2" << 1e-2 << bf16 << 1;
+    QTest::newRow("gpt tp2 sp") << true << "tp2 sp" << 1e-2 << bf16 << 1;
+    QTest::newRow("gpt cp2") << true << "cp2" << 1e-2 << bf16 << 1;
+    // fp16 at the dynamic scale, --accumulate 2 around a 2-micro-batch pipeline, against the
+    // serial --accumulate 2 run.
+    QTest::newRow("mlp fp16 tp2 pp2 M2 K2") << false << "tp2 pp2 M2" << 1e-2 << fp16 << 2;
+  }
+  void modelParallel() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(bool, gpt);
+    QFETCH(QString, layout);
+    QFETCH(double, bound);
+    QFETCH(int, dtype);
+    QFETCH(int, accumulate);
+    RunConfig serial = onGpu(run(gpt, Dtype(dtype)));
+    serial.accumulate = accumulate;
+    serial.layers = 2;
+    serial.optimizer = "momentum";  // as tst_precision_model_parallel: the layout, not Adam
+    serial.lr = 0.05;
+    const RunConfig laid = test::withLayout(serial, layout);
+    QVERIFY2(!laid.validate(), laid.validate().value_or("").c_str());
+    RunConfig cpu = laid;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = 8;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
+                          c = test::recordRun(cpu, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, bound, "16-bit layout vs serial, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, bound < 1e-3 ? bound : 2 * bound,
+                            "final parameters");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "16-bit layout on the GPU vs the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+  }
+
+  // A pipeline's micro-batches are rounded apart as --accumulate's are: each micro-batch's
+  // weight gradients rounded alone and added to the fp32 sum in order, on the GPU. pp2 with 4
+  // micro-batches has the rounding points and sums of the serial run with --accumulate 4, and
+  // agrees with it to fp32's tolerance (1e-5).
+  void pipelineMicroBatchesRoundedApart() {
+    SKIP_WITHOUT_GPU();
+    RunConfig serial = onGpu(run(false, Dtype::Bf16));
+    serial.optimizer = "momentum";
+    serial.lr = 0.05;
+    serial.accumulate = 4;
+    RunConfig pipeline = test::withLayout(serial, "pp2 M4 gpipe");
+    pipeline.accumulate = 1;
+    QVERIFY2(!pipeline.validate(), pipeline.validate().value_or("").c_str());
+    const test::RunRecord a = test::recordRun(serial, 8), b = test::recordRun(pipeline, 8);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-5, "pp2 M4 vs serial K=4, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 1e-5, "final parameters");
+  }
+
+  // The experts in 16 bits on the GPU: the MoE layer rounds what it keeps on its device
+  // (moe_ffn.h). Against the GPU's serial run the bound of tst_precision_model_parallel's
+  // experts (their gradient sums over dp and expert-dp in another order: loss 1e-2, parameters
+  // 2e-2); against the same run on the CPU bf16FollowsTheCpu's (5e-3 relative).
+  void experts_data() {
+    QTest::addColumn<bool>("gpt");
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("ep");
+    for (const bool gpt : {false, true}) {
+      QTest::addRow("%s serial", gpt ? "gpt" : "moe") << gpt << 1 << 1;
+      QTest::addRow("%s ep2", gpt ? "gpt" : "moe") << gpt << 2 << 2;
+    }
+  }
+  void experts() {
+    SKIP_WITHOUT_GPU();
+    QFETCH(bool, gpt);
+    QFETCH(int, ranks);
+    QFETCH(int, ep);
+    RunConfig serial = test::moeConfig(1, 1, 2);
+    if (gpt) {
+      const RunConfig g = run(true, Dtype::Bf16);
+      serial.model = ModelKind::Gpt, serial.ffn = Ffn::Moe;
+      serial.hidden = g.hidden, serial.heads = g.heads, serial.seq = g.seq, serial.batch = g.batch;
+    }
+    serial.precision = Dtype::Bf16;
+    serial = onGpu(serial);
+    RunConfig laid = serial;
+    laid.ranks = ranks, laid.ep = ep;
+    QVERIFY2(!laid.validate(), laid.validate().value_or("").c_str());
+    RunConfig cpu = laid;
+    cpu.device = Device::Cpu;
+    cpu.kernel = "vendor";
+    const int steps = 8;
+    const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
+                          c = test::recordRun(cpu, steps);
+    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "bf16 experts vs serial, GPU");
+    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters");
+    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "bf16 experts on the GPU vs the CPU");
+    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
   }
 
   void fp16DynamicScaleTrains() {

@@ -48,6 +48,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     ensureCompute(m_ctx, m_ownCompute);
     // Mixed precision (train/precision.h): 16-bit parameters and activations counted at 2 bytes.
     countStoredBytes(ctx.memory, ctx.config->precision);
+    m_precision.runOn(compute());  // gradients rounded, unscaled and checked on the rank's device
     const GridCoords& c = m_grid->coords();
     m_topo.tokenRanks = m_grid->dp().size();
     m_topo.tokenRank = c.dp;
@@ -64,7 +65,7 @@ class ExpertParallel final : public Strategy, private ExpertExchange, private Un
     if (!m_moe) throw std::logic_error("expert parallelism: the model has no experts");
     if (m_precision.active()) {  // the shard's initial weights rounded into their 16-bit store
       m_model->storeActivationsIn(m_precision.dtype());
-      roundStored(m_precision.dtype(), m_model->params().params().data(),
+      roundStored(compute(), m_precision.dtype(), m_model->params().params().data(),
                   m_model->params().numel());
     }
     m_moe->exchange = this;

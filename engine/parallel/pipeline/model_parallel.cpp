@@ -84,6 +84,7 @@ class ModelParallel final : public Strategy {
     const RunConfig& c = *ctx.config;
     // Mixed precision (train/precision.h): 16-bit parameters and activations counted at 2 bytes.
     countStoredBytes(ctx.memory, c.precision);
+    m_precision.runOn(compute());  // gradients rounded, unscaled and checked on the rank's device
     const GridCoords& at = m_grid.coords();
     const int P = c.pp, s = at.pp, L = c.layers, V = pipelineChunks(c.schedule, P, c.virtualStages);
     const PipePlacement place = pipelinePlacement(c.schedule);
@@ -111,7 +112,8 @@ class ModelParallel final : public Strategy {
       if (m_precision.active()) {  // the shard's initial weights rounded into their 16-bit store
         ch.model->storeActivationsIn(c.precision);
         ch.stage->storeActivationsIn(c.precision);
-        roundStored(c.precision, ch.model->params().params().data(), ch.model->params().numel());
+        roundStored(compute(), c.precision, ch.model->params().params().data(),
+                    ch.model->params().numel());
       }
       ch.sync = std::make_unique<GradSync>(
           ch.model->params(),

@@ -61,7 +61,9 @@ void Stage::eachBlockBack(int blocks, int firstUnit, bool weight, UnitHooks* hoo
 
 void Stage::ready() const { m_compute.sync(); }
 
-void Stage::stored(float* values, int64_t n) const { roundStored(m_stored, values, n); }
+void Stage::stored(float* values, int64_t n) const {
+  roundStored(m_compute, m_stored, values, n);  // on the rank's device
+}
 
 Tensor Stage::fp32(const std::function<Tensor(Shape)>& make, Shape s) const {
   Fp32Allocations wide(m_memory);  // allocate() counts on the rank's tracker, as the stage does
