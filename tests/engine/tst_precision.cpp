@@ -12,6 +12,7 @@
 #include "json_lines.h"
 #include "loss_scale_run.h"
 #include "loss_trajectory.h"
+#include "model/layers.h"
 #include "schema.h"
 #include "train/precision.h"
 
@@ -267,8 +268,8 @@ class TstPrecision : public QObject {
       return last.testLoss.value_or(INFINITY);
     };
     const double fp32 = heldOut(Dtype::Fp32), bf16 = heldOut(Dtype::Bf16);
-    qInfo("fortunes, held-out loss after %d steps: fp32 %.4f, bf16 %.4f nats/char", c.steps,
-          fp32, bf16);
+    qInfo("fortunes, held-out loss after %d steps: fp32 %.4f, bf16 %.4f nats/char", c.steps, fp32,
+          bf16);
     QVERIFY2(std::abs(bf16 - fp32) < 0.05, "bf16 trains as fp32 does, within bf16's rounding");
   }
 
@@ -314,7 +315,8 @@ class TstPrecision : public QObject {
     QVERIFY2(s.err.contains("loss-scale: '0.5' is not dynamic or a number"), qPrintable(s.err));
   }
 
-  // --help and the run's description say what the setting does and that the speed is fp32's.
+  // --help and the run's description say what the setting does and that the speed is fp32's,
+  // but for the forward's weight GEMMs where a CPU with AMX runs them in bf16 (model/layers.h).
   void saysWhatItIs() {
     const Setting* s = findSetting("precision");
     QVERIFY(s);
@@ -322,9 +324,16 @@ class TstPrecision : public QObject {
     RunConfig c = mlpRun(Dtype::Bf16);
     const RunDescription d = describeRun(c);
     QVERIFY2(d.find("precision"), "the summary lists the setting");
-    QVERIFY2(
-        d.training.find("bf16 mixed (16-bit memory and numerics, fp32 speed)") != std::string::npos,
-        d.training.c_str());
+    const std::string said =
+        forwardGemmInBf16(c.precision, false, c.kernel)
+            ? "bf16 mixed (16-bit memory and numerics; the forward's weight GEMMs in bf16 "
+              "arithmetic on AMX, the rest at fp32 speed)"
+            : "bf16 mixed (16-bit memory and numerics, fp32 speed)";
+    QVERIFY2(d.training.find(said) != std::string::npos, d.training.c_str());
+    c.precision = Dtype::Fp16;  // no fp16 GEMM of fp32 sums on a CPU: fp32 speed everywhere
+    QVERIFY2(describeRun(c).training.find("fp16 mixed (16-bit memory and numerics, fp32 speed)") !=
+                 std::string::npos,
+             describeRun(c).training.c_str());
   }
 };
 
