@@ -60,10 +60,11 @@ std::string precisionNote(const RunConfig& c) {
            " tensor-core GEMMs summing in fp32)";
   // The CPU kernels widen 16-bit values and compute in fp32 (precision.h), but for the forward
   // weight GEMMs of a bf16 run on AMX (model/layers.h: forwardGemmInBf16).
-  const std::string head = nameOf(c.precision) + " mixed (16-bit memory and numerics";
+  // Short: every chart's subtitle carries it.
+  const std::string head = nameOf(c.precision) + " mixed (16-bit memory and numerics, ";
   if (forwardGemmInBf16(c.precision, c.device == Device::Cuda, c.kernel))
-    return head + "; the forward's weight GEMMs in bf16 arithmetic on AMX, the rest at fp32 speed)";
-  return head + ", fp32 speed)";
+    return head + "forward GEMMs in bf16 on AMX)";
+  return head + "fp32 speed)";
 }
 
 double parseLossScale(const std::string& text) {

@@ -326,8 +326,7 @@ class TstPrecision : public QObject {
     QVERIFY2(d.find("precision"), "the summary lists the setting");
     const std::string said =
         forwardGemmInBf16(c.precision, false, c.kernel)
-            ? "bf16 mixed (16-bit memory and numerics; the forward's weight GEMMs in bf16 "
-              "arithmetic on AMX, the rest at fp32 speed)"
+            ? "bf16 mixed (16-bit memory and numerics, forward GEMMs in bf16 on AMX)"
             : "bf16 mixed (16-bit memory and numerics, fp32 speed)";
     QVERIFY2(d.training.find(said) != std::string::npos, d.training.c_str());
     c.precision = Dtype::Fp16;  // no fp16 GEMM of fp32 sums on a CPU: fp32 speed everywhere
