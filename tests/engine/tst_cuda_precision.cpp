@@ -51,6 +51,19 @@ RunConfig onGpu(RunConfig c) {
   return c;
 }
 
+// A 16-bit layout run on the GPU (`laid`) against the GPU run it must follow (loss `bound`,
+// parameters twice that, or `bound` itself at 1e-5: tst_precision*'s bounds) and against the same
+// layout on the CPU (5e-3, the GPU's fp32 sums in another order); and it learns.
+void verifyGpuLayout(const test::RunRecord& laid, const test::RunRecord& serial,
+                     const test::RunRecord& cpu, double bound, const QString& what) {
+  VERIFY_TRAJECTORIES_AGREE(laid.losses, serial.losses, bound, what + " on the GPU");
+  VERIFY_PARAMETERS_AGREE(laid.params, serial.params, bound < 1e-3 ? bound : 2 * bound,
+                          "final parameters, " + what);
+  VERIFY_TRAJECTORIES_AGREE(laid.losses, cpu.losses, 5e-3,
+                            what + ": the layout on the GPU vs the CPU");
+  QVERIFY2(laid.losses.back() < laid.losses.front(), "it learns");
+}
+
 }  // namespace
 
 class TstCudaPrecision : public QObject {
@@ -247,10 +260,7 @@ class TstCudaPrecision : public QObject {
           test::worstRelativeDifference(b.losses, a.losses, 1),
           test::worstParameterDifference(b.params, a.params),
           test::worstRelativeDifference(b.losses, c.losses, 1));
-    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "K=4 vs K=1 on the GPU");
-    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters, K=4 vs K=1");
-    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "K=4 on the GPU vs on the CPU");
-    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+    verifyGpuLayout(b, a, c, 1e-2, "K=4 vs K=1");
   }
 
   // The fp32 sum set aside on the GPU is counted as Workspace, one unit's at a time: the peak
@@ -315,10 +325,7 @@ class TstCudaPrecision : public QObject {
                           c = test::recordRun(cpu, steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "ps-sync vs sync per-tensor, GPU");
     VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs sync per-tensor");
-    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "ps-sync vs serial, GPU");
-    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters, vs serial");
-    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "ps-sync on the GPU vs on the CPU");
-    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+    verifyGpuLayout(b, a, c, 1e-2, "ps-sync vs serial");
     // The servers' shards of the fp32 master, nothing on a worker; 16-bit parameters on all.
     const int64_t P = t.parameterCount();
     for (const RankMetrics& r : last.ranks) {
@@ -369,11 +376,7 @@ class TstCudaPrecision : public QObject {
     const int steps = 8;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
                           c = test::recordRun(cpu, steps);
-    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, bound, "16-bit layout vs serial, GPU");
-    VERIFY_PARAMETERS_AGREE(b.params, a.params, bound < 1e-3 ? bound : 2 * bound,
-                            "final parameters");
-    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "16-bit layout on the GPU vs the CPU");
-    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+    verifyGpuLayout(b, a, c, bound, "16-bit layout vs serial");
   }
 
   // A pipeline's micro-batches are rounded apart as --accumulate's are: each micro-batch's
@@ -429,10 +432,7 @@ class TstCudaPrecision : public QObject {
     const int steps = 8;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
                           c = test::recordRun(cpu, steps);
-    VERIFY_TRAJECTORIES_AGREE(b.losses, a.losses, 1e-2, "bf16 experts vs serial, GPU");
-    VERIFY_PARAMETERS_AGREE(b.params, a.params, 2e-2, "final parameters");
-    VERIFY_TRAJECTORIES_AGREE(b.losses, c.losses, 5e-3, "bf16 experts on the GPU vs the CPU");
-    QVERIFY2(b.losses.back() < b.losses.front(), "it learns");
+    verifyGpuLayout(b, a, c, 1e-2, "bf16 experts vs serial");
   }
 
   void fp16DynamicScaleTrains() {
