@@ -51,6 +51,13 @@ RunConfig onGpu(RunConfig c) {
   return c;
 }
 
+// The same run on the CPU: the twin a GPU layout is held to.
+RunConfig onCpu(RunConfig c) {
+  c.device = Device::Cpu;
+  c.kernel = "vendor";
+  return c;
+}
+
 // A 16-bit layout run on the GPU (`laid`) against the GPU run it must follow (loss `bound`,
 // parameters twice that, or `bound` itself at 1e-5: tst_precision*'s bounds) and against the same
 // layout on the CPU (5e-3, the GPU's fp32 sums in another order); and it learns.
@@ -249,12 +256,9 @@ class TstCudaPrecision : public QObject {
     RunConfig four = whole;
     four.accumulate = 4;
     QVERIFY2(!four.validate(), four.validate().value_or("").c_str());
-    RunConfig cpu = four;
-    cpu.device = Device::Cpu;
-    cpu.kernel = "vendor";
     const int steps = whole.steps;
     const test::RunRecord a = test::recordRun(whole, steps), b = test::recordRun(four, steps),
-                          c = test::recordRun(cpu, steps);
+                          c = test::recordRun(onCpu(four), steps);
     qInfo("%s K=4 on the GPU: loss %.5f -> %.5f; vs K=1 %.2e (params %.2e), vs the CPU %.2e",
           nameOf(Dtype(dtype)).c_str(), b.losses.front(), b.losses.back(),
           test::worstRelativeDifference(b.losses, a.losses, 1),
@@ -312,9 +316,6 @@ class TstCudaPrecision : public QObject {
     ps.servers = servers;
     dp.dpVersion = DpVersion::PerTensor;
     QVERIFY2(!ps.validate(), ps.validate().value_or("").c_str());
-    RunConfig cpu = ps;
-    cpu.device = Device::Cpu;
-    cpu.kernel = "vendor";
     const int steps = 8;
     Trainer t(ps);
     test::RunRecord b;
@@ -322,7 +323,7 @@ class TstCudaPrecision : public QObject {
     for (int s = 0; s < steps; ++s) b.losses.push_back((last = t.step()).loss);
     b.params = t.saveState().params;
     const test::RunRecord a = test::recordRun(serial, steps), ref = test::recordRun(dp, steps),
-                          c = test::recordRun(cpu, steps);
+                          c = test::recordRun(onCpu(ps), steps);
     VERIFY_TRAJECTORIES_AGREE(b.losses, ref.losses, 1e-5, "ps-sync vs sync per-tensor, GPU");
     VERIFY_PARAMETERS_AGREE(b.params, ref.params, 1e-5, "final parameters, vs sync per-tensor");
     verifyGpuLayout(b, a, c, 1e-2, "ps-sync vs serial");
@@ -370,12 +371,9 @@ class TstCudaPrecision : public QObject {
     serial.lr = 0.05;
     const RunConfig laid = test::withLayout(serial, layout);
     QVERIFY2(!laid.validate(), laid.validate().value_or("").c_str());
-    RunConfig cpu = laid;
-    cpu.device = Device::Cpu;
-    cpu.kernel = "vendor";
     const int steps = 8;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
-                          c = test::recordRun(cpu, steps);
+                          c = test::recordRun(onCpu(laid), steps);
     verifyGpuLayout(b, a, c, bound, "16-bit layout vs serial");
   }
 
@@ -426,12 +424,9 @@ class TstCudaPrecision : public QObject {
     RunConfig laid = serial;
     laid.ranks = ranks, laid.ep = ep;
     QVERIFY2(!laid.validate(), laid.validate().value_or("").c_str());
-    RunConfig cpu = laid;
-    cpu.device = Device::Cpu;
-    cpu.kernel = "vendor";
     const int steps = 8;
     const test::RunRecord a = test::recordRun(serial, steps), b = test::recordRun(laid, steps),
-                          c = test::recordRun(cpu, steps);
+                          c = test::recordRun(onCpu(laid), steps);
     verifyGpuLayout(b, a, c, 1e-2, "bf16 experts vs serial");
   }
 
