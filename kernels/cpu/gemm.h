@@ -29,6 +29,11 @@ void gemm_vendor<double>(bool, bool, int, int, int, double, const double*, int, 
 const char* vendor_blas_name();
 // True when the vendor BLAS runs AVX-512 kernels (OpenBLAS core SkylakeX, Cooperlake, ...).
 bool vendor_blas_uses_avx512();
+// The wall time spent inside the vendor's sgemm, summed over the threads that call it, counted
+// only while switched on (the benchmarks: the GEMMs' share of a training step, and so how far
+// ParaLab's own kernels could still move it). Switching on starts the sum again from zero.
+void vendor_sgemm_timing(bool on);
+double vendor_sgemm_seconds();
 // Threads the vendor BLAS may use (ParaLab runs it with 1 per rank: a rank is one worker), and
 // with it the rank's own kernels (cpu/parallel_rows.h: rank_threads).
 void vendor_blas_set_threads(int n);

@@ -2,6 +2,9 @@
 // See tests/kernels/tst_gemm.cpp and `paralab-bench gemm`.
 #include <cblas.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "cpu/gemm.h"
@@ -11,11 +14,30 @@ namespace paralab::kernels {
 
 static CBLAS_TRANSPOSE op(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
+static std::atomic<bool> g_sgemmTiming{false};
+static std::atomic<int64_t> g_sgemmNs{0};
+
+void vendor_sgemm_timing(bool on) {
+  if (on) g_sgemmNs = 0;
+  g_sgemmTiming = on;
+}
+
+double vendor_sgemm_seconds() { return double(g_sgemmNs.load()) * 1e-9; }
+
 template <>
 void gemm_vendor<float>(bool transA, bool transB, int M, int N, int K, float alpha, const float* A,
                         int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   if (M == 0 || N == 0) return;
+  if (!g_sgemmTiming.load(std::memory_order_relaxed)) {
+    cblas_sgemm(CblasRowMajor, op(transA), op(transB), M, N, K, alpha, A, lda, B, ldb, beta, C,
+                ldc);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
   cblas_sgemm(CblasRowMajor, op(transA), op(transB), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  g_sgemmNs += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
 }
 
 template <>

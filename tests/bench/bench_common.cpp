@@ -27,6 +27,18 @@ double timeMedian(const std::function<void()>& f, int repeats, int warmup) {
   return median(t);
 }
 
+void printSgemmCeiling(const std::string& indent, double sgemmMs, double stepMs, double torchMs) {
+  if (sgemmMs <= 0 || stepMs <= 0) return;
+  std::printf("%sParaLab's step inside OpenBLAS's sgemm: %.1f of %.1f ms (%.0f%%)", indent.c_str(),
+              sgemmMs, stepMs, 100 * sgemmMs / stepMs);
+  if (torchMs > 0)
+    std::printf(
+        "; PyTorch's step / that: %.2fx, the most ParaLab / PyTorch could reach with its GEMMs "
+        "as they are and every other kernel of its own taking no time",
+        torchMs / sgemmMs);
+  std::printf("\n");
+}
+
 bool wantsJson(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--json") == 0) return true;

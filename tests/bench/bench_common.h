@@ -12,6 +12,11 @@ namespace paralab::bench {
 double median(std::vector<double> v);
 // Median seconds of `repeats` calls of `f` after `warmup` unmeasured calls.
 double timeMedian(const std::function<void()>& f, int repeats, int warmup = 1);
+// The line under a step's table: ParaLab's ms a step inside OpenBLAS's sgemm (measured with
+// kernels::vendor_sgemm_seconds) and its share of the step, and, when PyTorch ran (torchMs > 0),
+// PyTorch's step over that time: the most ParaLab / PyTorch could reach with its GEMMs as they
+// are and every other kernel of its own taking no time. `indent` starts the line.
+void printSgemmCeiling(const std::string& indent, double sgemmMs, double stepMs, double torchMs);
 // True when --json is among the arguments.
 bool wantsJson(int argc, char** argv);
 

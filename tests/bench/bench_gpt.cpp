@@ -61,7 +61,8 @@ struct Variant {
   Dtype precision = Dtype::Fp32;
   bool bf16Gemm = true;
   std::unique_ptr<Trainer> trainer;
-  std::vector<double> stepMs;  // per repeat
+  std::vector<double> stepMs;   // per repeat
+  std::vector<double> sgemmMs;  // per repeat, a step's time inside OpenBLAS's sgemm
 };
 
 // The GEMM the variant's forward weight GEMMs ran: "bf16 amx" or "fp32 sgemm" (the vendor BLAS).
@@ -70,13 +71,17 @@ std::string gemmOf(const Variant& v) {
 }
 
 // `repeats` repeats of `steps` steps (each step's own clock) of each variant in turn, so a noisy
-// neighbour hits them alike; each repeat's ms a step appended to its variant.
+// neighbour hits them alike; each repeat's ms a step, and its ms inside sgemm, appended to its
+// variant.
 void measure(std::vector<Variant>& variants, int steps, int repeats) {
   for (int r = 0; r < repeats; ++r)
     for (Variant& v : variants) {
       kernels::gemm_bf16_allow_amx(v.bf16Gemm);
       double ms = 0;
+      kernels::vendor_sgemm_timing(true);
       for (int s = 0; s < steps; ++s) ms += v.trainer->step().stepMs;
+      v.sgemmMs.push_back(kernels::vendor_sgemm_seconds() * 1e3 / steps);
+      kernels::vendor_sgemm_timing(false);
       v.stepMs.push_back(ms / steps);
     }
   kernels::gemm_bf16_allow_amx(true);
@@ -168,8 +173,9 @@ int benchGpt(int argc, char** argv) {
           tokens, c.dataset.c_str());
       std::printf(
           "Model arithmetic per step: T(6P + 12LCT) x batch = %.2f GFLOP (metrics.md); %% of "
-          "the FMA peak of the threads used (one core measured now: %.1f GFLOP/s).\n",
-          flops * 1e-9, corePeak);
+          "the FMA peak of the threads used (one core measured now, %d floats per FMA: %.1f "
+          "GFLOP/s).\n",
+          flops * 1e-9, teach::fmaPeakLanes(), corePeak);
       std::printf(
           "ParaLab's threads run OpenBLAS's GEMMs, attention's included, and its own kernels "
           "(softmax, LayerNorm, GELU, Adam) split by rows. PyTorch: torch.set_num_threads and "
@@ -193,6 +199,7 @@ int benchGpt(int argc, char** argv) {
         kernels::gemm_bf16_allow_amx(v.bf16Gemm);
         for (int i = 0; i < 3; ++i) v.trainer->step();  // warm-up: buffers, caches
         v.stepMs.clear();
+        v.sgemmMs.clear();
       }
       // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
       measure(variants, o.steps, o.repeats);
@@ -203,7 +210,7 @@ int benchGpt(int argc, char** argv) {
       const double torchMs = ref.value("step_ms", 0.0);
       const double firstMs = bench::median(variants.front().stepMs);
       for (const Variant& v : variants) {
-        const double ours = bench::median(v.stepMs);
+        const double ours = bench::median(v.stepMs), gemmMs = bench::median(v.sgemmMs);
         const bool first = &v == &variants.front();
         if (o.json) {
           nlohmann::json j = {{"bench", "gpt"},
@@ -221,7 +228,9 @@ int benchGpt(int argc, char** argv) {
                               {"paralab_step_ms", ours},
                               {"paralab_tokens_per_s", tokens / (ours * 1e-3)},
                               {"paralab_gflops", flops / (ours * 1e-3) * 1e-9},
+                              {"paralab_sgemm_ms_per_step", gemmMs},
                               {"fma_peak_gflops", peak},
+                              {"fma_peak_lanes", teach::fmaPeakLanes()},
                               {"blas", kernels::vendor_blas_name()}};
           if (!first) j["tokens_per_s_vs_" + variants.front().name] = firstMs / ours;
           if (torchMs > 0) {
@@ -229,6 +238,7 @@ int benchGpt(int argc, char** argv) {
             j["pytorch_step_ms"] = torchMs;
             j["pytorch_tokens_per_s"] = tokens / (torchMs * 1e-3);
             j["ratio"] = torchMs / ours;
+            if (gemmMs > 0) j["ratio_ceiling_same_sgemm"] = torchMs / gemmMs;
           } else {
             j["pytorch_not_run"] = ref.value("not_run", "");
           }
@@ -251,6 +261,7 @@ int benchGpt(int argc, char** argv) {
         } else {
           std::printf("%7s  PyTorch: %s\n", "", ref.value("not_run", "").c_str());
         }
+        bench::printSgemmCeiling(std::string(9, ' '), gemmMs, ours, torchMs);
       }
       std::fflush(stdout);
     }

@@ -76,10 +76,16 @@ TorchRun runTorch(const RunConfig& c, int steps, int repeats, const std::string&
 // its clock after Compute::endStep has waited for the rank's stream, so a GPU step's time holds
 // all of its kernels. (The loss read back inside the step waits only for the forward pass; the
 // backward pass and the optimizer are still queued then.)
-void measure(Trainer& t, int batch, int steps, int repeats, std::vector<double>& rates) {
+// With `sgemmMs`, also each repeat's ms a step inside OpenBLAS's sgemm
+// (kernels::vendor_sgemm_seconds).
+void measure(Trainer& t, int batch, int steps, int repeats, std::vector<double>& rates,
+             std::vector<double>* sgemmMs = nullptr) {
   for (int r = 0; r < repeats; ++r) {
     double ms = 0;
+    kernels::vendor_sgemm_timing(sgemmMs != nullptr);
     for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
+    if (sgemmMs) sgemmMs->push_back(kernels::vendor_sgemm_seconds() * 1e3 / steps);
+    kernels::vendor_sgemm_timing(false);
     rates.push_back(double(steps) * batch / (ms * 1e-3));
   }
 }
@@ -90,9 +96,9 @@ int stepCpu(const RunConfig& c, const Options& o) {
   const int steps = o.steps, repeats = o.repeats;
   Trainer t(c);
   for (int i = 0; i < 5; ++i) t.step();  // warm-up: buffers allocated, caches warm
-  std::vector<double> rates;
+  std::vector<double> rates, sgemmMs;
   // ParaLab's repeats before and after the reference's, so a noisy neighbour hits both alike.
-  measure(t, c.batch, steps, repeats, rates);
+  measure(t, c.batch, steps, repeats, rates, &sgemmMs);
   const TorchRun ref = o.noTorch ? TorchRun{0, "skipped", {}} : runTorch(c, steps, repeats);
   const double torch = ref.rate;
   // PyTorch also as the environment had it, when ParaLab changed the OpenBLAS kernels.
@@ -100,8 +106,9 @@ int stepCpu(const RunConfig& c, const Options& o) {
   const std::string inherited = inheritedEnv ? inheritedEnv : "";
   double torchInherited = 0;
   if (torch > 0 && !inherited.empty()) torchInherited = runTorch(c, steps, repeats, inherited).rate;
-  measure(t, c.batch, steps, repeats, rates);
+  measure(t, c.batch, steps, repeats, rates, &sgemmMs);
   const double ours = bench::median(rates);
+  const double ourMs = 1e3 * c.batch / ours, gemmMs = bench::median(sgemmMs);
   const double flops = gemmFlopsPerStep(c.batch, c.hidden, c.layers);
   const double gflops = ours / c.batch * flops * 1e-9;
   const double peak = teach::measuredFmaPeakGflops();
@@ -113,9 +120,13 @@ int stepCpu(const RunConfig& c, const Options& o) {
                         {"batch", c.batch},
                         {"paralab_samples_per_s", ours},
                         {"paralab_gflops", gflops},
+                        {"paralab_sgemm_ms_per_step", gemmMs},
                         {"fma_peak_gflops", peak},
+                        {"fma_peak_lanes", teach::fmaPeakLanes()},
                         {"blas", kernels::vendor_blas_name()}};
-    if (torch > 0) j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch;
+    if (torch > 0)
+      j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch,
+      j["ratio_ceiling_same_sgemm"] = 1e3 * c.batch / torch / gemmMs;
     if (torchInherited > 0)
       j["pytorch_inherited_env_samples_per_s"] = torchInherited,
       j["inherited_openblas_coretype"] = inherited;
@@ -147,7 +158,9 @@ int stepCpu(const RunConfig& c, const Options& o) {
   } else {
     std::printf("%-22s %s\n", "PyTorch", ref.why.c_str());
   }
-  std::printf("Core FMA peak (measured now): %.1f GFLOP/s\n", peak);
+  bench::printSgemmCeiling("", gemmMs, ourMs, torch > 0 ? 1e3 * c.batch / torch : 0);
+  std::printf("Core FMA peak (measured now, %d floats per FMA): %.1f GFLOP/s\n",
+              teach::fmaPeakLanes(), peak);
   return 0;
 }
 

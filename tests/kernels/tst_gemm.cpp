@@ -3,6 +3,7 @@
 // Run: ctest -R tst_gemm
 #include <QtTest>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -55,6 +56,7 @@ class TstGemm : public QObject {
   void degenerateSizes();
   void concurrentCallersShareThePool();
   void threadPoolRunsEachTaskOnce();
+  void sgemmTimingCountsOnlyWhenOn();
   void cleanupTestCase() { gemm_set_threads(0); }
 };
 
@@ -185,6 +187,36 @@ void TstGemm::threadPoolRunsEachTaskOnce() {
   std::atomic<int> inner{0};
   pool.run(4, [&](int) { pool.run(3, [&](int) { inner.fetch_add(1); }); });
   QCOMPARE(inner.load(), 12);
+}
+
+// The benchmarks' sgemm clock: nothing counted while off; on, the calls' time, more than nothing
+// and never more than the wall time around them; switching on again starts from zero.
+void TstGemm::sgemmTimingCountsOnlyWhenOn() {
+  vendor_blas_set_threads(1);
+  const GemmProblem p = makeGemmProblem(256, 256, 256, false, false, 1.f, 0.f, 0);
+  std::vector<float> C(p.C0.size());
+  auto calls = [&](int n) {
+    for (int i = 0; i < n; ++i)
+      gemm_vendor<float>(false, false, p.M, p.N, p.K, 1.f, p.A.data(), p.lda, p.B.data(), p.ldb,
+                         0.f, C.data(), p.ldc);
+  };
+  vendor_sgemm_timing(false);
+  calls(3);
+  QCOMPARE(vendor_sgemm_seconds(), 0.0);
+  vendor_sgemm_timing(true);
+  const auto start = std::chrono::steady_clock::now();
+  calls(20);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double counted = vendor_sgemm_seconds();
+  QVERIFY2(counted > 0 && counted <= wall, qPrintable(QString("%1 of %2 s").arg(counted).arg(wall)));
+  vendor_sgemm_timing(false);
+  calls(3);
+  QCOMPARE(vendor_sgemm_seconds(), counted);  // off: the sum stays as it was
+  vendor_sgemm_timing(true);
+  QCOMPARE(vendor_sgemm_seconds(), 0.0);
+  vendor_sgemm_timing(false);
+  for (size_t e = 0; e < C.size(); ++e) QVERIFY(std::abs(C[e] - p.ref[e]) <= p.bound(e, false));
 }
 
 QTEST_GUILESS_MAIN(TstGemm)
