@@ -4,9 +4,12 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "cpu/dispatch.h"
+#include "cpu/gemm.h"
 #include "teach/timing.h"
 
 namespace paralab::teach {
@@ -70,11 +73,29 @@ double probeGflops(const Probe& p, int repeats, long iters) {
 
 }  // namespace
 
-double measuredFmaPeakGflops() {
+namespace {
+// The probe of the peak: the widest vector the step's code runs, ParaLab's kernels at their
+// level (PARALAB_SIMD may force a lower one, as on a CPU without AVX-512) or OpenBLAS's kernel
+// family, whichever is wider. Forced to avx2 with OpenBLAS's Haswell kernels, the peak is
+// AVX2's, as on an AVX2 CPU.
+const Probe* peakProbe() {
+  const int lanes = std::max(kernels::simdWidthFloats(kernels::simdLevel()),
+                             kernels::vendor_blas_uses_avx512() ? 16 : 8);
   const Probe* widest = nullptr;
   for (const Probe& p : kProbes)
-    if (cpuHas(p.cpuFlag)) widest = &p;
-  return widest ? probeGflops(*widest, 5, 20'000'000) : 0;
+    if (cpuHas(p.cpuFlag) && p.lanes <= lanes) widest = &p;
+  return widest;
+}
+}  // namespace
+
+int fmaPeakLanes() {
+  const Probe* p = peakProbe();
+  return p ? p->lanes : 0;
+}
+
+double measuredFmaPeakGflops() {
+  const Probe* p = peakProbe();
+  return p ? probeGflops(*p, 5, 20'000'000) : 0;
 }
 
 double SimdWidthResult::gflopsAt(int lanes) const {

@@ -6,6 +6,7 @@
 #include <QtTest>
 #include <cmath>
 
+#include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "teach/false_sharing.h"
 #include "teach/gemm_ladder.h"
@@ -48,6 +49,17 @@ class TstTeachBench : public QObject {
     QVERIFY(r.corePeakGflops > 0);
     QCOMPARE(r.peakGflops, 2 * r.corePeakGflops);
     QVERIFY(!r.blas.empty());
+  }
+
+  // The peak's width follows the code that runs: ParaLab's level forced to avx2 measures the
+  // AVX2 peak unless OpenBLAS runs AVX-512 kernels; at avx512 the AVX-512 peak.
+  void peakIsAtTheWidthThatRuns() {
+    using namespace paralab::kernels;
+    const SimdLevel was = simdLevel();
+    if (setSimdLevel(SimdLevel::Avx2)) QCOMPARE(fmaPeakLanes(), vendor_blas_uses_avx512() ? 16 : 8);
+    if (setSimdLevel(SimdLevel::Avx512)) QCOMPARE(fmaPeakLanes(), 16);
+    QVERIFY(setSimdLevel(was));
+    QVERIFY(measuredFmaPeakGflops() > 0);
   }
 
   // A rung predicted slower than maxSeconds per call skips the next size, and says why.

@@ -42,8 +42,12 @@ struct GemmLadderResult {
 };
 
 // FP32 FMA peak of one core, GFLOP/s: 12 independent FMA chains at the widest SIMD width the
-// CPU has (teach/simd_width.cpp), 2 flops per lane per FMA; the median of 5 timed runs.
+// CPU has and the running code uses: ParaLab's kernels' level (PARALAB_SIMD can force a lower
+// one) or OpenBLAS's kernel family (AVX2 or AVX-512), whichever is wider
+// (teach/simd_width.cpp); 2 flops per lane per FMA; the median of 5 timed runs.
 double measuredFmaPeakGflops();
+// The floats per FMA instruction that peak is measured at (16, 8, ...; 0: the CPU has no FMA).
+int fmaPeakLanes();
 
 // Timed calls for a rung whose rate at the previous size was `lastRate` GFLOP/s (0: none yet)
 // at a size of `flops`: fewer for slow rungs, 0 with `skipped` set where one call is predicted
