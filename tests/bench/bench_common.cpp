@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "platform.h"  // dataDir
+#include "cpu/gemm.h"  // vendor_sgemm_timing
+#include "platform.h"    // dataDir
 
 namespace paralab::bench {
 
@@ -25,6 +26,15 @@ double timeMedian(const std::function<void()>& f, int repeats, int warmup) {
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return median(t);
+}
+
+TimedSteps timeSteps(int steps, const std::function<double()>& step) {
+  double ms = 0;
+  kernels::vendor_sgemm_timing(true);
+  for (int s = 0; s < steps; ++s) ms += step();
+  const TimedSteps t{ms / steps, kernels::vendor_sgemm_seconds() * 1e3 / steps};
+  kernels::vendor_sgemm_timing(false);
+  return t;
 }
 
 void printSgemmCeiling(const std::string& indent, double sgemmMs, double stepMs, double torchMs) {

@@ -12,6 +12,12 @@ namespace paralab::bench {
 double median(std::vector<double> v);
 // Median seconds of `repeats` calls of `f` after `warmup` unmeasured calls.
 double timeMedian(const std::function<void()>& f, int repeats, int warmup = 1);
+// `steps` calls of `step` (each returns its step's own ms) with OpenBLAS's sgemm timed
+// (kernels::vendor_sgemm_timing): the ms a step, and the ms a step inside sgemm.
+struct TimedSteps {
+  double stepMs = 0, sgemmMs = 0;
+};
+TimedSteps timeSteps(int steps, const std::function<double()>& step);
 // The line under a step's table: ParaLab's ms a step inside OpenBLAS's sgemm (measured with
 // kernels::vendor_sgemm_seconds) and its share of the step, and, when PyTorch ran (torchMs > 0),
 // PyTorch's step over that time: the most ParaLab / PyTorch could reach with its GEMMs as they

@@ -77,12 +77,10 @@ void measure(std::vector<Variant>& variants, int steps, int repeats) {
   for (int r = 0; r < repeats; ++r)
     for (Variant& v : variants) {
       kernels::gemm_bf16_allow_amx(v.bf16Gemm);
-      double ms = 0;
-      kernels::vendor_sgemm_timing(true);
-      for (int s = 0; s < steps; ++s) ms += v.trainer->step().stepMs;
-      v.sgemmMs.push_back(kernels::vendor_sgemm_seconds() * 1e3 / steps);
-      kernels::vendor_sgemm_timing(false);
-      v.stepMs.push_back(ms / steps);
+      const bench::TimedSteps t =
+          bench::timeSteps(steps, [&] { return v.trainer->step().stepMs; });
+      v.stepMs.push_back(t.stepMs);
+      v.sgemmMs.push_back(t.sgemmMs);
     }
   kernels::gemm_bf16_allow_amx(true);
 }

@@ -76,17 +76,13 @@ TorchRun runTorch(const RunConfig& c, int steps, int repeats, const std::string&
 // its clock after Compute::endStep has waited for the rank's stream, so a GPU step's time holds
 // all of its kernels. (The loss read back inside the step waits only for the forward pass; the
 // backward pass and the optimizer are still queued then.)
-// With `sgemmMs`, also each repeat's ms a step inside OpenBLAS's sgemm
-// (kernels::vendor_sgemm_seconds).
+// With `sgemmMs`, also each repeat's ms a step inside OpenBLAS's sgemm (bench::timeSteps).
 void measure(Trainer& t, int batch, int steps, int repeats, std::vector<double>& rates,
              std::vector<double>* sgemmMs = nullptr) {
   for (int r = 0; r < repeats; ++r) {
-    double ms = 0;
-    kernels::vendor_sgemm_timing(sgemmMs != nullptr);
-    for (int s = 0; s < steps; ++s) ms += t.step().stepMs;
-    if (sgemmMs) sgemmMs->push_back(kernels::vendor_sgemm_seconds() * 1e3 / steps);
-    kernels::vendor_sgemm_timing(false);
-    rates.push_back(double(steps) * batch / (ms * 1e-3));
+    const bench::TimedSteps timed = bench::timeSteps(steps, [&] { return t.step().stepMs; });
+    if (sgemmMs) sgemmMs->push_back(timed.sgemmMs);
+    rates.push_back(batch / (timed.stepMs * 1e-3));
   }
 }
 
@@ -124,9 +120,8 @@ int stepCpu(const RunConfig& c, const Options& o) {
                         {"fma_peak_gflops", peak},
                         {"fma_peak_lanes", teach::fmaPeakLanes()},
                         {"blas", kernels::vendor_blas_name()}};
-    if (torch > 0)
-      j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch,
-      j["ratio_ceiling_same_sgemm"] = 1e3 * c.batch / torch / gemmMs;
+    if (torch > 0) j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch;
+    if (torch > 0 && gemmMs > 0) j["ratio_ceiling_same_sgemm"] = 1e3 * c.batch / torch / gemmMs;
     if (torchInherited > 0)
       j["pytorch_inherited_env_samples_per_s"] = torchInherited,
       j["inherited_openblas_coretype"] = inherited;
