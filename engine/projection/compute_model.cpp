@@ -245,13 +245,18 @@ std::vector<OpCost> lastEnd(const Roofline& r, const EndsWork& w) {
   if (w.gpt)
     ops.push_back(elementwiseCost(r, "final LayerNorm (forward and backward)", 3 * 2 * e * h * T));
   withBackward(w.gpt ? "output head (logits)" : "output head", rows, outputs, h);
-  // Softmax cross-entropy in fp32: forward reads the logits and writes fp32 probabilities,
-  // backward reads them and writes the logits' gradient.
+  // Softmax cross-entropy in fp32.
   OpCost loss = elementwiseCost(r, "softmax cross-entropy (forward and backward)",
-                                2 * (e + 4) * outputs * rows);
+                                crossEntropyBytesPerLogit(e, w.unfusedLoss) * outputs * rows);
   if (r.lossBytesPerS > 0) loss.seconds = loss.bytes / r.lossBytesPerS;
   ops.push_back(loss);
   return ops;
+}
+
+double crossEntropyBytesPerLogit(double e, bool unfused) {
+  if (!unfused) return 2 * (e + 4);
+  const double cast = e < 4 ? e + 4 : 0;  // to fp32 and, for the gradient, back
+  return cast + 4 + 8 + 8 + 4 + 8 + 8 + cast;
 }
 
 double narayananStepFlops(double B, double s, double l, double h, double V) {

@@ -94,6 +94,7 @@ EndsWork endsOf(const ModelSpec& m, const Layout& l) {
   e.input = m.input;
   e.classes = m.classes;
   e.vocabParallel = !m.engineKernels;  // the engine's GPT computes its head whole on each tp rank
+  e.unfusedLoss = l.unfusedCrossEntropy;
   return e;
 }
 

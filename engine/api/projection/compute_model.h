@@ -122,7 +122,16 @@ struct EndsWork {
   // The head and the loss split over tp by vocabulary (Megatron's); false: whole on every tp
   // rank (the engine's CPU GPT).
   bool vocabParallel = true;
+  // The loss as separate passes (Layout::unfusedCrossEntropy): see crossEntropyBytesPerLogit.
+  bool unfusedLoss = false;
 };
+// Memory traffic of the softmax cross-entropy, forward and backward, per logit of e bytes.
+// Fused: forward reads the logit and writes its fp32 probability, backward reads that and writes
+// the logit's gradient, 2 (e + 4). Unfused, as Megatron-Core r0.8.0's vocab-parallel loss runs
+// (one pass each): cast to fp32 (e + 4, none in fp32), max (4), subtract the max in place (8),
+// exp in place (8), sum (4), divide by the sum in place (8); backward: multiply by the loss's
+// gradient in place (8) and cast back (4 + e): 52 bytes for a bf16 logit.
+double crossEntropyBytesPerLogit(double e, bool unfused);
 // First stage: token and position embeddings (the MLP: its input layer).
 std::vector<OpCost> firstEnd(const Roofline& r, const EndsWork& w);
 // Last stage: final LayerNorm, output head (split over tp by vocabulary where vocabParallel)

@@ -123,6 +123,11 @@ struct Layout {
   // and all-reduce to be done in fp32": --accumulate-allreduce-grads-in-fp32). Mixed precision
   // with Adam is then Megatron's 18 bytes a parameter, not ZeRO's 16.
   bool fp32MainGrads = false;
+  // The softmax cross-entropy over the vocabulary as separate tensor operations, each a pass
+  // over the logits (Megatron-Core's vocab-parallel loss without --cross-entropy-loss-fusion,
+  // megatron/core/tensor_parallel/cross_entropy.py: 52 bytes a bf16 logit, compute_model.h);
+  // false: one fused pass forward and one backward.
+  bool unfusedCrossEntropy = false;
   // Attention's kernel: "" computes its products as GEMMs and writes the scores to memory
   // (Megatron-LM 2021); "cudnn" or "flash2" runs one fused kernel at the rate measured for it
   // on the GPU (resources/gpus: fused_attention; Transformer Engine runs cuDNN's on Hopper,
