@@ -49,6 +49,14 @@ void printSgemmCeiling(const std::string& indent, double sgemmMs, double stepMs,
   std::printf("\n");
 }
 
+void printPeakCeiling(const std::string& indent, double torchPeakShare) {
+  if (torchPeakShare <= 0) return;
+  std::printf(
+      "%sPyTorch's step runs at %.1f%% of the FMA peak: at the peak, the same arithmetic would "
+      "run %.2fx PyTorch's speed, the most any engine can reach on these cores\n",
+      indent.c_str(), 100 * torchPeakShare, 1 / torchPeakShare);
+}
+
 bool wantsJson(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--json") == 0) return true;

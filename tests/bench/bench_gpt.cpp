@@ -237,6 +237,7 @@ int benchGpt(int argc, char** argv) {
             j["pytorch_tokens_per_s"] = tokens / (torchMs * 1e-3);
             j["ratio"] = torchMs / ours;
             if (gemmMs > 0) j["ratio_ceiling_same_sgemm"] = torchMs / gemmMs;
+            j["ratio_ceiling_fma_peak"] = peak / (flops / (torchMs * 1e-3) * 1e-9);
           } else {
             j["pytorch_not_run"] = ref.value("not_run", "");
           }
@@ -260,6 +261,8 @@ int benchGpt(int argc, char** argv) {
           std::printf("%7s  PyTorch: %s\n", "", ref.value("not_run", "").c_str());
         }
         bench::printSgemmCeiling(std::string(9, ' '), gemmMs, ours, torchMs);
+        bench::printPeakCeiling(std::string(9, ' '),
+                                torchMs > 0 ? flops / (torchMs * 1e-3) * 1e-9 / peak : 0);
       }
       std::fflush(stdout);
     }
