@@ -49,12 +49,17 @@ void printSgemmCeiling(const std::string& indent, double sgemmMs, double stepMs,
   std::printf("\n");
 }
 
-void printPeakCeiling(const std::string& indent, double torchPeakShare) {
-  if (torchPeakShare <= 0) return;
+double peakCeiling(double torchGflops, double peakGflops) {
+  return torchGflops > 0 ? peakGflops / torchGflops : 0;
+}
+
+void printPeakCeiling(const std::string& indent, double torchGflops, double peakGflops) {
+  const double ceiling = peakCeiling(torchGflops, peakGflops);
+  if (ceiling <= 0) return;
   std::printf(
       "%sPyTorch's step runs at %.1f%% of the FMA peak: at the peak, the same arithmetic would "
       "run %.2fx PyTorch's speed, the most any engine can reach on these cores\n",
-      indent.c_str(), 100 * torchPeakShare, 1 / torchPeakShare);
+      indent.c_str(), 100 / ceiling, ceiling);
 }
 
 bool wantsJson(int argc, char** argv) {

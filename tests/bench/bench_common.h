@@ -23,11 +23,13 @@ TimedSteps timeSteps(int steps, const std::function<double()>& step);
 // PyTorch's step over that time: the most ParaLab / PyTorch could reach with its GEMMs as they
 // are and every other kernel of its own taking no time. `indent` starts the line.
 void printSgemmCeiling(const std::string& indent, double sgemmMs, double stepMs, double torchMs);
-// The line after it: PyTorch's model arithmetic per second as a share of the threads' FMA peak
-// (torchPeakShare, 0 < share), and the ratio to PyTorch that the peak itself allows, 1 / share:
-// no engine doing the same arithmetic on these cores can go faster. Nothing when PyTorch did not
-// run (share 0).
-void printPeakCeiling(const std::string& indent, double torchPeakShare);
+// The ratio to PyTorch that the FMA peak itself allows: the peak over PyTorch's model
+// arithmetic per second. No engine doing the same arithmetic on these cores can go faster.
+// 0 when PyTorch did not run (torchGflops 0).
+double peakCeiling(double torchGflops, double peakGflops);
+// The line after it: PyTorch's share of the peak and that ceiling; nothing when PyTorch did not
+// run.
+void printPeakCeiling(const std::string& indent, double torchGflops, double peakGflops);
 // True when --json is among the arguments.
 bool wantsJson(int argc, char** argv);
 

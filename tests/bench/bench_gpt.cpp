@@ -206,6 +206,7 @@ int benchGpt(int argc, char** argv) {
       measure(variants, o.steps, o.repeats);
       const double peak = corePeak * n;
       const double torchMs = ref.value("step_ms", 0.0);
+      const double torchGflops = torchMs > 0 ? flops / (torchMs * 1e-3) * 1e-9 : 0;
       const double firstMs = bench::median(variants.front().stepMs);
       for (const Variant& v : variants) {
         const double ours = bench::median(v.stepMs), gemmMs = bench::median(v.sgemmMs);
@@ -237,7 +238,7 @@ int benchGpt(int argc, char** argv) {
             j["pytorch_tokens_per_s"] = tokens / (torchMs * 1e-3);
             j["ratio"] = torchMs / ours;
             if (gemmMs > 0) j["ratio_ceiling_same_sgemm"] = torchMs / gemmMs;
-            j["ratio_ceiling_fma_peak"] = peak / (flops / (torchMs * 1e-3) * 1e-9);
+            j["ratio_ceiling_fma_peak"] = bench::peakCeiling(torchGflops, peak);
           } else {
             j["pytorch_not_run"] = ref.value("not_run", "");
           }
@@ -261,8 +262,7 @@ int benchGpt(int argc, char** argv) {
           std::printf("%7s  PyTorch: %s\n", "", ref.value("not_run", "").c_str());
         }
         bench::printSgemmCeiling(std::string(9, ' '), gemmMs, ours, torchMs);
-        bench::printPeakCeiling(std::string(9, ' '),
-                                torchMs > 0 ? flops / (torchMs * 1e-3) * 1e-9 / peak : 0);
+        bench::printPeakCeiling(std::string(9, ' '), torchGflops, peak);
       }
       std::fflush(stdout);
     }

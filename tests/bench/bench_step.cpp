@@ -108,6 +108,7 @@ int stepCpu(const RunConfig& c, const Options& o) {
   const double flops = gemmFlopsPerStep(c.batch, c.hidden, c.layers);
   const double gflops = ours / c.batch * flops * 1e-9;
   const double peak = teach::measuredFmaPeakGflops();
+  const double torchGflops = torch / c.batch * flops * 1e-9;  // 0 when PyTorch did not run
 
   if (o.json) {
     nlohmann::json j = {{"bench", "step"},
@@ -122,7 +123,7 @@ int stepCpu(const RunConfig& c, const Options& o) {
                         {"blas", kernels::vendor_blas_name()}};
     if (torch > 0) j["pytorch_samples_per_s"] = torch, j["ratio"] = ours / torch;
     if (torch > 0 && gemmMs > 0) j["ratio_ceiling_same_sgemm"] = 1e3 * c.batch / torch / gemmMs;
-    if (torch > 0) j["ratio_ceiling_fma_peak"] = peak / (torch / c.batch * flops * 1e-9);
+    if (torch > 0) j["ratio_ceiling_fma_peak"] = bench::peakCeiling(torchGflops, peak);
     if (torchInherited > 0)
       j["pytorch_inherited_env_samples_per_s"] = torchInherited,
       j["inherited_openblas_coretype"] = inherited;
@@ -155,7 +156,7 @@ int stepCpu(const RunConfig& c, const Options& o) {
     std::printf("%-22s %s\n", "PyTorch", ref.why.c_str());
   }
   bench::printSgemmCeiling("", gemmMs, ourMs, torch > 0 ? 1e3 * c.batch / torch : 0);
-  bench::printPeakCeiling("", torch > 0 ? torch / c.batch * flops * 1e-9 / peak : 0);
+  bench::printPeakCeiling("", torchGflops, peak);
   std::printf("Core FMA peak (measured now, %d floats per FMA): %.1f GFLOP/s\n",
               teach::fmaPeakLanes(), peak);
   return 0;
