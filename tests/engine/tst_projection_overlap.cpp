@@ -67,9 +67,9 @@ Layout coreLayout(const CoreRow& row) {
   l.overlapDpComm = true;
   l.overlapParamGather = true;
   l.fusedGradAccumulation = true;
-  l.fp32MainGrads = true;       // Megatron forces it in bf16
+  l.fp32MainGrads = true;        // Megatron forces it in bf16
   l.unfusedCrossEntropy = true;  // --cross-entropy-loss-fusion is off unless given
-  l.attentionKernel = "cudnn";  // Transformer Engine's fused attention on Hopper
+  l.attentionKernel = "cudnn";   // Transformer Engine's fused attention on Hopper
   l.recompute = Recompute::Selective;
   l.schedule = Schedule::OneFOneB;
   l.precision = Precision::Bf16Mixed;
@@ -95,15 +95,20 @@ double megatronFlopsPerToken(const CoreRow& row) {
 }
 
 // The rows the projection misses by more than 15%, and why. Its GEMMs and fused attention run
-// at the rates measured for their shapes on the GPU (resources/gpus: matmul_by_shape,
-// fused_attention), so each kernel is as fast as the chip makes it, and the loss makes the
-// passes Megatron's code makes; the two smallest models still ran slower than all that adds up
-// to (1.7B +26%, 7.1B +25%; +37% and +28% with the loss fused): what else a step of h
-// 2,048-4,096 spends (kernel launches between short kernels, communication kernels taking SMs
-// from the GEMMs they overlap) is not modelled. The 32B row (tp 8 inside a node, dp 48 across
-// 48 nodes, one adapter per GPU) is projected low: its fp32 gradient reduce-scatter over
-// InfiniBand is exposed past the last micro-batch's backward, which the run hid better than
-// this model of the overlap allows.
+// at the rates measured for their shapes (resources/gpus: matmul_by_shape, fused_attention),
+// bursts of 10 to 20 calls on an idle GPU, and the loss makes the passes Megatron's code makes.
+// The two smallest models spend their whole step computing and ran about 20% slower than those
+// rates add up to (1.7B +26%, 7.1B +25%; with two sequences a micro-batch +31% and +30%, with
+// four +34% and +32%): what a long run's compute loses beside a short burst (clocks held under
+// the 700 W limit, launches between short kernels, communication kernels taking SMs from the
+// GEMMs they overlap) is not measured. The pipelined rows fit partly by the same gap: r0.8.0
+// overlaps pipeline communication only in its interleaved schedule (arguments.py turns
+// --overlap-p2p-communication off otherwise), which the README says those runs overlapped, and
+// interleaving would shrink the 1F1B bubble this rule keeps. The 32B row is projected low, and
+// with one sequence a micro-batch no overlap r0.8.0 runs could reach it
+// (coreThirtyTwoBOutOfReachAtOneSequence); with two it projects -1.4%, but 16B then hides its
+// whole reduce-scatter and goes +30%. The table publishes neither micro-batch sizes nor virtual
+// stages, and fitting them, or a derating, to the table would make it a fit instead of a check.
 const char* const kOutsideBar[] = {"1.7B", "7.1B", "32B"};
 
 double projectedTflops(const Projection& p, const CoreRow& row) {
@@ -214,6 +219,41 @@ class TstProjectionOverlap : public QObject {
 
   // [SECTION] Published runs: Megatron-Core r0.8.0 on H100
 
+  // Why the 32B row cannot be matched under the layout rule's micro-batches of one sequence:
+  // a bound, not the projection. Megatron-Core r0.8.0 reduce-scatters the fp32 gradients only
+  // while the last micro-batch runs its backward (the others run under no_sync) and gathers the
+  // bf16 parameters only while the first runs its forward, so no step can be shorter than its
+  // compute plus what each collective has left after its window, even at the adapter's full
+  // 400 Gb/s (a slower compute than projected only raises the floor: the windows grow by less
+  // than the compute). With one sequence a micro-batch that floor (0.99 s) is above the
+  // published step (0.89 s); with two it is below, so that run did not cut its replica's 4
+  // sequences into micro-batches of one (README does not say how it cut them).
+  void coreThirtyTwoBOutOfReachAtOneSequence() {
+    const CoreRow& r = kCoreTable[3];
+    QCOMPARE(QString(r.params), QString("32"));
+    const Cluster cluster = h100s(r.gpus);
+    const double lineRate = cluster.gpu.networkGBpsPerGpu() * 1e9;
+    const double publishedStep =
+        double(r.batch) * kCoreSeq * megatronFlopsPerToken(r) / r.gpus / (r.tflops * 1e12);
+    for (int sequences : {1, 2}) {
+      Layout l = coreLayout(r);
+      l.microBatchSize = sequences;
+      const Projection p = project(coreModel(r), l, cluster);
+      const int dp = p.layout.dp, m = p.layout.microBatches;
+      const double perGpu = p.parameters / r.tp, share = double(dp - 1) / dp;
+      const double reduceScatter = perGpu * 4 * share / lineRate;
+      const double allGather = perGpu * 2 * share / lineRate;
+      const double perMicroBatch = p.split.compute / m;
+      const double backwardShare = p.stageBackwardS[0] / (p.stageForwardS[0] + p.stageBackwardS[0]);
+      const double floor = p.split.compute +
+                           std::max(0.0, reduceScatter - perMicroBatch * backwardShare) +
+                           std::max(0.0, allGather - perMicroBatch * (1 - backwardShare));
+      qInfo("32B, %d sequence(s) a micro-batch: floor %.3f s, published step %.3f s", sequences,
+            floor, publishedStep);
+      QVERIFY(sequences == 1 ? floor > publishedStep : floor < publishedStep);
+    }
+  }
+
   void coreParameterCounts() {
     for (const CoreRow& row : kCoreTable) {
       const double billions = coreModel(row).parameterCount() / 1e9;
@@ -251,7 +291,8 @@ class TstProjectionOverlap : public QObject {
         100 * p.split.dpCommHidden / step, p.memory.total() / 1e9);
     for (const char* tag : kOutsideBar)
       if (QString(QTest::currentDataTag()) == tag)
-        QEXPECT_FAIL("", "overheads of small models not modelled (see kOutsideBar)", Continue);
+        QEXPECT_FAIL("", "unmeasured sustained rates or unpublished settings (see kOutsideBar)",
+                     Continue);
     QVERIFY2(
         std::abs(ratio - 1) <= 0.15,
         qPrintable(
