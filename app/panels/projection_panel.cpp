@@ -22,6 +22,7 @@
 #include "charts/projection_chart.h"
 #include "panels/export_panel.h"
 #include "settings.h"
+#include "window/screen_room.h"
 
 namespace paralab {
 
@@ -205,7 +206,8 @@ ProjectionPanel::ProjectionPanel(std::function<RunConfig()> runConfig, QWidget* 
   auto* charts = new QSplitter(Qt::Vertical);
   charts->setChildrenCollapsible(false);
   for (ProjectionChart* c : {m_memoryChart, m_stepChart, m_sweepChart}) {
-    c->setMinimumHeight(c->kind() == ProjectionChart::Kind::Sweep ? 280 : 190);
+    // Least heights that leave the window inside a 1280×720 screen (screen_room.h).
+    c->setMinimumHeight(c->kind() == ProjectionChart::Kind::Sweep ? 230 : 170);
     charts->addWidget(c);
     connect(c, &Chart::exportRequested, this, &ProjectionPanel::exportChart);
   }
@@ -477,7 +479,7 @@ ProjectionPanel* openProjectionPanel(QWidget* window, std::function<RunConfig()>
     panel = new ProjectionPanel(std::move(runConfig), dialog);
     auto* layout = new QVBoxLayout(dialog);
     layout->addWidget(panel);
-    dialog->resize(1280, 860);
+    dialog->resize(fittedToScreen(window, {1280, 860}));
   } else {
     panel->refresh();  // the settings' model as it is now; the layout as the learner left it
   }

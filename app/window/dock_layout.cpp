@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "settings.h"
+#include "window/screen_room.h"
 
 namespace paralab {
 
@@ -26,14 +27,7 @@ void DockLayout::createMovableAction() {
   connect(m_movable, &QAction::toggled, this, &DockLayout::setPanelsMovable);
 }
 
-// The room the screen has for the window's inside: the title bar and borders the desktop adds
-// are outside the size set here.
-static QSize roomOnScreen(const QWidget* window) {
-  const QScreen* screen = window->screen();
-  return screen ? screen->availableGeometry().size() - QSize(16, 48) : DockLayout::kPreferred;
-}
-
-void DockLayout::sizeToScreen() { m_window->resize(kPreferred.boundedTo(roomOnScreen(m_window))); }
+void DockLayout::sizeToScreen() { m_window->resize(fittedToScreen(m_window, kPreferred)); }
 
 void DockLayout::addPanel(QDockWidget* dock, Qt::DockWidgetArea area) {
   m_window->addDockWidget(area, dock);
@@ -116,7 +110,7 @@ void DockLayout::windowShown(int settingsWidth) {
     const QSize room = screen->availableGeometry().size();
     const QSize outer = m_window->frameGeometry().size().expandedTo(m_window->size());
     if (outer.width() > room.width() || outer.height() > room.height())
-      m_window->resize(m_window->size().boundedTo(roomOnScreen(m_window)));
+      m_window->resize(fittedToScreen(m_window, m_window->size()));
   }
   if (m_restored && !m_sized) {  // the column keeps the width the last session left
     m_sized = true;

@@ -1,10 +1,12 @@
 // The window on a laptop's screen: offscreen on a 1280×720 screen (a 1920×1080 laptop at 150 %),
-// it opens inside the screen; every step of every lesson has its prediction box, Lock in, Run
-// and Back / Next in view (the lesson page scrolls) with the window never past 1280×720; the
-// step text stays as tall as its lines after a result shows; the wheel over the Run settings
-// scrolls the panel; every tab's title is whole; the status bar's throughput keeps its digits and
-// a new Start clears the last failure; the welcome leaves the Lessons tab it points at in view
-// and counts the lessons. Run: ctest -R tst_window_screen --output-on-failure
+// it opens inside the screen, and so does Run > Project to a Cluster; every step of every lesson
+// has its prediction box, Lock in, Run and Back / Next in view (the lesson page scrolls) with the
+// window never past 1280×720; the step text stays as tall as its lines after a result shows; the
+// wheel over the Run settings scrolls the panel; every tab's title is whole; the status bar's
+// throughput keeps its digits and a new Start clears the last failure; the welcome leaves the
+// Lessons tab it points at in view and counts the lessons.
+// Run: ctest -R tst_window_screen --output-on-failure
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -28,6 +30,7 @@
 #include <QTextBrowser>
 #include <QWheelEvent>
 
+#include "charts/projection_chart.h"
 #include "main_window.h"
 #include "panels/config_panel.h"
 #include "panels/lesson_dock.h"
@@ -314,6 +317,38 @@ class TestWindowScreen : public QObject {
 
   // Started as the program starts (the settings restored before the first show), the welcome
   // covers the charts, not the Lessons tab it points at, and counts the lessons it offers.
+  // Run > Project to a Cluster opens a window of its own: inside the screen too, its three
+  // charts whole in it, and the end of its column (the check on this machine) scrolled to.
+  void projectionWindowInsideTheScreen() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* action = w.findChild<QAction*>("projectAction");
+    QVERIFY(action);
+    action->trigger();
+    auto* panel = w.findChild<QWidget*>("projectionPanel");
+    QVERIFY(panel);
+    QWidget* top = panel->window();
+    QVERIFY(top != &w);
+    QVERIFY(QTest::qWaitForWindowExposed(top));
+    QTest::qWait(50);
+    QVERIFY2(QApplication::primaryScreen()->availableGeometry().contains(top->frameGeometry()),
+             qPrintable(QString("%1×%2").arg(top->frameGeometry().width())
+                            .arg(top->frameGeometry().height())));
+    const QList<ProjectionChart*> charts = panel->findChildren<ProjectionChart*>();
+    QCOMPARE(charts.size(), 3);
+    for (const ProjectionChart* c : charts)
+      QVERIFY2(c->visibleRegion().boundingRect() == c->rect(),
+               qPrintable(QString("a chart of %1×%2 seen %3×%4").arg(c->width()).arg(c->height())
+                              .arg(c->visibleRegion().boundingRect().width())
+                              .arg(c->visibleRegion().boundingRect().height())));
+    auto* check = panel->findChild<QWidget*>("projectOnHost");
+    QVERIFY(check);
+    scrollTo(check);
+    QCOMPARE(check->visibleRegion().boundingRect(), check->rect());
+    top->close();
+  }
+
   void welcomeLeavesTheLessonsInView() {
     Settings::setStartChoice(QString());
     MainWindow w;
