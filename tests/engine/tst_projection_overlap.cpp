@@ -96,12 +96,13 @@ double megatronFlopsPerToken(const CoreRow& row) {
 
 // The rows the projection misses by more than 15%, and why. Its GEMMs and fused attention run
 // at the rates measured for their shapes (resources/gpus: matmul_by_shape, fused_attention),
-// bursts of 10 to 20 calls on an idle GPU, and the loss makes the passes Megatron's code makes.
-// The two smallest models spend their whole step computing and ran about 20% slower than those
-// rates add up to (1.7B +26%, 7.1B +25%; with two sequences a micro-batch +31% and +30%, with
-// four +34% and +32%): what a long run's compute loses beside a short burst (clocks held under
-// the 700 W limit, launches between short kernels, communication kernels taking SMs from the
-// GEMMs they overlap) is not measured. The pipelined rows fit partly by the same gap: r0.8.0
+// bursts of 10 to 20 calls on an idle GPU (attention without dropout, where Megatron's default
+// keeps 0.1 inside the kernel), and the loss makes the passes Megatron's code makes. The two
+// smallest models spend their whole step computing and ran about 20% slower than those rates
+// add up to (1.7B +26%, 7.1B +25%; with two sequences a micro-batch +31% and +30%, with four
+// +34% and +32%): what a long run's compute loses beside a short burst (clocks held under the
+// 700 W limit, that dropout, launches between short kernels, communication kernels taking SMs
+// from the GEMMs they overlap) is not measured. The pipelined rows fit partly by the same gap: r0.8.0
 // overlaps pipeline communication only in its interleaved schedule (arguments.py turns
 // --overlap-p2p-communication off otherwise), which the README says those runs overlapped, and
 // interleaving would shrink the 1F1B bubble this rule keeps. The 32B row is projected low, and
