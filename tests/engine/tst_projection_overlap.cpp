@@ -233,7 +233,8 @@ class TstProjectionOverlap : public QObject {
     const CoreRow& r = kCoreTable[3];
     QCOMPARE(QString(r.params), QString("32"));
     const Cluster cluster = h100s(r.gpus);
-    const double lineRate = cluster.gpu.networkGBpsPerGpu() * 1e9;
+    // The adapter at its full rate with no latency: the fastest the exchange could be.
+    const Link lineRate{cluster.gpu.nicTitle, 0, cluster.gpu.networkGBpsPerGpu() * 1e9, true};
     const double publishedStep =
         double(r.batch) * kCoreSeq * megatronFlopsPerToken(r) / r.gpus / (r.tflops * 1e12);
     for (int sequences : {1, 2}) {
@@ -241,9 +242,10 @@ class TstProjectionOverlap : public QObject {
       l.microBatchSize = sequences;
       const Projection p = project(coreModel(r), l, cluster);
       const int dp = p.layout.dp, m = p.layout.microBatches;
-      const double perGpu = p.parameters / r.tp, share = double(dp - 1) / dp;
-      const double reduceScatter = perGpu * 4 * share / lineRate;
-      const double allGather = perGpu * 2 * share / lineRate;
+      const double perGpu = p.parameters / r.tp;  // fp32 gradients, bf16 parameters
+      const double reduceScatter =
+          collectiveSeconds(Collective::ReduceScatter, perGpu * 4, dp, lineRate);
+      const double allGather = collectiveSeconds(Collective::AllGather, perGpu * 2, dp, lineRate);
       const double perMicroBatch = p.split.compute / m;
       const double backwardShare = p.stageBackwardS[0] / (p.stageForwardS[0] + p.stageBackwardS[0]);
       const double floor = p.split.compute +
