@@ -102,11 +102,11 @@ double megatronFlopsPerToken(const CoreRow& row) {
 // add up to (1.7B +26%, 7.1B +25%; with two sequences a micro-batch +31% and +30%, with four
 // +34% and +32%): what a long run's compute loses beside a short burst (clocks held under the
 // 700 W limit, that dropout, launches between short kernels, communication kernels taking SMs
-// from the GEMMs they overlap) is not measured. The pipelined rows fit partly by the same gap: r0.8.0
-// overlaps pipeline communication only in its interleaved schedule (arguments.py turns
-// --overlap-p2p-communication off otherwise), which the README says those runs overlapped, and
-// interleaving would shrink the 1F1B bubble this rule keeps. The 32B row is projected low, and
-// with one sequence a micro-batch no overlap r0.8.0 runs could reach it
+// from the GEMMs they overlap) is not measured. The pipelined rows fit partly by the same gap:
+// r0.8.0 overlaps pipeline communication only in its interleaved schedule (arguments.py turns
+// --overlap-p2p-communication off otherwise), which Megatron's README says those runs
+// overlapped, and interleaving would shrink the 1F1B bubble this rule keeps. The 32B row is
+// projected low, and with one sequence a micro-batch no overlap r0.8.0 runs could reach it
 // (coreThirtyTwoBOutOfReachAtOneSequence); with two it projects -1.4%, but 16B then hides its
 // whole reduce-scatter and goes +30%. The table publishes neither micro-batch sizes nor virtual
 // stages, and fitting them, or a derating, to the table would make it a fit instead of a check.
@@ -247,7 +247,8 @@ class TstProjectionOverlap : public QObject {
           collectiveSeconds(Collective::ReduceScatter, perGpu * 4, dp, lineRate);
       const double allGather = collectiveSeconds(Collective::AllGather, perGpu * 2, dp, lineRate);
       const double perMicroBatch = p.split.compute / m;
-      const double backwardShare = p.stageBackwardS[0] / (p.stageForwardS[0] + p.stageBackwardS[0]);
+      const double backwardShare =
+          p.stageBackwardS[0] / (p.stageForwardS[0] + p.stageBackwardS[0]);
       const double floor = p.split.compute +
                            std::max(0.0, reduceScatter - perMicroBatch * backwardShare) +
                            std::max(0.0, allGather - perMicroBatch * (1 - backwardShare));
